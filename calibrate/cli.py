@@ -1,0 +1,440 @@
+"""The `calibrate` command: every stage of the flow (import, render, judge, annotate, measure,
+export) as a scriptable subcommand over one SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from calibrate.importers import ImportFailed, ImportReport, import_records
+from calibrate.store import Store
+from calibrate.templates import TemplateError, TemplateSet, default_folders
+
+DEFAULT_DB = "calibrate.db"
+console = Console()
+err_console = Console(stderr=True)
+
+
+class Context:
+    """What every command shares: the database path and template folders, opened lazily."""
+
+    def __init__(self, db_path: str, template_dirs: tuple[str, ...]):
+        self.db_path = db_path
+        self.template_dirs = template_dirs
+        self._store: Store | None = None
+        self._templates: TemplateSet | None = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.db_path)
+        return self._store
+
+    @property
+    def templates(self) -> TemplateSet:
+        if self._templates is None:
+            try:
+                self._templates = TemplateSet([*default_folders(), *map(Path, self.template_dirs)])
+            except TemplateError as exc:
+                raise click.ClickException(str(exc)) from None
+        return self._templates
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db", "db_path", envvar="CALIBRATE_DB", default=DEFAULT_DB, show_default=True,
+    help="The SQLite file (or set CALIBRATE_DB).",
+)
+@click.option(
+    "--templates", "template_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+    help="An extra template folder (same manifest format); may be repeated.",
+)
+@click.version_option(package_name="calibrate")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str, template_dirs: tuple[str, ...]) -> None:
+    """Can this LLM judge be trusted? Import items, run judges, label, measure agreement."""
+    ctx.obj = Context(db_path, template_dirs)
+
+
+def main() -> None:
+    cli(prog_name="calibrate")
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def byte_progress(total: int, description: str):
+    """A progress bar over bytes read (on stderr, only when it is a terminal)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        task = bar.add_task(description, total=total or None)
+        yield lambda n: bar.advance(task, n)
+
+
+def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False, indent=2))
+        return
+    table = Table(title=title)
+    for n, column in enumerate(columns):
+        table.add_column(column, overflow="fold", no_wrap=n < 2)
+    for row in rows:
+        table.add_row(*[Text(str(v) if v is not None else "") for v in row])
+    console.print(table)
+
+
+def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
+    try:
+        report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    for bad in report.skipped:
+        err_console.print(Text(f"skipped {bad}", style="yellow"))
+    counts = report.counts
+    console.print(
+        f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
+        f"{counts.judgments_added} judgments added, {len(report.skipped)} skipped"
+    )
+    return report
+
+
+def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r}: use ITEM_FIELD=LINE_FIELD", param_hint="--map")
+        target, source = pair.split("=", 1)
+        out[target.strip()] = source.strip()
+    return out
+
+
+skip_bad_option = click.option("--skip-bad", is_flag=True, help="Skip bad lines (reported as file:line) instead of importing nothing.")
+lang_choice = click.Choice(["en", "zh"])
+
+
+# -- import ------------------------------------------------------------------------------------
+
+
+@cli.group(name="import")
+def import_group() -> None:
+    """Import items (and judgments run elsewhere) into the database."""
+
+
+@import_group.command(name="jsonl")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--task", required=True, help="Task id, e.g. c3/heterograph or superglue/boolq.")
+@click.option("--lang", required=True, help="Language: en or zh.")
+@click.option("--id-field", default="id", show_default=True, help="The line field holding the source id.")
+@click.option("--map", "field_map", multiple=True, metavar="ITEM_FIELD=LINE_FIELD", help="Rename a field; may be repeated.")
+@click.option("--reference-field", help="The line field holding the reference answer or gold label.")
+@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
+@click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@skip_bad_option
+@pass_ctx
+def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, skip_bad):
+    """Import one item per JSON line."""
+    from calibrate.importers.jsonl import jsonl_records
+
+    if judge_output and not judge_name:
+        raise click.UsageError("--judge-output needs --judge-name")
+    size = file.stat().st_size if file.is_file() else 0
+    with byte_progress(size, f"importing {file.name}") as advance:
+        records = jsonl_records(
+            file, task=task, lang=lang, id_field=id_field, field_map=parse_field_map(field_map),
+            reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, progress=advance,
+        )
+        run_import(ctx, records, skip_bad)
+
+
+@import_group.command(name="c3")
+@click.option("--reference", "reference_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="C3's text root for the language (C3/english/text or C3/chinese/text).")
+@click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The spoken dialogue model's response tree.")
+@click.option("--lang", required=True, type=lang_choice)
+@skip_bad_option
+@pass_ctx
+def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
+    """Import the C3 reference tree paired with a response tree."""
+    from calibrate.importers.c3 import c3_records
+
+    try:
+        run_import(ctx, c3_records(reference_dir, responses_dir, lang), skip_bad)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@import_group.command(name="c3-results")
+@click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--lang", required=True, type=lang_choice)
+@click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
+@skip_bad_option
+@pass_ctx
+def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
+    """Import the C3 script's result files: check_answer becomes a judgment."""
+    from calibrate.importers.c3 import c3_result_records
+
+    try:
+        run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name), skip_bad)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@import_group.command(name="superglue")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
+@click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
+              help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
+@skip_bad_option
+@pass_ctx
+def import_superglue(ctx, file, task_name, predictions, skip_bad):
+    """Import a SuperGLUE task's published JSONL."""
+    from calibrate.importers.superglue import superglue_records
+
+    size = file.stat().st_size if file.is_file() else 0
+    try:
+        with byte_progress(size, f"importing {file.name}") as advance:
+            run_import(ctx, superglue_records(file, task_name, predictions, advance), skip_bad)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@import_group.command(name="rubric")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
+@click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@skip_bad_option
+@pass_ctx
+def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
+    """Import reference-scoring rubric records (question, content, answer, llm_answer, llm_reasoning)."""
+    from calibrate.importers.rubric import rubric_records
+
+    if judge_output and not judge_name:
+        raise click.UsageError("--judge-output needs --judge-name")
+    size = file.stat().st_size if file.is_file() else 0
+    with byte_progress(size, f"importing {file.name}") as advance:
+        run_import(ctx, rubric_records(file, judge_output=judge_output, judge_name=judge_name, progress=advance), skip_bad)
+
+
+# -- look around -------------------------------------------------------------------------------
+
+STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
+
+
+@cli.command(name="items")
+@click.option("--task")
+@click.option("--lang")
+@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def items_command(ctx, task, lang, status, limit, offset, as_json):
+    """List items, filtered by task, language and status."""
+    rows = []
+    for item in ctx.store.items(task=task, lang=lang, status=status, limit=limit, offset=offset):
+        if as_json:
+            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, item.fields])
+        else:
+            preview = json.dumps(item.fields, ensure_ascii=False)
+            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, preview[:80]])
+    print_table("items", ["id", "task", "lang", "source_id", "reference", "fields"], rows, as_json)
+
+
+@cli.command(name="status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def status_command(ctx, as_json):
+    """Counts per task x language: items, judged, unparsed, errors, labelled."""
+    counts = ctx.store.status_counts()
+    columns = ["task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
+    print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
+
+
+# -- templates -----------------------------------------------------------------------------------
+
+
+@cli.group(name="templates")
+def templates_group() -> None:
+    """List and show judge prompt templates."""
+
+
+@templates_group.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def templates_list(ctx, as_json):
+    """List every template with its tasks, language, verdict kind and version."""
+    rows = [
+        [t.id, t.lang, " ".join(t.tasks), t.verdict, t.version if t.has_prompt else "(no prompt)", ", ".join(t.required)]
+        for t in ctx.templates.templates.values()
+    ]
+    print_table("templates", ["id", "lang", "tasks", "verdict", "version", "required fields"], rows, as_json)
+
+
+@templates_group.command(name="show")
+@click.argument("template_id")
+@pass_ctx
+def templates_show(ctx, template_id):
+    """Print one template: its manifest entry, system prompt and prompt text."""
+    try:
+        t = ctx.templates.get(template_id)
+    except TemplateError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}")
+    click.echo(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}")
+    click.echo(f"version: {t.version}\nsource: {t.source}\n")
+    if t.system:
+        click.echo(f"--- system ---\n{t.system}\n")
+    click.echo(f"--- prompt ---\n{t.text}" if t.has_prompt else "(no judge prompt: humans decide this task)")
+
+
+@cli.command(name="render")
+@click.argument("item_id", type=int)
+@click.option("--variant", help="Template family to render with (e.g. c3-official).")
+@pass_ctx
+def render_command(ctx, item_id, variant):
+    """Print the judge prompt (system and user) for one item."""
+    from calibrate.judging import render_for
+
+    item = ctx.store.item(item_id)
+    if item is None:
+        raise click.ClickException(f"no item {item_id}")
+    try:
+        template = ctx.templates.for_task(item.task, item.lang, variant)
+    except TemplateError as exc:
+        raise click.ClickException(f"item {item_id}: {exc}") from None
+    if not template.has_prompt:
+        click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
+        click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
+        return
+    try:
+        prompt = render_for(ctx.templates, item, variant)
+    except TemplateError as exc:
+        raise click.ClickException(f"item {item_id}: {exc}") from None
+    click.echo(prompt.as_text())
+
+
+@cli.command(name="parse")
+@click.option("--judge", help="Only this judge's judgments.")
+@pass_ctx
+def parse_command(ctx, judge):
+    """Re-parse stored judgments with the current parsers and report what changed."""
+    from calibrate.judging import reparse
+
+    changes = reparse(ctx.store, ctx.templates, judge)
+    if not changes:
+        console.print("no verdict changed")
+        return
+    rows = [[frm, to, n] for (frm, to), n in sorted(changes.items(), key=lambda kv: -kv[1])]
+    print_table("verdict changes", ["from", "to", "count"], rows, False)
+
+
+# -- demo --------------------------------------------------------------------------------------
+
+
+@cli.command(name="demo")
+@click.option("--no-tui", is_flag=True, help="Import and print the status table without opening the app.")
+@pass_ctx
+def demo_command(ctx, no_tui):
+    """Import the bundled demo data (idempotent) and show it."""
+    from calibrate.demo import load_demo
+
+    try:
+        summary = load_demo(ctx.store, ctx.templates)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"demo data in {ctx.db_path}: {summary}")
+    ctx_click = click.get_current_context()
+    ctx_click.invoke(status_command, as_json=False)
+    if not no_tui and sys.stdout.isatty() and os.environ.get("CI") is None:
+        ctx_click.invoke(cli.commands["annotate"]) if "annotate" in cli.commands else None
+
+
+# -- judge ---------------------------------------------------------------------------------------
+
+
+@cli.command(name="judge")
+@click.option("--judge", "judge_kind", type=click.Choice(["llm", "rule"]), default="llm", show_default=True,
+              help="llm: ask a model; rule: parse SuperGLUE responses offline and compare with gold.")
+@click.option("--model", help="Model name to ask (required for llm).")
+@click.option("--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL, else OpenAI).")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key.")
+@click.option("--judge-name", help="Name stored with the judgments (default: the model).")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("--task")
+@click.option("--lang")
+@click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(1))
+@click.option("--logprobs", is_flag=True, help="Ask for logprobs and store P(verdict) where the server gives them.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per request attempt.")
+@click.option("--max-retries", type=click.IntRange(0), default=3, show_default=True)
+@click.option("--force", is_flag=True, help="Judge again items already judged by this configuration (a new judgment beside the old).")
+@click.option("--export-batch", type=click.Path(dir_okay=False, path_type=Path), help="Write the requests as OpenAI Batch JSONL instead of calling.")
+@click.option("--import-batch", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Store the results of a batch.")
+@pass_ctx
+def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
+                  temperature, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
+    """Run a judge over items and store its verdicts (resumable)."""
+    import asyncio
+
+    from calibrate.judge import JudgeConfig, RunSummary, export_batch as write_batch, import_batch as read_batch
+    from calibrate.judge import plan_jobs, run_jobs, run_rule_judge
+
+    if judge_kind == "rule":
+        summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
+        _print_judge_summary(summary)
+        return
+    if not model:
+        raise click.UsageError("--model is required (or use --judge rule)")
+    config = JudgeConfig(
+        model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
+        temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,
+    )
+    summary = RunSummary()
+    if import_batch:
+        try:
+            read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
+        except (ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
+        _print_judge_summary(summary)
+        return
+    jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
+    for problem in summary.not_renderable:
+        err_console.print(Text(f"cannot render {problem}", style="yellow"))
+    if export_batch:
+        n = write_batch(jobs, config, export_batch)
+        console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
+        return
+    console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TextColumn("{task.speed} it/s" if False else ""), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
+        progress_task = bar.add_task("judging", total=len(jobs))
+        try:
+            asyncio.run(run_jobs(ctx.store, jobs, config, summary, lambda: bar.advance(progress_task)))
+        except KeyboardInterrupt:
+            summary.interrupted = True
+    _print_judge_summary(summary)
+    if summary.interrupted:
+        raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
+
+
+def _print_judge_summary(summary) -> None:
+    rows = summary.table()
+    if rows:
+        print_table("judged", ["task", "lang", "verdicts", "unparsed", "errors"], rows, False)
+    console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")

@@ -1,0 +1,40 @@
+"""The bundled demo data and the one call that imports all of it (see README.md here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibrate.importers import import_records
+from calibrate.importers.c3 import c3_records, c3_result_records
+from calibrate.importers.rubric import rubric_records
+from calibrate.importers.superglue import superglue_records
+from calibrate.store import Store
+from calibrate.templates import TemplateSet
+
+DEMO_DIR = Path(__file__).resolve().parent
+DEMO_JUDGE = "demo-judge"
+SUPERGLUE_DEMO_TASKS = ("boolq", "copa", "cb", "rte", "wic", "wsc", "multirc", "record", "axb", "axg")
+
+
+def load_demo(store: Store, templates: TemplateSet) -> str:
+    """Import every demo file (a re-run adds nothing) and run the rule judge on SuperGLUE."""
+    from calibrate.judge import run_rule_judge
+
+    added = judgments = 0
+
+    def take(records) -> None:
+        nonlocal added, judgments
+        report = import_records(store, records, templates)
+        added += report.counts.items_added
+        judgments += report.counts.judgments_added
+
+    for lang in ("en", "zh"):
+        base = DEMO_DIR / "c3" / lang
+        take(c3_records(base / "reference", base / "responses", lang))
+        take(c3_result_records(store, base / "results", lang, DEMO_JUDGE))
+    for task in SUPERGLUE_DEMO_TASKS:
+        folder = DEMO_DIR / "superglue"
+        take(superglue_records(folder / f"{task}.jsonl", task, folder / f"{task}.predictions.jsonl"))
+    take(rubric_records(DEMO_DIR / "rubric" / "rubric.jsonl", judge_output="judge_output", judge_name=DEMO_JUDGE))
+    rule = run_rule_judge(store, templates, task=None)
+    return f"{added} items and {judgments + rule.stored} judgments added ({store.count_items()} items in all)"

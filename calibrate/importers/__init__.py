@@ -1,0 +1,181 @@
+"""What every importer shares: reading files line by line, validating items against the
+template manifests, and storing them in one transaction.
+
+An importer is a generator of `Record`s (an item, and perhaps a judge's raw output that was
+produced elsewhere) and `BadInput`s (something wrong at file:line). `import_records` stores
+them atomically: the first bad input aborts the whole import and the database is unchanged,
+unless `skip_bad` is set, in which case every bad input is reported and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from calibrate.judging import judgment_from_output
+from calibrate.store import ImportCounts, NewItem, Store, dump_json
+from calibrate.templates import Template, TemplateError, TemplateSet
+
+BATCH = 2000
+Progress = Callable[[int], None]
+
+
+class ImportFailed(Exception):
+    """An import that stored nothing; the message names what and where."""
+
+
+@dataclass(frozen=True)
+class BadInput:
+    location: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.reason}"
+
+
+@dataclass
+class Record:
+    item: NewItem
+    location: str
+    judge_output: str | None = None
+    judge_name: str | None = None
+    template_family: str | None = None
+    judge_params: dict = field(default_factory=dict)
+    judge_error: str | None = None
+
+
+@dataclass
+class ImportReport:
+    counts: ImportCounts = field(default_factory=ImportCounts)
+    skipped: list[BadInput] = field(default_factory=list)
+    records: int = 0
+
+
+def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
+    """Yield (file:line, object) per non-blank line, or a BadInput for a line that is not a
+    JSON object. An empty or non-UTF-8 file raises ImportFailed: nothing in it can be trusted."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImportFailed(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise ImportFailed(f"{path}: file is empty")
+    seen_any = False
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if progress:
+                progress(len(raw))
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ImportFailed(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not line.strip():
+                continue
+            seen_any = True
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield BadInput(where, f"malformed JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if not isinstance(obj, dict):
+                yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            yield where, obj
+    if not seen_any:
+        raise ImportFailed(f"{path}: file has no records")
+
+
+def read_json_list(path: Path) -> list:
+    """A whole JSON list file (C3's layout). Errors name the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ImportFailed(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    if not isinstance(data, list):
+        raise ImportFailed(f"{path}: expected a JSON list")
+    if not data:
+        raise ImportFailed(f"{path}: list is empty")
+    return data
+
+
+def check_item(templates: TemplateSet, item: NewItem) -> Template:
+    """The template for this item, after checking its task, language and required fields."""
+    try:
+        template = templates.for_task(item.task, item.lang)
+    except TemplateError as exc:
+        raise ValueError(str(exc)) from None
+    for name in template.required:
+        if name not in item.fields or item.fields[name] is None:
+            raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
+    return template
+
+
+def with_reference(item: NewItem, template: Template) -> NewItem:
+    """Fill the item's reference from the field the manifest names, when the importer did not."""
+    if item.reference is not None or not template.reference or template.reference not in item.fields:
+        return item
+    value = item.fields[template.reference]
+    return replace(item, reference=value if isinstance(value, str) else dump_json(value))
+
+
+def import_records(
+    store: Store,
+    records: Iterable[Record | BadInput],
+    templates: TemplateSet,
+    *,
+    skip_bad: bool = False,
+) -> ImportReport:
+    """Store records atomically. Raises ImportFailed (nothing stored) on the first bad input
+    unless `skip_bad`."""
+    report = ImportReport()
+    batch: list[tuple[Record, Template]] = []
+
+    def flush() -> None:
+        if not batch:
+            return
+        with_judgments = any(r.judge_output is not None or r.judge_error for r, _ in batch)
+        ids, added = store.add_items([r.item for r, _ in batch], with_ids=with_judgments)
+        report.counts.items_added += added
+        report.counts.items_existing += len(batch) - added
+        if with_judgments:
+            judgments = [
+                judgment_from_output(
+                    item_id, record.item, templates, record.judge_name or "imported", record.judge_output,
+                    family=record.template_family, params=record.judge_params, error=record.judge_error,
+                )
+                for item_id, (record, _) in zip(ids, batch, strict=True)
+                if record.judge_output is not None or record.judge_error
+            ]
+            report.counts.judgments_added += store.add_judgments(judgments)
+        batch.clear()
+
+    try:
+        with store.transaction():
+            for record in records:
+                if isinstance(record, Record):
+                    try:
+                        template = check_item(templates, record.item)
+                    except ValueError as exc:
+                        record = BadInput(record.location, str(exc))
+                    else:
+                        record.item = with_reference(record.item, template)
+                if isinstance(record, BadInput):
+                    if not skip_bad:
+                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                    report.skipped.append(record)
+                    continue
+                report.records += 1
+                batch.append((record, template))
+                if len(batch) >= BATCH:
+                    flush()
+            flush()
+            if report.records == 0:
+                raise ImportFailed("no valid records; nothing was imported")
+    except TemplateError as exc:
+        raise ImportFailed(str(exc)) from None
+    return report

@@ -1,0 +1,188 @@
+"""`calibrate import c3` and `calibrate import c3-results`: the C3 benchmark's own file layout.
+
+The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
+response tree by list index; an item's source id is `<reference path without .json>/<index>`.
+The C3 evaluation script's result files (same paths as the response folders, `.json`) carry
+the judge's raw output in `check_answer`; they become judgments that point at the
+`c3-official` templates, the prompt wording that script really sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibrate.importers import BadInput, ImportFailed, Record, read_json_list
+from calibrate.store import NewItem, Store
+
+
+@dataclass(frozen=True)
+class C3Part:
+    """One phenomenon file: which task it feeds and where its responses are."""
+
+    task: str
+    reference: str  # path of the reference list, relative to the language's text root
+    responses: str  # folder of <i>.txt responses (and of the result file, + ".json")
+    multi_turn: bool = False
+
+    @property
+    def source_prefix(self) -> str:
+        return self.reference.removesuffix(".json")
+
+
+_PHON = "ambiguity/phonological"
+_CTX = "context-dependency"
+
+C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
+    "en": (
+        C3Part("c3/generation", f"{_PHON}/generation.json", f"{_PHON}/generation"),
+        C3Part("c3/heterograph", f"{_PHON}/heterograph.json", f"{_PHON}/heterograph"),
+        C3Part("c3/pause", f"{_PHON}/pause.json", f"{_PHON}/pause"),
+        C3Part("c3/stress", f"{_PHON}/stress.json", f"{_PHON}/stress"),
+        C3Part("c3/intonation", f"{_PHON}/intonation.json", f"{_PHON}/intonation"),
+        C3Part("c3/lexical", "ambiguity/semantic/lexical.json", "ambiguity/semantic/lexical"),
+        C3Part("c3/syntactic", "ambiguity/semantic/syntactic.json", "ambiguity/semantic/syntactic"),
+        C3Part("c3/omission-detection", f"{_CTX}/omission.json", f"{_CTX}/omission-detection"),
+        C3Part("c3/omission-completion", f"{_CTX}/omission.json", f"{_CTX}/omission-completion"),
+        C3Part("c3/coreference-detection", f"{_CTX}/coreference.json", f"{_CTX}/coreference-detection"),
+        C3Part("c3/coreference-resolution", f"{_CTX}/coreference.json", f"{_CTX}/coreference-resolution"),
+        C3Part("c3/multi-turn", f"{_CTX}/multi-turn.json", f"{_CTX}/multi-turn", multi_turn=True),
+    ),
+    "zh": (
+        *(C3Part(f"c3/{p}", f"{_PHON}/{p}.json", f"{_PHON}/{p}") for p in ("pause", "heteronym", "heterograph", "tone")),
+        *(
+            C3Part(f"c3/generation-{p}", f"{_PHON}/generation/{p}.json", f"{_PHON}/generation/{p}")
+            for p in ("pause", "heteronym", "tone")
+        ),
+        C3Part("c3/semantic", "ambiguity/semantic.json", "ambiguity/semantic"),
+        C3Part("c3/omission-detection", f"{_CTX}/omission.json", f"{_CTX}/omission-detection"),
+        C3Part("c3/omission-completion", f"{_CTX}/omission.json", f"{_CTX}/omission-completion"),
+        C3Part("c3/coreference-detection", f"{_CTX}/coreference.json", f"{_CTX}/coreference-detection"),
+        C3Part("c3/coreference-resolution", f"{_CTX}/coreference.json", f"{_CTX}/coreference-resolution"),
+        C3Part("c3/multi-turn", f"{_CTX}/multi-turn.json", f"{_CTX}/multi-turn", multi_turn=True),
+    ),
+}
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _numbered(folder: Path, suffix: str = ".txt") -> list[Path]:
+    """<0..n-1><suffix> in a folder, failing if the numbering has a gap."""
+    names = sorted(
+        (p for p in folder.iterdir() if (p.suffix == suffix or (not suffix and p.is_dir())) and p.stem.isdigit()),
+        key=lambda p: int(p.stem),
+    )
+    for expected, path in enumerate(names):
+        if int(path.stem) != expected:
+            raise ImportFailed(f"{folder}: response {expected}{suffix} is missing (found {path.name})")
+    return names
+
+
+def _responses(part: C3Part, responses_root: Path, count: int) -> list:
+    folder = responses_root / part.responses
+    if not folder.is_dir():
+        raise ImportFailed(f"{folder}: response folder is missing for {part.reference} ({count} items)")
+    files = _numbered(folder, "" if part.multi_turn else ".txt")
+    if len(files) != count:
+        kind = "dialogue folders" if part.multi_turn else "response files"
+        raise ImportFailed(
+            f"{folder}: {len(files)} {kind} but {part.reference} lists {count} items; "
+            "responses pair with the reference by index, so the counts must match"
+        )
+    if part.multi_turn:
+        return [[_read_text(p) for p in _numbered(d)] for d in files]
+    return [_read_text(p) for p in files]
+
+
+def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadInput:
+    if part.multi_turn:
+        turns = entry if lang == "en" else (entry.get("history") if isinstance(entry, dict) else None)
+        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+            what = "a list of user turns" if lang == "en" else "an object with a 'history' list"
+            return BadInput(where, f"expected {what}")
+        expected = len(turns) + (1 if lang == "zh" else 0)
+        if len(response) != expected:
+            return BadInput(where, f"dialogue has {expected} user turns but {len(response)} response files")
+        if lang == "en":
+            return {"turns": turns, "response": response}
+        return {**entry, "response": response}
+    if not isinstance(entry, dict):
+        return BadInput(where, f"expected a JSON object, got {type(entry).__name__}")
+    return {**entry, "response": response}
+
+
+def c3_records(reference_root: Path, responses_root: Path, lang: str) -> Iterator[Record | BadInput]:
+    """Items of every phenomenon whose reference file exists under `reference_root`."""
+    reference_root, responses_root = Path(reference_root), Path(responses_root)
+    if lang not in C3_LAYOUT:
+        raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
+    for root in (reference_root, responses_root):
+        if not root.is_dir():
+            raise ImportFailed(f"{root}: not a folder")
+    parts = [p for p in C3_LAYOUT[lang] if (reference_root / p.reference).is_file()]
+    if not parts:
+        raise ImportFailed(f"{reference_root}: no C3 {lang} reference files found (e.g. {C3_LAYOUT[lang][1].reference})")
+    for part in parts:
+        entries = read_json_list(reference_root / part.reference)
+        responses = _responses(part, responses_root, len(entries))
+        for index, (entry, response) in enumerate(zip(entries, responses, strict=True)):
+            where = f"{reference_root / part.reference}[{index}]"
+            fields = _fields(part, lang, entry, response, where)
+            if isinstance(fields, BadInput):
+                yield fields
+                continue
+            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where)
+
+
+C3_RESULTS_FAMILY = "c3-official"
+
+
+def c3_result_records(store: Store, results_root: Path, lang: str, judge_name: str) -> Iterator[Record | BadInput]:
+    """Judgments from the C3 script's result files, joined to items already imported from the
+    C3 tree by (task, language, source id). Generation files carry no judge output."""
+    results_root = Path(results_root)
+    if lang not in C3_LAYOUT:
+        raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
+    if not results_root.is_dir():
+        raise ImportFailed(f"{results_root}: not a folder")
+    parts = [p for p in C3_LAYOUT[lang] if (results_root / f"{p.responses}.json").is_file()]
+    if not parts:
+        raise ImportFailed(f"{results_root}: no C3 {lang} result files found (e.g. {C3_LAYOUT[lang][1].responses}.json)")
+    for part in parts:
+        if "generation" in part.task:
+            continue
+        path = results_root / f"{part.responses}.json"
+        known = store.source_index(part.task, lang)
+        for index, record in enumerate(read_json_list(path)):
+            where = f"{path}[{index}]"
+            if not isinstance(record, dict) or "check_answer" not in record:
+                yield BadInput(where, "expected an object with 'check_answer'")
+                continue
+            source_id = f"{part.source_prefix}/{index}"
+            if source_id not in known:
+                yield BadInput(where, f"no {part.task} ({lang}) item {source_id}; import the C3 tree first (calibrate import c3)")
+                continue
+            item = store.item(known[source_id])
+            response = item.fields.get("response")
+            if not part.multi_turn and "answer" in record and isinstance(response, str) and record["answer"] != response:
+                yield BadInput(where, f"'answer' differs from the response imported for {source_id}: files are misaligned")
+                continue
+            output = record["check_answer"]
+            if not isinstance(output, str):
+                yield BadInput(where, "'check_answer' must be text")
+                continue
+            yield Record(
+                NewItem(item.task, item.lang, item.source_id, item.fields, item.reference),
+                where,
+                judge_output=output if output else None,
+                judge_name=judge_name,
+                template_family=C3_RESULTS_FAMILY,
+                judge_params={"source": "c3-results"},
+                judge_error=None if output else "empty check_answer: the C3 script's judge call failed five times",
+            )

@@ -1,0 +1,137 @@
+"""`calibrate import superglue`: the ten tasks from SuperGLUE's published JSONL, with an
+optional predictions file (`{"idx": …, "response": "…"}` per line) joined on the task's idx.
+
+MultiRC becomes one item per (question, answer) and ReCoRD one item per query, as the seed's
+prompts ask for. The reference is the gold label in the prompt's answer space (COPA 0/1 -> 1/2,
+true/false -> True/False), so a parsed answer and the gold label compare directly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from calibrate.importers import BadInput, ImportFailed, Progress, Record, read_jsonl
+from calibrate.store import NewItem
+
+SUPERGLUE_TASKS = {
+    "boolq": "superglue/boolq",
+    "copa": "superglue/copa",
+    "cb": "superglue/cb",
+    "rte": "superglue/rte",
+    "wic": "superglue/wic",
+    "wsc": "superglue/wsc",
+    "multirc": "superglue/multirc",
+    "record": "superglue/record",
+    "axb": "superglue/axb",
+    "ax-b": "superglue/axb",
+    "axg": "superglue/axg",
+    "ax-g": "superglue/axg",
+}
+
+
+def task_id(name: str) -> str:
+    key = name.lower().removeprefix("superglue/")
+    if key not in SUPERGLUE_TASKS:
+        raise ImportFailed(f"unknown SuperGLUE task {name!r}: use one of boolq, copa, cb, rte, wic, wsc, multirc, record, axb, axg")
+    return SUPERGLUE_TASKS[key]
+
+
+def gold_label(task: str, label) -> str | None:
+    """The gold label in the answer space the prompt asks for."""
+    if label is None:
+        return None
+    if task == "superglue/copa":
+        return str(int(label) + 1)
+    if isinstance(label, bool):
+        return "True" if label else "False"
+    if task == "superglue/multirc":
+        return "True" if int(label) == 1 else "False"
+    return str(label)
+
+
+def idx_key(task: str, idx) -> str:
+    """The source id for a task's idx: plain for most, paragraph/question/answer for MultiRC,
+    passage/query for ReCoRD."""
+    if task == "superglue/multirc" and isinstance(idx, dict):
+        return f"{idx['paragraph']}/{idx['question']}/{idx['answer']}"
+    if task == "superglue/record" and isinstance(idx, dict):
+        return f"{idx['passage']}/{idx['query']}"
+    return str(idx)
+
+
+def _items(task: str, obj: dict, where: str) -> list[tuple[str, dict, str | None]] | BadInput:
+    """(source id, fields, reference) for each item in one line."""
+    try:
+        if task == "superglue/multirc":
+            passage = obj["passage"]
+            out = []
+            for question in passage["questions"]:
+                for answer in question["answers"]:
+                    source = idx_key(task, {"paragraph": obj["idx"], "question": question["idx"], "answer": answer["idx"]})
+                    fields = {"passage": passage["text"], "question": question["question"], "answer": answer["text"]}
+                    out.append((source, fields, gold_label(task, answer.get("label"))))
+            return out
+        if task == "superglue/record":
+            text = obj["passage"]["text"]
+            entities = list(dict.fromkeys(text[e["start"] : e["end"] + 1] for e in obj["passage"]["entities"]))
+            out = []
+            for qa in obj["qas"]:
+                answers = [a["text"] for a in qa.get("answers", [])]
+                source = idx_key(task, {"passage": obj["idx"], "query": qa["idx"]})
+                fields = {"passage": text, "query": qa["query"], "entities": entities, "answers": answers}
+                out.append((source, fields, " | ".join(answers) if answers else None))
+            return out
+        if "idx" not in obj:
+            return BadInput(where, "missing field 'idx'")
+        fields = {k: v for k, v in obj.items() if k not in ("idx", "label")}
+        return [(idx_key(task, obj["idx"]), fields, gold_label(task, obj.get("label")))]
+    except KeyError as exc:
+        return BadInput(where, f"missing field {exc.args[0]!r}")
+    except (TypeError, ValueError) as exc:
+        return BadInput(where, f"unexpected field shape ({exc})")
+
+
+def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
+    """idx key -> (response, file:line)."""
+    out: dict[str, tuple[str, str]] = {}
+    for entry in read_jsonl(path):
+        if isinstance(entry, BadInput):
+            raise ImportFailed(f"{entry}; nothing was imported")
+        where, obj = entry
+        if "idx" not in obj or "response" not in obj:
+            raise ImportFailed(f"{where}: a prediction needs 'idx' and 'response'; nothing was imported")
+        if not isinstance(obj["response"], str):
+            raise ImportFailed(f"{where}: 'response' must be text; nothing was imported")
+        try:
+            key = idx_key(task, obj["idx"])
+        except KeyError as exc:
+            raise ImportFailed(f"{where}: idx lacks {exc.args[0]!r}; nothing was imported") from None
+        out[key] = (obj["response"], where)
+    return out
+
+
+def superglue_records(
+    path: Path, task_name: str, predictions: Path | None = None, progress: Progress | None = None
+) -> Iterator[Record | BadInput]:
+    task = task_id(task_name)
+    responses = read_predictions(predictions, task) if predictions else {}
+    used: set[str] = set()
+    for entry in read_jsonl(path, progress):
+        if isinstance(entry, BadInput):
+            yield entry
+            continue
+        where, obj = entry
+        items = _items(task, obj, where)
+        if isinstance(items, BadInput):
+            yield items
+            continue
+        for source_id, fields, reference in items:
+            if source_id in responses:
+                fields = {**fields, "response": responses[source_id][0]}
+                used.add(source_id)
+            yield Record(NewItem(task, "en", source_id, fields, reference), where)
+    for key, (_, where) in responses.items():
+        if key not in used:
+            yield BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}")

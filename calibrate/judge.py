@@ -1,0 +1,407 @@
+"""The judge runner: renders each item's prompt, asks any OpenAI-compatible server through the
+official `openai` client (AsyncOpenAI), parses the verdict and stores a judgment at once.
+
+Runs are resumable: a judgment is keyed by judge name, model, template version and request
+parameters, and an item that already has a non-error judgment under that key is not asked
+again. Faults (429, 5xx, timeouts, refused connections, malformed bodies, empty content) get
+bounded retries with backoff; after that the item is stored as an error and the run goes on.
+The API key is read from the environment and never stored. The rule judge (SuperGLUE) parses
+the model-under-test's own response offline, following seed 004's parsing rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import openai
+
+from calibrate.judging import parse_output
+from calibrate.store import Item, NewJudgment, Store, judge_key
+from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+
+RULE_JUDGE = "rule"
+RULE_PARAMS = {"rule": "superglue seed-004 answer parsing"}
+
+
+@dataclass
+class JudgeConfig:
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    judge_name: str | None = None
+    concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    logprobs: bool = False
+    timeout: float = 120.0
+    max_retries: int = 3
+    backoff: float = 0.5
+
+    @property
+    def name(self) -> str:
+        return self.judge_name or self.model
+
+    def params(self) -> dict:
+        """The request parameters that define this judge (part of its key; never the key)."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "logprobs": self.logprobs}
+
+    def api_key(self) -> str:
+        return os.environ.get(self.api_key_env) or "not-needed"
+
+
+@dataclass
+class Job:
+    item: Item
+    template: Template
+    prompt: RenderedPrompt
+    key: str
+
+    @property
+    def custom_id(self) -> str:
+        """The judgment key in a batch file: which item, judged by which configuration."""
+        return f"{self.item.content_hash}:{self.key}"
+
+
+@dataclass
+class RunSummary:
+    planned: int = 0
+    skipped_done: int = 0
+    not_renderable: list[str] = field(default_factory=list)
+    stored: int = 0
+    cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n
+    interrupted: bool = False
+
+    def count(self, item: Item, status: str) -> None:
+        self.stored += 1
+        self.cells[(item.task, item.lang, status)] += 1
+
+    def table(self) -> list[list]:
+        cells = sorted({(t, lang) for t, lang, _ in self.cells})
+        return [
+            [t, lang, self.cells[(t, lang, "verdict")], self.cells[(t, lang, "unparsed")], self.cells[(t, lang, "error")]]
+            for t, lang in cells
+        ]
+
+
+def plan_jobs(
+    store: Store,
+    templates: TemplateSet,
+    config: JudgeConfig,
+    *,
+    task: str | None = None,
+    lang: str | None = None,
+    limit: int | None = None,
+    force: bool = False,
+    summary: RunSummary | None = None,
+) -> list[Job]:
+    """Items to ask about: those with a judge prompt, minus those already judged by this exact
+    configuration (unless `force`)."""
+    summary = summary if summary is not None else RunSummary()
+    params = config.params()
+    done_by_key: dict[str, set[int]] = {}
+    jobs: list[Job] = []
+    for item in store.items(task=task, lang=lang):
+        try:
+            template = templates.for_task(item.task, item.lang)
+        except TemplateError:
+            continue
+        if not template.has_prompt:
+            continue
+        key = judge_key(config.name, config.model, template.version, params)
+        if key not in done_by_key:
+            done_by_key[key] = set() if force else store.judged_item_ids(key)
+        if item.id in done_by_key[key]:
+            summary.skipped_done += 1
+            continue
+        try:
+            prompt = template.render(item.task, item.fields)
+        except TemplateError as exc:
+            summary.not_renderable.append(f"item {item.id} ({item.source_id}): {exc}")
+            continue
+        jobs.append(Job(item, template, prompt, key))
+        if limit is not None and len(jobs) >= limit:
+            break
+    summary.planned = len(jobs)
+    return jobs
+
+
+class RetryableOutput(Exception):
+    """A 200 response we cannot use (malformed body, empty content): worth asking again."""
+
+
+def _content(response) -> str:
+    try:
+        choice = response.choices[0]
+        content = choice.message.content
+    except (AttributeError, IndexError, TypeError, KeyError) as exc:
+        raise RetryableOutput(f"malformed response body ({type(exc).__name__}: {exc})") from None
+    if content is None or not str(content).strip():
+        raise RetryableOutput("empty content")
+    return str(content)
+
+
+def verdict_probability(response, verdict: str | None) -> float | None:
+    """P(verdict) from the logprob of the last output token that spells the verdict."""
+    if verdict is None:
+        return None
+    try:
+        tokens = response.choices[0].logprobs.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if not tokens:
+        return None
+    target = verdict.lower()
+    for token in reversed(tokens):
+        text = (getattr(token, "token", "") or "").strip().strip("*").lower()
+        if text and target.startswith(text) and len(text) >= min(len(target), 1):
+            logprob = getattr(token, "logprob", None)
+            return math.exp(logprob) if logprob is not None else None
+    return None
+
+
+def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
+    return NewJudgment(
+        item_id=job.item.id,
+        judge_name=config.name,
+        judge_key=job.key,
+        model=config.model,
+        template_id=job.template.id,
+        template_hash=job.template.version,
+        params=config.params(),
+        system_prompt=job.prompt.system,
+        prompt=job.prompt.user,
+        **values,
+    )
+
+
+def judgment_from_response(job: Job, config: JudgeConfig, response, latency_ms: float | None) -> NewJudgment:
+    raw = _content(response)
+    verdict, correct = parse_output(job.template, job.item, raw)
+    usage = getattr(response, "usage", None)
+    return _judgment(
+        job, config,
+        status=verdict.status,
+        raw_output=raw,
+        verdict=verdict.value,
+        unparsed_reason=verdict.reason,
+        correct=correct,
+        model_reported=getattr(response, "model", None),
+        confidence=verdict_probability(response, verdict.value) if config.logprobs else None,
+        latency_ms=latency_ms,
+        prompt_tokens=getattr(usage, "prompt_tokens", None),
+        completion_tokens=getattr(usage, "completion_tokens", None),
+    )
+
+
+def request_body(job: Job, config: JudgeConfig) -> dict:
+    body: dict = {"model": config.model, "messages": job.prompt.messages(), "temperature": config.temperature}
+    if config.max_tokens is not None:
+        body["max_tokens"] = config.max_tokens
+    if config.logprobs:
+        body.update(logprobs=True, top_logprobs=5)
+    return body
+
+
+def make_client(config: JudgeConfig) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        base_url=config.base_url or os.environ.get("OPENAI_BASE_URL"),
+        api_key=config.api_key(),
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+    )
+
+
+async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> NewJudgment:
+    """One item: the client retries HTTP faults itself; unusable 200s are retried here."""
+    body = request_body(job, config)
+    started = time.perf_counter()
+    last_error = ""
+    for attempt in range(config.max_retries + 1):
+        try:
+            response = await client.chat.completions.create(**body)
+            return judgment_from_response(job, config, response, (time.perf_counter() - started) * 1000)
+        except RetryableOutput as exc:
+            last_error = str(exc)
+        except openai.APIStatusError as exc:
+            return _judgment(job, config, status="error", error=f"HTTP {exc.status_code} after retries: {_short(exc)}",
+                             latency_ms=(time.perf_counter() - started) * 1000)
+        except openai.APITimeoutError:
+            return _judgment(job, config, status="error", error=f"timed out after {config.timeout:g}s (and retries)",
+                             latency_ms=(time.perf_counter() - started) * 1000)
+        except openai.APIConnectionError as exc:
+            return _judgment(job, config, status="error", error=f"connection failed after retries: {_short(exc)}",
+                             latency_ms=(time.perf_counter() - started) * 1000)
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            last_error = f"malformed response body ({_short(exc)})"
+        if attempt < config.max_retries:
+            await asyncio.sleep(config.backoff * (2**attempt) * (0.5 + random.random()))
+    return _judgment(job, config, status="error", error=f"{last_error} after {config.max_retries + 1} attempts",
+                     latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+async def run_jobs(
+    store: Store,
+    jobs: list[Job],
+    config: JudgeConfig,
+    summary: RunSummary,
+    on_done: Callable[[], None] | None = None,
+) -> RunSummary:
+    """Ask for every job with `config.concurrency` requests in flight; store each judgment as
+    it arrives, so an interruption keeps everything completed."""
+    client = make_client(config)
+    queue: asyncio.Queue[Job] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+
+    async def worker() -> None:
+        while True:
+            try:
+                job = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            judgment = await _ask(client, job, config)
+            store.add_judgments([judgment])
+            summary.count(job.item, judgment.status)
+            if on_done:
+                on_done()
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(jobs) or 1)))))
+    finally:
+        await client.close()
+    return summary
+
+
+# -- batch files -------------------------------------------------------------------------------
+
+
+def export_batch(jobs: Iterable[Job], config: JudgeConfig, path: Path) -> int:
+    """Write OpenAI Batch API JSONL (also what vLLM's run-batch reads)."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as out:
+        for job in jobs:
+            line = {"custom_id": job.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": request_body(job, config)}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+class _Obj:
+    """Attribute access over a batch result's JSON, shaped like the client's response objects."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getattr__(self, name):
+        if not isinstance(self._data, dict) or name not in self._data:
+            raise AttributeError(name)
+        return _wrap(self._data[name])
+
+
+def _wrap(value):
+    if isinstance(value, dict):
+        return _Obj(value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+def import_batch(
+    store: Store, templates: TemplateSet, config: JudgeConfig, path: Path, summary: RunSummary, *, force: bool = False
+) -> RunSummary:
+    """Store the results of a batch exported with the same configuration. Lines for items
+    already judged by it are skipped unless `force`; a line from another configuration is an
+    error naming the line."""
+    path = Path(path)
+    jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
+    done: dict[str, set[int]] = {}
+    judgments: list[NewJudgment] = []
+    with path.open("r", encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+                custom_id = record["custom_id"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{where}: not a batch result line ({exc})") from None
+            job = jobs.get(custom_id)
+            if job is None:
+                raise ValueError(
+                    f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
+                    "parameters (was the batch exported with another --model, template or parameters?)"
+                )
+            if not force:
+                already = done.setdefault(job.key, store.judged_item_ids(job.key))
+                if job.item.id in already:
+                    summary.skipped_done += 1
+                    continue
+            response = (record.get("response") or {})
+            status_code = response.get("status_code")
+            if record.get("error") or status_code != 200:
+                error = record.get("error") or {"status_code": status_code}
+                judgment = _judgment(job, config, status="error", error=f"batch error: {json.dumps(error)[:200]}")
+            else:
+                try:
+                    judgment = judgment_from_response(job, config, _wrap(response.get("body")), None)
+                except RetryableOutput as exc:
+                    judgment = _judgment(job, config, status="error", error=f"batch result: {exc}")
+            judgments.append(judgment)
+            summary.count(job.item, judgment.status)
+    store.add_judgments(judgments)
+    return summary
+
+
+# -- rule judge --------------------------------------------------------------------------------
+
+
+def run_rule_judge(
+    store: Store, templates: TemplateSet, *, task: str | None = None, force: bool = False, limit: int | None = None
+) -> RunSummary:
+    """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
+    rules and compare with the gold label. The verdict is the parsed answer; `correct` says
+    whether it matches."""
+    summary = RunSummary()
+    judgments = []
+    done: dict[str, set[int]] = {}
+    for item in store.items(task=task):
+        if not item.task.startswith("superglue/") or "response" not in item.fields:
+            continue
+        template = templates.for_task(item.task, item.lang)
+        key = judge_key(RULE_JUDGE, None, template.version, RULE_PARAMS)
+        if key not in done:
+            done[key] = set() if force else store.judged_item_ids(key)
+        if item.id in done[key]:
+            summary.skipped_done += 1
+            continue
+        verdict, correct = parse_output(template, item, item.fields["response"])
+        prompt = template.render(item.task, item.fields)
+        judgments.append(
+            NewJudgment(
+                item_id=item.id, judge_name=RULE_JUDGE, judge_key=key, status=verdict.status,
+                raw_output=item.fields["response"], verdict=verdict.value, unparsed_reason=verdict.reason,
+                correct=correct, template_id=template.id, template_hash=template.version, params=RULE_PARAMS,
+                prompt=prompt.user,
+            )
+        )
+        summary.count(item, verdict.status)
+        if limit is not None and len(judgments) >= limit:
+            break
+    summary.planned = len(judgments)
+    store.add_judgments(judgments)
+    return summary

@@ -1,0 +1,113 @@
+"""From an item and a judge's raw output to a storable judgment: the prompt it was judged
+with, the parsed verdict, and (for SuperGLUE) whether that verdict matches the gold label.
+
+Shared by the importers (judgments run elsewhere), the judge runner and `calibrate parse`, so a
+raw output is parsed the same way wherever it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from calibrate.store import NewJudgment, digest, judge_key
+from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+from calibrate.verdicts import Verdict, parse
+
+
+class ItemLike(Protocol):
+    task: str
+    lang: str
+    fields: dict
+    reference: str | None
+    content_hash: str
+
+
+def parse_output(template: Template, item: ItemLike, raw: str | None) -> tuple[Verdict, int | None]:
+    """Parse `raw` with the template's verdict kind; `correct` is set where a gold label exists."""
+    verdict = parse(
+        template.verdict, raw, labels=template.labels, answers=list(item.fields.get("answers") or [])
+    )
+    correct = None
+    if verdict.parsed:
+        if template.verdict == "record_entity":
+            correct = int(verdict.value == "correct")
+        elif template.verdict == "label_set" and item.reference is not None:
+            correct = int(verdict.value == item.reference)
+    return verdict, correct
+
+
+def render_for(templates: TemplateSet, item: ItemLike, family: str | None = None) -> RenderedPrompt:
+    template = templates.for_task(item.task, item.lang, family)
+    return template.render(item.task, item.fields)
+
+
+def judgment_from_output(
+    item_id: int,
+    item: ItemLike,
+    templates: TemplateSet,
+    judge_name: str,
+    raw: str | None,
+    *,
+    family: str | None = None,
+    params: dict | None = None,
+    error: str | None = None,
+    model: str | None = None,
+) -> NewJudgment:
+    """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
+    judge and output, so importing the same output twice stores it once."""
+    template = templates.for_task(item.task, item.lang, family)
+    params = params or {}
+    prompt = None
+    if template.has_prompt:
+        try:
+            prompt = template.render(item.task, item.fields)
+        except TemplateError:
+            prompt = None
+    key = judge_key(judge_name, model, template.version, params)
+    if error:
+        verdict, correct, status = Verdict(None, None), None, "error"
+    else:
+        verdict, correct = parse_output(template, item, raw)
+        status = verdict.status
+    return NewJudgment(
+        item_id=item_id,
+        judge_name=judge_name,
+        judge_key=key,
+        status=status,
+        raw_output=raw,
+        verdict=verdict.value,
+        unparsed_reason=verdict.reason,
+        correct=correct,
+        model=model,
+        template_id=template.id,
+        template_hash=template.version,
+        params=params,
+        system_prompt=prompt.system if prompt else None,
+        prompt=prompt.user if prompt else None,
+        error=error,
+        uid=digest(item.content_hash, key, raw or "", error or ""),
+    )
+
+
+def reparse(store, templates: TemplateSet, judge: str | None = None) -> dict[tuple[str, str], int]:
+    """Parse every stored raw output again (after a parser change) and store what changed.
+    Raw outputs are never rewritten; errors stay errors. Returns {(from, to): count}."""
+    changes: dict[tuple[str, str], int] = {}
+    items: dict[int, object] = {}
+    for judgment in list(store.judgments(judge=judge)):
+        if judgment.status == "error":
+            continue
+        item = items.get(judgment.item_id) or items.setdefault(judgment.item_id, store.item(judgment.item_id))
+        try:
+            template = templates.get(judgment.template_id) if judgment.template_id else templates.for_task(item.task, item.lang)
+        except TemplateError:
+            template = templates.for_task(item.task, item.lang)
+        verdict, correct = parse_output(template, item, judgment.raw_output)
+        before = judgment.verdict if judgment.status == "verdict" else "unparsed"
+        after = verdict.value if verdict.parsed else "unparsed"
+        stored = (judgment.status, judgment.verdict, judgment.unparsed_reason, judgment.correct)
+        if stored != (verdict.status, verdict.value, verdict.reason, correct):
+            store.update_parse(judgment.id, verdict.status, verdict.value, verdict.reason, correct)
+            if before != after:
+                changes[(before, after)] = changes.get((before, after), 0) + 1
+    return changes

@@ -1,0 +1,691 @@
+"""The one place that speaks SQL: calibrate's SQLite file, its migrations, and every read and write.
+
+Every other module asks the Store. Writers open `BEGIN IMMEDIATE`, so several annotators (or
+processes) can share one file under WAL without "database is locked" on a read-to-write
+upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
+`sqlite_utils.Migrations` and recorded in the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from calibrate.resources import bundled
+
+LABELLING_ACTIONS = ("confirm", "override", "label", "undo")
+DECISION_ACTIONS = ("confirm", "override", "label", "skip", "flag")
+LABEL_ACTIONS = ("confirm", "override", "label")
+DEFAULT_LEASE_SECONDS = 30 * 60
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def digest(*parts: str) -> str:
+    """A short stable hash of text parts (content hashes, judge keys, uids)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _load_migrations() -> sqlite_utils.Migrations:
+    migrations = sqlite_utils.Migrations("calibrate")
+    for path in sorted((bundled("db") / "migrations").glob("*.sql")):
+        script = path.read_text(encoding="utf-8")
+
+        def apply(db: sqlite_utils.Database, script: str = script) -> None:
+            for statement in _split_sql(script):
+                db.execute(statement)
+
+        migrations(name=path.stem)(apply)
+    return migrations
+
+
+def _split_sql(script: str) -> list[str]:
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip() and not pending.strip().startswith("--"):
+        statements.append(pending.strip())
+    return statements
+
+
+MIGRATIONS = _load_migrations()
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """An item as an importer hands it over, before it has a database id."""
+
+    task: str
+    lang: str
+    source_id: str
+    fields: dict
+    reference: str | None = None
+
+    @cached_property
+    def fields_json(self) -> str:
+        return dump_json(self.fields)
+
+    @cached_property
+    def content_hash(self) -> str:
+        return digest(self.task, self.lang, self.source_id, self.fields_json)
+
+
+@dataclass
+class Item:
+    id: int
+    task: str
+    lang: str
+    source_id: str
+    fields: dict
+    reference: str | None
+    content_hash: str
+
+
+@dataclass
+class Judgment:
+    id: int
+    item_id: int
+    judge_name: str
+    model: str | None
+    model_reported: str | None
+    template_id: str | None
+    template_hash: str | None
+    params: dict
+    judge_key: str
+    system_prompt: str | None
+    prompt: str | None
+    raw_output: str | None
+    status: str
+    verdict: str | None
+    unparsed_reason: str | None
+    correct: int | None
+    confidence: float | None
+    error: str | None
+    latency_ms: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class NewJudgment:
+    """A judgment ready to store. `uid` defaults to a fresh one (a new run)."""
+
+    item_id: int
+    judge_name: str
+    judge_key: str
+    status: str
+    raw_output: str | None = None
+    verdict: str | None = None
+    unparsed_reason: str | None = None
+    correct: int | None = None
+    model: str | None = None
+    model_reported: str | None = None
+    template_id: str | None = None
+    template_hash: str | None = None
+    params: dict | None = None
+    system_prompt: str | None = None
+    prompt: str | None = None
+    confidence: float | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    uid: str | None = None
+
+
+JUDGMENT_COLUMNS = (
+    "uid item_id judge_name model model_reported template_id template_hash params judge_key "
+    "system_prompt prompt raw_output status verdict unparsed_reason correct confidence error "
+    "latency_ms prompt_tokens completion_tokens created_at"
+).split()
+
+
+def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:
+    """Identifies one judge configuration: a rerun with the same key resumes, not repeats."""
+    return digest(judge_name, model or "", template_hash or "", dump_json(params))
+
+
+@dataclass
+class Annotation:
+    id: int
+    uid: str
+    item_id: int
+    judgment_id: int | None
+    annotator: str
+    action: str
+    label: str | None
+    reverts_id: int | None
+    note: str | None
+    blind: int
+    seconds_spent: float | None
+    created_at: str
+
+
+@dataclass
+class ImportCounts:
+    items_added: int = 0
+    items_existing: int = 0
+    judgments_added: int = 0
+
+
+class Store:
+    """calibrate's SQLite file. Opening it applies pending migrations."""
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 60_000):
+        self.path = str(path)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if self.path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.db = sqlite_utils.Database(self.conn)
+        with self.transaction():
+            MIGRATIONS.apply(self.db)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction (`BEGIN IMMEDIATE`); nested calls join the outer one."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def applied_migrations(self) -> list[str]:
+        return [m.name for m in MIGRATIONS.applied(self.db)]
+
+    def schema_sql(self) -> str:
+        """The schema as SQLite stores it, excluding the migrations bookkeeping."""
+        rows = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE '_sqlite_migrations%' AND tbl_name != '_sqlite_migrations' "
+            "ORDER BY type DESC, name"
+        )
+        return "\n".join(row["sql"] + ";" for row in rows) + "\n"
+
+    # -- items ----------------------------------------------------------------------------
+
+    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False) -> tuple[list[int], int]:
+        """Insert items, ignoring ones already present. Returns (their ids in order if
+        `with_ids`, else [], and the number added)."""
+        stamp = now_iso()
+        rows, hashes = [], []
+        for item in items:
+            hashes.append(item.content_hash)
+            rows.append(
+                (item.task, item.lang, item.source_id, item.fields_json, item.reference, item.content_hash, stamp)
+            )
+        with self.transaction():
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO items "
+                "(task, lang, source_id, fields, reference, content_hash, imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            added = self.conn.total_changes - before
+            if not with_ids:
+                return [], added
+            ids = self._ids_for_hashes(hashes)
+        return [ids[h] for h in hashes], added
+
+    def _ids_for_hashes(self, hashes: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT id, content_hash FROM items WHERE content_hash IN ({marks})", chunk
+            ):
+                found[row["content_hash"]] = row["id"]
+        return found
+
+    def item(self, item_id: int) -> Item | None:
+        row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+        return _item(row) if row else None
+
+    def items_by_source(self, task: str, lang: str, source_id: str) -> list[Item]:
+        rows = self.conn.execute(
+            "SELECT * FROM items WHERE source_id = ? AND task = ? AND lang = ? ORDER BY id",
+            (source_id, task, lang),
+        )
+        return [_item(r) for r in rows]
+
+    def source_index(self, task: str, lang: str) -> dict[str, int]:
+        """source_id -> latest item id, for one task and language (joins by source id)."""
+        rows = self.conn.execute(
+            "SELECT source_id, max(id) AS id FROM items WHERE task = ? AND lang = ? GROUP BY source_id",
+            (task, lang),
+        )
+        return {r["source_id"]: r["id"] for r in rows}
+
+    def items(
+        self,
+        *,
+        task: str | None = None,
+        lang: str | None = None,
+        status: str | None = None,
+        judge: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Item]:
+        """Items in id order. status: unjudged | judged | unparsed | error | labelled | unlabelled."""
+        where, params = self._item_filter(task, lang, status, judge)
+        sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [_item(r) for r in self.conn.execute(sql, params)]
+
+    def item_ids(self, *, task: str | None = None, lang: str | None = None) -> list[int]:
+        where, params = self._item_filter(task, lang, None, None)
+        return [r[0] for r in self.conn.execute(f"SELECT id FROM items i WHERE {where} ORDER BY id", params)]
+
+    def item_cells(self, item_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """item id -> (task, lang), for ordering queues."""
+        out: dict[int, tuple[str, str]] = {}
+        for start in range(0, len(item_ids), 900):
+            chunk = list(item_ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT id, task, lang FROM items WHERE id IN ({marks})", chunk):
+                out[r["id"]] = (r["task"], r["lang"])
+        return out
+
+    @staticmethod
+    def _item_filter(task, lang, status, judge) -> tuple[str, list]:
+        clauses, params = ["1"], []
+        if task:
+            clauses.append("i.task = ?")
+            params.append(task)
+        if lang:
+            clauses.append("i.lang = ?")
+            params.append(lang)
+        judge_clause = " AND j.judge_name = ?" if judge else ""
+        judge_params = [judge] if judge else []
+        if status in ("judged", "unjudged"):
+            neg = "NOT " if status == "unjudged" else ""
+            clauses.append(f"{neg}EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id{judge_clause})")
+            params += judge_params
+        elif status in ("unparsed", "error"):
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = ?{judge_clause})"
+            )
+            params += [status, *judge_params]
+        elif status in ("labelled", "unlabelled"):
+            neg = "NOT " if status == "unlabelled" else ""
+            clauses.append(
+                f"{neg}EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = i.id "
+                f"AND a.action IN {LABEL_ACTIONS})"
+            )
+        elif status is not None:
+            raise ValueError(
+                f"unknown status {status!r}: use judged, unjudged, unparsed, error, labelled or unlabelled"
+            )
+        return " AND ".join(clauses), params
+
+    def count_items(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+
+    def status_counts(self) -> list[dict]:
+        """Per task x language: items, judged, unparsed, errors, labelled (by anyone)."""
+        sql = """
+        SELECT i.task, i.lang, count(*) AS items,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error')) AS errors,
+            sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
+        FROM items i GROUP BY i.task, i.lang ORDER BY i.task, i.lang
+        """
+        return [dict(r) for r in self.conn.execute(sql)]
+
+    # -- judgments ------------------------------------------------------------------------
+
+    def add_judgments(self, judgments: Iterable[NewJudgment]) -> int:
+        """Store judgments; a judgment whose uid is already present is skipped. Returns added."""
+        stamp = now_iso()
+        rows = []
+        for j in judgments:
+            values = {**j.__dict__, "created_at": stamp}
+            values["uid"] = j.uid or uuid.uuid4().hex
+            values["params"] = dump_json(j.params or {})
+            rows.append(tuple(values[c] for c in JUDGMENT_COLUMNS))
+        with self.transaction():
+            before = self.conn.total_changes
+            self.conn.executemany(
+                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                rows,
+            )
+            return self.conn.total_changes - before
+
+    def judgments_for_item(self, item_id: int, judge: str | None = None) -> list[Judgment]:
+        sql = "SELECT * FROM judgments WHERE item_id = ?"
+        params: list = [item_id]
+        if judge:
+            sql += " AND judge_name = ?"
+            params.append(judge)
+        return [_judgment(r) for r in self.conn.execute(sql + " ORDER BY id DESC", params)]
+
+    def judgment(self, judgment_id: int) -> Judgment | None:
+        row = self.conn.execute("SELECT * FROM judgments WHERE id = ?", (judgment_id,)).fetchone()
+        return _judgment(row) if row else None
+
+    def judgments(self, *, judge: str | None = None, status: str | None = None) -> Iterator[Judgment]:
+        sql, params = "SELECT * FROM judgments WHERE 1", []
+        if judge:
+            sql += " AND judge_name = ?"
+            params.append(judge)
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        for row in self.conn.execute(sql + " ORDER BY id", params):
+            yield _judgment(row)
+
+    def judged_item_ids(self, judge_key_value: str) -> set[int]:
+        """Items that already have a non-error judgment from this exact judge configuration."""
+        rows = self.conn.execute(
+            "SELECT item_id FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+        )
+        return {r[0] for r in rows}
+
+    def judge_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT judge_name FROM judgments ORDER BY 1")]
+
+    def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
+        """Re-parse result for a stored judgment; raw output is never touched."""
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE judgments SET status = ?, verdict = ?, unparsed_reason = ?, correct = ? WHERE id = ?",
+                (status, verdict, reason, correct, judgment_id),
+            )
+
+    def latest_verdicts(self, judge: str | None = None) -> list[dict]:
+        """The newest judgment per (item, judge): what agreement compares with humans."""
+        sql = """
+        SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
+               i.task, i.lang, i.reference
+        FROM judgments j JOIN items i ON i.id = j.item_id
+        WHERE j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
+        """
+        params: list = []
+        if judge:
+            sql += " AND j.judge_name = ?"
+            params.append(judge)
+        return [dict(r) for r in self.conn.execute(sql, params)]
+
+    # -- annotations ----------------------------------------------------------------------
+
+    def annotate(
+        self,
+        item_id: int,
+        annotator: str,
+        action: str,
+        *,
+        label: str | None = None,
+        judgment_id: int | None = None,
+        note: str | None = None,
+        blind: bool = False,
+        seconds_spent: float | None = None,
+        reverts_id: int | None = None,
+        uid: str | None = None,
+        created_at: str | None = None,
+    ) -> int:
+        """Append one annotation row and release the annotator's lease on a decision."""
+        with self.transaction():
+            cursor = self.conn.execute(
+                "INSERT INTO annotations (uid, item_id, judgment_id, annotator, action, label, "
+                "reverts_id, note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    uid or uuid.uuid4().hex,
+                    item_id,
+                    judgment_id,
+                    annotator,
+                    action,
+                    label,
+                    reverts_id,
+                    note,
+                    int(blind),
+                    seconds_spent,
+                    created_at or now_iso(),
+                ),
+            )
+            if action in DECISION_ACTIONS:
+                self.conn.execute(
+                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator)
+                )
+            return cursor.lastrowid
+
+    def undo_last(self, annotator: str) -> Annotation | None:
+        """Reverse the annotator's latest decision that is still in force, by appending an
+        `undo` row that carries the label in force before it. Returns the reversed row."""
+        with self.transaction():
+            row = self.conn.execute(
+                f"SELECT * FROM annotations a WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} "
+                "AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id) "
+                "ORDER BY a.id DESC LIMIT 1",
+                (annotator,),
+            ).fetchone()
+            if row is None:
+                return None
+            undone = _annotation(row)
+            prior = self.conn.execute(
+                f"SELECT label FROM annotations WHERE item_id = ? AND annotator = ? AND id < ? "
+                f"AND action IN {LABELLING_ACTIONS} ORDER BY id DESC LIMIT 1",
+                (undone.item_id, annotator, undone.id),
+            ).fetchone()
+            if undone.action in LABEL_ACTIONS:
+                restored = prior["label"] if prior else None
+            else:
+                restored = self.current_label(undone.item_id, annotator)
+            self.annotate(
+                undone.item_id, annotator, "undo", label=restored, reverts_id=undone.id,
+                judgment_id=undone.judgment_id, blind=bool(undone.blind),
+            )
+            return undone
+
+    def current_label(self, item_id: int, annotator: str) -> str | None:
+        row = self.conn.execute(
+            f"SELECT label FROM annotations WHERE item_id = ? AND annotator = ? "
+            f"AND action IN {LABELLING_ACTIONS} ORDER BY id DESC LIMIT 1",
+            (item_id, annotator),
+        ).fetchone()
+        return row["label"] if row else None
+
+    def current_labels(self, annotator: str | None = None) -> list[dict]:
+        """Every annotator's label in force per item (latest labelling row), with task and lang."""
+        sql = (
+            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.source_id "
+            "FROM current_labels c JOIN items i ON i.id = c.item_id"
+        )
+        params: list = []
+        if annotator:
+            sql += " WHERE c.annotator = ?"
+            params.append(annotator)
+        return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def annotations_for_item(self, item_id: int) -> list[Annotation]:
+        rows = self.conn.execute("SELECT * FROM annotations WHERE item_id = ? ORDER BY id", (item_id,))
+        return [_annotation(r) for r in rows]
+
+    def annotations(self) -> Iterator[dict]:
+        """Every annotation row with its item's content hash and its judgment's uid (for merge)."""
+        sql = (
+            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            "JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
+            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
+        )
+        for row in self.conn.execute(sql):
+            yield dict(row)
+
+    def annotator_history(self, annotator: str) -> list[dict]:
+        """The annotator's decisions in order, latest state per item (for back/forward)."""
+        rows = self.conn.execute(
+            f"SELECT item_id, max(id) AS last_id, min(created_at) AS first_at FROM annotations "
+            f"WHERE annotator = ? AND action IN {DECISION_ACTIONS} GROUP BY item_id ORDER BY last_id",
+            (annotator,),
+        )
+        return [dict(r) for r in rows]
+
+    def decisions_since(self, annotator: str, since_iso: str) -> int:
+        return self.conn.execute(
+            f"SELECT count(*) FROM annotations WHERE annotator = ? AND action IN {DECISION_ACTIONS} "
+            "AND created_at >= ?",
+            (annotator, since_iso),
+        ).fetchone()[0]
+
+    def note_texts(self, item_id: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT annotator, note FROM annotations WHERE item_id = ? AND note IS NOT NULL ORDER BY id",
+            (item_id,),
+        )
+        return [f"{r['annotator']}: {r['note']}" for r in rows]
+
+    # -- leases ---------------------------------------------------------------------------
+
+    _ELIGIBLE = f"""
+        NOT EXISTS (
+            SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.annotator = :me
+            AND a.action IN {DECISION_ACTIONS}
+            AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id))
+        AND (
+            SELECT count(DISTINCT a.annotator) FROM annotations a
+            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN {LABEL_ACTIONS}
+            AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id))
+          + (SELECT count(*) FROM leases l
+             WHERE l.item_id = i.id AND l.annotator != :me AND l.expires_at > :now) < :overlap
+    """
+
+    def claim_next(
+        self,
+        annotator: str,
+        *,
+        overlap: int = 1,
+        task: str | None = None,
+        lang: str | None = None,
+        after_id: int = 0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> int | None:
+        """Lease the next item (in id order, after `after_id`, wrapping round) that this
+        annotator has not decided, that fewer than `overlap` other annotators have labelled
+        or hold. A lease expires, so a crashed annotator's items come back."""
+        clauses = ["i.id > :after"]
+        if task:
+            clauses.append("i.task = :task")
+        if lang:
+            clauses.append("i.lang = :lang")
+        sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
+        with self.transaction():
+            now = time.time()
+            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang}
+            row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
+            if row is None and after_id:
+                row = self.conn.execute(sql, {**params, "after": 0}).fetchone()
+            if row is None:
+                return None
+            self._lease(row[0], annotator, now + lease_seconds)
+            return row[0]
+
+    def claim_first(
+        self,
+        annotator: str,
+        candidates: Sequence[int],
+        *,
+        overlap: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> int | None:
+        """Lease the first eligible item of `candidates` (a queue in the caller's order)."""
+        with self.transaction():
+            now = time.time()
+            for start in range(0, len(candidates), 256):
+                chunk = list(candidates[start : start + 256])
+                marks = ",".join(f":c{k}" for k in range(len(chunk)))
+                params = {"me": annotator, "now": now, "overlap": overlap}
+                params.update({f"c{k}": v for k, v in enumerate(chunk)})
+                eligible = {
+                    r[0]
+                    for r in self.conn.execute(
+                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {self._ELIGIBLE}", params
+                    )
+                }
+                for item_id in chunk:
+                    if item_id in eligible:
+                        self._lease(item_id, annotator, now + lease_seconds)
+                        return item_id
+            return None
+
+    def _lease(self, item_id: int, annotator: str, expires_at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
+            (item_id, annotator, expires_at),
+        )
+
+    def release(self, item_id: int, annotator: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator))
+
+    def release_all(self, annotator: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
+
+    def active_leases(self) -> list[dict]:
+        rows = self.conn.execute("SELECT * FROM leases WHERE expires_at > ? ORDER BY item_id", (time.time(),))
+        return [dict(r) for r in rows]
+
+
+def _item(row: sqlite3.Row) -> Item:
+    return Item(
+        row["id"], row["task"], row["lang"], row["source_id"], json.loads(row["fields"]), row["reference"],
+        row["content_hash"],
+    )
+
+
+def _judgment(row: sqlite3.Row) -> Judgment:
+    values = {k: row[k] for k in row.keys() if k != "uid"}
+    values["params"] = json.loads(values["params"] or "{}")
+    return Judgment(**values)
+
+
+def _annotation(row: sqlite3.Row) -> Annotation:
+    return Annotation(**{k: row[k] for k in row.keys()})

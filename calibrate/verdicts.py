@@ -1,0 +1,214 @@
+"""Verdict parsers: turn a judge's raw text into a verdict, or say plainly that it did not parse.
+
+One parser per verdict kind (see the template manifests). None of them guesses: text with no
+verdict, or a verdict that only appears inside an echo of the prompt's own instruction, is
+`unparsed` with the reason, never a silent "no". Where several verdict lines appear, the last
+one wins, as the prompts ask for the verdict "at the end".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass
+
+UNPARSED = "unparsed"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parse result. `value` is the verdict (None when unparsed); `reason` says why not."""
+
+    value: str | None
+    reason: str | None = None
+    detail: dict | None = None
+
+    @property
+    def parsed(self) -> bool:
+        return self.value is not None
+
+    @property
+    def status(self) -> str:
+        return "verdict" if self.parsed else UNPARSED
+
+
+def unparsed(reason: str) -> Verdict:
+    return Verdict(None, reason)
+
+
+# -- C3 yes/no -------------------------------------------------------------------------------
+
+_BOLD = r"[*_`\s]*"
+_COLON = r"[:：]"
+_EN_VERDICT = re.compile(
+    rf"the{_BOLD}answer{_BOLD}is{_BOLD}{_COLON}{_BOLD}(?P<v>yes|no)(?![a-z])", re.IGNORECASE
+)
+# The prompt's own instruction, quoted back: 'The answer is: yes.' ... otherwise ... 'The answer is: no.'
+_EN_ECHO = re.compile(
+    rf"[\"'“‘]{_BOLD}the answer is{_BOLD}{_COLON}{_BOLD}yes{_BOLD}\.?{_BOLD}[\"'”’]"
+    rf"[^\n]{{0,120}}?[\"'“‘]{_BOLD}the answer is{_BOLD}{_COLON}{_BOLD}no{_BOLD}\.?{_BOLD}[\"'”’]",
+    re.IGNORECASE,
+)
+_ZH_VERDICT = re.compile(rf"最终{_BOLD}答案{_BOLD}为{_BOLD}{_COLON}{_BOLD}(?P<v>是|否)")
+# 最终答案为：是。 或者 最终答案为：否。 (the format instruction, echoed)
+_ZH_ECHO = re.compile(
+    rf"最终答案为{_COLON}{_BOLD}是[。.]?{_BOLD}(?:或者|或)[\s\S]{{0,6}}?最终答案为{_COLON}{_BOLD}否[。.]?"
+)
+
+
+def _last_verdict(text: str, verdict: re.Pattern, echo: re.Pattern, values: dict[str, str], kind: str) -> Verdict:
+    if not text or not text.strip():
+        return unparsed("empty output")
+    cleaned = echo.sub(" ", text)
+    matches = list(verdict.finditer(cleaned))
+    if not matches:
+        if cleaned != text and verdict.search(text):
+            return unparsed(f"{kind} verdict appears only inside an echo of the instruction")
+        return unparsed(f"no {kind} verdict line found")
+    return Verdict(values[matches[-1].group("v").lower()])
+
+
+def parse_yes_no_en(text: str) -> Verdict:
+    """`The answer is: yes.` / `no.`: the last one wins; case, bold, full-width colon tolerated."""
+    return _last_verdict(text, _EN_VERDICT, _EN_ECHO, {"yes": "yes", "no": "no"}, "'The answer is:'")
+
+
+def parse_yes_no_zh(text: str) -> Verdict:
+    """`最终答案为：是。` / `否。`: the last one wins; half- or full-width colon, bold tolerated."""
+    return _last_verdict(text, _ZH_VERDICT, _ZH_ECHO, {"是": "是", "否": "否"}, "'最终答案为：'")
+
+
+# -- rubric scores ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+SCORE_KEYS = ("score_answer", "score_reasoning")
+
+
+def parse_rubric_scores(text: str) -> Verdict:
+    """A JSON object with score_answer and score_reasoning in 0.0-100.0, fenced or in prose.
+
+    The last object that has both scores wins. The verdict value is the two scores as JSON;
+    `evaluation_details` (if any) is kept in `detail`.
+    """
+    if not text or not text.strip():
+        return unparsed("empty output")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    found = None
+    for chunk in candidates:
+        for obj in _json_objects(chunk):
+            if all(k in obj for k in SCORE_KEYS):
+                found = obj
+        if found is not None:
+            break
+    if found is None:
+        return unparsed("no JSON object with score_answer and score_reasoning")
+    scores = {}
+    for key in SCORE_KEYS:
+        value = found[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return unparsed(f"{key} is not a number: {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            return unparsed(f"{key} is not a number: {value!r}")
+        if not 0.0 <= number <= 100.0:
+            return unparsed(f"{key} = {number} is outside 0.0-100.0")
+        scores[key] = round(number, 1)
+    details = found.get("evaluation_details")
+    return Verdict(json.dumps(scores, sort_keys=True), detail={"evaluation_details": details})
+
+
+def _json_objects(text: str):
+    decoder = json.JSONDecoder()
+    index = text.find("{")
+    while index != -1:
+        try:
+            obj, end = decoder.raw_decode(text, index)
+        except json.JSONDecodeError:
+            index = text.find("{", index + 1)
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        index = text.find("{", end)
+
+
+# -- SuperGLUE labels ------------------------------------------------------------------------
+
+
+def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
+    """The one label of the task's set that the answer names (whole words, any case).
+
+    SuperGLUE prompts ask for the label only, so an answer naming two different labels is
+    ambiguous and unparsed. `not_entailment` is also recognised written `not entailment`.
+    """
+    if not text or not text.strip():
+        return unparsed("empty output")
+    alternatives = sorted(labels, key=len, reverse=True)
+    pattern = "|".join(_label_pattern(label) for label in alternatives)
+    found = []
+    for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
+        word = re.sub(r"[\s-]+", "_", match.group(0).lower())
+        found.extend(label for label in labels if label.lower() == word)
+    distinct = list(dict.fromkeys(found))
+    if not distinct:
+        return unparsed(f"none of {', '.join(labels)} found")
+    if len(distinct) > 1:
+        return unparsed(f"names more than one label: {', '.join(distinct)}")
+    return Verdict(distinct[0])
+
+
+def _label_pattern(label: str) -> str:
+    return r"[\s_-]+".join(re.escape(part) for part in label.split("_"))
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_record(text: str) -> str:
+    """ReCoRD's answer normalisation: lower case, no punctuation, articles or extra spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def parse_record_entity(text: str, answers: list[str]) -> Verdict:
+    """ReCoRD: the answer is correct if, normalised, it equals any gold answer (the metric's
+    exact match). The normalised entity is kept in `detail`."""
+    if not text or not text.strip():
+        return unparsed("empty output")
+    first_line = next(line for line in text.strip().splitlines() if line.strip())
+    entity = re.sub(r"^\s*(answer|entity)\s*[:：]\s*", "", first_line, flags=re.IGNORECASE)
+    normalized = normalize_record(entity)
+    if not normalized:
+        return unparsed("answer is empty after normalisation")
+    gold = {normalize_record(a) for a in answers}
+    return Verdict("correct" if normalized in gold else "incorrect", detail={"entity": entity.strip()})
+
+
+def parse(kind: str, text: str | None, *, labels: tuple[str, ...] = (), answers: list[str] | None = None) -> Verdict:
+    """Parse `text` with the parser for verdict kind `kind`."""
+    text = text or ""
+    if kind == "yes_no_en":
+        return parse_yes_no_en(text)
+    if kind == "yes_no_zh":
+        return parse_yes_no_zh(text)
+    if kind == "rubric_scores":
+        return parse_rubric_scores(text)
+    if kind == "label_set":
+        return parse_label_set(text, labels)
+    if kind == "record_entity":
+        return parse_record_entity(text, answers or [])
+    raise ValueError(f"unknown verdict kind {kind!r}")
+
+
+def label_choices(kind: str, labels: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The labels a human can give for a verdict kind (empty for scores)."""
+    if kind == "yes_no_en":
+        return ("yes", "no")
+    if kind == "yes_no_zh":
+        return ("是", "否")
+    if kind in ("label_set", "record_entity"):
+        return labels
+    return ()
