@@ -11,7 +11,14 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -20,8 +27,8 @@ from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet, default_folders
 
 DEFAULT_DB = "calibrate.db"
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 class Context:
@@ -73,6 +80,13 @@ def main() -> None:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+class RateColumn(ProgressColumn):
+    """Items per second, once there is a rate to show."""
+
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:.1f} items/s" if task.speed else "", style="progress.data.speed")
 
 
 @contextmanager
@@ -391,8 +405,9 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
-    from calibrate.judge import JudgeConfig, RunSummary, export_batch as write_batch, import_batch as read_batch
-    from calibrate.judge import plan_jobs, run_jobs, run_rule_judge
+    from calibrate.judge import JudgeConfig, RunSummary, plan_jobs, run_jobs, run_rule_judge
+    from calibrate.judge import export_batch as write_batch
+    from calibrate.judge import import_batch as read_batch
 
     if judge_kind == "rule":
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
@@ -421,7 +436,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TextColumn("{task.speed} it/s" if False else ""), TimeRemainingColumn())
+               RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
         progress_task = bar.add_task("judging", total=len(jobs))
         try:

@@ -15,8 +15,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,15 +36,15 @@ def now_iso() -> str:
 
 def digest(*parts: str) -> str:
     """A short stable hash of text parts (content hashes, judge keys, uids)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        h.update(part.encode("utf-8"))
-        h.update(b"\x1f")
-    return h.hexdigest()
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def dump_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """Canonical JSON (sorted keys, no spaces): equal values give equal text and hashes."""
+    return _CANONICAL_JSON.encode(value)
 
 
 def _load_migrations() -> sqlite_utils.Migrations:
@@ -77,23 +76,22 @@ def _split_sql(script: str) -> list[str]:
 MIGRATIONS = _load_migrations()
 
 
-@dataclass(frozen=True)
+@dataclass
 class NewItem:
-    """An item as an importer hands it over, before it has a database id."""
+    """An item as an importer hands it over, before it has a database id. Its content hash
+    covers task, language, source id and fields, so the same item imported twice is one row."""
 
     task: str
     lang: str
     source_id: str
     fields: dict
     reference: str | None = None
+    fields_json: str = field(init=False, repr=False)
+    content_hash: str = field(init=False, repr=False)
 
-    @cached_property
-    def fields_json(self) -> str:
-        return dump_json(self.fields)
-
-    @cached_property
-    def content_hash(self) -> str:
-        return digest(self.task, self.lang, self.source_id, self.fields_json)
+    def __post_init__(self) -> None:
+        self.fields_json = dump_json(self.fields)
+        self.content_hash = digest(self.task, self.lang, self.source_id, self.fields_json)
 
 
 @dataclass
@@ -160,11 +158,7 @@ class NewJudgment:
     uid: str | None = None
 
 
-JUDGMENT_COLUMNS = (
-    "uid item_id judge_name model model_reported template_id template_hash params judge_key "
-    "system_prompt prompt raw_output status verdict unparsed_reason correct confidence error "
-    "latency_ms prompt_tokens completion_tokens created_at"
-).split()
+JUDGMENT_COLUMNS = ["uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params", "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct", "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at"]
 
 
 def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:

@@ -40,9 +40,10 @@ def unparsed(reason: str) -> Verdict:
 # -- C3 yes/no -------------------------------------------------------------------------------
 
 _BOLD = r"[*_`\s]*"
+_BEFORE_VALUE = r"[*_`\s\"'“”‘’「」]*"
 _COLON = r"[:：]"
 _EN_VERDICT = re.compile(
-    rf"the{_BOLD}answer{_BOLD}is{_BOLD}{_COLON}{_BOLD}(?P<v>yes|no)(?![a-z])", re.IGNORECASE
+    rf"the{_BOLD}answer{_BOLD}is{_BOLD}{_COLON}{_BEFORE_VALUE}(?P<v>yes|no)(?![a-z])", re.IGNORECASE
 )
 # The prompt's own instruction, quoted back: 'The answer is: yes.' ... otherwise ... 'The answer is: no.'
 _EN_ECHO = re.compile(
@@ -50,7 +51,7 @@ _EN_ECHO = re.compile(
     rf"[^\n]{{0,120}}?[\"'“‘]{_BOLD}the answer is{_BOLD}{_COLON}{_BOLD}no{_BOLD}\.?{_BOLD}[\"'”’]",
     re.IGNORECASE,
 )
-_ZH_VERDICT = re.compile(rf"最终{_BOLD}答案{_BOLD}为{_BOLD}{_COLON}{_BOLD}(?P<v>是|否)")
+_ZH_VERDICT = re.compile(rf"最终{_BOLD}答案{_BOLD}为{_BOLD}{_COLON}{_BEFORE_VALUE}(?P<v>是|否)")
 # 最终答案为：是。 或者 最终答案为：否。 (the format instruction, echoed)
 _ZH_ECHO = re.compile(
     rf"最终答案为{_COLON}{_BOLD}是[。.]?{_BOLD}(?:或者|或)[\s\S]{{0,6}}?最终答案为{_COLON}{_BOLD}否[。.]?"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judging import judgment_from_output
@@ -109,18 +109,19 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
         template = templates.for_task(item.task, item.lang)
     except TemplateError as exc:
         raise ValueError(str(exc)) from None
+    fields = item.fields
     for name in template.required:
-        if name not in item.fields or item.fields[name] is None:
+        if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
     return template
 
 
-def with_reference(item: NewItem, template: Template) -> NewItem:
+def fill_reference(item: NewItem, template: Template) -> None:
     """Fill the item's reference from the field the manifest names, when the importer did not."""
     if item.reference is not None or not template.reference or template.reference not in item.fields:
-        return item
+        return
     value = item.fields[template.reference]
-    return replace(item, reference=value if isinstance(value, str) else dump_json(value))
+    item.reference = value if isinstance(value, str) else dump_json(value)
 
 
 def import_records(
@@ -163,7 +164,7 @@ def import_records(
                     except ValueError as exc:
                         record = BadInput(record.location, str(exc))
                     else:
-                        record.item = with_reference(record.item, template)
+                        fill_reference(record.item, template)
                 if isinstance(record, BadInput):
                     if not skip_bad:
                         raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")

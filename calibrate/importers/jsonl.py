@@ -36,12 +36,18 @@ def jsonl_records(
             yield BadInput(where, f"missing field {id_field!r} (the item's source id)")
             continue
         source_id = str(obj[id_field]) if id_field in obj else where.rsplit(":", 1)[1]
-        fields = {k: v for k, v in obj.items() if k not in renamed_sources and k not in (id_field, judge_output)}
-        missing = [src for src in field_map.values() if src not in obj]
-        if missing:
-            yield BadInput(where, f"missing field {missing[0]!r} (mapped by --map)")
-            continue
-        fields.update({target: obj[src] for target, src in field_map.items()})
+        fields = dict(obj)
+        fields.pop(id_field, None)
+        if judge_output:
+            fields.pop(judge_output, None)
+        if field_map:
+            missing = [src for src in field_map.values() if src not in obj]
+            if missing:
+                yield BadInput(where, f"missing field {missing[0]!r} (mapped by --map)")
+                continue
+            for source in renamed_sources:
+                fields.pop(source, None)
+            fields.update({target: obj[src] for target, src in field_map.items()})
         reference = None
         if reference_field:
             if reference_field not in obj:

@@ -1,0 +1,79 @@
+CREATE VIEW current_labels AS
+SELECT item_id, annotator, label, action, judgment_id, created_at
+FROM (
+    SELECT item_id, annotator, label, action, judgment_id, created_at,
+           row_number() OVER (PARTITION BY item_id, annotator ORDER BY id DESC) AS recency
+    FROM annotations
+    WHERE action IN ('confirm', 'override', 'label', 'undo')
+)
+WHERE recency = 1 AND label IS NOT NULL;
+CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
+BEGIN
+    SELECT RAISE(ABORT, 'annotations are append-only');
+END;
+CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
+BEGIN
+    SELECT RAISE(ABORT, 'annotations are append-only');
+END;
+CREATE TABLE annotations (
+    id INTEGER PRIMARY KEY,
+    uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    judgment_id INTEGER REFERENCES judgments (id),  -- the judgment shown, NULL in blind mode or none
+    annotator TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('confirm', 'override', 'label', 'skip', 'flag', 'note', 'undo')),
+    label TEXT,                         -- the label this row leaves in force (NULL: none)
+    reverts_id INTEGER REFERENCES annotations (id),  -- for undo: the row it reverses
+    note TEXT,
+    blind INTEGER NOT NULL DEFAULT 0,
+    seconds_spent REAL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE items (
+    id INTEGER PRIMARY KEY,
+    task TEXT NOT NULL,                 -- family/name, e.g. c3/heterograph, superglue/boolq
+    lang TEXT NOT NULL,                 -- en | zh
+    source_id TEXT NOT NULL,            -- id in the source data: JSONL id, C3 path/index, SuperGLUE idx
+    fields TEXT NOT NULL,               -- JSON object: the task's fields, named as in the source
+    reference TEXT,                     -- reference answer or gold label, as text
+    content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
+    imported_at TEXT NOT NULL
+);
+CREATE TABLE judgments (
+    id INTEGER PRIMARY KEY,
+    uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    judge_name TEXT NOT NULL,           -- what the user calls this judge (model name by default)
+    model TEXT,                         -- the model asked for
+    model_reported TEXT,                -- the model the server said answered
+    template_id TEXT,
+    template_hash TEXT,                 -- version of the template that rendered the prompt
+    params TEXT,                        -- JSON: request parameters (never the API key)
+    judge_key TEXT NOT NULL,            -- hash of judge, model, template version, params: same key = same judge
+    system_prompt TEXT,
+    prompt TEXT,
+    raw_output TEXT,
+    status TEXT NOT NULL CHECK (status IN ('verdict', 'unparsed', 'error')),
+    verdict TEXT,                       -- yes/no, 是/否, a label, or JSON scores
+    unparsed_reason TEXT,
+    correct INTEGER,                    -- SuperGLUE: verdict equals the gold label (1/0)
+    confidence REAL,                    -- P(verdict) from logprobs, when the server gave them
+    error TEXT,
+    latency_ms REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE leases (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    annotator TEXT NOT NULL,
+    expires_at REAL NOT NULL,           -- unix seconds; an expired lease is free again
+    PRIMARY KEY (item_id, annotator)
+) WITHOUT ROWID;
+CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
+CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
+CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX items_by_source_id ON items (source_id);
+CREATE INDEX items_by_task_lang ON items (task, lang);
+CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
+CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);

@@ -1,0 +1,56 @@
+"""Eight processes claim and label from one database at once: no collisions, nothing lost."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from calibrate.store import NewItem, Store
+
+WORKERS = 8
+ITEMS = 400
+
+
+def label_until_done(path: str, annotator: str, overlap: int, results) -> None:
+    store = Store(path)
+    labelled, errors = [], []
+    while True:
+        try:
+            item_id = store.claim_next(annotator, overlap=overlap)
+            if item_id is None:
+                break
+            store.annotate(item_id, annotator, "label", label="yes")
+            labelled.append(item_id)
+        except sqlite3.OperationalError as exc:  # "database is locked" would land here
+            errors.append(str(exc))
+            break
+    results.put((annotator, labelled, errors))
+
+
+@pytest.mark.parametrize("overlap", [1, 2])
+def test_eight_processes_share_one_database(tmp_path, overlap):
+    path = str(tmp_path / "shared.db")
+    Store(path).add_items([NewItem("c3/lexical", "en", str(k), {"k": k}) for k in range(ITEMS)])
+    ctx = mp.get_context("fork")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=label_until_done, args=(path, f"ann{n}", overlap, results)) for n in range(WORKERS)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+
+    assert [e for _, _, errs in outcomes for e in errs] == [], "no 'database is locked' or other error"
+    per_item = Counter(item for _, labelled, _ in outcomes for item in labelled)
+    assert set(per_item.values()) == {overlap}, "every item gets exactly `overlap` annotators"
+    assert len(per_item) == ITEMS
+    for _, labelled, _ in outcomes:
+        assert len(labelled) == len(set(labelled)), "no annotator labels an item twice"
+
+    store = Store(path)
+    rows = store.conn.execute("SELECT count(*) FROM annotations").fetchone()[0]
+    assert rows == sum(len(labelled) for _, labelled, _ in outcomes) == ITEMS * overlap, "no annotation lost"

@@ -1,0 +1,257 @@
+"""Every importer, through the CLI as a user runs it, including each bad-input case."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from calibrate.demo import DEMO_DIR
+from calibrate.store import Store
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def counts(db: Path) -> tuple[int, int, int]:
+    store = Store(db)
+    c = store.conn
+    out = tuple(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("items", "judgments", "annotations"))
+    store.close()
+    return out
+
+
+LEX = {"content": "She went to the bank.", "notation": "river bank", "response": "the river bank"}
+
+
+# -- jsonl ---------------------------------------------------------------------------------------
+
+
+def test_jsonl_imports_items_and_judge_outputs(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", [
+        {"id": "a", **LEX, "judge": "Looks right.\nThe answer is: yes."},
+        {"id": "b", **LEX, "response": "money", "judge": "The answer is: **no**"},
+        {"id": "c", **LEX, "judge": "no idea"},
+    ])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "judge", "--judge-name", "gpt")
+    assert "3 items added" in out.output and "3 judgments added" in out.output
+    store = Store(calibrate.db)
+    verdicts = {store.item(j.item_id).source_id: (j.status, j.verdict) for j in store.judgments()}
+    assert verdicts == {"a": ("verdict", "yes"), "b": ("verdict", "no"), "c": ("unparsed", None)}
+    item = store.items_by_source("c3/lexical", "en", "a")[0]
+    assert item.reference == "river bank" and "judge" not in item.fields
+    again = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "judge", "--judge-name", "gpt")
+    assert "0 items added, 3 already present, 0 judgments added" in again.output
+
+
+def test_jsonl_field_mapping(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", [{"key": 1, "sentence": "s", "gold": "g", "answer_text": "a"}])
+    calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--id-field", "key",
+              "--map", "content=sentence", "--map", "notation=gold", "--map", "response=answer_text")
+    item = Store(calibrate.db).items()[0]
+    assert item.source_id == "1" and item.fields == {"content": "s", "notation": "g", "response": "a"}
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([{"id": 1, **LEX}, "{not json"], "in.jsonl:2: malformed JSON"),
+        ([{"id": 1, **LEX}, {"id": 2, "content": "x", "response": "r"}], "in.jsonl:2: missing field 'notation'"),
+        ([{"id": 1, **LEX}, [1, 2]], "in.jsonl:2: expected a JSON object"),
+        ([{**LEX}], "in.jsonl:1: missing field 'id'"),
+    ],
+)
+def test_jsonl_bad_line_imports_nothing(calibrate, tmp_path, lines, message):
+    f = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code != 0 and message in out.output and "nothing was imported" in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_skip_bad_reports_every_skipped_line(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}, "{bad", {"id": 3, "content": "x"}, {"id": 4, **LEX}])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--skip-bad")
+    assert "in.jsonl:2: malformed JSON" in out.output
+    assert "in.jsonl:3: missing field 'notation'" in out.output
+    assert "2 items added" in out.output and "2 skipped" in out.output
+    assert counts(calibrate.db)[0] == 2
+
+
+@pytest.mark.parametrize(("task", "lang", "message"), [("c3/nonsense", "en", "unknown task 'c3/nonsense'"),
+                                                      ("c3/lexical", "fr", "unknown task 'c3/lexical' for language 'fr'")])
+def test_unknown_task_or_language(calibrate, tmp_path, task, lang, message):
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}])
+    out = calibrate("import", "jsonl", str(f), "--task", task, "--lang", lang, ok=False)
+    assert out.exit_code != 0 and message in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_non_utf8_and_empty_files(calibrate, tmp_path):
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(json.dumps({"id": 1, **LEX}).encode() + b"\n" + '{"id": 2, "content": "café"}'.encode("latin-1") + b"\n")
+    out = calibrate("import", "jsonl", str(latin), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code != 0 and "latin.jsonl:2: not UTF-8" in out.output
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = calibrate("import", "jsonl", str(empty), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code != 0 and "empty.jsonl: file is empty" in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_existing_data_survives_a_failed_import(calibrate, tmp_path):
+    good = write_jsonl(tmp_path / "good.jsonl", [{"id": 1, **LEX}])
+    calibrate("import", "jsonl", str(good), "--task", "c3/lexical", "--lang", "en")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": 2, **LEX}, "oops"])
+    calibrate("import", "jsonl", str(bad), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert counts(calibrate.db)[0] == 1
+
+
+# -- c3 ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def c3_en(tmp_path) -> Path:
+    shutil.copytree(DEMO_DIR / "c3" / "en", tmp_path / "en")
+    return tmp_path / "en"
+
+
+def test_c3_english_tree_gives_one_item_per_phenomenon_and_index(calibrate, c3_en):
+    calibrate("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en")
+    store = Store(calibrate.db)
+    tasks = {(i.task, i.source_id) for i in store.items()}
+    assert ("c3/omission-detection", "context-dependency/omission/0") in tasks
+    assert ("c3/omission-completion", "context-dependency/omission/0") in tasks
+    assert ("c3/heterograph", "ambiguity/phonological/heterograph/1") in tasks
+    multi = store.items(task="c3/multi-turn")[0]
+    assert multi.fields["turns"][0] == "What is the capital of Australia?"
+    assert multi.fields["response"] == ["The capital of Australia is Canberra.", "Yes, Sydney is much bigger than Canberra.", "It's Canberra."]
+    assert store.judgments_for_item(store.items(task="c3/generation")[0].id) == []
+
+
+def test_c3_chinese_tree_and_results(calibrate):
+    base = DEMO_DIR / "c3" / "zh"
+    calibrate("import", "c3", "--reference", str(base / "reference"), "--responses", str(base / "responses"), "--lang", "zh")
+    out = calibrate("import", "c3-results", str(base / "results"), "--lang", "zh", "--judge-name", "gpt-4o")
+    store = Store(calibrate.db)
+    multi = store.items(task="c3/multi-turn", lang="zh")[0]
+    assert multi.fields["history"] == ["中国的首都是哪里？", "那里冬天冷吗？"] and len(multi.fields["response"]) == 3
+    judgments = list(store.judgments(judge="gpt-4o"))
+    assert len(judgments) == 10 and "10 judgments added" in out.output
+    assert all(j.template_id.startswith("c3-official/") for j in judgments)
+    heteronym = store.judgments_for_item(store.items(task="c3/heteronym")[0].id)[0]
+    assert heteronym.verdict == "否"
+    assert "```\n他的行为很好。\n```" in heteronym.prompt
+    tone = store.judgments_for_item(store.items(task="c3/tone")[0].id)[0]
+    assert tone.status == "unparsed" and "echo" in tone.unparsed_reason
+
+
+def test_c3_response_count_mismatch_imports_nothing(calibrate, c3_en):
+    (c3_en / "responses" / "ambiguity" / "phonological" / "heterograph" / "1.txt").unlink()
+    out = calibrate("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en", ok=False)
+    assert out.exit_code != 0 and "heterograph: 1 response files but ambiguity/phonological/heterograph.json lists 2 items" in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_c3_results_empty_check_answer_is_an_error_not_a_no(calibrate, c3_en):
+    calibrate("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en")
+    results = c3_en / "results" / "ambiguity" / "semantic" / "lexical.json"
+    records = json.loads(results.read_text())
+    records[0]["check_answer"] = ""
+    results.write_text(json.dumps(records))
+    calibrate("import", "c3-results", str(c3_en / "results"), "--lang", "en", "--judge-name", "j")
+    store = Store(calibrate.db)
+    j = store.judgments_for_item(store.items(task="c3/lexical")[0].id)[0]
+    assert j.status == "error" and j.verdict is None and "failed five times" in j.error
+
+
+def test_c3_results_before_the_tree_says_what_to_do(calibrate, c3_en):
+    out = calibrate("import", "c3-results", str(c3_en / "results"), "--lang", "en", "--judge-name", "j", ok=False)
+    assert "import the C3 tree first" in out.output and counts(calibrate.db) == (0, 0, 0)
+
+
+# -- superglue -----------------------------------------------------------------------------------
+
+SG = DEMO_DIR / "superglue"
+
+
+@pytest.mark.parametrize("task", ["boolq", "copa", "cb", "rte", "wic", "wsc", "multirc", "record", "axb", "axg"])
+def test_superglue_every_task(calibrate, task):
+    calibrate("import", "superglue", "--task", task, str(SG / f"{task}.jsonl"), "--predictions", str(SG / f"{task}.predictions.jsonl"))
+    store = Store(calibrate.db)
+    items = store.items()
+    assert items and all(i.task == f"superglue/{task}" and "response" in i.fields for i in items)
+
+
+def test_superglue_multirc_is_one_item_per_answer_and_copa_gold_is_shifted(calibrate):
+    calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(SG / "multirc.predictions.jsonl"))
+    calibrate("import", "superglue", "--task", "copa", str(SG / "copa.jsonl"))
+    store = Store(calibrate.db)
+    multirc = store.items(task="superglue/multirc")
+    assert [(i.source_id, i.reference, i.fields["answer"]) for i in multirc] == [
+        ("0/0/0", "True", "All of her friends"), ("0/0/1", "False", "Her teacher")]
+    assert multirc[1].fields["response"] == "I think it is false."
+    assert store.items(task="superglue/copa")[0].reference == "1"
+
+
+def test_superglue_record_one_item_per_query_with_entities(calibrate):
+    calibrate("import", "superglue", "--task", "record", str(SG / "record.jsonl"))
+    item = Store(calibrate.db).items()[0]
+    assert item.source_id == "0/0" and item.fields["answers"] == ["Walmart"]
+    assert item.fields["entities"] == ["Tracy Morgan", "New Jersey Turnpike", "Walmart"]
+
+
+def test_prediction_matching_no_item_imports_nothing(calibrate, tmp_path):
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": 0, "response": "True"}, {"idx": 99, "response": "False"}])
+    out = calibrate("import", "superglue", "--task", "boolq", str(SG / "boolq.jsonl"), "--predictions", str(preds), ok=False)
+    assert out.exit_code != 0 and 'p.jsonl:2: prediction idx "99" matches no superglue/boolq item' in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_superglue_unknown_task(calibrate):
+    out = calibrate("import", "superglue", "--task", "squad", str(SG / "boolq.jsonl"), ok=False)
+    assert out.exit_code != 0 and "unknown SuperGLUE task 'squad'" in out.output
+
+
+# -- rubric --------------------------------------------------------------------------------------
+
+
+def test_rubric_import_with_judge_output(calibrate):
+    out = calibrate("import", "rubric", str(DEMO_DIR / "rubric" / "rubric.jsonl"), "--judge-output", "judge_output", "--judge-name", "ds")
+    assert "2 items added" in out.output
+    store = Store(calibrate.db)
+    by_source = {store.item(j.item_id).source_id: j for j in store.judgments()}
+    assert json.loads(by_source["r1"].verdict) == {"score_answer": 48.5, "score_reasoning": 42.0}
+    assert by_source["r2"].status == "unparsed" and "score_reasoning is not a number" in by_source["r2"].unparsed_reason
+
+
+def test_rubric_missing_field(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "r.jsonl", [{"question": "q", "content": "c", "answer": "a", "llm_answer": "x"}])
+    out = calibrate("import", "rubric", str(f), ok=False)
+    assert "r.jsonl:1: missing field 'llm_reasoning'" in out.output
+
+
+# -- bounded memory ------------------------------------------------------------------------------
+
+
+def test_jsonl_import_streams(tmp_path, templates):
+    """A generator of 5,000 lines is consumed batch by batch, never held whole."""
+    from calibrate.importers import BATCH, import_records
+    from calibrate.importers.jsonl import jsonl_records
+
+    f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX} for k in range(5000)])
+    store = Store(tmp_path / "big.db")
+    peak = 0
+    original = store.add_items
+
+    def spy(batch, **kw):
+        nonlocal peak
+        peak = max(peak, len(batch))
+        return original(batch, **kw)
+
+    store.add_items = spy
+    report = import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
+    assert report.counts.items_added == 5000 and peak <= BATCH

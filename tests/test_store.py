@@ -1,0 +1,142 @@
+"""The store: migrations, idempotent items, append-only annotations, labels, leases."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from calibrate.store import NewItem, NewJudgment, Store
+
+SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
+
+
+def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
+    return [NewItem(task, lang, str(k), {"content": f"c{k}", "notation": "n", "response": "r"}) for k in range(n)]
+
+
+def test_fresh_database_is_migrated_to_the_documented_schema(tmp_path):
+    store = Store(tmp_path / "x.db")
+    assert store.applied_migrations() == ["0001_initial"]
+    assert store.schema_sql() == SCHEMA_DUMP.read_text(encoding="utf-8"), (
+        "db/schema.sql is out of date: regenerate it with "
+        "`python -c 'from calibrate.store import Store; print(Store().schema_sql(), end=\"\")' > db/schema.sql`"
+    )
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"items", "judgments", "annotations", "leases"} <= tables
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_reopening_applies_no_migration_twice(tmp_path):
+    Store(tmp_path / "x.db").close()
+    store = Store(tmp_path / "x.db")
+    assert store.applied_migrations() == ["0001_initial"]
+
+
+def test_adding_the_same_items_again_is_a_no_op(store):
+    _, added = store.add_items(items(5))
+    assert added == 5
+    ids, added_again = store.add_items(items(5), with_ids=True)
+    assert added_again == 0 and len(set(ids)) == 5
+    assert store.count_items() == 5
+
+
+def test_annotations_are_append_only(store):
+    (item_id,), _ = store.add_items(items(1), with_ids=True)
+    store.annotate(item_id, "ann", "label", label="yes")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.conn.execute("UPDATE annotations SET label = 'no'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.conn.execute("DELETE FROM annotations")
+
+
+def test_current_label_is_the_latest_and_undo_appends(store):
+    (item_id,), _ = store.add_items(items(1), with_ids=True)
+    store.annotate(item_id, "ann", "confirm", label="yes")
+    store.annotate(item_id, "ann", "override", label="no")
+    assert store.current_label(item_id, "ann") == "no"
+    undone = store.undo_last("ann")
+    assert undone.label == "no"
+    assert store.current_label(item_id, "ann") == "yes"
+    store.undo_last("ann")
+    assert store.current_label(item_id, "ann") is None
+    actions = [a.action for a in store.annotations_for_item(item_id)]
+    assert actions == ["confirm", "override", "undo", "undo"]
+    assert store.current_labels() == []
+
+
+def test_undo_of_a_skip_keeps_the_label(store):
+    (item_id,), _ = store.add_items(items(1), with_ids=True)
+    store.annotate(item_id, "ann", "label", label="yes")
+    store.annotate(item_id, "ann", "skip")
+    store.undo_last("ann")
+    assert store.current_label(item_id, "ann") == "yes"
+
+
+def test_claim_never_gives_a_held_item_to_another_annotator(store):
+    store.add_items(items(3))
+    a = store.claim_next("a")
+    b = store.claim_next("b")
+    assert a != b
+    assert store.claim_next("a") == a, "an annotator's own lease comes back to them"
+
+
+def test_claim_honours_overlap(store):
+    store.add_items(items(2))
+    first = store.claim_next("a", overlap=2)
+    assert store.claim_next("b", overlap=2) == first
+    assert store.claim_next("c", overlap=2) != first
+    store.annotate(first, "a", "label", label="yes")
+    store.annotate(first, "b", "label", label="no")
+    assert store.claim_next("d", overlap=2) != first
+
+
+def test_expired_lease_comes_back(store):
+    store.add_items(items(1))
+    item_id = store.claim_next("crashed", lease_seconds=0.05)
+    assert store.claim_next("other") is None
+    time.sleep(0.1)
+    assert store.claim_next("other") == item_id
+
+
+def test_decided_items_are_not_offered_again_until_undone(store):
+    store.add_items(items(2))
+    first = store.claim_next("a")
+    store.annotate(first, "a", "skip")
+    second = store.claim_next("a")
+    assert second != first
+    store.annotate(second, "a", "label", label="yes")
+    assert store.claim_next("a") is None
+    store.undo_last("a")
+    assert store.claim_next("a") == second
+
+
+def test_claim_first_follows_the_callers_order(store):
+    ids, _ = store.add_items(items(4), with_ids=True)
+    order = [ids[2], ids[0], ids[3], ids[1]]
+    assert store.claim_first("a", order) == ids[2]
+    assert store.claim_first("b", order) == ids[0]
+
+
+def test_release_frees_the_item(store):
+    store.add_items(items(1))
+    item_id = store.claim_next("a")
+    store.release(item_id, "a")
+    assert store.claim_next("b") == item_id
+
+
+def test_judgments_several_per_item_and_uid_dedup(store):
+    (item_id,), _ = store.add_items(items(1), with_ids=True)
+    j = NewJudgment(item_id=item_id, judge_name="gpt", judge_key="k", status="verdict", verdict="yes", uid="u1")
+    assert store.add_judgments([j, j]) == 1
+    store.add_judgments([NewJudgment(item_id=item_id, judge_name="r1", judge_key="k2", status="unparsed", unparsed_reason="x")])
+    assert {x.judge_name for x in store.judgments_for_item(item_id)} == {"gpt", "r1"}
+
+
+def test_writers_use_begin_immediate(store):
+    statements = []
+    store.conn.set_trace_callback(statements.append)
+    store.add_items(items(1))
+    assert "BEGIN IMMEDIATE" in statements

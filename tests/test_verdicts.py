@@ -1,0 +1,258 @@
+"""Verdict parsers: examples, property tests, and where they differ from the C3 script's rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibrate.verdicts import (
+    normalize_record,
+    parse,
+    parse_label_set,
+    parse_record_entity,
+    parse_rubric_scores,
+    parse_yes_no_en,
+    parse_yes_no_zh,
+)
+
+EN_ECHO = "If the student's answer is correct, output 'The answer is: yes.' at the end; otherwise, output 'The answer is: no.' at the end."
+ZH_ECHO = "请在最后一行回答是或否。回答时请遵循格式：\n\n最终答案为：是。\n或者\n最终答案为：否。"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Analysis...\nThe answer is: yes.", "yes"),
+        ("The answer is: no.", "no"),
+        ("the answer is: YES", "yes"),
+        ("**The answer is: no.**", "no"),
+        ("The answer is: **yes**.", "yes"),
+        ("The answer is：yes。", "yes"),
+        ("The answer is: Yes, because the student is right.", "yes"),
+        ("The answer is: no.  \n\n", "no"),
+        ("First I thought The answer is: no. But on reflection\nThe answer is: yes.", "yes"),
+        (EN_ECHO + "\nThe student is right.\nThe answer is: yes.", "yes"),
+        ("The answer is : no", "no"),
+    ],
+)
+def test_english_verdicts(text, expected):
+    assert parse_yes_no_en(text).value == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ("I think the student is right.", "no 'The answer is:' verdict"),
+        (EN_ECHO, "echo"),
+        ("The answer is: nothing to say", "no 'The answer is:' verdict"),
+        ("The answer is: yesterday's news", "no 'The answer is:' verdict"),
+    ],
+)
+def test_english_unparsed_never_means_no(text, reason):
+    verdict = parse_yes_no_en(text)
+    assert verdict.value is None and verdict.status == "unparsed"
+    assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("分析……\n最终答案为：是。", "是"),
+        ("最终答案为:否", "否"),
+        ("**最终答案为：否**", "否"),
+        ("最终答案为：**是**。", "是"),
+        ("最终答案为：否。\n修正：最终答案为：是。", "是"),
+        (ZH_ECHO + "\n学生正确。\n最终答案为：是。", "是"),
+    ],
+)
+def test_chinese_verdicts(text, expected):
+    assert parse_yes_no_zh(text).value == expected
+
+
+def test_chinese_echo_alone_is_unparsed():
+    verdict = parse_yes_no_zh(ZH_ECHO)
+    assert verdict.value is None and "echo" in verdict.reason
+
+
+# -- The C3 script's own rule, for comparison: split on "The answer is: " and check startswith.
+
+
+def c3_script_rule_en(text: str) -> str:
+    """The published C3 script: right iff the last piece after the split starts with Yes/yes."""
+    pieces = text.replace("the answer is: ", "The answer is: ").split("The answer is: ")
+    return "yes" if pieces[-1].startswith(("Yes", "yes")) else "no"
+
+
+def c3_script_rule_zh(text: str) -> str:
+    return "是" if text.split("最终答案为：")[-1].startswith("是") else "否"
+
+
+DISAGREEMENTS = [
+    # (output, calibrate's verdict, the script's verdict, which is right and why)
+    ("The answer is: **yes**.", "yes", "no", "calibrate: the judge said yes in bold"),
+    ("**The answer is: yes.**", "yes", "yes", None),
+    ("The answer is:yes.", "yes", "no", "calibrate: half-width colon without a space"),
+    ("The answer is：yes.", "yes", "no", "calibrate: full-width colon"),
+    ("THE ANSWER IS: YES", "yes", "no", "calibrate: case"),
+    ("The answer is:  yes", "yes", "no", "calibrate: two spaces"),
+    ("The answer is: Yes, because the student is right.", "yes", "yes", None),
+    (EN_ECHO, None, "no", "calibrate: an echoed instruction holds no verdict; the script calls it wrong"),
+    ("", None, "no", "calibrate: an empty output (failed call) is not a 'no'"),
+    ("I cannot decide.", None, "no", "calibrate: no verdict is not a 'no'"),
+    ("The answer is: yes.\nNote: earlier I wrote The answer is: no. by mistake", "no", "no", None),
+    ("The answer is: \"yes\"", "yes", "no", "calibrate: quoted yes"),
+    ("the answer is: no, wait. The Answer Is: yes", "yes", "no", "calibrate: last verdict, any case"),
+]
+
+
+@pytest.mark.parametrize(("text", "ours", "script", "right"), DISAGREEMENTS)
+def test_calibrate_versus_c3_script_rule(text, ours, script, right):
+    assert parse_yes_no_en(text).value == ours
+    assert c3_script_rule_en(text) == script
+    if right is None:  # the rows where both agree (or the script's 'no' is right) document the table
+        assert ours in (script, None)
+
+
+def test_at_least_ten_rows_disagree_with_the_script():
+    differing = [row for row in DISAGREEMENTS if row[1] != row[2]]
+    assert len(differing) >= 10
+
+
+@pytest.mark.parametrize(
+    ("text", "ours", "script"),
+    [("最终答案为:是", "是", "否"), ("**最终答案为：是**", "是", "是"), (ZH_ECHO, None, "否"), ("", None, "否")],
+)
+def test_chinese_calibrate_versus_c3_script_rule(text, ours, script):
+    assert parse_yes_no_zh(text).value == ours
+    assert c3_script_rule_zh(text) == script
+
+
+# -- properties --------------------------------------------------------------------------------
+
+any_text = st.text(max_size=400)
+PARSERS = {
+    "yes_no_en": lambda t: parse("yes_no_en", t),
+    "yes_no_zh": lambda t: parse("yes_no_zh", t),
+    "rubric_scores": lambda t: parse("rubric_scores", t),
+    "label_set": lambda t: parse("label_set", t, labels=("entailment", "not_entailment")),
+    "record_entity": lambda t: parse("record_entity", t, answers=["Walmart"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+@settings(max_examples=300, deadline=None)
+@given(text=any_text)
+def test_no_parser_raises_on_arbitrary_text(kind, text):
+    verdict = PARSERS[kind](text)
+    assert verdict.parsed or verdict.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=any_text, answer=st.sampled_from(["yes", "no"]))
+def test_english_verdict_appended_is_recovered(text, answer):
+    assert parse_yes_no_en(f"{text}\nThe answer is: {answer}.").value == answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=any_text, answer=st.sampled_from(["是", "否"]))
+def test_chinese_verdict_appended_is_recovered(text, answer):
+    assert parse_yes_no_zh(f"{text}\n最终答案为：{answer}。").value == answer
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=any_text.filter(lambda t: "{" not in t), a=st.floats(0, 100), r=st.floats(0, 100))
+def test_rubric_scores_appended_are_recovered(text, a, r):
+    payload = json.dumps({"score_answer": a, "score_reasoning": r, "evaluation_details": {}})
+    verdict = parse_rubric_scores(f"{text}\n```json\n{payload}\n```")
+    assert json.loads(verdict.value) == {"score_answer": round(a, 1), "score_reasoning": round(r, 1)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.text(alphabet=st.characters(blacklist_categories=["L", "N"]), max_size=50),
+       label=st.sampled_from(["entailment", "not_entailment", "contradiction", "neutral"]))
+def test_label_appended_to_text_without_words_is_recovered(prefix, label):
+    labels = ("entailment", "contradiction", "neutral", "not_entailment")
+    assert parse_label_set(f"{prefix} {label}", labels).value == label
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=any_text.filter(lambda t: "Walmart".lower() not in t.lower()))
+def test_record_entity_appended_on_its_own_first_line_is_recovered(text):
+    assert parse_record_entity("Walmart\n" + text, ["Walmart"]).value == "correct"
+
+
+@settings(max_examples=100, deadline=None)
+@given(padding=st.text(alphabet=" \n\t", max_size=5))
+def test_echoed_instruction_alone_is_unparsed_for_both_languages(padding):
+    assert parse_yes_no_en(padding + EN_ECHO + padding).value is None
+    assert parse_yes_no_zh(padding + ZH_ECHO + padding).value is None
+
+
+# -- rubric, SuperGLUE -------------------------------------------------------------------------
+
+
+def test_rubric_fenced_json_with_details():
+    text = '评分：\n```json\n{"score_answer": 48.5, "score_reasoning": 42, "evaluation_details": {"strengths": "ok"}}\n```'
+    verdict = parse_rubric_scores(text)
+    assert json.loads(verdict.value) == {"score_answer": 48.5, "score_reasoning": 42.0}
+    assert verdict.detail["evaluation_details"] == {"strengths": "ok"}
+
+
+def test_rubric_json_in_prose():
+    verdict = parse_rubric_scores('My scores are {"score_answer": 70.0, "score_reasoning": 65.5} overall.')
+    assert json.loads(verdict.value)["score_reasoning"] == 65.5
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"score_answer": 95.0, "score_reasoning": "优秀"}', "not a number"),
+        ('{"score_answer": 120, "score_reasoning": 50}', "outside 0.0-100.0"),
+        ('{"score_answer": 80}', "no JSON object"),
+        ("no json here", "no JSON object"),
+        ("", "empty"),
+    ],
+)
+def test_rubric_unparsed(text, reason):
+    verdict = parse_rubric_scores(text)
+    assert verdict.value is None and reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "expected"),
+    [
+        ("True", ("True", "False"), "True"),
+        ("false.", ("True", "False"), "False"),
+        ("Answer: **True**", ("True", "False"), "True"),
+        ("2", ("1", "2"), "2"),
+        ("Choice 1", ("1", "2"), "1"),
+        ("not_entailment", ("entailment", "not_entailment"), "not_entailment"),
+        ("Not entailment.", ("entailment", "not_entailment"), "not_entailment"),
+        ("entailment", ("entailment", "not_entailment"), "entailment"),
+        ("neutral", ("entailment", "contradiction", "neutral"), "neutral"),
+    ],
+)
+def test_superglue_labels(text, labels, expected):
+    assert parse_label_set(text, labels).value == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "labels"),
+    [("True or False?", ("True", "False")), ("12", ("1", "2")), ("", ("True", "False")), ("maybe", ("True", "False")),
+     ("entailment, or maybe contradiction", ("entailment", "contradiction", "neutral"))],
+)
+def test_superglue_ambiguous_or_missing_is_unparsed(text, labels):
+    assert parse_label_set(text, labels).value is None
+
+
+def test_record_normalisation_matches_the_metric():
+    assert normalize_record("The  Walmart, Inc.!") == "walmart inc"
+    assert parse_record_entity("walmart.", ["Walmart"]).value == "correct"
+    assert parse_record_entity("The Walmart", ["Walmart"]).value == "correct"
+    assert parse_record_entity("Target", ["Walmart"]).value == "incorrect"
+    assert parse_record_entity("", ["Walmart"]).value is None
