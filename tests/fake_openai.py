@@ -1,0 +1,131 @@
+"""A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, for tests and
+benchmarks. Each test scripts it: verdict texts, 429s with retry-after, 5xx, delays, garbage
+bodies, empty content, missing logprobs. It counts requests, so a test can prove a resumed run
+repeats no call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    """What the server does with one request."""
+
+    text: str | None = "The answer is: yes."
+    status: int = 200
+    delay: float = 0.0
+    headers: dict = field(default_factory=dict)
+    raw_body: str | None = None  # sent as-is (malformed bodies)
+    logprobs: list[tuple[str, float]] | None = None
+    model: str = "fake-judge-v1"
+
+
+class FakeOpenAI:
+    def __init__(self, default: Reply | None = None, by_content: dict[str, Reply] | None = None):
+        self.default = default or Reply()
+        self.by_content = by_content or {}
+        self.script: deque[Reply] = deque()
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.port = 0
+
+    # -- control -----------------------------------------------------------------------------
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def then(self, *replies: Reply) -> FakeOpenAI:
+        self.script.extend(replies)
+        return self
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    # -- server ------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._completions)
+        runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(runner.cleanup())
+            self._loop.close()
+
+    def _pick(self, body: dict) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            if self.script:
+                return self.script.popleft()
+        user = body["messages"][-1]["content"]
+        for needle, reply in self.by_content.items():
+            if needle in user:
+                return reply
+        return self.default
+
+    async def _completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.headers.append(dict(request.headers))
+        reply = self._pick(body)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.raw_body is not None:
+            return web.Response(text=reply.raw_body, status=reply.status, content_type="application/json", headers=reply.headers)
+        if reply.status != 200:
+            error = {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": reply.status}}
+            return web.json_response(error, status=reply.status, headers=reply.headers)
+        return web.json_response(completion(body, reply), headers=reply.headers)
+
+
+def completion(body: dict, reply: Reply) -> dict:
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
+    if body.get("logprobs") and reply.logprobs is not None:
+        choice["logprobs"] = {"content": [{"token": t, "logprob": lp, "bytes": None, "top_logprobs": []} for t, lp in reply.logprobs]}
+    return {
+        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": reply.model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+if __name__ == "__main__":  # a server in its own process, for benchmarks
+    import sys
+
+    delay = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
+    with FakeOpenAI(Reply("Reasoning in a sentence or two.\nThe answer is: yes.", delay=delay)) as served:
+        print(served.port, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.stdin.read()  # serve until the parent closes our stdin

@@ -1,0 +1,242 @@
+"""The judge runner against a real local chat-completions server, through the openai client."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI, Reply, completion
+
+LEX = {"notation": "river bank", "response": "the river bank"}
+
+
+@pytest.fixture
+def lexical_db(tmp_path) -> Calibrate:
+    def make(n: int) -> Calibrate:
+        source = tmp_path / "items.jsonl"
+        source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", **LEX}) + "\n" for k in range(n)))
+        run = Calibrate(tmp_path / "judge.db")
+        run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en")
+        return run
+
+    return make
+
+
+def judge(run: Calibrate, server: FakeOpenAI, *extra: str, ok: bool = True):
+    return run("judge", "--model", "fake-judge", "--base-url", server.url, "--max-retries", "2", *extra, ok=ok)
+
+
+def judgments(run: Calibrate):
+    return list(Store(run.db).judgments())
+
+
+def test_judge_stores_everything_a_judgment_needs(lexical_db):
+    run = lexical_db(3)
+    with FakeOpenAI(Reply("The student is right.\nThe answer is: yes.")) as server:
+        out = judge(run, server, "--max-tokens", "256")
+    stored = judgments(run)
+    assert len(stored) == 3 and server.count == 3
+    j = stored[0]
+    assert (j.status, j.verdict, j.raw_output) == ("verdict", "yes", "The student is right.\nThe answer is: yes.")
+    assert j.model == "fake-judge" and j.model_reported == "fake-judge-v1"
+    assert j.prompt_tokens == 100 and j.completion_tokens == 20 and j.latency_ms > 0
+    assert j.template_id == "c3/en/lexical" and len(j.template_hash) == 12
+    assert j.params == {"temperature": 0.0, "max_tokens": 256, "logprobs": False}
+    sent = server.requests[0]
+    assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+    assert sent["messages"][1]["content"] == j.prompt and sent["temperature"] == 0 and sent["max_tokens"] == 256
+    assert "c3/lexical" in out.output and "3 judgments stored" in out.output
+
+
+def test_resumed_run_makes_no_repeated_call(lexical_db):
+    run = lexical_db(5)
+    with FakeOpenAI() as server:
+        judge(run, server, "--limit", "2")
+        assert server.count == 2
+        out = judge(run, server)
+        assert server.count == 5, "only the three unjudged items were asked"
+        assert "2 already judged (no call)" in out.output
+        judge(run, server)
+        assert server.count == 5, "a complete run asks nothing again"
+        judge(run, server, "--force")
+        assert server.count == 10
+    assert len(judgments(run)) == 10, "--force stores new judgments beside the old"
+
+
+def test_changed_parameters_make_a_new_judge(lexical_db):
+    run = lexical_db(2)
+    with FakeOpenAI() as server:
+        judge(run, server)
+        judge(run, server, "--temperature", "0.7")
+        assert server.count == 4
+
+
+def test_unparseable_output_is_kept_and_flagged(lexical_db):
+    run = lexical_db(1)
+    with FakeOpenAI(Reply("I am not sure what to say.")) as server:
+        judge(run, server)
+    (j,) = judgments(run)
+    assert j.status == "unparsed" and j.verdict is None and j.raw_output == "I am not sure what to say."
+
+
+FAULTS = {
+    "429 with retry-after, then ok": ([Reply(status=429, headers={"retry-after": "0.1"})], "verdict", 2),
+    "500, then ok": ([Reply(status=500)], "verdict", 2),
+    "503 every time": ([Reply(status=503)] * 3, "error", 3),
+    "malformed body, then ok": ([Reply(raw_body="{not json")], "verdict", 2),
+    "malformed body every time": ([Reply(raw_body="{not json")] * 3, "error", 3),
+    "no choices in body": ([Reply(raw_body='{"id": "x", "object": "chat.completion"}')] * 3, "error", 3),
+    "empty content every time": ([Reply(text="")] * 3, "error", 3),
+    "empty content, then ok": ([Reply(text="")], "verdict", 2),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_faults_are_retried_then_stored_as_errors(lexical_db, fault):
+    script, status, requests = FAULTS[fault]
+    run = lexical_db(1)
+    with FakeOpenAI() as server:
+        server.then(*script)
+        judge(run, server, "--concurrency", "1")
+        assert server.count == requests
+    (j,) = judgments(run)
+    assert j.status == status
+    if status == "error":
+        assert j.verdict is None and j.error
+
+
+def test_timeout_is_an_error_and_the_run_goes_on(lexical_db):
+    run = lexical_db(2)
+    with FakeOpenAI(by_content={"sentence 0": Reply(delay=3.0)}) as server:
+        judge(run, server, "--timeout", "0.3", "--max-retries", "1")
+    by_status = {j.status: j for j in judgments(run)}
+    assert set(by_status) == {"error", "verdict"}
+    assert "timed out" in by_status["error"].error
+
+
+def test_connection_refused_is_an_error(lexical_db):
+    run = lexical_db(1)
+    out = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0")
+    (j,) = judgments(run)
+    assert j.status == "error" and "connection failed" in j.error and "1 judgments stored" in out.output
+
+
+def test_errors_are_retried_by_the_next_run(lexical_db):
+    run = lexical_db(1)
+    with FakeOpenAI() as server:
+        server.then(*[Reply(status=500)] * 3)
+        judge(run, server)
+        judge(run, server)
+    assert [j.status for j in judgments(run)] == ["error", "verdict"]
+
+
+def test_api_key_is_never_written_anywhere(lexical_db, monkeypatch, tmp_path):
+    secret = "sk-test-DO-NOT-STORE-4f9a2b"
+    monkeypatch.setenv("MY_JUDGE_KEY", secret)
+    run = lexical_db(2)
+    with FakeOpenAI() as server:
+        server.then(Reply(status=500))
+        out = judge(run, server, "--api-key-env", "MY_JUDGE_KEY")
+        batch = tmp_path / "batch.jsonl"
+        judge(run, server, "--api-key-env", "MY_JUDGE_KEY", "--force", "--export-batch", str(batch))
+    assert server.headers[0]["Authorization"] == f"Bearer {secret}", "the key was used"
+    assert secret not in out.output
+    for path in [*Path(run.db).parent.glob("judge.db*"), batch]:
+        assert secret.encode() not in path.read_bytes(), path
+
+
+def test_logprobs_give_the_verdict_probability(lexical_db):
+    run = lexical_db(1)
+    reply = Reply("The answer is: yes.", logprobs=[("The", -0.01), (" answer", -0.01), (" is", 0.0), (":", 0.0), (" yes", -0.2), (".", 0.0)])
+    with FakeOpenAI(reply) as server:
+        judge(run, server, "--logprobs")
+        assert server.requests[0]["logprobs"] is True and server.requests[0]["top_logprobs"] == 5
+    (j,) = judgments(run)
+    assert math.isclose(j.confidence, math.exp(-0.2))
+
+
+def test_a_server_that_drops_logprobs_is_tolerated(lexical_db):
+    run = lexical_db(1)
+    with FakeOpenAI(Reply("The answer is: no.", logprobs=None)) as server:
+        judge(run, server, "--logprobs")
+    (j,) = judgments(run)
+    assert j.verdict == "no" and j.confidence is None
+
+
+def test_rule_judge_parses_superglue_responses_offline(demo_db):
+    store = Store(demo_db)
+    rule = {store.item(j.item_id).task + "/" + store.item(j.item_id).source_id: j for j in store.judgments(judge="rule")}
+    assert len(rule) == 12
+    boolq_wrong = rule["superglue/boolq/1"]
+    assert (boolq_wrong.verdict, boolq_wrong.correct) == ("True", 0)
+    assert (rule["superglue/copa/0"].verdict, rule["superglue/copa/0"].correct) == ("1", 1)
+    assert (rule["superglue/record/0/0"].verdict, rule["superglue/record/0/0"].correct) == ("correct", 1)
+    assert (rule["superglue/multirc/0/0/1"].verdict, rule["superglue/multirc/0/0/1"].correct) == ("False", 1)
+    out = Calibrate(demo_db)("judge", "--judge", "rule")
+    assert "12 items already judged" in out.output
+
+
+def test_batch_round_trip(lexical_db, tmp_path):
+    run = lexical_db(3)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    out = run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    assert "wrote 3 requests" in out.output
+    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+    assert {r["url"] for r in requests} == {"/v1/chat/completions"} and all(r["method"] == "POST" for r in requests)
+    # what OpenAI's Batch API (and vLLM's run-batch) write back, one line per request
+    lines = []
+    for n, r in enumerate(requests):
+        if n == 2:
+            lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 500, "body": {}}, "error": None})
+            continue
+        body = completion(r["body"], Reply("The answer is: no." if n else "The answer is: yes."))
+        lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 200, "request_id": f"r{n}", "body": body}, "error": None})
+    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run("judge", "--model", "fake-judge", "--import-batch", str(batch_out))
+    stored = sorted(judgments(run), key=lambda j: j.item_id)
+    assert [(j.status, j.verdict) for j in stored] == [("verdict", "yes"), ("verdict", "no"), ("error", None)]
+    assert stored[0].model_reported == "fake-judge-v1" and stored[0].prompt.startswith("This is a sentence")
+    with FakeOpenAI() as server:
+        judge(run, server)
+        assert server.count == 1, "only the batch's failed item is asked again"
+
+
+def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
+    run = lexical_db(1)
+    batch_in = tmp_path / "requests.jsonl"
+    run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    request = json.loads(batch_in.read_text())
+    line = {"custom_id": request["custom_id"], "response": {"status_code": 200, "body": completion(request["body"], Reply())}}
+    (tmp_path / "out.jsonl").write_text(json.dumps(line) + "\n")
+    out = run("judge", "--model", "other-model", "--import-batch", str(tmp_path / "out.jsonl"), ok=False)
+    assert out.exit_code != 0 and "out.jsonl:1" in out.output and "matches no item" in out.output
+
+
+def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
+    run = lexical_db(12)
+    with FakeOpenAI(Reply(delay=0.25)) as server:
+        env = {**os.environ, "CALIBRATE_DB": str(run.db)}
+        cmd = [sys.executable, "-m", "calibrate", "judge", "--model", "fake-judge", "--base-url", server.url, "--concurrency", "1"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 20
+        while len(judgments(run)) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=20)
+        assert proc.returncode != 0 and "interrupted" in output
+        kept = len(judgments(run))
+        assert 3 <= kept < 12
+        asked_before_resume = server.count
+        judge(run, server)
+        assert len(judgments(run)) == 12
+        assert server.count - asked_before_resume == 12 - kept, "the resumed run asks only for what is missing"
