@@ -3,6 +3,7 @@ export) as a scriptable subcommand over one SQLite file."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -453,3 +454,112 @@ def _print_judge_summary(summary) -> None:
     if rows:
         print_table("judged", ["task", "lang", "verdicts", "unparsed", "errors"], rows, False)
     console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")
+
+
+# -- measure -------------------------------------------------------------------------------------
+
+REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
+
+
+@cli.command(name="report")
+@click.option("--judge", help="Only this judge.")
+@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@click.option("--unparsed-as-disagreement", is_flag=True, help="Count unparsed verdicts as disagreeing with the human.")
+@click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True, help="Bootstrap resamples for CIs.")
+@click.option("--target", type=click.FloatRange(0.01, 1), default=0.1, show_default=True, help="κ CI half-width to plan for.")
+@click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
+@pass_ctx
+def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold):
+    """Judge-vs-human agreement per task x language, beside the human-human ceiling."""
+    from calibrate import report as reports
+
+    dims = tuple(d.strip() for d in by.split(",") if d.strip())
+    if not dims or any(d not in reports.BY_CHOICES for d in dims):
+        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
+    result = reports.build_report(ctx.store, ctx.templates, judge=judge, by=dims, unparsed_as_disagreement=unparsed_as_disagreement,
+                                  resamples=resamples, target_half_width=target, threshold=threshold)
+    if fmt == "table" and out is None:
+        reports.render_table(result, console)
+        return
+    if fmt == "table":
+        text_console = Console(file=io.StringIO(), width=200, soft_wrap=True)
+        reports.render_table(result, text_console)
+        text = text_console.file.getvalue()
+    else:
+        text = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,
+                "html": reports.render_html}[fmt](result)
+    if out:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {fmt} report to {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+@import_group.command(name="labels")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@skip_bad_option
+@pass_ctx
+def import_labels_command(ctx, file, skip_bad):
+    """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
+    from calibrate.importers.labels import import_labels
+
+    try:
+        added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
+    except ImportFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    for bad in skipped:
+        err_console.print(Text(f"skipped {bad}", style="yellow"))
+    console.print(f"{added} labels added, {len(skipped)} skipped")
+
+
+@cli.command(name="merge")
+@click.argument("other", type=click.Path(exists=True, dir_okay=False))
+@pass_ctx
+def merge_command(ctx, other):
+    """Fold another calibrate database (an offline annotator's) into this one; safe to repeat."""
+    if Path(other).resolve() == Path(ctx.db_path).resolve():
+        raise click.ClickException("cannot merge a database into itself")
+    other_store = Store(other)
+    try:
+        added = ctx.store.merge_from(other_store)
+    finally:
+        other_store.close()
+    console.print(f"merged {other}: {added['items']} items, {added['judgments']} judgments, {added['annotations']} annotations added")
+
+
+@cli.group(name="export", invoke_without_command=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
+@click.pass_context
+def export_group(click_ctx, fmt, out):
+    """Export items with human labels (per annotator and consolidated), judge verdicts and notes."""
+    if click_ctx.invoked_subcommand is not None:
+        return
+    from calibrate.exports import write_csv, write_jsonl
+
+    ctx = click_ctx.find_object(Context)
+    writer = write_jsonl if fmt == "jsonl" else write_csv
+    if out:
+        with out.open("w", encoding="utf-8", newline="") as handle:
+            n = writer(ctx.store, handle)
+        console.print(f"wrote {n} items to {out}")
+    else:
+        writer(ctx.store, sys.stdout)
+
+
+@export_group.command(name="c3")
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--lang", required=True, type=lang_choice)
+@click.option("--judge", help="Whose raw output fills check_answer for judged phenomena.")
+@pass_ctx
+def export_c3_command(ctx, out_dir, lang, judge):
+    """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
+    from calibrate.exports import export_c3
+
+    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge)
+    if not written:
+        raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
+    for path, n in written.items():
+        console.print(f"{path}: {n} records")

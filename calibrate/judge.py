@@ -25,7 +25,7 @@ from pathlib import Path
 import openai
 
 from calibrate.judging import parse_output
-from calibrate.store import Item, NewJudgment, Store, judge_key
+from calibrate.store import Item, NewJudgment, Store, digest, judge_key
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
 RULE_JUDGE = "rule"
@@ -396,7 +396,7 @@ def run_rule_judge(
                 item_id=item.id, judge_name=RULE_JUDGE, judge_key=key, status=verdict.status,
                 raw_output=item.fields["response"], verdict=verdict.value, unparsed_reason=verdict.reason,
                 correct=correct, template_id=template.id, template_hash=template.version, params=RULE_PARAMS,
-                prompt=prompt.user,
+                prompt=prompt.user, uid=digest(item.content_hash, key, item.fields["response"]),
             )
         )
         summary.count(item, verdict.status)

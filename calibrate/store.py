@@ -183,6 +183,18 @@ class Annotation:
 
 
 @dataclass
+class AgreementData:
+    """Rows for the agreement report (see Store.agreement_data)."""
+
+    judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
+    judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
+    human_pairs: list[tuple]  # task, lang, annotator a, annotator b, label a, label b, n
+    shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
+    shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
+    judged: list[tuple]  # task, lang, judge, status, n (all judged items)
+
+
+@dataclass
 class ImportCounts:
     items_added: int = 0
     items_existing: int = 0
@@ -518,6 +530,19 @@ class Store:
             )
             return undone
 
+    def add_imported_labels(self, rows: Iterable[tuple]) -> int:
+        """Labels made elsewhere: (uid, item_id, annotator, label, note). A uid already present
+        is skipped, so importing the same file twice adds nothing. Returns rows added."""
+        stamp = now_iso()
+        with self.transaction():
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO annotations (uid, item_id, annotator, action, label, note, created_at) "
+                "VALUES (?, ?, ?, 'label', ?, ?, ?)",
+                [(*row, stamp) for row in rows],
+            )
+            return self.conn.total_changes - before
+
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
             f"SELECT label FROM annotations WHERE item_id = ? AND annotator = ? "
@@ -574,6 +599,137 @@ class Store:
             (item_id,),
         )
         return [f"{r['annotator']}: {r['note']}" for r in rows]
+
+    # -- agreement -----------------------------------------------------------------------------
+
+    def agreement_data(self, judge: str | None = None) -> AgreementData:
+        """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
+        counts per annotator and against the majority label, human x human pair counts, and the
+        per-item labels of items that several annotators labelled."""
+        judge_filter, params = ("AND judge_name = ?", [judge]) if judge else ("", [])
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.labels_now")
+        c.execute("DROP TABLE IF EXISTS temp.verdicts_now")
+        c.execute(
+            "CREATE TEMP TABLE labels_now AS SELECT c.item_id, c.annotator, c.label, i.task, i.lang "
+            "FROM current_labels c JOIN items i ON i.id = c.item_id"
+        )
+        c.execute("CREATE INDEX temp.labels_now_item ON labels_now (item_id)")
+        c.execute(
+            "CREATE TEMP TABLE verdicts_now AS SELECT item_id, judge_name, status, verdict FROM judgments "
+            f"WHERE id IN (SELECT max(id) FROM judgments WHERE 1 {judge_filter} GROUP BY item_id, judge_name)",
+            params,
+        )
+        c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
+        try:
+            vs_human = c.execute(
+                "SELECT h.task, h.lang, v.judge_name, h.annotator, v.status, v.verdict, h.label, count(*) AS n "
+                "FROM labels_now h JOIN verdicts_now v ON v.item_id = h.item_id GROUP BY 1, 2, 3, 4, 5, 6, 7"
+            ).fetchall()
+            vs_gold = c.execute(
+                """
+                WITH counted AS (SELECT item_id, task, lang, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
+                ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top,
+                                  sum(votes) OVER (PARTITION BY item_id) AS voters FROM counted),
+                gold AS (SELECT item_id, task, lang, label FROM ranked WHERE votes = top AND voters >= 2
+                         GROUP BY item_id HAVING count(*) = 1)
+                SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) AS n
+                FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6
+                """
+            ).fetchall()
+            human_pairs = c.execute(
+                "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) AS n "
+                "FROM labels_now x JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator "
+                "GROUP BY 1, 2, 3, 4, 5, 6"
+            ).fetchall()
+            shared = c.execute(
+                "SELECT item_id, task, lang, annotator, label FROM labels_now WHERE item_id IN "
+                "(SELECT item_id FROM labels_now GROUP BY item_id HAVING count(*) >= 2) ORDER BY item_id"
+            ).fetchall()
+            shared_verdicts = c.execute(
+                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM verdicts_now v WHERE v.item_id IN "
+                "(SELECT item_id FROM labels_now GROUP BY item_id HAVING count(*) >= 2)"
+            ).fetchall()
+            unlabelled = c.execute(
+                "SELECT i.task, i.lang, v.judge_name, v.status, count(*) FROM verdicts_now v "
+                "JOIN items i ON i.id = v.item_id GROUP BY 1, 2, 3, 4"
+            ).fetchall()
+        finally:
+            c.execute("DROP TABLE IF EXISTS temp.labels_now")
+            c.execute("DROP TABLE IF EXISTS temp.verdicts_now")
+        return AgreementData(
+            [tuple(r) for r in vs_human], [tuple(r) for r in vs_gold], [tuple(r) for r in human_pairs],
+            [tuple(r) for r in shared], [tuple(r) for r in shared_verdicts], [tuple(r) for r in unlabelled],
+        )
+
+    def merge_from(self, other: Store) -> dict[str, int]:
+        """Fold another calibrate database into this one: items by content hash, judgments and
+        annotations by uid. Running it twice adds nothing the second time."""
+        added = {"items": 0, "judgments": 0, "annotations": 0}
+        with self.transaction():
+            rows = other.conn.execute("SELECT * FROM items ORDER BY id").fetchall()
+            new_items = [NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"]) for r in rows]
+            ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
+            item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
+            columns = [c for c in JUDGMENT_COLUMNS]
+            before = self.conn.total_changes
+            for r in other.conn.execute("SELECT * FROM judgments ORDER BY id"):
+                values = {c: r[c] for c in columns}
+                values["item_id"] = item_map[r["item_id"]]
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO judgments ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [values[c] for c in columns],
+                )
+            added["judgments"] = self.conn.total_changes - before
+            judgment_ids = {r["uid"]: r["id"] for r in self.conn.execute("SELECT uid, id FROM judgments")}
+            for row in other.annotations():
+                reverts = None
+                if row["reverts_uid"]:
+                    reverts = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
+                cursor = self.conn.execute(
+                    "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, "
+                    "note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (row["uid"], item_map[row["item_id"]], judgment_ids.get(row["judgment_uid"]), row["annotator"],
+                     row["action"], row["label"], reverts, row["note"], row["blind"], row["seconds_spent"], row["created_at"]),
+                )
+                added["annotations"] += cursor.rowcount
+        return added
+
+    def export_rows(self) -> Iterator[dict]:
+        """Per item: its fields, every annotator's current label, notes, and each judge's
+        latest verdict, for gold-label exports."""
+        labels: dict[int, dict[str, str]] = {}
+        for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
+            labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
+        notes: dict[int, list[dict]] = {}
+        for r in self.conn.execute("SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL ORDER BY id"):
+            notes.setdefault(r["item_id"], []).append({"annotator": r["annotator"], "note": r["note"], "action": r["action"]})
+        flags: dict[int, set[str]] = {}
+        for r in self.conn.execute(
+            "SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' "
+            "AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+        ):
+            flags.setdefault(r["item_id"], set()).add(r["annotator"])
+        verdicts: dict[int, dict[str, dict]] = {}
+        for v in self.latest_verdicts():
+            verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
+                "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
+        for item in self.items():
+            yield {
+                "item": item,
+                "labels": labels.get(item.id, {}),
+                "notes": notes.get(item.id, []),
+                "flagged_by": sorted(flags.get(item.id, ())),
+                "verdicts": verdicts.get(item.id, {}),
+            }
+
+    def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
+        rows = self.conn.execute(
+            "SELECT item_id, raw_output FROM judgments WHERE id IN "
+            "(SELECT max(id) FROM judgments WHERE judge_name = ? GROUP BY item_id)",
+            (judge,),
+        )
+        return {r["item_id"]: r["raw_output"] for r in rows}
 
     # -- leases ---------------------------------------------------------------------------
 

@@ -1,0 +1,485 @@
+"""The agreement report: judge vs human per task x language x judge, beside the human-human
+ceiling, in words and pictures (terminal table, Markdown, JSON, CSV, self-contained HTML).
+
+The human label is each annotator's current label; with several annotators there is also a
+line against the majority label. Unparsed and error judgments are counted apart (or, on
+request, counted as disagreement).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibrate.agreement import (
+    DEFAULT_RESAMPLES,
+    AltTest,
+    Estimate,
+    ScoreAgreement,
+    TwoRaters,
+    alternative_annotator_test,
+    interpret_kappa,
+    items_for_half_width,
+    krippendorff_alpha,
+    score_agreement,
+    two_raters,
+)
+from calibrate.store import AgreementData, Store
+from calibrate.templates import TemplateError, TemplateSet
+from calibrate.verdicts import SCORE_KEYS, label_choices
+
+UNPARSED_LABEL = "(unparsed)"
+GOLD = "majority"
+BY_CHOICES = ("task", "lang")
+
+
+@dataclass
+class Line:
+    """One comparison: a judge against one annotator (or the majority label)."""
+
+    versus: str
+    stats: TwoRaters | None = None
+    scores: dict[str, ScoreAgreement] = field(default_factory=dict)
+    more_items: int | None = None
+
+    @property
+    def n(self) -> int:
+        if self.stats:
+            return self.stats.n
+        return max((s.n for s in self.scores.values()), default=0)
+
+
+@dataclass
+class Cell:
+    key: tuple[str, str]  # (task, lang); "*" where --by merged it
+    judge: str
+    lines: list[Line] = field(default_factory=list)
+    unparsed: int = 0
+    errors: int = 0
+    judged: int = 0
+    ceiling: Estimate | None = None
+    ceiling_kind: str | None = None
+    alt_test: AltTest | None = None
+
+    @property
+    def task(self) -> str:
+        return self.key[0]
+
+    @property
+    def lang(self) -> str:
+        return self.key[1]
+
+    def verdict_words(self, line: Line) -> str:
+        if line.stats is None:
+            rho = line.scores.get("score_answer")
+            if rho and rho.spearman.value is not None:
+                return f"Spearman {rho.spearman.value:.2f}, MAE {rho.mae:.1f} on score_answer"
+            return "not enough scored items"
+        kappa = line.stats.kappa
+        if kappa.value is None:
+            return kappa.reason or "kappa undefined"
+        words = f"κ {kappa.value:.2f}"
+        if kappa.ci:
+            words += f" [{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]"
+        words += f", {interpret_kappa(kappa.value)}"
+        if kappa.reason:
+            words += f" ({kappa.reason})"
+        if self.ceiling and self.ceiling.value is not None:
+            relation = "below" if kappa.value < self.ceiling.value else "at or above"
+            words += f"; {relation} human–human {self.ceiling.value:.2f}"
+        else:
+            words += "; no human–human ceiling yet"
+        return words
+
+
+@dataclass
+class Report:
+    cells: list[Cell]
+    by: tuple[str, ...]
+    unparsed_as_disagreement: bool
+    target_half_width: float
+
+    def as_dict(self) -> dict:
+        out = []
+        for cell in self.cells:
+            out.append({
+                "task": cell.task, "lang": cell.lang, "judge": cell.judge, "judged": cell.judged,
+                "unparsed": cell.unparsed, "errors": cell.errors,
+                "ceiling": cell.ceiling.as_dict() if cell.ceiling else None, "ceiling_kind": cell.ceiling_kind,
+                "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
+                "lines": [
+                    {"versus": line.versus, "n": line.n, "verdict": cell.verdict_words(line),
+                     "more_items_for_target": line.more_items,
+                     "stats": line.stats.as_dict() if line.stats else None,
+                     "scores": {k: v.as_dict() for k, v in line.scores.items()}}
+                    for line in cell.lines
+                ],
+            })
+        return {"by": list(self.by), "unparsed_as_disagreement": self.unparsed_as_disagreement,
+                "target_half_width": self.target_half_width, "cells": out}
+
+
+def build_report(
+    store: Store,
+    templates: TemplateSet,
+    *,
+    judge: str | None = None,
+    by: tuple[str, ...] = BY_CHOICES,
+    unparsed_as_disagreement: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    target_half_width: float = 0.1,
+    threshold: float = 60.0,
+) -> Report:
+    data = store.agreement_data(judge)
+    return report_from_data(data, templates, by=by, unparsed_as_disagreement=unparsed_as_disagreement,
+                            resamples=resamples, target_half_width=target_half_width, threshold=threshold)
+
+
+def _cell_key(task: str, lang: str, by: tuple[str, ...]) -> tuple[str, str]:
+    return (task if "task" in by else "*", lang if "lang" in by else "*")
+
+
+def _labels_for(templates: TemplateSet, tasks: set[tuple[str, str]]) -> list[str]:
+    labels: list[str] = []
+    for task, lang in sorted(tasks):
+        try:
+            template = templates.for_task(task, lang)
+        except TemplateError:
+            continue
+        for label in label_choices(template.verdict, template.labels):
+            if label not in labels:
+                labels.append(label)
+    return labels
+
+
+def report_from_data(
+    data: AgreementData,
+    templates: TemplateSet,
+    *,
+    by: tuple[str, ...] = BY_CHOICES,
+    unparsed_as_disagreement: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    target_half_width: float = 0.1,
+    threshold: float = 60.0,
+) -> Report:
+    cells: dict[tuple, Cell] = {}
+    members: dict[tuple, set] = defaultdict(set)  # cell key -> (task, lang) pairs in it
+
+    def cell(task, lang, judge) -> Cell:
+        key = _cell_key(task, lang, by)
+        members[key].add((task, lang))
+        return cells.setdefault((key, judge), Cell(key, judge))
+
+    for task, lang, judge, status, n in data.judged:
+        c = cell(task, lang, judge)
+        c.judged += n
+        if status == "unparsed":
+            c.unparsed += n
+        elif status == "error":
+            c.errors += n
+
+    # pair counts: (cell, judge, versus) -> {(verdict, label): n}
+    counts: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    for rows, has_annotator in ((data.judge_vs_human, True), (data.judge_vs_gold, False)):
+        for row in rows:
+            if has_annotator:
+                task, lang, judge, annotator, status, verdict, label, n = row
+            else:
+                task, lang, judge, status, verdict, label, n = row
+                annotator = GOLD
+            if status == "error" or (status == "unparsed" and not unparsed_as_disagreement):
+                continue
+            cell(task, lang, judge)
+            key = (_cell_key(task, lang, by), judge, annotator)
+            counts[key][(verdict if status == "verdict" else UNPARSED_LABEL, label)] += n
+
+    scored_tasks = {("rubric/reference", "zh")}
+    for (key, judge, versus), pairs in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] == GOLD, kv[0][2])):
+        c = cells[(key, judge)]
+        if versus == GOLD and len({a for (k2, j2, a) in counts if k2 == key and j2 == judge and a != GOLD}) < 2:
+            continue
+        if members[key] <= scored_tasks:
+            line = Line(versus, scores=_score_lines(pairs, threshold, resamples))
+        else:
+            labels = _labels_for(templates, members[key])
+            for verdict, label in pairs:
+                for value in (verdict, label):
+                    if value not in labels:
+                        labels.append(value)
+            table = np.zeros((len(labels), len(labels)), dtype=np.int64)
+            index = {label: i for i, label in enumerate(labels)}
+            for (verdict, label), n in pairs.items():
+                table[index[verdict], index[label]] += n
+            stats = two_raters(table=table, labels=labels, resamples=resamples)
+            line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, target_half_width))
+        c.lines.append(line)
+
+    _add_ceilings(data, cells, members, by)
+    _add_alt_tests(data, cells, by)
+    ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
+    return Report(ordered, by, unparsed_as_disagreement, target_half_width)
+
+
+def _score_lines(pairs: dict[tuple[str, str], int], threshold: float, resamples: int) -> dict[str, ScoreAgreement]:
+    out = {}
+    for dimension in SCORE_KEYS:
+        judge_scores, human_scores = [], []
+        for (verdict, label), n in pairs.items():
+            try:
+                j, h = json.loads(verdict)[dimension], json.loads(label)[dimension]
+            except (TypeError, ValueError, KeyError):
+                continue
+            judge_scores += [float(j)] * n
+            human_scores += [float(h)] * n
+        out[dimension] = score_agreement(judge_scores, human_scores, threshold=threshold, resamples=resamples)
+    return out
+
+
+def _add_ceilings(data: AgreementData, cells: dict, members: dict, by: tuple[str, ...]) -> None:
+    """Human-human ceiling per cell: Cohen's kappa for two annotators, Krippendorff's alpha
+    (nominal) for more."""
+    pair_counts: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
+    annotators: dict[tuple, set] = defaultdict(set)
+    ceiling_n: dict[tuple, int] = defaultdict(int)
+    for task, lang, a, b, label_a, label_b, n in data.human_pairs:
+        key = _cell_key(task, lang, by)
+        ceiling_n[key] += n
+        pair_counts[key][(a, b, label_a, label_b)] += n
+        annotators[key] |= {a, b}
+    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for item_id, task, lang, annotator, label in data.shared_labels:
+        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
+    for key, pairs in pair_counts.items():
+        people = sorted(annotators[key])
+        if len(people) == 2:
+            a_labels = [la for (_, _, la, _), n in pairs.items() for _ in range(n)]
+            b_labels = [lb for (_, _, _, lb), n in pairs.items() for _ in range(n)]
+            ceiling, kind = two_raters(a_labels, b_labels).kappa, "Cohen's κ"
+        else:
+            items = per_item[key]
+            values = sorted({label for labels in items.values() for label in labels.values()})
+            code = {v: float(i) for i, v in enumerate(values)}
+            matrix = np.full((len(people), len(items)), np.nan)
+            for col, labels in enumerate(items.values()):
+                for row, person in enumerate(people):
+                    if person in labels:
+                        matrix[row, col] = code[labels[person]]
+            ceiling, kind = krippendorff_alpha(matrix), f"Krippendorff's α, {len(people)} annotators"
+        kind = f"{kind}, n={ceiling_n[key]}" if len(people) == 2 else kind
+        for (cell_key, _judge), c in cells.items():
+            if cell_key == key:
+                c.ceiling, c.ceiling_kind = ceiling, kind
+
+
+def _add_alt_tests(data: AgreementData, cells: dict, by: tuple[str, ...]) -> None:
+    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for item_id, task, lang, annotator, label in data.shared_labels:
+        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
+    verdicts: dict[str, dict[int, str]] = defaultdict(dict)
+    for item_id, judge, status, verdict in data.shared_verdicts:
+        if status == "verdict":
+            verdicts[judge][item_id] = verdict
+    for (key, judge), c in cells.items():
+        items = per_item.get(key, {})
+        c.alt_test = alternative_annotator_test(items, verdicts.get(judge, {}))
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 21) -> str:
+    """κ and its CI on the -1…1 scale: ━ spans the CI, ● marks κ, ┊ marks 0."""
+    if value is None:
+        return " " * width
+    pos = lambda v: int(round((max(-1.0, min(1.0, v)) + 1) / 2 * (width - 1)))  # noqa: E731
+    chars = ["·"] * width
+    chars[pos(0.0)] = "┊"
+    if ci:
+        for k in range(pos(ci[0]), pos(ci[1]) + 1):
+            chars[k] = "━"
+    chars[pos(value)] = "●"
+    return "".join(chars)
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(estimate: Estimate | None) -> str:
+    if estimate is None or estimate.value is None:
+        return "—"
+    return f"{estimate.value:.2f} [{estimate.ci[0]:.2f}, {estimate.ci[1]:.2f}]" if estimate.ci else f"{estimate.value:.2f}"
+
+
+def _prevalence(stats: TwoRaters) -> str:
+    if not stats.prevalence:
+        return "—"
+    label, share = max(stats.prevalence.items(), key=lambda kv: kv[1])
+    return f"{label} {share:.0%}"
+
+
+COLUMNS = ["task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "prevalence",
+           "unparsed", "errors", "ceiling", "verdict", "+items"]
+
+
+def flat_rows(report: Report) -> list[list[str]]:
+    rows = []
+    for c in report.cells:
+        for line in c.lines or [Line("(no human labels yet)")]:
+            s = line.stats
+            if s is not None:
+                agree, kappa, ac1, prev = _fmt(s.raw_agreement), _ci(s.kappa), _ci(s.ac1), _prevalence(s)
+            elif line.scores:
+                sa = line.scores["score_answer"]
+                agree, kappa = f"MAE {_fmt(sa.mae, 1)}", _ci(sa.binned.kappa_quadratic if sa.binned else None)
+                ac1, prev = f"ρ {_fmt(sa.spearman.value)}", "scores"
+            else:
+                agree = kappa = ac1 = prev = "—"
+            ceiling = f"{_fmt(c.ceiling.value)} ({c.ceiling_kind})" if c.ceiling and c.ceiling.value is not None else "—"
+            words = c.verdict_words(line) if line.n else "no labelled items"
+            more = "—" if line.more_items is None else str(line.more_items)
+            rows.append([c.task, c.lang, c.judge, line.versus, str(line.n), agree, kappa, ac1, prev,
+                         str(c.unparsed), str(c.errors), ceiling, words, more])
+    return rows
+
+
+def render_table(report: Report, console) -> None:
+    """The terminal table: cells with human labels, each κ with a bar of it and its CI."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"judge vs human, by {' × '.join(report.by)}", caption=(
+        f"bar: κ ● and 95% CI ━ on −1…1 (┊ = 0) · +items: labels still needed for a κ CI of ±{report.target_half_width}"))
+    for name, kwargs in (("cell", {"no_wrap": True}), ("judge vs", {"no_wrap": True}), ("n", {"justify": "right"}),
+                         ("agree", {}), ("κ [95% CI]", {"no_wrap": True}), ("AC1", {}), ("prevalence", {}),
+                         ("unparsed/err", {"justify": "right"}), ("human–human", {}), ("verdict", {"ratio": 1, "min_width": 36}),
+                         ("+items", {"justify": "right"})):
+        table.add_column(name, overflow="fold", **kwargs)
+    waiting = []
+    for c, line, row in _lines_with_rows(report):
+        if not line.n:
+            waiting.append(f"{c.task} {c.lang} ({c.judge})")
+            continue
+        kappa = line.stats.kappa if line.stats else None
+        bar = kappa_bar(kappa.value, kappa.ci) if kappa and kappa.value is not None else ""
+        table.add_row(Text(f"{row[0]} {row[1]}"), Text(f"{row[2]} vs {row[3]}"), row[4], row[5],
+                      Text(f"{row[6]}\n{bar}" if bar else row[6]), row[7], row[8], f"{row[9]}/{row[10]}",
+                      Text(row[11]), Text(row[12]), row[13])
+    console.print(table)
+    if waiting:
+        console.print(Text(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting), style="dim"))
+    for c in report.cells:
+        if c.alt_test and c.alt_test.ran:
+            result = "passes" if c.alt_test.passed else "does not pass"
+            console.print(f"alternative annotator test, {c.task} {c.lang} {c.judge}: winning rate "
+                          f"{c.alt_test.winning_rate:.2f} over {c.alt_test.annotators} annotators (ε={c.alt_test.epsilon}): {result}")
+
+
+def _lines_with_rows(report: Report):
+    rows = iter(flat_rows(report))
+    for c in report.cells:
+        for line in c.lines or [Line("(no human labels yet)")]:
+            yield c, line, next(rows)
+
+
+def render_markdown(report: Report) -> str:
+    out = io.StringIO()
+    out.write("# calibrate agreement report\n\n")
+    out.write("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
+    for row in flat_rows(report):
+        out.write("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |\n")
+    for c in report.cells:
+        if c.alt_test:
+            out.write(f"\n**{c.task} {c.lang} {c.judge}, alternative annotator test:** ")
+            if c.alt_test.ran:
+                out.write(f"winning rate {c.alt_test.winning_rate:.2f}, {'passes' if c.alt_test.passed else 'does not pass'} "
+                          f"(ε = {c.alt_test.epsilon}).\n")
+            else:
+                out.write(f"not run: {c.alt_test.reason}.\n")
+        for line in c.lines:
+            if line.stats and line.stats.n:
+                out.write(f"\nConfusion matrix, {c.task} {c.lang}, {c.judge} (rows) vs {line.versus} (columns):\n\n")
+                labels = line.stats.labels
+                out.write("| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels) + "\n")
+                for label, counts in zip(labels, line.stats.table, strict=True):
+                    out.write(f"| **{label}** | " + " | ".join(map(str, counts)) + " |\n")
+    return out.getvalue()
+
+
+def render_csv(report: Report) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(COLUMNS)
+    writer.writerows(flat_rows(report))
+    return out.getvalue()
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def _svg_scale(value: float | None, ci, ceiling: float | None) -> str:
+    x = lambda v: 10 + (max(-1.0, min(1.0, v)) + 1) / 2 * 300  # noqa: E731
+    parts = ['<svg width="320" height="34" viewBox="0 0 320 34" role="img">',
+             '<line x1="10" y1="17" x2="310" y2="17" stroke="#ccc"/>']
+    for tick in (-1, -0.5, 0, 0.5, 1):
+        parts.append(f'<line x1="{x(tick):.1f}" y1="12" x2="{x(tick):.1f}" y2="22" stroke="#bbb"/>'
+                     f'<text x="{x(tick):.1f}" y="33" font-size="8" text-anchor="middle" fill="#888">{tick:g}</text>')
+    if ceiling is not None:
+        parts.append(f'<line x1="{x(ceiling):.1f}" y1="3" x2="{x(ceiling):.1f}" y2="27" stroke="#d62728" stroke-width="2">'
+                     f'<title>human–human {ceiling:.2f}</title></line>')
+    if value is not None:
+        if ci:
+            parts.append(f'<line x1="{x(ci[0]):.1f}" y1="17" x2="{x(ci[1]):.1f}" y2="17" stroke="#1f77b4" stroke-width="3"/>'
+                         f'<line x1="{x(ci[0]):.1f}" y1="11" x2="{x(ci[0]):.1f}" y2="23" stroke="#1f77b4" stroke-width="2"/>'
+                         f'<line x1="{x(ci[1]):.1f}" y1="11" x2="{x(ci[1]):.1f}" y2="23" stroke="#1f77b4" stroke-width="2"/>')
+        parts.append(f'<circle cx="{x(value):.1f}" cy="17" r="5" fill="#1f77b4"><title>κ {value:.2f}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(report: Report) -> str:
+    e = html.escape
+    rows = []
+    for c, line, row in _lines_with_rows(report):
+        kappa = line.stats.kappa if line.stats else None
+        ceiling = c.ceiling.value if c.ceiling else None
+        svg = _svg_scale(kappa.value if kappa else None, kappa.ci if kappa else None, ceiling)
+        matrix = ""
+        if line.stats and line.stats.n:
+            head = "".join(f"<th>{e(str(label))}</th>" for label in line.stats.labels)
+            body = "".join(
+                f"<tr><th>{e(str(label))}</th>" + "".join(f"<td>{n}</td>" for n in counts) + "</tr>"
+                for label, counts in zip(line.stats.labels, line.stats.table, strict=True)
+            )
+            matrix = (f'<table class="cm"><caption>{e(c.judge)} (rows) × {e(line.versus)} (columns)</caption>'
+                      f"<tr><th></th>{head}</tr>{body}</table>")
+        alt = ""
+        if c.alt_test:
+            alt = (f"winning rate {c.alt_test.winning_rate:.2f}, {'passes' if c.alt_test.passed else 'does not pass'}"
+                   if c.alt_test.ran else f"not run: {e(c.alt_test.reason or '')}")
+        rows.append(
+            f"<tr><td>{e(row[0])}</td><td>{e(row[1])}</td><td>{e(row[2])}</td><td>{e(row[3])}</td><td>{e(row[4])}</td>"
+            f"<td>{e(row[5])}</td><td>{e(row[6])}<br>{svg}</td><td>{e(row[7])}</td><td>{e(row[8])}</td>"
+            f"<td>{e(row[9])} / {e(row[10])}</td><td>{e(row[11])}</td><td>{e(row[12])}<br><small>{alt}</small></td>"
+            f"<td>{e(row[13])}</td><td>{matrix}</td></tr>"
+        )
+    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table.main{border-collapse:collapse}"
+             "table.main>tbody>tr>td,table.main>thead>tr>th{border-bottom:1px solid #ddd;padding:6px 8px;vertical-align:top;font-size:13px}"
+             "table.cm{border-collapse:collapse;font-size:11px}table.cm td,table.cm th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+             "caption{font-size:10px;color:#666}.legend{color:#555;font-size:13px}")
+    header = "".join(f"<th>{e(h)}</th>" for h in ["task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1",
+                                                   "prevalence", "unparsed / errors", "human–human", "verdict", "+items", "confusion"])
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>calibrate agreement report</title>"
+        f"<style>{style}</style></head><body><h1>Judge vs human agreement</h1>"
+        "<p class='legend'>Blue: κ with its 95% bootstrap interval on the −1…1 scale. Red: the human–human ceiling "
+        f"where items were labelled twice. +items: more labelled items for a κ interval of ±{report.target_half_width}.</p>"
+        f"<table class='main'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>\n"
+    )
