@@ -14,6 +14,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -184,7 +185,7 @@ class Annotation:
 
 @dataclass
 class AgreementData:
-    """Rows for the agreement report (see Store.agreement_data)."""
+    """Rows for the agreement report (see Store.agreement_data); counts are the last field."""
 
     judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
     judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
@@ -192,6 +193,22 @@ class AgreementData:
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
     judged: list[tuple]  # task, lang, judge, status, n (all judged items)
+
+    @staticmethod
+    def combine(parts: list[AgreementData]) -> AgreementData:
+        """Parts over disjoint item ranges: counted rows are summed, item rows concatenated."""
+
+        def summed(name: str) -> list[tuple]:
+            totals: dict[tuple, int] = {}
+            for part in parts:
+                for *key, n in getattr(part, name):
+                    totals[tuple(key)] = totals.get(tuple(key), 0) + n
+            return [(*key, n) for key, n in totals.items()]
+
+        return AgreementData(
+            summed("judge_vs_human"), summed("judge_vs_gold"), summed("human_pairs"),
+            [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
+        )
 
 
 @dataclass
@@ -602,65 +619,30 @@ class Store:
 
     # -- agreement -----------------------------------------------------------------------------
 
-    def agreement_data(self, judge: str | None = None) -> AgreementData:
+    def agreement_data(self, judge: str | None = None, parts: int = 2) -> AgreementData:
         """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
         counts per annotator and against the majority label, human x human pair counts, and the
-        per-item labels of items that several annotators labelled."""
-        judge_filter, params = ("AND judge_name = ?", [judge]) if judge else ("", [])
-        c = self.conn
-        c.execute("DROP TABLE IF EXISTS temp.labels_now")
-        c.execute("DROP TABLE IF EXISTS temp.verdicts_now")
-        c.execute(
-            "CREATE TEMP TABLE labels_now AS SELECT c.item_id, c.annotator, c.label, i.task, i.lang "
-            "FROM current_labels c JOIN items i ON i.id = c.item_id"
-        )
-        c.execute("CREATE INDEX temp.labels_now_item ON labels_now (item_id)")
-        c.execute(
-            "CREATE TEMP TABLE verdicts_now AS SELECT item_id, judge_name, status, verdict FROM judgments "
-            f"WHERE id IN (SELECT max(id) FROM judgments WHERE 1 {judge_filter} GROUP BY item_id, judge_name)",
-            params,
-        )
-        c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
-        try:
-            vs_human = c.execute(
-                "SELECT h.task, h.lang, v.judge_name, h.annotator, v.status, v.verdict, h.label, count(*) AS n "
-                "FROM labels_now h JOIN verdicts_now v ON v.item_id = h.item_id GROUP BY 1, 2, 3, 4, 5, 6, 7"
-            ).fetchall()
-            vs_gold = c.execute(
-                """
-                WITH counted AS (SELECT item_id, task, lang, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
-                ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top,
-                                  sum(votes) OVER (PARTITION BY item_id) AS voters FROM counted),
-                gold AS (SELECT item_id, task, lang, label FROM ranked WHERE votes = top AND voters >= 2
-                         GROUP BY item_id HAVING count(*) = 1)
-                SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) AS n
-                FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6
-                """
-            ).fetchall()
-            human_pairs = c.execute(
-                "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) AS n "
-                "FROM labels_now x JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator "
-                "GROUP BY 1, 2, 3, 4, 5, 6"
-            ).fetchall()
-            shared = c.execute(
-                "SELECT item_id, task, lang, annotator, label FROM labels_now WHERE item_id IN "
-                "(SELECT item_id FROM labels_now GROUP BY item_id HAVING count(*) >= 2) ORDER BY item_id"
-            ).fetchall()
-            shared_verdicts = c.execute(
-                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM verdicts_now v WHERE v.item_id IN "
-                "(SELECT item_id FROM labels_now GROUP BY item_id HAVING count(*) >= 2)"
-            ).fetchall()
-            unlabelled = c.execute(
-                "SELECT i.task, i.lang, v.judge_name, v.status, count(*) FROM verdicts_now v "
-                "JOIN items i ON i.id = v.item_id GROUP BY 1, 2, 3, 4"
-            ).fetchall()
-        finally:
-            c.execute("DROP TABLE IF EXISTS temp.labels_now")
-            c.execute("DROP TABLE IF EXISTS temp.verdicts_now")
-        return AgreementData(
-            [tuple(r) for r in vs_human], [tuple(r) for r in vs_gold], [tuple(r) for r in human_pairs],
-            [tuple(r) for r in shared], [tuple(r) for r in shared_verdicts], [tuple(r) for r in unlabelled],
-        )
+        per-item labels of items that several annotators labelled.
+
+        Every figure is per item, so the work splits by item id range: a file database is read
+        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed."""
+        if self.path == ":memory:" or parts < 2:
+            return _agreement_part(self.conn, judge, None)
+        low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
+        if low is None:
+            return _agreement_part(self.conn, judge, None)
+        step = (high - low) // parts + 1
+        ranges = [(low + k * step, min(high, low + (k + 1) * step - 1)) for k in range(parts)]
+
+        def run(bounds: tuple[int, int]) -> AgreementData:
+            reader = sqlite3.connect(self.path, timeout=60)
+            try:
+                return _agreement_part(reader, judge, bounds)
+            finally:
+                reader.close()
+
+        with ThreadPoolExecutor(parts) as pool:
+            return AgreementData.combine(list(pool.map(run, ranges)))
 
     def merge_from(self, other: Store) -> dict[str, int]:
         """Fold another calibrate database into this one: items by content hash, judgments and
@@ -822,6 +804,66 @@ class Store:
     def active_leases(self) -> list[dict]:
         rows = self.conn.execute("SELECT * FROM leases WHERE expires_at > ? ORDER BY item_id", (time.time(),))
         return [dict(r) for r in rows]
+
+
+def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:
+    """agreement_data for the items whose id lies within `bounds` (all items if None)."""
+    where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
+    judge_filter, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+    for table in ("labels_now", "verdicts_now", "shared_items"):
+        c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    c.execute(
+        "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, v.verdict "
+        "FROM (SELECT item_id, judge_name, status, verdict, max(id) FROM judgments "
+        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id",
+        params + judge_params,
+    )
+    c.execute(
+        "CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM "
+        f"(SELECT item_id, annotator, label, max(id) FROM annotations WHERE {where} "
+        f"AND action IN {LABELLING_ACTIONS} GROUP BY item_id, annotator) WHERE label IS NOT NULL",
+        params,
+    )
+    c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
+    c.execute(
+        "CREATE TEMP TABLE shared_items AS SELECT l.item_id, i.task, i.lang FROM labels_now l JOIN items i ON i.id = l.item_id "
+        "GROUP BY l.item_id HAVING count(*) >= 2"
+    )
+    try:
+        rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
+        return AgreementData(
+            judge_vs_human=rows(
+                "SELECT v.task, v.lang, v.judge_name, h.annotator, v.status, v.verdict, h.label, count(*) "
+                "FROM labels_now h JOIN verdicts_now v ON v.item_id = h.item_id GROUP BY 1, 2, 3, 4, 5, 6, 7"
+            ),
+            judge_vs_gold=rows(
+                """
+                WITH counted AS (SELECT l.item_id, s.task, s.lang, l.label, count(*) AS votes
+                                 FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id GROUP BY l.item_id, l.label),
+                ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
+                gold AS (SELECT item_id, task, lang, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1)
+                SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*)
+                FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6
+                """
+            ),
+            human_pairs=rows(
+                "SELECT s.task, s.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM shared_items s "
+                "JOIN labels_now x ON x.item_id = s.item_id JOIN labels_now y ON y.item_id = s.item_id "
+                "AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
+            ),
+            shared_labels=rows(
+                "SELECT l.item_id, s.task, s.lang, l.annotator, l.label FROM shared_items s "
+                "JOIN labels_now l ON l.item_id = s.item_id ORDER BY l.item_id"
+            ),
+            shared_verdicts=rows(
+                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
+                "JOIN verdicts_now v ON v.item_id = s.item_id"
+            ),
+            judged=rows("SELECT task, lang, judge_name, status, count(*) FROM verdicts_now GROUP BY 1, 2, 3, 4"),
+        )
+    finally:
+        for table in ("labels_now", "verdicts_now", "shared_items"):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def _item(row: sqlite3.Row) -> Item:

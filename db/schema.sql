@@ -1,12 +1,12 @@
 CREATE VIEW current_labels AS
 SELECT item_id, annotator, label, action, judgment_id, created_at
 FROM (
-    SELECT item_id, annotator, label, action, judgment_id, created_at,
-           row_number() OVER (PARTITION BY item_id, annotator ORDER BY id DESC) AS recency
+    SELECT item_id, annotator, label, action, judgment_id, created_at, max(id) AS latest_id
     FROM annotations
     WHERE action IN ('confirm', 'override', 'label', 'undo')
+    GROUP BY item_id, annotator
 )
-WHERE recency = 1 AND label IS NOT NULL;
+WHERE label IS NOT NULL;
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');

@@ -210,3 +210,12 @@ def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
     assert omission[0]["content"] == "甲：你吃饭了吗？\n乙：吃了。\n" and omission[0]["check_answer"].endswith("最终答案为：否。")
     multi = json.loads((out_dir / "context-dependency/multi-turn.json").read_text())
     assert multi[0]["annotation"] == "中国的首都是哪里？" and "甲说：" in multi[0]["content"]
+
+
+def test_parallel_item_ranges_give_the_same_data_as_one_pass(labelled_db):
+    path, *_ = labelled_db
+    store = Store(path)
+    store.annotate(5, "d", "label", label="yes")
+    one, three = store.agreement_data(parts=1), store.agreement_data(parts=3)
+    for name in ("judge_vs_human", "judge_vs_gold", "human_pairs", "shared_labels", "shared_verdicts", "judged"):
+        assert sorted(getattr(one, name)) == sorted(getattr(three, name)), name
