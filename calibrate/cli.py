@@ -362,20 +362,85 @@ def parse_command(ctx, judge):
 
 @cli.command(name="demo")
 @click.option("--no-tui", is_flag=True, help="Import and print the status table without opening the app.")
-@pass_ctx
-def demo_command(ctx, no_tui):
-    """Import the bundled demo data (idempotent) and show it."""
+@click.pass_context
+def demo_command(click_ctx, no_tui):
+    """Import the bundled demo data (idempotent) and open the annotation app on it."""
     from calibrate.demo import load_demo
 
+    ctx = click_ctx.find_object(Context)
     try:
         summary = load_demo(ctx.store, ctx.templates)
     except ImportFailed as exc:
         raise click.ClickException(str(exc)) from None
     console.print(f"demo data in {ctx.db_path}: {summary}")
-    ctx_click = click.get_current_context()
-    ctx_click.invoke(status_command, as_json=False)
-    if not no_tui and sys.stdout.isatty() and os.environ.get("CI") is None:
-        ctx_click.invoke(cli.commands["annotate"]) if "annotate" in cli.commands else None
+    if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():
+        click_ctx.invoke(status_command, as_json=False)
+        return
+    click_ctx.invoke(annotate_command)
+
+
+# -- annotate ------------------------------------------------------------------------------------
+
+
+def annotate_options(command):
+    """The options `annotate` and `serve` share."""
+    from calibrate.session import ORDERS
+
+    for option in reversed([
+        click.option("--annotator", envvar="CALIBRATE_ANNOTATOR", default=lambda: os.environ.get("USER") or "annotator",
+                     show_default="$CALIBRATE_ANNOTATOR or $USER", help="Who is labelling."),
+        click.option("--task", help="Only this task."),
+        click.option("--lang", help="Only this language."),
+        click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
+        click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True),
+        click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
+                     help="How many different annotators each item should get (2+ for human-human agreement)."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random and stratified orders."),
+        click.option("--guidelines", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="A guidelines file shown by g (default: the template manifest's guidelines)."),
+        click.option("--keymap", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" (or $CALIBRATE_KEYMAP).'),
+    ]):
+        command = option(command)
+    return command
+
+
+@cli.command(name="annotate")
+@annotate_options
+@pass_ctx
+def annotate_command(ctx, annotator="annotator", task=None, lang=None, judge=None, blind=False, order="in-order",
+                     overlap=1, seed=0, guidelines=None, keymap=None):
+    """Open the annotation app: item, prompt, verdict and reference; confirm or override with one key."""
+    from calibrate.tui import CalibrateApp
+
+    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
+                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
+    app.run()
+
+
+@cli.command(name="serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
+@click.option("--port", type=int, default=8000, show_default=True)
+@annotate_options
+@pass_ctx
+def serve_command(ctx, host, port, **options):
+    """Serve the annotation app in a browser (textual-serve)."""
+    import shlex
+
+    from textual_serve.server import Server
+
+    args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
+    for folder in ctx.template_dirs:
+        args += ["--templates", str(Path(folder).resolve())]
+    args.append("annotate")
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        args += [flag] if value is True else [flag, str(value)]
+    console.print(f"serving calibrate on http://{host}:{port} (Ctrl-C stops)")
+    Server(shlex.join(args), host=host, port=port, title="calibrate").serve()
 
 
 # -- judge ---------------------------------------------------------------------------------------

@@ -21,8 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from calibrate.resources import bundled
 
 LABELLING_ACTIONS = ("confirm", "override", "label", "undo")
@@ -48,12 +46,22 @@ def dump_json(value: Any) -> str:
     return _CANONICAL_JSON.encode(value)
 
 
-def _load_migrations() -> sqlite_utils.Migrations:
-    migrations = sqlite_utils.Migrations("calibrate")
-    for path in sorted((bundled("db") / "migrations").glob("*.sql")):
+MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
+MIGRATION_NAMES = [path.stem for path in MIGRATION_FILES]
+MIGRATION_SET = "calibrate"
+
+
+def _migrations():
+    """db/migrations/*.sql as a sqlite_utils.Migrations set, in file-name order. Imported only
+    when a migration is pending: sqlite_utils (and what it pulls in) is slow to import, and
+    the annotation app should start fast."""
+    import sqlite_utils
+
+    migrations = sqlite_utils.Migrations(MIGRATION_SET)
+    for path in MIGRATION_FILES:
         script = path.read_text(encoding="utf-8")
 
-        def apply(db: sqlite_utils.Database, script: str = script) -> None:
+        def apply(db, script: str = script) -> None:
             for statement in _split_sql(script):
                 db.execute(statement)
 
@@ -73,8 +81,6 @@ def _split_sql(script: str) -> list[str]:
         statements.append(pending.strip())
     return statements
 
-
-MIGRATIONS = _load_migrations()
 
 
 @dataclass
@@ -230,9 +236,11 @@ class Store:
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
-        self.db = sqlite_utils.Database(self.conn)
-        with self.transaction():
-            MIGRATIONS.apply(self.db)
+        if set(MIGRATION_NAMES) - set(self.applied_migrations()):
+            import sqlite_utils
+
+            with self.transaction():
+                _migrations().apply(sqlite_utils.Database(self.conn))
 
     def close(self) -> None:
         self.conn.close()
@@ -256,7 +264,16 @@ class Store:
     # -- schema ---------------------------------------------------------------------------
 
     def applied_migrations(self) -> list[str]:
-        return [m.name for m in MIGRATIONS.applied(self.db)]
+        """Names of the migrations recorded in this database, in the order applied."""
+        exists = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'"
+        ).fetchone()
+        if not exists:
+            return []
+        rows = self.conn.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (MIGRATION_SET,)
+        )
+        return [r[0] for r in rows]
 
     def schema_sql(self) -> str:
         """The schema as SQLite stores it, excluding the migrations bookkeeping."""
@@ -712,6 +729,41 @@ class Store:
             (judge,),
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
+
+    def count_items_where(self, *, task: str | None = None, lang: str | None = None) -> int:
+        where, params = self._item_filter(task, lang, None, None)
+        return self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
+
+    _IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+
+    def count_decided(self, annotator: str, *, task: str | None = None, lang: str | None = None) -> int:
+        """Items this annotator has a decision in force on (label, skip or flag)."""
+        where, params = self._item_filter(task, lang, None, None)
+        return self.conn.execute(
+            f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
+            f"WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} AND {self._IN_FORCE} AND {where}",
+            [annotator, *params],
+        ).fetchone()[0]
+
+    def has_decision(self, item_id: int, annotator: str) -> bool:
+        return self.conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? "
+            f"AND a.action IN {DECISION_ACTIONS} AND {self._IN_FORCE})",
+            (item_id, annotator),
+        ).fetchone()[0] == 1
+
+    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
+        """Items whose latest verdict is unparsed (or an error), or whose judges disagree."""
+        where, params = self._item_filter(task, lang, None, None)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        WITH latest AS (SELECT item_id, status, verdict, max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name)
+        SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
+        GROUP BY l.item_id
+        HAVING sum(l.status != 'verdict') > 0 OR count(DISTINCT l.verdict) > 1
+        ORDER BY l.item_id
+        """
+        return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
 
     # -- leases ---------------------------------------------------------------------------
 

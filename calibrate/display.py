@@ -1,0 +1,130 @@
+"""How an item reads to a person: its fields in a sensible order, the dialogue as turns, the
+response under test, the reference, and the judge's verdict in words.
+
+Kept apart from the Textual app so the same text serves the TUI, tests and any other view.
+Text from items is data: control characters (ANSI escapes included) come back as visible
+symbols, and nothing here is ever interpreted as markup.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from calibrate.store import Item
+from calibrate.templates import Template
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SENT = re.compile(r"<b>\s*Sent\s*(\d+)\s*:\s*</b>", re.IGNORECASE)
+
+
+def literal(text: str) -> str:
+    """Control characters as their visible Unicode pictures (ESC -> ␛), tabs as spaces."""
+    text = text.replace("\t", "    ").replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f" else "␡", text)
+
+
+def readable_passage(text: str) -> str:
+    """MultiRC marks sentences with <b>Sent k: </b> and <br>: show them as numbered lines."""
+    text = _SENT.sub(lambda m: f"[{m.group(1)}] ", text)
+    text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
+    return text.strip()
+
+
+def as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(f"• {v}" for v in value)
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def dialogue(item: Item) -> list[tuple[str, str]] | None:
+    """(speaker, text) turns of a multi-turn item: the user's turns and the model's answers."""
+    fields = item.fields
+    if item.task != "c3/multi-turn":
+        return None
+    users = fields["turns"] if item.lang == "en" else [*fields.get("history", []), fields.get("question", "")]
+    answers = fields.get("response") or []
+    speakers = ("A", "B") if item.lang == "en" else ("甲", "乙")
+    turns: list[tuple[str, str]] = []
+    for n, user in enumerate(users):
+        turns.append((speakers[0], user))
+        if n < len(answers):
+            turns.append((speakers[1], answers[n]))
+    return turns
+
+
+FIELD_ORDER = ("content", "text", "passage", "premise", "sentence1", "sentence2", "word", "history", "problem",
+               "question", "query", "hypothesis", "choice1", "choice2", "target")
+
+
+def item_sections(item: Item, template: Template) -> list[tuple[str, str]]:
+    """(title, text) for the item itself: instance, question, dialogue, passage…, the
+    instance first and the question after it, as a reader expects."""
+    turns = dialogue(item)
+    if turns is not None:
+        return [("dialogue", "\n".join(f"{speaker}: {text}" for speaker, text in turns))]
+    skip = {template.response, template.reference, "answers", "response"}
+    rank = {name: n for n, name in enumerate(FIELD_ORDER)}
+    sections = []
+    for name, value in sorted(item.fields.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
+        if name in skip or name in ("llm_reasoning",):
+            continue
+        if name == "history":
+            sections.append(("dialogue", "\n".join(value)))
+        elif name == "notation" and isinstance(value, dict):
+            continue  # syntactic notation is the reference
+        elif name == "passage" and isinstance(value, str):
+            sections.append(("passage", readable_passage(value)))
+        elif name == "target" and isinstance(value, dict):
+            sections.append(("target", f"does “{value.get('span2_text')}” refer to “{value.get('span1_text')}”?"))
+        elif name == "entities":
+            sections.append(("entities", ", ".join(value)))
+        else:
+            sections.append((name, as_text(value)))
+    return sections
+
+
+def response_text(item: Item, template: Template) -> str:
+    """The answer of the model under test (its reasoning too, for the rubric)."""
+    fields = item.fields
+    if dialogue(item) is not None:
+        answers = fields.get("response") or []
+        return f"last answer: {answers[-1]}" if answers else "(no response)"
+    value = fields.get(template.response)
+    text = as_text(value) if value is not None else "(no response imported)"
+    if "llm_reasoning" in fields:
+        text += f"\n\nreasoning:\n{as_text(fields['llm_reasoning'])}"
+    return text
+
+
+def reference_text(item: Item, template: Template) -> str:
+    fields = item.fields
+    if dialogue(item) is not None:
+        answers = fields.get("response") or []
+        return f"first answer (the last must agree with it): {answers[0]}" if answers else "(none)"
+    if template.reference and template.reference in fields:
+        value = fields[template.reference]
+        if isinstance(value, dict) and "interpretations" in value:
+            meanings = "\n".join(f"  {k}. {m}" for k, m in enumerate(value["interpretations"], 1))
+            return f"{value.get('ambiguity', '')}\n\nmeanings:\n{meanings}"
+        return as_text(value)
+    if "answers" in fields:
+        return "gold: " + ", ".join(fields["answers"])
+    return f"gold label: {item.reference}" if item.reference else "(no reference)"
+
+
+def verdict_words(verdict: str | None, kind: str) -> str:
+    """A verdict as a person reads it: YES / NO / 是 / 否 / a label / two scores."""
+    if verdict is None:
+        return "—"
+    if kind == "rubric_scores":
+        try:
+            scores = json.loads(verdict)
+            return f"answer {scores['score_answer']:.1f} · reasoning {scores['score_reasoning']:.1f}"
+        except (ValueError, KeyError, TypeError):
+            return verdict
+    return verdict.upper() if kind == "yes_no_en" else verdict

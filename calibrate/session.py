@@ -1,0 +1,281 @@
+"""An annotator's working session, without any user interface: which item comes next (queue
+order, leases, overlap), what the judge said about it, and recording each decision at once.
+
+The Textual app is a thin view over this, so every key path can also be driven and tested
+directly, and decisions are committed to SQLite before the next item is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from calibrate.store import DEFAULT_LEASE_SECONDS, Item, Judgment, Store
+from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+from calibrate.verdicts import SCORE_KEYS, label_choices
+
+ORDERS = ("in-order", "random", "stratified", "disagreement-first")
+BINARY_OTHER = {"yes": "no", "no": "yes", "是": "否", "否": "是", "True": "False", "False": "True",
+                "correct": "incorrect", "incorrect": "correct", "entailment": "not_entailment",
+                "not_entailment": "entailment", "1": "2", "2": "1"}
+
+
+class SessionError(ValueError):
+    """A decision that cannot be made (no verdict to confirm, a label outside the set...)."""
+
+
+@dataclass
+class ItemView:
+    """What the annotation screen shows for one item."""
+
+    item: Item
+    template: Template
+    judgment: Judgment | None
+    choices: tuple[str, ...]
+    current_label: str | None
+    notes: list[str]
+
+    @property
+    def is_scores(self) -> bool:
+        return self.template.verdict == "rubric_scores"
+
+    @property
+    def is_binary(self) -> bool:
+        return len(self.choices) == 2
+
+    @property
+    def verdict(self) -> str | None:
+        return self.judgment.verdict if self.judgment and self.judgment.status == "verdict" else None
+
+    def prompt(self) -> RenderedPrompt | None:
+        """The prompt the judge saw: the stored one, else rendered from the template now."""
+        if self.judgment and self.judgment.prompt:
+            return RenderedPrompt(self.template, self.judgment.system_prompt, self.judgment.prompt)
+        if not self.template.has_prompt:
+            return None
+        try:
+            return self.template.render(self.item.task, self.item.fields)
+        except TemplateError:
+            return None
+
+
+@dataclass
+class Decision:
+    item_id: int
+    action: str
+    label: str | None
+    judge_verdict: str | None
+
+    @property
+    def agrees(self) -> bool | None:
+        if self.label is None or self.judge_verdict is None:
+            return None
+        return self.label == self.judge_verdict
+
+
+@dataclass
+class Progress:
+    decided: int
+    total: int
+    per_hour: float | None
+
+
+@dataclass
+class AnnotationSession:
+    store: Store
+    templates: TemplateSet
+    annotator: str
+    task: str | None = None
+    lang: str | None = None
+    judge: str | None = None
+    blind: bool = False
+    order: str = "in-order"
+    overlap: int = 1
+    seed: int = 0
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    history: list[int] = field(default_factory=list)
+    position: int = -1
+    last_decision: Decision | None = None
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
+        self.started = time.monotonic()
+        self.started_iso = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.decisions_here = 0
+        self._newly_decided: set[int] = set()
+        self._queue: list[int] | None = None
+        self._queue_cursor = 0
+        self._claim_after = 0
+        self._shown_at = time.monotonic()
+        self.total = self.store.count_items_where(task=self.task, lang=self.lang)
+        self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
+
+    # -- queue -------------------------------------------------------------------------------
+
+    def _ordered_queue(self) -> list[int]:
+        import numpy as np  # only the shuffled orders need it; keeps start-up light
+
+        ids = self.store.item_ids(task=self.task, lang=self.lang)
+        if self.order == "random":
+            return [int(i) for i in np.random.default_rng(self.seed).permutation(ids)]
+        if self.order == "stratified":
+            cells: dict[tuple[str, str], list[int]] = {}
+            for item_id, cell in self.store.item_cells(ids).items():
+                cells.setdefault(cell, []).append(item_id)
+            rng = np.random.default_rng(self.seed)
+            lanes = [list(rng.permutation(sorted(members))) for _, members in sorted(cells.items())]
+            return [int(lane[k]) for k in range(max(map(len, lanes), default=0)) for lane in lanes if k < len(lane)]
+        if self.order == "disagreement-first":
+            first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)
+            chosen = set(first)
+            return first + [i for i in ids if i not in chosen]
+        return ids
+
+    def _claim(self) -> int | None:
+        if self.order == "in-order":
+            item_id = self.store.claim_next(
+                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang,
+                after_id=self._claim_after, lease_seconds=self.lease_seconds,
+            )
+            if item_id is not None:
+                self._claim_after = item_id
+            return item_id
+        if self._queue is None:
+            self._queue = self._ordered_queue()
+        while self._queue_cursor < len(self._queue):
+            window = self._queue[self._queue_cursor : self._queue_cursor + 512]
+            item_id = self.store.claim_first(self.annotator, window, overlap=self.overlap, lease_seconds=self.lease_seconds)
+            if item_id is not None:
+                self._queue_cursor += window.index(item_id) + 1
+                return item_id
+            self._queue_cursor += len(window)
+        return None
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def current(self) -> ItemView | None:
+        if 0 <= self.position < len(self.history):
+            return self.view(self.history[self.position])
+        return None
+
+    def start(self) -> ItemView | None:
+        """The first item: the one this annotator already holds, else a new claim."""
+        return self.forward()
+
+    def forward(self) -> ItemView | None:
+        """The next item in this session's history, or a newly claimed one."""
+        if self.position + 1 < len(self.history):
+            self.position += 1
+        else:
+            item_id = self._claim()
+            if item_id is None:
+                self.position = len(self.history)
+                return None
+            self.history.append(item_id)
+            self.position = len(self.history) - 1
+        self._shown_at = time.monotonic()
+        return self.current()
+
+    def back(self) -> ItemView | None:
+        if self.position > 0:
+            self.position -= 1
+            self._shown_at = time.monotonic()
+        return self.current()
+
+    def jump_to(self, item_id: int) -> ItemView:
+        if item_id in self.history:
+            self.position = self.history.index(item_id)
+        else:
+            self.history.insert(self.position + 1 if self.position >= 0 else 0, item_id)
+            self.position = self.history.index(item_id)
+        self._shown_at = time.monotonic()
+        return self.view(item_id)
+
+    def view(self, item_id: int) -> ItemView:
+        item = self.store.item(item_id)
+        template = self.templates.for_task(item.task, item.lang)
+        judgments = self.store.judgments_for_item(item_id, self.judge)
+        judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
+        choices = label_choices(template.verdict, template.labels)
+        return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
+                        self.store.note_texts(item_id))
+
+    # -- decisions ---------------------------------------------------------------------------
+
+    def decide(self, action: str, label: str | None = None) -> Decision:
+        """Record a decision on the current item (committed before this returns)."""
+        view = self.current()
+        if view is None:
+            raise SessionError("no item to decide on")
+        if action == "confirm":
+            if self.blind:
+                raise SessionError("blind mode: give your own label (y/n, digits or the score form)")
+            if view.verdict is None:
+                raise SessionError("the judge gave no verdict to confirm: label it yourself")
+            label = view.verdict
+        elif action == "override":
+            if self.blind:
+                raise SessionError("blind mode: give your own label")
+            if not view.is_binary:
+                raise SessionError("override flips a yes/no verdict; for this task press a digit")
+            if view.verdict is None:
+                raise SessionError("the judge gave no verdict to override: label it yourself")
+            label = BINARY_OTHER.get(view.verdict) or next(c for c in view.choices if c != view.verdict)
+        elif action == "label":
+            label = self._check_label(view, label)
+        elif action not in ("skip", "flag"):
+            raise SessionError(f"unknown action {action!r}")
+        shown = view.judgment.id if view.judgment and not self.blind else None
+        first_time = not self.store.has_decision(view.item.id, self.annotator)
+        self.store.annotate(
+            view.item.id, self.annotator, action, label=label if action in ("confirm", "override", "label") else None,
+            judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
+        )
+        if first_time:
+            self._newly_decided.add(view.item.id)
+        self.decisions_here += 1
+        self.last_decision = Decision(view.item.id, action, label, view.verdict)
+        return self.last_decision
+
+    def _check_label(self, view: ItemView, label: str | None) -> str:
+        if view.is_scores:
+            try:
+                scores = json.loads(label or "")
+                values = {k: round(float(scores[k]), 1) for k in SCORE_KEYS}
+            except (ValueError, KeyError, TypeError):
+                raise SessionError("scores must be numbers for score_answer and score_reasoning") from None
+            if not all(0 <= v <= 100 for v in values.values()):
+                raise SessionError("scores must be within 0-100")
+            return json.dumps(values, sort_keys=True)
+        if label not in view.choices:
+            raise SessionError(f"{label!r} is not a label of {view.item.task}: {', '.join(view.choices)}")
+        return label
+
+    def note(self, text: str) -> None:
+        view = self.current()
+        if view is None or not text.strip():
+            return
+        self.store.annotate(view.item.id, self.annotator, "note", note=text.strip(), blind=self.blind)
+
+    def undo(self) -> ItemView | None:
+        """Reverse the latest decision (an appended row) and show that item again."""
+        undone = self.store.undo_last(self.annotator)
+        if undone is None:
+            return None
+        if not self.store.has_decision(undone.item_id, self.annotator):
+            self._newly_decided.discard(undone.item_id)
+        self.last_decision = None
+        return self.jump_to(undone.item_id)
+
+    def progress(self) -> Progress:
+        elapsed = time.monotonic() - self.started
+        # a pace from one or two decisions is noise: show it from the third on
+        per_hour = self.decisions_here / elapsed * 3600 if self.decisions_here >= 3 and elapsed > 0 else None
+        return Progress(min(self.total, self.decided_before + len(self._newly_decided)), self.total, per_hour)
+
+    def close(self) -> None:
+        """Give back this annotator's held items so others can take them."""
+        self.store.release_all(self.annotator)

@@ -1,0 +1,44 @@
+"""The rendered judge prompt, system prompt included, in a collapsible section. The text is
+filled only while the section is open, so moving between items stays fast."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Collapsible, Static
+
+from calibrate.display import literal
+from calibrate.session import ItemView
+
+
+class PromptPanel(Collapsible):
+    DEFAULT_CSS = """
+    PromptPanel #prompt-scroll { max-height: 16; }
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(VerticalScroll(Static(id="prompt-text", markup=False), id="prompt-scroll"),
+                         title="judge prompt (p)", collapsed=True, **kwargs)
+        self._view: ItemView | None = None
+
+    def show(self, view: ItemView | None) -> None:
+        self._view = view
+        if not self.collapsed:
+            self._fill()
+
+    def on_collapsible_expanded(self) -> None:
+        self._fill()
+
+    def _fill(self) -> None:
+        text = self.query_one("#prompt-text", Static)
+        prompt = self._view.prompt() if self._view else None
+        if prompt is None:
+            text.update(Text("(this task has no judge prompt: humans decide it)", style="dim"))
+            return
+        body = Text()
+        if prompt.system:
+            body.append("system\n", style="bold")
+            body.append(literal(prompt.system) + "\n\n")
+        body.append("user\n", style="bold")
+        body.append(literal(prompt.user))
+        text.update(body)

@@ -1,0 +1,57 @@
+"""The rubric score form: enter or accept the two scores (score_answer, score_reasoning),
+0.0-100.0. It opens filled with the judge's scores, so Enter twice accepts them."""
+
+from __future__ import annotations
+
+import json
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+from calibrate.verdicts import SCORE_KEYS
+
+
+class ScoreForm(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "cancel", id="scores.cancel")]
+    DEFAULT_CSS = """
+    ScoreForm { align: center middle; }
+    ScoreForm > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    ScoreForm #score-error { color: $error; }
+    """
+
+    def __init__(self, judge_scores: str | None):
+        super().__init__()
+        try:
+            self.initial = json.loads(judge_scores) if judge_scores else {}
+        except ValueError:
+            self.initial = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Your scores, 0.0-100.0 (Enter moves on, Enter on the last saves)")
+            for key in SCORE_KEYS:
+                yield Label(key)
+                value = self.initial.get(key)
+                yield Input(value="" if value is None else f"{float(value):.1f}", id=f"score-{key}", type="number")
+            yield Label("", id="score-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        inputs = [self.query_one(f"#score-{k}", Input) for k in SCORE_KEYS]
+        if event.input is inputs[0]:
+            inputs[1].focus()
+            return
+        try:
+            scores = {k: round(float(i.value), 1) for k, i in zip(SCORE_KEYS, inputs, strict=True)}
+        except ValueError:
+            self.query_one("#score-error", Label).update("both scores must be numbers")
+            return
+        if not all(0 <= v <= 100 for v in scores.values()):
+            self.query_one("#score-error", Label).update("scores must be within 0.0-100.0")
+            return
+        self.dismiss(json.dumps(scores, sort_keys=True))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,62 @@
+"""Live judge-vs-human agreement per task x language for this database, computed by the
+agreement module in a worker thread so the app never freezes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from calibrate.store import Store
+
+
+class StatsScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,t", "close", "close", id="stats.close"),
+                Binding("r", "refresh_stats", "refresh", id="stats.refresh")]
+    DEFAULT_CSS = """
+    StatsScreen { align: center middle; }
+    StatsScreen > DataTable { width: 95%; height: 80%; border: round $accent; }
+    StatsScreen > Static { width: 95%; height: auto; }
+    """
+
+    def __init__(self, db_path: str, templates, judge: str | None):
+        super().__init__()
+        self.db_path, self.templates, self.judge = db_path, templates, judge
+
+    def compose(self) -> ComposeResult:
+        yield Static("judge vs human agreement (computing…)", id="stats-title", markup=False)
+        yield DataTable(id="stats-table", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.action_refresh_stats()
+
+    def action_refresh_stats(self) -> None:
+        self.compute()
+
+    @work(thread=True, exclusive=True)
+    def compute(self) -> None:
+        # the report pulls in scipy and scikit-learn: load them only when statistics are asked for
+        from calibrate.report import build_report, flat_rows
+
+        store = Store(self.db_path)
+        try:
+            report = build_report(store, self.templates, judge=self.judge, resamples=300)
+        finally:
+            store.close()
+        rows = [row for row in flat_rows(report) if row[4] != "0"]
+        self.app.call_from_thread(self.show, rows)
+
+    def show(self, rows: list[list[str]]) -> None:
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human–human", "verdict")
+        for row in rows:
+            table.add_row(*(Text(v) for v in (*row[:8], row[11], row[12])))
+        title = "judge vs human agreement (r refreshes, Esc closes)"
+        self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,112 @@
+"""The annotation session without any UI: queue orders, overlap, progress, decisions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from calibrate.session import AnnotationSession, SessionError
+from calibrate.store import NewItem, NewJudgment, Store
+
+
+@pytest.fixture
+def two_cells(templates):
+    store = Store(":memory:")
+    items = [NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"}) for k in range(6)]
+    items += [NewItem("c3/semantic", "zh", f"s{k}", {"content": "c", "annotation": "a", "response": "r"}) for k in range(2)]
+    ids, _ = store.add_items(items, with_ids=True)
+    return store, ids
+
+
+def session(store, templates, **kw) -> AnnotationSession:
+    kw.setdefault("annotator", "ana")
+    return AnnotationSession(store, templates, **kw)
+
+
+def drain(s: AnnotationSession) -> list[int]:
+    seen = []
+    view = s.start()
+    while view is not None:
+        seen.append(view.item.id)
+        s.decide("skip")
+        view = s.forward()
+    return seen
+
+
+def test_in_order(two_cells, templates):
+    store, ids = two_cells
+    assert drain(session(store, templates)) == ids
+
+
+def test_random_is_seeded(two_cells, templates):
+    store, ids = two_cells
+    a = drain(session(store, templates, order="random", seed=7))
+    b = drain(session(store, templates, annotator="bo", order="random", seed=7))
+    assert a == b and sorted(a) == ids and a != ids
+
+
+def test_stratified_fills_every_cell_evenly(two_cells, templates):
+    store, ids = two_cells
+    order = drain(session(store, templates, order="stratified"))
+    cells = ["en" if i in ids[:6] else "zh" for i in order]
+    assert cells[:4] == ["en", "zh", "en", "zh"], "cells alternate while both have items"
+
+
+def test_disagreement_first(two_cells, templates):
+    store, ids = two_cells
+    store.add_judgments([
+        NewJudgment(item_id=ids[3], judge_name="a", judge_key="ka", status="unparsed"),
+        NewJudgment(item_id=ids[5], judge_name="a", judge_key="ka", status="verdict", verdict="yes"),
+        NewJudgment(item_id=ids[5], judge_name="b", judge_key="kb", status="verdict", verdict="no"),
+        NewJudgment(item_id=ids[1], judge_name="a", judge_key="ka", status="verdict", verdict="yes"),
+        NewJudgment(item_id=ids[1], judge_name="b", judge_key="kb", status="verdict", verdict="yes"),
+    ])
+    order = drain(session(store, templates, order="disagreement-first"))
+    assert order[:2] == [ids[3], ids[5]] and sorted(order) == ids
+
+
+def test_overlap_two_gives_each_item_to_two_annotators(two_cells, templates):
+    store, ids = two_cells
+    a, b, c = (session(store, templates, annotator=n, overlap=2) for n in "abc")
+    for s in (a, b, c):
+        s.start()
+    assert a.current().item.id == b.current().item.id != c.current().item.id
+
+
+def test_progress_counts_distinct_decided_items(two_cells, templates):
+    store, ids = two_cells
+    s = session(store, templates, task="c3/lexical")
+    s.start()
+    s.decide("label", "yes")
+    s.back()
+    s.decide("label", "no")  # relabelling the same item is one item
+    assert s.progress().decided == 1 and s.progress().total == 6
+    s.undo()
+    assert store.current_label(ids[0], "ana") == "yes"
+
+
+def test_bad_decisions_say_why(two_cells, templates):
+    store, _ = two_cells
+    s = session(store, templates)
+    s.start()
+    with pytest.raises(SessionError, match="no verdict to confirm"):
+        s.decide("confirm")
+    with pytest.raises(SessionError, match="not a label"):
+        s.decide("label", "maybe")
+    with pytest.raises(SessionError, match="unknown order"):
+        session(store, templates, order="sideways")
+
+
+def test_domain_modules_import_without_textual():
+    code = (
+        "import sys\n"
+        "import calibrate.store, calibrate.templates, calibrate.verdicts, calibrate.judge, calibrate.judging, "
+        "calibrate.agreement, calibrate.report, calibrate.session, calibrate.display, calibrate.exports, calibrate.importers, "
+        "calibrate.importers.c3, calibrate.importers.superglue, calibrate.importers.labels, calibrate.demo, calibrate.cli\n"
+        "leaked = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "assert not leaked, leaked\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

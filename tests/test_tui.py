@@ -1,0 +1,207 @@
+"""The annotation app, driven headless with Pilot: every key path, blind mode, markup safety."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibrate.store import NewItem, NewJudgment, Store
+from calibrate.tui.stats_screen import StatsScreen
+from calibrate.tui.text_screen import TextScreen
+from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status
+
+SIZE = (140, 40)
+
+
+async def test_confirm_with_enter_and_space_records_the_judge_verdict(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        await pilot.press("enter")
+        assert current_item_id(app) != first
+        await pilot.press("space")
+        assert "last: #" in status(app) and "agrees" in status(app)
+    assert rows(demo_db) == [("confirm", "yes"), ("confirm", "no")]
+    shown = rows(demo_db, "SELECT judgment_id IS NOT NULL, blind FROM annotations")
+    assert shown == [(1, 0), (1, 0)]
+
+
+async def test_y_and_n_label_english_and_chinese(demo_db):
+    app = make_app(demo_db, task="c3/pause")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n", "y")
+    assert rows(demo_db) == [("label", "no"), ("label", "是")]
+
+
+async def test_digits_label_label_set_tasks(demo_db):
+    app = make_app(demo_db, task="superglue/cb")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("7")  # out of range: a warning, nothing stored
+        assert rows(demo_db) == []
+        await pilot.press("3")
+    assert rows(demo_db) == [("label", "neutral")]
+
+
+async def test_override_flips_a_binary_verdict(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+    assert rows(demo_db) == [("override", "no")]
+
+
+async def test_unparsed_verdict_cannot_be_confirmed(demo_db):
+    app = make_app(demo_db, task="c3/stress")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter", "o")
+        assert rows(demo_db) == []
+        assert "UNPARSED" in screen_text(app)
+        await pilot.press("n")
+    assert rows(demo_db) == [("label", "no")]
+
+
+async def test_score_form_for_rubric_items(demo_db):
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await pilot.press("enter", "enter")  # accept the judge's scores as they are
+        await pilot.press("e")
+        for _ in range(6):
+            await pilot.press("backspace")
+        await pilot.press(*"55.5", "enter")
+        for _ in range(6):
+            await pilot.press("backspace")
+        await pilot.press(*"40", "enter")
+    labels = [json.loads(label) for _, label in rows(demo_db)]
+    assert labels[0] == {"score_answer": 48.5, "score_reasoning": 42.0}
+    assert labels[1]["score_answer"] == 55.5
+
+
+async def test_skip_flag_note_and_undo(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        await pilot.press("a", *"tricky one", "enter")
+        await pilot.press("s")
+        second = current_item_id(app)
+        await pilot.press("f")
+        await pilot.press("u")
+        assert current_item_id(app) == second, "undo brings the flagged item back"
+        await pilot.press("u")
+        assert current_item_id(app) == first
+    assert rows(demo_db, "SELECT action, note FROM annotations ORDER BY id") == [
+        ("note", "tricky one"), ("skip", None), ("flag", None), ("undo", None), ("undo", None)]
+
+
+async def test_previous_and_next_with_arrows_and_j_k(demo_db):
+    app = make_app(demo_db)
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        await pilot.press("right")
+        second = current_item_id(app)
+        await pilot.press("k")
+        third = current_item_id(app)
+        assert len({first, second, third}) == 3
+        await pilot.press("left")
+        assert current_item_id(app) == second
+        await pilot.press("j")
+        assert current_item_id(app) == first
+        await pilot.press("y")
+        assert current_item_id(app) == second, "a decision moves on to the next item in history"
+    assert rows(demo_db) == [("label", "yes")]
+
+
+async def test_filter_changes_the_queue(demo_db):
+    app = make_app(demo_db)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash", *"task=c3/multi-turn lang=zh", "enter")
+        await pilot.pause()
+        view = app.screen.view
+        assert (view.item.task, view.item.lang) == ("c3/multi-turn", "zh")
+        assert "甲: 中国的首都是哪里？" in screen_text(app)
+
+
+async def test_help_guidelines_and_stats_screens(demo_db):
+    store = Store(demo_db)
+    store.annotate(store.items(task="c3/lexical")[0].id, "someone", "label", label="yes")
+    store.close()
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, TextScreen) and "annotate.confirm" in screen_text(app)
+        await pilot.press("escape", "g")
+        assert isinstance(app.screen, TextScreen) and "standard answer" in screen_text(app)
+        await pilot.press("escape", "t")
+        assert isinstance(app.screen, StatsScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "c3/lexical" in screen_text(app)
+        await pilot.press("escape", "q")
+    assert app.return_code == 0
+
+
+async def test_blind_mode_hides_the_verdict_until_labelled(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en", blind=True)
+    async with app.run_test(size=SIZE) as pilot:
+        text = screen_text(app)
+        assert "verdict hidden" in text and "The answer is" not in text
+        await pilot.press("enter")  # nothing to confirm blind
+        assert rows(demo_db) == []
+        await pilot.press("y")
+        assert "judge said yes" in status(app), "the verdict is revealed once labelled"
+        await pilot.press("left")
+        assert "YES" in screen_text(app)
+    assert rows(demo_db, "SELECT action, label, blind, judgment_id FROM annotations") == [("label", "yes", 1, None)]
+
+
+async def test_keys_can_be_remapped(demo_db, tmp_path):
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('[keymap]\n"annotate.yes" = "1"\n"annotate.no" = "2"\n')
+    app = make_app(demo_db, task="c3/lexical", keymap_file=keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("y")
+        assert rows(demo_db) == []
+        await pilot.press("2")
+    assert rows(demo_db) == [("label", "no")]
+
+
+async def test_item_text_is_never_markup(tmp_path):
+    db = tmp_path / "markup.db"
+    store = Store(db)
+    nasty = "[bold]not bold[/] [link=https://x]not a link[/link] [/] \x1b[31mnot red\x1b[0m"
+    (item_id,), _ = store.add_items([NewItem("c3/lexical", "en", "m", {"content": nasty, "notation": "[red]n[/red]", "response": "[i]r"})], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=item_id, judge_name="j", judge_key="k", status="verdict", verdict="yes",
+                                     raw_output="[blink]The answer is: yes.[/blink]")])
+    store.close()
+    app = make_app(db)
+    async with app.run_test(size=SIZE):
+        text = screen_text(app)
+    assert "[bold]not bold[/] [link=https://x]not a link[/link] [/] ␛[31mnot red␛[0m" in text
+    assert "[red]n[/red]" in text and "[i]r" in text and "[blink]The answer is: yes.[/blink]" in text
+
+
+async def test_two_apps_on_one_database_never_share_an_item(demo_db):
+    first, second = make_app(demo_db, annotator="ana"), make_app(demo_db, annotator="bo")
+    async with first.run_test(size=SIZE), second.run_test(size=SIZE):
+        assert current_item_id(first) != current_item_id(second)
+
+
+async def test_quit_releases_the_lease(demo_db):
+    app = make_app(demo_db, annotator="ana")
+    async with app.run_test(size=SIZE) as pilot:
+        held = current_item_id(app)
+        await pilot.press("q")
+    other = make_app(demo_db, annotator="bo")
+    async with other.run_test(size=SIZE):
+        assert current_item_id(other) == held
+
+
+@pytest.mark.parametrize("order", ["random", "stratified", "disagreement-first"])
+async def test_queue_orders_run_in_the_app(demo_db, order):
+    app = make_app(demo_db, order=order, seed=3)
+    async with app.run_test(size=SIZE) as pilot:
+        seen = [current_item_id(app)]
+        for _ in range(4):
+            await pilot.press("s")
+            seen.append(current_item_id(app))
+    assert len(set(seen)) == 5

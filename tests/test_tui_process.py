@@ -1,0 +1,83 @@
+"""The real app in a real terminal (a pty): kill -9 after N decisions loses none of them;
+`calibrate serve` serves the same app to a browser."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from tests.tui_helpers import rows
+
+
+def wait_for(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+def read_available(fd: int) -> None:
+    import select
+
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            if not os.read(fd, 65536):
+                return
+        except OSError:
+            return
+
+
+def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
+    n = 7
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the app itself, in the pty
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
+                                   "--annotator", "kill-test"], env)
+    try:
+        count = lambda: len(rows(demo_db, "SELECT id FROM annotations"))  # noqa: E731
+        assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), "app started"
+        for k in range(n):
+            os.write(fd, b"s")  # skip: a decision that is always possible
+            assert wait_for(lambda k=k: (read_available(fd), count() >= k + 1)[1]), f"decision {k + 1} reached the database"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    assert len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'kill-test'")) == n
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_binds_to_loopback_and_serves_the_page(demo_db):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        def page():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                    return response.status, response.read().decode()
+            except OSError:
+                return None
+        assert wait_for(lambda: page() is not None, timeout=30)
+        status, body = page()
+        assert status == 200 and "calibrate" in body.lower() and "textual" in body.lower()
+        listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout if os.path.exists("/usr/bin/ss") else ""
+        if listening:
+            assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
+    finally:
+        proc.terminate()
+        proc.wait(10)

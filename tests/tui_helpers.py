@@ -1,0 +1,40 @@
+"""Helpers for driving the annotation app in tests."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from calibrate.store import Store
+from calibrate.tui import CalibrateApp
+from calibrate.tui.status_bar import StatusBar
+
+
+def make_app(db: Path, **options) -> CalibrateApp:
+    options.setdefault("annotator", "tester")
+    return CalibrateApp(str(db), **options)
+
+
+def screen_text(app: CalibrateApp) -> str:
+    """What the terminal shows, as plain text (from the screenshot export)."""
+    svg = app.export_screenshot()
+    lines = re.findall(r'<text[^>]*>(.*?)</text>', svg, flags=re.S)
+    return html.unescape("".join(lines)).replace("\xa0", " ")
+
+
+def status(app: CalibrateApp) -> str:
+    return str(app.screen.query_one(StatusBar).content)
+
+
+def current_item_id(app: CalibrateApp) -> int | None:
+    view = app.screen.view
+    return view.item.id if view else None
+
+
+def rows(db: Path, sql: str = "SELECT action, label FROM annotations ORDER BY id") -> list[tuple]:
+    store = Store(db)
+    try:
+        return [tuple(r) for r in store.conn.execute(sql)]
+    finally:
+        store.close()
