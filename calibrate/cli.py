@@ -535,8 +535,10 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True, help="Bootstrap resamples for CIs.")
 @click.option("--target", type=click.FloatRange(0.01, 1), default=0.1, show_default=True, help="κ CI half-width to plan for.")
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
+@click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Alternative annotator test margin (0.2 crowd annotators, 0.1 experts).")
 @pass_ctx
-def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold):
+def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold, epsilon):
     """Judge-vs-human agreement per task x language, beside the human-human ceiling."""
     from calibrate import report as reports
 
@@ -544,7 +546,7 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
     if not dims or any(d not in reports.BY_CHOICES for d in dims):
         raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, by=dims, unparsed_as_disagreement=unparsed_as_disagreement,
-                                  resamples=resamples, target_half_width=target, threshold=threshold)
+                                  resamples=resamples, target_half_width=target, threshold=threshold, epsilon=epsilon)
     if fmt == "table" and out is None:
         reports.render_table(result, console)
         return

@@ -135,10 +135,12 @@ def build_report(
     resamples: int = DEFAULT_RESAMPLES,
     target_half_width: float = 0.1,
     threshold: float = 60.0,
+    epsilon: float = 0.2,
 ) -> Report:
     data = store.agreement_data(judge)
     return report_from_data(data, templates, by=by, unparsed_as_disagreement=unparsed_as_disagreement,
-                            resamples=resamples, target_half_width=target_half_width, threshold=threshold)
+                            resamples=resamples, target_half_width=target_half_width, threshold=threshold,
+                            epsilon=epsilon)
 
 
 def _cell_key(task: str, lang: str, by: tuple[str, ...]) -> tuple[str, str]:
@@ -167,7 +169,10 @@ def report_from_data(
     resamples: int = DEFAULT_RESAMPLES,
     target_half_width: float = 0.1,
     threshold: float = 60.0,
+    epsilon: float = 0.2,
 ) -> Report:
+    """Cells per (task, lang) as `by` says, per judge. `epsilon` is the alternative annotator
+    test's margin: 0.2 suits crowd annotators, 0.1 experts (Calderon et al. 2025)."""
     cells: dict[tuple, Cell] = {}
     members: dict[tuple, set] = defaultdict(set)  # cell key -> (task, lang) pairs in it
 
@@ -221,7 +226,7 @@ def report_from_data(
         c.lines.append(line)
 
     _add_ceilings(data, cells, members, by)
-    _add_alt_tests(data, cells, by)
+    _add_alt_tests(data, cells, by, epsilon)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, by, unparsed_as_disagreement, target_half_width)
 
@@ -277,7 +282,7 @@ def _add_ceilings(data: AgreementData, cells: dict, members: dict, by: tuple[str
                 c.ceiling, c.ceiling_kind = ceiling, kind
 
 
-def _add_alt_tests(data: AgreementData, cells: dict, by: tuple[str, ...]) -> None:
+def _add_alt_tests(data: AgreementData, cells: dict, by: tuple[str, ...], epsilon: float) -> None:
     per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for item_id, task, lang, annotator, label in data.shared_labels:
         per_item[_cell_key(task, lang, by)][item_id][annotator] = label
@@ -287,7 +292,7 @@ def _add_alt_tests(data: AgreementData, cells: dict, by: tuple[str, ...]) -> Non
             verdicts[judge][item_id] = verdict
     for (key, judge), c in cells.items():
         items = per_item.get(key, {})
-        c.alt_test = alternative_annotator_test(items, verdicts.get(judge, {}))
+        c.alt_test = alternative_annotator_test(items, verdicts.get(judge, {}), epsilon=epsilon)
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -462,7 +467,8 @@ def render_html(report: Report) -> str:
                       f"<tr><th></th>{head}</tr>{body}</table>")
         alt = ""
         if c.alt_test:
-            alt = (f"winning rate {c.alt_test.winning_rate:.2f}, {'passes' if c.alt_test.passed else 'does not pass'}"
+            alt = (f"alternative annotator test (ε={c.alt_test.epsilon}): winning rate {c.alt_test.winning_rate:.2f}, "
+                   f"{'passes' if c.alt_test.passed else 'does not pass'}"
                    if c.alt_test.ran else f"not run: {e(c.alt_test.reason or '')}")
         rows.append(
             f"<tr><td>{e(row[0])}</td><td>{e(row[1])}</td><td>{e(row[2])}</td><td>{e(row[3])}</td><td>{e(row[4])}</td>"
