@@ -174,8 +174,8 @@ def two_raters(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> TwoRaters:
-    """n, raw agreement, Cohen's kappa (bootstrap CI and analytic SE), Gwet's AC1 (bootstrap
-    CI), PABAK, prevalence, per-class agreement, the confusion matrix, and for ordinal labels
+    """n, raw agreement, Cohen's kappa (scikit-learn's cohen_kappa_score; bootstrap CI and
+    analytic SE), Gwet's AC1 (bootstrap CI), PABAK, prevalence, per-class agreement, the confusion matrix, and for ordinal labels
     linear and quadratic weighted kappa. Give the paired labels, or a confusion `table` in
     `labels` order.
 
@@ -211,7 +211,10 @@ def two_raters(
                          pabak, prevalence, per_class, notes=[reason])
 
     used_a, used_b = np.flatnonzero(rows), np.flatnonzero(cols)
-    kappa_value = _finite(kappa_from_tables(table))
+    a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
+    b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
+    defined = _finite(kappa_from_tables(table)) is not None  # p_e < 1; sklearn would warn and give NaN
+    kappa_value = float(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)))) if defined else None
     if kappa_value is None:
         only = labels[int(used_a[0])]
         kappa = Estimate(None, reason=f"both raters used only '{only}': kappa is undefined (chance agreement is 1)")
@@ -230,8 +233,6 @@ def two_raters(
         ac1 = Estimate(_finite(ac1_from_tables(table)), percentile_ci(ac1_from_tables(boot)))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, notes=notes)
     if ordinal and kappa_value is not None:
-        a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
-        b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
         for weights in ("linear", "quadratic"):
             value = _finite(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)), weights=weights))
             setattr(result, f"kappa_{weights}", Estimate(value))

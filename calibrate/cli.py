@@ -91,9 +91,10 @@ class RateColumn(ProgressColumn):
 
 
 @contextmanager
-def byte_progress(total: int, description: str):
-    """A progress bar over bytes read (on stderr, only when it is a terminal)."""
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+def byte_progress(total: int, description: str, unit: str = "bytes"):
+    """A progress bar over bytes read, or over files (on stderr, only when it is a terminal)."""
+    counter = DownloadColumn() if unit == "bytes" else TextColumn(f"{{task.completed}}/{{task.total}} {unit}")
+    columns = (TextColumn("{task.description}"), BarColumn(), counter, TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
         task = bar.add_task(description, total=total or None)
         yield lambda n: bar.advance(task, n)
@@ -184,10 +185,11 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @pass_ctx
 def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
     """Import the C3 reference tree paired with a response tree."""
-    from calibrate.importers.c3 import c3_records
+    from calibrate.importers.c3 import c3_parts, c3_records
 
     try:
-        run_import(ctx, c3_records(reference_dir, responses_dir, lang), skip_bad)
+        with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
+            run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
     except ImportFailed as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -200,10 +202,11 @@ def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
 @pass_ctx
 def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
     """Import the C3 script's result files: check_answer becomes a judgment."""
-    from calibrate.importers.c3 import c3_result_records
+    from calibrate.importers.c3 import c3_result_parts, c3_result_records
 
     try:
-        run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name), skip_bad)
+        with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
+            run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name, advance), skip_bad)
     except ImportFailed as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -545,8 +548,9 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
     if not dims or any(d not in reports.BY_CHOICES for d in dims):
         raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
-    result = reports.build_report(ctx.store, ctx.templates, judge=judge, by=dims, unparsed_as_disagreement=unparsed_as_disagreement,
-                                  resamples=resamples, target_half_width=target, threshold=threshold, epsilon=epsilon)
+    options = reports.ReportOptions(by=dims, unparsed_as_disagreement=unparsed_as_disagreement, resamples=resamples,
+                                    target_half_width=target, threshold=threshold, epsilon=epsilon)
+    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
     if fmt == "table" and out is None:
         reports.render_table(result, console)
         return

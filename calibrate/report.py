@@ -98,12 +98,23 @@ class Cell:
         return words
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """How to cut and measure. `epsilon` is the alternative annotator test's margin: 0.2 suits
+    crowd annotators, 0.1 experts (Calderon et al. 2025)."""
+
+    by: tuple[str, ...] = BY_CHOICES
+    unparsed_as_disagreement: bool = False
+    resamples: int = DEFAULT_RESAMPLES
+    target_half_width: float = 0.1
+    threshold: float = 60.0
+    epsilon: float = 0.2
+
+
 @dataclass
 class Report:
     cells: list[Cell]
-    by: tuple[str, ...]
-    unparsed_as_disagreement: bool
-    target_half_width: float
+    options: ReportOptions
 
     def as_dict(self) -> dict:
         out = []
@@ -121,26 +132,13 @@ class Report:
                     for line in cell.lines
                 ],
             })
-        return {"by": list(self.by), "unparsed_as_disagreement": self.unparsed_as_disagreement,
-                "target_half_width": self.target_half_width, "cells": out}
+        return {"by": list(self.options.by), "unparsed_as_disagreement": self.options.unparsed_as_disagreement,
+                "target_half_width": self.options.target_half_width, "epsilon": self.options.epsilon, "cells": out}
 
 
-def build_report(
-    store: Store,
-    templates: TemplateSet,
-    *,
-    judge: str | None = None,
-    by: tuple[str, ...] = BY_CHOICES,
-    unparsed_as_disagreement: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
-    target_half_width: float = 0.1,
-    threshold: float = 60.0,
-    epsilon: float = 0.2,
-) -> Report:
-    data = store.agreement_data(judge)
-    return report_from_data(data, templates, by=by, unparsed_as_disagreement=unparsed_as_disagreement,
-                            resamples=resamples, target_half_width=target_half_width, threshold=threshold,
-                            epsilon=epsilon)
+def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
+                 options: ReportOptions = ReportOptions()) -> Report:
+    return report_from_data(store.agreement_data(judge), templates, options)
 
 
 def _cell_key(task: str, lang: str, by: tuple[str, ...]) -> tuple[str, str]:
@@ -160,19 +158,9 @@ def _labels_for(templates: TemplateSet, tasks: set[tuple[str, str]]) -> list[str
     return labels
 
 
-def report_from_data(
-    data: AgreementData,
-    templates: TemplateSet,
-    *,
-    by: tuple[str, ...] = BY_CHOICES,
-    unparsed_as_disagreement: bool = False,
-    resamples: int = DEFAULT_RESAMPLES,
-    target_half_width: float = 0.1,
-    threshold: float = 60.0,
-    epsilon: float = 0.2,
-) -> Report:
-    """Cells per (task, lang) as `by` says, per judge. `epsilon` is the alternative annotator
-    test's margin: 0.2 suits crowd annotators, 0.1 experts (Calderon et al. 2025)."""
+def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = ReportOptions()) -> Report:
+    """Cells per (task, lang) as `options.by` says, per judge."""
+    by, resamples = options.by, options.resamples
     cells: dict[tuple, Cell] = {}
     members: dict[tuple, set] = defaultdict(set)  # cell key -> (task, lang) pairs in it
 
@@ -198,7 +186,7 @@ def report_from_data(
             else:
                 task, lang, judge, status, verdict, label, n = row
                 annotator = GOLD
-            if status == "error" or (status == "unparsed" and not unparsed_as_disagreement):
+            if status == "error" or (status == "unparsed" and not options.unparsed_as_disagreement):
                 continue
             cell(task, lang, judge)
             key = (_cell_key(task, lang, by), judge, annotator)
@@ -210,7 +198,7 @@ def report_from_data(
         if versus == GOLD and len({a for (k2, j2, a) in counts if k2 == key and j2 == judge and a != GOLD}) < 2:
             continue
         if members[key] <= scored_tasks:
-            line = Line(versus, scores=_score_lines(pairs, threshold, resamples))
+            line = Line(versus, scores=_score_lines(pairs, options.threshold, resamples))
         else:
             labels = _labels_for(templates, members[key])
             for verdict, label in pairs:
@@ -222,13 +210,13 @@ def report_from_data(
             for (verdict, label), n in pairs.items():
                 table[index[verdict], index[label]] += n
             stats = two_raters(table=table, labels=labels, resamples=resamples)
-            line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, target_half_width))
+            line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
         c.lines.append(line)
 
     _add_ceilings(data, cells, members, by)
-    _add_alt_tests(data, cells, by, epsilon)
+    _add_alt_tests(data, cells, by, options.epsilon)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
-    return Report(ordered, by, unparsed_as_disagreement, target_half_width)
+    return Report(ordered, options)
 
 
 def _score_lines(pairs: dict[tuple[str, str], int], threshold: float, resamples: int) -> dict[str, ScoreAgreement]:
@@ -359,8 +347,8 @@ def render_table(report: Report, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"judge vs human, by {' × '.join(report.by)}", caption=(
-        f"bar: κ ● and 95% CI ━ on −1…1 (┊ = 0) · +items: labels still needed for a κ CI of ±{report.target_half_width}"))
+    table = Table(title=f"judge vs human, by {' × '.join(report.options.by)}", caption=(
+        f"bar: κ ● and 95% CI ━ on −1…1 (┊ = 0) · +items: labels still needed for a κ CI of ±{report.options.target_half_width}"))
     for name, kwargs in (("cell", {"no_wrap": True}), ("judge vs", {"no_wrap": True}), ("n", {"justify": "right"}),
                          ("agree", {}), ("κ [95% CI]", {"no_wrap": True}), ("AC1", {}), ("prevalence", {}),
                          ("unparsed/err", {"justify": "right"}), ("human–human", {}), ("verdict", {"ratio": 1, "min_width": 36}),
@@ -486,6 +474,6 @@ def render_html(report: Report) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>calibrate agreement report</title>"
         f"<style>{style}</style></head><body><h1>Judge vs human agreement</h1>"
         "<p class='legend'>Blue: κ with its 95% bootstrap interval on the −1…1 scale. Red: the human–human ceiling "
-        f"where items were labelled twice. +items: more labelled items for a κ interval of ±{report.target_half_width}.</p>"
+        f"where items were labelled twice. +items: more labelled items for a κ interval of ±{report.options.target_half_width}.</p>"
         f"<table class='main'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>\n"
     )

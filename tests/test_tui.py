@@ -111,6 +111,17 @@ async def test_previous_and_next_with_arrows_and_j_k(demo_db):
     assert rows(demo_db) == [("label", "yes")]
 
 
+async def test_p_opens_the_rendered_prompt_with_its_system_prompt(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SIZE) as pilot:
+        assert "polysemy" not in screen_text(app)
+        await pilot.press("p")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "This is a sentence that contains ambiguity caused by polysemy" in text
+        assert "You are an expert proficient" in text
+
+
 async def test_filter_changes_the_queue(demo_db):
     app = make_app(demo_db)
     async with app.run_test(size=SIZE) as pilot:

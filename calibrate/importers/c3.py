@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibrate.importers import BadInput, ImportFailed, Record, read_json_list
+from calibrate.importers import BadInput, ImportFailed, Progress, Record, read_json_list
 from calibrate.store import NewItem, Store
 
 
@@ -117,17 +117,28 @@ def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadI
     return {**entry, "response": response}
 
 
-def c3_records(reference_root: Path, responses_root: Path, lang: str) -> Iterator[Record | BadInput]:
-    """Items of every phenomenon whose reference file exists under `reference_root`."""
-    reference_root, responses_root = Path(reference_root), Path(responses_root)
+def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
+    """The phenomena whose reference file exists under `reference_root`."""
+    reference_root = Path(reference_root)
     if lang not in C3_LAYOUT:
         raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
-    for root in (reference_root, responses_root):
-        if not root.is_dir():
-            raise ImportFailed(f"{root}: not a folder")
+    if not reference_root.is_dir():
+        raise ImportFailed(f"{reference_root}: not a folder")
     parts = [p for p in C3_LAYOUT[lang] if (reference_root / p.reference).is_file()]
     if not parts:
         raise ImportFailed(f"{reference_root}: no C3 {lang} reference files found (e.g. {C3_LAYOUT[lang][1].reference})")
+    return parts
+
+
+def c3_records(
+    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None
+) -> Iterator[Record | BadInput]:
+    """Items of every phenomenon whose reference file exists under `reference_root`;
+    `progress` is told of each phenomenon file done."""
+    reference_root, responses_root = Path(reference_root), Path(responses_root)
+    parts = c3_parts(reference_root, lang)
+    if not responses_root.is_dir():
+        raise ImportFailed(f"{responses_root}: not a folder")
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
         responses = _responses(part, responses_root, len(entries))
@@ -138,14 +149,16 @@ def c3_records(reference_root: Path, responses_root: Path, lang: str) -> Iterato
                 yield fields
                 continue
             yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where)
+        if progress:
+            progress(1)
 
 
 C3_RESULTS_FAMILY = "c3-official"
 
 
-def c3_result_records(store: Store, results_root: Path, lang: str, judge_name: str) -> Iterator[Record | BadInput]:
-    """Judgments from the C3 script's result files, joined to items already imported from the
-    C3 tree by (task, language, source id). Generation files carry no judge output."""
+def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
+    """The judged phenomena whose result file exists under `results_root` (generation result
+    files carry no judge output)."""
     results_root = Path(results_root)
     if lang not in C3_LAYOUT:
         raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
@@ -154,9 +167,16 @@ def c3_result_records(store: Store, results_root: Path, lang: str, judge_name: s
     parts = [p for p in C3_LAYOUT[lang] if (results_root / f"{p.responses}.json").is_file()]
     if not parts:
         raise ImportFailed(f"{results_root}: no C3 {lang} result files found (e.g. {C3_LAYOUT[lang][1].responses}.json)")
-    for part in parts:
-        if "generation" in part.task:
-            continue
+    return [p for p in parts if "generation" not in p.task]
+
+
+def c3_result_records(
+    store: Store, results_root: Path, lang: str, judge_name: str, progress: Progress | None = None
+) -> Iterator[Record | BadInput]:
+    """Judgments from the C3 script's result files, joined to items already imported from the
+    C3 tree by (task, language, source id)."""
+    results_root = Path(results_root)
+    for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
         known = store.source_index(part.task, lang)
         for index, record in enumerate(read_json_list(path)):
@@ -186,3 +206,5 @@ def c3_result_records(store: Store, results_root: Path, lang: str, judge_name: s
                 judge_params={"source": "c3-results"},
                 judge_error=None if output else "empty check_answer: the C3 script's judge call failed five times",
             )
+        if progress:
+            progress(1)

@@ -39,11 +39,11 @@ class StatsScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True)
     def compute(self) -> None:
         # the report pulls in scipy and scikit-learn: load them only when statistics are asked for
-        from calibrate.report import build_report, flat_rows
+        from calibrate.report import ReportOptions, build_report, flat_rows
 
         store = Store(self.db_path)
         try:
-            report = build_report(store, self.templates, judge=self.judge, resamples=300)
+            report = build_report(store, self.templates, judge=self.judge, options=ReportOptions(resamples=300))
         finally:
             store.close()
         rows = [row for row in flat_rows(report) if row[4] != "0"]
