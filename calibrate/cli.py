@@ -263,7 +263,7 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
 def items_command(ctx, task, lang, status, limit, offset, as_json):
     """List items, filtered by task, language and status."""
     rows = []
-    for item in ctx.store.items(task=task, lang=lang, status=status, limit=limit, offset=offset):
+    for item in ctx.store.iter_items(task=task, lang=lang, status=status, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.source_id, item.reference, item.fields])
         else:
@@ -420,6 +420,10 @@ def annotate_command(ctx, annotator="annotator", task=None, lang=None, judge=Non
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
+    progress = app.session.progress()
+    console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
+                  f"({progress.decided}/{progress.total} items decided in this queue). "
+                  f"See agreement with: calibrate --db {ctx.db_path} report")
 
 
 @cli.command(name="serve")
@@ -474,7 +478,14 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
-    from calibrate.judge import JudgeConfig, RunSummary, plan_jobs, run_jobs, run_rule_judge
+    from calibrate.judge import (
+        JudgeConfig,
+        JudgeRefused,
+        RunSummary,
+        plan_jobs,
+        run_jobs,
+        run_rule_judge,
+    )
     from calibrate.judge import export_batch as write_batch
     from calibrate.judge import import_batch as read_batch
 
@@ -508,11 +519,16 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
         progress_task = bar.add_task("judging", total=len(jobs))
+        refused = None
         try:
             asyncio.run(run_jobs(ctx.store, jobs, config, summary, lambda: bar.advance(progress_task)))
         except KeyboardInterrupt:
             summary.interrupted = True
+        except JudgeRefused as exc:
+            refused = exc
     _print_judge_summary(summary)
+    if refused is not None:
+        raise click.ClickException(f"the judge server refused: {refused}. {summary.stored} judgments were stored.")
     if summary.interrupted:
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
 

@@ -109,7 +109,7 @@ def plan_jobs(
     params = config.params()
     done_by_key: dict[str, set[int]] = {}
     jobs: list[Job] = []
-    for item in store.items(task=task, lang=lang):
+    for item in store.iter_items(task=task, lang=lang):
         try:
             template = templates.for_task(item.task, item.lang)
         except TemplateError:
@@ -132,6 +132,14 @@ def plan_jobs(
             break
     summary.planned = len(jobs)
     return jobs
+
+
+class JudgeRefused(Exception):
+    """The server refuses every request alike (bad key, no such model, no access): asking about
+    more items would only store the same error, so the run stops and says why."""
+
+
+FATAL_STATUS = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 class RetryableOutput(Exception):
@@ -231,6 +239,10 @@ async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> New
             return judgment_from_response(job, config, response, (time.perf_counter() - started) * 1000)
         except RetryableOutput as exc:
             last_error = str(exc)
+        except FATAL_STATUS as exc:
+            hint = {401: f"check the key in ${config.api_key_env}", 403: "the key has no access to this model",
+                    404: f"the server has no model {config.model!r} (or the base URL is wrong)"}.get(exc.status_code, "")
+            raise JudgeRefused(f"HTTP {exc.status_code} from {client.base_url}: {_short(exc)}; {hint}") from None
         except openai.APIStatusError as exc:
             return _judgment(job, config, status="error", error=f"HTTP {exc.status_code} after retries: {_short(exc)}",
                              latency_ms=(time.perf_counter() - started) * 1000)
@@ -379,7 +391,7 @@ def run_rule_judge(
     summary = RunSummary()
     judgments = []
     done: dict[str, set[int]] = {}
-    for item in store.items(task=task):
+    for item in store.iter_items(task=task):
         if not item.task.startswith("superglue/") or "response" not in item.fields:
             continue
         template = templates.for_task(item.task, item.lang)

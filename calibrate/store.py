@@ -340,7 +340,7 @@ class Store:
         )
         return {r["source_id"]: r["id"] for r in rows}
 
-    def items(
+    def iter_items(
         self,
         *,
         task: str | None = None,
@@ -349,14 +349,19 @@ class Store:
         judge: str | None = None,
         limit: int | None = None,
         offset: int = 0,
-    ) -> list[Item]:
-        """Items in id order. status: unjudged | judged | unparsed | error | labelled | unlabelled."""
+    ) -> Iterator[Item]:
+        """Items in id order, streamed. status: unjudged | judged | unparsed | error | labelled | unlabelled."""
         where, params = self._item_filter(task, lang, status, judge)
         sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return [_item(r) for r in self.conn.execute(sql, params)]
+        for row in self.conn.execute(sql, params):
+            yield _item(row)
+
+    def items(self, **filters) -> list[Item]:
+        """iter_items, as a list."""
+        return list(self.iter_items(**filters))
 
     def item_ids(self, *, task: str | None = None, lang: str | None = None) -> list[int]:
         where, params = self._item_filter(task, lang, None, None)
@@ -713,7 +718,7 @@ class Store:
         for v in self.latest_verdicts():
             verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
                 "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
-        for item in self.items():
+        for item in self.iter_items():
             yield {
                 "item": item,
                 "labels": labels.get(item.id, {}),

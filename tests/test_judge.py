@@ -131,6 +131,16 @@ def test_connection_refused_is_an_error(lexical_db):
     assert j.status == "error" and "connection failed" in j.error and "1 judgments stored" in out.output
 
 
+@pytest.mark.parametrize(("status", "hint"), [(401, "check the key in $OPENAI_API_KEY"), (404, "has no model 'fake-judge'")])
+def test_a_refusing_server_stops_the_run_with_the_reason(lexical_db, status, hint):
+    run = lexical_db(5)
+    with FakeOpenAI(Reply(status=status)) as server:
+        out = judge(run, server, "--concurrency", "1", ok=False)
+        assert server.count == 1, "no point asking about the other items"
+    assert out.exit_code != 0 and f"HTTP {status}" in out.output and hint in out.output
+    assert judgments(run) == [], "a refusal is not stored as a judgment of the item"
+
+
 def test_errors_are_retried_by_the_next_run(lexical_db):
     run = lexical_db(1)
     with FakeOpenAI() as server:
