@@ -146,7 +146,7 @@ lang_choice = click.Choice(["en", "zh"])
 
 @cli.group(name="import")
 def import_group() -> None:
-    """Import items (and judgments run elsewhere) into the database."""
+    """Import items (and judgments run elsewhere)."""
 
 
 @import_group.command(name="jsonl")
@@ -276,7 +276,7 @@ def items_command(ctx, task, lang, status, limit, offset, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def status_command(ctx, as_json):
-    """Counts per task x language: items, judged, unparsed, errors, labelled."""
+    """Items, judged, unparsed, errors, labelled per cell."""
     counts = ctx.store.status_counts()
     columns = ["task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
@@ -349,7 +349,9 @@ def render_command(ctx, item_id, variant):
 @click.option("--judge", help="Only this judge's judgments.")
 @pass_ctx
 def parse_command(ctx, judge):
-    """Re-parse stored judgments with the current parsers and report what changed."""
+    """Re-parse stored judge outputs; report what changed.
+
+    For after a parser change: raw outputs are never rewritten, only the verdicts."""
     from calibrate.judging import reparse
 
     changes = reparse(ctx.store, ctx.templates, judge)
@@ -367,7 +369,9 @@ def parse_command(ctx, judge):
 @click.option("--no-tui", is_flag=True, help="Import and print the status table without opening the app.")
 @click.pass_context
 def demo_command(click_ctx, no_tui):
-    """Import the bundled demo data (idempotent) and open the annotation app on it."""
+    """Import the bundled demo data and open the app on it.
+
+    Re-running adds nothing. Without a terminal (or with --no-tui) it prints the status table."""
     from calibrate.demo import load_demo
 
     ctx = click_ctx.find_object(Context)
@@ -414,7 +418,10 @@ def annotate_options(command):
 @pass_ctx
 def annotate_command(ctx, annotator="annotator", task=None, lang=None, judge=None, blind=False, order="in-order",
                      overlap=1, seed=0, guidelines=None, keymap=None):
-    """Open the annotation app: item, prompt, verdict and reference; confirm or override with one key."""
+    """Label items in the annotation app (TUI).
+
+    Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
+    override with one key. Every decision is saved at once."""
     from calibrate.tui import CalibrateApp
 
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
@@ -558,7 +565,10 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
               help="Alternative annotator test margin (0.2 crowd annotators, 0.1 experts).")
 @pass_ctx
 def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold, epsilon):
-    """Judge-vs-human agreement per task x language, beside the human-human ceiling."""
+    """Judge-vs-human agreement per task × language.
+
+    κ with bootstrap CIs, AC1, raw agreement, prevalence and confusion matrices, beside the
+    human–human ceiling, in five formats."""
     from calibrate import report as reports
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
@@ -605,7 +615,10 @@ def import_labels_command(ctx, file, skip_bad):
 @click.argument("other", type=click.Path(exists=True, dir_okay=False))
 @pass_ctx
 def merge_command(ctx, other):
-    """Fold another calibrate database (an offline annotator's) into this one; safe to repeat."""
+    """Fold another calibrate database into this one.
+
+    For an offline annotator's copy: items by content hash, judgments and annotations by uid, so
+    running it twice adds nothing."""
     if Path(other).resolve() == Path(ctx.db_path).resolve():
         raise click.ClickException("cannot merge a database into itself")
     other_store = Store(other)
@@ -621,7 +634,10 @@ def merge_command(ctx, other):
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
 @click.pass_context
 def export_group(click_ctx, fmt, out):
-    """Export items with human labels (per annotator and consolidated), judge verdicts and notes."""
+    """Export gold labels, verdicts and notes (JSONL, CSV, C3).
+
+    Items with every annotator's label, the consolidated (majority) label, judge verdicts and
+    notes; `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
     from calibrate.exports import write_csv, write_jsonl
