@@ -22,6 +22,9 @@ BINARY_OTHER = {"yes": "no", "no": "yes", "是": "否", "否": "是", "True": "F
                 "not_entailment": "entailment", "1": "2", "2": "1"}
 
 
+YES_NO_PAIRS = (("yes", "no"), ("是", "否"), ("True", "False"), ("correct", "incorrect"))
+
+
 class SessionError(ValueError):
     """A decision that cannot be made (no verdict to confirm, a label outside the set...)."""
 
@@ -44,6 +47,11 @@ class ItemView:
     @property
     def is_binary(self) -> bool:
         return len(self.choices) == 2
+
+    @property
+    def is_yes_no(self) -> bool:
+        """A task whose two labels read as yes / no, so y and n make sense."""
+        return self.choices in YES_NO_PAIRS
 
     @property
     def verdict(self) -> str | None:

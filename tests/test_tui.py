@@ -37,10 +37,20 @@ async def test_y_and_n_label_english_and_chinese(demo_db):
 async def test_digits_label_label_set_tasks(demo_db):
     app = make_app(demo_db, task="superglue/cb")
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("7")  # out of range: a warning, nothing stored
+        await pilot.press("7", "y")  # out of range, and y on a three-label task: warnings, nothing stored
         assert rows(demo_db) == []
         await pilot.press("3")
     assert rows(demo_db) == [("label", "neutral")]
+
+
+async def test_y_and_n_on_true_false_tasks_but_not_on_copa(demo_db):
+    app = make_app(demo_db, task="superglue/boolq")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("n")
+    copa = make_app(demo_db, task="superglue/copa")
+    async with copa.run_test(size=SIZE) as pilot:
+        await pilot.press("y", "2")
+    assert rows(demo_db) == [("label", "False"), ("label", "2")]
 
 
 async def test_override_flips_a_binary_verdict(demo_db):

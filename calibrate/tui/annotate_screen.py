@@ -95,8 +95,10 @@ class AnnotateScreen(Screen):
     def _binary(self, index: int) -> None:
         if self.view is None:
             return
-        if not self.view.is_binary or self.view.is_scores:
-            self.notify("y/n label yes/no tasks: use digits (or e for scores)", severity="warning")
+        if not self.view.is_yes_no:
+            hint = "e for the score form" if self.view.is_scores else "digits: " + ", ".join(
+                f"{k} {c}" for k, c in enumerate(self.view.choices, 1))
+            self.notify(f"y/n are for yes/no tasks; here use {hint}", severity="warning")
             return
         self.decide("label", self.view.choices[index])
 
