@@ -82,3 +82,16 @@ def test_help_lists_the_commands():
     out = CliRunner().invoke(cli, ["--help"]).output
     for command in ("import", "items", "status", "templates", "render", "parse", "judge", "demo"):
         assert command in out
+
+
+def test_the_database_reads_with_the_sqlite_utils_cli(demo_db):
+    """No calibrate needed to read the file: sqlite-utils (or Datasette) sees plain tables."""
+    tables = subprocess.run([sys.executable, "-m", "sqlite_utils", "tables", str(demo_db), "--counts"],
+                            capture_output=True, text=True, check=True).stdout
+    counts = {row["table"]: row["count"] for row in json.loads(tables)}
+    assert counts["items"] == 40 and counts["judgments"] == 36 and counts["annotations"] == 0
+    rows = json.loads(subprocess.run(
+        [sys.executable, "-m", "sqlite_utils", "query", str(demo_db),
+         "select task, lang, source_id, reference from items where task = 'superglue/copa'"],
+        capture_output=True, text=True, check=True).stdout)
+    assert rows == [{"task": "superglue/copa", "lang": "en", "source_id": "0", "reference": "1"}]
