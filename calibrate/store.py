@@ -474,9 +474,6 @@ class Store:
         )
         return {r[0] for r in rows}
 
-    def judge_names(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT judge_name FROM judgments ORDER BY 1")]
-
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
         with self.transaction():
@@ -615,22 +612,6 @@ class Store:
         )
         for row in self.conn.execute(sql):
             yield dict(row)
-
-    def annotator_history(self, annotator: str) -> list[dict]:
-        """The annotator's decisions in order, latest state per item (for back/forward)."""
-        rows = self.conn.execute(
-            f"SELECT item_id, max(id) AS last_id, min(created_at) AS first_at FROM annotations "
-            f"WHERE annotator = ? AND action IN {DECISION_ACTIONS} GROUP BY item_id ORDER BY last_id",
-            (annotator,),
-        )
-        return [dict(r) for r in rows]
-
-    def decisions_since(self, annotator: str, since_iso: str) -> int:
-        return self.conn.execute(
-            f"SELECT count(*) FROM annotations WHERE annotator = ? AND action IN {DECISION_ACTIONS} "
-            "AND created_at >= ?",
-            (annotator, since_iso),
-        ).fetchone()[0]
 
     def note_texts(self, item_id: int) -> list[str]:
         rows = self.conn.execute(
@@ -857,11 +838,6 @@ class Store:
     def release_all(self, annotator: str) -> None:
         with self.transaction():
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
-
-    def active_leases(self) -> list[dict]:
-        rows = self.conn.execute("SELECT * FROM leases WHERE expires_at > ? ORDER BY item_id", (time.time(),))
-        return [dict(r) for r in rows]
-
 
 def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:
     """agreement_data for the items whose id lies within `bounds` (all items if None)."""
