@@ -118,7 +118,7 @@ class AnnotationSession:
         self._queue_cursor = 0
         self._claim_after = 0
         self._shown_at = time.monotonic()
-        self.total = self.store.count_items_where(task=self.task, lang=self.lang)
+        self.total = self.store.count_items(task=self.task, lang=self.lang)
         self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
 
     # -- queue -------------------------------------------------------------------------------

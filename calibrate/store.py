@@ -27,6 +27,8 @@ LABELLING_ACTIONS = ("confirm", "override", "label", "undo")
 DECISION_ACTIONS = ("confirm", "override", "label", "skip", "flag")
 LABEL_ACTIONS = ("confirm", "override", "label")
 DEFAULT_LEASE_SECONDS = 30 * 60
+# An annotation row `a` is in force until an undo row reverts it.
+IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
 
 
 def now_iso() -> str:
@@ -80,7 +82,6 @@ def _split_sql(script: str) -> list[str]:
     if pending.strip() and not pending.strip().startswith("--"):
         statements.append(pending.strip())
     return statements
-
 
 
 @dataclass
@@ -165,7 +166,11 @@ class NewJudgment:
     uid: str | None = None
 
 
-JUDGMENT_COLUMNS = ["uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params", "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct", "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at"]
+JUDGMENT_COLUMNS = [
+    "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
+    "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
+    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at",
+]
 
 
 def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:
@@ -399,18 +404,12 @@ class Store:
             params += [status, *judge_params]
         elif status in ("labelled", "unlabelled"):
             neg = "NOT " if status == "unlabelled" else ""
-            clauses.append(
-                f"{neg}EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = i.id "
-                f"AND a.action IN {LABEL_ACTIONS})"
-            )
+            clauses.append(f"{neg}EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)")
         elif status is not None:
             raise ValueError(
                 f"unknown status {status!r}: use judged, unjudged, unparsed, error, labelled or unlabelled"
             )
         return " AND ".join(clauses), params
-
-    def count_items(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM items").fetchone()[0]
 
     def status_counts(self) -> list[dict]:
         """Per task x language: items, judged, unparsed, errors, labelled (by anyone)."""
@@ -544,8 +543,7 @@ class Store:
         with self.transaction():
             row = self.conn.execute(
                 f"SELECT * FROM annotations a WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} "
-                "AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id) "
-                "ORDER BY a.id DESC LIMIT 1",
+                f"AND {IN_FORCE} ORDER BY a.id DESC LIMIT 1",
                 (annotator,),
             ).fetchone()
             if row is None:
@@ -581,9 +579,7 @@ class Store:
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
-            f"SELECT label FROM annotations WHERE item_id = ? AND annotator = ? "
-            f"AND action IN {LABELLING_ACTIONS} ORDER BY id DESC LIMIT 1",
-            (item_id, annotator),
+            "SELECT label FROM current_labels WHERE item_id = ? AND annotator = ?", (item_id, annotator)
         ).fetchone()
         return row["label"] if row else None
 
@@ -656,7 +652,7 @@ class Store:
             new_items = [NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"]) for r in rows]
             ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
             item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
-            columns = [c for c in JUDGMENT_COLUMNS]
+            columns = JUDGMENT_COLUMNS
             before = self.conn.total_changes
             for r in other.conn.execute("SELECT * FROM judgments ORDER BY id"):
                 values = {c: r[c] for c in columns}
@@ -691,8 +687,7 @@ class Store:
             notes.setdefault(r["item_id"], []).append({"annotator": r["annotator"], "note": r["note"], "action": r["action"]})
         flags: dict[int, set[str]] = {}
         for r in self.conn.execute(
-            "SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' "
-            "AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+            f"SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' AND {IN_FORCE}"
         ):
             flags.setdefault(r["item_id"], set()).add(r["annotator"])
         verdicts: dict[int, dict[str, dict]] = {}
@@ -716,25 +711,23 @@ class Store:
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
 
-    def count_items_where(self, *, task: str | None = None, lang: str | None = None) -> int:
+    def count_items(self, *, task: str | None = None, lang: str | None = None) -> int:
         where, params = self._item_filter(task, lang, None, None)
         return self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
-
-    _IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
 
     def count_decided(self, annotator: str, *, task: str | None = None, lang: str | None = None) -> int:
         """Items this annotator has a decision in force on (label, skip or flag)."""
         where, params = self._item_filter(task, lang, None, None)
         return self.conn.execute(
             f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
-            f"WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} AND {self._IN_FORCE} AND {where}",
+            f"WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE} AND {where}",
             [annotator, *params],
         ).fetchone()[0]
 
     def has_decision(self, item_id: int, annotator: str) -> bool:
         return self.conn.execute(
             f"SELECT EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? "
-            f"AND a.action IN {DECISION_ACTIONS} AND {self._IN_FORCE})",
+            f"AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE})",
             (item_id, annotator),
         ).fetchone()[0] == 1
 
@@ -756,12 +749,10 @@ class Store:
     _ELIGIBLE = f"""
         NOT EXISTS (
             SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.annotator = :me
-            AND a.action IN {DECISION_ACTIONS}
-            AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id))
+            AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE})
         AND (
             SELECT count(DISTINCT a.annotator) FROM annotations a
-            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN {LABEL_ACTIONS}
-            AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id))
+            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN {LABEL_ACTIONS} AND {IN_FORCE})
           + (SELECT count(*) FROM leases l
              WHERE l.item_id = i.id AND l.annotator != :me AND l.expires_at > :now) < :overlap
     """
@@ -839,6 +830,7 @@ class Store:
         with self.transaction():
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
 
+
 def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:
     """agreement_data for the items whose id lies within `bounds` (all items if None)."""
     where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
@@ -851,12 +843,7 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
         f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id",
         params + judge_params,
     )
-    c.execute(
-        "CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM "
-        f"(SELECT item_id, annotator, label, max(id) FROM annotations WHERE {where} "
-        f"AND action IN {LABELLING_ACTIONS} GROUP BY item_id, annotator) WHERE label IS NOT NULL",
-        params,
-    )
+    c.execute(f"CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM current_labels WHERE {where}", params)
     c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
     c.execute(
         "CREATE TEMP TABLE shared_items AS SELECT l.item_id, i.task, i.lang FROM labels_now l JOIN items i ON i.id = l.item_id "

@@ -140,3 +140,13 @@ def test_writers_use_begin_immediate(store):
     store.conn.set_trace_callback(statements.append)
     store.add_items(items(1))
     assert "BEGIN IMMEDIATE" in statements
+
+
+def test_an_undone_label_no_longer_counts_as_labelled(store):
+    ids, _ = store.add_items(items(2), with_ids=True)
+    store.annotate(ids[0], "ann", "label", label="yes")
+    store.annotate(ids[1], "ann", "label", label="no")
+    store.undo_last("ann")
+    assert [i.id for i in store.items(status="labelled")] == [ids[0]]
+    assert [i.id for i in store.items(status="unlabelled")] == [ids[1]]
+    assert store.status_counts()[0]["labelled"] == 1
