@@ -24,8 +24,8 @@ from pathlib import Path
 
 import openai
 
-from calibrate.judging import parse_output
-from calibrate.store import Item, NewJudgment, Store, digest, judge_key
+from calibrate.judging import judgment_from_output, parse_output
+from calibrate.store import Item, NewJudgment, Store, judge_key
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
 RULE_JUDGE = "rule"
@@ -73,7 +73,6 @@ class Job:
 
 @dataclass
 class RunSummary:
-    planned: int = 0
     skipped_done: int = 0
     not_renderable: list[str] = field(default_factory=list)
     stored: int = 0
@@ -130,7 +129,6 @@ def plan_jobs(
         jobs.append(Job(item, template, prompt, key))
         if limit is not None and len(jobs) >= limit:
             break
-    summary.planned = len(jobs)
     return jobs
 
 
@@ -170,7 +168,7 @@ def verdict_probability(response, verdict: str | None) -> float | None:
     target = verdict.lower()
     for token in reversed(tokens):
         text = (getattr(token, "token", "") or "").strip().strip("*").lower()
-        if text and target.startswith(text) and len(text) >= min(len(target), 1):
+        if text and target.startswith(text):  # a multi-token label ends here with its first piece
             logprob = getattr(token, "logprob", None)
             return math.exp(logprob) if logprob is not None else None
     return None
@@ -232,6 +230,10 @@ async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> New
     """One item: the client retries HTTP faults itself; unusable 200s are retried here."""
     body = request_body(job, config)
     started = time.perf_counter()
+
+    def failed(error: str) -> NewJudgment:
+        return _judgment(job, config, status="error", error=error, latency_ms=(time.perf_counter() - started) * 1000)
+
     last_error = ""
     for attempt in range(config.max_retries + 1):
         try:
@@ -244,20 +246,16 @@ async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> New
                     404: f"the server has no model {config.model!r} (or the base URL is wrong)"}.get(exc.status_code, "")
             raise JudgeRefused(f"HTTP {exc.status_code} from {client.base_url}: {_short(exc)}; {hint}") from None
         except openai.APIStatusError as exc:
-            return _judgment(job, config, status="error", error=f"HTTP {exc.status_code} after retries: {_short(exc)}",
-                             latency_ms=(time.perf_counter() - started) * 1000)
+            return failed(f"HTTP {exc.status_code} after retries: {_short(exc)}")
         except openai.APITimeoutError:
-            return _judgment(job, config, status="error", error=f"timed out after {config.timeout:g}s (and retries)",
-                             latency_ms=(time.perf_counter() - started) * 1000)
+            return failed(f"timed out after {config.timeout:g}s (and retries)")
         except openai.APIConnectionError as exc:
-            return _judgment(job, config, status="error", error=f"connection failed after retries: {_short(exc)}",
-                             latency_ms=(time.perf_counter() - started) * 1000)
+            return failed(f"connection failed after retries: {_short(exc)}")
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
             last_error = f"malformed response body ({_short(exc)})"
         if attempt < config.max_retries:
             await asyncio.sleep(config.backoff * (2**attempt) * (0.5 + random.random()))
-    return _judgment(job, config, status="error", error=f"{last_error} after {config.max_retries + 1} attempts",
-                     latency_ms=(time.perf_counter() - started) * 1000)
+    return failed(f"{last_error} after {config.max_retries + 1} attempts")
 
 
 def _short(exc: Exception) -> str:
@@ -401,19 +399,10 @@ def run_rule_judge(
         if item.id in done[key]:
             summary.skipped_done += 1
             continue
-        verdict, correct = parse_output(template, item, item.fields["response"])
-        prompt = template.render(item.task, item.fields)
-        judgments.append(
-            NewJudgment(
-                item_id=item.id, judge_name=RULE_JUDGE, judge_key=key, status=verdict.status,
-                raw_output=item.fields["response"], verdict=verdict.value, unparsed_reason=verdict.reason,
-                correct=correct, template_id=template.id, template_hash=template.version, params=RULE_PARAMS,
-                prompt=prompt.user, uid=digest(item.content_hash, key, item.fields["response"]),
-            )
-        )
-        summary.count(item, verdict.status)
+        judgment = judgment_from_output(item.id, item, templates, RULE_JUDGE, item.fields["response"], params=RULE_PARAMS)
+        judgments.append(judgment)
+        summary.count(item, judgment.status)
         if limit is not None and len(judgments) >= limit:
             break
-    summary.planned = len(judgments)
     store.add_judgments(judgments)
     return summary
