@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from calibrate.store import DEFAULT_LEASE_SECONDS, Item, Judgment, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -111,7 +110,6 @@ class AnnotationSession:
         if self.order not in ORDERS:
             raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
         self.started = time.monotonic()
-        self.started_iso = datetime.now(UTC).isoformat(timespec="milliseconds")
         self.decisions_here = 0
         self._newly_decided: set[int] = set()
         self._queue: list[int] | None = None
@@ -126,21 +124,19 @@ class AnnotationSession:
     def _ordered_queue(self) -> list[int]:
         import numpy as np  # only the shuffled orders need it; keeps start-up light
 
-        ids = self.store.item_ids(task=self.task, lang=self.lang)
-        if self.order == "random":
-            return [int(i) for i in np.random.default_rng(self.seed).permutation(ids)]
+        rng = np.random.default_rng(self.seed)
         if self.order == "stratified":
             cells: dict[tuple[str, str], list[int]] = {}
-            for item_id, cell in self.store.item_cells(ids).items():
+            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang).items():
                 cells.setdefault(cell, []).append(item_id)
-            rng = np.random.default_rng(self.seed)
             lanes = [list(rng.permutation(sorted(members))) for _, members in sorted(cells.items())]
             return [int(lane[k]) for k in range(max(map(len, lanes), default=0)) for lane in lanes if k < len(lane)]
-        if self.order == "disagreement-first":
-            first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)
-            chosen = set(first)
-            return first + [i for i in ids if i not in chosen]
-        return ids
+        ids = self.store.item_ids(task=self.task, lang=self.lang)
+        if self.order == "random":
+            return [int(i) for i in rng.permutation(ids)]
+        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)  # disagreement-first
+        chosen = set(first)
+        return first + [i for i in ids if i not in chosen]
 
     def _claim(self) -> int | None:
         if self.order == "in-order":
@@ -170,7 +166,7 @@ class AnnotationSession:
         return None
 
     def start(self) -> ItemView | None:
-        """The first item: the one this annotator already holds, else a new claim."""
+        """The first item of the queue (claimed, or kept if this annotator already holds it)."""
         return self.forward()
 
     def forward(self) -> ItemView | None:

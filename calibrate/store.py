@@ -372,15 +372,11 @@ class Store:
         where, params = self._item_filter(task, lang, None, None)
         return [r[0] for r in self.conn.execute(f"SELECT id FROM items i WHERE {where} ORDER BY id", params)]
 
-    def item_cells(self, item_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-        """item id -> (task, lang), for ordering queues."""
-        out: dict[int, tuple[str, str]] = {}
-        for start in range(0, len(item_ids), 900):
-            chunk = list(item_ids[start : start + 900])
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(f"SELECT id, task, lang FROM items WHERE id IN ({marks})", chunk):
-                out[r["id"]] = (r["task"], r["lang"])
-        return out
+    def item_cells(self, *, task: str | None = None, lang: str | None = None) -> dict[int, tuple[str, str]]:
+        """item id -> (task, lang) for the filtered items, for ordering queues by cell."""
+        where, params = self._item_filter(task, lang, None, None)
+        rows = self.conn.execute(f"SELECT id, task, lang FROM items i WHERE {where}", params)
+        return {r["id"]: (r["task"], r["lang"]) for r in rows}
 
     @staticmethod
     def _item_filter(task, lang, status, judge) -> tuple[str, list]:
