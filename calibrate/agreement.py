@@ -215,11 +215,11 @@ def two_raters(
     b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
     defined = _finite(kappa_from_tables(table)) is not None  # p_e < 1; sklearn would warn and give NaN
     kappa_value = float(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)))) if defined else None
+    boot = bootstrap_tables(table, resamples, seed)  # one set of resamples serves kappa and AC1
     if kappa_value is None:
         only = labels[int(used_a[0])]
         kappa = Estimate(None, reason=f"both raters used only '{only}': kappa is undefined (chance agreement is 1)")
     else:
-        boot = bootstrap_tables(table, resamples, seed)
         kappa = Estimate(kappa_value, percentile_ci(kappa_from_tables(boot)), kappa_standard_error(table))
         if len(used_a) == 1 or len(used_b) == 1:
             who = "rater A" if len(used_a) == 1 else "rater B"
@@ -229,7 +229,6 @@ def two_raters(
     if k < 2:
         ac1 = Estimate(None, reason="AC1 needs at least two categories in the label set")
     else:
-        boot = bootstrap_tables(table, resamples, seed)
         ac1 = Estimate(_finite(ac1_from_tables(table)), percentile_ci(ac1_from_tables(boot)))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, notes=notes)
     if ordinal and kappa_value is not None:

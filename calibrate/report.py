@@ -192,31 +192,51 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             key = (_cell_key(task, lang, by), judge, annotator)
             counts[key][(verdict if status == "verdict" else UNPARSED_LABEL, label)] += n
 
-    scored_tasks = {("rubric/reference", "zh")}
+    people = defaultdict(set)  # (cell, judge) -> annotators with lines
+    for key, judge, versus in counts:
+        if versus != GOLD:
+            people[(key, judge)].add(versus)
     for (key, judge, versus), pairs in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] == GOLD, kv[0][2])):
-        c = cells[(key, judge)]
-        if versus == GOLD and len({a for (k2, j2, a) in counts if k2 == key and j2 == judge and a != GOLD}) < 2:
-            continue
-        if members[key] <= scored_tasks:
+        if versus == GOLD and len(people[(key, judge)]) < 2:
+            continue  # a majority of one annotator is that annotator's line again
+        if _scored(members[key]):
             line = Line(versus, scores=_score_lines(pairs, options.threshold, resamples))
         else:
-            labels = _labels_for(templates, members[key])
-            for verdict, label in pairs:
-                for value in (verdict, label):
-                    if value not in labels:
-                        labels.append(value)
-            table = np.zeros((len(labels), len(labels)), dtype=np.int64)
-            index = {label: i for i, label in enumerate(labels)}
-            for (verdict, label), n in pairs.items():
-                table[index[verdict], index[label]] += n
+            table, labels = _pair_table(pairs, _labels_for(templates, members[key]))
             stats = two_raters(table=table, labels=labels, resamples=resamples)
             line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
-        c.lines.append(line)
+        cells[(key, judge)].lines.append(line)
 
-    _add_ceilings(data, cells, members, by)
-    _add_alt_tests(data, cells, by, options.epsilon)
+    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for item_id, task, lang, annotator, label in data.shared_labels:
+        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
+    _add_ceilings(data, per_item, cells, members, by)
+    _add_alt_tests(data, per_item, cells, members, options.epsilon)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, options)
+
+
+SCORED_TASKS = {("rubric/reference", "zh")}
+
+
+def _scored(members: set[tuple[str, str]]) -> bool:
+    """A cell of 0-100 scores (the rubric), measured by correlation and error, not kappa."""
+    return bool(members) and members <= SCORED_TASKS
+
+
+def _pair_table(pairs: dict[tuple[str, str], int], labels: list[str]) -> tuple[np.ndarray, list[str]]:
+    """A confusion table from {(rater A label, rater B label): n}: the given label order first,
+    then any other label that occurs (an unparsed verdict, a label from elsewhere)."""
+    labels = list(labels)
+    for a, b in pairs:
+        for value in (a, b):
+            if value not in labels:
+                labels.append(value)
+    index = {label: i for i, label in enumerate(labels)}
+    table = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for (a, b), n in pairs.items():
+        table[index[a], index[b]] += n
+    return table, labels
 
 
 def _score_lines(pairs: dict[tuple[str, str], int], threshold: float, resamples: int) -> dict[str, ScoreAgreement]:
@@ -234,53 +254,46 @@ def _score_lines(pairs: dict[tuple[str, str], int], threshold: float, resamples:
     return out
 
 
-def _add_ceilings(data: AgreementData, cells: dict, members: dict, by: tuple[str, ...]) -> None:
-    """Human-human ceiling per cell: Cohen's kappa for two annotators, Krippendorff's alpha
-    (nominal) for more."""
-    pair_counts: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
+def _add_ceilings(data: AgreementData, per_item: dict, cells: dict, members: dict, by: tuple[str, ...]) -> None:
+    """Human-human ceiling per categorical cell: Cohen's kappa for two annotators,
+    Krippendorff's alpha (nominal) for more."""
+    pairs: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     annotators: dict[tuple, set] = defaultdict(set)
-    ceiling_n: dict[tuple, int] = defaultdict(int)
     for task, lang, a, b, label_a, label_b, n in data.human_pairs:
         key = _cell_key(task, lang, by)
-        ceiling_n[key] += n
-        pair_counts[key][(a, b, label_a, label_b)] += n
+        pairs[key][(label_a, label_b)] += n
         annotators[key] |= {a, b}
-    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    for item_id, task, lang, annotator, label in data.shared_labels:
-        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
-    for key, pairs in pair_counts.items():
+    for key, counted in pairs.items():
+        if _scored(members[key]):
+            continue
         people = sorted(annotators[key])
         if len(people) == 2:
-            a_labels = [la for (_, _, la, _), n in pairs.items() for _ in range(n)]
-            b_labels = [lb for (_, _, _, lb), n in pairs.items() for _ in range(n)]
-            ceiling, kind = two_raters(a_labels, b_labels).kappa, "Cohen's κ"
+            table, labels = _pair_table(counted, [])
+            ceiling, kind = two_raters(table=table, labels=labels).kappa, f"Cohen's κ, n={int(table.sum())}"
         else:
             items = per_item[key]
-            values = sorted({label for labels in items.values() for label in labels.values()})
-            code = {v: float(i) for i, v in enumerate(values)}
+            code = {v: float(i) for i, v in enumerate(sorted({x for labels in items.values() for x in labels.values()}))}
             matrix = np.full((len(people), len(items)), np.nan)
             for col, labels in enumerate(items.values()):
                 for row, person in enumerate(people):
                     if person in labels:
                         matrix[row, col] = code[labels[person]]
             ceiling, kind = krippendorff_alpha(matrix), f"Krippendorff's α, {len(people)} annotators"
-        kind = f"{kind}, n={ceiling_n[key]}" if len(people) == 2 else kind
         for (cell_key, _judge), c in cells.items():
             if cell_key == key:
                 c.ceiling, c.ceiling_kind = ceiling, kind
 
 
-def _add_alt_tests(data: AgreementData, cells: dict, by: tuple[str, ...], epsilon: float) -> None:
-    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    for item_id, task, lang, annotator, label in data.shared_labels:
-        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
+def _add_alt_tests(data: AgreementData, per_item: dict, cells: dict, members: dict, epsilon: float) -> None:
     verdicts: dict[str, dict[int, str]] = defaultdict(dict)
     for item_id, judge, status, verdict in data.shared_verdicts:
         if status == "verdict":
             verdicts[judge][item_id] = verdict
     for (key, judge), c in cells.items():
-        items = per_item.get(key, {})
-        c.alt_test = alternative_annotator_test(items, verdicts.get(judge, {}), epsilon=epsilon)
+        if _scored(members[key]):
+            c.alt_test = AltTest(False, epsilon=epsilon, reason="the test compares categorical labels, not scores")
+            continue
+        c.alt_test = alternative_annotator_test(per_item.get(key, {}), verdicts.get(judge, {}), epsilon=epsilon)
 
 
 # -- output ---------------------------------------------------------------------------------------

@@ -219,3 +219,22 @@ def test_parallel_item_ranges_give_the_same_data_as_one_pass(labelled_db):
     one, three = store.agreement_data(parts=1), store.agreement_data(parts=3)
     for name in ("judge_vs_human", "judge_vs_gold", "human_pairs", "shared_labels", "shared_verdicts", "judged"):
         assert sorted(getattr(one, name)) == sorted(getattr(three, name)), name
+
+
+def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
+    store = Store(tmp_path / "rubric.db")
+    fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(6)], with_ids=True)
+    scores = lambda a, r: json.dumps({"score_answer": a, "score_reasoning": r}, sort_keys=True)  # noqa: E731
+    store.add_judgments([NewJudgment(item_id=i, judge_name="ds", judge_key="k", status="verdict", verdict=scores(10.0 * k, 50.0))
+                         for k, i in enumerate(ids)])
+    for name, shift in (("a", 0), ("b", 5), ("c", 10)):
+        for k, i in enumerate(ids):
+            store.annotate(i, name, "label", label=scores(10.0 * k + shift, 40.0 + k))
+    store.close()
+    (cell,) = json.loads(Calibrate(tmp_path / "rubric.db")("report", "--format", "json").output)["cells"]
+    line = next(line for line in cell["lines"] if line["versus"] == "b")
+    assert line["scores"]["score_answer"]["spearman"]["value"] == pytest.approx(1.0)
+    assert line["scores"]["score_answer"]["mae"] == pytest.approx(5.0)
+    assert cell["ceiling"] is None, "labels that are score pairs are not categories to compute kappa on"
+    assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
