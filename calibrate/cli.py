@@ -50,17 +50,25 @@ class Context:
     @property
     def templates(self) -> TemplateSet:
         if self._templates is None:
-            try:
-                self._templates = TemplateSet([*default_folders(), *map(Path, self.template_dirs)])
-            except TemplateError as exc:
-                raise click.ClickException(str(exc)) from None
+            self._templates = TemplateSet([*default_folders(), *map(Path, self.template_dirs)])
         return self._templates
 
 
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CalibrateGroup(click.Group):
+    """Turns the domain's user-facing errors (a bad import, a template problem) into a clean
+    `Error: …` message and exit status 1, for every command."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (ImportFailed, TemplateError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db", "db_path", envvar="CALIBRATE_DB", default=DEFAULT_DB, show_default=True,
     help="The SQLite file (or set CALIBRATE_DB).",
@@ -113,10 +121,7 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
 
 
 def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
-    try:
-        report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
     for bad in report.skipped:
         err_console.print(Text(f"skipped {bad}", style="yellow"))
     counts = report.counts
@@ -187,11 +192,8 @@ def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
     """Import the C3 reference tree paired with a response tree."""
     from calibrate.importers.c3 import c3_parts, c3_records
 
-    try:
-        with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
-            run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
+        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
 
 
 @import_group.command(name="c3-results")
@@ -204,11 +206,8 @@ def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
     """Import the C3 script's result files: check_answer becomes a judgment."""
     from calibrate.importers.c3 import c3_result_parts, c3_result_records
 
-    try:
-        with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-            run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name, advance), skip_bad)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
+        run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name, advance), skip_bad)
 
 
 @import_group.command(name="superglue")
@@ -223,11 +222,8 @@ def import_superglue(ctx, file, task_name, predictions, skip_bad):
     from calibrate.importers.superglue import superglue_records
 
     size = file.stat().st_size if file.is_file() else 0
-    try:
-        with byte_progress(size, f"importing {file.name}") as advance:
-            run_import(ctx, superglue_records(file, task_name, predictions, advance), skip_bad)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    with byte_progress(size, f"importing {file.name}") as advance:
+        run_import(ctx, superglue_records(file, task_name, predictions, advance), skip_bad)
 
 
 @import_group.command(name="rubric")
@@ -307,10 +303,7 @@ def templates_list(ctx, as_json):
 @pass_ctx
 def templates_show(ctx, template_id):
     """Print one template: its manifest entry, system prompt and prompt text."""
-    try:
-        t = ctx.templates.get(template_id)
-    except TemplateError as exc:
-        raise click.ClickException(str(exc)) from None
+    t = ctx.templates.get(template_id)
     click.echo(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}")
     click.echo(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}")
     click.echo(f"version: {t.version}\nsource: {t.source}\n")
@@ -375,10 +368,7 @@ def demo_command(click_ctx, no_tui):
     from calibrate.demo import load_demo
 
     ctx = click_ctx.find_object(Context)
-    try:
-        summary = load_demo(ctx.store, ctx.templates)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    summary = load_demo(ctx.store, ctx.templates)
     console.print(f"demo data in {ctx.db_path}: {summary}")
     if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():
         click_ctx.invoke(status_command, as_json=False)
@@ -602,10 +592,7 @@ def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
     from calibrate.importers.labels import import_labels
 
-    try:
-        added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
-    except ImportFailed as exc:
-        raise click.ClickException(str(exc)) from None
+    added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in skipped:
         err_console.print(Text(f"skipped {bad}", style="yellow"))
     console.print(f"{added} labels added, {len(skipped)} skipped")
