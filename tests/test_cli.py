@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -72,7 +73,7 @@ def test_parse_reports_changes_and_keeps_raw_outputs(demo_db):
     raw_before = judgment.raw_output
     store.conn.execute("UPDATE judgments SET status = 'unparsed', verdict = NULL WHERE id = ?", (judgment.id,))
     out = Calibrate(demo_db)("parse").output
-    assert "unparsed" in out and "yes" in out and "1" in out
+    assert re.search(r"│ unparsed\s*│ yes\s*│ 1\s*│", out), out
     after = store.judgment(judgment.id)
     assert after.verdict == "yes" and after.raw_output == raw_before
     assert "no verdict changed" in Calibrate(demo_db)("parse").output

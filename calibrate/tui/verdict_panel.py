@@ -31,7 +31,8 @@ class VerdictPanel(Vertical):
         big, meta, raw = (self.query_one(f"#verdict-{n}", Static) for n in ("big", "meta", "raw"))
         big.styles.background = None
         if view is None:
-            big.update(""), meta.update(""), raw.update("")
+            for widget in (big, meta, raw):
+                widget.update("")
             return
         judgment = view.judgment
         if judgment is None:
