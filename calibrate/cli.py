@@ -23,9 +23,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from calibrate.importers import ImportFailed, ImportReport, import_records
+from calibrate.formats import ImportReport, import_records
+from calibrate.model import CalibrateError
 from calibrate.store import Store
-from calibrate.templates import TemplateError, TemplateSet, default_folders
+from calibrate.templates import TemplateSet, default_folders
 
 DEFAULT_DB = "calibrate.db"
 console = Console(soft_wrap=True)
@@ -64,7 +65,7 @@ class CalibrateGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (ImportFailed, TemplateError) as exc:
+        except CalibrateError as exc:
             raise click.ClickException(str(exc)) from None
 
 
@@ -167,7 +168,7 @@ def import_group() -> None:
 @pass_ctx
 def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, skip_bad):
     """Import one item per JSON line."""
-    from calibrate.importers.jsonl import jsonl_records
+    from calibrate.formats.jsonl import jsonl_records
 
     if judge_output and not judge_name:
         raise click.UsageError("--judge-output needs --judge-name")
@@ -190,7 +191,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @pass_ctx
 def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
     """Import the C3 reference tree paired with a response tree."""
-    from calibrate.importers.c3 import c3_parts, c3_records
+    from calibrate.formats.c3 import c3_parts, c3_records
 
     with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
         run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
@@ -204,10 +205,10 @@ def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
 @pass_ctx
 def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
     """Import the C3 script's result files: check_answer becomes a judgment."""
-    from calibrate.importers.c3 import c3_result_parts, c3_result_records
+    from calibrate.formats.c3 import c3_result_parts, c3_result_records
 
     with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-        run_import(ctx, c3_result_records(ctx.store, results_dir, lang, judge_name, advance), skip_bad)
+        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance), skip_bad)
 
 
 @import_group.command(name="superglue")
@@ -219,7 +220,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
 @pass_ctx
 def import_superglue(ctx, file, task_name, predictions, skip_bad):
     """Import a SuperGLUE task's published JSONL."""
-    from calibrate.importers.superglue import superglue_records
+    from calibrate.formats.superglue import superglue_records
 
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
@@ -234,7 +235,7 @@ def import_superglue(ctx, file, task_name, predictions, skip_bad):
 @pass_ctx
 def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
     """Import reference-scoring rubric records (question, content, answer, llm_answer, llm_reasoning)."""
-    from calibrate.importers.rubric import rubric_records
+    from calibrate.formats.rubric import rubric_records
 
     if judge_output and not judge_name:
         raise click.UsageError("--judge-output needs --judge-name")
@@ -323,19 +324,12 @@ def render_command(ctx, item_id, variant):
     item = ctx.store.item(item_id)
     if item is None:
         raise click.ClickException(f"no item {item_id}")
-    try:
-        template = ctx.templates.for_task(item.task, item.lang, variant)
-    except TemplateError as exc:
-        raise click.ClickException(f"item {item_id}: {exc}") from None
+    template = ctx.templates.for_task(item.task, item.lang, variant)
     if not template.has_prompt:
         click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
         click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
         return
-    try:
-        prompt = render_for(ctx.templates, item, variant)
-    except TemplateError as exc:
-        raise click.ClickException(f"item {item_id}: {exc}") from None
-    click.echo(prompt.as_text())
+    click.echo(render_for(ctx.templates, item, variant).as_text())
 
 
 @cli.command(name="parse")
@@ -590,7 +584,7 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
 @pass_ctx
 def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
-    from calibrate.importers.labels import import_labels
+    from calibrate.formats.labels import import_labels
 
     added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in skipped:
@@ -627,7 +621,7 @@ def export_group(click_ctx, fmt, out):
     notes; `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
-    from calibrate.exports import write_csv, write_jsonl
+    from calibrate.formats.gold import write_csv, write_jsonl
 
     ctx = click_ctx.find_object(Context)
     writer = write_jsonl if fmt == "jsonl" else write_csv
@@ -646,7 +640,7 @@ def export_group(click_ctx, fmt, out):
 @pass_ctx
 def export_c3_command(ctx, out_dir, lang, judge):
     """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
-    from calibrate.exports import export_c3
+    from calibrate.formats.c3 import export_c3
 
     written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge)
     if not written:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from calibrate.store import Item
+from calibrate.model import Item
 from calibrate.templates import Template
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -115,16 +115,3 @@ def reference_text(item: Item, template: Template) -> str:
     if "answers" in fields:
         return "gold: " + ", ".join(fields["answers"])
     return f"gold label: {item.reference}" if item.reference else "(no reference)"
-
-
-def verdict_words(verdict: str | None, kind: str) -> str:
-    """A verdict as a person reads it: YES / NO / 是 / 否 / a label / two scores."""
-    if verdict is None:
-        return "—"
-    if kind == "rubric_scores":
-        try:
-            scores = json.loads(verdict)
-            return f"answer {scores['score_answer']:.1f} · reasoning {scores['score_reasoning']:.1f}"
-        except (ValueError, KeyError, TypeError):
-            return verdict
-    return verdict.upper() if kind == "yes_no_en" else verdict

@@ -25,7 +25,8 @@ from pathlib import Path
 import openai
 
 from calibrate.judging import judgment_from_output, parse_output
-from calibrate.store import Item, NewJudgment, Store, judge_key
+from calibrate.model import Item, NewJudgment, judge_key
+from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
 RULE_JUDGE = "rule"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from calibrate.store import NewJudgment, digest, judge_key
+from calibrate.model import NewJudgment, digest, judge_key
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
-from calibrate.verdicts import Verdict, parse
+from calibrate.verdicts import Verdict
 
 
 class ItemLike(Protocol):
@@ -24,9 +24,7 @@ class ItemLike(Protocol):
 
 def parse_output(template: Template, item: ItemLike, raw: str | None) -> tuple[Verdict, int | None]:
     """Parse `raw` with the template's verdict kind; `correct` is set where a gold label exists."""
-    verdict = parse(
-        template.verdict, raw, labels=template.labels, answers=list(item.fields.get("answers") or [])
-    )
+    verdict = template.kind.parse(raw, answers=list(item.fields.get("answers") or []))
     correct = None
     if verdict.parsed:
         if template.verdict == "record_entity":

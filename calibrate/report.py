@@ -30,9 +30,11 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
-from calibrate.store import AgreementData, Store
+from calibrate.kinds import VerdictKind
+from calibrate.model import AgreementData, CalibrateError
+from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
-from calibrate.verdicts import SCORE_KEYS, label_choices
+from calibrate.verdicts import SCORE_KEYS
 
 UNPARSED_LABEL = "(unparsed)"
 GOLD = "majority"
@@ -141,32 +143,63 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     return report_from_data(store.agreement_data(judge), templates, options)
 
 
-def _cell_key(task: str, lang: str, by: tuple[str, ...]) -> tuple[str, str]:
-    return (task if "task" in by else "*", lang if "lang" in by else "*")
+class ReportError(CalibrateError, ValueError):
+    """A report that cannot be built as asked (cells that would compare unlike things)."""
 
 
-def _labels_for(templates: TemplateSet, tasks: set[tuple[str, str]]) -> list[str]:
-    labels: list[str] = []
-    for task, lang in sorted(tasks):
-        try:
-            template = templates.for_task(task, lang)
-        except TemplateError:
-            continue
-        for label in label_choices(template.verdict, template.labels):
-            if label not in labels:
-                labels.append(label)
-    return labels
+class CellKinds:
+    """Cells as `--by` cuts them, and the verdict kind each one measures.
+
+    A cell that pools several (task, language) pairs must pool one kind of verdict: English
+    yes/no and Chinese 是/否 pool (labels are mapped by their canonical polarity, shown in the
+    first member's words), other kinds only with themselves; anything else is refused."""
+
+    def __init__(self, templates: TemplateSet, by: tuple[str, ...]):
+        self.templates, self.by = templates, by
+        self._own: dict[tuple[str, str], VerdictKind | None] = {}
+        self._cell: dict[tuple[str, str], VerdictKind | None] = {}
+
+    def key(self, task: str, lang: str) -> tuple[str, str]:
+        key = (task if "task" in self.by else "*", lang if "lang" in self.by else "*")
+        if (task, lang) not in self._own:
+            try:
+                own = self.templates.for_task(task, lang).kind
+            except TemplateError:
+                own = None
+            self._own[(task, lang)] = own
+            first = self._cell.setdefault(key, own)
+            if own is not None and first is not None and own.pool_key != first.pool_key:
+                raise ReportError(
+                    f"the cell {'/'.join(key)} would pool {first.name} with {own.name} ({task}, {lang}): "
+                    "they are different kinds of verdict; use --by task,lang"
+                )
+            if first is None:
+                self._cell[key] = own
+        return key
+
+    def kind(self, key: tuple[str, str]) -> VerdictKind | None:
+        return self._cell.get(key)
+
+    def scored(self, key: tuple[str, str]) -> bool:
+        kind = self.kind(key)
+        return kind is not None and kind.scored
+
+    def label(self, task: str, lang: str, value: str | None) -> str | None:
+        """`value` (a verdict or label of this task and language) in its cell's labels."""
+        own, cell = self._own.get((task, lang)), self._cell.get(self.key(task, lang))
+        if own is None or cell is None or own is cell or value not in own.labels:
+            return value
+        return cell.labels[own.labels.index(value)]
 
 
 def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = ReportOptions()) -> Report:
     """Cells per (task, lang) as `options.by` says, per judge."""
-    by, resamples = options.by, options.resamples
+    resamples = options.resamples
+    kinds = CellKinds(templates, options.by)
     cells: dict[tuple, Cell] = {}
-    members: dict[tuple, set] = defaultdict(set)  # cell key -> (task, lang) pairs in it
 
     def cell(task, lang, judge) -> Cell:
-        key = _cell_key(task, lang, by)
-        members[key].add((task, lang))
+        key = kinds.key(task, lang)
         return cells.setdefault((key, judge), Cell(key, judge))
 
     for task, lang, judge, status, n in data.judged:
@@ -189,8 +222,9 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             if status == "error" or (status == "unparsed" and not options.unparsed_as_disagreement):
                 continue
             cell(task, lang, judge)
-            key = (_cell_key(task, lang, by), judge, annotator)
-            counts[key][(verdict if status == "verdict" else UNPARSED_LABEL, label)] += n
+            key = (kinds.key(task, lang), judge, annotator)
+            shown = kinds.label(task, lang, verdict) if status == "verdict" else UNPARSED_LABEL
+            counts[key][(shown, kinds.label(task, lang, label))] += n
 
     people = defaultdict(set)  # (cell, judge) -> annotators with lines
     for key, judge, versus in counts:
@@ -199,29 +233,24 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
     for (key, judge, versus), pairs in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] == GOLD, kv[0][2])):
         if versus == GOLD and len(people[(key, judge)]) < 2:
             continue  # a majority of one annotator is that annotator's line again
-        if _scored(members[key]):
-            line = Line(versus, scores=_score_lines(pairs, options.threshold, resamples))
+        kind = kinds.kind(key)
+        if kinds.scored(key):
+            line = Line(versus, scores=_score_lines(kind, pairs, options.threshold, resamples))
         else:
-            table, labels = _pair_table(pairs, _labels_for(templates, members[key]))
+            table, labels = _pair_table(pairs, list(kind.labels) if kind else [])
             stats = two_raters(table=table, labels=labels, resamples=resamples)
             line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
         cells[(key, judge)].lines.append(line)
 
     per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    item_cells: dict[int, tuple[str, str]] = {}
     for item_id, task, lang, annotator, label in data.shared_labels:
-        per_item[_cell_key(task, lang, by)][item_id][annotator] = label
-    _add_ceilings(data, per_item, cells, members, by)
-    _add_alt_tests(data, per_item, cells, members, options.epsilon)
+        per_item[kinds.key(task, lang)][item_id][annotator] = kinds.label(task, lang, label)
+        item_cells[item_id] = (task, lang)
+    _add_ceilings(data, per_item, cells, kinds)
+    _add_alt_tests(data, per_item, item_cells, cells, kinds, options.epsilon)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, options)
-
-
-SCORED_TASKS = {("rubric/reference", "zh")}
-
-
-def _scored(members: set[tuple[str, str]]) -> bool:
-    """A cell of 0-100 scores (the rubric), measured by correlation and error, not kappa."""
-    return bool(members) and members <= SCORED_TASKS
 
 
 def _pair_table(pairs: dict[tuple[str, str], int], labels: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -239,32 +268,32 @@ def _pair_table(pairs: dict[tuple[str, str], int], labels: list[str]) -> tuple[n
     return table, labels
 
 
-def _score_lines(pairs: dict[tuple[str, str], int], threshold: float, resamples: int) -> dict[str, ScoreAgreement]:
+def _score_lines(kind: VerdictKind, pairs: dict[tuple[str, str], int], threshold: float,
+                 resamples: int) -> dict[str, ScoreAgreement]:
     out = {}
     for dimension in SCORE_KEYS:
         judge_scores, human_scores = [], []
         for (verdict, label), n in pairs.items():
-            try:
-                j, h = json.loads(verdict)[dimension], json.loads(label)[dimension]
-            except (TypeError, ValueError, KeyError):
+            judge, human = kind.scores(verdict), kind.scores(label)
+            if judge is None or human is None:
                 continue
-            judge_scores += [float(j)] * n
-            human_scores += [float(h)] * n
+            judge_scores += [judge[dimension]] * n
+            human_scores += [human[dimension]] * n
         out[dimension] = score_agreement(judge_scores, human_scores, threshold=threshold, resamples=resamples)
     return out
 
 
-def _add_ceilings(data: AgreementData, per_item: dict, cells: dict, members: dict, by: tuple[str, ...]) -> None:
+def _add_ceilings(data: AgreementData, per_item: dict, cells: dict, kinds: CellKinds) -> None:
     """Human-human ceiling per categorical cell: Cohen's kappa for two annotators,
     Krippendorff's alpha (nominal) for more."""
     pairs: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     annotators: dict[tuple, set] = defaultdict(set)
     for task, lang, a, b, label_a, label_b, n in data.human_pairs:
-        key = _cell_key(task, lang, by)
-        pairs[key][(label_a, label_b)] += n
+        key = kinds.key(task, lang)
+        pairs[key][(kinds.label(task, lang, label_a), kinds.label(task, lang, label_b))] += n
         annotators[key] |= {a, b}
     for key, counted in pairs.items():
-        if _scored(members[key]):
+        if kinds.scored(key):
             continue
         people = sorted(annotators[key])
         if len(people) == 2:
@@ -284,13 +313,14 @@ def _add_ceilings(data: AgreementData, per_item: dict, cells: dict, members: dic
                 c.ceiling, c.ceiling_kind = ceiling, kind
 
 
-def _add_alt_tests(data: AgreementData, per_item: dict, cells: dict, members: dict, epsilon: float) -> None:
+def _add_alt_tests(data: AgreementData, per_item: dict, item_cells: dict, cells: dict, kinds: CellKinds,
+                   epsilon: float) -> None:
     verdicts: dict[str, dict[int, str]] = defaultdict(dict)
     for item_id, judge, status, verdict in data.shared_verdicts:
         if status == "verdict":
-            verdicts[judge][item_id] = verdict
+            verdicts[judge][item_id] = kinds.label(*item_cells[item_id], verdict)
     for (key, judge), c in cells.items():
-        if _scored(members[key]):
+        if kinds.scored(key):
             c.alt_test = AltTest(False, epsilon=epsilon, reason="the test compares categorical labels, not scores")
             continue
         c.alt_test = alternative_annotator_test(per_item.get(key, {}), verdicts.get(judge, {}), epsilon=epsilon)

@@ -7,21 +7,15 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 
-from calibrate.store import DEFAULT_LEASE_SECONDS, Item, Judgment, Store
+from calibrate.kinds import LabelError, VerdictKind
+from calibrate.model import LABEL_ACTIONS, Item, Judgment
+from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
-from calibrate.verdicts import SCORE_KEYS, label_choices
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first")
-BINARY_OTHER = {"yes": "no", "no": "yes", "是": "否", "否": "是", "True": "False", "False": "True",
-                "correct": "incorrect", "incorrect": "correct", "entailment": "not_entailment",
-                "not_entailment": "entailment", "1": "2", "2": "1"}
-
-
-YES_NO_PAIRS = (("yes", "no"), ("是", "否"), ("True", "False"), ("correct", "incorrect"))
 
 
 class SessionError(ValueError):
@@ -40,17 +34,21 @@ class ItemView:
     notes: list[str]
 
     @property
+    def kind(self) -> VerdictKind:
+        return self.template.kind
+
+    @property
     def is_scores(self) -> bool:
-        return self.template.verdict == "rubric_scores"
+        return self.kind.scored
 
     @property
     def is_binary(self) -> bool:
-        return len(self.choices) == 2
+        return self.kind.is_binary
 
     @property
     def is_yes_no(self) -> bool:
         """A task whose two labels read as yes / no, so y and n make sense."""
-        return self.choices in YES_NO_PAIRS
+        return self.kind.reads_yes_no
 
     @property
     def verdict(self) -> str | None:
@@ -203,7 +201,7 @@ class AnnotationSession:
         template = self.templates.for_task(item.task, item.lang)
         judgments = self.store.judgments_for_item(item_id, self.judge)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
-        choices = label_choices(template.verdict, template.labels)
+        choices = template.kind.labels
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
                         self.store.note_texts(item_id))
 
@@ -227,7 +225,7 @@ class AnnotationSession:
                 raise SessionError("override flips a yes/no verdict; for this task press a digit")
             if view.verdict is None:
                 raise SessionError("the judge gave no verdict to override: label it yourself")
-            label = BINARY_OTHER.get(view.verdict) or next(c for c in view.choices if c != view.verdict)
+            label = view.kind.flip(view.verdict)
         elif action == "label":
             label = self._check_label(view, label)
         elif action not in ("skip", "flag"):
@@ -235,7 +233,7 @@ class AnnotationSession:
         shown = view.judgment.id if view.judgment and not self.blind else None
         first_time = not self.store.has_decision(view.item.id, self.annotator)
         self.store.annotate(
-            view.item.id, self.annotator, action, label=label if action in ("confirm", "override", "label") else None,
+            view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
         )
         if first_time:
@@ -245,18 +243,12 @@ class AnnotationSession:
         return self.last_decision
 
     def _check_label(self, view: ItemView, label: str | None) -> str:
-        if view.is_scores:
-            try:
-                scores = json.loads(label or "")
-                values = {k: round(float(scores[k]), 1) for k in SCORE_KEYS}
-            except (ValueError, KeyError, TypeError):
-                raise SessionError("scores must be numbers for score_answer and score_reasoning") from None
-            if not all(0 <= v <= 100 for v in values.values()):
-                raise SessionError("scores must be within 0-100")
-            return json.dumps(values, sort_keys=True)
-        if label not in view.choices:
+        if not view.is_scores and label not in view.choices:
             raise SessionError(f"{label!r} is not a label of {view.item.task}: {', '.join(view.choices)}")
-        return label
+        try:
+            return view.kind.normalize_label(label)
+        except LabelError as exc:
+            raise SessionError(str(exc)) from None
 
     def note(self, text: str) -> None:
         view = self.current()

@@ -8,7 +8,6 @@ upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -16,36 +15,31 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from calibrate.model import (
+    DECISION_ACTIONS,
+    LABEL_ACTIONS,
+    REVERT_ACTION,
+    AgreementData,
+    Annotation,
+    Item,
+    Judgment,
+    NewItem,
+    NewJudgment,
+    dump_json,
+    now_iso,
+)
 from calibrate.resources import bundled
 
-LABELLING_ACTIONS = ("confirm", "override", "label", "undo")
-DECISION_ACTIONS = ("confirm", "override", "label", "skip", "flag")
-LABEL_ACTIONS = ("confirm", "override", "label")
 DEFAULT_LEASE_SECONDS = 30 * 60
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def digest(*parts: str) -> str:
-    """A short stable hash of text parts (content hashes, judge keys, uids)."""
-    return hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=16).hexdigest()
-
-
-_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def dump_json(value: Any) -> str:
-    """Canonical JSON (sorted keys, no spaces): equal values give equal text and hashes."""
-    return _CANONICAL_JSON.encode(value)
+# The action sets of calibrate.model reach SQL as parameters (JSON arrays read by json_each),
+# never pasted into the statement text.
+DECIDES_JSON = dump_json(DECISION_ACTIONS)
+LABELS_JSON = dump_json(LABEL_ACTIONS)
+LABELLING_JSON = dump_json((*LABEL_ACTIONS, REVERT_ACTION))
 
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -84,149 +78,12 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-@dataclass
-class NewItem:
-    """An item as an importer hands it over, before it has a database id. Its content hash
-    covers task, language, source id and fields, so the same item imported twice is one row."""
-
-    task: str
-    lang: str
-    source_id: str
-    fields: dict
-    reference: str | None = None
-    fields_json: str = field(init=False, repr=False)
-    content_hash: str = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.fields_json = dump_json(self.fields)
-        self.content_hash = digest(self.task, self.lang, self.source_id, self.fields_json)
-
-
-@dataclass
-class Item:
-    id: int
-    task: str
-    lang: str
-    source_id: str
-    fields: dict
-    reference: str | None
-    content_hash: str
-
-
-@dataclass
-class Judgment:
-    id: int
-    item_id: int
-    judge_name: str
-    model: str | None
-    model_reported: str | None
-    template_id: str | None
-    template_hash: str | None
-    params: dict
-    judge_key: str
-    system_prompt: str | None
-    prompt: str | None
-    raw_output: str | None
-    status: str
-    verdict: str | None
-    unparsed_reason: str | None
-    correct: int | None
-    confidence: float | None
-    error: str | None
-    latency_ms: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    created_at: str
-
-
-@dataclass(frozen=True)
-class NewJudgment:
-    """A judgment ready to store. `uid` defaults to a fresh one (a new run)."""
-
-    item_id: int
-    judge_name: str
-    judge_key: str
-    status: str
-    raw_output: str | None = None
-    verdict: str | None = None
-    unparsed_reason: str | None = None
-    correct: int | None = None
-    model: str | None = None
-    model_reported: str | None = None
-    template_id: str | None = None
-    template_hash: str | None = None
-    params: dict | None = None
-    system_prompt: str | None = None
-    prompt: str | None = None
-    confidence: float | None = None
-    error: str | None = None
-    latency_ms: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    uid: str | None = None
-
-
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
     "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at",
 ]
 
-
-def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:
-    """Identifies one judge configuration: a rerun with the same key resumes, not repeats."""
-    return digest(judge_name, model or "", template_hash or "", dump_json(params))
-
-
-@dataclass
-class Annotation:
-    id: int
-    uid: str
-    item_id: int
-    judgment_id: int | None
-    annotator: str
-    action: str
-    label: str | None
-    reverts_id: int | None
-    note: str | None
-    blind: int
-    seconds_spent: float | None
-    created_at: str
-
-
-@dataclass
-class AgreementData:
-    """Rows for the agreement report (see Store.agreement_data); counts are the last field."""
-
-    judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
-    judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
-    human_pairs: list[tuple]  # task, lang, annotator a, annotator b, label a, label b, n
-    shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
-    shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
-    judged: list[tuple]  # task, lang, judge, status, n (all judged items)
-
-    @staticmethod
-    def combine(parts: list[AgreementData]) -> AgreementData:
-        """Parts over disjoint item ranges: counted rows are summed, item rows concatenated."""
-
-        def summed(name: str) -> list[tuple]:
-            totals: dict[tuple, int] = {}
-            for part in parts:
-                for *key, n in getattr(part, name):
-                    totals[tuple(key)] = totals.get(tuple(key), 0) + n
-            return [(*key, n) for key, n in totals.items()]
-
-        return AgreementData(
-            summed("judge_vs_human"), summed("judge_vs_gold"), summed("human_pairs"),
-            [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
-        )
-
-
-@dataclass
-class ImportCounts:
-    items_added: int = 0
-    items_existing: int = 0
-    judgments_added: int = 0
 
 
 class Store:
@@ -538,24 +395,24 @@ class Store:
         `undo` row that carries the label in force before it. Returns the reversed row."""
         with self.transaction():
             row = self.conn.execute(
-                f"SELECT * FROM annotations a WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} "
-                f"AND {IN_FORCE} ORDER BY a.id DESC LIMIT 1",
-                (annotator,),
+                "SELECT * FROM annotations a WHERE a.annotator = ? "
+                f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} ORDER BY a.id DESC LIMIT 1",
+                (annotator, DECIDES_JSON),
             ).fetchone()
             if row is None:
                 return None
             undone = _annotation(row)
             prior = self.conn.execute(
-                f"SELECT label FROM annotations WHERE item_id = ? AND annotator = ? AND id < ? "
-                f"AND action IN {LABELLING_ACTIONS} ORDER BY id DESC LIMIT 1",
-                (undone.item_id, annotator, undone.id),
+                "SELECT label FROM annotations WHERE item_id = ? AND annotator = ? AND id < ? "
+                "AND action IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1",
+                (undone.item_id, annotator, undone.id, LABELLING_JSON),
             ).fetchone()
             if undone.action in LABEL_ACTIONS:
                 restored = prior["label"] if prior else None
             else:
                 restored = self.current_label(undone.item_id, annotator)
             self.annotate(
-                undone.item_id, annotator, "undo", label=restored, reverts_id=undone.id,
+                undone.item_id, annotator, REVERT_ACTION, label=restored, reverts_id=undone.id,
                 judgment_id=undone.judgment_id, blind=bool(undone.blind),
             )
             return undone
@@ -716,15 +573,15 @@ class Store:
         where, params = self._item_filter(task, lang, None, None)
         return self.conn.execute(
             f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
-            f"WHERE a.annotator = ? AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE} AND {where}",
-            [annotator, *params],
+            f"WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} AND {where}",
+            [annotator, DECIDES_JSON, *params],
         ).fetchone()[0]
 
     def has_decision(self, item_id: int, annotator: str) -> bool:
         return self.conn.execute(
             f"SELECT EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? "
-            f"AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE})",
-            (item_id, annotator),
+            f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE})",
+            (item_id, annotator, DECIDES_JSON),
         ).fetchone()[0] == 1
 
     def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
@@ -745,10 +602,10 @@ class Store:
     _ELIGIBLE = f"""
         NOT EXISTS (
             SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.annotator = :me
-            AND a.action IN {DECISION_ACTIONS} AND {IN_FORCE})
+            AND a.action IN (SELECT value FROM json_each(:decides)) AND {IN_FORCE})
         AND (
             SELECT count(DISTINCT a.annotator) FROM annotations a
-            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN {LABEL_ACTIONS} AND {IN_FORCE})
+            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN (SELECT value FROM json_each(:labels)) AND {IN_FORCE})
           + (SELECT count(*) FROM leases l
              WHERE l.item_id = i.id AND l.annotator != :me AND l.expires_at > :now) < :overlap
     """
@@ -774,7 +631,8 @@ class Store:
         sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
         with self.transaction():
             now = time.time()
-            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang}
+            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang,
+                      "decides": DECIDES_JSON, "labels": LABELS_JSON}
             row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
             if row is None and after_id:
                 row = self.conn.execute(sql, {**params, "after": 0}).fetchone()
@@ -797,7 +655,7 @@ class Store:
             for start in range(0, len(candidates), 256):
                 chunk = list(candidates[start : start + 256])
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
-                params = {"me": annotator, "now": now, "overlap": overlap}
+                params = {"me": annotator, "now": now, "overlap": overlap, "decides": DECIDES_JSON, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})
                 eligible = {
                     r[0]

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import jinja2
 
+from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
+from calibrate.model import CalibrateError, digest
 from calibrate.resources import bundled
-from calibrate.store import digest
 
 TEMPLATES_ENV_VAR = "CALIBRATE_TEMPLATES"
-VERDICT_KINDS = ("yes_no_en", "yes_no_zh", "rubric_scores", "label_set", "record_entity")
 LANGS = ("en", "zh")
 
 
-class TemplateError(ValueError):
+class TemplateError(CalibrateError, ValueError):
     """A template that cannot render (missing field) or a manifest that does not make sense."""
 
 
@@ -57,6 +57,11 @@ class Template:
     text: str | None = None
     system: str | None = None
     source: str = ""
+
+    @property
+    def kind(self) -> VerdictKind:
+        """What this template's verdicts (and the human labels beside them) mean."""
+        return kind_for(self.verdict, self.labels)
 
     @property
     def has_prompt(self) -> bool:
@@ -133,7 +138,7 @@ class TemplateSet:
             for key in ("id", "lang", "tasks", "verdict"):
                 if key not in entry:
                     raise TemplateError(f"{where}: missing {key!r}")
-            if entry["verdict"] not in VERDICT_KINDS:
+            if entry["verdict"] not in KIND_NAMES:
                 raise TemplateError(f"{where}: unknown verdict kind {entry['verdict']!r}")
             if entry["lang"] not in LANGS:
                 raise TemplateError(f"{where}: unknown language {entry['lang']!r}")

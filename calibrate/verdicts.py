@@ -1,6 +1,6 @@
 """Verdict parsers: turn a judge's raw text into a verdict, or say plainly that it did not parse.
 
-One parser per verdict kind (see the template manifests). None of them guesses: text with no
+One parser per verdict kind (calibrate.kinds says which kind uses which). None of them guesses: text with no
 verdict, or a verdict that only appears inside an echo of the prompt's own instruction, is
 `unparsed` with the reason, never a silent "no". Where several verdict lines appear, the last
 one wins, as the prompts ask for the verdict "at the end".
@@ -186,30 +186,3 @@ def parse_record_entity(text: str, answers: list[str]) -> Verdict:
         return unparsed("answer is empty after normalisation")
     gold = {normalize_record(a) for a in answers}
     return Verdict("correct" if normalized in gold else "incorrect", detail={"entity": entity.strip()})
-
-
-def parse(kind: str, text: str | None, *, labels: tuple[str, ...] = (), answers: list[str] | None = None) -> Verdict:
-    """Parse `text` with the parser for verdict kind `kind`."""
-    text = text or ""
-    if kind == "yes_no_en":
-        return parse_yes_no_en(text)
-    if kind == "yes_no_zh":
-        return parse_yes_no_zh(text)
-    if kind == "rubric_scores":
-        return parse_rubric_scores(text)
-    if kind == "label_set":
-        return parse_label_set(text, labels)
-    if kind == "record_entity":
-        return parse_record_entity(text, answers or [])
-    raise ValueError(f"unknown verdict kind {kind!r}")
-
-
-def label_choices(kind: str, labels: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The labels a human can give for a verdict kind (empty for scores)."""
-    if kind == "yes_no_en":
-        return ("yes", "no")
-    if kind == "yes_no_zh":
-        return ("是", "否")
-    if kind in ("label_set", "record_entity"):
-        return labels
-    return ()

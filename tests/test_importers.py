@@ -239,8 +239,8 @@ def test_rubric_missing_field(calibrate, tmp_path):
 
 def test_jsonl_import_streams(tmp_path, templates):
     """A generator of 5,000 lines is consumed batch by batch, never held whole."""
-    from calibrate.importers import BATCH, import_records
-    from calibrate.importers.jsonl import jsonl_records
+    from calibrate.formats import BATCH, import_records
+    from calibrate.formats.jsonl import jsonl_records
 
     f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX} for k in range(5000)])
     store = Store(tmp_path / "big.db")

@@ -103,8 +103,8 @@ def test_domain_modules_import_without_textual():
     code = (
         "import sys\n"
         "import calibrate.store, calibrate.templates, calibrate.verdicts, calibrate.judge, calibrate.judging, "
-        "calibrate.agreement, calibrate.report, calibrate.session, calibrate.display, calibrate.exports, calibrate.importers, "
-        "calibrate.importers.c3, calibrate.importers.superglue, calibrate.importers.labels, calibrate.demo, calibrate.cli\n"
+        "calibrate.agreement, calibrate.report, calibrate.session, calibrate.display, calibrate.formats.gold, calibrate.formats, "
+        "calibrate.formats.c3, calibrate.formats.superglue, calibrate.formats.labels, calibrate.demo, calibrate.cli\n"
         "leaked = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "assert not leaked, leaked\n"
     )

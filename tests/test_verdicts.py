@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calibrate.kinds import kind_for
 from calibrate.verdicts import (
     normalize_record,
-    parse,
     parse_label_set,
     parse_record_entity,
     parse_rubric_scores,
@@ -136,11 +136,11 @@ def test_chinese_calibrate_versus_c3_script_rule(text, ours, script):
 
 any_text = st.text(max_size=400)
 PARSERS = {
-    "yes_no_en": lambda t: parse("yes_no_en", t),
-    "yes_no_zh": lambda t: parse("yes_no_zh", t),
-    "rubric_scores": lambda t: parse("rubric_scores", t),
-    "label_set": lambda t: parse("label_set", t, labels=("entailment", "not_entailment")),
-    "record_entity": lambda t: parse("record_entity", t, answers=["Walmart"]),
+    "yes_no_en": kind_for("yes_no_en").parse,
+    "yes_no_zh": kind_for("yes_no_zh").parse,
+    "rubric_scores": kind_for("rubric_scores").parse,
+    "label_set": kind_for("label_set", ("entailment", "not_entailment")).parse,
+    "record_entity": lambda t: kind_for("record_entity", ("correct", "incorrect")).parse(t, answers=["Walmart"]),
 }
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibrate.importers import import_records
-from calibrate.importers.c3 import c3_records, c3_result_records
-from calibrate.importers.rubric import rubric_records
-from calibrate.importers.superglue import superglue_records
+from calibrate.formats import import_records
+from calibrate.formats.c3 import c3_records, c3_result_records
+from calibrate.formats.rubric import rubric_records
+from calibrate.formats.superglue import superglue_records
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -31,7 +31,7 @@ def load_demo(store: Store, templates: TemplateSet) -> str:
     for lang in ("en", "zh"):
         base = DEMO_DIR / "c3" / lang
         take(c3_records(base / "reference", base / "responses", lang))
-        take(c3_result_records(store, base / "results", lang, DEMO_JUDGE))
+        take(c3_result_records(base / "results", lang, DEMO_JUDGE))
     for task in SUPERGLUE_DEMO_TASKS:
         folder = DEMO_DIR / "superglue"
         take(superglue_records(folder / f"{task}.jsonl", task, folder / f"{task}.predictions.jsonl"))

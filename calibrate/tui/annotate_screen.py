@@ -127,7 +127,7 @@ class AnnotateScreen(Screen):
             if scores is not None:
                 self.decide("label", scores)
 
-        self.app.push_screen(ScoreForm(start), done)
+        self.app.push_screen(ScoreForm(self.view.kind, start), done)
 
     def action_override(self) -> None:
         self.decide("override")

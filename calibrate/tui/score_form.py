@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from calibrate.kinds import LabelError, VerdictKind
 from calibrate.verdicts import SCORE_KEYS
 
 
@@ -22,12 +21,10 @@ class ScoreForm(ModalScreen[str | None]):
     ScoreForm #score-error { color: $error; }
     """
 
-    def __init__(self, judge_scores: str | None):
+    def __init__(self, kind: VerdictKind, judge_scores: str | None):
         super().__init__()
-        try:
-            self.initial = json.loads(judge_scores) if judge_scores else {}
-        except ValueError:
-            self.initial = {}
+        self.kind = kind
+        self.initial = kind.scores(judge_scores) or {}
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -44,14 +41,11 @@ class ScoreForm(ModalScreen[str | None]):
             inputs[1].focus()
             return
         try:
-            scores = {k: round(float(i.value), 1) for k, i in zip(SCORE_KEYS, inputs, strict=True)}
-        except ValueError:
-            self.query_one("#score-error", Label).update("both scores must be numbers")
+            label = self.kind.score_label({k: i.value for k, i in zip(SCORE_KEYS, inputs, strict=True)})
+        except LabelError as exc:
+            self.query_one("#score-error", Label).update(str(exc))
             return
-        if not all(0 <= v <= 100 for v in scores.values()):
-            self.query_one("#score-error", Label).update("scores must be within 0.0-100.0")
-            return
-        self.dismiss(json.dumps(scores, sort_keys=True))
+        self.dismiss(label)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

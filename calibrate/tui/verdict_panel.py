@@ -7,12 +7,8 @@ from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from calibrate.display import literal, verdict_words
+from calibrate.display import literal
 from calibrate.session import ItemView
-
-STYLES = {"yes": "green", "是": "green", "True": "green", "correct": "green", "entailment": "green",
-          "no": "red", "否": "red", "False": "red", "incorrect": "red", "not_entailment": "red",
-          "contradiction": "red"}
 
 
 class VerdictPanel(Vertical):
@@ -46,8 +42,8 @@ class VerdictPanel(Vertical):
             raw.update("")
             return
         if judgment.status == "verdict":
-            words = verdict_words(judgment.verdict, view.template.verdict)
-            colour = STYLES.get(judgment.verdict or "", "blue")
+            words = view.kind.words(judgment.verdict)
+            colour = view.kind.colour(judgment.verdict)
             big.styles.background = f"{colour} 30%"
             big.update(Text(f"  {words}  ", style=f"bold {colour}"))
         elif judgment.status == "unparsed":

@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibrate.importers import import_records
-from calibrate.importers.jsonl import jsonl_records
+from calibrate.formats import import_records
+from calibrate.formats.jsonl import jsonl_records
 from calibrate.store import Store, now_iso
 from calibrate.templates import TemplateSet
 

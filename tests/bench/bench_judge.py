@@ -19,8 +19,8 @@ from pathlib import Path
 
 import openai
 
-from calibrate.importers import import_records
-from calibrate.importers.jsonl import jsonl_records
+from calibrate.formats import import_records
+from calibrate.formats.jsonl import jsonl_records
 from calibrate.judge import JudgeConfig, RunSummary, plan_jobs, run_jobs
 from calibrate.store import Store
 from calibrate.templates import TemplateSet

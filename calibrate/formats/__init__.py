@@ -1,10 +1,13 @@
-"""What every importer shares: reading files line by line, validating items against the
-template manifests, and storing them in one transaction.
+"""The outside formats (one module each, holding both directions) and what they share:
+reading files line by line, errors that name file:line, validating items against the template
+manifests, matching records to stored items, and storing them in one transaction.
 
-An importer is a generator of `Record`s (an item, and perhaps a judge's raw output that was
-produced elsewhere) and `BadInput`s (something wrong at file:line). `import_records` stores
-them atomically: the first bad input aborts the whole import and the database is unchanged,
-unless `skip_bad` is set, in which case every bad input is reported and skipped.
+A format's reader is a generator of `Record`s (an item, or a reference to a stored item, and
+perhaps a judge's raw output produced elsewhere) and `BadInput`s (something wrong at
+file:line). Reading a file never touches the database: `ItemIndex` matches references to
+stored items afterwards, in one place. `import_records` stores records atomically: the first
+bad input aborts the whole import and the database is unchanged, unless `skip_bad` is set, in
+which case every bad input is reported and skipped.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judging import judgment_from_output
-from calibrate.store import ImportCounts, NewItem, Store, dump_json
+from calibrate.model import CalibrateError, ImportCounts, Item, NewItem, dump_json
+from calibrate.store import Store
 from calibrate.templates import Template, TemplateError, TemplateSet
 
 BATCH = 2000
 Progress = Callable[[int], None]
 
 
-class ImportFailed(Exception):
+class ImportFailed(CalibrateError):
     """An import that stored nothing; the message names what and where."""
 
 
@@ -35,10 +39,54 @@ class BadInput:
         return f"{self.location}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class ItemRef:
+    """A stored item named by its identity, with field values it must have (`expect`)."""
+
+    task: str
+    lang: str
+    source_id: str
+    expect: dict = field(default_factory=dict)
+    hint: str = "import the items first"
+
+    def __str__(self) -> str:
+        return f"{self.task} ({self.lang}) item {self.source_id}"
+
+
+class ItemIndex:
+    """Finds stored items by (task, language, source id): the one place where records read
+    from a file meet the database."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._ids: dict[tuple[str, str], dict[str, int]] = {}
+
+    def find_id(self, task: str, lang: str, source_id: str) -> int | None:
+        index = self._ids.get((task, lang))
+        if index is None:
+            index = self._ids[(task, lang)] = self.store.source_index(task, lang)
+        return index.get(source_id)
+
+    def resolve(self, ref: ItemRef) -> Item | str:
+        """The stored item `ref` names, or the reason it cannot be used."""
+        item_id = self.find_id(ref.task, ref.lang, ref.source_id)
+        if item_id is None:
+            return f"no {ref}; {ref.hint}"
+        item = self.store.item(item_id)
+        for name, value in ref.expect.items():
+            stored = item.fields.get(name)
+            if isinstance(stored, type(value)) and stored != value:
+                return f"{name!r} differs from the {name} imported for {ref.source_id}: files are misaligned"
+        return item
+
+
 @dataclass
 class Record:
-    item: NewItem
+    """An item to store (`item`) or a stored item to attach a judgment to (`ref`)."""
+
+    item: NewItem | None
     location: str
+    ref: ItemRef | None = None
     judge_output: str | None = None
     judge_name: str | None = None
     template_family: str | None = None
@@ -134,31 +182,41 @@ def import_records(
     """Store records atomically. Raises ImportFailed (nothing stored) on the first bad input
     unless `skip_bad`."""
     report = ImportReport()
-    batch: list[tuple[Record, Template]] = []
+    index = ItemIndex(store)
+    batch: list[Record] = []
+    attached: list[tuple[Item, Record]] = []
 
     def flush() -> None:
-        if not batch:
-            return
-        with_judgments = any(r.judge_output is not None or r.judge_error for r, _ in batch)
-        ids, added = store.add_items([r.item for r, _ in batch], with_ids=with_judgments)
+        new = [r for r in batch if r.item is not None]
+        with_judgments = any(r.judge_output is not None or r.judge_error for r in new)
+        ids, added = store.add_items([r.item for r in new], with_ids=with_judgments) if new else ([], 0)
         report.counts.items_added += added
-        report.counts.items_existing += len(batch) - added
-        if with_judgments:
-            judgments = [
-                judgment_from_output(
-                    item_id, record.item, templates, record.judge_name or "imported", record.judge_output,
-                    family=record.template_family, params=record.judge_params, error=record.judge_error,
-                )
-                for item_id, (record, _) in zip(ids, batch, strict=True)
-                if record.judge_output is not None or record.judge_error
-            ]
+        report.counts.items_existing += len(new) - added
+        targets = [(item_id, r.item, r) for item_id, r in zip(ids, new, strict=True)] if with_judgments else []
+        targets += [(item.id, item, r) for item, r in attached]
+        judgments = [
+            judgment_from_output(
+                item_id, item, templates, record.judge_name or "imported", record.judge_output,
+                family=record.template_family, params=record.judge_params, error=record.judge_error,
+            )
+            for item_id, item, record in targets
+            if record.judge_output is not None or record.judge_error
+        ]
+        if judgments:
             report.counts.judgments_added += store.add_judgments(judgments)
         batch.clear()
+        attached.clear()
 
     try:
         with store.transaction():
             for record in records:
-                if isinstance(record, Record):
+                if isinstance(record, Record) and record.ref is not None:
+                    found = index.resolve(record.ref)
+                    if isinstance(found, str):
+                        record = BadInput(record.location, found)
+                    else:
+                        attached.append((found, record))
+                elif isinstance(record, Record):
                     try:
                         template = check_item(templates, record.item)
                     except ValueError as exc:
@@ -171,7 +229,7 @@ def import_records(
                     report.skipped.append(record)
                     continue
                 report.records += 1
-                batch.append((record, template))
+                batch.append(record)
                 if len(batch) >= BATCH:
                     flush()
             flush()

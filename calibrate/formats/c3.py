@@ -1,20 +1,26 @@
-"""`calibrate import c3` and `calibrate import c3-results`: the C3 benchmark's own file layout.
+"""The C3 benchmark's own file layout, both ways: `import c3`, `import c3-results` and `export c3`.
 
 The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
 response tree by list index; an item's source id is `<reference path without .json>/<index>`.
 The C3 evaluation script's result files (same paths as the response folders, `.json`) carry
 the judge's raw output in `check_answer`; they become judgments that point at the
-`c3-official` templates, the prompt wording that script really sent.
+`c3-official` templates, the prompt wording that script really sent. `export c3` writes the
+same result files back.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibrate.importers import BadInput, ImportFailed, Progress, Record, read_json_list
-from calibrate.store import NewItem, Store
+from calibrate.formats import BadInput, ImportFailed, ItemRef, Progress, Record, read_json_list
+from calibrate.formats.gold import consolidated
+from calibrate.judging import render_for
+from calibrate.model import NewItem
+from calibrate.store import Store
+from calibrate.templates import TemplateError, TemplateSet
 
 
 @dataclass(frozen=True)
@@ -171,35 +177,30 @@ def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_result_records(
-    store: Store, results_root: Path, lang: str, judge_name: str, progress: Progress | None = None
+    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None
 ) -> Iterator[Record | BadInput]:
-    """Judgments from the C3 script's result files, joined to items already imported from the
-    C3 tree by (task, language, source id)."""
+    """Judgments from the C3 script's result files, each aimed at the item of the same task,
+    language and source id (imported from the C3 tree); its 'answer' must be that item's
+    response."""
     results_root = Path(results_root)
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
-        known = store.source_index(part.task, lang)
         for index, record in enumerate(read_json_list(path)):
             where = f"{path}[{index}]"
             if not isinstance(record, dict) or "check_answer" not in record:
                 yield BadInput(where, "expected an object with 'check_answer'")
                 continue
-            source_id = f"{part.source_prefix}/{index}"
-            if source_id not in known:
-                yield BadInput(where, f"no {part.task} ({lang}) item {source_id}; import the C3 tree first (calibrate import c3)")
-                continue
-            item = store.item(known[source_id])
-            response = item.fields.get("response")
-            if not part.multi_turn and "answer" in record and isinstance(response, str) and record["answer"] != response:
-                yield BadInput(where, f"'answer' differs from the response imported for {source_id}: files are misaligned")
-                continue
             output = record["check_answer"]
             if not isinstance(output, str):
                 yield BadInput(where, "'check_answer' must be text")
                 continue
+            answer = record.get("answer")
+            expect = {"response": answer} if not part.multi_turn and isinstance(answer, str) else {}
             yield Record(
-                NewItem(item.task, item.lang, item.source_id, item.fields, item.reference),
+                None,
                 where,
+                ref=ItemRef(part.task, lang, f"{part.source_prefix}/{index}", expect,
+                            "import the C3 tree first (calibrate import c3)"),
                 judge_output=output if output else None,
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
@@ -208,3 +209,63 @@ def c3_result_records(
             )
         if progress:
             progress(1)
+
+
+def export_c3(store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None) -> dict[str, int]:
+    """Result files in C3's layout (the paths its script writes). Judged phenomena carry the
+    judge's raw output in check_answer; generation items carry the consolidated human label in
+    C3's exact verdict wording ("" when nobody labelled them)."""
+    out_dir = Path(out_dir)
+    raw = store.latest_raw_outputs(judge) if judge else {}
+    labels: dict[int, dict[str, str]] = {}
+    for row in store.current_labels():
+        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+    written: dict[str, int] = {}
+    for part in C3_LAYOUT[lang]:
+        index = store.source_index(part.task, lang)
+        items = sorted(
+            ((int(source.rsplit("/", 1)[1]), item_id) for source, item_id in index.items()
+             if source.rsplit("/", 1)[0] == part.source_prefix),
+        )
+        if not items:
+            continue
+        records = []
+        for _, item_id in items:
+            item = store.item(item_id)
+            if "generation" in part.task:
+                gold, _ = consolidated(labels.get(item_id, {}))
+                check = templates.for_task(part.task, lang).kind.c3_wording(gold)
+            else:
+                check = raw.get(item_id) or ""
+            records.append(_c3_record(item, part, lang, check, templates))
+        path = out_dir / f"{part.responses}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
+        written[str(path.relative_to(out_dir))] = len(records)
+    return written
+
+
+def _c3_record(item, part, lang: str, check_answer: str, templates: TemplateSet) -> dict:
+    fields = dict(item.fields)
+    response = fields.pop("response", None)
+    if part.multi_turn:
+        try:
+            content = render_for(templates, item, C3_RESULTS_FAMILY).user
+        except TemplateError:
+            content = ""
+        first = fields["turns"][0] if lang == "en" else fields["history"][0]
+        return {"content": content, "annotation": first, "check_answer": check_answer}
+    if "history" in fields:
+        history = fields.pop("history")
+        record = {"content": "".join(line + "\n" for line in history)}
+        for key in ("omission_complete", "coreference_complete"):
+            if key in fields and part.task.endswith(("completion", "resolution")):
+                record["annotation"] = fields[key]
+    else:
+        record = dict(fields)
+        if part.task == "c3/coreference-resolution" and "answer" in record:
+            record["correct_answer"] = record.pop("answer")
+    if response is not None:
+        record["answer"] = response
+    record["check_answer"] = check_answer
+    return record

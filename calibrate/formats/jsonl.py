@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from calibrate.importers import BadInput, Progress, Record, read_jsonl
-from calibrate.store import NewItem
+from calibrate.formats import BadInput, Progress, Record, read_jsonl
+from calibrate.model import NewItem
 
 
 def jsonl_records(

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from calibrate.importers import BadInput, ImportFailed, Progress, Record, read_jsonl
-from calibrate.store import NewItem
+from calibrate.formats import BadInput, ImportFailed, Progress, Record, read_jsonl
+from calibrate.model import NewItem
 
 SUPERGLUE_TASKS = {
     "boolq": "superglue/boolq",

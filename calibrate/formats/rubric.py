@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from calibrate.importers import BadInput, Progress, Record
-from calibrate.importers.jsonl import jsonl_records
+from calibrate.formats import BadInput, Progress, Record
+from calibrate.formats.jsonl import jsonl_records
 
 RUBRIC_TASK = "rubric/reference"
 

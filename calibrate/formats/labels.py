@@ -1,0 +1,96 @@
+"""`calibrate import labels`: human labels made in another tool or a spreadsheet (JSONL or CSV
+with task, lang, source_id, annotator, label and an optional note), joined to items by their
+source id, so they count in the report like labels made in calibrate."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
+from calibrate.kinds import LabelError
+from calibrate.model import digest
+from calibrate.store import Store
+from calibrate.templates import TemplateError, TemplateSet
+
+REQUIRED = ("task", "lang", "source_id", "annotator", "label")
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """One human label as read from the file, its label already in the kind's stored form."""
+
+    location: str
+    task: str
+    lang: str
+    source_id: str
+    annotator: str
+    label: str
+    note: str | None
+
+
+def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
+    if path.suffix.lower() != ".csv":
+        yield from read_jsonl(path)
+        return
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise ImportFailed(f"{path}: file is empty")
+    reader = csv.DictReader(io.StringIO(text))
+    for row in reader:
+        yield f"{path}:{reader.line_num}", {k.strip(): (v or "").strip() for k, v in row.items() if k}
+
+
+def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput]:
+    """Label rows from a JSONL or CSV file, each checked against its task's verdict kind."""
+    for entry in _rows(path):
+        if isinstance(entry, BadInput):
+            yield entry
+            continue
+        where, obj = entry
+        obj = {**obj, "source_id": obj.get("source_id", obj.get("id"))}
+        missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
+        if missing:
+            yield BadInput(where, f"missing field {missing[0]!r}")
+            continue
+        task, lang = str(obj["task"]), str(obj["lang"])
+        try:
+            label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
+        except (TemplateError, LabelError) as exc:
+            yield BadInput(where, str(exc))
+            continue
+        yield LabelRow(where, task, lang, str(obj["source_id"]), str(obj["annotator"]), label, obj.get("note") or None)
+
+
+def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> tuple[int, list[BadInput]]:
+    """Import every row or nothing (unless `skip_bad`). Returns (labels added, skipped rows)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImportFailed(f"{path}: no such file")
+    index = ItemIndex(store)
+    hashes: dict[int, str] = {}
+    rows, skipped = [], []
+    for row in read_labels(path, templates):
+        problem = row if isinstance(row, BadInput) else None
+        if problem is None:
+            item_id = index.find_id(row.task, row.lang, row.source_id)
+            if item_id is None:
+                problem = BadInput(row.location, f"no {row.task} ({row.lang}) item with source id {row.source_id!r}")
+            else:
+                if item_id not in hashes:
+                    hashes[item_id] = store.item(item_id).content_hash
+                uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
+                rows.append((uid, item_id, row.annotator, row.label, row.note))
+        if problem is not None:
+            if not skip_bad:
+                raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
+            skipped.append(problem)
+    if not rows:
+        raise ImportFailed(f"{path}: no valid labels; nothing was imported")
+    return store.add_imported_labels(rows), skipped

@@ -1,0 +1,199 @@
+"""What a verdict kind means, in one place.
+
+A template's manifest names its verdict kind (`yes_no_en`, `yes_no_zh`, `label_set`,
+`record_entity`, `rubric_scores`) and, for label sets, the labels. A `VerdictKind` answers every
+question the rest of calibrate asks about such verdicts and labels: how to parse a judge's
+output, which labels a person may give (and with which keys), what overriding a verdict means,
+how a label reads and is coloured, whether a label is valid and in which form it is stored,
+whether the kind is measured as scores or as categories, how C3 words a verdict, and the
+canonical polarity that makes English "yes" and Chinese "是" the same outcome when cells are
+pooled across languages.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from calibrate import verdicts
+from calibrate.model import CalibrateError
+from calibrate.verdicts import SCORE_KEYS, Verdict
+
+POSITIVE, NEGATIVE = "positive", "negative"
+"""Canonical polarity of a binary label: the label that means "yes", and the one that means "no"."""
+
+KIND_NAMES = ("yes_no_en", "yes_no_zh", "rubric_scores", "label_set", "record_entity")
+
+# Binary label pairs whose first label is the positive outcome. The first four read as yes / no,
+# so the y and n keys label them; entailment pairs keep their digits.
+_POLAR_PAIRS = {
+    ("yes", "no"): True,
+    ("是", "否"): True,
+    ("True", "False"): True,
+    ("correct", "incorrect"): True,
+    ("entailment", "not_entailment"): False,
+}
+_C3_WORDING = {
+    "yes_no_en": {"yes": "The answer is: yes.", "no": "The answer is: no."},
+    "yes_no_zh": {"是": "最终答案为：是。", "否": "最终答案为：否。"},
+}
+_FIXED_LABELS = {"yes_no_en": ("yes", "no"), "yes_no_zh": ("是", "否"), "rubric_scores": ()}
+
+
+class LabelError(CalibrateError, ValueError):
+    """A label that this kind does not accept; the message says which labels it does."""
+
+
+@dataclass(frozen=True)
+class VerdictKind:
+    """One verdict kind with its label set (a label-set kind exists once per distinct set)."""
+
+    name: str
+    labels: tuple[str, ...]
+
+    # -- what it is --------------------------------------------------------------------------
+
+    @property
+    def scored(self) -> bool:
+        """Scores (measured by correlation and error), not categories (measured by kappa)."""
+        return self.name == "rubric_scores"
+
+    @property
+    def positive(self) -> str | None:
+        """The label meaning "yes" for a binary kind with a polarity, else None."""
+        return self.labels[0] if self.labels in _POLAR_PAIRS else None
+
+    @property
+    def reads_yes_no(self) -> bool:
+        """The two labels read as yes / no, so the y and n keys label them."""
+        return _POLAR_PAIRS.get(self.labels, False)
+
+    @property
+    def is_binary(self) -> bool:
+        return len(self.labels) == 2
+
+    @property
+    def pool_key(self) -> str:
+        """Kinds with the same pool key can share a cell once labels are made canonical: the
+        English and Chinese yes/no kinds pool; other kinds only with themselves."""
+        if self.name in ("yes_no_en", "yes_no_zh"):
+            return "yes/no"
+        return f"{self.name}:{'/'.join(self.labels)}"
+
+    # -- parsing -----------------------------------------------------------------------------
+
+    def parse(self, text: str | None, *, answers: list[str] | None = None) -> Verdict:
+        """The judge's verdict in `text`, or unparsed with the reason (never a guess)."""
+        text = text or ""
+        if self.name == "yes_no_en":
+            return verdicts.parse_yes_no_en(text)
+        if self.name == "yes_no_zh":
+            return verdicts.parse_yes_no_zh(text)
+        if self.name == "rubric_scores":
+            parsed = verdicts.parse_rubric_scores(text)
+            if parsed.parsed:
+                return Verdict(self.score_label(json.loads(parsed.value)), detail=parsed.detail)
+            return parsed
+        if self.name == "record_entity":
+            return verdicts.parse_record_entity(text, answers or [])
+        return verdicts.parse_label_set(text, self.labels)
+
+    # -- labels ------------------------------------------------------------------------------
+
+    def polarity(self, label: str | None) -> str | None:
+        """POSITIVE or NEGATIVE for a label of a polar kind, else None."""
+        if self.positive is None or label not in self.labels:
+            return None
+        return POSITIVE if label == self.positive else NEGATIVE
+
+    def canonical(self, label: str) -> str:
+        """The label as it is compared across kinds of one pool: a polarity for yes/no kinds
+        (so "yes" and "是" are one outcome), the label itself otherwise."""
+        if self.pool_key == "yes/no":
+            return self.polarity(label) or label
+        return label
+
+    def canonical_labels(self) -> tuple[str, ...]:
+        return tuple(self.canonical(label) for label in self.labels)
+
+    def flip(self, label: str) -> str | None:
+        """The other label of a binary kind (what overriding a verdict gives), else None."""
+        if not self.is_binary or label not in self.labels:
+            return None
+        return self.labels[1] if label == self.labels[0] else self.labels[0]
+
+    def normalize_label(self, value) -> str:
+        """The stored form of a human label, or LabelError. Categorical labels match exactly,
+        else case-insensitively where that names one label; scores become score_label()."""
+        if self.scored:
+            return self.score_label(value)
+        text = value if isinstance(value, str) else json.dumps(value)
+        if text in self.labels:
+            return text
+        folded = [label for label in self.labels if label.casefold() == text.strip().casefold()]
+        if len(folded) == 1:
+            return folded[0]
+        raise LabelError(f"label {text!r} is not one of {', '.join(self.labels)}")
+
+    def score_label(self, value) -> str:
+        """The one stored form of rubric scores: canonical JSON of both scores, rounded to 0.1.
+        Accepts a dict or its JSON text; LabelError names what is wrong."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        if not isinstance(value, dict):
+            raise LabelError('a rubric label is JSON: {"score_answer": …, "score_reasoning": …}')
+        scores = {}
+        for key in SCORE_KEYS:
+            number = value.get(key)
+            if isinstance(number, str):
+                try:
+                    number = float(number)
+                except ValueError:
+                    number = None
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise LabelError(f"{key} must be a number")
+            if not math.isfinite(number) or not 0.0 <= number <= 100.0:
+                raise LabelError(f"{key} = {number} is outside 0.0-100.0")
+            scores[key] = round(float(number), 1)
+        return json.dumps(scores, sort_keys=True)
+
+    def scores(self, label: str | None) -> dict[str, float] | None:
+        """The two scores of a stored score label, or None if it is not one."""
+        try:
+            return json.loads(self.score_label(label)) if label is not None else None
+        except LabelError:
+            return None
+
+    # -- how it reads ------------------------------------------------------------------------
+
+    def words(self, label: str | None) -> str:
+        """A label as a person reads it: YES / NO / 是 / 否 / a label / two scores."""
+        if label is None:
+            return "—"
+        if self.scored:
+            scores = self.scores(label)
+            if scores is None:
+                return label
+            return f"answer {scores['score_answer']:.1f} · reasoning {scores['score_reasoning']:.1f}"
+        return label.upper() if self.name == "yes_no_en" else label
+
+    def colour(self, label: str | None) -> str:
+        """green for the positive outcome, red for the negative, blue for anything else."""
+        return {POSITIVE: "green", NEGATIVE: "red"}.get(self.polarity(label) or "", "blue")
+
+    def c3_wording(self, label: str | None) -> str:
+        """C3's exact verdict line for a label ("" for none or a kind C3 does not use)."""
+        return _C3_WORDING.get(self.name, {}).get(label or "", "")
+
+
+@cache
+def kind_for(name: str, labels: tuple[str, ...] = ()) -> VerdictKind:
+    """The kind a manifest names (`labels` for label sets); ValueError for an unknown name."""
+    if name not in KIND_NAMES:
+        raise ValueError(f"unknown verdict kind {name!r}: use one of {', '.join(KIND_NAMES)}")
+    return VerdictKind(name, _FIXED_LABELS.get(name, tuple(labels)))

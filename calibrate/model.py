@@ -1,0 +1,199 @@
+"""calibrate's record types and the small vocabulary every module shares.
+
+An item, a judgment and an annotation as they travel between the importers, the judge, the
+store, the session and the report; what each annotation action means; the canonical JSON and
+hashes that make re-imports no-ops. Nothing here touches SQL, files or the screen, so any
+module can import it without pulling in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+class CalibrateError(Exception):
+    """An error whose message is meant for the user (it names what and where): the CLI prints
+    it as `Error: …` with exit status 1, never a traceback."""
+
+
+# -- annotation actions ------------------------------------------------------------------------
+# An annotation row records one action. These tuples are the one definition of what each does.
+
+LABEL_ACTIONS = ("confirm", "override", "label")
+"""Actions that give the item a label (the label in force until a later one or an undo)."""
+DECISION_ACTIONS = (*LABEL_ACTIONS, "skip", "flag")
+"""Actions that decide an item for this annotator: it leaves their queue."""
+REVERT_ACTION = "undo"
+"""Appends a reversal of an earlier decision (named by `reverts_id`); never deletes."""
+NOTE_ACTION = "note"
+"""A note only: decides nothing, labels nothing."""
+ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with milliseconds (how every timestamp is stored)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def digest(*parts: str) -> str:
+    """A short stable hash of text parts (content hashes, judge keys, uids)."""
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def dump_json(value: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces): equal values give equal text and hashes."""
+    return _CANONICAL_JSON.encode(value)
+
+
+def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:
+    """Identifies one judge configuration: a rerun with the same key resumes, not repeats."""
+    return digest(judge_name, model or "", template_hash or "", dump_json(params))
+
+
+# -- items --------------------------------------------------------------------------------------
+
+
+@dataclass
+class NewItem:
+    """An item as an importer hands it over, before it has a database id. Its content hash
+    covers task, language, source id and fields, so the same item imported twice is one row."""
+
+    task: str
+    lang: str
+    source_id: str
+    fields: dict
+    reference: str | None = None
+    fields_json: str = field(init=False, repr=False)
+    content_hash: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.fields_json = dump_json(self.fields)
+        self.content_hash = digest(self.task, self.lang, self.source_id, self.fields_json)
+
+
+@dataclass
+class Item:
+    id: int
+    task: str
+    lang: str
+    source_id: str
+    fields: dict
+    reference: str | None
+    content_hash: str
+
+
+@dataclass
+class ImportCounts:
+    items_added: int = 0
+    items_existing: int = 0
+    judgments_added: int = 0
+
+
+# -- judgments ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Judgment:
+    id: int
+    item_id: int
+    judge_name: str
+    model: str | None
+    model_reported: str | None
+    template_id: str | None
+    template_hash: str | None
+    params: dict
+    judge_key: str
+    system_prompt: str | None
+    prompt: str | None
+    raw_output: str | None
+    status: str
+    verdict: str | None
+    unparsed_reason: str | None
+    correct: int | None
+    confidence: float | None
+    error: str | None
+    latency_ms: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    created_at: str
+
+
+@dataclass(frozen=True)
+class NewJudgment:
+    """A judgment ready to store. `uid` defaults to a fresh one (a new run)."""
+
+    item_id: int
+    judge_name: str
+    judge_key: str
+    status: str
+    raw_output: str | None = None
+    verdict: str | None = None
+    unparsed_reason: str | None = None
+    correct: int | None = None
+    model: str | None = None
+    model_reported: str | None = None
+    template_id: str | None = None
+    template_hash: str | None = None
+    params: dict | None = None
+    system_prompt: str | None = None
+    prompt: str | None = None
+    confidence: float | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    uid: str | None = None
+
+
+# -- annotations --------------------------------------------------------------------------------
+
+
+@dataclass
+class Annotation:
+    id: int
+    uid: str
+    item_id: int
+    judgment_id: int | None
+    annotator: str
+    action: str
+    label: str | None
+    reverts_id: int | None
+    note: str | None
+    blind: int
+    seconds_spent: float | None
+    created_at: str
+
+
+@dataclass
+class AgreementData:
+    """Rows for the agreement report (see Store.agreement_data); counts are the last field."""
+
+    judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
+    judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
+    human_pairs: list[tuple]  # task, lang, annotator a, annotator b, label a, label b, n
+    shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
+    shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
+    judged: list[tuple]  # task, lang, judge, status, n (all judged items)
+
+    @staticmethod
+    def combine(parts: list[AgreementData]) -> AgreementData:
+        """Parts over disjoint item ranges: counted rows are summed, item rows concatenated."""
+
+        def summed(name: str) -> list[tuple]:
+            totals: dict[tuple, int] = {}
+            for part in parts:
+                for *key, n in getattr(part, name):
+                    totals[tuple(key)] = totals.get(tuple(key), 0) + n
+            return [(*key, n) for key, n in totals.items()]
+
+        return AgreementData(
+            summed("judge_vs_human"), summed("judge_vs_gold"), summed("human_pairs"),
+            [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
+        )
