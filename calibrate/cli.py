@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,20 +24,22 @@ from rich.text import Text
 
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError
+from calibrate.settings import Settings
 from calibrate.store import Store
-from calibrate.templates import TemplateSet, default_folders
+from calibrate.templates import TemplateSet
 
-DEFAULT_DB = "calibrate.db"
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
 class Context:
-    """What every command shares: the database path and template folders, opened lazily."""
+    """What every command shares: the settings, and the database and templates they name,
+    opened when first used and closed when the command ends."""
 
-    def __init__(self, db_path: str, template_dirs: tuple[str, ...]):
-        self.db_path = db_path
-        self.template_dirs = template_dirs
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.db_path = str(settings.get("db"))
+        self.template_dirs: list[str] = settings.get("templates")
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
 
@@ -51,8 +52,13 @@ class Context:
     @property
     def templates(self) -> TemplateSet:
         if self._templates is None:
-            self._templates = TemplateSet([*default_folders(), *map(Path, self.template_dirs)])
+            self._templates = TemplateSet(map(Path, self.template_dirs))
         return self._templates
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -71,18 +77,21 @@ class CalibrateGroup(click.Group):
 
 @click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--db", "db_path", envvar="CALIBRATE_DB", default=DEFAULT_DB, show_default=True,
-    help="The SQLite file (or set CALIBRATE_DB).",
+    "--db", "db_path", help="The SQLite file [default: calibrate.db; or $CALIBRATE_DB, or db in calibrate.toml].",
 )
 @click.option(
     "--templates", "template_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-    help="An extra template folder (same manifest format); may be repeated.",
+    help="An extra template folder (same manifest format); may be repeated [or $CALIBRATE_TEMPLATES].",
 )
 @click.version_option(package_name="calibrate")
 @click.pass_context
-def cli(ctx: click.Context, db_path: str, template_dirs: tuple[str, ...]) -> None:
-    """Can this LLM judge be trusted? Import items, run judges, label, measure agreement."""
-    ctx.obj = Context(db_path, template_dirs)
+def cli(ctx: click.Context, db_path: str | None, template_dirs: tuple[str, ...]) -> None:
+    """Can this LLM judge be trusted? Import items, run judges, label, measure agreement.
+
+    Settings come from flags, then environment variables, then ./calibrate.toml, then the
+    user config file: `calibrate config` shows which."""
+    ctx.obj = Context(Settings({"db": db_path, "templates": template_dirs}))
+    ctx.call_on_close(ctx.obj.close)
 
 
 def main() -> None:
@@ -349,6 +358,15 @@ def parse_command(ctx, judge):
     print_table("verdict changes", ["from", "to", "count"], rows, False)
 
 
+@cli.command(name="config")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def config_command(ctx, as_json):
+    """Each effective setting and where it came from."""
+    print_table("settings (flag, then environment, then calibrate.toml, then user config)",
+                ["setting", "value", "from"], [list(r) for r in ctx.settings.rows()], as_json)
+
+
 # -- demo --------------------------------------------------------------------------------------
 
 
@@ -378,8 +396,7 @@ def annotate_options(command):
     from calibrate.session import ORDERS
 
     for option in reversed([
-        click.option("--annotator", envvar="CALIBRATE_ANNOTATOR", default=lambda: os.environ.get("USER") or "annotator",
-                     show_default="$CALIBRATE_ANNOTATOR or $USER", help="Who is labelling."),
+        click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
         click.option("--task", help="Only this task."),
         click.option("--lang", help="Only this language."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
@@ -391,7 +408,7 @@ def annotate_options(command):
         click.option("--guidelines", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="A guidelines file shown by g (default: the template manifest's guidelines)."),
         click.option("--keymap", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" (or $CALIBRATE_KEYMAP).'),
+                     help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" [or $CALIBRATE_KEYMAP].'),
     ]):
         command = option(command)
     return command
@@ -400,7 +417,7 @@ def annotate_options(command):
 @cli.command(name="annotate")
 @annotate_options
 @pass_ctx
-def annotate_command(ctx, annotator="annotator", task=None, lang=None, judge=None, blind=False, order="in-order",
+def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
                      overlap=1, seed=0, guidelines=None, keymap=None):
     """Label items in the annotation app (TUI).
 
@@ -408,6 +425,8 @@ def annotate_command(ctx, annotator="annotator", task=None, lang=None, judge=Non
     override with one key. Every decision is saved at once."""
     from calibrate.tui import CalibrateApp
 
+    settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
+    annotator, keymap = settings.get("annotator"), settings.get("keymap")
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
@@ -428,6 +447,8 @@ def serve_command(ctx, host, port, **options):
 
     from textual_serve.server import Server
 
+    options = {**options, "annotator": ctx.settings.with_flags(annotator=options["annotator"]).get("annotator"),
+               "keymap": ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")}
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]
@@ -448,8 +469,8 @@ def serve_command(ctx, host, port, **options):
 @click.option("--judge", "judge_kind", type=click.Choice(["llm", "rule"]), default="llm", show_default=True,
               help="llm: ask a model; rule: parse SuperGLUE responses offline and compare with gold.")
 @click.option("--model", help="Model name to ask (required for llm).")
-@click.option("--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL, else OpenAI).")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the API key.")
+@click.option("--base-url", help="OpenAI-compatible server URL [default: $OPENAI_BASE_URL, calibrate.toml, else OpenAI].")
+@click.option("--api-key-env", help="Environment variable holding the API key [default: OPENAI_API_KEY].")
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True)
 @click.option("--task")
@@ -486,6 +507,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     if not model:
         raise click.UsageError("--model is required (or use --judge rule)")
+    settings = ctx.settings.with_flags(base_url=base_url, api_key_env=api_key_env)
+    base_url, api_key_env = settings.get("base_url"), settings.get("api_key_env")
     config = JudgeConfig(
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,

@@ -220,7 +220,7 @@ def request_body(job: Job, config: JudgeConfig) -> dict:
 
 def make_client(config: JudgeConfig) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
-        base_url=config.base_url or os.environ.get("OPENAI_BASE_URL"),
+        base_url=config.base_url,
         api_key=config.api_key(),
         timeout=config.timeout,
         max_retries=config.max_retries,

@@ -187,13 +187,6 @@ class Store:
         row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
-    def items_by_source(self, task: str, lang: str, source_id: str) -> list[Item]:
-        rows = self.conn.execute(
-            "SELECT * FROM items WHERE source_id = ? AND task = ? AND lang = ? ORDER BY id",
-            (source_id, task, lang),
-        )
-        return [_item(r) for r in rows]
-
     def source_index(self, task: str, lang: str) -> dict[str, int]:
         """source_id -> latest item id, for one task and language (joins by source id)."""
         rows = self.conn.execute(
@@ -303,10 +296,6 @@ class Store:
             sql += " AND judge_name = ?"
             params.append(judge)
         return [_judgment(r) for r in self.conn.execute(sql + " ORDER BY id DESC", params)]
-
-    def judgment(self, judgment_id: int) -> Judgment | None:
-        row = self.conn.execute("SELECT * FROM judgments WHERE id = ?", (judgment_id,)).fetchone()
-        return _judgment(row) if row else None
 
     def judgments(self, *, judge: str | None = None, status: str | None = None) -> Iterator[Judgment]:
         sql, params = "SELECT * FROM judgments WHERE 1", []
@@ -447,10 +436,6 @@ class Store:
             sql += " WHERE c.annotator = ?"
             params.append(annotator)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
-
-    def annotations_for_item(self, item_id: int) -> list[Annotation]:
-        rows = self.conn.execute("SELECT * FROM annotations WHERE item_id = ? ORDER BY id", (item_id,))
-        return [_annotation(r) for r in rows]
 
     def annotations(self) -> Iterator[dict]:
         """Every annotation row with its item's content hash and its judgment's uid (for merge)."""
@@ -675,10 +660,6 @@ class Store:
             "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
             (item_id, annotator, expires_at),
         )
-
-    def release(self, item_id: int, annotator: str) -> None:
-        with self.transaction():
-            self.conn.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator))
 
     def release_all(self, annotator: str) -> None:
         with self.transaction():

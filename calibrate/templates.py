@@ -9,7 +9,6 @@ and system prompt: editing a file makes a new version, and old judgments keep th
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
 from calibrate.model import CalibrateError, digest
 from calibrate.resources import bundled
 
-TEMPLATES_ENV_VAR = "CALIBRATE_TEMPLATES"
 LANGS = ("en", "zh")
 
 
@@ -110,13 +108,13 @@ class RenderedPrompt:
 
 
 class TemplateSet:
-    """Every template from the bundled folder and any user folders; later folders win the
-    default choice for a (task, language)."""
+    """Every template from the bundled folder and any user folders (the `templates` setting);
+    later folders win the default choice for a (task, language)."""
 
-    def __init__(self, folders: Iterable[Path] | None = None):
+    def __init__(self, folders: Iterable[Path] = ()):
         self.templates: dict[str, Template] = {}
         self._default: dict[tuple[str, str], str] = {}
-        for folder in folders if folders is not None else default_folders():
+        for folder in [bundled("templates"), *(folders or ())]:
             self.add_folder(Path(folder))
 
     def add_folder(self, folder: Path) -> None:
@@ -195,9 +193,3 @@ def _read(folder: Path, name: str | None, where: str) -> str | None:
     if not path.is_file():
         raise TemplateError(f"{where}: file {path} does not exist")
     return path.read_text(encoding="utf-8")
-
-
-def default_folders() -> list[Path]:
-    """The bundled templates, then any folders named in $CALIBRATE_TEMPLATES (os.pathsep-separated)."""
-    extra = [Path(p) for p in os.environ.get(TEMPLATES_ENV_VAR, "").split(os.pathsep) if p]
-    return [bundled("templates"), *extra]

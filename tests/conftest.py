@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from calibrate.cli import cli
 from calibrate.demo import load_demo
+from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -58,3 +60,29 @@ class Calibrate:
 @pytest.fixture
 def calibrate(db_path) -> Calibrate:
     return Calibrate(db_path)
+
+
+@pytest.fixture
+def labelled_db(tmp_path):
+    """60 lexical items judged by 'gpt'; annotators a, b, c label all items (80-90 % right)."""
+    path = tmp_path / "labelled.db"
+    store = Store(path)
+    rng = np.random.default_rng(1)
+    truth = rng.choice(["yes", "no"], 60, p=[0.6, 0.4])
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": str(k), "notation": "n", "response": "r"})
+                              for k in range(60)], with_ids=True)
+    flip = lambda v: "no" if v == "yes" else "yes"  # noqa: E731
+    verdicts = [t if rng.random() < 0.85 else flip(t) for t in truth]
+    verdicts[0] = None  # one unparsed output
+    store.add_judgments([
+        NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict" if v else "unparsed", verdict=v,
+                    unparsed_reason=None if v else "no verdict line", raw_output=f"The answer is: {v}." if v else "??")
+        for i, v in zip(ids, verdicts, strict=True)
+    ])
+    humans = {}
+    for name, accuracy in (("a", 0.9), ("b", 0.85), ("c", 0.8)):
+        humans[name] = [t if rng.random() < accuracy else flip(t) for t in truth]
+        for i, label in zip(ids, humans[name], strict=True):
+            store.annotate(i, name, "label", label=label)
+    store.close()
+    return path, verdicts, humans

@@ -74,7 +74,7 @@ def test_parse_reports_changes_and_keeps_raw_outputs(demo_db):
     store.conn.execute("UPDATE judgments SET status = 'unparsed', verdict = NULL WHERE id = ?", (judgment.id,))
     out = Calibrate(demo_db)("parse").output
     assert re.search(r"│ unparsed\s*│ yes\s*│ 1\s*│", out), out
-    after = store.judgment(judgment.id)
+    after = next(j for j in store.judgments() if j.id == judgment.id)
     assert after.verdict == "yes" and after.raw_output == raw_before
     assert "no verdict changed" in Calibrate(demo_db)("parse").output
 

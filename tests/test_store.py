@@ -62,7 +62,7 @@ def test_current_label_is_the_latest_and_undo_appends(store):
     assert store.current_label(item_id, "ann") == "yes"
     store.undo_last("ann")
     assert store.current_label(item_id, "ann") is None
-    actions = [a.action for a in store.annotations_for_item(item_id)]
+    actions = [r["action"] for r in store.annotations() if r["item_id"] == item_id]
     assert actions == ["confirm", "override", "undo", "undo"]
     assert store.current_labels() == []
 
@@ -120,10 +120,10 @@ def test_claim_first_follows_the_callers_order(store):
     assert store.claim_first("b", order) == ids[0]
 
 
-def test_release_frees_the_item(store):
+def test_release_all_frees_the_items(store):
     store.add_items(items(1))
     item_id = store.claim_next("a")
-    store.release(item_id, "a")
+    store.release_all("a")
     assert store.claim_next("b") == item_id
 
 

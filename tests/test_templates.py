@@ -213,8 +213,6 @@ def test_user_template_folder_takes_over_the_task(tmp_path, templates):
         'tasks = ["c3/lexical"]\nverdict = "yes_no_en"\n'
     )
     (folder / "l.j2").write_text("mine")
-    from calibrate.templates import default_folders
-
-    both = TemplateSet([*default_folders(), tmp_path / "mine"])
+    both = TemplateSet([tmp_path / "mine"])
     assert both.for_task("c3/lexical", "en").id == "custom/en/lexical"
     assert both.for_task("c3/heterograph", "en").id == "c3/en/heterograph"

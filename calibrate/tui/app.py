@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 
@@ -13,8 +12,6 @@ from calibrate.session import AnnotationSession
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
-
-KEYMAP_ENV_VAR = "CALIBRATE_KEYMAP"
 
 
 class CalibrateApp(App):
@@ -45,8 +42,7 @@ class CalibrateApp(App):
         self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang)
-        keymap_path = keymap_file or os.environ.get(KEYMAP_ENV_VAR)
-        self._keymap = self._load_keymap(Path(keymap_path)) if keymap_path else {}
+        self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None) -> AnnotationSession:
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, **self.options)

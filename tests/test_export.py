@@ -1,0 +1,45 @@
+"""Exports: gold labels as JSONL and CSV (formats/gold) and C3's own result files (formats/c3)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from calibrate.store import Store
+from tests.conftest import Calibrate
+
+
+def test_export_jsonl_and_csv(labelled_db, tmp_path):
+    path, *_ = labelled_db
+    store = Store(path)
+    store.annotate(1, "a", "note", note="ambiguous sentence")
+    store.close()
+    run = Calibrate(path)
+    records = [json.loads(line) for line in run("export", "--format", "jsonl").output.splitlines()]
+    assert len(records) == 60
+    first = records[0]
+    assert set(first["labels"]) == {"a", "b", "c"} and first["gold_basis"] in ("unanimous", "majority 2/3")
+    assert first["verdicts"]["gpt"]["status"] == "unparsed"
+    assert first["notes"] == [{"annotator": "a", "note": "ambiguous sentence", "action": "note"}]
+    out = tmp_path / "gold.csv"
+    run("export", "--format", "csv", "--out", str(out))
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 60 and {"label:a", "label:b", "label:c", "verdict:gpt", "gold_label"} <= set(rows[0])
+
+
+def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
+    store = Store(demo_db)
+    generation = store.items(task="c3/generation-pause", lang="zh")[0]
+    store.annotate(generation.id, "ana", "label", label="是")
+    store.close()
+    out_dir = tmp_path / "results"
+    out = Calibrate(demo_db)("export", "c3", "--lang", "zh", str(out_dir), "--judge", "demo-judge")
+    assert "ambiguity/phonological/generation/pause.json: 1 records" in out.output
+    gen = json.loads((out_dir / "ambiguity/phonological/generation/pause.json").read_text())
+    assert gen[0]["check_answer"] == "最终答案为：是。" and gen[0]["content"] == "南京市长江大桥"
+    tone = json.loads((out_dir / "ambiguity/phonological/generation/tone.json").read_text())
+    assert tone[0]["check_answer"] == "", "unlabelled generation items stay empty for a human"
+    omission = json.loads((out_dir / "context-dependency/omission-completion.json").read_text())
+    assert omission[0]["content"] == "甲：你吃饭了吗？\n乙：吃了。\n" and omission[0]["check_answer"].endswith("最终答案为：否。")
+    multi = json.loads((out_dir / "context-dependency/multi-turn.json").read_text())
+    assert multi[0]["annotation"] == "中国的首都是哪里？" and "甲说：" in multi[0]["content"]

@@ -1,0 +1,40 @@
+"""Human labels made elsewhere (`calibrate import labels`): JSONL and CSV, idempotent, bad rows named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibrate.store import Store
+from tests.conftest import Calibrate
+
+
+def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
+    run = Calibrate(demo_db)
+    csv_file = tmp_path / "labels.csv"
+    csv_file.write_text("task,lang,source_id,annotator,label,note\n"
+                        "superglue/copa,en,0,sam,1,easy\n"
+                        "c3/pause,zh,ambiguity/phonological/pause/0,sam,是,\n", encoding="utf-8")
+    assert "2 labels added" in run("import", "labels", str(csv_file)).output
+    assert "0 labels added" in run("import", "labels", str(csv_file)).output
+    store = Store(demo_db)
+    labels = {(r["task"], r["annotator"]): r["label"] for r in store.current_labels()}
+    assert labels == {("superglue/copa", "sam"): "1", ("c3/pause", "sam"): "是"}
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "3"}, "label '3' is not one of 1, 2"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": "77", "annotator": "s", "label": "1"}, "no superglue/copa (en) item with source id '77'"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": "0", "label": "1"}, "missing field 'annotator'"),
+        ({"task": "rubric/reference", "lang": "zh", "source_id": "r1", "annotator": "s", "label": "great"}, "a rubric label is JSON"),
+    ],
+)
+def test_import_labels_bad_rows(demo_db, tmp_path, row, message):
+    f = tmp_path / "l.jsonl"
+    f.write_text(json.dumps({"task": "superglue/boolq", "lang": "en", "source_id": "0", "annotator": "s", "label": "True"}) + "\n" + json.dumps(row) + "\n")
+    out = Calibrate(demo_db)("import", "labels", str(f), ok=False)
+    assert out.exit_code != 0 and f"l.jsonl:2: {message}" in out.output
+    assert Store(demo_db).current_labels() == []
