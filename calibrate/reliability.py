@@ -277,7 +277,7 @@ def lower_bound(agree, n, risk: float) -> np.ndarray:
 
 
 def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0.1,
-                    thresholds: Sequence[float] | None = None) -> Trust:
+                    thresholds: Sequence[float] | None = None, min_items: int = 30) -> Trust:
     """Selective evaluation with a guarantee of human agreement: Jung, J., Brahman, F., & Choi, Y.
     (2025). Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement. ICLR 2025
     (section 2; fixed-sequence testing after Bates et al. / Angelopoulos et al. (2021),
@@ -295,7 +295,13 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
 
     `thresholds` default to the fixed grid 1.000, 0.999, ..., 0.000 (a fixed grid keeps the
     sequence of hypotheses independent of the data; thresholds that accept the same items give
-    the same test). Leading thresholds that accept no item make no claim and are passed over.
+    the same test). Leading thresholds that accept fewer than `min_items` items are passed over
+    before testing starts: with continuous (logprob) confidences the top thresholds hold one or
+    two items, whose test can never reject at target 0.9, so strict testing from the very top
+    would stop there and refuse on almost any data (in our simulation, on every run). The
+    skip depends only on how many items each threshold accepts, not on whether they agree with
+    people, and `min_items=1` gives the strict procedure; the simulation in
+    tests/test_reliability.py checks that the guarantee still holds.
     The threshold returned is the smallest rejected value of the sequence; `lowest_accepted` is
     the lowest confidence among the items it accepts (with the default grid and repeat-based
     confidences such as 0.8, the threshold is 0.601 and it accepts exactly the items at 0.8 or
@@ -316,9 +322,9 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     order = np.argsort(-conf, kind="stable")
     sorted_conf, cum_agree = conf[order], np.cumsum(outcome[order])
     accepted = np.searchsorted(-sorted_conf, -grid, side="right")  # items with confidence >= lambda
-    grid, accepted = grid[accepted > 0], accepted[accepted > 0]
+    grid, accepted = grid[accepted >= min_items], accepted[accepted >= min_items]
     if len(grid) == 0:
-        result.reason = "no item reaches the highest threshold given"
+        result.reason = f"no threshold given accepts {min_items} or more of the {n} labelled items"
         return result
     agree = cum_agree[accepted - 1].astype(int)
     bounds = lower_bound(agree, accepted, risk)
@@ -361,22 +367,23 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: floa
     not exist (complete or quasi-complete separation: Albert, A., & Anderson, J. A. (1984).
     On the existence of maximum likelihood estimates in logistic regression models.
     Biometrika 71, 1-10) or the design is singular."""
+    separated = "the verdict is (quasi-)separated by the predictors: the estimate is infinite"
     beta = np.zeros(x.shape[1])
-    for _ in range(max_iter):
+    for iteration in range(max_iter):
         p = 1 / (1 + np.exp(-(x @ beta)))
         info = x.T @ (x * (p * (1 - p))[:, None])
         try:
             step = np.linalg.solve(info, x.T @ (y - p))
-        except np.linalg.LinAlgError:
-            return None, None, "the design is singular (a predictor is constant or collinear)"
+        except np.linalg.LinAlgError:  # at the start p = 1/2, so only a singular design fails there
+            return None, None, separated if iteration else "the design is singular (a predictor is collinear)"
         beta = beta + step
+        if np.max(np.abs(beta)) > 30:  # odds ratios beyond e^30: diverging towards separation
+            return None, None, separated
         if np.max(np.abs(step)) < tol:
             break
     else:
         return None, None, "the fit did not converge: the verdict is (nearly) separated by the predictors"
     p = 1 / (1 + np.exp(-(x @ beta)))
-    if np.min(np.minimum(p, 1 - p)) < 1e-8 or np.max(np.abs(beta)) > 30:
-        return None, None, "the verdict is (quasi-)separated by the predictors: the estimate is infinite"
     info = x.T @ (x * (p * (1 - p))[:, None])
     return beta, np.sqrt(np.diag(np.linalg.inv(info))), None
 

@@ -1,0 +1,297 @@
+"""Judge reliability (issue 11) against hand computations and reference implementations."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import brier_score_loss
+from statsmodels.discrete.discrete_model import Logit
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+
+from calibrate.reliability import (
+    _coincidences,
+    _nominal_alpha,
+    calibration,
+    consistency,
+    jury,
+    length_bias,
+    leniency,
+    logistic_fit,
+    majority_confidence,
+    paired_difference,
+    same_family,
+    trust_threshold,
+)
+
+# -- consistency ---------------------------------------------------------------------------------
+
+
+def scripted_repeats(items=40, flips=10, k=3):
+    """items x k verdicts: the first `flips` items answer yes, no, yes...; the rest agree."""
+    rows = [["yes" if (r + j) % 2 == 0 else "no" for j in range(k)] for r in range(flips)]
+    rows += [["yes" if r % 3 else "no"] * k for r in range(items - flips)]
+    return rows
+
+
+def test_flip_rate_equals_the_scripted_one_with_a_wilson_interval():
+    rows = scripted_repeats(40, 10, 3)
+    rows.append(["yes", None, None])  # one repeat only: not counted
+    result = consistency(rows, resamples=200)
+    assert result.items == 40
+    assert result.flip_rate.value == 10 / 40
+    lo, hi = proportion_confint(10, 40, alpha=0.05, method="wilson")
+    assert result.flip_rate.ci == pytest.approx((lo, hi), abs=1e-12)
+    assert result.unstable == list(range(10))
+
+
+def test_alpha_across_repeats_matches_krippendorff_and_its_bootstrap_covers_it():
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 3, 150)
+    codes = np.where(rng.random((150, 4)) < 0.8, truth[:, None], rng.integers(0, 3, (150, 4))).astype(object)
+    codes[rng.random((150, 4)) < 0.1] = None
+    labels = np.array(["a", "b", "c"], dtype=object)
+    rows = [[None if v is None else labels[v] for v in row] for row in codes]
+    result = consistency(rows, resamples=500)
+    data = np.array([[np.nan if v is None else float(v) for v in row] for row in codes]).T
+    keep = np.isfinite(data).sum(axis=0) >= 2
+    reference = krippendorff.alpha(reliability_data=data[:, keep], level_of_measurement="nominal")
+    assert result.alpha.value == pytest.approx(reference, abs=1e-12)
+    assert result.alpha.ci[0] < result.alpha.value < result.alpha.ci[1]
+    assert result.alpha.ci[1] - result.alpha.ci[0] < 0.2
+    # the vectorised coincidence form used for the bootstrap gives the same alpha
+    filled = np.where(np.isfinite(data[:, keep].T), data[:, keep].T, -1).astype(int)
+    assert _nominal_alpha(_coincidences(filled, 3).sum(axis=0)) == pytest.approx(reference, abs=1e-12)
+    assert consistency(rows, resamples=500).alpha.ci == result.alpha.ci, "seeded"
+
+
+def test_consistency_degenerate_inputs_give_reasons():
+    same = consistency([["yes"] * 3] * 5, resamples=50)
+    assert same.flip_rate.value == 0 and same.unstable == []
+    assert same.alpha.value is None and "every repeat" in same.alpha.reason
+    empty = consistency([["yes", None], [None, None]], resamples=50)
+    assert empty.items == 0 and empty.flip_rate.value is None and empty.flip_rate.reason
+    assert empty.alpha.value is None and empty.alpha.reason
+    with pytest.raises(ValueError):
+        consistency([["yes", "no"], ["yes"]])
+
+
+def test_majority_confidence_and_ties():
+    result = majority_confidence([["yes", "yes", "no"], ["yes", "no", None], [None, np.nan, None], ["no", "no", "no"]])
+    assert result.verdicts == ["yes", None, None, "no"]
+    assert result.confidence == [pytest.approx(2 / 3), 0.5, None, 1.0]
+    assert result.ties == 1
+
+
+# -- calibration ---------------------------------------------------------------------------------
+
+CONF = [0.95, 0.9, 0.85, 0.75, 0.72, 0.55, 0.6, 0.3]
+CORRECT = [1, 1, 0, 1, 0, 1, 0, 0]
+
+
+def test_ece_equals_the_hand_computation():
+    # 10 bins ((b-1)/10, b/10]: (0.9, 1.0] {0.95: right} -> |1 - 0.95| = 0.05, n 1
+    # (0.8, 0.9] {0.9 right, 0.85 wrong}: acc 0.5, conf 0.875 -> 0.375, n 2
+    # (0.7, 0.8] {0.75 right, 0.72 wrong}: acc 0.5, conf 0.735 -> 0.235, n 2
+    # (0.5, 0.6] {0.55 right, 0.6 wrong}: acc 0.5, conf 0.575 -> 0.075, n 2
+    # (0.2, 0.3] {0.3 wrong}: acc 0, conf 0.3 -> 0.3, n 1
+    hand = (1 * 0.05 + 2 * 0.375 + 2 * 0.235 + 2 * 0.075 + 1 * 0.3) / 8
+    assert hand == pytest.approx(0.215)
+    result = calibration(CONF, CORRECT)
+    assert result.ece.value == pytest.approx(hand, abs=1e-12)
+    assert [b["count"] for b in result.bins] == [0, 0, 1, 0, 0, 2, 0, 2, 2, 1]
+    assert result.bins[7]["confidence"] == pytest.approx(0.735) and result.bins[7]["accuracy"] == 0.5
+    assert result.bins[0]["confidence"] is None and result.bins[0]["accuracy"] is None
+
+
+def test_brier_matches_sklearn():
+    rng = np.random.default_rng(5)
+    conf = rng.uniform(0.5, 1, 500)
+    correct = (rng.random(500) < conf).astype(int)
+    result = calibration(conf, correct, bins=15)
+    assert result.brier.value == pytest.approx(brier_score_loss(correct, conf), abs=1e-12)
+    assert result.ece.value < 0.08  # calibrated by construction
+    assert sum(b["count"] for b in result.bins) == 500 and len(result.bins) == 15
+
+
+def test_calibration_degenerate_and_malformed():
+    empty = calibration([], [])
+    assert empty.ece.value is None and empty.ece.reason and empty.bins == []
+    assert calibration([0.0], [0]).ece.value == 0.0  # confidence 0 goes to the first bin
+    with pytest.raises(ValueError):
+        calibration([1.2], [1])
+    with pytest.raises(ValueError):
+        calibration([0.5, 0.5], [1])
+
+
+# -- trust or escalate ---------------------------------------------------------------------------
+
+
+def trust_data():
+    """Repeat-based confidences: 40 items at 1.0 (39 agree with people), 30 at 0.8 (26 agree),
+    30 at 0.6 (18 agree)."""
+    conf = [1.0] * 40 + [0.8] * 30 + [0.6] * 30
+    agree = [1] * 39 + [0] + [1] * 26 + [0] * 4 + [1] * 18 + [0] * 12
+    return conf, agree
+
+
+def test_trust_threshold_equals_the_hand_computation():
+    conf, agree = trust_data()
+    target, risk = 0.85, 0.1
+    # Fixed-sequence testing from the top, exact one-sided binomial test of H0: p <= 0.85.
+    p_top = stats.binomtest(39, 40, target, alternative="greater").pvalue  # items at >= 1.0
+    p_mid = stats.binomtest(65, 70, target, alternative="greater").pvalue  # items at >= 0.8
+    p_low = stats.binomtest(83, 100, target, alternative="greater").pvalue  # all items
+    assert p_top <= risk and p_mid <= risk and p_low > risk  # so the threshold is 0.8
+    guaranteed = stats.beta.ppf(risk, 65, 70 - 65 + 1)  # Clopper-Pearson one-sided lower bound
+    assert guaranteed >= target
+    result = trust_threshold(conf, agree, target=target, risk=risk, thresholds=[1.0, 0.8, 0.6])
+    assert result.met and result.threshold == 0.8
+    assert result.accepted == 70 and result.coverage == 0.7
+    assert result.guaranteed == pytest.approx(guaranteed, abs=1e-12)
+    assert result.agreement == pytest.approx(65 / 70)
+    # the default fixed grid (step 0.001) accepts the same items; its smallest rejected value is 0.601
+    grid = trust_threshold(conf, agree, target=target, risk=risk)
+    assert grid.threshold == 0.601 and grid.lowest_accepted == 0.8 and grid.accepted == 70
+    assert grid.guaranteed == pytest.approx(guaranteed, abs=1e-12)
+
+
+def test_trust_refuses_when_the_target_cannot_be_met():
+    conf, agree = trust_data()
+    result = trust_threshold(conf, agree, target=0.97, risk=0.1)
+    assert not result.met and result.threshold is None and result.coverage is None
+    assert stats.binomtest(39, 40, 0.97, alternative="greater").pvalue > 0.1
+    assert result.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 39, 2), abs=1e-12)
+    assert "no threshold meets the target" in result.reason
+    assert trust_threshold([], [], target=0.9).reason
+    with pytest.raises(ValueError):
+        trust_threshold(conf, agree, target=1.0)
+
+
+def test_trust_guarantee_holds_in_simulation():
+    # Calibrated judge: confidence ~ U(0.5, 1), P(agree | conf) = conf, so the population
+    # agreement above lambda is (1 + lambda) / 2, at least 0.9 exactly when lambda >= 0.8.
+    # A returned threshold below 0.8 breaks the guarantee; it must happen in <= risk of runs.
+    rng = np.random.default_rng(11)
+    target, risk, runs = 0.9, 0.1, 400
+    failures = found = 0
+    for _ in range(runs):
+        conf = rng.uniform(0.5, 1, 1000)
+        agree = (rng.random(1000) < conf).astype(int)
+        result = trust_threshold(conf, agree, target=target, risk=risk)
+        if result.met:
+            found += 1
+            failures += result.threshold < 0.8
+    assert found == 326 and failures == 23, (found, failures)  # seeded: 5.75 % of runs broke it
+    assert failures / runs <= risk
+    # strict testing from the very top (min_items=1) stops at a one-item threshold and refuses
+    strict = trust_threshold(conf, agree, target=target, risk=risk, min_items=1)
+    assert not strict.met and strict.best_guaranteed < 0.8
+
+
+# -- length bias ---------------------------------------------------------------------------------
+
+
+def length_data(seed, length_effect, n=2000):
+    rng = np.random.default_rng(seed)
+    human = (rng.random(n) < 0.5).astype(int)
+    length = rng.lognormal(5, 0.6, n)
+    z = (length - length.mean()) / length.std()
+    logit = -1 + 2.5 * human + length_effect * z
+    judge = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    return judge, human, length
+
+
+def test_logistic_fit_matches_statsmodels_logit():
+    judge, human, length = length_data(1, 0.4, n=500)
+    z = (length - length.mean()) / length.std()
+    x = np.column_stack([np.ones(500), human, z])
+    beta, se, reason = logistic_fit(x, judge.astype(float))
+    reference = Logit(judge, x).fit(disp=0, method="newton", tol=1e-12)
+    assert reason is None
+    assert beta == pytest.approx(reference.params, abs=1e-6)
+    assert se == pytest.approx(reference.bse, abs=1e-6)
+    probe = length_bias(judge, human, length)
+    assert probe.estimate.value == pytest.approx(reference.params[2], abs=1e-6)
+    assert probe.estimate.se == pytest.approx(reference.bse[2], abs=1e-6)
+    low, high = reference.conf_int(0.05)[2]
+    assert probe.estimate.ci == pytest.approx((low, high), abs=1e-6)
+
+
+def test_length_probe_detects_a_scripted_bias_and_none_without_one():
+    assert length_bias(*length_data(2, 0.8)).verdict == "says yes more for longer answers than people do"
+    assert length_bias(*length_data(3, -0.8)).verdict == "says yes more for shorter answers than people do"
+    unbiased = length_bias(*length_data(4, 0.0))
+    assert unbiased.verdict == "no evidence of a length bias"
+    assert unbiased.estimate.ci[0] < 0 < unbiased.estimate.ci[1]
+
+
+def test_length_probe_degenerate_inputs():
+    human = np.array([0, 1] * 20)
+    separated = length_bias(human, human, np.arange(40))  # the judge copies people: separation
+    assert separated.estimate.value is None and "separated" in separated.estimate.reason
+    assert "cannot tell" in separated.verdict
+    assert "same length" in length_bias(human, 1 - human, np.ones(40)).estimate.reason
+    assert "every item" in length_bias(np.ones(40), human, np.arange(40)).estimate.reason
+    one_class = length_bias(*length_data(5, 0.8)[:1], np.ones(2000), length_data(5, 0.8)[2])
+    assert one_class.estimate.value is not None and "dropped" in one_class.detail["note"]
+    with pytest.raises(ValueError):
+        length_bias([1, 0], [1], [3, 4])
+
+
+# -- leniency and self-preference ----------------------------------------------------------------
+
+
+def paired(a, b, c, d):
+    """Judge / human 0-1 vectors for the paired table a (both yes), b (judge yes, human no),
+    c (judge no, human yes), d (both no)."""
+    judge = [1] * a + [1] * b + [0] * c + [0] * d
+    human = [1] * a + [0] * b + [1] * c + [0] * d
+    return judge, human
+
+
+def test_paired_difference_reduces_to_newcombe_unpaired_when_phi_is_zero():
+    # a d = b c (4 x 3 = 6 x 2): phi = 0, and method 10 is the unpaired hybrid score interval
+    result = paired_difference(*paired(4, 6, 2, 3))
+    assert result.value == pytest.approx((6 - 2) / 15)
+    reference = confint_proportions_2indep(10, 15, 6, 15, method="newcomb", compare="diff")
+    assert result.ci == pytest.approx(reference, abs=1e-9)
+
+
+def test_paired_difference_uses_the_correlation():
+    # strongly correlated pairs: a narrower interval than the unpaired one on the same margins
+    result = paired_difference(*paired(40, 8, 2, 50))
+    unpaired = confint_proportions_2indep(48, 100, 42, 100, method="newcomb", compare="diff")
+    assert result.value == pytest.approx(0.06)
+    assert result.ci[0] > unpaired[0] and result.ci[1] < unpaired[1]
+    assert result.ci[0] < 0.06 < result.ci[1]
+    assert paired_difference([], []).reason
+
+
+def test_leniency_per_system_and_family():
+    lenient = paired(30, 20, 1, 49)
+    fair = paired(30, 3, 3, 64)
+    harsh = paired(20, 0, 15, 65)
+    judge = lenient[0] + fair[0] + harsh[0]
+    human = lenient[1] + fair[1] + harsh[1]
+    systems = ["gpt-4o"] * 100 + ["r1"] * 100 + ["llama"] * 100
+    result = leniency(judge, human, systems)
+    assert result["gpt-4o"].verdict.startswith("lenient") and result["gpt-4o"].estimate.value == pytest.approx(0.19)
+    assert result["r1"].verdict.startswith("no evidence") and result["r1"].estimate.value == 0
+    assert result["llama"].verdict.startswith("harsh") and result["llama"].n == 100
+    families = {"gpt-4o-judge": "openai", "gpt-4o": "openai", "r1": "deepseek"}
+    assert same_family("gpt-4o-judge", "gpt-4o", families) is True
+    assert same_family("gpt-4o-judge", "r1", families) is False
+    assert same_family("gpt-4o-judge", "llama", families) is None
+
+
+# -- jury ----------------------------------------------------------------------------------------
+
+
+def test_jury_majority_with_ties_and_mean_scores():
+    labels = jury([["yes", "yes", "no"], ["yes", "no", None], [None, None, None], ["no", "no", "yes"]])
+    assert labels.verdicts == ["yes", None, None, "no"]
+    assert labels.ties == 1 and labels.unjudged == 1
+    scores = jury([[80, 60, 70], [50, None, np.nan], [None, None, None]], scores=True)
+    assert scores.verdicts == [70.0, 50.0, None] and scores.unjudged == 1 and scores.ties == 0
