@@ -42,7 +42,7 @@ def _proportion(k: int, n: int, what: str) -> Estimate:
     """k/n with the Wilson score interval (scipy's binomtest):
     (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n).
     Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference.
-    J. Am. Stat. Assoc. 22, 209-212."""
+    J. Am. Stat. Assoc. 22, 209-212. `se` is the binomial sqrt(p (1 - p) / n)."""
     if n == 0:
         return Estimate(None, reason=f"no {what}")
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=LEVEL, method="wilson")
@@ -95,10 +95,10 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     Flip rate = share of items whose repeats are not all equal, over items with >= 2 repeats,
     with a 95 % Wilson interval (Wilson 1927). Agreement across repeats = nominal
     Krippendorff's alpha with the repeats as raters (Krippendorff, K. (2011). Computing
-    Krippendorff's alpha-reliability), its 95 % interval a percentile bootstrap over items
-    (Efron & Tibshirani 1993, ch. 13; Hayes & Krippendorff 2007, Commun. Methods Meas. 1, 77-89,
-    also resample units). Each resample reweights the items' coincidence matrices, so it costs
-    O(resamples x items).
+    Krippendorff's alpha-reliability), its 95 % interval a percentile bootstrap that resamples
+    items with all their repeats (Efron & Tibshirani 1993, An Introduction to the Bootstrap,
+    ch. 13). Each resample reweights the items' coincidence matrices, so it costs
+    O(resamples x items x labels^2) and never calls the package in a loop.
     """
     rows = _matrix(verdicts)
     present = [[v for v in row if not _missing(v)] for row in rows]
@@ -215,7 +215,10 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
     calibration of modern neural networks. ICML 2017 (eq. 3).
     Brier score of the event "the judge agrees with the human", forecast = confidence:
     BS = (1/n) sum_i (confidence_i - 1[verdict_i = human_i])^2. Brier, G. W. (1950). Verification
-    of forecasts expressed in terms of probability. Mon. Weather Rev. 78, 1-3.
+    of forecasts expressed in terms of probability. Mon. Weather Rev. 78, 1-3. Being a mean, it
+    gets the standard error s / sqrt(n) (s the sample sd of the squared errors) and the normal
+    95 % interval BS -+ 1.96 SE (n >= 2). ECE has no interval here: it is biased upwards at small
+    n, and a percentile bootstrap inherits that bias.
     """
     if bins < 1:
         raise ValueError("bins must be at least 1")
@@ -237,9 +240,15 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
                       "accuracy": float(hits[b] / c) if c else None})
     used = counts > 0
     ece = float(np.sum(np.abs(hits[used] - conf_sum[used])) / n)  # n_b |acc_b - conf_b| = |hits_b - sum conf_b|
-    brier = float(np.mean((conf - outcome) ** 2))
-    note = "one item: calibration from a single verdict says little" if n == 1 else None
-    return Calibration(n, Estimate(ece, reason=note), Estimate(brier, reason=note), table)
+    squared = (conf - outcome) ** 2
+    brier = Estimate(float(squared.mean()))
+    if n >= 2:
+        brier.se = float(squared.std(ddof=1) / math.sqrt(n))
+        z95 = stats.norm.ppf(0.5 + LEVEL / 2)
+        brier.ci = (brier.value - z95 * brier.se, brier.value + z95 * brier.se)
+    else:
+        brier.reason = "one item: calibration from a single verdict says little"
+    return Calibration(n, Estimate(ece, reason=brier.reason), brier, table)
 
 
 # -- trust or escalate ---------------------------------------------------------------------------
@@ -424,6 +433,7 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
     if reason:
         return undecided(reason)
     detail = {"coefficients": beta.tolist(), "se": se.tolist(),
+              "length_mean": float(size.mean()), "length_sd": float(size.std()),
               "terms": ["intercept", "length_z"] if len(columns) == 2 else ["intercept", "human", "length_z"]}
     if len(columns) == 2:
         detail["note"] = "every human label is the same: the human term was dropped"
@@ -446,9 +456,12 @@ def paired_difference(judge_yes, human_yes) -> Estimate:
     L = theta - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2),
     U = theta + sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2),
     p1, p2 the judge's and the people's positive rates, (l, u) their 95 % Wilson intervals and
-    phi = (ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d)) (0 when a margin is empty).
+    phi the continuity-corrected correlation of the pairs, with A = ad - bc and
+    D = (a+b)(c+d)(a+c)(b+d): phi = (A - n/2) / sqrt(D) if A > n/2, 0 if 0 <= A <= n/2,
+    A / sqrt(D) if A < 0, and 0 when a margin is empty.
     Newcombe, R. G. (1998). Improved confidence intervals for the difference between binomial
-    proportions based on paired data. Stat. Med. 17, 2635-2650.
+    proportions based on paired data. Stat. Med. 17, 2635-2650; as set out in Fagerland, M. W.,
+    Lydersen, S., & Laake, P. (2017). Statistical Analysis of Contingency Tables, ch. 8.
     """
     j = np.asarray(judge_yes, dtype=bool)
     h = np.asarray(human_yes, dtype=bool)
@@ -462,7 +475,9 @@ def paired_difference(judge_yes, human_yes) -> Estimate:
     p1, p2 = (a + b) / n, (a + c) / n
     (l1, u1), (l2, u2) = _proportion(a + b, n, "").ci, _proportion(a + c, n, "").ci
     margins = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / math.sqrt(margins) if margins else 0.0
+    cross = a * d - b * c
+    shrunk = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
+    phi = shrunk / math.sqrt(margins) if margins else 0.0
     theta = (b - c) / n
     lower = theta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     upper = theta + math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))

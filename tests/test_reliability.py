@@ -5,6 +5,8 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from sklearn.metrics import brier_score_loss
 from statsmodels.discrete.discrete_model import Logit
@@ -111,6 +113,7 @@ def test_brier_matches_sklearn():
     correct = (rng.random(500) < conf).astype(int)
     result = calibration(conf, correct, bins=15)
     assert result.brier.value == pytest.approx(brier_score_loss(correct, conf), abs=1e-12)
+    assert result.brier.se == pytest.approx(stats.sem((conf - correct) ** 2), abs=1e-12)
     assert result.ece.value < 0.08  # calibrated by construction
     assert sum(b["count"] for b in result.bins) == 500 and len(result.bins) == 15
 
@@ -118,11 +121,24 @@ def test_brier_matches_sklearn():
 def test_calibration_degenerate_and_malformed():
     empty = calibration([], [])
     assert empty.ece.value is None and empty.ece.reason and empty.bins == []
-    assert calibration([0.0], [0]).ece.value == 0.0  # confidence 0 goes to the first bin
+    single = calibration([0.0], [0])
+    assert single.ece.value == 0.0 and single.bins[0]["count"] == 1  # confidence 0: first bin
+    assert single.brier.ci is None and single.brier.reason
     with pytest.raises(ValueError):
         calibration([1.2], [1])
     with pytest.raises(ValueError):
         calibration([0.5, 0.5], [1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=1, max_size=60), st.integers(1, 20))
+def test_calibration_properties(pairs_, bins):
+    conf = [c for c, _ in pairs_]
+    correct = [int(k) for _, k in pairs_]
+    result = calibration(conf, correct, bins=bins)
+    assert 0 <= result.ece.value <= 1
+    assert result.brier.value == pytest.approx(brier_score_loss(correct, conf, pos_label=1), abs=1e-12)
+    assert sum(b["count"] for b in result.bins) == len(conf)
 
 
 # -- trust or escalate ---------------------------------------------------------------------------
@@ -190,6 +206,22 @@ def test_trust_guarantee_holds_in_simulation():
     assert not strict.met and strict.best_guaranteed < 0.8
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.5, 0.6, 0.7, 0.8, 0.9, 1.0]), st.booleans()), min_size=1, max_size=200),
+       st.sampled_from([0.7, 0.8, 0.9]))
+def test_trust_answer_is_consistent(pairs_, target):
+    conf = [c for c, _ in pairs_]
+    agree = [int(k) for _, k in pairs_]
+    result = trust_threshold(conf, agree, target=target, risk=0.1, min_items=1)
+    if result.met:
+        accepted = [a for c, a in zip(conf, agree, strict=True) if c >= result.threshold]
+        assert result.accepted == len(accepted) and result.agreement == pytest.approx(np.mean(accepted))
+        assert result.guaranteed >= target and result.guaranteed <= result.agreement
+        assert stats.binomtest(sum(accepted), len(accepted), target, alternative="greater").pvalue <= 0.1 + 1e-9
+    else:
+        assert result.reason and result.best_guaranteed < target
+
+
 # -- length bias ---------------------------------------------------------------------------------
 
 
@@ -251,21 +283,33 @@ def paired(a, b, c, d):
     return judge, human
 
 
-def test_paired_difference_reduces_to_newcombe_unpaired_when_phi_is_zero():
-    # a d = b c (4 x 3 = 6 x 2): phi = 0, and method 10 is the unpaired hybrid score interval
-    result = paired_difference(*paired(4, 6, 2, 3))
-    assert result.value == pytest.approx((6 - 2) / 15)
-    reference = confint_proportions_2indep(10, 15, 6, 15, method="newcomb", compare="diff")
+@pytest.mark.parametrize("table", [(4, 6, 2, 3), (5, 6, 2, 3)])
+def test_paired_difference_reduces_to_newcombe_unpaired_when_phi_is_zero(table):
+    # ad - bc = 0 and ad - bc = 3 <= n/2 = 8: the corrected phi is 0, and the paired interval is
+    # the unpaired hybrid score (square-and-add) interval on the two margins
+    a, b, c, d = table
+    n = a + b + c + d
+    result = paired_difference(*paired(a, b, c, d))
+    assert result.value == pytest.approx((b - c) / n)
+    reference = confint_proportions_2indep(a + b, n, a + c, n, method="newcomb", compare="diff")
     assert result.ci == pytest.approx(reference, abs=1e-9)
 
 
-def test_paired_difference_uses_the_correlation():
-    # strongly correlated pairs: a narrower interval than the unpaired one on the same margins
-    result = paired_difference(*paired(40, 8, 2, 50))
-    unpaired = confint_proportions_2indep(48, 100, 42, 100, method="newcomb", compare="diff")
-    assert result.value == pytest.approx(0.06)
-    assert result.ci[0] > unpaired[0] and result.ci[1] < unpaired[1]
-    assert result.ci[0] < 0.06 < result.ci[1]
+def test_paired_difference_by_hand_with_correlated_pairs():
+    # Cavo et al. (2012) table used by Fagerland, Lydersen & Laake (2017), ch. 8:
+    # a 59, b 6, c 16, d 80, n 161. A = 59*80 - 6*16 = 4624 > n/2, so
+    # phi = (4624 - 80.5) / sqrt(65 * 96 * 75 * 86).
+    a, b, c, d = 59, 6, 16, 80
+    n, p1, p2 = 161, 65 / 161, 75 / 161
+    (l1, u1), (l2, u2) = (proportion_confint(k, n, method="wilson") for k in (65, 75))
+    phi = (4624 - 80.5) / np.sqrt(65 * 96 * 75 * 86)
+    lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    upper = p1 - p2 + np.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
+    result = paired_difference(*paired(a, b, c, d))
+    assert result.value == pytest.approx(-10 / 161)
+    assert result.ci == pytest.approx((lower, upper), abs=1e-12)
+    unpaired = confint_proportions_2indep(65, n, 75, n, method="newcomb", compare="diff")
+    assert result.ci[0] > unpaired[0] and result.ci[1] < unpaired[1], "pairing narrows the interval"
     assert paired_difference([], []).reason
 
 
