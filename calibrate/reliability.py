@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from calibrate.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, Estimate, krippendorff_alpha
+from calibrate.agreement import Estimate, krippendorff_alpha
 
 LEVEL = 0.95
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 20251126  # the same default seed as calibrate.agreement
 
 
 def _missing(x) -> bool:
@@ -109,8 +111,7 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
         return Consistency(0, flip, Estimate(None, reason="no item has two or more repeats"), [])
     labels = sorted({v for i in rated for v in present[i]}, key=str)
     index = {label: n for n, label in enumerate(labels)}
-    width = max(len(rows[i]) for i in rated)
-    codes = np.full((len(rated), width), -1)
+    codes = np.full((len(rated), len(rows[0])), -1)
     for r, i in enumerate(rated):
         for j, v in enumerate(rows[i]):
             if not _missing(v):
@@ -127,9 +128,11 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     finite = boot[np.isfinite(boot)]
     if finite.size < 0.5 * resamples:
         alpha.reason = "the bootstrap interval is undefined: most resamples have a single label"
-    else:
-        lo, hi = np.percentile(finite, [50 * (1 - LEVEL), 50 * (1 + LEVEL)])
-        alpha.ci = (float(lo), float(hi))
+        return Consistency(len(rated), flip, alpha, unstable)
+    lo, hi = np.percentile(finite, [50 * (1 - LEVEL), 50 * (1 + LEVEL)])
+    alpha.ci = (float(lo), float(hi))
+    if finite.size < resamples:
+        alpha.reason = f"{resamples - finite.size} of {resamples} resamples had a single label and were left out"
     return Consistency(len(rated), flip, alpha, unstable)
 
 
@@ -217,7 +220,7 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
     BS = (1/n) sum_i (confidence_i - 1[verdict_i = human_i])^2. Brier, G. W. (1950). Verification
     of forecasts expressed in terms of probability. Mon. Weather Rev. 78, 1-3. Being a mean, it
     gets the standard error s / sqrt(n) (s the sample sd of the squared errors) and the normal
-    95 % interval BS -+ 1.96 SE (n >= 2). ECE has no interval here: it is biased upwards at small
+    95 % interval BS -+ 1.96 SE, clipped to [0, 1] (n >= 2). ECE has no interval here: it is biased upwards at small
     n, and a percentile bootstrap inherits that bias.
     """
     if bins < 1:
@@ -238,14 +241,13 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
         table.append({"lower": float(edges[b]), "upper": float(edges[b + 1]), "count": c,
                       "confidence": float(conf_sum[b] / c) if c else None,
                       "accuracy": float(hits[b] / c) if c else None})
-    used = counts > 0
-    ece = float(np.sum(np.abs(hits[used] - conf_sum[used])) / n)  # n_b |acc_b - conf_b| = |hits_b - sum conf_b|
+    ece = float(np.abs(hits - conf_sum).sum() / n)  # n_b |acc_b - conf_b| = |hits_b - sum of conf in b|
     squared = (conf - outcome) ** 2
     brier = Estimate(float(squared.mean()))
     if n >= 2:
         brier.se = float(squared.std(ddof=1) / math.sqrt(n))
         z95 = stats.norm.ppf(0.5 + LEVEL / 2)
-        brier.ci = (brier.value - z95 * brier.se, brier.value + z95 * brier.se)
+        brier.ci = (max(0.0, brier.value - z95 * brier.se), min(1.0, brier.value + z95 * brier.se))
     else:
         brier.reason = "one item: calibration from a single verdict says little"
     return Calibration(n, Estimate(ece, reason=brier.reason), brier, table)
@@ -268,7 +270,7 @@ class Trust:
     lowest_accepted: float | None = None  # the lowest confidence among the accepted items
     guaranteed: float | None = None  # one-sided (1 - risk) Clopper-Pearson lower bound there
     agreement: float | None = None  # empirical agreement among the accepted items
-    best_guaranteed: float | None = None  # when not met: the highest target this data can certify
+    best_guaranteed: float | None = None  # when not met: L at the first threshold tested
     reason: str | None = None
 
     def as_dict(self) -> dict:
@@ -286,18 +288,19 @@ def lower_bound(agree, n, risk: float) -> np.ndarray:
 
 
 def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0.1,
-                    thresholds: Sequence[float] | None = None, min_items: int = 30) -> Trust:
+                    thresholds: Sequence[float] | None = None, min_items: int | None = None) -> Trust:
     """Selective evaluation with a guarantee of human agreement: Jung, J., Brahman, F., & Choi, Y.
-    (2025). Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement. ICLR 2025
-    (section 2; fixed-sequence testing after Bates et al. / Angelopoulos et al. (2021),
-    Learn then Test).
+    (2025). Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement. ICLR 2025;
+    fixed-sequence testing as in Angelopoulos, A. N., Bates, S., Candes, E. J., Jordan, M. I., &
+    Lei, L. (2021). Learn then Test: calibrating predictive algorithms to achieve risk control.
+    arXiv:2110.01052.
 
     For a threshold lambda let n(lambda) be the labelled items with confidence >= lambda and
     k(lambda) those among them where the judge agrees with the human. Thresholds are tested from
     the highest down; at each, the exact one-sided binomial test of H0: P(agree | confidence >=
     lambda) < target rejects at level `risk` iff the Clopper-Pearson lower bound
-    L(k, n, risk) >= target (`lower_bound`; equivalently P(Bin(n, target) >= k) <= risk). Testing stops at the
-    first non-rejection; the answer is the last (smallest) rejected threshold, for which
+    L(k, n, risk) >= target (`lower_bound`; equivalently P(Bin(n, target) >= k) <= risk).
+    Testing stops at the first non-rejection; the answer is the last (smallest) rejected threshold, for which
     P(agreement among accepted items >= target) >= 1 - risk. Fixed-sequence testing needs no
     multiplicity correction because each hypothesis is tested only if all before it were
     rejected.
@@ -305,29 +308,35 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     `thresholds` default to the fixed grid 1.000, 0.999, ..., 0.000 (a fixed grid keeps the
     sequence of hypotheses independent of the data; thresholds that accept the same items give
     the same test). Leading thresholds that accept fewer than `min_items` items are passed over
-    before testing starts: with continuous (logprob) confidences the top thresholds hold one or
-    two items, whose test can never reject at target 0.9, so strict testing from the very top
-    would stop there and refuse on almost any data (in our simulation, on every run). The
-    skip depends only on how many items each threshold accepts, not on whether they agree with
-    people, and `min_items=1` gives the strict procedure; the simulation in
-    tests/test_reliability.py checks that the guarantee still holds.
+    before testing starts. By default min_items = ceil(log(risk) / log(target)), the fewest
+    items whose test can reject at all (k = n gives L = risk^(1/n)); 22 at target 0.9 and risk
+    0.1. Without the skip, continuous (logprob) confidences put one or two items above the top
+    thresholds, whose test cannot reject, so testing would stop there and refuse on almost any
+    data (in the simulation in tests/test_reliability.py, on every run). The skip depends only
+    on how many items each threshold accepts, not on whether they agree with people; that
+    simulation checks that the guarantee still holds; `min_items=1` gives the strict procedure.
     The threshold returned is the smallest rejected value of the sequence; `lowest_accepted` is
     the lowest confidence among the items it accepts (with the default grid and repeat-based
     confidences such as 0.8, the threshold is 0.601 and it accepts exactly the items at 0.8 or
     above).
     When the first tested threshold is not rejected no threshold meets the target;
-    `best_guaranteed` is then L at that threshold, the highest target this procedure could
-    certify on these data at this risk.
+    `best_guaranteed` is then L at that threshold: the agreement its items do guarantee at this
+    risk, short of the target.
     """
     if not 0 < target < 1 or not 0 < risk < 1:
         raise ValueError("target and risk must be strictly between 0 and 1")
     conf, outcome = _confidence_and_outcome(confidence, correct)
     n = len(conf)
     result = Trust(False, target, risk, n)
+    if min_items is None:
+        min_items = math.ceil(math.log(risk) / math.log(target))
     if n == 0:
         result.reason = "no items have both a judge confidence and a human label"
         return result
-    grid = np.round(np.linspace(1, 0, 1001), 3) if thresholds is None else np.sort(np.asarray(thresholds, dtype=float))[::-1]
+    if thresholds is None:
+        grid = np.round(np.linspace(1, 0, 1001), 3)
+    else:
+        grid = np.sort(np.asarray(thresholds, dtype=float))[::-1]
     order = np.argsort(-conf, kind="stable")
     sorted_conf, cum_agree = conf[order], np.cumsum(outcome[order])
     accepted = np.searchsorted(-sorted_conf, -grid, side="right")  # items with confidence >= lambda

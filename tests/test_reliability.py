@@ -175,11 +175,19 @@ def test_trust_threshold_equals_the_hand_computation():
 
 def test_trust_refuses_when_the_target_cannot_be_met():
     conf, agree = trust_data()
+    # at target 0.97 a test needs ceil(log 0.1 / log 0.97) = 76 items before it can reject, so
+    # testing starts with all 100 items: 83 agree, not enough
+    assert np.ceil(np.log(0.1) / np.log(0.97)) == 76
+    assert stats.binomtest(83, 100, 0.97, alternative="greater").pvalue > 0.1
     result = trust_threshold(conf, agree, target=0.97, risk=0.1)
     assert not result.met and result.threshold is None and result.coverage is None
-    assert stats.binomtest(39, 40, 0.97, alternative="greater").pvalue > 0.1
-    assert result.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 39, 2), abs=1e-12)
+    assert result.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 83, 18), abs=1e-12)
     assert "no threshold meets the target" in result.reason
+    # strict testing from the top: the 40 items at 1.0 (39 agree) already fail
+    assert stats.binomtest(39, 40, 0.97, alternative="greater").pvalue > 0.1
+    strict = trust_threshold(conf, agree, target=0.97, risk=0.1, min_items=1)
+    assert not strict.met and strict.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 39, 2), abs=1e-12)
+    assert "accepts 101 or more" in trust_threshold(conf, agree, min_items=101).reason
     assert trust_threshold([], [], target=0.9).reason
     with pytest.raises(ValueError):
         trust_threshold(conf, agree, target=1.0)
@@ -199,7 +207,7 @@ def test_trust_guarantee_holds_in_simulation():
         if result.met:
             found += 1
             failures += result.threshold < 0.8
-    assert found == 326 and failures == 23, (found, failures)  # seeded: 5.75 % of runs broke it
+    assert found == 349 and failures == 23, (found, failures)  # seeded: 5.75 % of runs broke it
     assert failures / runs <= risk
     # strict testing from the very top (min_items=1) stops at a one-item threshold and refuses
     strict = trust_threshold(conf, agree, target=target, risk=risk, min_items=1)
