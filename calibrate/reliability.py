@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+from scipy.special import expit
 
 from calibrate.agreement import Estimate, krippendorff_alpha
 
@@ -388,7 +389,7 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: floa
     separated = "the verdict is (quasi-)separated by the predictors: the estimate is infinite"
     beta = np.zeros(x.shape[1])
     for iteration in range(max_iter):
-        p = 1 / (1 + np.exp(-(x @ beta)))
+        p = expit(x @ beta)
         info = x.T @ (x * (p * (1 - p))[:, None])
         try:
             step = np.linalg.solve(info, x.T @ (y - p))
@@ -401,7 +402,7 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: floa
             break
     else:
         return None, None, "the fit did not converge: the verdict is (nearly) separated by the predictors"
-    p = 1 / (1 + np.exp(-(x @ beta)))
+    p = expit(x @ beta)
     info = x.T @ (x * (p * (1 - p))[:, None])
     return beta, np.sqrt(np.diag(np.linalg.inv(info))), None
 
@@ -413,8 +414,12 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
     (population sd), fitted by maximum likelihood (`logistic_fit`). b2 is the change in the
     log-odds of a judge "yes" per standard deviation of length, holding the human label fixed;
     its 95 % Wald interval is b2 -+ 1.96 SE(b2). Above 0: the judge favours longer answers
-    beyond what people's labels explain; below 0: shorter ones. When every human label is the
-    same the human term is collinear with the intercept and is dropped (noted in `detail`).
+    beyond what people's labels explain; below 0: shorter ones.
+    When the judge gives one verdict on every item of a human class (e.g. "yes" whenever people
+    said yes), the human term is quasi-separated and its estimate infinite; in that limit the
+    likelihood of b2 is that of the other class alone, so those items (which say nothing about
+    length) are set aside and b0 + b2 z is fitted on the rest, with a note in `detail`; the same
+    fit serves when people gave one label throughout.
     Saito, K., Wachi, A., Wataoka, K., & Akimoto, Y. (2023). Verbosity bias in preference
     labeling by large language models. arXiv:2310.10076, measure the same bias against people.
     """
@@ -437,15 +442,22 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
     if np.ptp(y) == 0:
         return undecided(f"the judge said {'yes' if y[0] else 'no'} to every item")
     z = (size - size.mean()) / size.std()
-    columns = [np.ones(n), z] if np.ptp(h) == 0 else [np.ones(n), h, z]
-    beta, se, reason = logistic_fit(np.column_stack(columns), y)
+    informative = [c for c in (0, 1) if len(set(y[h == c])) == 2]  # the judge varies here
+    if not informative:
+        return undecided("the judge's verdict is fixed by the human label: nothing is left to relate to length")
+    detail = {"length_mean": float(size.mean()), "length_sd": float(size.std())}
+    if len(informative) == 2:
+        x, detail["terms"] = np.column_stack([np.ones(n), h, z]), ["intercept", "human", "length_z"]
+    else:
+        keep = h == informative[0]
+        y, x, detail["terms"] = y[keep], np.column_stack([np.ones(keep.sum()), z[keep]]), ["intercept", "length_z"]
+        people = "yes" if informative[0] else "no"
+        detail["note"] = (f"fitted on the {int(keep.sum())} items people labelled {people}: on the others the "
+                          f"judge gave one verdict throughout (or there were none)")
+    beta, se, reason = logistic_fit(x, y)
     if reason:
         return undecided(reason)
-    detail = {"coefficients": beta.tolist(), "se": se.tolist(),
-              "length_mean": float(size.mean()), "length_sd": float(size.std()),
-              "terms": ["intercept", "length_z"] if len(columns) == 2 else ["intercept", "human", "length_z"]}
-    if len(columns) == 2:
-        detail["note"] = "every human label is the same: the human term was dropped"
+    detail["coefficients"], detail["se"] = beta.tolist(), se.tolist()
     z95 = stats.norm.ppf(0.5 + LEVEL / 2)
     b, s = float(beta[-1]), float(se[-1])
     ci = (b - z95 * s, b + z95 * s)

@@ -267,15 +267,33 @@ def test_length_probe_detects_a_scripted_bias_and_none_without_one():
     assert unbiased.estimate.ci[0] < 0 < unbiased.estimate.ci[1]
 
 
+def test_length_probe_when_the_judge_never_says_no_to_a_human_yes():
+    # The judge says yes whenever people do (the human term is quasi-separated): the length
+    # effect is the one among the items people said no to, as statsmodels finds there.
+    judge, human, length = length_data(6, 0.8)
+    judge = np.where(human == 1, 1, judge)
+    z = (length - length.mean()) / length.std()
+    no = human == 0
+    reference = Logit(judge[no], np.column_stack([np.ones(no.sum()), z[no]])).fit(disp=0, method="newton", tol=1e-12)
+    probe = length_bias(judge, human, length)
+    assert probe.estimate.value == pytest.approx(reference.params[1], abs=1e-6)
+    assert probe.estimate.se == pytest.approx(reference.bse[1], abs=1e-6)
+    assert probe.verdict == "says yes more for longer answers than people do"
+    assert "labelled no" in probe.detail["note"]
+
+
 def test_length_probe_degenerate_inputs():
     human = np.array([0, 1] * 20)
-    separated = length_bias(human, human, np.arange(40))  # the judge copies people: separation
+    copied = length_bias(human, human, np.arange(40))  # the judge copies people
+    assert copied.estimate.value is None and "fixed by the human label" in copied.estimate.reason
+    assert "cannot tell" in copied.verdict
+    separated = length_bias((np.arange(40) >= 20).astype(int), human, np.arange(40))  # length decides
     assert separated.estimate.value is None and "separated" in separated.estimate.reason
-    assert "cannot tell" in separated.verdict
     assert "same length" in length_bias(human, 1 - human, np.ones(40)).estimate.reason
     assert "every item" in length_bias(np.ones(40), human, np.arange(40)).estimate.reason
-    one_class = length_bias(*length_data(5, 0.8)[:1], np.ones(2000), length_data(5, 0.8)[2])
-    assert one_class.estimate.value is not None and "dropped" in one_class.detail["note"]
+    judge, _, length = length_data(5, 0.8)
+    one_class = length_bias(judge, np.ones(2000), length)
+    assert one_class.estimate.value is not None and "labelled yes" in one_class.detail["note"]
     with pytest.raises(ValueError):
         length_bias([1, 0], [1], [3, 4])
 
