@@ -35,7 +35,8 @@ def _missing(x) -> bool:
 
 
 def _matrix(verdicts) -> list[list]:
-    rows = [list(row) for row in verdicts]
+    """Rows of plain Python values (numpy scalars unwrapped, so results serialise as JSON)."""
+    rows = [[v.item() if isinstance(v, np.generic) else v for v in row] for row in verdicts]
     if len({len(row) for row in rows}) > 1:
         raise ValueError("verdicts must be an items x repeats (or items x judges) table: rows differ in length")
     return rows
