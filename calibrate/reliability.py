@@ -26,6 +26,7 @@ from scipy.special import expit
 from calibrate.agreement import Estimate, krippendorff_alpha
 
 LEVEL = 0.95
+Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 20251126  # the same default seed as calibrate.agreement
 
@@ -248,8 +249,7 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
     brier = Estimate(float(squared.mean()))
     if n >= 2:
         brier.se = float(squared.std(ddof=1) / math.sqrt(n))
-        z95 = stats.norm.ppf(0.5 + LEVEL / 2)
-        brier.ci = (max(0.0, brier.value - z95 * brier.se), min(1.0, brier.value + z95 * brier.se))
+        brier.ci = (max(0.0, brier.value - Z95 * brier.se), min(1.0, brier.value + Z95 * brier.se))
     else:
         brier.reason = "one item: calibration from a single verdict says little"
     return Calibration(n, Estimate(ece, reason=brier.reason), brier, table)
@@ -459,9 +459,8 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
     if reason:
         return undecided(reason)
     detail["coefficients"], detail["se"] = beta.tolist(), se.tolist()
-    z95 = stats.norm.ppf(0.5 + LEVEL / 2)
     b, s = float(beta[-1]), float(se[-1])
-    ci = (b - z95 * s, b + z95 * s)
+    ci = (b - Z95 * s, b + Z95 * s)
     if ci[0] > 0:
         verdict = "says yes more for longer answers than people do"
     elif ci[1] < 0:
