@@ -1,0 +1,575 @@
+"""Judge reliability beyond agreement (issue 11).
+
+Agreement with people says how often a judge is right on average. Before letting a judge grade
+a benchmark a team also needs to know whether it gives the same verdict twice (consistency),
+whether its confidence means anything (calibration), which of its verdicts can be accepted
+without a person (trust or escalate), and whether it is biased (length, leniency towards a
+system or its own model family). A jury of judges is one more judge to compare.
+
+These are pure functions over arrays; the caller pulls the data from the store. Like
+`calibrate.agreement`, degenerate inputs give a value or a reason (an `Estimate` with
+`value=None` and `reason`), never a crash or a bare NaN; malformed input (wrong shapes,
+confidences outside [0, 1]) raises ValueError.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+from scipy.special import expit
+
+from calibrate.agreement import Estimate, krippendorff_alpha
+
+LEVEL = 0.95
+Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...
+DEFAULT_RESAMPLES = 1000
+DEFAULT_SEED = 20251126  # the same default seed as calibrate.agreement
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _matrix(verdicts) -> list[list]:
+    """Rows of plain Python values (numpy scalars unwrapped, so results serialise as JSON)."""
+    rows = [[v.item() if isinstance(v, np.generic) else v for v in row] for row in verdicts]
+    if len({len(row) for row in rows}) > 1:
+        raise ValueError("verdicts must be an items x repeats (or items x judges) table: rows differ in length")
+    return rows
+
+
+def _proportion(k: int, n: int, what: str) -> Estimate:
+    """k/n with the Wilson score interval (scipy's binomtest):
+    (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n).
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference.
+    J. Am. Stat. Assoc. 22, 209-212. `se` is the binomial sqrt(p (1 - p) / n)."""
+    if n == 0:
+        return Estimate(None, reason=f"no {what}")
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=LEVEL, method="wilson")
+    return Estimate(k / n, (float(ci.low), float(ci.high)), math.sqrt(k / n * (1 - k / n) / n))
+
+
+# -- consistency (test-retest) -------------------------------------------------------------------
+
+
+@dataclass
+class Consistency:
+    """Test-retest consistency of one judge over K repeats per item."""
+
+    items: int  # items with two or more repeats
+    flip_rate: Estimate
+    alpha: Estimate
+    unstable: list[int] = field(default_factory=list)  # row indices whose repeats disagree
+
+    def as_dict(self) -> dict:
+        return {"items": self.items, "flip_rate": self.flip_rate.as_dict(), "alpha": self.alpha.as_dict(),
+                "unstable": self.unstable}
+
+
+def _coincidences(codes: np.ndarray, k: int) -> np.ndarray:
+    """Per-unit coincidence matrices (units, k, k): o_u[c, c'] = (n_uc n_uc' - [c = c'] n_uc) / (m_u - 1),
+    with n_uc the number of values c in unit u and m_u the number of values in it
+    (Krippendorff 2011, section C)."""
+    counts = np.stack([(codes == c).sum(axis=1) for c in range(k)], axis=1).astype(float)
+    m = counts.sum(axis=1)
+    outer = counts[:, :, None] * counts[:, None, :] - np.einsum("uc,cd->ucd", counts, np.eye(k))
+    return outer / (m - 1)[:, None, None]
+
+
+def _nominal_alpha(coincidence: np.ndarray) -> np.ndarray:
+    """Nominal alpha from summed coincidence matrices (..., k, k):
+    alpha = 1 - (n - 1) sum_{c != c'} o_cc' / sum_{c != c'} n_c n_c', n_c = sum_c' o_cc'
+    (Krippendorff 2011, section C)."""
+    n_c = coincidence.sum(axis=-1)
+    n = n_c.sum(axis=-1)
+    observed = n - np.trace(coincidence, axis1=-2, axis2=-1)
+    expected = n**2 - (n_c**2).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
+
+
+def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Consistency:
+    """Flip rate, agreement across repeats and the unstable items, from an items x K table of
+    verdict labels (None or NaN = missing).
+
+    Flip rate = share of items whose repeats are not all equal, over items with >= 2 repeats,
+    with a 95 % Wilson interval (Wilson 1927). Agreement across repeats = nominal
+    Krippendorff's alpha with the repeats as raters (Krippendorff, K. (2011). Computing
+    Krippendorff's alpha-reliability), its 95 % interval a percentile bootstrap that resamples
+    items with all their repeats (Efron & Tibshirani 1993, An Introduction to the Bootstrap,
+    ch. 13). Each resample reweights the items' coincidence matrices, so it costs
+    O(resamples x items x labels^2) and never calls the package in a loop.
+    """
+    rows = _matrix(verdicts)
+    present = [[v for v in row if not _missing(v)] for row in rows]
+    rated = [i for i, values in enumerate(present) if len(values) >= 2]
+    unstable = [i for i in rated if len(set(present[i])) > 1]
+    flip = _proportion(len(unstable), len(rated), "item has two or more repeats")
+    if not rated:
+        return Consistency(0, flip, Estimate(None, reason="no item has two or more repeats"), [])
+    labels = sorted({v for i in rated for v in present[i]}, key=str)
+    index = {label: n for n, label in enumerate(labels)}
+    codes = np.full((len(rated), len(rows[0])), -1)
+    for r, i in enumerate(rated):
+        for j, v in enumerate(rows[i]):
+            if not _missing(v):
+                codes[r, j] = index[v]
+    reliability = np.where(codes >= 0, codes, np.nan).T  # raters (repeats) x units (items)
+    alpha = krippendorff_alpha(reliability)
+    if alpha.value is None:
+        if len(labels) == 1:
+            alpha.reason = f"every repeat of every item said '{labels[0]}': alpha is undefined (no variation)"
+        return Consistency(len(rated), flip, alpha, unstable)
+    per_item = _coincidences(codes, len(labels))
+    weights = np.random.default_rng(seed).multinomial(len(rated), np.full(len(rated), 1 / len(rated)), size=resamples)
+    boot = _nominal_alpha(np.einsum("ru,ucd->rcd", weights, per_item))
+    finite = boot[np.isfinite(boot)]
+    if finite.size < 0.5 * resamples:
+        alpha.reason = "the bootstrap interval is undefined: most resamples have a single label"
+        return Consistency(len(rated), flip, alpha, unstable)
+    lo, hi = np.percentile(finite, [50 * (1 - LEVEL), 50 * (1 + LEVEL)])
+    alpha.ci = (float(lo), float(hi))
+    if finite.size < resamples:
+        alpha.reason = f"{resamples - finite.size} of {resamples} resamples had a single label and were left out"
+    return Consistency(len(rated), flip, alpha, unstable)
+
+
+# -- confidence from repeats ---------------------------------------------------------------------
+
+
+@dataclass
+class Majority:
+    """Majority verdict per item and the share of repeats that gave it."""
+
+    verdicts: list  # the majority label, or None on a tie or with no repeats
+    confidence: list[float | None]  # share of the item's repeats giving its most frequent label
+    ties: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def majority_confidence(verdicts) -> Majority:
+    """Confidence from K repeats when the server gives no logprobs: for item i with m_i
+    non-missing verdicts, confidence_i = max_c n_ic / m_i, the share of repeats that gave the
+    most frequent label (self-consistency: Wang et al. (2023). Self-consistency improves chain
+    of thought reasoning in language models. ICLR 2023).
+
+    Ties: when two or more labels share the top count the majority verdict is None (the item is
+    undecided and counted in `ties`) and the confidence is still that top share (e.g. 0.5 for
+    one "yes" and one "no"), so a tied item never looks confident. An item with no verdicts has
+    verdict None and confidence None.
+    """
+    out_verdicts, confidence, ties = [], [], 0
+    for row in _matrix(verdicts):
+        values = [v for v in row if not _missing(v)]
+        if not values:
+            out_verdicts.append(None)
+            confidence.append(None)
+            continue
+        ranked = Counter(values).most_common()
+        top = ranked[0][1]
+        tied = len(ranked) > 1 and ranked[1][1] == top
+        ties += tied
+        out_verdicts.append(None if tied else ranked[0][0])
+        confidence.append(top / len(values))
+    return Majority(out_verdicts, confidence, ties)
+
+
+# -- calibration against people ------------------------------------------------------------------
+
+
+def _confidence_and_outcome(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
+    conf = np.asarray(confidence, dtype=float)
+    outcome = np.asarray(correct, dtype=float)
+    if conf.ndim != 1 or conf.shape != outcome.shape:
+        raise ValueError("confidence and correct must be 1-d and of the same length")
+    if not np.all(np.isfinite(conf)) or conf.min(initial=0) < 0 or conf.max(initial=1) > 1:
+        raise ValueError("confidence must be finite and in [0, 1]")
+    if not np.isin(outcome, (0, 1)).all():
+        raise ValueError("correct must be 0/1 (or booleans)")
+    return conf, outcome
+
+
+@dataclass
+class Calibration:
+    """How far the judge's confidence matches how often it agrees with people."""
+
+    n: int
+    ece: Estimate
+    brier: Estimate
+    bins: list[dict]  # per bin: lower, upper, count, confidence (mean), accuracy; for the diagram
+
+    def as_dict(self) -> dict:
+        return {"n": self.n, "ece": self.ece.as_dict(), "brier": self.brier.as_dict(), "bins": self.bins}
+
+
+def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
+    """Expected calibration error, Brier score and the reliability-diagram data.
+
+    `confidence` is the judge's P(its verdict) per item, `correct` is 1 when the verdict equals
+    the human label. Equal-width bins B_b = ((b-1)/M, b/M], b = 1..M (confidence 0 goes to the
+    first bin):
+    ECE = sum_b (n_b / n) |acc_b - conf_b|, acc_b the share correct and conf_b the mean
+    confidence in bin b. Naeini, Cooper & Hauskrecht (2015). Obtaining well calibrated
+    probabilities using Bayesian binning. AAAI 2015; Guo, Pleiss, Sun & Weinberger (2017). On
+    calibration of modern neural networks. ICML 2017 (eq. 3).
+    Brier score of the event "the judge agrees with the human", forecast = confidence:
+    BS = (1/n) sum_i (confidence_i - 1[verdict_i = human_i])^2. Brier, G. W. (1950). Verification
+    of forecasts expressed in terms of probability. Mon. Weather Rev. 78, 1-3. Being a mean, it
+    gets the standard error s / sqrt(n) (s the sample sd of the squared errors) and the normal
+    95 % interval BS -+ 1.96 SE, clipped to [0, 1] (n >= 2). ECE has no interval here: it is biased upwards at small
+    n, and a percentile bootstrap inherits that bias.
+    """
+    if bins < 1:
+        raise ValueError("bins must be at least 1")
+    conf, outcome = _confidence_and_outcome(confidence, correct)
+    n = len(conf)
+    edges = np.arange(bins + 1) / bins  # b / M exactly as written, so 0.3 falls in (0.2, 0.3]
+    if n == 0:
+        reason = "no items have both a judge confidence and a human label"
+        return Calibration(0, Estimate(None, reason=reason), Estimate(None, reason=reason), [])
+    which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, bins - 1)
+    counts = np.bincount(which, minlength=bins)
+    conf_sum = np.bincount(which, weights=conf, minlength=bins)
+    hits = np.bincount(which, weights=outcome, minlength=bins)
+    table = []
+    for b in range(bins):
+        c = int(counts[b])
+        table.append({"lower": float(edges[b]), "upper": float(edges[b + 1]), "count": c,
+                      "confidence": float(conf_sum[b] / c) if c else None,
+                      "accuracy": float(hits[b] / c) if c else None})
+    ece = float(np.abs(hits - conf_sum).sum() / n)  # n_b |acc_b - conf_b| = |hits_b - sum of conf in b|
+    squared = (conf - outcome) ** 2
+    brier = Estimate(float(squared.mean()))
+    if n >= 2:
+        brier.se = float(squared.std(ddof=1) / math.sqrt(n))
+        brier.ci = (max(0.0, brier.value - Z95 * brier.se), min(1.0, brier.value + Z95 * brier.se))
+    else:
+        brier.reason = "one item: calibration from a single verdict says little"
+    return Calibration(n, Estimate(ece, reason=brier.reason), brier, table)
+
+
+# -- trust or escalate ---------------------------------------------------------------------------
+
+
+@dataclass
+class Trust:
+    """The confidence threshold above which the judge's verdicts can be accepted."""
+
+    met: bool
+    target: float
+    risk: float
+    n: int  # human-labelled items used
+    threshold: float | None = None  # accept the judge when confidence >= threshold
+    coverage: float | None = None  # share of the n items at or above the threshold
+    accepted: int = 0
+    lowest_accepted: float | None = None  # the lowest confidence among the accepted items
+    guaranteed: float | None = None  # one-sided (1 - risk) Clopper-Pearson lower bound there
+    agreement: float | None = None  # empirical agreement among the accepted items
+    best_guaranteed: float | None = None  # when not met: L at the first threshold tested
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def lower_bound(agree, n, risk: float) -> np.ndarray:
+    """One-sided (1 - risk) Clopper-Pearson lower bound for a binomial proportion (vectorised):
+    L = Beta quantile(risk; k, n - k + 1), L = 0 when k = 0. P(Bin(n, L) >= k) = risk, so the
+    exact test of H0: p <= t against p > t rejects at level `risk` exactly when L >= t.
+    Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
+    illustrated in the case of the binomial. Biometrika 26, 404-413."""
+    k, n = np.asarray(agree), np.asarray(n)
+    return np.where(k > 0, stats.beta.ppf(risk, np.maximum(k, 1), n - k + 1), 0.0)
+
+
+def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0.1,
+                    thresholds: Sequence[float] | None = None, min_items: int | None = None) -> Trust:
+    """Selective evaluation with a guarantee of human agreement: Jung, J., Brahman, F., & Choi, Y.
+    (2025). Trust or Escalate: LLM Judges with Provable Guarantees for Human Agreement. ICLR 2025;
+    fixed-sequence testing as in Angelopoulos, A. N., Bates, S., Candes, E. J., Jordan, M. I., &
+    Lei, L. (2021). Learn then Test: calibrating predictive algorithms to achieve risk control.
+    arXiv:2110.01052.
+
+    For a threshold lambda let n(lambda) be the labelled items with confidence >= lambda and
+    k(lambda) those among them where the judge agrees with the human. Thresholds are tested from
+    the highest down; at each, the exact one-sided binomial test of H0: P(agree | confidence >=
+    lambda) < target rejects at level `risk` iff the Clopper-Pearson lower bound
+    L(k, n, risk) >= target (`lower_bound`; equivalently P(Bin(n, target) >= k) <= risk).
+    Testing stops at the first non-rejection; the answer is the last (smallest) rejected threshold, for which
+    P(agreement among accepted items >= target) >= 1 - risk. Fixed-sequence testing needs no
+    multiplicity correction because each hypothesis is tested only if all before it were
+    rejected.
+
+    `thresholds` default to the fixed grid 1.000, 0.999, ..., 0.000 (a fixed grid keeps the
+    sequence of hypotheses independent of the data; thresholds that accept the same items give
+    the same test). Leading thresholds that accept fewer than `min_items` items are passed over
+    before testing starts. By default min_items = ceil(log(risk) / log(target)), the fewest
+    items whose test can reject at all (k = n gives L = risk^(1/n)); 22 at target 0.9 and risk
+    0.1. Without the skip, continuous (logprob) confidences put one or two items above the top
+    thresholds, whose test cannot reject, so testing would stop there and refuse on almost any
+    data (in the simulation in tests/test_reliability.py, on every run). The skip depends only
+    on how many items each threshold accepts, not on whether they agree with people; that
+    simulation checks that the guarantee still holds; `min_items=1` gives the strict procedure.
+    The threshold returned is the smallest rejected value of the sequence; `lowest_accepted` is
+    the lowest confidence among the items it accepts (with the default grid and repeat-based
+    confidences such as 0.8, the threshold is 0.601 and it accepts exactly the items at 0.8 or
+    above).
+    When the first tested threshold is not rejected no threshold meets the target;
+    `best_guaranteed` is then L at that threshold: the agreement its items do guarantee at this
+    risk, short of the target.
+    """
+    if not 0 < target < 1 or not 0 < risk < 1:
+        raise ValueError("target and risk must be strictly between 0 and 1")
+    conf, outcome = _confidence_and_outcome(confidence, correct)
+    n = len(conf)
+    result = Trust(False, target, risk, n)
+    if min_items is None:
+        min_items = math.ceil(math.log(risk) / math.log(target))
+    if n == 0:
+        result.reason = "no items have both a judge confidence and a human label"
+        return result
+    if thresholds is None:
+        grid = np.round(np.linspace(1, 0, 1001), 3)
+    else:
+        grid = np.sort(np.asarray(thresholds, dtype=float))[::-1]
+    order = np.argsort(-conf, kind="stable")
+    sorted_conf, cum_agree = conf[order], np.cumsum(outcome[order])
+    accepted = np.searchsorted(-sorted_conf, -grid, side="right")  # items with confidence >= lambda
+    grid, accepted = grid[accepted >= min_items], accepted[accepted >= min_items]
+    if len(grid) == 0:
+        result.reason = f"no threshold given accepts {min_items} or more of the {n} labelled items"
+        return result
+    agree = cum_agree[accepted - 1].astype(int)
+    bounds = lower_bound(agree, accepted, risk)
+    failed = np.flatnonzero(bounds < target)
+    last = (failed[0] if failed.size else len(grid)) - 1  # the last rejection before the first failure
+    if last < 0:
+        result.best_guaranteed = float(bounds[0])
+        result.reason = (f"no threshold meets the target {target:g} at risk {risk:g}: even the most confident "
+                         f"items certify only {bounds[0]:.3f}")
+        return result
+    m, k = int(accepted[last]), int(agree[last])
+    result.met, result.threshold, result.accepted = True, float(grid[last]), m
+    result.lowest_accepted = float(sorted_conf[m - 1])
+    result.coverage, result.guaranteed, result.agreement = m / n, float(bounds[last]), k / m
+    return result
+
+
+# -- bias probes ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """A bias probe: an estimate with its 95 % interval and what it means in plain words."""
+
+    estimate: Estimate
+    verdict: str
+    n: int
+    detail: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"estimate": self.estimate.as_dict(), "verdict": self.verdict, "n": self.n, "detail": self.detail}
+
+
+def logistic_fit(x: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float = 1e-10):
+    """Maximum-likelihood logistic regression by Newton-Raphson (= IRLS):
+    beta <- beta + (X'WX)^-1 X'(y - p), p = 1 / (1 + exp(-X beta)), W = diag(p (1 - p)).
+    Wald standard errors from the observed information: SE = sqrt(diag((X'WX)^-1)).
+    McCullagh, P., & Nelder, J. A. (1989). Generalized Linear Models, 2nd ed., section 4.4.
+    Returns (beta, se, None) or (None, None, reason) when the maximum likelihood estimate does
+    not exist (complete or quasi-complete separation: Albert, A., & Anderson, J. A. (1984).
+    On the existence of maximum likelihood estimates in logistic regression models.
+    Biometrika 71, 1-10) or the design is singular."""
+    separated = "the verdict is (quasi-)separated by the predictors: the estimate is infinite"
+    beta = np.zeros(x.shape[1])
+    for iteration in range(max_iter):
+        p = expit(x @ beta)
+        info = x.T @ (x * (p * (1 - p))[:, None])
+        try:
+            step = np.linalg.solve(info, x.T @ (y - p))
+        except np.linalg.LinAlgError:  # at the start p = 1/2, so only a singular design fails there
+            return None, None, separated if iteration else "the design is singular (a predictor is collinear)"
+        beta = beta + step
+        if np.max(np.abs(beta)) > 30:  # odds ratios beyond e^30: diverging towards separation
+            return None, None, separated
+        if np.max(np.abs(step)) < tol:
+            break
+    else:
+        return None, None, "the fit did not converge: the verdict is (nearly) separated by the predictors"
+    p = expit(x @ beta)
+    info = x.T @ (x * (p * (1 - p))[:, None])
+    return beta, np.sqrt(np.diag(np.linalg.inv(info))), None
+
+
+def length_bias(judge_yes, human_yes, length) -> Probe:
+    """Does the judge say "yes" more for longer responses than people do?
+
+    Logistic regression logit P(judge = yes) = b0 + b1 human + b2 z, z = (length - mean) / sd
+    (population sd), fitted by maximum likelihood (`logistic_fit`). b2 is the change in the
+    log-odds of a judge "yes" per standard deviation of length, holding the human label fixed;
+    its 95 % Wald interval is b2 -+ 1.96 SE(b2). Above 0: the judge favours longer answers
+    beyond what people's labels explain; below 0: shorter ones.
+    When the judge gives one verdict on every item of a human class (e.g. "yes" whenever people
+    said yes), the human term is quasi-separated and its estimate infinite; in that limit the
+    likelihood of b2 is that of the other class alone, so those items (which say nothing about
+    length) are set aside and b0 + b2 z is fitted on the rest, with a note in `detail`; the same
+    fit serves when people gave one label throughout.
+    Saito, K., Wachi, A., Wataoka, K., & Akimoto, Y. (2023). Verbosity bias in preference
+    labeling by large language models. arXiv:2310.10076, measure the same bias against people.
+    """
+    y = np.asarray(judge_yes, dtype=float)
+    h = np.asarray(human_yes, dtype=float)
+    size = np.asarray(length, dtype=float)
+    if not (y.ndim == h.ndim == size.ndim == 1 and len(y) == len(h) == len(size)):
+        raise ValueError("judge_yes, human_yes and length must be 1-d and of the same length")
+    if not (np.isin(y, (0, 1)).all() and np.isin(h, (0, 1)).all()):
+        raise ValueError("judge_yes and human_yes must be 0/1 (or booleans)")
+    n = len(y)
+
+    def undecided(reason: str) -> Probe:
+        return Probe(Estimate(None, reason=reason), f"cannot tell: {reason}", n)
+
+    if n < 3:
+        return undecided("fewer than 3 labelled items")
+    if np.ptp(size) == 0:
+        return undecided("every response has the same length")
+    if np.ptp(y) == 0:
+        return undecided(f"the judge said {'yes' if y[0] else 'no'} to every item")
+    z = (size - size.mean()) / size.std()
+    informative = [c for c in (0, 1) if len(set(y[h == c])) == 2]  # the judge varies here
+    if not informative:
+        return undecided("the judge's verdict is fixed by the human label: nothing is left to relate to length")
+    detail = {"length_mean": float(size.mean()), "length_sd": float(size.std())}
+    if len(informative) == 2:
+        x, detail["terms"] = np.column_stack([np.ones(n), h, z]), ["intercept", "human", "length_z"]
+    else:
+        keep = h == informative[0]
+        y, x, detail["terms"] = y[keep], np.column_stack([np.ones(keep.sum()), z[keep]]), ["intercept", "length_z"]
+        people = "yes" if informative[0] else "no"
+        detail["note"] = (f"fitted on the {int(keep.sum())} items people labelled {people}: on the others the "
+                          f"judge gave one verdict throughout (or there were none)")
+    beta, se, reason = logistic_fit(x, y)
+    if reason:
+        return undecided(reason)
+    detail["coefficients"], detail["se"] = beta.tolist(), se.tolist()
+    b, s = float(beta[-1]), float(se[-1])
+    ci = (b - Z95 * s, b + Z95 * s)
+    if ci[0] > 0:
+        verdict = "says yes more for longer answers than people do"
+    elif ci[1] < 0:
+        verdict = "says yes more for shorter answers than people do"
+    else:
+        verdict = "no evidence of a length bias"
+    return Probe(Estimate(b, ci, s), verdict, n, detail)
+
+
+def paired_difference(judge_yes, human_yes) -> Estimate:
+    """Judge positive rate minus human positive rate on the same items, theta = (b - c) / n,
+    with b = judge yes & human no, c = judge no & human yes, and Newcombe's hybrid score
+    interval for paired proportions (method 10):
+    L = theta - sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2),
+    U = theta + sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2),
+    p1, p2 the judge's and the people's positive rates, (l, u) their 95 % Wilson intervals and
+    phi the continuity-corrected correlation of the pairs, with A = ad - bc and
+    D = (a+b)(c+d)(a+c)(b+d): phi = (A - n/2) / sqrt(D) if A > n/2, 0 if 0 <= A <= n/2,
+    A / sqrt(D) if A < 0, and 0 when a margin is empty.
+    Newcombe, R. G. (1998). Improved confidence intervals for the difference between binomial
+    proportions based on paired data. Stat. Med. 17, 2635-2650; as set out in Fagerland, M. W.,
+    Lydersen, S., & Laake, P. (2017). Statistical Analysis of Contingency Tables, ch. 8.
+    """
+    j = np.asarray(judge_yes, dtype=bool)
+    h = np.asarray(human_yes, dtype=bool)
+    if j.shape != h.shape or j.ndim != 1:
+        raise ValueError("judge_yes and human_yes must be 1-d and of the same length")
+    n = len(j)
+    if n == 0:
+        return Estimate(None, reason="no items labelled by both the judge and people")
+    a, b = int(np.sum(j & h)), int(np.sum(j & ~h))
+    c, d = int(np.sum(~j & h)), int(np.sum(~j & ~h))
+    p1, p2 = (a + b) / n, (a + c) / n
+    (l1, u1), (l2, u2) = _proportion(a + b, n, "").ci, _proportion(a + c, n, "").ci
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    cross = a * d - b * c
+    shrunk = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
+    phi = shrunk / math.sqrt(margins) if margins else 0.0
+    theta = (b - c) / n
+    lower = theta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    upper = theta + math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+    return Estimate(theta, (lower, upper), reason="n < 2: one item says little" if n < 2 else None)
+
+
+def leniency(judge_yes, human_yes, systems: Sequence[str]) -> dict[str, Probe]:
+    """Per system (the model under test): is the judge more lenient or harsher than people on
+    that system's labelled items? The estimate is the paired difference of positive rates
+    (`paired_difference`); "lenient" when its interval lies above 0, "harsh" when below,
+    else "no evidence". Compared across systems this shows leniency towards one system and,
+    with `same_family`, self-preference (Panickssery, Bowman & Feng (2024). LLM evaluators
+    recognize and favor their own generations. NeurIPS 2024)."""
+    j, h = np.asarray(judge_yes, dtype=bool), np.asarray(human_yes, dtype=bool)
+    names = np.asarray(list(systems), dtype=object)
+    if not (j.shape == h.shape == names.shape):
+        raise ValueError("judge_yes, human_yes and systems must be of the same length")
+    out = {}
+    for system in sorted(set(names.tolist()), key=str):
+        mask = names == system
+        estimate = paired_difference(j[mask], h[mask])
+        if estimate.ci and estimate.ci[0] > 0:
+            verdict = "lenient: says yes more often than people do"
+        elif estimate.ci and estimate.ci[1] < 0:
+            verdict = "harsh: says yes less often than people do"
+        else:
+            verdict = "no evidence of a difference from people"
+        out[system] = Probe(estimate, verdict, int(mask.sum()),
+                            {"judge_rate": float(j[mask].mean()), "human_rate": float(h[mask].mean())})
+    return out
+
+
+def same_family(judge: str, system: str, families: Mapping[str, str]) -> bool | None:
+    """True when the judge and the system are mapped to the same model family, False when both
+    are mapped to different ones, None when either is not in `families` (unknown)."""
+    if judge not in families or system not in families:
+        return None
+    return families[judge] == families[system]
+
+
+# -- jury ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Jury:
+    """Several judges combined into one verdict per item."""
+
+    verdicts: list  # label (or mean score) per item; None when tied or nobody judged it
+    ties: int
+    unjudged: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def jury(verdicts, *, scores: bool = False) -> Jury:
+    """Combine an items x judges table (None or NaN = that judge gave no parsed verdict).
+
+    Labels: the plurality label among the judges who gave one; when two or more labels share
+    the top count the item is unresolved (None) and counted in `ties` - never broken in
+    favour of one label. Scores: the mean of the judges' scores. Items no judge gave a verdict
+    on are None and counted in `unjudged`. Verga et al. (2024). Replacing judges with juries:
+    evaluating LLM generations with a panel of diverse models. arXiv:2404.18796.
+    """
+    if scores:
+        out, unjudged = [], 0
+        for row in _matrix(verdicts):
+            values = [float(v) for v in row if not _missing(v)]
+            unjudged += not values
+            out.append(sum(values) / len(values) if values else None)
+        return Jury(out, 0, unjudged)
+    majority = majority_confidence(verdicts)
+    unjudged = sum(c is None for c in majority.confidence)
+    return Jury(majority.verdicts, majority.ties, unjudged)
