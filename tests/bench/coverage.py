@@ -54,7 +54,7 @@ def main(replicates: int = 1000) -> None:
                 marks = {name: "!" if not 0.93 <= cov[name] <= 0.97 else " " for name in STATISTICS}
                 outside += sum(mark == "!" for mark in marks.values())
                 print(f"{p:>10} {n:>4} {kappa:>5} | "
-                      + " ".join(f"{cov[name]:>{w - 1}.1%}{marks[name]}" for name, w in zip(STATISTICS, (8, 8, 10))))
+                      + " ".join(f"{cov[name]:>{w - 1}.1%}{marks[name]}" for name, w in zip(STATISTICS, (8, 8, 10), strict=True)))
     print(f"{outside} of {3 * len(PREVALENCES) * len(SIZES) * len(KAPPAS)} (cell, statistic) pairs outside 93-97 %; "
           f"runtime {time.perf_counter() - start:.1f} s")
 
