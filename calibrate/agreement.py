@@ -1,9 +1,12 @@
 """Agreement statistics: how far a judge (or a second human) agrees with human labels.
 
 Everything here works from a confusion table (two raters) or a units x categories count table
-(many raters), so it is fast at any n. Each estimator's docstring gives its formula and a
-reference. Degenerate inputs (n < 2, a single class, no data) never raise and never return a
-bare NaN: the value is None (or the defined limit) and `reason` says why in words.
+(many raters), so it is fast at any n; intervals come from vectorised posterior draws or
+bootstrap resamples. Each estimator's docstring gives its formula and a reference. Degenerate
+data (n < 2, a single class, no data) never raise and never return a bare NaN: the value is None
+(or the defined limit) and `reason` says why in words; an interval that cannot be given is None
+with `ci_reason`. Invalid input (scores outside 0-100, labels outside the label set) raises a
+ValueError that names the problem.
 """
 
 from __future__ import annotations
