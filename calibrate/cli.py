@@ -564,32 +564,40 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
-@click.option("--unparsed-as-disagreement", is_flag=True, help="Count unparsed verdicts as disagreeing with the human.")
-@click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True, help="Bootstrap resamples for CIs.")
+@click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
+@click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
+              show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
+              "or count as disagreeing with the person.")
+@click.option("--unparsed-as-disagreement", is_flag=True, help="Same as --unparsed as-disagreement.")
+@click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
+@click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True,
+              help="Posterior draws / resamples for intervals.")
 @click.option("--target", type=click.FloatRange(0.01, 1), default=0.1, show_default=True, help="κ CI half-width to plan for.")
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
-              help="Alternative annotator test margin (0.2 crowd annotators, 0.1 experts).")
+              help="Alternative annotator test margin (Calderon et al. 2025: 0.2 experts, 0.15 skilled, 0.1 crowd workers).")
 @pass_ctx
-def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold, epsilon):
+def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples, target,
+                   threshold, epsilon):
     """Judge-vs-human agreement per task × language.
 
-    κ with bootstrap CIs, AC1, raw agreement, prevalence and confusion matrices, beside the
-    human–human ceiling, in five formats."""
+    κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
+    human–human ceiling on the same items, in five formats."""
     from calibrate import report as reports
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
     if not dims or any(d not in reports.BY_CHOICES for d in dims):
         raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
-    options = reports.ReportOptions(by=dims, unparsed_as_disagreement=unparsed_as_disagreement, resamples=resamples,
-                                    target_half_width=target, threshold=threshold, epsilon=epsilon)
+    options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
+                                    resamples=resamples, target_half_width=target, threshold=threshold,
+                                    epsilon=epsilon, gold_from=gold_from)
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
     if fmt == "table" and out is None:
-        reports.render_table(result, console)
+        reports.render_table(result, console, wide=wide)
         return
     if fmt == "table":
-        text_console = Console(file=io.StringIO(), width=200, soft_wrap=True)
-        reports.render_table(result, text_console)
+        text_console = Console(file=io.StringIO(), width=200 if wide else 120, soft_wrap=False)
+        reports.render_table(result, text_console, wide=wide)
         text = text_console.file.getvalue()
     else:
         text = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,

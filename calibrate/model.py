@@ -181,6 +181,7 @@ class AgreementData:
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
     judged: list[tuple]  # task, lang, judge, status, n (all judged items)
+    ties: list[tuple] = field(default_factory=list)  # task, lang, n items with no majority (and no adjudicator)
 
     @staticmethod
     def combine(parts: list[AgreementData]) -> AgreementData:
@@ -196,4 +197,5 @@ class AgreementData:
         return AgreementData(
             summed("judge_vs_human"), summed("judge_vs_gold"), summed("human_pairs"),
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
+            summed("ties"),
         )

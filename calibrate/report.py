@@ -1,9 +1,14 @@
 """The agreement report: judge vs human per task x language x judge, beside the human-human
-ceiling, in words and pictures (terminal table, Markdown, JSON, CSV, self-contained HTML).
+ceiling on the same items, in words and pictures (terminal table, Markdown, JSON, CSV,
+self-contained HTML).
 
 The human label is each annotator's current label; with several annotators there is also a
-line against the majority label. Unparsed and error judgments are counted apart (or, on
-request, counted as disagreement).
+line against the gold label (the adjudicator's, or the strict majority; ties are counted,
+never dropped). Cells pooled across languages compare like with like: a cell holds one kind
+of verdict, and English yes/no and Chinese 是/否 meet on their canonical polarity. Unparsed
+verdicts are left out, counted as "no" (as C3's script does) or counted as disagreement, as
+asked, and whenever a cell has some the range of kappa between the best and the worst case
+is shown beside it.
 """
 
 from __future__ import annotations
@@ -13,20 +18,25 @@ import html
 import io
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
 from calibrate.agreement import (
     DEFAULT_RESAMPLES,
+    EPSILON_GUIDANCE,
     AltTest,
+    Ceiling,
     Estimate,
+    JudgeVsHuman,
     ScoreAgreement,
     TwoRaters,
     alternative_annotator_test,
+    human_ceiling,
     interpret_kappa,
     items_for_half_width,
-    krippendorff_alpha,
+    judge_vs_human,
+    kappa_from_tables,
     score_agreement,
     two_raters,
 )
@@ -36,19 +46,44 @@ from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
-UNPARSED_LABEL = "(unparsed)"
-GOLD = "majority"
 BY_CHOICES = ("task", "lang")
+UNPARSED_MODES = ("exclude", "as-negative", "as-disagreement")
+
+
+class ReportError(CalibrateError, ValueError):
+    """A report that cannot be built as asked (cells that would compare unlike things)."""
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How to cut and measure.
+
+    unparsed: "exclude" leaves unparsed verdicts out (counted); "as-negative" takes them as the
+    kind's negative label, as C3's script does; "as-disagreement" gives each the label that
+    disagrees with the human, on the kind's own label scale. `epsilon` is the alternative
+    annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
+    `gold_from` names an adjudicator whose label is the gold where present."""
+
+    by: tuple[str, ...] = BY_CHOICES
+    unparsed: str = "exclude"
+    resamples: int = DEFAULT_RESAMPLES
+    target_half_width: float = 0.1
+    threshold: float = 60.0
+    epsilon: float = 0.2
+    gold_from: str | None = None
 
 
 @dataclass
 class Line:
-    """One comparison: a judge against one annotator (or the majority label)."""
+    """One comparison: a judge against one annotator (or the gold label)."""
 
     versus: str
     stats: TwoRaters | None = None
     scores: dict[str, ScoreAgreement] = field(default_factory=dict)
     more_items: int | None = None
+    errors: JudgeVsHuman | None = None
+    unparsed: int = 0  # labelled items whose verdict did not parse
+    kappa_range: tuple[float | None, float | None] | None = None  # worst, best case for those
 
     @property
     def n(self) -> int:
@@ -61,13 +96,14 @@ class Line:
 class Cell:
     key: tuple[str, str]  # (task, lang); "*" where --by merged it
     judge: str
+    kind: VerdictKind | None = None
     lines: list[Line] = field(default_factory=list)
     unparsed: int = 0
     errors: int = 0
     judged: int = 0
-    ceiling: Estimate | None = None
-    ceiling_kind: str | None = None
+    ceiling: Ceiling | None = None
     alt_test: AltTest | None = None
+    ties: int = 0
 
     @property
     def task(self) -> str:
@@ -78,6 +114,8 @@ class Cell:
         return self.key[1]
 
     def verdict_words(self, line: Line) -> str:
+        """The line's finding in words: kappa and its band, and where it stands against the
+        human ceiling measured on the same items (by the interval of the difference)."""
         if line.stats is None:
             rho = line.scores.get("score_answer")
             if rho and rho.spearman.value is not None:
@@ -86,31 +124,12 @@ class Cell:
         kappa = line.stats.kappa
         if kappa.value is None:
             return kappa.reason or "kappa undefined"
-        words = f"κ {kappa.value:.2f}"
-        if kappa.ci:
-            words += f" [{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]"
-        words += f", {interpret_kappa(kappa.value)}"
-        if kappa.reason:
-            words += f" ({kappa.reason})"
-        if self.ceiling and self.ceiling.value is not None:
-            relation = "below" if kappa.value < self.ceiling.value else "at or above"
-            words += f"; {relation} human–human {self.ceiling.value:.2f}"
-        else:
-            words += "; no human–human ceiling yet"
+        words = interpret_kappa(kappa.value)
+        if self.ceiling and self.ceiling.verdict:
+            words += f"; {self.ceiling.verdict}"
+        elif self.ceiling is None:
+            words += "; no ceiling yet"
         return words
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """How to cut and measure. `epsilon` is the alternative annotator test's margin: 0.2 suits
-    crowd annotators, 0.1 experts (Calderon et al. 2025)."""
-
-    by: tuple[str, ...] = BY_CHOICES
-    unparsed_as_disagreement: bool = False
-    resamples: int = DEFAULT_RESAMPLES
-    target_half_width: float = 0.1
-    threshold: float = 60.0
-    epsilon: float = 0.2
 
 
 @dataclass
@@ -122,29 +141,23 @@ class Report:
         out = []
         for cell in self.cells:
             out.append({
-                "task": cell.task, "lang": cell.lang, "judge": cell.judge, "judged": cell.judged,
-                "unparsed": cell.unparsed, "errors": cell.errors,
-                "ceiling": cell.ceiling.as_dict() if cell.ceiling else None, "ceiling_kind": cell.ceiling_kind,
+                "task": cell.task, "lang": cell.lang, "judge": cell.judge, "kind": cell.kind.name if cell.kind else None,
+                "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
+                "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
                 "lines": [
-                    {"versus": line.versus, "n": line.n, "verdict": cell.verdict_words(line),
-                     "more_items_for_target": line.more_items,
-                     "stats": line.stats.as_dict() if line.stats else None,
+                    {**asdict(row), "stats": line.stats.as_dict() if line.stats else None,
+                     "judge_errors": line.errors.as_dict() if line.errors else None,
                      "scores": {k: v.as_dict() for k, v in line.scores.items()}}
-                    for line in cell.lines
+                    for line, row in ((line, report_row(cell, line)) for line in cell.lines)
                 ],
             })
-        return {"by": list(self.options.by), "unparsed_as_disagreement": self.options.unparsed_as_disagreement,
-                "target_half_width": self.options.target_half_width, "epsilon": self.options.epsilon, "cells": out}
+        return {"by": list(self.options.by), "unparsed": self.options.unparsed, "gold_from": self.options.gold_from,
+                "target_half_width": self.options.target_half_width, "epsilon": self.options.epsilon,
+                "multiplicity": multiplicity_note(self), "cells": out}
 
 
-def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
-                 options: ReportOptions = ReportOptions()) -> Report:
-    return report_from_data(store.agreement_data(judge), templates, options)
-
-
-class ReportError(CalibrateError, ValueError):
-    """A report that cannot be built as asked (cells that would compare unlike things)."""
+# -- cells and their kinds ---------------------------------------------------------------------------
 
 
 class CellKinds:
@@ -192,15 +205,46 @@ class CellKinds:
         return cell.labels[own.labels.index(value)]
 
 
+def disagreeing(kind: VerdictKind | None, label: str) -> str | None:
+    """A label of the kind's own scale that disagrees with `label` (the other one of a binary
+    kind; the first other label of a larger set)."""
+    if kind is None or not kind.labels:
+        return None
+    return kind.flip(label) or next((other for other in kind.labels if other != label), None)
+
+
+def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
+    """What an unparsed verdict counts as under `mode`, against this human label (None: left out)."""
+    if mode == "as-negative" and kind is not None and kind.positive is not None:
+        return kind.labels[1]
+    if mode in ("as-negative", "as-disagreement"):
+        return disagreeing(kind, human)
+    return None
+
+
+# -- building ----------------------------------------------------------------------------------------
+
+
+def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
+                 options: ReportOptions = ReportOptions()) -> Report:
+    return report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+
+
+def gold_name(options: ReportOptions) -> str:
+    return f"gold ({options.gold_from})" if options.gold_from else "majority"
+
+
 def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = ReportOptions()) -> Report:
     """Cells per (task, lang) as `options.by` says, per judge."""
-    resamples = options.resamples
+    if options.unparsed not in UNPARSED_MODES:
+        raise ReportError(f"unknown --unparsed {options.unparsed!r}: use {', '.join(UNPARSED_MODES)}")
     kinds = CellKinds(templates, options.by)
     cells: dict[tuple, Cell] = {}
+    gold = gold_name(options)
 
     def cell(task, lang, judge) -> Cell:
         key = kinds.key(task, lang)
-        return cells.setdefault((key, judge), Cell(key, judge))
+        return cells.setdefault((key, judge), Cell(key, judge, kinds.kind(key)))
 
     for task, lang, judge, status, n in data.judged:
         c = cell(task, lang, judge)
@@ -209,53 +253,89 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             c.unparsed += n
         elif status == "error":
             c.errors += n
+    ties: dict[tuple, int] = defaultdict(int)
+    for task, lang, n in data.ties:
+        ties[kinds.key(task, lang)] += n
 
-    # pair counts: (cell, judge, versus) -> {(verdict, label): n}
-    counts: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed
+    parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    unparsed: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for rows, has_annotator in ((data.judge_vs_human, True), (data.judge_vs_gold, False)):
         for row in rows:
             if has_annotator:
                 task, lang, judge, annotator, status, verdict, label, n = row
             else:
                 task, lang, judge, status, verdict, label, n = row
-                annotator = GOLD
-            if status == "error" or (status == "unparsed" and not options.unparsed_as_disagreement):
+                annotator = gold
+            if status == "error":
                 continue
             cell(task, lang, judge)
             key = (kinds.key(task, lang), judge, annotator)
-            shown = kinds.label(task, lang, verdict) if status == "verdict" else UNPARSED_LABEL
-            counts[key][(shown, kinds.label(task, lang, label))] += n
+            label = kinds.label(task, lang, label)
+            if status == "verdict":
+                parsed[key][(kinds.label(task, lang, verdict), label)] += n
+            else:
+                unparsed[key][label] += n
 
     people = defaultdict(set)  # (cell, judge) -> annotators with lines
-    for key, judge, versus in counts:
-        if versus != GOLD:
+    for key, judge, versus in [*parsed, *unparsed]:
+        if versus != gold:
             people[(key, judge)].add(versus)
-    for (key, judge, versus), pairs in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] == GOLD, kv[0][2])):
-        if versus == GOLD and len(people[(key, judge)]) < 2:
+    for key, judge, versus in sorted({*parsed, *unparsed}, key=lambda k: (k[0], k[1], k[2] == gold, k[2])):
+        if versus == gold and len(people[(key, judge)]) < 2:
             continue  # a majority of one annotator is that annotator's line again
-        kind = kinds.kind(key)
-        if kinds.scored(key):
-            line = Line(versus, scores=_score_lines(kind, pairs, options.threshold, resamples))
-        else:
-            table, labels = _pair_table(pairs, list(kind.labels) if kind else [])
-            stats = two_raters(table=table, labels=labels, resamples=resamples)
-            line = Line(versus, stats=stats, more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
-        cells[(key, judge)].lines.append(line)
+        c = cells[(key, judge)]
+        c.ties = ties.get(key, 0)
+        c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))
 
     per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     item_cells: dict[int, tuple[str, str]] = {}
     for item_id, task, lang, annotator, label in data.shared_labels:
         per_item[kinds.key(task, lang)][item_id][annotator] = kinds.label(task, lang, label)
         item_cells[item_id] = (task, lang)
-    _add_ceilings(data, per_item, cells, kinds)
-    _add_alt_tests(data, per_item, item_cells, cells, kinds, options.epsilon)
+    _add_ceilings_and_alt_tests(data, per_item, item_cells, cells, kinds, options)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, options)
 
 
+def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, options: ReportOptions) -> Line:
+    """One judge-vs-person line, with unparsed verdicts treated as `options.unparsed` says."""
+    if kind is not None and kind.scored:
+        return Line(versus, scores=_score_lines(kind, parsed, options.threshold, options.resamples),
+                    unparsed=sum(unparsed.values()))
+    pairs = dict(parsed)
+    for label, n in unparsed.items():
+        counted_as = unparsed_as(kind, options.unparsed, label)
+        if counted_as is not None:
+            pairs[(counted_as, label)] = pairs.get((counted_as, label), 0) + n
+    labels = list(kind.labels) if kind else []
+    table, labels = _pair_table(pairs, labels)
+    stats = two_raters(table=table, labels=labels, resamples=options.resamples)
+    line = Line(versus, stats=stats, unparsed=sum(unparsed.values()),
+                more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
+    if kind is not None and kind.positive is not None and stats.n:
+        line.errors = judge_vs_human(table, labels, kind.positive)
+    if unparsed and kind is not None and kind.labels:
+        line.kappa_range = _kappa_range(kind, parsed, unparsed, labels)
+    return line
+
+
+def _kappa_range(kind: VerdictKind, parsed: dict, unparsed: dict, labels: list[str]) -> tuple[float | None, float | None]:
+    """Kappa if every unparsed verdict had disagreed with the person (worst) or agreed (best)."""
+    out = []
+    for counted_as in (lambda h: disagreeing(kind, h), lambda h: h):
+        pairs = dict(parsed)
+        for label, n in unparsed.items():
+            pairs[(counted_as(label), label)] = pairs.get((counted_as(label), label), 0) + n
+        table, _ = _pair_table(pairs, labels)
+        value = float(kappa_from_tables(table))
+        out.append(value if np.isfinite(value) else None)
+    return out[0], out[1]
+
+
 def _pair_table(pairs: dict[tuple[str, str], int], labels: list[str]) -> tuple[np.ndarray, list[str]]:
     """A confusion table from {(rater A label, rater B label): n}: the given label order first,
-    then any other label that occurs (an unparsed verdict, a label from elsewhere)."""
+    then any other label that occurs (a label from elsewhere)."""
     labels = list(labels)
     for a, b in pairs:
         for value in (a, b):
@@ -283,50 +363,164 @@ def _score_lines(kind: VerdictKind, pairs: dict[tuple[str, str], int], threshold
     return out
 
 
-def _add_ceilings(data: AgreementData, per_item: dict, cells: dict, kinds: CellKinds) -> None:
-    """Human-human ceiling per categorical cell: Cohen's kappa for two annotators,
-    Krippendorff's alpha (nominal) for more."""
-    pairs: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
-    annotators: dict[tuple, set] = defaultdict(set)
-    for task, lang, a, b, label_a, label_b, n in data.human_pairs:
-        key = kinds.key(task, lang)
-        pairs[key][(kinds.label(task, lang, label_a), kinds.label(task, lang, label_b))] += n
-        annotators[key] |= {a, b}
-    for key, counted in pairs.items():
-        if kinds.scored(key):
-            continue
-        people = sorted(annotators[key])
-        if len(people) == 2:
-            table, labels = _pair_table(counted, [])
-            ceiling, kind = two_raters(table=table, labels=labels).kappa, f"Cohen's κ, n={int(table.sum())}"
-        else:
-            items = per_item[key]
-            code = {v: float(i) for i, v in enumerate(sorted({x for labels in items.values() for x in labels.values()}))}
-            matrix = np.full((len(people), len(items)), np.nan)
-            for col, labels in enumerate(items.values()):
-                for row, person in enumerate(people):
-                    if person in labels:
-                        matrix[row, col] = code[labels[person]]
-            ceiling, kind = krippendorff_alpha(matrix), f"Krippendorff's α, {len(people)} annotators"
-        for (cell_key, _judge), c in cells.items():
-            if cell_key == key:
-                c.ceiling, c.ceiling_kind = ceiling, kind
-
-
-def _add_alt_tests(data: AgreementData, per_item: dict, item_cells: dict, cells: dict, kinds: CellKinds,
-                   epsilon: float) -> None:
-    verdicts: dict[str, dict[int, str]] = defaultdict(dict)
+def _add_ceilings_and_alt_tests(data: AgreementData, per_item: dict, item_cells: dict, cells: dict,
+                                kinds: CellKinds, options: ReportOptions) -> None:
+    """Per categorical cell, on the items two or more people labelled: the judge beside the
+    humans (same items, same statistic family, a paired interval for the difference), and the
+    alternative annotator test. Unparsed verdicts follow `options.unparsed`."""
+    verdicts: dict[str, dict[int, str | None]] = defaultdict(dict)
     for item_id, judge, status, verdict in data.shared_verdicts:
         if status == "verdict":
             verdicts[judge][item_id] = kinds.label(*item_cells[item_id], verdict)
+        elif status == "unparsed":
+            verdicts[judge][item_id] = None
     for (key, judge), c in cells.items():
         if kinds.scored(key):
-            c.alt_test = AltTest(False, epsilon=epsilon, reason="the test compares categorical labels, not scores")
+            c.alt_test = AltTest(False, epsilon=options.epsilon, reason="the test compares categorical labels, not scores")
             continue
-        c.alt_test = alternative_annotator_test(per_item.get(key, {}), verdicts.get(judge, {}), epsilon=epsilon)
+        items = per_item.get(key, {})
+        if not items:
+            continue
+        shown = {}
+        for item_id in items:
+            if item_id not in verdicts[judge]:
+                continue
+            verdict = verdicts[judge][item_id]
+            if verdict is None and options.unparsed == "as-negative" and c.kind is not None and c.kind.positive:
+                verdict = c.kind.labels[1]
+            if verdict is not None or options.unparsed != "exclude":
+                shown[item_id] = verdict
+        c.ceiling = human_ceiling(items, shown, resamples=options.resamples)
+        c.alt_test = alternative_annotator_test(items, shown, epsilon=options.epsilon)
 
 
-# -- output ---------------------------------------------------------------------------------------
+def multiplicity_note(report: Report) -> str | None:
+    """With many cells, some 95 % intervals miss by chance: say so, with the Bonferroni level
+    for simultaneous statements (Dunn, O. J. (1961). Multiple comparisons among means. JASA 56,
+    52-64)."""
+    shown = sum(1 for c in report.cells for line in c.lines if line.n)
+    if shown < 5:
+        return None
+    return (f"{shown} lines are shown: with 95 % intervals about 1 in 20 misses its true value by chance. "
+            f"For statements about all of them at once, read each at the Bonferroni level {1 - 0.05 / shown:.4f}.")
+
+
+# -- rows with named fields --------------------------------------------------------------------------
+
+
+@dataclass
+class ReportRow:
+    """One line of the report as plain named values (numbers stay numbers, None = missing):
+    what CSV, Markdown, JSON and the tables are written from."""
+
+    task: str
+    lang: str
+    judge: str
+    versus: str
+    n: int
+    agreement: float | None = None
+    agreement_low: float | None = None
+    agreement_high: float | None = None
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    kappa_note: str | None = None
+    band: str | None = None
+    ac1: float | None = None
+    ac1_low: float | None = None
+    ac1_high: float | None = None
+    pabak: float | None = None
+    prevalence_label: str | None = None
+    prevalence: float | None = None
+    sensitivity: float | None = None
+    sensitivity_low: float | None = None
+    sensitivity_high: float | None = None
+    specificity: float | None = None
+    specificity_low: float | None = None
+    specificity_high: float | None = None
+    bias_index: float | None = None
+    prevalence_index: float | None = None
+    homogeneity_test: str | None = None
+    homogeneity_p: float | None = None
+    leniency: str | None = None
+    unparsed: int = 0
+    kappa_worst: float | None = None
+    kappa_best: float | None = None
+    errors: int = 0
+    ceiling_items: int | None = None
+    ceiling_statistic: str | None = None
+    ceiling: float | None = None
+    ceiling_low: float | None = None
+    ceiling_high: float | None = None
+    judge_on_shared: float | None = None
+    judge_on_shared_low: float | None = None
+    judge_on_shared_high: float | None = None
+    difference: float | None = None
+    difference_low: float | None = None
+    difference_high: float | None = None
+    ceiling_verdict: str | None = None
+    gold_ties: int = 0
+    more_items: int | None = None
+    spearman: float | None = None
+    mae: float | None = None
+    verdict: str = ""
+
+
+def _split(estimate: Estimate | None) -> tuple[float | None, float | None, float | None]:
+    if estimate is None:
+        return None, None, None
+    low, high = estimate.ci if estimate.ci else (None, None)
+    return estimate.value, low, high
+
+
+def report_row(c: Cell, line: Line) -> ReportRow:
+    row = ReportRow(c.task, c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
+                    more_items=line.more_items, gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
+    if line.stats is not None and line.stats.n:
+        s = line.stats
+        row.agreement, row.agreement_low, row.agreement_high = _split(s.agreement)
+        row.kappa, row.kappa_low, row.kappa_high = _split(s.kappa)
+        row.kappa_note = s.kappa.reason if s.kappa.value is None else (s.kappa.ci_reason or s.kappa.reason)
+        row.band = interpret_kappa(s.kappa.value) if s.kappa.value is not None else None
+        row.ac1, row.ac1_low, row.ac1_high = _split(s.ac1)
+        row.pabak = s.pabak
+        if s.prevalence:
+            row.prevalence_label, row.prevalence = max(s.prevalence.items(), key=lambda kv: kv[1])
+    if line.errors is not None:
+        e = line.errors
+        row.sensitivity, row.sensitivity_low, row.sensitivity_high = _split(e.sensitivity)
+        row.specificity, row.specificity_low, row.specificity_high = _split(e.specificity)
+        row.bias_index, row.prevalence_index = e.bias_index, e.prevalence_index
+        row.homogeneity_test, row.homogeneity_p, row.leniency = e.homogeneity["test"], e.homogeneity["p"], e.direction
+    if line.kappa_range:
+        row.kappa_worst, row.kappa_best = line.kappa_range
+    if c.ceiling is not None:
+        row.ceiling_items, row.ceiling_statistic = c.ceiling.n_items, c.ceiling.human_statistic or None
+        row.ceiling, row.ceiling_low, row.ceiling_high = _split(c.ceiling.humans)
+        row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = _split(c.ceiling.judge)
+        row.difference, row.difference_low, row.difference_high = _split(c.ceiling.difference)
+        row.ceiling_verdict = c.ceiling.verdict
+    rho = line.scores.get("score_answer")
+    if rho is not None:
+        row.spearman, row.mae = rho.spearman.value, rho.mae
+    return row
+
+
+def rows_of(report: Report) -> list[tuple[Cell, Line, ReportRow]]:
+    return [(c, line, report_row(c, line)) for c in report.cells for line in c.lines]
+
+
+# -- output -------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _with_ci(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None else f"{value:.2f} (no CI)"
 
 
 def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 21) -> str:
@@ -343,116 +537,189 @@ def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 
     return "".join(chars)
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def cell_notes(c: Cell, report: Report) -> list[str]:
+    """What a reader must know about a cell beyond its lines: unparsed verdicts and how they
+    were counted, intervals that could not be computed, the ceiling, ties, the alt-test."""
+    notes = []
+    mode = report.options.unparsed
+    if c.unparsed:
+        how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
+               "as-disagreement": "counted as disagreeing with the person"}[mode]
+        notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    for line in c.lines:
+        if line.kappa_range and line.unparsed:
+            worst, best = line.kappa_range
+            notes.append(f"vs {line.versus}: {line.unparsed} labelled item(s) with an unparsed verdict: κ between "
+                         f"{_fmt(worst)} (all wrong) and {_fmt(best)} (all right)")
+        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
+            notes.append(f"vs {line.versus}: no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}")
+        elif line.stats and line.stats.kappa.value is None and line.stats.n:
+            notes.append(f"vs {line.versus}: {line.stats.kappa.reason}")
+    if c.errors:
+        notes.append(f"{c.errors} judge errors (no output) not counted")
+    ceiling = c.ceiling
+    if ceiling is not None:
+        if ceiling.humans.value is None or ceiling.judge.value is None:
+            notes.append(f"human ceiling: {ceiling.humans.reason or ceiling.judge.reason}")
+        else:
+            diff = ceiling.difference
+            notes.append(
+                f"human ceiling on {ceiling.n_items} items labelled by {ceiling.annotators} people: "
+                f"{ceiling.human_statistic} {_with_ci(*_split(ceiling.humans))}; the judge on the same items "
+                f"κ {_with_ci(*_split(ceiling.judge))}; difference {_with_ci(*_split(diff))}"
+                + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
+            )
+    if c.ties:
+        notes.append(f"{c.ties} item(s) tied between annotators have no {gold_name(report.options)} label")
+    alt = c.alt_test
+    if alt is not None and alt.ran:
+        notes.append(
+            f"alternative annotator test (ε = {alt.epsilon}): winning rate ω {alt.winning_rate:.2f}, advantage "
+            f"probability ρ {alt.advantage_probability:.2f} over {alt.annotators} annotators: "
+            f"{'passes' if alt.passed else 'does not pass'}"
+            + (f"; left out: {', '.join(f'{a} ({why})' for a, why in alt.left_out.items())}" if alt.left_out else "")
+        )
+    elif alt is not None and c.lines and not (c.kind and c.kind.scored):
+        notes.append(f"alternative annotator test not run: {alt.reason}")
+    return notes
 
 
-def _ci(estimate: Estimate | None) -> str:
-    if estimate is None or estimate.value is None:
-        return "—"
-    return f"{estimate.value:.2f} [{estimate.ci[0]:.2f}, {estimate.ci[1]:.2f}]" if estimate.ci else f"{estimate.value:.2f}"
-
-
-def _prevalence(stats: TwoRaters) -> str:
-    if not stats.prevalence:
-        return "—"
-    label, share = max(stats.prevalence.items(), key=lambda kv: kv[1])
-    return f"{label} {share:.0%}"
-
-
-COLUMNS = ["task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "prevalence",
-           "unparsed", "errors", "ceiling", "verdict", "+items"]
-
-
-def flat_rows(report: Report) -> list[list[str]]:
-    rows = []
-    for c in report.cells:
-        for line in c.lines or [Line("(no human labels yet)")]:
-            s = line.stats
-            if s is not None:
-                agree, kappa, ac1, prev = _fmt(s.raw_agreement), _ci(s.kappa), _ci(s.ac1), _prevalence(s)
-            elif line.scores:
-                sa = line.scores["score_answer"]
-                agree, kappa = f"MAE {_fmt(sa.mae, 1)}", _ci(sa.binned.kappa_quadratic if sa.binned else None)
-                ac1, prev = f"ρ {_fmt(sa.spearman.value)}", "scores"
-            else:
-                agree = kappa = ac1 = prev = "—"
-            ceiling = f"{_fmt(c.ceiling.value)} ({c.ceiling_kind})" if c.ceiling and c.ceiling.value is not None else "—"
-            words = c.verdict_words(line) if line.n else "no labelled items"
-            more = "—" if line.more_items is None else str(line.more_items)
-            rows.append([c.task, c.lang, c.judge, line.versus, str(line.n), agree, kappa, ac1, prev,
-                         str(c.unparsed), str(c.errors), ceiling, words, more])
-    return rows
-
-
-def render_table(report: Report, console) -> None:
-    """The terminal table: cells with human labels, each κ with a bar of it and its CI."""
+def render_table(report: Report, console, *, wide: bool = False) -> None:
+    """The terminal report: per cell a heading, a compact table that fits 80 columns (the κ bar
+    from 100), notes in words; `wide` adds a table of the judge's error rates."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"judge vs human, by {' × '.join(report.options.by)}", caption=(
-        f"bar: κ ● and 95% CI ━ on −1…1 (┊ = 0) · +items: labels still needed for a κ CI of ±{report.options.target_half_width}"))
-    for name, kwargs in (("cell", {"no_wrap": True}), ("judge vs", {"no_wrap": True}), ("n", {"justify": "right"}),
-                         ("agree", {}), ("κ [95% CI]", {"no_wrap": True}), ("AC1", {}), ("prevalence", {}),
-                         ("unparsed/err", {"justify": "right"}), ("human–human", {}), ("verdict", {"ratio": 1, "min_width": 36}),
-                         ("+items", {"justify": "right"})):
-        table.add_column(name, overflow="fold", **kwargs)
+    from calibrate.display import literal as terminal_safe
+
+    console.print(Text(f"judge vs human, by {' × '.join(report.options.by)}; unparsed verdicts: {report.options.unparsed}",
+                       style="bold"))
+    with_bar = wide or console.width >= 100
     waiting = []
-    for c, line, row in _lines_with_rows(report):
-        if not line.n:
+    for c in report.cells:
+        if not any(line.n for line in c.lines):
             waiting.append(f"{c.task} {c.lang} ({c.judge})")
             continue
-        kappa = line.stats.kappa if line.stats else None
-        bar = kappa_bar(kappa.value, kappa.ci) if kappa and kappa.value is not None else ""
-        table.add_row(Text(f"{row[0]} {row[1]}"), Text(f"{row[2]} vs {row[3]}"), row[4], row[5],
-                      Text(f"{row[6]}\n{bar}" if bar else row[6]), row[7], row[8], f"{row[9]}/{row[10]}",
-                      Text(row[11]), Text(row[12]), row[13])
-    console.print(table)
+        console.print()
+        console.print(Text(terminal_safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        columns = [("vs", {}), ("n", {"justify": "right"}), ("agree", {"justify": "right"}), ("κ [95% CI]", {})]
+        if with_bar:
+            columns.append(("−1 ┊ 1", {}))
+        columns.append(("verdict", {}))
+        for name, kwargs in columns:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", **kwargs)
+        for line in c.lines:
+            row = report_row(c, line)
+            if not line.n:
+                continue
+            if line.stats is None:
+                cells = [row.versus, str(row.n), "—", "—"]
+            else:
+                cells = [row.versus, str(row.n), _fmt(row.agreement), _with_ci(row.kappa, row.kappa_low, row.kappa_high)]
+            if with_bar:
+                ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
+                cells.append(kappa_bar(row.kappa, ci, 21 if wide or console.width >= 120 else 15))
+            cells.append(row.verdict)
+            table.add_row(*[Text(terminal_safe(v)) for v in cells])
+        console.print(table)
+        if wide:
+            console.print(_details_table(c))
+        for note in cell_notes(c, report):
+            console.print(Text("  " + terminal_safe(note), style="dim"))
     if waiting:
-        console.print(Text(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting), style="dim"))
-    for c in report.cells:
-        if c.alt_test and c.alt_test.ran:
-            result = "passes" if c.alt_test.passed else "does not pass"
-            console.print(f"alternative annotator test, {c.task} {c.lang} {c.judge}: winning rate "
-                          f"{c.alt_test.winning_rate:.2f} over {c.alt_test.annotators} annotators (ε={c.alt_test.epsilon}): {result}")
+        console.print()
+        console.print(Text(terminal_safe(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting)),
+                           style="dim"))
+    note = multiplicity_note(report)
+    if note:
+        console.print(Text(note, style="dim italic"))
 
 
-def _lines_with_rows(report: Report):
-    rows = iter(flat_rows(report))
-    for c in report.cells:
-        for line in c.lines or [Line("(no human labels yet)")]:
-            yield c, line, next(rows)
+def _details_table(c: Cell):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from calibrate.display import literal as terminal_safe
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name in ("vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI / PI", "leniency", "+items"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    for line in c.lines:
+        r = report_row(c, line)
+        if not line.n or line.stats is None:
+            continue
+        prevalence = f"{r.prevalence_label} {r.prevalence:.0%}" if r.prevalence is not None else "—"
+        leniency = "—" if r.leniency is None else (
+            r.leniency if r.homogeneity_p is None else f"{r.leniency} (p {r.homogeneity_p:.3f})")
+        table.add_row(*[Text(terminal_safe(v)) for v in (
+            r.versus, _with_ci(r.ac1, r.ac1_low, r.ac1_high), _with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
+            _with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
+            f"{_fmt(r.bias_index)} / {_fmt(r.prevalence_index)}", leniency,
+            "—" if r.more_items is None else str(r.more_items))])
+    return table
+
+
+MARKDOWN_COLUMNS = [("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
+                    ("agree", "agreement"), ("κ [95% CI]", None), ("AC1", "ac1"), ("sensitivity", "sensitivity"),
+                    ("specificity", "specificity"), ("unparsed", "unparsed"), ("verdict", "verdict")]
+
+
+def _md(text) -> str:
+    return html.escape("" if text is None else str(text)).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(report: Report) -> str:
     out = io.StringIO()
     out.write("# calibrate agreement report\n\n")
-    out.write("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
-    for row in flat_rows(report):
-        out.write("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |\n")
-    for c in report.cells:
-        if c.alt_test:
-            out.write(f"\n**{c.task} {c.lang} {c.judge}, alternative annotator test:** ")
-            if c.alt_test.ran:
-                out.write(f"winning rate {c.alt_test.winning_rate:.2f}, {'passes' if c.alt_test.passed else 'does not pass'} "
-                          f"(ε = {c.alt_test.epsilon}).\n")
+    out.write(f"Unparsed verdicts: {report.options.unparsed}. Intervals are 95 %.\n\n")
+    out.write("| " + " | ".join(name for name, _ in MARKDOWN_COLUMNS) + " |\n|" + "---|" * len(MARKDOWN_COLUMNS) + "\n")
+    for _c, _line, row in rows_of(report):
+        values = []
+        for _name, attr in MARKDOWN_COLUMNS:
+            if attr is None:
+                values.append(_with_ci(row.kappa, row.kappa_low, row.kappa_high))
             else:
-                out.write(f"not run: {c.alt_test.reason}.\n")
+                value = getattr(row, attr)
+                values.append(_fmt(value) if isinstance(value, float) else value)
+        out.write("| " + " | ".join(_md(v) for v in values) + " |\n")
+    for c in report.cells:
+        notes = cell_notes(c, report)
+        if notes:
+            out.write(f"\n**{_md(c.task)} {_md(c.lang)}, {_md(c.judge)}**\n\n")
+            out.write("".join(f"- {_md(note)}\n" for note in notes))
         for line in c.lines:
             if line.stats and line.stats.n:
-                out.write(f"\nConfusion matrix, {c.task} {c.lang}, {c.judge} (rows) vs {line.versus} (columns):\n\n")
+                out.write(f"\nConfusion matrix, {_md(c.task)} {_md(c.lang)}, {_md(c.judge)} (rows) vs {_md(line.versus)} (columns):\n\n")
                 labels = line.stats.labels
-                out.write("| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels) + "\n")
+                out.write("| | " + " | ".join(_md(label) for label in labels) + " |\n|---|" + "---|" * len(labels) + "\n")
                 for label, counts in zip(labels, line.stats.table, strict=True):
-                    out.write(f"| **{label}** | " + " | ".join(map(str, counts)) + " |\n")
+                    out.write(f"| **{_md(label)}** | " + " | ".join(map(str, counts)) + " |\n")
+    note = multiplicity_note(report)
+    if note:
+        out.write(f"\n_{_md(note)}_\n")
     return out.getvalue()
+
+
+CSV_FIELDS = [f.name for f in fields(ReportRow)]
+
+
+def _csv_cell(value) -> str | int | float:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+        return "'" + value  # a spreadsheet must not run a formula from data
+    return value
 
 
 def render_csv(report: Report) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(COLUMNS)
-    writer.writerows(flat_rows(report))
+    writer.writerow(CSV_FIELDS)
+    for _c, _line, row in rows_of(report):
+        writer.writerow([_csv_cell(v) for v in asdict(row).values()])
     return out.getvalue()
 
 
@@ -460,63 +727,102 @@ def render_json(report: Report) -> str:
     return json.dumps(report.as_dict(), ensure_ascii=False, indent=2, allow_nan=False)
 
 
-def _svg_scale(value: float | None, ci, ceiling: float | None) -> str:
-    x = lambda v: 10 + (max(-1.0, min(1.0, v)) + 1) / 2 * 300  # noqa: E731
-    parts = ['<svg width="320" height="34" viewBox="0 0 320 34" role="img">',
-             '<line x1="10" y1="17" x2="310" y2="17" stroke="#ccc"/>']
-    for tick in (-1, -0.5, 0, 0.5, 1):
-        parts.append(f'<line x1="{x(tick):.1f}" y1="12" x2="{x(tick):.1f}" y2="22" stroke="#bbb"/>'
-                     f'<text x="{x(tick):.1f}" y="33" font-size="8" text-anchor="middle" fill="#888">{tick:g}</text>')
-    if ceiling is not None:
-        parts.append(f'<line x1="{x(ceiling):.1f}" y1="3" x2="{x(ceiling):.1f}" y2="27" stroke="#d62728" stroke-width="2">'
-                     f'<title>human–human {ceiling:.2f}</title></line>')
-    if value is not None:
-        if ci:
-            parts.append(f'<line x1="{x(ci[0]):.1f}" y1="17" x2="{x(ci[1]):.1f}" y2="17" stroke="#1f77b4" stroke-width="3"/>'
-                         f'<line x1="{x(ci[0]):.1f}" y1="11" x2="{x(ci[0]):.1f}" y2="23" stroke="#1f77b4" stroke-width="2"/>'
-                         f'<line x1="{x(ci[1]):.1f}" y1="11" x2="{x(ci[1]):.1f}" y2="23" stroke="#1f77b4" stroke-width="2"/>')
-        parts.append(f'<circle cx="{x(value):.1f}" cy="17" r="5" fill="#1f77b4"><title>κ {value:.2f}</title></circle>')
+# -- HTML ---------------------------------------------------------------------------------------------
+
+_FONTS = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK SC", "Noto Sans SC", '
+          '"Source Han Sans SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif')
+_STYLE = f"""
+body{{font-family:{_FONTS};margin:24px auto;max-width:1200px;padding:0 16px;color:#1b1b1b;line-height:1.4}}
+h1{{font-size:22px}} h2{{font-size:16px;margin:28px 0 6px}} .muted{{color:#555;font-size:13px}}
+table.forest{{border-collapse:collapse;width:100%;table-layout:fixed}}
+table.forest th,table.forest td{{border-bottom:1px solid #e3e3e3;padding:4px 6px;font-size:13px;text-align:left;
+  vertical-align:middle;overflow-wrap:anywhere}}
+table.forest td.num{{text-align:right;font-variant-numeric:tabular-nums}}
+table.cm{{border-collapse:collapse;font-size:12px;margin:6px 12px 6px 0;display:inline-table}}
+table.cm td,table.cm th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}
+caption{{font-size:11px;color:#555;text-align:left}} details{{margin:4px 0 10px}} summary{{cursor:pointer;color:#0b5394}}
+ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
+.key span{{display:inline-block;margin-right:14px}}
+"""
+_PLOT_W = 300
+
+
+def _x(v: float) -> float:
+    return 8 + (max(-1.0, min(1.0, v)) + 1) / 2 * (_PLOT_W - 16)
+
+
+def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
+    """One forest-plot row: the judge's κ and interval (blue), the human ceiling and its
+    interval on the same items (red, beneath), on −1…1."""
+    parts = [f'<svg width="{_PLOT_W}" height="30" viewBox="0 0 {_PLOT_W} 30" role="img">',
+             f'<line x1="{_x(0):.1f}" y1="0" x2="{_x(0):.1f}" y2="30" stroke="#bbb" stroke-dasharray="2,2"/>']
+    for tick in (-1, -0.5, 0.5, 1):
+        parts.append(f'<line x1="{_x(tick):.1f}" y1="26" x2="{_x(tick):.1f}" y2="30" stroke="#ccc"/>')
+    for estimate, y, colour, name in ((kappa, 10, "#1f5fa8", "κ judge"), (ceiling, 22, "#c0392b", "human ceiling")):
+        if estimate is None or estimate.value is None:
+            continue
+        if estimate.ci:
+            lo, hi = estimate.ci
+            parts.append(f'<line x1="{_x(lo):.1f}" y1="{y}" x2="{_x(hi):.1f}" y2="{y}" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<circle cx="{_x(estimate.value):.1f}" cy="{y}" r="4" fill="{colour}">'
+                     f'<title>{name} {estimate.value:.2f}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def render_html(report: Report) -> str:
     e = html.escape
-    rows = []
-    for c, line, row in _lines_with_rows(report):
-        kappa = line.stats.kappa if line.stats else None
-        ceiling = c.ceiling.value if c.ceiling else None
-        svg = _svg_scale(kappa.value if kappa else None, kappa.ci if kappa else None, ceiling)
-        matrix = ""
-        if line.stats and line.stats.n:
-            head = "".join(f"<th>{e(str(label))}</th>" for label in line.stats.labels)
-            body = "".join(
-                f"<tr><th>{e(str(label))}</th>" + "".join(f"<td>{n}</td>" for n in counts) + "</tr>"
-                for label, counts in zip(line.stats.labels, line.stats.table, strict=True)
+    sections = []
+    for c in report.cells:
+        lines = [line for line in c.lines if line.n]
+        if not lines:
+            continue
+        rows = []
+        for line in lines:
+            r = report_row(c, line)
+            kappa = line.stats.kappa if line.stats else None
+            rows.append(
+                f"<tr><td>{e(r.versus)}</td><td class='num'>{r.n}</td><td class='num'>{_fmt(r.agreement)}</td>"
+                f"<td class='num'>{e(_with_ci(r.kappa, r.kappa_low, r.kappa_high))}</td>"
+                f"<td>{_forest(kappa, c.ceiling.humans if c.ceiling else None)}</td>"
+                f"<td class='num'>{e(_with_ci(r.ac1, r.ac1_low, r.ac1_high))}</td>"
+                f"<td class='num'>{e(_with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high))}</td>"
+                f"<td class='num'>{e(_with_ci(r.specificity, r.specificity_low, r.specificity_high))}</td>"
+                f"<td>{e(r.verdict)}</td></tr>"
             )
-            matrix = (f'<table class="cm"><caption>{e(c.judge)} (rows) × {e(line.versus)} (columns)</caption>'
-                      f"<tr><th></th>{head}</tr>{body}</table>")
-        alt = ""
-        if c.alt_test:
-            alt = (f"alternative annotator test (ε={c.alt_test.epsilon}): winning rate {c.alt_test.winning_rate:.2f}, "
-                   f"{'passes' if c.alt_test.passed else 'does not pass'}"
-                   if c.alt_test.ran else f"not run: {e(c.alt_test.reason or '')}")
-        rows.append(
-            f"<tr><td>{e(row[0])}</td><td>{e(row[1])}</td><td>{e(row[2])}</td><td>{e(row[3])}</td><td>{e(row[4])}</td>"
-            f"<td>{e(row[5])}</td><td>{e(row[6])}<br>{svg}</td><td>{e(row[7])}</td><td>{e(row[8])}</td>"
-            f"<td>{e(row[9])} / {e(row[10])}</td><td>{e(row[11])}</td><td>{e(row[12])}<br><small>{alt}</small></td>"
-            f"<td>{e(row[13])}</td><td>{matrix}</td></tr>"
+        matrices = []
+        for line in lines:
+            if line.stats and line.stats.n:
+                head = "".join(f"<th>{e(str(label))}</th>" for label in line.stats.labels)
+                body = "".join(f"<tr><th>{e(str(label))}</th>" + "".join(f"<td>{n}</td>" for n in counts) + "</tr>"
+                               for label, counts in zip(line.stats.labels, line.stats.table, strict=True))
+                matrices.append(f"<table class='cm'><caption>{e(c.judge)} (rows) × {e(line.versus)} (columns)</caption>"
+                                f"<tr><th></th>{head}</tr>{body}</table>")
+        notes = "".join(f"<li>{e(note)}</li>" for note in cell_notes(c, report))
+        sections.append(
+            f"<h2>{e(c.task)} · {e(c.lang)} · {e(c.judge)}</h2>"
+            "<table class='forest'><colgroup><col style='width:11%'><col style='width:5%'><col style='width:6%'>"
+            "<col style='width:13%'><col style='width:25%'><col style='width:13%'><col style='width:13%'>"
+            "<col style='width:13%'><col style='width:11%'></colgroup>"
+            "<tr><th>vs</th><th>n</th><th>agree</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>AC1</th>"
+            "<th>sensitivity</th><th>specificity</th><th>verdict</th></tr>"
+            + "".join(rows) + "</table>"
+            + (f"<ul class='notes'>{notes}</ul>" if notes else "")
+            + (f"<details><summary>confusion matrices</summary>{''.join(matrices)}</details>" if matrices else "")
         )
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table.main{border-collapse:collapse}"
-             "table.main>tbody>tr>td,table.main>thead>tr>th{border-bottom:1px solid #ddd;padding:6px 8px;vertical-align:top;font-size:13px}"
-             "table.cm{border-collapse:collapse;font-size:11px}table.cm td,table.cm th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-             "caption{font-size:10px;color:#666}.legend{color:#555;font-size:13px}")
-    header = "".join(f"<th>{e(h)}</th>" for h in ["task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1",
-                                                   "prevalence", "unparsed / errors", "human–human", "verdict", "+items", "confusion"])
+    waiting = [f"{c.task} {c.lang} ({c.judge})" for c in report.cells if not any(line.n for line in c.lines)]
+    tail = f"<p class='muted'>Judged but no human labels yet: {e(', '.join(waiting))}</p>" if waiting else ""
+    note = multiplicity_note(report)
+    guidance = ", ".join(f"{who} {value}" for who, value in EPSILON_GUIDANCE.items())
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>calibrate agreement report</title>"
-        f"<style>{style}</style></head><body><h1>Judge vs human agreement</h1>"
-        "<p class='legend'>Blue: κ with its 95% bootstrap interval on the −1…1 scale. Red: the human–human ceiling "
-        f"where items were labelled twice. +items: more labelled items for a κ interval of ±{report.options.target_half_width}.</p>"
-        f"<table class='main'><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>\n"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>calibrate agreement report</title><style>{_STYLE}</style></head><body>"
+        "<h1>Judge vs human agreement</h1>"
+        f"<p class='muted key'><span style='color:#1f5fa8'>● judge κ with its 95 % interval</span>"
+        f"<span style='color:#c0392b'>● human–human ceiling on the same items</span>"
+        f"<span>dashed line: κ = 0</span></p>"
+        f"<p class='muted'>Unparsed verdicts: {e(report.options.unparsed)}. Alternative annotator test ε guidance "
+        f"(Calderon et al. 2025): {e(guidance)}.</p>"
+        + "".join(sections) + tail + (f"<p class='muted'>{e(note)}</p>" if note else "") + "</body></html>\n"
     )

@@ -456,7 +456,7 @@ class Store:
 
     # -- agreement -----------------------------------------------------------------------------
 
-    def agreement_data(self, judge: str | None = None, parts: int = 2) -> AgreementData:
+    def agreement_data(self, judge: str | None = None, parts: int = 2, *, gold_from: str | None = None) -> AgreementData:
         """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
         counts per annotator and against the majority label, human x human pair counts, and the
         per-item labels of items that several annotators labelled.
@@ -464,17 +464,17 @@ class Store:
         Every figure is per item, so the work splits by item id range: a file database is read
         by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed."""
         if self.path == ":memory:" or parts < 2:
-            return _agreement_part(self.conn, judge, None)
+            return _agreement_part(self.conn, judge, None, gold_from)
         low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
         if low is None:
-            return _agreement_part(self.conn, judge, None)
+            return _agreement_part(self.conn, judge, None, gold_from)
         step = (high - low) // parts + 1
         ranges = [(low + k * step, min(high, low + (k + 1) * step - 1)) for k in range(parts)]
 
         def run(bounds: tuple[int, int]) -> AgreementData:
             reader = sqlite3.connect(self.path, timeout=60)
             try:
-                return _agreement_part(reader, judge, bounds)
+                return _agreement_part(reader, judge, bounds, gold_from)
             finally:
                 reader.close()
 
@@ -666,7 +666,8 @@ class Store:
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
 
 
-def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:
+def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None,
+                    gold_from: str | None = None) -> AgreementData:
     """agreement_data for the items whose id lies within `bounds` (all items if None)."""
     where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
     judge_filter, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
@@ -684,22 +685,37 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
         "CREATE TEMP TABLE shared_items AS SELECT l.item_id, i.task, i.lang FROM labels_now l JOIN items i ON i.id = l.item_id "
         "GROUP BY l.item_id HAVING count(*) >= 2"
     )
+    # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
+    # where they labelled it, else the strict majority; tied items have none and are counted.
+    gold = """
+        WITH counted AS (SELECT l.item_id, l.label, count(*) AS votes
+                         FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id GROUP BY l.item_id, l.label),
+        ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
+        tied AS (SELECT item_id FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) > 1),
+        adjudicated AS (SELECT l.item_id, l.label FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id
+                        WHERE l.annotator = :gold_from),
+        gold AS (SELECT s.item_id, s.task, s.lang, coalesce(a.label, r.label) AS label FROM shared_items s
+                 LEFT JOIN adjudicated a ON a.item_id = s.item_id
+                 LEFT JOIN (SELECT item_id, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1) r
+                   ON r.item_id = s.item_id
+                 WHERE coalesce(a.label, r.label) IS NOT NULL)
+    """
     try:
-        rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
+        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
         return AgreementData(
             judge_vs_human=rows(
                 "SELECT v.task, v.lang, v.judge_name, h.annotator, v.status, v.verdict, h.label, count(*) "
                 "FROM labels_now h JOIN verdicts_now v ON v.item_id = h.item_id GROUP BY 1, 2, 3, 4, 5, 6, 7"
             ),
             judge_vs_gold=rows(
-                """
-                WITH counted AS (SELECT l.item_id, s.task, s.lang, l.label, count(*) AS votes
-                                 FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id GROUP BY l.item_id, l.label),
-                ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
-                gold AS (SELECT item_id, task, lang, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1)
-                SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*)
-                FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6
-                """
+                f"{gold} SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
+                "FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6",
+                {"gold_from": gold_from},
+            ),
+            ties=rows(
+                f"{gold} SELECT s.task, s.lang, count(*) FROM shared_items s WHERE s.item_id IN (SELECT item_id FROM tied) "
+                "AND s.item_id NOT IN (SELECT item_id FROM adjudicated) GROUP BY 1, 2",
+                {"gold_from": gold_from},
             ),
             human_pairs=rows(
                 "SELECT s.task, s.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM shared_items s "

@@ -39,22 +39,28 @@ class StatsScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True)
     def compute(self) -> None:
         # the report pulls in scipy and scikit-learn: load them only when statistics are asked for
-        from calibrate.report import ReportOptions, build_report, flat_rows
+        from calibrate.report import ReportOptions, build_report, rows_of
 
         store = Store(self.db_path)
         try:
             report = build_report(store, self.templates, judge=self.judge, options=ReportOptions(resamples=300))
         finally:
             store.close()
-        rows = [row for row in flat_rows(report) if row[4] != "0"]
-        self.app.call_from_thread(self.show, rows)
+        self.app.call_from_thread(self.show, [row for _, _, row in rows_of(report) if row.n])
 
-    def show(self, rows: list[list[str]]) -> None:
+    def show(self, rows: list) -> None:
+        def number(value: float | None, low: float | None = None, high: float | None = None) -> str:
+            if value is None:
+                return "—"
+            return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None else f"{value:.2f}"
+
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human–human", "verdict")
-        for row in rows:
-            table.add_row(*(Text(v) for v in (*row[:8], row[11], row[12])))
+        table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
+        for r in rows:
+            table.add_row(*(Text(v) for v in (
+                r.task, r.lang, r.judge, r.versus, str(r.n), number(r.agreement), number(r.kappa, r.kappa_low, r.kappa_high),
+                number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high), r.verdict)))
         title = "judge vs human agreement (r refreshes, Esc closes)"
         self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
 
