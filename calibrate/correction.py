@@ -139,7 +139,7 @@ class LabelPlan:
 def _binary(name: str, values: np.ndarray) -> None:
     if not np.isin(values, (0.0, 1.0)).all():
         bad = values[~np.isin(values, (0.0, 1.0))][0]
-        raise ValueError(f"{name} must be 0 or 1, got {bad!r}")
+        raise ValueError(f"{name} must be 0 or 1, got {bad:g}")
 
 
 def _inputs(verdicts: ArrayLike, labels: ArrayLike, *, judges: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
