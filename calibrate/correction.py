@@ -259,8 +259,9 @@ def ppi_mean(
     with lambda' = lambda N / m. The formulas, degrees of freedom and clipping are those of
     ppi_py's ppi_mean_pointestimate / ppi_mean_ci with lam=None (tested against it).
     Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient prediction-powered
-    inference. arXiv:2311.01453, eq. (2) (estimator), Example 6.1 / eq. (7) (optimal lambda
-    for the mean). Beside it: the classical estimate from the labels alone with the Wilson
+    inference. arXiv:2311.01453: the power-tuned estimator of a mean, with the plug-in lambda
+    (the expressions above are written out from the reference implementation, A. N.
+    Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the classical estimate from the labels alone with the Wilson
     interval (see `wilson`) and the raw judge accuracy mean_all(f).
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
@@ -303,7 +304,8 @@ def rogan_gladen(
     With rho -> 0 this is the independent-samples variance
     [p(1-p)/N + theta^2 Se(1-Se)/n1 + (1-theta)^2 Sp(1-Sp)/n0] / J^2 of Lang, Z., & Reiczigel,
     J. (2014). Confidence limits for prevalence of disease adjusted for estimated sensitivity
-    and specificity. Prev. Vet. Med. 113, 13-22; that one ignores the shared items and
+    and specificity. Prev. Vet. Med. 113, 13-22 (their starting point, before their Agresti-Coull-
+    style adjustment, which is not used here); it ignores the shared items and
     over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py).
     Undefined when J <= MIN_YOUDEN or the labelled items lack either class.
     """
