@@ -4,8 +4,10 @@ For each setting a judge with known sensitivity and specificity rates N items wh
 labels are Bernoulli(true accuracy); n of them, drawn at random, carry the human label. Over
 many simulated datasets we count how often each 95 % interval covers the true accuracy
 (PPI++, Rogan-Gladen, classical Wilson on the labels alone), their mean widths, the bias of the
-raw judge accuracy, how often the guard refused a number, and how often the PPI++ interval
-covers the mean of the labels over exactly these N items (conservative by design).
+raw judge accuracy, how often the guard refused a number, how often the PPI++ interval
+covers the mean of the labels over exactly these N items (conservative by design), and the
+coverage Rogan-Gladen would have with the independent-samples variance of Lang & Reiczigel
+(2014), which ignores that the labelled items also count in the judge's positive rate.
 
     .venv/bin/python tests/bench/correction_coverage.py [DATASETS]     (default 2000)
 """
@@ -40,6 +42,15 @@ def simulate(rng, accuracy, judges, total, n):
     return verdicts, labels, y
 
 
+def independent_ci(rg, labels, z=1.959963984540054):
+    """Wald interval with [p(1-p)/N + theta^2 Se(1-Se)/n1 + (1-theta)^2 Sp(1-Sp)/n0] / J^2."""
+    n1 = int(np.nansum(labels))
+    n0 = int((~np.isnan(labels)).sum()) - n1
+    se, sp, p, th = rg.sensitivity, rg.specificity, rg.positive_rate, rg.value
+    var = (p * (1 - p) / rg.n_total + th**2 * se * (1 - se) / n1 + (1 - th) ** 2 * sp * (1 - sp) / n0) / (se + sp - 1) ** 2
+    return max(0.0, th - z * np.sqrt(var)), min(1.0, th + z * np.sqrt(var))
+
+
 def covers(ci, truth):
     return ci is not None and ci[0] <= truth <= ci[1]
 
@@ -48,7 +59,7 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
     rows = []
     for name, accuracy, judges, total, n in SETTINGS:
         rng = np.random.default_rng(seed)
-        hits = {"ppi": 0, "rg": 0, "classical": 0, "ppi_finite": 0}
+        hits = {"ppi": 0, "rg": 0, "classical": 0, "ppi_finite": 0, "rg_independent": 0}
         widths = {"ppi": [], "rg": [], "classical": []}
         refused = {"ppi": 0, "rg": 0}
         raw = []
@@ -71,6 +82,7 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
                     refused["rg"] += 1
                 else:
                     hits["rg"] += covers(rg.ci, accuracy)
+                    hits["rg_independent"] += covers(independent_ci(rg, labels), accuracy)
                     widths["rg"].append(rg.ci[1] - rg.ci[0])
         done = {k: datasets - refused.get(k, 0) for k in ("ppi", "rg", "classical")}
         rows.append({
@@ -78,6 +90,7 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
             "cov_ppi": hits["ppi"] / done["ppi"] if done["ppi"] else None,
             "cov_rg": hits["rg"] / done["rg"] if len(judges) == 1 and done["rg"] else None,
             "cov_classical": hits["classical"] / datasets,
+            "cov_rg_independent": hits["rg_independent"] / done["rg"] if len(judges) == 1 and done["rg"] else None,
             "cov_ppi_finite": hits["ppi_finite"] / done["ppi"] if done["ppi"] else None,
             "width_ppi": float(np.mean(widths["ppi"])),
             "width_rg": float(np.mean(widths["rg"])) if widths["rg"] else None,
@@ -98,14 +111,14 @@ def main() -> None:
     start = time.perf_counter()
     rows = run(datasets)
     print(f"{datasets} datasets per setting, 95 % intervals, {time.perf_counter() - start:.1f} s\n")
-    print("| setting | cov PPI++ | cov RG | cov classical | width PPI++ | width RG | width classical | raw judge bias | PPI++ covers mean of these N | refused PPI++ / RG |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| setting | cov PPI++ | cov RG | cov classical | width PPI++ | width RG | width classical | raw judge bias | PPI++ covers mean of these N | RG indep.-samples variance | refused PPI++ / RG |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         refused = f"{r['refused_ppi']} / {'—' if r['refused_rg'] is None else r['refused_rg']}"
         print(
             f"| {r['setting']} | {fmt(r['cov_ppi'])} | {fmt(r['cov_rg'])} | {fmt(r['cov_classical'])} | "
             f"{fmt(r['width_ppi'])} | {fmt(r['width_rg'])} | {fmt(r['width_classical'])} | "
-            f"{r['raw_bias']:+.3f} | {fmt(r['cov_ppi_finite'])} | {refused} |"
+            f"{r['raw_bias']:+.3f} | {fmt(r['cov_ppi_finite'])} | {fmt(r['cov_rg_independent'])} | {refused} |"
         )
 
 
