@@ -12,8 +12,8 @@ verdict (1 = the judge says the response is correct, 0 = not; an (N, J) array fo
 the human label (1 / 0, or None / NaN where the item has no label). The estimand is the
 system's accuracy by people, the rate at which a human would mark its responses correct.
 Intervals are large-sample (CLT) intervals for that rate, treating the cell's items as a sample
-from the task; for the mean over exactly these N items they are conservative by a variance of
-(n/N) Var(Y) / n, the finite-population correction that is left out.
+from the task (as ppi_py does); for the mean over exactly these N items, the benchmark's own
+score, they are conservative, and `finite_population=True` gives the exact-design interval.
 
 This module is pure statistics (numpy, scipy): it imports no other calibrate module. Degenerate
 inputs (no labels, too few, one class only, a useless judge) never raise and never return a
@@ -220,11 +220,12 @@ def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
     return Estimate(float(p), (float(centre - half), float(centre + half)), float(np.sqrt(p * (1 - p) / n)))
 
 
-def _ppi(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray) -> tuple[float, float, float, list[str]]:
+def _ppi(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, finite: bool) -> tuple[float, float, float, list[str]]:
     """(theta, se, lambda, notes) of the power-tuned PPI++ mean; see ppi_mean."""
     n, m = len(y), len(f_u)
     if m == 0:
-        return float(y.mean()), float(y.std() / np.sqrt(n)), 0.0, ["every item is labelled: the estimate is the labelled mean"]
+        se = 0.0 if finite else float(y.std() / np.sqrt(n))
+        return float(y.mean()), se, 0.0, ["every item is labelled: the estimate is the labelled mean"]
     var_f = float(np.var(np.concatenate([f_l, f_u]), ddof=1))
     if var_f == 0:
         lam, notes = 0.0, ["the judge verdicts are all equal: they carry no information (lambda = 0)"]
@@ -232,7 +233,10 @@ def _ppi(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray) -> tuple[float, float,
         cov = float(np.mean((y - y.mean()) * (f_l - f_l.mean())))
         lam, notes = float(np.clip(cov / ((1 + n / m) * var_f), 0, 1)), []
     theta = lam * f_u.mean() + (y - lam * f_l).mean()
-    se = np.sqrt(lam**2 * f_u.var() / m + (y - lam * f_l).var() / n)
+    if finite:
+        se = np.sqrt((1 - n / (n + m)) * np.var(y - lam * (n + m) / m * f_l, ddof=1) / n)
+    else:
+        se = np.sqrt(lam**2 * f_u.var() / m + (y - lam * f_l).var() / n)
     return float(theta), float(se), lam, notes
 
 
@@ -243,6 +247,7 @@ def ppi_mean(
     random_sample: bool,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
+    finite_population: bool = False,
 ) -> Corrected:
     """Corrected accuracy by power-tuned prediction-powered inference (PPI++).
 
@@ -263,6 +268,16 @@ def ppi_mean(
     (the expressions above are written out from the reference implementation, A. N.
     Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the classical estimate from the labels alone with the Wilson
     interval (see `wilson`) and the raw judge accuracy mean_all(f).
+
+    finite_population=True targets the mean of the labels over exactly these N items (the
+    benchmark's own score) instead of the rate behind them. The labelled items are then a simple
+    random sample without replacement of the N, theta above equals
+    lambda' mean_all(f) + mean_l(Y - lambda' f), lambda' = lambda N/m, and
+        se^2 = (1 - n/N) S^2_l(Y - lambda' f) / n                         (S^2 with 1/(n-1)),
+    0 when every item is labelled: the variance of the difference (regression) estimator with a
+    preassigned coefficient, Cochran, W. G. (1977). Sampling Techniques, 3rd ed., Wiley,
+    section 7.2, Theorem 7.1. The default (ppi_py's interval) covers that mean too, but
+    conservatively: its variance is larger by about (n/N) Var(Y) / n.
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     f = f2.mean(axis=1)
@@ -272,7 +287,7 @@ def ppi_mean(
     problem = "no items in the cell" if total == 0 else _problem(f2, y, labelled, random_sample, min_labelled)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
-    theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled])
+    theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled], finite_population)
     z = _z(level)
     return Corrected(theta, (theta - z * se, theta + z * se), se, None, lam, n, total, classical, raw, notes)
 
@@ -369,10 +384,11 @@ def paired_difference(
     random_sample: bool,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
+    finite_population: bool = False,
 ) -> Corrected:
     """PPI++ for the difference of two systems judged on the same N items (arrays aligned by
     item): the mean of Y = Y_a - Y_b with prediction f = f_a - f_b, labelled where both systems'
-    responses are labelled. Same formulas and reference as `ppi_mean`; the item-level
+    responses are labelled. Same formulas, `finite_population` and references as `ppi_mean`; the item-level
     covariance of the two systems is inside Var(Y - lambda f). `classical` is the labelled mean
     difference with a CLT interval; `raw_judge` the difference of raw judge accuracies. Items
     labelled for one system only are not used here.
@@ -395,7 +411,7 @@ def paired_difference(
     problem = "no items in the cell" if total == 0 else _problem(np.stack([fa[:, 0], fb[:, 0]], 1), y, both, random_sample, min_labelled)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
-    theta, se, lam, notes = _ppi(y[both], f[both], f[~both])
+    theta, se, lam, notes = _ppi(y[both], f[both], f[~both], finite_population)
     return Corrected(theta, (theta - z * se, theta + z * se), se, None, lam, n, total, classical, raw, notes)
 
 
@@ -426,6 +442,7 @@ def labels_needed(
     target: float = 0.05,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
+    finite_population: bool = False,
 ) -> LabelPlan:
     """Fewest further random human labels after which the PPI++ half-width is at most `target`.
 
@@ -433,8 +450,10 @@ def labels_needed(
     and m' = N - n' unlabelled items, lambda(n') = clip(Cov / ((1 + n'/m') Var(f)), 0, 1) and
         half-width(n') = z sqrt( lambda^2 Var(f)/m' + (Var(Y) - 2 lambda Cov + lambda^2 Var(f))/n' ),
     the variance of `ppi_mean` (Angelopoulos, Duchi & Zrnic 2023, as there) with the moments held
-    fixed; at n' = N it is z sqrt(Var(Y)/N). A projection: the moments themselves move as labels
-    come in. Accepts one judge (N,) or several (N, J) like `ppi_mean`.
+    fixed; at n' = N it is z sqrt(Var(Y)/N). With finite_population, lambda' = lambda N/m' and
+        half-width(n') = z sqrt( (1 - n'/N) (Var(Y) - 2 lambda' Cov + lambda'^2 Var(f)) / n' ),
+    0 at n' = N (Cochran 1977, Theorem 7.1, as in `ppi_mean`). A projection: the moments
+    themselves move as labels come in. Accepts one judge (N,) or several (N, J) like `ppi_mean`.
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     total = len(y)
@@ -447,14 +466,18 @@ def labels_needed(
     var_y, cov = float(yl.var()), float(np.mean((yl - yl.mean()) * (fl - fl.mean())))
     var_f = float(np.var(f, ddof=1))
     z = _z(level)
-    now = z * _ppi(yl, fl, f[~labelled])[1]
+    now = z * _ppi(yl, fl, f[~labelled], finite_population)[1]
     if now <= target:
         return LabelPlan(0, now, now, target)
     n_new = np.arange(n + 1, total + 1, dtype=float)
     m_new = total - n_new
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where((m_new > 0) & (var_f > 0), np.clip(cov / ((1 + n_new / m_new) * var_f), 0, 1), 0.0)
-        var = np.where(m_new > 0, lam**2 * var_f / m_new, 0.0) + (var_y - 2 * lam * cov + lam**2 * var_f) / n_new
+        if finite_population:
+            lam = np.where(m_new > 0, lam * total / m_new, 0.0)
+            var = (1 - n_new / total) * (var_y - 2 * lam * cov + lam**2 * var_f) / n_new
+        else:
+            var = np.where(m_new > 0, lam**2 * var_f / m_new, 0.0) + (var_y - 2 * lam * cov + lam**2 * var_f) / n_new
     half = z * np.sqrt(np.maximum(var, 0))
     reached = np.flatnonzero(half <= target)
     if reached.size == 0:

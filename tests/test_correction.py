@@ -3,6 +3,8 @@ formulas, the guard, differences, planning, degenerate inputs, and a coverage si
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import ppi_py
 import pytest
@@ -90,6 +92,27 @@ def test_ppi_mean_by_hand_from_the_paper_formulas():
     assert result.value == pytest.approx(theta)
     assert result.se == pytest.approx(se)
     assert result.ci == pytest.approx((theta - 1.959963984540054 * se, theta + 1.959963984540054 * se))
+
+
+def test_finite_population_interval_by_hand_from_cochran():
+    f, labels, _ = cell(13)
+    default = ppi_mean(f, labels, random_sample=True)
+    finite = ppi_mean(f, labels, random_sample=True, finite_population=True)
+    y, f_l, f_u = split(f, labels)
+    n, total = len(y), len(f)
+    lam = default.lam * total / (total - n)
+    assert finite.value == default.value and finite.lam == default.lam
+    assert finite.value == pytest.approx(lam * f.mean() + (y - lam * f_l).mean())
+    resid = y - lam * f_l
+    s2 = ((resid - resid.mean()) ** 2).sum() / (n - 1)
+    assert finite.se == pytest.approx(np.sqrt((1 - n / total) * s2 / n))
+    assert finite.se < default.se
+
+
+def test_finite_population_with_every_item_labelled_is_exact():
+    f, _, y = cell(4, total=300, n=300)
+    result = ppi_mean(f, y, random_sample=True, finite_population=True)
+    assert result.value == pytest.approx(y.mean()) and result.se == 0 and result.ci[0] == result.ci[1]
 
 
 def test_labels_can_be_given_with_none_for_unlabelled():
@@ -386,6 +409,11 @@ def test_labels_needed_projects_the_half_width():
     assert labels_needed(f, labels, random_sample=True, target=0.2).more == 0
     unreachable = labels_needed(f, labels, random_sample=True, target=0.01)
     assert unreachable.more is None and "even with all 1000 items labelled" in unreachable.reason
+    # for the mean over these items, labelling them all leaves no uncertainty
+    finite = labels_needed(f, labels, random_sample=True, target=0.01, finite_population=True)
+    assert finite.reason is None and 0 < finite.more < 800 and finite.projected_half_width <= 0.01
+    now = ppi_mean(f, labels, random_sample=True, finite_population=True)
+    assert finite.half_width == pytest.approx(now.ci[1] - now.value)
 
 
 def test_labels_needed_roughly_delivers_the_target():
@@ -404,20 +432,31 @@ def test_labels_needed_roughly_delivers_the_target():
 
 def test_coverage_simulation_judge_se_0_9_sp_0_7_accuracy_0_5():
     # 500 datasets of 1000 items, 200 labelled at random; tests/bench/correction_coverage.py runs more
-    ppi_hits = rg_hits = ppi_done = rg_done = 0
+    # the finite-population interval is checked against the mean of the labels over the 1000 items
+    ppi_hits = rg_hits = ppi_done = rg_done = finite_hits = 0
     raw = []
     for seed in range(500):
-        f, labels, _ = cell(10_000 + seed)
+        f, labels, y = cell(10_000 + seed)
         ppi = ppi_mean(f, labels, random_sample=True)
+        finite = ppi_mean(f, labels, random_sample=True, finite_population=True)
         rg = rogan_gladen(f, labels, random_sample=True)
         raw.append(ppi.raw_judge)
         if ppi.value is not None:
             ppi_done += 1
             ppi_hits += ppi.ci[0] <= 0.5 <= ppi.ci[1]
+            finite_hits += finite.ci[0] <= y.mean() <= finite.ci[1]
         if rg.value is not None:
             rg_done += 1
             rg_hits += rg.ci[0] <= 0.5 <= rg.ci[1]
     assert ppi_done >= 485 and rg_done >= 485  # the random-sample check flags ~1 % of truly random cells
     assert 0.92 <= ppi_hits / ppi_done <= 0.98
     assert 0.92 <= rg_hits / rg_done <= 0.98
+    assert 0.92 <= finite_hits / ppi_done <= 0.98
     assert np.mean(raw) == pytest.approx(0.6, abs=0.005)  # the judge alone says 60 % for a 50 % system
+
+
+def test_results_serialise_to_json():
+    f, labels, _ = cell(12)
+    for result in (ppi_mean(f, labels, random_sample=True), rogan_gladen(f, labels, random_sample=True)):
+        out = json.loads(json.dumps(result.as_dict()))
+        assert out["value"] == pytest.approx(result.value) and len(out["ci"]) == 2

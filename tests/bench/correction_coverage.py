@@ -5,7 +5,8 @@ labels are Bernoulli(true accuracy); n of them, drawn at random, carry the human
 many simulated datasets we count how often each 95 % interval covers the true accuracy
 (PPI++, Rogan-Gladen, classical Wilson on the labels alone), their mean widths, the bias of the
 raw judge accuracy, how often the guard refused a number, how often the PPI++ interval
-covers the mean of the labels over exactly these N items (conservative by design), and the
+covers the mean of the labels over exactly these N items (conservative by design) and how
+often the finite_population=True interval does (its target), and the
 coverage Rogan-Gladen would have with the independent-samples variance of Lang & Reiczigel
 (2014), which ignores that the labelled items also count in the judge's positive rate.
 
@@ -59,8 +60,8 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
     rows = []
     for name, accuracy, judges, total, n in SETTINGS:
         rng = np.random.default_rng(seed)
-        hits = {"ppi": 0, "rg": 0, "classical": 0, "ppi_finite": 0, "rg_independent": 0}
-        widths = {"ppi": [], "rg": [], "classical": []}
+        hits = {"ppi": 0, "rg": 0, "classical": 0, "ppi_finite": 0, "rg_independent": 0, "fpc": 0}
+        widths = {"ppi": [], "rg": [], "classical": [], "fpc": []}
         refused = {"ppi": 0, "rg": 0}
         raw = []
         for _ in range(datasets):
@@ -76,6 +77,9 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
                 hits["ppi"] += covers(ppi.ci, accuracy)
                 hits["ppi_finite"] += covers(ppi.ci, y.mean())
                 widths["ppi"].append(ppi.ci[1] - ppi.ci[0])
+                fpc = ppi_mean(verdicts, labels, random_sample=True, finite_population=True)
+                hits["fpc"] += covers(fpc.ci, y.mean())
+                widths["fpc"].append(fpc.ci[1] - fpc.ci[0])
             if len(judges) == 1:
                 rg = rogan_gladen(verdicts[:, 0], labels, random_sample=True)
                 if rg.value is None:
@@ -92,6 +96,8 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
             "cov_classical": hits["classical"] / datasets,
             "cov_rg_independent": hits["rg_independent"] / done["rg"] if len(judges) == 1 and done["rg"] else None,
             "cov_ppi_finite": hits["ppi_finite"] / done["ppi"] if done["ppi"] else None,
+            "cov_fpc": hits["fpc"] / done["ppi"] if done["ppi"] else None,
+            "width_fpc": float(np.mean(widths["fpc"])),
             "width_ppi": float(np.mean(widths["ppi"])),
             "width_rg": float(np.mean(widths["rg"])) if widths["rg"] else None,
             "width_classical": float(np.mean(widths["classical"])),
@@ -111,14 +117,14 @@ def main() -> None:
     start = time.perf_counter()
     rows = run(datasets)
     print(f"{datasets} datasets per setting, 95 % intervals, {time.perf_counter() - start:.1f} s\n")
-    print("| setting | cov PPI++ | cov RG | cov classical | width PPI++ | width RG | width classical | raw judge bias | PPI++ covers mean of these N | RG indep.-samples variance | refused PPI++ / RG |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| setting | cov PPI++ | cov RG | cov classical | width PPI++ | width RG | width classical | raw judge bias | PPI++ covers mean of these N | finite-pop PPI++ covers it (width) | RG indep.-samples variance | refused PPI++ / RG |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         refused = f"{r['refused_ppi']} / {'—' if r['refused_rg'] is None else r['refused_rg']}"
         print(
             f"| {r['setting']} | {fmt(r['cov_ppi'])} | {fmt(r['cov_rg'])} | {fmt(r['cov_classical'])} | "
             f"{fmt(r['width_ppi'])} | {fmt(r['width_rg'])} | {fmt(r['width_classical'])} | "
-            f"{r['raw_bias']:+.3f} | {fmt(r['cov_ppi_finite'])} | {fmt(r['cov_rg_independent'])} | {refused} |"
+            f"{r['raw_bias']:+.3f} | {fmt(r['cov_ppi_finite'])} | {fmt(r['cov_fpc'])} ({fmt(r['width_fpc'])}) | {fmt(r['cov_rg_independent'])} | {refused} |"
         )
 
 
