@@ -469,6 +469,8 @@ def labels_needed(
     now = z * _ppi(yl, fl, f[~labelled], finite_population)[1]
     if now <= target:
         return LabelPlan(0, now, now, target)
+    if n == total:
+        return LabelPlan(None, now, now, target, f"every item is labelled and the half-width is {now:.3f} > {target}")
     n_new = np.arange(n + 1, total + 1, dtype=float)
     m_new = total - n_new
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -331,7 +331,7 @@ def test_values_outside_zero_one_raise():
         rogan_gladen([[1, 0], [0, 1]], [1, 0], random_sample=True)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(st.sampled_from([0, 1]), st.sampled_from([0, 1, None])), max_size=40))
 def test_never_raises_nor_returns_nan_on_valid_input(rows):
     f = [v for v, _ in rows]
@@ -412,6 +412,9 @@ def test_labels_needed_projects_the_half_width():
     # for the mean over these items, labelling them all leaves no uncertainty
     finite = labels_needed(f, labels, random_sample=True, target=0.01, finite_population=True)
     assert finite.reason is None and 0 < finite.more < 800 and finite.projected_half_width <= 0.01
+    _, _, y = cell(6, total=30, n=30)
+    everything = labels_needed(f[:30], y, random_sample=True)
+    assert everything.more is None and everything.reason.startswith("every item is labelled and the half-width is")
     now = ppi_mean(f, labels, random_sample=True, finite_population=True)
     assert finite.half_width == pytest.approx(now.ci[1] - now.value)
 
