@@ -269,6 +269,10 @@ def ppi_mean(
     Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the classical estimate from the labels alone with the Wilson
     interval (see `wilson`) and the raw judge accuracy mean_all(f).
 
+    Coverage measured by tests/bench/correction_coverage.py (2000 datasets per setting): 94.0 to
+    95.2 % with 200-300 labels; 89 to 93 % with 20-50 labels, or 100 labels at accuracy 0.95 —
+    the small-sample shortfall of a CLT interval with a tuned lambda. Read those with care.
+
     finite_population=True targets the mean of the labels over exactly these N items (the
     benchmark's own score) instead of the rate behind them. The labelled items are then a simple
     random sample without replacement of the N, theta above equals

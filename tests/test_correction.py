@@ -3,7 +3,10 @@ formulas, the guard, differences, planning, degenerate inputs, and a coverage si
 
 from __future__ import annotations
 
+import ast
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import ppi_py
@@ -12,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
+from calibrate import correction
 from calibrate.correction import (
     MIN_LABELLED,
     Corrected,
@@ -463,3 +467,10 @@ def test_results_serialise_to_json():
     for result in (ppi_mean(f, labels, random_sample=True), rogan_gladen(f, labels, random_sample=True)):
         out = json.loads(json.dumps(result.as_dict()))
         assert out["value"] == pytest.approx(result.value) and len(out["ci"]) == 2
+
+
+def test_module_imports_only_numpy_scipy_and_the_standard_library():
+    tree = ast.parse(Path(correction.__file__).read_text(encoding="utf-8"))
+    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    roots |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert roots - set(sys.stdlib_module_names) == {"numpy", "scipy"}

@@ -10,6 +10,9 @@ often the finite_population=True interval does (its target), and the
 coverage Rogan-Gladen would have with the independent-samples variance of Lang & Reiczigel
 (2014), which ignores that the labelled items also count in the judge's positive rate.
 
+The first settings are the issue's (Se 0.9, Sp 0.7, accuracy 0.5, 200 of 1000 labelled) and
+three others; then DESIGN.md's grid, accuracy {.5, .8, .95} x n {20, 50, 100, 300}.
+
     .venv/bin/python tests/bench/correction_coverage.py [DATASETS]     (default 2000)
 """
 
@@ -28,6 +31,9 @@ SETTINGS = [
     ("Se.85 Sp.9 acc.8", 0.8, [(0.85, 0.9)], 1000, 200),
     ("Se.95 Sp.6 acc.3 small", 0.3, [(0.95, 0.6)], 500, 50),
     ("2 judges .9/.7 .8/.85 acc.5", 0.5, [(0.9, 0.7), (0.8, 0.85)], 1000, 200),
+] + [
+    # DESIGN.md's grid for 95 % intervals: prevalence {.5, .8, .95} x n {20, 50, 100, 300}
+    (f"grid Se.9 Sp.7 acc{acc}", acc, [(0.9, 0.7)], 1000, n) for acc in (0.5, 0.8, 0.95) for n in (20, 50, 100, 300)
 ]
 
 
@@ -97,8 +103,8 @@ def run(datasets: int, seed: int = 0) -> list[dict]:
             "cov_rg_independent": hits["rg_independent"] / done["rg"] if len(judges) == 1 and done["rg"] else None,
             "cov_ppi_finite": hits["ppi_finite"] / done["ppi"] if done["ppi"] else None,
             "cov_fpc": hits["fpc"] / done["ppi"] if done["ppi"] else None,
-            "width_fpc": float(np.mean(widths["fpc"])),
-            "width_ppi": float(np.mean(widths["ppi"])),
+            "width_fpc": float(np.mean(widths["fpc"])) if widths["fpc"] else None,
+            "width_ppi": float(np.mean(widths["ppi"])) if widths["ppi"] else None,
             "width_rg": float(np.mean(widths["rg"])) if widths["rg"] else None,
             "width_classical": float(np.mean(widths["classical"])),
             "raw_bias": float(np.mean(raw)) - accuracy,
