@@ -269,9 +269,10 @@ def ppi_mean(
     Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the classical estimate from the labels alone with the Wilson
     interval (see `wilson`) and the raw judge accuracy mean_all(f).
 
-    Coverage measured by tests/bench/correction_coverage.py (2000 datasets per setting): 94.0 to
-    95.2 % with 200-300 labels; 89 to 93 % with 20-50 labels, or 100 labels at accuracy 0.95 —
-    the small-sample shortfall of a CLT interval with a tuned lambda. Read those with care.
+    Coverage measured by tests/bench/correction_coverage.py (2000 datasets per setting): 93.5 to
+    95.2 % with 200-300 labels; 89.4 to 93.3 % with 20-50 labels at accuracy 0.5-0.8 and 89.5 %
+    with 100 labels at accuracy 0.95 — the small-sample shortfall of a CLT interval with a tuned
+    lambda. Read those with care.
 
     finite_population=True targets the mean of the labels over exactly these N items (the
     benchmark's own score) instead of the rate behind them. The labelled items are then a simple
@@ -325,7 +326,8 @@ def rogan_gladen(
     J. (2014). Confidence limits for prevalence of disease adjusted for estimated sensitivity
     and specificity. Prev. Vet. Med. 113, 13-22 (their starting point, before their Agresti-Coull-
     style adjustment, which is not used here); it ignores the shared items and
-    over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py).
+    over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py,
+    where the variance above gives 96.2 %; 96-99 % over its grid, and wider than PPI++).
     Undefined when J <= MIN_YOUDEN or the labelled items lack either class.
     """
     f2, y, labelled = _inputs(verdicts, labels)
