@@ -13,7 +13,8 @@ the human label (1 / 0, or None / NaN where the item has no label). The estimand
 system's accuracy by people, the rate at which a human would mark its responses correct.
 Intervals are large-sample (CLT) intervals for that rate, treating the cell's items as a sample
 from the task (as ppi_py does); for the mean over exactly these N items, the benchmark's own
-score, they are conservative, and `finite_population=True` gives the exact-design interval.
+score, they are conservative in large samples, and `finite_population=True` gives the
+design-based interval for that mean.
 
 This module is pure statistics (numpy, scipy): it imports no other calibrate module. Degenerate
 inputs (no labels, too few, one class only, a useless judge) never raise and never return a
@@ -266,8 +267,9 @@ def ppi_mean(
     Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient prediction-powered
     inference. arXiv:2311.01453: the power-tuned estimator of a mean, with the plug-in lambda
     (the expressions above are written out from the reference implementation, A. N.
-    Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the classical estimate from the labels alone with the Wilson
-    interval (see `wilson`) and the raw judge accuracy mean_all(f).
+    Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the
+    classical estimate from the labels alone with the Wilson interval (see `wilson`) and the raw
+    judge accuracy mean_all(f).
 
     Coverage measured by tests/bench/correction_coverage.py (2000 datasets per setting): 93.5 to
     95.2 % with 200-300 labels; 89.4 to 93.3 % with 20-50 labels at accuracy 0.5-0.8 and 89.5 %
@@ -282,7 +284,7 @@ def ppi_mean(
     0 when every item is labelled: the variance of the difference (regression) estimator with a
     preassigned coefficient, Cochran, W. G. (1977). Sampling Techniques, 3rd ed., Wiley,
     section 7.2, Theorem 7.1. The default (ppi_py's interval) covers that mean too, but
-    conservatively: its variance is larger by about (n/N) Var(Y) / n.
+    conservatively in large samples: its variance is larger by about (n/N) Var(Y) / n.
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     f = f2.mean(axis=1)
