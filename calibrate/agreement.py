@@ -45,7 +45,13 @@ class Estimate:
 
 
 def _with_interval(value: float | None, draws: np.ndarray, **extra) -> Estimate:
+    """An estimate with its posterior (or resampling) interval. At the edge of the parameter
+    space (e.g. perfect agreement, kappa = 1) an equal-tailed posterior interval can stop short
+    of the point estimate; it is then widened to include it, so no report prints an interval
+    that excludes its own estimate (this can only raise coverage)."""
     ci, share, why = interval_from_draws(draws)
+    if ci is not None and value is not None:
+        ci = (min(ci[0], value), max(ci[1], value))
     return Estimate(value, ci, undefined_share=share, ci_reason=why, **extra)
 
 
@@ -707,7 +713,8 @@ def alternative_annotator_test(
     adjusted p <= alpha. Winning rate omega = share of tested annotators rejected; the judge
     passes when omega >= 0.5. Advantage probability rho = mean over annotators of mean_i
     W_judge,i. Where every d_i is equal the t-test is undefined (the reference code gets NaN and
-    never rejects); here p = 0 if that value is below epsilon, else 1.
+    never rejects); here the exact sign test takes over: p = 2^-n when that value is below
+    epsilon, else 1, so a handful of items can never pass the test.
 
     epsilon: the paper's guidance is 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd
     workers (`EPSILON_GUIDANCE`); the paper asks for three or more annotators."""
@@ -733,7 +740,8 @@ def alternative_annotator_test(
             continue
         d = np.asarray(human_wins, dtype=float) - np.asarray(judge_wins, dtype=float)
         if np.ptp(d) == 0:
-            test, p = "constant differences", 0.0 if d[0] < epsilon else 1.0
+            # every d_i - epsilon has one sign: the exact one-sided sign (and signed-rank) p-value
+            test, p = "constant differences (sign test)", 0.5 ** len(d) if d[0] < epsilon else 1.0
         elif len(d) >= min_items:
             test, p = "t-test", float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
         else:

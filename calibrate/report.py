@@ -123,10 +123,10 @@ class Cell:
             return "not enough scored items"
         kappa = line.stats.kappa
         if kappa.value is None:
-            return kappa.reason or "kappa undefined"
+            return "κ undefined (see note)"
         words = interpret_kappa(kappa.value)
         if self.ceiling and self.ceiling.verdict:
-            words += f"; {self.ceiling.verdict}"
+            words += f"; {self.ceiling.verdict.split()[0]} ceiling"  # below / within / above, by the paired interval
         elif self.ceiling is None:
             words += "; no ceiling yet"
         return words
@@ -311,8 +311,8 @@ def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, o
     labels = list(kind.labels) if kind else []
     table, labels = _pair_table(pairs, labels)
     stats = two_raters(table=table, labels=labels, resamples=options.resamples)
-    line = Line(versus, stats=stats, unparsed=sum(unparsed.values()),
-                more_items=items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width))
+    plan = items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width) if stats.kappa.value is not None else None
+    line = Line(versus, stats=stats, unparsed=sum(unparsed.values()), more_items=plan)
     if kind is not None and kind.positive is not None and stats.n:
         line.errors = judge_vs_human(table, labels, kind.positive)
     if unparsed and kind is not None and kind.labels:
@@ -546,15 +546,21 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
                "as-disagreement": "counted as disagreeing with the person"}[mode]
         notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
         if line.kappa_range and line.unparsed:
             worst, best = line.kappa_range
             notes.append(f"vs {line.versus}: {line.unparsed} labelled item(s) with an unparsed verdict: κ between "
                          f"{_fmt(worst)} (all wrong) and {_fmt(best)} (all right)")
         if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
-            notes.append(f"vs {line.versus}: no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}")
+            undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
         elif line.stats and line.stats.kappa.value is None and line.stats.n:
-            notes.append(f"vs {line.versus}: {line.stats.kappa.reason}")
+            undefined[str(line.stats.kappa.reason)].append(line.versus)
+    notes += [f"vs {', '.join(who)}: {why}" for why, who in undefined.items()]
+    plans = [f"{line.versus} {line.more_items}" for line in c.lines if line.more_items]
+    if plans:
+        notes.append(f"more labels for a κ interval of ±{report.options.target_half_width} (80 % assurance): "
+                     + ", ".join(plans))
     if c.errors:
         notes.append(f"{c.errors} judge errors (no output) not counted")
     ceiling = c.ceiling
@@ -587,8 +593,7 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
 def render_table(report: Report, console, *, wide: bool = False) -> None:
     """The terminal report: per cell a heading, a compact table that fits 80 columns (the κ bar
     from 100), notes in words; `wide` adds a table of the judge's error rates."""
-    from rich import box
-    from rich.table import Table
+    from rich.padding import Padding
     from rich.text import Text
 
     from calibrate.display import literal as terminal_safe
@@ -603,63 +608,68 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
             continue
         console.print()
         console.print(Text(terminal_safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        columns = [("vs", {}), ("n", {"justify": "right"}), ("agree", {"justify": "right"}), ("κ [95% CI]", {})]
-        if with_bar:
-            columns.append(("−1 ┊ 1", {}))
-        columns.append(("verdict", {}))
-        for name, kwargs in columns:
-            table.add_column(name, no_wrap=True, overflow="ellipsis", **kwargs)
+        headers = ["vs", "n", "agree", "κ [95% CI]"] + (["−1 ┊ 1"] if with_bar else []) + ["verdict"]
+        body = []
         for line in c.lines:
-            row = report_row(c, line)
             if not line.n:
                 continue
-            if line.stats is None:
-                cells = [row.versus, str(row.n), "—", "—"]
-            else:
-                cells = [row.versus, str(row.n), _fmt(row.agreement), _with_ci(row.kappa, row.kappa_low, row.kappa_high)]
+            row = report_row(c, line)
+            cells = [row.versus, str(row.n), _fmt(row.agreement), _with_ci(row.kappa, row.kappa_low, row.kappa_high)]
             if with_bar:
                 ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
                 cells.append(kappa_bar(row.kappa, ci, 21 if wide or console.width >= 120 else 15))
-            cells.append(row.verdict)
-            table.add_row(*[Text(terminal_safe(v)) for v in cells])
+            body.append([terminal_safe(v) for v in (*cells, row.verdict)])
+        table = _fitted_table(headers, body)
         console.print(table)
         if wide:
             console.print(_details_table(c))
         for note in cell_notes(c, report):
-            console.print(Text("  " + terminal_safe(note), style="dim"))
+            console.print(Padding(Text(terminal_safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
     if waiting:
         console.print()
         console.print(Text(terminal_safe(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting)),
-                           style="dim"))
+                           style="dim"), soft_wrap=False)
     note = multiplicity_note(report)
     if note:
-        console.print(Text(note, style="dim italic"))
+        console.print(Text(note, style="dim italic"), soft_wrap=False)
 
 
-def _details_table(c: Cell):
+def _fitted_table(headers: list[str], body: list[list[str]]):
+    """A borderless rich table whose columns are as wide as their widest cell (none is ever
+    squeezed: a table that fits is never cut; the last column gives way first)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for k, name in enumerate(headers):
+        widest = max([len(name), *(len(row[k]) for row in body)])
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=widest if k < len(headers) - 1 else None,
+                         justify="right" if name in ("n", "agree") else "left")
+    for row in body:
+        table.add_row(*[Text(v) for v in row])
+    return table
+
+
+LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "no evidence of a difference": "no evidence"}
+
+
+def _details_table(c: Cell):
     from calibrate.display import literal as terminal_safe
 
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name in ("vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI / PI", "leniency", "+items"):
-        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    body = []
     for line in c.lines:
         r = report_row(c, line)
         if not line.n or line.stats is None:
             continue
         prevalence = f"{r.prevalence_label} {r.prevalence:.0%}" if r.prevalence is not None else "—"
-        leniency = "—" if r.leniency is None else (
-            r.leniency if r.homogeneity_p is None else f"{r.leniency} (p {r.homogeneity_p:.3f})")
-        table.add_row(*[Text(terminal_safe(v)) for v in (
+        leniency = "—" if r.leniency is None else LENIENCY_WORDS.get(r.leniency, r.leniency) + (
+            "" if r.homogeneity_p is None else f" (p {r.homogeneity_p:.2f})")
+        body.append([terminal_safe(v) for v in (
             r.versus, _with_ci(r.ac1, r.ac1_low, r.ac1_high), _with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
             _with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
-            f"{_fmt(r.bias_index)} / {_fmt(r.prevalence_index)}", leniency,
-            "—" if r.more_items is None else str(r.more_items))])
-    return table
+            f"{_fmt(r.bias_index)}/{_fmt(r.prevalence_index)}", leniency)])
+    return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
 
 
 MARKDOWN_COLUMNS = [("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
@@ -744,7 +754,7 @@ caption{{font-size:11px;color:#555;text-align:left}} details{{margin:4px 0 10px}
 ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
 .key span{{display:inline-block;margin-right:14px}}
 """
-_PLOT_W = 300
+_PLOT_W = 260
 
 
 def _x(v: float) -> float:
@@ -768,6 +778,14 @@ def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
                      f'<title>{name} {estimate.value:.2f}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _headline(c: Cell, options: ReportOptions) -> Line | None:
+    """The line that speaks for a cell in the overview: against the gold label where there is
+    one, else against its only annotator (None when the cell has no labelled line)."""
+    lines = [line for line in c.lines if line.n and line.stats is not None]
+    gold = [line for line in lines if line.versus == gold_name(options)]
+    return gold[0] if gold else (lines[0] if len(lines) == 1 else None)
 
 
 def render_html(report: Report) -> str:
@@ -810,6 +828,21 @@ def render_html(report: Report) -> str:
             + (f"<ul class='notes'>{notes}</ul>" if notes else "")
             + (f"<details><summary>confusion matrices</summary>{''.join(matrices)}</details>" if matrices else "")
         )
+    summary = []
+    for c in report.cells:
+        line = _headline(c, report.options)
+        if line is None:
+            continue
+        r = report_row(c, line)
+        summary.append(
+            f"<tr><td>{e(c.task)} · {e(c.lang)} · {e(c.judge)} <span class='muted'>vs {e(r.versus)}</span></td>"
+            f"<td class='num'>{r.n}</td><td class='num'>{e(_with_ci(r.kappa, r.kappa_low, r.kappa_high))}</td>"
+            f"<td>{_forest(line.stats.kappa if line.stats else None, c.ceiling.humans if c.ceiling else None)}</td>"
+            f"<td class='num'>{e(_with_ci(*_split(c.ceiling.humans)) if c.ceiling else '—')}</td></tr>")
+    overview = ("<h2>Overview: one line per cell</h2><table class='forest'><colgroup><col style='width:40%'>"
+                "<col style='width:6%'><col style='width:16%'><col style='width:24%'><col style='width:14%'></colgroup>"
+                "<tr><th>cell</th><th>n</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>human ceiling</th></tr>"
+                + "".join(summary) + "</table>") if summary else ""
     waiting = [f"{c.task} {c.lang} ({c.judge})" for c in report.cells if not any(line.n for line in c.lines)]
     tail = f"<p class='muted'>Judged but no human labels yet: {e(', '.join(waiting))}</p>" if waiting else ""
     note = multiplicity_note(report)
@@ -824,5 +857,5 @@ def render_html(report: Report) -> str:
         f"<span>dashed line: κ = 0</span></p>"
         f"<p class='muted'>Unparsed verdicts: {e(report.options.unparsed)}. Alternative annotator test ε guidance "
         f"(Calderon et al. 2025): {e(guidance)}.</p>"
-        + "".join(sections) + tail + (f"<p class='muted'>{e(note)}</p>" if note else "") + "</body></html>\n"
+        + overview + "".join(sections) + tail + (f"<p class='muted'>{e(note)}</p>" if note else "") + "</body></html>\n"
     )

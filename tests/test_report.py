@@ -24,11 +24,14 @@ def test_report_json_judge_vs_each_annotator_and_majority(labelled_db):
     expected = two_raters(verdicts[1:], humans["a"][1:], ["yes", "no"])
     assert lines["a"]["n"] == 59
     assert lines["a"]["stats"]["kappa"]["value"] == pytest.approx(expected.kappa.value)
-    assert lines["a"]["verdict"].startswith(f"κ {expected.kappa.value:.2f} [")
-    assert cell["ceiling_kind"].startswith("Krippendorff's α, 3 annotators")
-    assert "human–human" in lines["a"]["verdict"]
+    assert lines["a"]["kappa"] == pytest.approx(expected.kappa.value)
+    assert lines["a"]["kappa_low"] < lines["a"]["kappa"] < lines["a"]["kappa_high"]
+    assert cell["ceiling"]["human_statistic"] == "Krippendorff's alpha (nominal)"
+    assert cell["ceiling"]["n_items"] == 59 and lines["a"]["ceiling_items"] == 59
+    assert lines["a"]["verdict"].endswith(" ceiling") and lines["a"]["ceiling_verdict"].endswith("the human ceiling")
     assert cell["alternative_annotator_test"]["ran"] is True
     assert 0 <= cell["alternative_annotator_test"]["winning_rate"] <= 1
+    assert 0 <= cell["alternative_annotator_test"]["advantage_probability"] <= 1
 
 
 def test_unparsed_as_disagreement(labelled_db):
@@ -37,8 +40,9 @@ def test_unparsed_as_disagreement(labelled_db):
     normal = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"][0]
     strict = json.loads(run("report", "--format", "json", "--unparsed-as-disagreement").output)["cells"][0]["lines"][0]
     assert strict["n"] == normal["n"] + 1
-    assert "(unparsed)" in strict["stats"]["labels"]
-    assert strict["stats"]["raw_agreement"] < normal["stats"]["raw_agreement"]
+    assert strict["stats"]["labels"] == ["yes", "no"], "an unparsed verdict is never an extra category"
+    assert strict["agreement"] < normal["agreement"]
+    assert normal["unparsed"] == 1 and normal["kappa_worst"] < normal["kappa"] < normal["kappa_best"]
 
 
 def test_two_annotators_give_a_cohen_kappa_ceiling(tmp_path):
@@ -52,8 +56,8 @@ def test_two_annotators_give_a_cohen_kappa_ceiling(tmp_path):
     cell = json.loads(Calibrate(tmp_path / "two.db")("report", "--format", "json").output)["cells"][0]
     x = ["entailment"] * 6 + ["not_entailment"] * 4
     y = ["entailment"] * 5 + ["not_entailment"] * 5
-    assert cell["ceiling"]["value"] == pytest.approx(two_raters(x, y).kappa.value)
-    assert cell["ceiling_kind"] == "Cohen's κ, n=10"
+    assert cell["ceiling"]["humans"]["value"] == pytest.approx(two_raters(x, y).kappa.value)
+    assert cell["ceiling"]["human_statistic"] == "Cohen's kappa" and cell["ceiling"]["n_items"] == 10
     assert cell["alternative_annotator_test"]["ran"] is False
     assert "needs 3 or more annotators" in cell["alternative_annotator_test"]["reason"]
 
@@ -76,7 +80,7 @@ def test_every_format_works_on_the_demo(demo_db, tmp_path, fmt):
         json.loads(text)
     if fmt == "csv":
         rows = list(csv.reader(io.StringIO(text)))
-        assert rows[0][:4] == ["task", "lang", "judge", "vs"]
+        assert rows[0][:5] == ["task", "lang", "judge", "versus", "n"] and "kappa_low" in rows[0]
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "<svg" in text
         assert "http://" not in text.replace("http://www.w3.org", "") and "<script" not in text and "<link" not in text
@@ -118,3 +122,160 @@ def test_report_by_language_merges_tasks(labelled_db):
     assert [(c["task"], c["lang"]) for c in report["cells"]] == [("*", "en")]
     bad = Calibrate(path)("report", "--by", "judge", ok=False)
     assert bad.exit_code != 0
+
+
+def _two_language_db(path):
+    """c3/pause in English (yes/no) and Chinese (是/否), judged and labelled by one person."""
+    store = Store(path)
+    en = [("yes", "yes")] * 8 + [("yes", "no")] * 2 + [("no", "no")] * 5 + [("no", "yes")] * 1
+    zh = [("是", "是")] * 6 + [("否", "是")] * 3 + [("否", "否")] * 7
+    for lang, pairs in (("en", en), ("zh", zh)):
+        fields = {"content": "c", "word": "w", "response": "r"} if lang == "en" else {"content": "c", "response": "r"}
+        ids, _ = store.add_items([NewItem("c3/pause", lang, str(k), fields) for k in range(len(pairs))], with_ids=True)
+        store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict=v)
+                             for i, (v, _) in zip(ids, pairs, strict=True)])
+        for i, (_, label) in zip(ids, pairs, strict=True):
+            store.annotate(i, "ann", "label", label=label)
+    store.close()
+    return en, zh
+
+
+def test_pooling_languages_uses_the_canonical_polarity(tmp_path):
+    en, zh = _two_language_db(tmp_path / "pool.db")
+    report = json.loads(Calibrate(tmp_path / "pool.db")("report", "--format", "json", "--by", "task").output)
+    (cell,) = report["cells"]
+    (line,) = cell["lines"]
+    as_yes_no = {"是": "yes", "否": "no"}
+    pooled = en + [(as_yes_no[v], as_yes_no[h]) for v, h in zh]
+    expected = two_raters([v for v, _ in pooled], [h for _, h in pooled], ["yes", "no"])
+    assert line["stats"]["labels"] == ["yes", "no"], "pooled cells stay two-category"
+    assert line["n"] == 32 and line["kappa"] == pytest.approx(expected.kappa.value)
+
+
+def test_pooling_different_kinds_is_refused(demo_db):
+    Calibrate(demo_db)("import", "labels", "/dev/null", ok=False)
+    out = Calibrate(demo_db)("report", "--by", "lang", ok=False)
+    assert out.exit_code == 1 and "different kinds of verdict" in out.output and "Traceback" not in out.output
+
+
+@pytest.fixture
+def unparsed_db(tmp_path):
+    """10 yes/no items: 6 agree (4 yes-yes, 2 no-no), 1 judge-yes/human-no, and 3 unparsed
+    verdicts on items the person labelled yes, yes and no."""
+    store = Store(tmp_path / "unparsed.db")
+    rows = [("yes", "yes")] * 4 + [("no", "no")] * 2 + [("yes", "no")] + [(None, "yes"), (None, "yes"), (None, "no")]
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(len(rows))], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict" if v else "unparsed",
+                                     verdict=v) for i, (v, _) in zip(ids, rows, strict=True)])
+    for i, (_, label) in zip(ids, rows, strict=True):
+        store.annotate(i, "ann", "label", label=label)
+    store.close()
+    return tmp_path / "unparsed.db"
+
+
+@pytest.mark.parametrize(("mode", "table"), [
+    ("exclude", [[4, 1], [0, 2]]),
+    ("as-negative", [[4, 1], [2, 3]]),  # C3's rule: every unparsed verdict is "no"
+    ("as-disagreement", [[4, 2], [2, 2]]),  # each unparsed verdict is the other label than the person's
+])
+def test_each_unparsed_mode_against_a_hand_table(unparsed_db, mode, table):
+    (cell,) = json.loads(Calibrate(unparsed_db)("report", "--format", "json", "--unparsed", mode).output)["cells"]
+    (line,) = cell["lines"]
+    assert line["stats"]["table"] == table and line["stats"]["labels"] == ["yes", "no"]
+    assert line["kappa"] == pytest.approx(two_raters(table=__import__("numpy").array(table), labels=["yes", "no"]).kappa.value)
+    worst = two_raters(table=__import__("numpy").array([[4, 2], [2, 2]]), labels=["yes", "no"]).kappa.value
+    best = two_raters(table=__import__("numpy").array([[6, 1], [0, 3]]), labels=["yes", "no"]).kappa.value
+    assert (line["kappa_worst"], line["kappa_best"]) == (pytest.approx(worst), pytest.approx(best))
+
+
+def test_a_degenerate_interval_is_labelled_not_printed(tmp_path):
+    store = Store(tmp_path / "one.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(3)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict="yes") for i in ids])
+    for i in ids:
+        store.annotate(i, "ann", "label", label="yes")
+    store.close()
+    run = Calibrate(tmp_path / "one.db")
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert line["kappa"] is None and "undefined" in line["kappa_note"]
+    assert line["more_items"] is None, "no plan from an interval that says nothing"
+    text = run("report").output
+    assert "[1.00, 1.00]" not in text and "kappa is undefined" in text
+
+
+def test_ties_are_counted_and_an_adjudicator_is_the_gold(tmp_path):
+    store = Store(tmp_path / "ties.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(6)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict="yes") for i in ids])
+    for n, i in enumerate(ids):
+        store.annotate(i, "a", "label", label="yes")
+        store.annotate(i, "b", "label", label="yes" if n < 3 else "no")  # 3 ties
+    store.annotate(ids[5], "boss", "label", label="no")
+    store.close()
+    run = Calibrate(tmp_path / "ties.db")
+    (cell,) = json.loads(run("report", "--format", "json").output)["cells"]
+    majority = next(line for line in cell["lines"] if line["versus"] == "majority")
+    assert cell["gold_ties"] == 2 and majority["n"] == 4  # item 5 has a majority of two against one now
+    assert "tied between annotators" in run("report").output
+    (cell,) = json.loads(run("report", "--format", "json", "--gold-from", "boss").output)["cells"]
+    gold = next(line for line in cell["lines"] if line["versus"] == "gold (boss)")
+    assert gold["n"] == 4 and cell["gold_ties"] == 2
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_the_terminal_report_fits_without_cut_cells(labelled_db, width):
+    from rich.console import Console
+
+    from calibrate.report import ReportOptions, build_report, render_table
+    from calibrate.templates import TemplateSet
+
+    path, *_ = labelled_db
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    render_table(build_report(Store(path), TemplateSet(), options=ReportOptions(resamples=200)), console)
+    text = console.file.getvalue()
+    table_lines = [line for line in text.splitlines() if "│" in line or line.startswith(" ")]
+    assert table_lines and all(len(line) <= width for line in text.splitlines())
+    assert "…" not in text, "no cell is cut"
+    assert ("●" in text) == (width >= 100)
+
+
+def test_markdown_escapes_html_in_names(labelled_db):
+    path, *_ = labelled_db
+    store = Store(path)
+    store.annotate(1, "<img src=x onerror=alert(1)>", "label", label="yes")
+    store.close()
+    text = Calibrate(path)("report", "--format", "markdown").output
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_csv_has_one_number_per_field(labelled_db):
+    path, *_ = labelled_db
+    rows = list(csv.DictReader(io.StringIO(Calibrate(path)("report", "--format", "csv").output)))
+    row = next(r for r in rows if r["versus"] == "a")
+    for name in ("kappa", "kappa_low", "kappa_high", "agreement", "agreement_low", "ac1", "sensitivity", "specificity"):
+        float(row[name])
+    assert "—" not in "".join("".join(r.values()) for r in rows)
+
+
+def test_a_user_template_declaring_scores_gets_score_statistics(tmp_path):
+    folder = tmp_path / "mine" / "essay"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
+        'required = ["content"]\nverdict = "rubric_scores"\n', encoding="utf-8")
+    (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
+    db = tmp_path / "essay.db"
+    store = Store(db)
+    ids, _ = store.add_items([NewItem("essay/score", "zh", str(k), {"content": f"c{k}"}) for k in range(6)], with_ids=True)
+    scores = lambda a: json.dumps({"score_answer": a, "score_reasoning": 50.0}, sort_keys=True)  # noqa: E731
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict=scores(10.0 * k))
+                         for k, i in enumerate(ids)])
+    for k, i in enumerate(ids):
+        store.annotate(i, "ann", "label", label=scores(10.0 * k + 5))
+    store.close()
+    out = Calibrate(db)("--templates", str(tmp_path / "mine"), "report", "--format", "json").output
+    (line,) = json.loads(out)["cells"][0]["lines"]
+    assert line["stats"] is None and line["spearman"] == pytest.approx(1.0) and line["mae"] == pytest.approx(5.0)
