@@ -238,7 +238,8 @@ def two_raters(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> TwoRaters:
-    """n, raw agreement, Cohen's kappa (scikit-learn's cohen_kappa_score; analytic SE), Gwet's
+    """n, raw agreement, Cohen's kappa (from the table, equal to scikit-learn's
+    cohen_kappa_score, which the tests check; analytic SE), Gwet's
     AC1, PABAK, prevalence, per-class agreement, the confusion matrix, and for ordinal labels
     linear and quadratic weighted kappa. Give the paired labels (None = missing: the pair is
     left out and counted in `notes`), or a confusion `table` in `labels` order.
@@ -288,10 +289,7 @@ def two_raters(
                          pabak, prevalence, per_class, agreement, notes=notes + [reason])
 
     used_a, used_b = np.flatnonzero(rows), np.flatnonzero(cols)
-    a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
-    b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
-    defined = _finite(kappa_from_tables(table)) is not None  # p_e < 1; sklearn would warn and give NaN
-    kappa_value = float(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)))) if defined else None
+    kappa_value = _finite(kappa_from_tables(table))  # None where p_e = 1 (sklearn would warn and give NaN)
     draws = posterior_tables(table, resamples, seed)  # one set of draws serves kappa and AC1
     kappa = _with_interval(kappa_value, kappa_from_tables(draws), se=kappa_standard_error(table))
     if kappa_value is None:
@@ -306,6 +304,8 @@ def two_raters(
         ac1 = _with_interval(_finite(ac1_from_tables(table)), ac1_from_tables(draws))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, agreement, notes=notes)
     if ordinal and kappa_value is not None:
+        a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
+        b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
         for weights in ("linear", "quadratic"):
             value = _finite(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)), weights=weights))
             setattr(result, f"kappa_{weights}", Estimate(value))

@@ -363,8 +363,13 @@ def parse_command(ctx, judge):
 @pass_ctx
 def config_command(ctx, as_json):
     """Each effective setting and where it came from."""
-    print_table("settings (flag, then environment, then calibrate.toml, then user config)",
-                ["setting", "value", "from"], [list(r) for r in ctx.settings.rows()], as_json)
+    rows = ctx.settings.rows()
+    if as_json:
+        print_table("settings", ["setting", "value", "from"], [list(r) for r in rows], as_json)
+        return
+    console.print("settings: a flag wins, then the environment, then ./calibrate.toml, then the user config", style="dim")
+    for name, value, source in rows:
+        console.print(Text.assemble((f"{name} = ", "bold"), value or "(none)", (f"   from {source}", "dim")))
 
 
 # -- demo --------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from calibrate.store import NewItem, Store
+from calibrate.model import NewItem
+from calibrate.store import Store
 
 WORKERS = 8
 ITEMS = 400

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
-from calibrate.store import NewItem, NewJudgment, Store
+from calibrate.store import Store
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calibrate.store import NewItem, NewJudgment, Store
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
 
 SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 

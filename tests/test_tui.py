@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from calibrate.store import NewItem, NewJudgment, Store
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status
@@ -226,3 +227,26 @@ async def test_queue_orders_run_in_the_app(demo_db, order):
             await pilot.press("s")
             seen.append(current_item_id(app))
     assert len(set(seen)) == 5
+
+
+async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path):
+    from calibrate.model import NewItem
+    from calibrate.templates import TemplateSet
+    from calibrate.tui.score_form import ScoreForm
+
+    folder = tmp_path / "mine" / "essay"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
+        'required = ["content"]\nverdict = "rubric_scores"\n', encoding="utf-8")
+    (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
+    db = tmp_path / "essay.db"
+    store = Store(db)
+    store.add_items([NewItem("essay/score", "zh", "1", {"content": "文章"})])
+    store.close()
+    app = make_app(db, templates=TemplateSet([tmp_path / "mine"]))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        assert isinstance(app.screen, ScoreForm)
+        await pilot.press(*"70", "enter", *"65.5", "enter")
+    assert [json.loads(label) for _, label in rows(db)] == [{"score_answer": 70.0, "score_reasoning": 65.5}]

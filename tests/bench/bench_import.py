@@ -15,7 +15,8 @@ from pathlib import Path
 
 from calibrate.formats import import_records
 from calibrate.formats.jsonl import jsonl_records
-from calibrate.store import Store, now_iso
+from calibrate.model import now_iso
+from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
 

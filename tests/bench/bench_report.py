@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from calibrate.model import digest, now_iso
 from calibrate.report import build_report
-from calibrate.store import Store, digest, now_iso
+from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
 TASKS = [f"bench/task-{k:02d}" for k in range(20)]

@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibrate.store import Store, digest, now_iso
+from calibrate.model import digest, now_iso
+from calibrate.store import Store
 from calibrate.tui import CalibrateApp
 
 DECISIONS = 500

@@ -1,0 +1,62 @@
+"""Verdict kinds: one definition of labels, polarity, overrides, label forms and C3's wording."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibrate.kinds import NEGATIVE, POSITIVE, LabelError, kind_for
+from calibrate.templates import TemplateSet
+
+EN, ZH = kind_for("yes_no_en"), kind_for("yes_no_zh")
+SCORES = kind_for("rubric_scores")
+
+
+def test_english_and_chinese_share_a_polarity_and_pool():
+    assert (EN.polarity("yes"), EN.polarity("no")) == (POSITIVE, NEGATIVE)
+    assert (ZH.polarity("是"), ZH.polarity("否")) == (POSITIVE, NEGATIVE)
+    assert EN.pool_key == ZH.pool_key != kind_for("label_set", ("True", "False")).pool_key
+    assert [ZH.canonical(x) for x in ZH.labels] == [EN.canonical(x) for x in EN.labels]
+
+
+def test_override_flips_binary_kinds_only():
+    assert (EN.flip("yes"), ZH.flip("否"), kind_for("label_set", ("1", "2")).flip("1")) == ("no", "是", "2")
+    assert kind_for("label_set", ("entailment", "contradiction", "neutral")).flip("neutral") is None
+
+
+def test_y_and_n_only_where_labels_read_yes_no():
+    assert EN.reads_yes_no and ZH.reads_yes_no and kind_for("label_set", ("True", "False")).reads_yes_no
+    assert not kind_for("label_set", ("entailment", "not_entailment")).reads_yes_no
+    assert not kind_for("label_set", ("1", "2")).reads_yes_no
+
+
+def test_labels_match_case_insensitively_where_unambiguous():
+    boolq = kind_for("label_set", ("True", "False"))
+    assert boolq.normalize_label("true") == "True" and boolq.normalize_label(True) == "True"
+    assert EN.normalize_label(" YES ") == "yes"
+    with pytest.raises(LabelError, match="not one of yes, no"):
+        EN.normalize_label("maybe")
+
+
+def test_scores_have_one_stored_form_and_refuse_bad_numbers():
+    stored = SCORES.score_label({"score_answer": "80", "score_reasoning": 70.04})
+    assert stored == json.dumps({"score_answer": 80.0, "score_reasoning": 70.0}, sort_keys=True)
+    assert SCORES.normalize_label(stored) == stored and SCORES.parse(f"```json\n{stored}\n```").value == stored
+    for bad in ({"score_answer": float("nan"), "score_reasoning": 1}, {"score_answer": -1, "score_reasoning": 1},
+                {"score_answer": 1}, "great", {"score_answer": True, "score_reasoning": 1}):
+        with pytest.raises(LabelError):
+            SCORES.score_label(bad)
+    assert SCORES.scored and not EN.scored
+
+
+def test_c3_wording_and_display():
+    assert (EN.c3_wording("yes"), ZH.c3_wording("否")) == ("The answer is: yes.", "最终答案为：否。")
+    assert EN.words("yes") == "YES" and ZH.words("是") == "是"
+    assert (EN.colour("yes"), EN.colour("no"), kind_for("label_set", ("1", "2")).colour("1")) == ("green", "red", "blue")
+
+
+def test_every_bundled_template_has_a_kind_with_labels():
+    for template in TemplateSet().templates.values():
+        kind = template.kind
+        assert kind.scored or kind.labels, template.id
