@@ -590,6 +590,22 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
     return notes
 
 
+def cells_without_numbers(report: Report) -> list[str]:
+    """Why some cells show no line, in words: nobody labelled their items yet, or every
+    labelled item's verdict is unparsed (and `--unparsed exclude` leaves them out)."""
+    unlabelled = [c for c in report.cells if not c.lines]
+    unparsed = [c for c in report.cells if c.lines and not any(line.n for line in c.lines)]
+    out = []
+    if unlabelled:
+        out.append(f"judged but no human labels yet ({len(unlabelled)}): "
+                   + ", ".join(f"{c.task} {c.lang} ({c.judge})" for c in unlabelled))
+    if unparsed:
+        out.append(f"labelled, but every labelled item's verdict is unparsed ({len(unparsed)}; see --unparsed): "
+                   + ", ".join(f"{c.task} {c.lang} ({c.judge}: {max(line.unparsed for line in c.lines)} items)"
+                               for c in unparsed))
+    return out
+
+
 def render_table(report: Report, console, *, wide: bool = False) -> None:
     """The terminal report: per cell a heading, a compact table that fits 80 columns (the κ bar
     from 100), notes in words; `wide` adds a table of the judge's error rates."""
@@ -601,10 +617,8 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
     console.print(Text(f"judge vs human, by {' × '.join(report.options.by)}; unparsed verdicts: {report.options.unparsed}",
                        style="bold"))
     with_bar = wide or console.width >= 100
-    waiting = []
     for c in report.cells:
         if not any(line.n for line in c.lines):
-            waiting.append(f"{c.task} {c.lang} ({c.judge})")
             continue
         console.print()
         console.print(Text(terminal_safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
@@ -625,10 +639,9 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
             console.print(_details_table(c))
         for note in cell_notes(c, report):
             console.print(Padding(Text(terminal_safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
-    if waiting:
+    for why in cells_without_numbers(report):
         console.print()
-        console.print(Text(terminal_safe(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting)),
-                           style="dim"), soft_wrap=False)
+        console.print(Text(terminal_safe(why), style="dim"), soft_wrap=False)
     note = multiplicity_note(report)
     if note:
         console.print(Text(note, style="dim italic"), soft_wrap=False)
@@ -843,8 +856,7 @@ def render_html(report: Report) -> str:
                 "<col style='width:6%'><col style='width:16%'><col style='width:24%'><col style='width:14%'></colgroup>"
                 "<tr><th>cell</th><th>n</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>human ceiling</th></tr>"
                 + "".join(summary) + "</table>") if summary else ""
-    waiting = [f"{c.task} {c.lang} ({c.judge})" for c in report.cells if not any(line.n for line in c.lines)]
-    tail = f"<p class='muted'>Judged but no human labels yet: {e(', '.join(waiting))}</p>" if waiting else ""
+    tail = "".join(f"<p class='muted'>{e(why)}</p>" for why in cells_without_numbers(report))
     note = multiplicity_note(report)
     guidance = ", ".join(f"{who} {value}" for who, value in EPSILON_GUIDANCE.items())
     return (

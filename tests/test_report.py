@@ -279,3 +279,15 @@ def test_a_user_template_declaring_scores_gets_score_statistics(tmp_path):
     out = Calibrate(db)("--templates", str(tmp_path / "mine"), "report", "--format", "json").output
     (line,) = json.loads(out)["cells"][0]["lines"]
     assert line["stats"] is None and line["spearman"] == pytest.approx(1.0) and line["mae"] == pytest.approx(5.0)
+
+
+def test_a_cell_whose_labelled_verdicts_are_all_unparsed_says_so(tmp_path):
+    store = Store(tmp_path / "u.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(3)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="unparsed") for i in ids])
+    for i in ids:
+        store.annotate(i, "ann", "label", label="yes")
+    store.close()
+    text = Calibrate(tmp_path / "u.db")("report").output
+    assert "every labelled item's verdict is unparsed" in text and "no human labels yet" not in text
