@@ -420,6 +420,9 @@ def annotate_options(command):
                      help="A guidelines file shown by g (default: the template manifest's guidelines)."),
         click.option("--keymap", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" [or $CALIBRATE_KEYMAP].'),
+        click.option("--require-listen", is_flag=True, help="Take a label on an item with audio only after it has played (l)."),
+        click.option("--audio-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Look for the audio here instead of where it was imported from (the folder moved)."),
     ]):
         command = option(command)
     return command
@@ -429,7 +432,7 @@ def annotate_options(command):
 @annotate_options
 @pass_ctx
 def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
-                     overlap=1, seed=0, guidelines=None, keymap=None):
+                     overlap=1, seed=0, guidelines=None, keymap=None, require_listen=False, audio_root=None):
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
@@ -439,7 +442,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
-                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
+                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap,
+                       require_listen=require_listen, audio_root=audio_root)
     app.run()
     progress = app.session.progress()
     console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
