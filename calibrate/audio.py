@@ -12,7 +12,9 @@ compiled or numba-based dependencies, not cheap enough to earn a place here.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
+import shlex
 import shutil
 import socket
 import subprocess
@@ -105,8 +107,9 @@ def find_player() -> list[str] | None:
 
 
 def scp_path(file: Path) -> str:
-    """`host:/absolute/path`, ready to paste after `scp ` on the annotator's own machine."""
-    return f"{socket.getfqdn()}:{Path(file).resolve()}"
+    """`user@host:/absolute/path`, ready to paste after `scp ` on the annotator's own machine
+    (the host name as this machine knows itself; an SSH alias may differ)."""
+    return f"{getpass.getuser()}@{socket.gethostname()}:{shlex.quote(str(Path(file).resolve()))}"
 
 
 class Playback:

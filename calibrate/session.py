@@ -312,6 +312,9 @@ class AnnotationSession:
             raise SessionError(f"unknown action {action!r}")
         plays, listened = self.listening(view.item.id)
         if self.require_listen and action in LABEL_ACTIONS and view.playable and not plays:
+            if find_player() is None:
+                raise NoPlayerError(f"--require-listen needs the audio played, and there is no audio player on the "
+                                    f"PATH: {PLAYER_HINT}")
             raise SessionError("listen first (l): --require-listen takes a label only after the audio has played")
         shown = view.judgment.id if view.judgment and not self.blind else None
         first_time = not self.store.has_decision(view.item.id, self.annotator)

@@ -124,15 +124,27 @@ def test_demo_audio_is_synthetic_small_and_beside_every_c3_response():
 # -- the app -------------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def player_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Fake players, each alone in a folder to be the PATH: `ffplay` records its arguments in
+    $PLAYER_LOG; `paplay` plays for 30 s. Written once, before any test starts a player, so
+    no player is executed while its file is still open for writing."""
+    scripts = {"ffplay": 'echo "$@" >> "$PLAYER_LOG"', "paplay": "exec sleep 30"}
+    dirs = {}
+    for name, body in scripts.items():
+        folder = tmp_path_factory.mktemp(name)
+        (folder / name).write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+        (folder / name).chmod(0o755)
+        dirs[name] = folder
+    return dirs
+
+
 @pytest.fixture
-def fake_player(tmp_path, monkeypatch) -> Path:
+def fake_player(tmp_path, monkeypatch, player_dirs) -> Path:
     """An `ffplay` on an otherwise empty PATH that records its arguments, one line per run."""
-    bin_dir, log = tmp_path / "bin", tmp_path / "player.log"
-    bin_dir.mkdir()
-    player = bin_dir / "ffplay"
-    player.write_text(f'#!/bin/sh\necho "$@" >> {log}\n', encoding="utf-8")
-    player.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    log = tmp_path / "player.log"
+    monkeypatch.setenv("PATH", str(player_dirs["ffplay"]))
+    monkeypatch.setenv("PLAYER_LOG", str(log))
     return log
 
 
@@ -189,6 +201,25 @@ async def test_require_listen_refuses_a_label_before_playing_and_takes_it_after(
         await played(app, pilot)
         await pilot.press("y")
     assert rows(demo_db, "SELECT action, label, audio_plays FROM annotations") == [("label", "是", 1)]
+
+
+def test_listen_again_stops_and_counts_what_played(demo_db, templates, monkeypatch, player_dirs):
+    monkeypatch.setenv("PATH", str(player_dirs["paplay"]))
+    session = AnnotationSession(Store(demo_db), templates, annotator="a", task="c3/pause", lang="en")
+    item_id = session.start().item.id
+    assert session.listen() is True and session.playing
+    assert session.listen() is False and not session.playing
+    plays, seconds = session.listening(item_id)
+    assert plays == 1 and 0 < seconds < 2.4
+    session.close()
+
+
+def test_require_listen_without_a_player_says_what_to_install(demo_db, templates, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    session = AnnotationSession(Store(demo_db), templates, annotator="a", task="c3/generation-tone", require_listen=True)
+    session.start()
+    with pytest.raises(SessionError, match="no audio player on the PATH: install ffmpeg"):
+        session.decide("label", "是")
 
 
 async def test_generation_items_put_the_audio_first(demo_db):
@@ -252,6 +283,12 @@ def test_gold_exports_say_whether_the_person_listened(demo_db, templates, fake_p
     assert boolq["listened"] is None
     csv_text = run("export", "--format", "csv").output
     assert "listened:ana" in csv_text.splitlines()[0]
+
+
+def test_export_c3_writes_nothing_about_audio(demo_db, tmp_path):
+    Calibrate(demo_db)("export", "c3", "--lang", "zh", str(tmp_path / "out"))
+    written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").rglob("*.json"))
+    assert written and "wav" not in written and "listened" not in written and "audio" not in written
 
 
 def test_merge_keeps_the_audio_and_the_listening(demo_db, tmp_path, templates):
