@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 import wave
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,12 +59,12 @@ def probe_clip(part: str, root: Path, path: str) -> AudioClip:
     return AudioClip(part, root, path, round(frames / rate, 3), rate, hashlib.sha256(data).hexdigest())
 
 
-def read_samples(file: Path) -> tuple[np.ndarray, int]:
-    """The file's samples as floats in [-1, 1] (channels averaged) and its sample rate."""
+def read_samples(file: Path) -> np.ndarray:
+    """The file's samples as floats in [-1, 1], channels averaged."""
     import numpy as np  # only drawing needs it; importers and the store stay light
 
     with wave.open(str(file), "rb") as wav:
-        width, channels, rate = wav.getsampwidth(), wav.getnchannels(), wav.getframerate()
+        width, channels = wav.getsampwidth(), wav.getnchannels()
         raw = wav.readframes(wav.getnframes())
     if width == 1:  # 8-bit PCM is unsigned
         samples = (np.frombuffer(raw, np.uint8).astype(np.float64) - 128) / 128
@@ -79,7 +79,7 @@ def read_samples(file: Path) -> tuple[np.ndarray, int]:
         raise wave.Error(f"{width}-byte samples are not supported")
     if channels > 1:
         samples = samples[: len(samples) // channels * channels].reshape(-1, channels).mean(axis=1)
-    return samples, rate
+    return samples
 
 
 def envelope(file: Path, bins: int) -> list[float]:
@@ -87,7 +87,7 @@ def envelope(file: Path, bins: int) -> list[float]:
     stretches of the file, scaled so the loudest stretch is 1 (all zeros for silence)."""
     import numpy as np
 
-    samples, _ = read_samples(file)
+    samples = read_samples(file)
     if not len(samples) or bins < 1:
         return [0.0] * max(bins, 0)
     stretches = np.array_split(samples, min(bins, len(samples)))
@@ -114,12 +114,13 @@ def scp_path(file: Path) -> str:
 
 class Playback:
     """Plays files one after another with a system player, in a background thread so the
-    caller never waits; `stop` ends it. `seconds` is how long it has been playing."""
+    caller never waits; `stop` ends it. `seconds` is how long it has been playing; `error` says
+    why the player could not be started, if it could not."""
 
-    def __init__(self, command: Sequence[str], files: Sequence[Path], on_end: Callable[[], None] | None = None):
+    def __init__(self, command: Sequence[str], files: Sequence[Path]):
         self.command = list(command)
         self.files = [Path(f) for f in files]
-        self.on_end = on_end
+        self.error: str | None = None
         self._process: subprocess.Popen | None = None
         self._stopped = threading.Event()
         self._done = threading.Event()
@@ -140,13 +141,12 @@ class Playback:
                 if self._stopped.is_set():
                     self._process.terminate()
                 self._process.wait()
-        except OSError:
-            pass
+        except OSError as exc:
+            self.error = f"{self.command[0]} could not start: {exc.strerror or exc}"
         finally:
-            self._ended = time.monotonic()
+            if self._ended is None:
+                self._ended = time.monotonic()
             self._done.set()
-            if self.on_end and not self._stopped.is_set():
-                self.on_end()
 
     @property
     def playing(self) -> bool:

@@ -242,6 +242,11 @@ class AnnotationSession:
     def playing(self) -> bool:
         return self._playback is not None and self._playback.playing
 
+    @property
+    def player_error(self) -> str | None:
+        """Why the latest playback could not start, if it could not."""
+        return self._playback.error if self._playback is not None else None
+
     def listen(self) -> bool:
         """Play the current item's audio in the background (True), or stop it if it is playing
         (False). Raises SessionError when there is nothing to play, NoPlayerError without a player."""

@@ -127,13 +127,15 @@ def test_demo_audio_is_synthetic_small_and_beside_every_c3_response():
 @pytest.fixture(scope="module")
 def player_dirs(tmp_path_factory) -> dict[str, Path]:
     """Fake players, each alone in a folder to be the PATH: `ffplay` records its arguments in
-    $PLAYER_LOG; `paplay` plays for 30 s. Written once, before any test starts a player, so
-    no player is executed while its file is still open for writing."""
-    scripts = {"ffplay": 'echo "$@" >> "$PLAYER_LOG"', "paplay": "exec sleep 30"}
+    $PLAYER_LOG; `paplay` plays for 30 s; `aplay` names an interpreter that does not exist.
+    Written once, before any test starts a player, so no player is executed while its file is
+    still open for writing."""
+    scripts = {"ffplay": '#!/bin/sh\necho "$@" >> "$PLAYER_LOG"', "paplay": "#!/bin/sh\nexec sleep 30",
+               "aplay": "#!/nonexistent/sh\n"}
     dirs = {}
     for name, body in scripts.items():
         folder = tmp_path_factory.mktemp(name)
-        (folder / name).write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+        (folder / name).write_text(f"{body}\n", encoding="utf-8")
         (folder / name).chmod(0o755)
         dirs[name] = folder
     return dirs
@@ -212,6 +214,16 @@ def test_listen_again_stops_and_counts_what_played(demo_db, templates, monkeypat
     plays, seconds = session.listening(item_id)
     assert plays == 1 and 0 < seconds < 2.4
     session.close()
+
+
+async def test_a_player_that_cannot_start_is_named_on_screen(demo_db, monkeypatch, player_dirs):
+    monkeypatch.setenv("PATH", str(player_dirs["aplay"]))
+    app = make_app(demo_db, task="c3/pause", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("l")
+        assert app.session._playback.wait(5)
+        await pilot.pause(0.7)
+        assert "aplay could not start: No such file or directory" in screen_text(app)
 
 
 def test_require_listen_without_a_player_says_what_to_install(demo_db, templates, tmp_path, monkeypatch):

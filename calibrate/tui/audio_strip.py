@@ -39,7 +39,7 @@ def clip_envelopes(view: ItemView) -> list[float]:
     return points
 
 
-def audio_line(view: ItemView, plays: int, seconds: float, playing: bool) -> Text:
+def audio_line(view: ItemView, plays: int, seconds: float, playing: bool, error: str | None = None) -> Text:
     """`♪ response 3.2 s` (or the parts of a dialogue), what listening so far, and the keys."""
     line = Text()
     line.append("▶ " if playing else "♪ ", style="bold magenta")
@@ -59,6 +59,8 @@ def audio_line(view: ItemView, plays: int, seconds: float, playing: bool) -> Tex
         line.append(" stop" if playing else " listen", style="dim")
         line.append("  c", style="bold")
         line.append(" copy scp path", style="dim")
+    if error:
+        line.append(f"  {error}", style="bold red")
     return line
 
 
@@ -106,4 +108,5 @@ class AudioStrip(Vertical):
             return
         self._shown_playing = session.playing
         plays, seconds = session.listening(view.item.id)
-        self.query_one("#audio-line", Static).update(audio_line(view, plays, seconds, self._shown_playing))
+        line = audio_line(view, plays, seconds, self._shown_playing, session.player_error)
+        self.query_one("#audio-line", Static).update(line)
