@@ -83,6 +83,17 @@ def test_a_missing_or_unreadable_wav_is_reported_and_the_item_still_imported(cal
     assert Store(calibrate.db).count_items(task="c3/pause") == 1
 
 
+async def test_the_app_names_the_missing_file_and_plays_nothing(calibrate, c3_en, fake_player):
+    (c3_en / "responses" / PAUSE / "0.wav").unlink()
+    import_c3(calibrate, c3_en)
+    app = make_app(calibrate.db, task="c3/pause", require_listen=True)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        assert f"♪ no audio for response: {PAUSE}/0.wav (no such file)" in screen_text(app)
+        await pilot.press("l", "y")
+        assert "no audio for this item" in told(app)[0] and not fake_player.exists()
+    assert rows(calibrate.db, "SELECT label, audio_plays FROM annotations") == [("yes", None)]
+
+
 def test_reimporting_once_the_audio_is_there_records_it(calibrate, c3_en):
     (c3_en / "responses" / PAUSE / "0.wav").unlink()
     import_c3(calibrate, c3_en)

@@ -50,8 +50,9 @@ def audio_line(view: ItemView, plays: int, seconds: float, playing: bool, error:
         rate = clips[0].sample_rate
         line.append(f"  {rate / 1000:g} kHz" if rate else "", style="dim")
     missing = [c for c in view.audio if not c.usable]
-    for clip in missing:
-        line.append(f"  no audio for {clip.part}: {clip.path} ({clip.problem})", style="yellow")
+    for n, clip in enumerate(missing):
+        gap = "  " if clips or n else ""
+        line.append(f"{gap}no audio for {clip.part}: {clip.path} ({clip.problem})", style="yellow")
     if clips:
         heard = f"played {plays}× · {seconds:.1f} s" if plays else "not played yet"
         line.append(f"  {heard}  ", style="dim")
