@@ -130,14 +130,22 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
     console.print(table)
 
 
+AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
+
+
 def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
     for bad in report.skipped:
         err_console.print(Text(f"skipped {bad}", style="yellow"))
+    for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
+        err_console.print(Text(f"no audio: {missing} (item imported without it)", style="yellow"))
+    if len(report.without_audio) > AUDIO_PROBLEMS_SHOWN:
+        err_console.print(Text(f"no audio: … and {len(report.without_audio) - AUDIO_PROBLEMS_SHOWN} more", style="yellow"))
     counts = report.counts
     console.print(
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, {len(report.skipped)} skipped"
+        + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
     )
     return report
 
@@ -173,9 +181,11 @@ def import_group() -> None:
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@click.option("--audio-field", help="The line field holding the path of the response's .wav (relative to FILE's folder).")
 @skip_bad_option
 @pass_ctx
-def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, skip_bad):
+def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, audio_field,
+                 skip_bad):
     """Import one item per JSON line."""
     from calibrate.formats.jsonl import jsonl_records
 
@@ -185,7 +195,8 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
     with byte_progress(size, f"importing {file.name}") as advance:
         records = jsonl_records(
             file, task=task, lang=lang, id_field=id_field, field_map=parse_field_map(field_map),
-            reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, progress=advance,
+            reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, audio_field=audio_field,
+            progress=advance,
         )
         run_import(ctx, records, skip_bad)
 
@@ -414,6 +425,9 @@ def annotate_options(command):
                      help="A guidelines file shown by g (default: the template manifest's guidelines)."),
         click.option("--keymap", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" [or $CALIBRATE_KEYMAP].'),
+        click.option("--require-listen", is_flag=True, help="Take a label on an item with audio only after it has played (l)."),
+        click.option("--audio-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Look for the audio here instead of where it was imported from (the folder moved)."),
     ]):
         command = option(command)
     return command
@@ -423,7 +437,7 @@ def annotate_options(command):
 @annotate_options
 @pass_ctx
 def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
-                     overlap=1, seed=0, guidelines=None, keymap=None):
+                     overlap=1, seed=0, guidelines=None, keymap=None, require_listen=False, audio_root=None):
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
@@ -433,7 +447,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
-                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
+                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap,
+                       require_listen=require_listen, audio_root=audio_root)
     app.run()
     progress = app.session.progress()
     console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "

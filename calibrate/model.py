@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 
@@ -87,6 +88,32 @@ class Item:
     fields: dict
     reference: str | None
     content_hash: str
+
+
+@dataclass(frozen=True)
+class AudioClip:
+    """One audio file of an item: `part` names it ('response', 'turn 2'); `path` is relative to
+    `root`. `problem` says why it cannot be played (missing, unreadable); then the figures are None."""
+
+    part: str
+    root: Path
+    path: str
+    duration: float | None = None
+    sample_rate: int | None = None
+    checksum: str | None = None
+    problem: str | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.root / self.path
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None
+
+    def moved_to(self, root: Path) -> AudioClip:
+        """The same clip looked for under another root (`--audio-root`)."""
+        return replace(self, root=Path(root))
 
 
 @dataclass
@@ -169,6 +196,8 @@ class Annotation:
     blind: int
     seconds_spent: float | None
     created_at: str
+    audio_plays: int | None = None
+    listened_seconds: float | None = None
 
 
 @dataclass

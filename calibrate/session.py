@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from calibrate.audio import PLAYER_HINT, Playback, find_player
 from calibrate.kinds import LabelError, VerdictKind
-from calibrate.model import LABEL_ACTIONS, Item, Judgment
+from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
@@ -20,6 +22,10 @@ ORDERS = ("in-order", "random", "stratified", "disagreement-first")
 
 class SessionError(ValueError):
     """A decision that cannot be made (no verdict to confirm, a label outside the set...)."""
+
+
+class NoPlayerError(SessionError):
+    """No system audio player on the PATH."""
 
 
 @dataclass
@@ -32,6 +38,18 @@ class ItemView:
     choices: tuple[str, ...]
     current_label: str | None
     notes: list[str]
+    audio: list[AudioClip] = field(default_factory=list)
+
+    @property
+    def playable(self) -> list[AudioClip]:
+        """The audio clips that can be played, in order."""
+        return [clip for clip in self.audio if clip.usable]
+
+    @property
+    def audio_first(self) -> bool:
+        """Items no judge decides (C3's generation: the template has no prompt) are decided by
+        listening, so their audio comes first."""
+        return bool(self.audio) and not self.template.has_prompt
 
     @property
     def kind(self) -> VerdictKind:
@@ -99,6 +117,8 @@ class AnnotationSession:
     order: str = "in-order"
     overlap: int = 1
     seed: int = 0
+    require_listen: bool = False
+    audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     history: list[int] = field(default_factory=list)
     position: int = -1
@@ -114,6 +134,11 @@ class AnnotationSession:
         self._queue_cursor = 0
         self._claim_after = 0
         self._shown_at = time.monotonic()
+        self._plays: dict[int, int] = {}
+        self._listened: dict[int, float] = {}
+        self._playback: Playback | None = None
+        self._playback_item: int | None = None
+        self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self.total = self.store.count_items(task=self.task, lang=self.lang)
         self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
 
@@ -169,6 +194,7 @@ class AnnotationSession:
 
     def forward(self) -> ItemView | None:
         """The next item in this session's history, or a newly claimed one."""
+        self.stop_listening()
         if self.position + 1 < len(self.history):
             self.position += 1
         else:
@@ -182,12 +208,14 @@ class AnnotationSession:
         return self.current()
 
     def back(self) -> ItemView | None:
+        self.stop_listening()
         if self.position > 0:
             self.position -= 1
             self._shown_at = time.monotonic()
         return self.current()
 
     def jump_to(self, item_id: int) -> ItemView:
+        self.stop_listening()
         if item_id in self.history:
             self.position = self.history.index(item_id)
         else:
@@ -202,8 +230,65 @@ class AnnotationSession:
         judgments = self.store.judgments_for_item(item_id, self.judge)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
         choices = template.kind.labels
+        audio = self.store.item_audio(item_id)
+        if self.audio_root is not None:
+            audio = [clip.moved_to(self.audio_root) for clip in audio]
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
-                        self.store.note_texts(item_id))
+                        self.store.note_texts(item_id), audio)
+
+    # -- listening ---------------------------------------------------------------------------
+
+    @property
+    def playing(self) -> bool:
+        return self._playback is not None and self._playback.playing
+
+    @property
+    def player_error(self) -> str | None:
+        """Why the latest playback could not start, if it could not."""
+        return self._playback.error if self._playback is not None else None
+
+    def listen(self) -> bool:
+        """Play the current item's audio in the background (True), or stop it if it is playing
+        (False). Raises SessionError when there is nothing to play, NoPlayerError without a player."""
+        view = self.current()
+        if view is None or not view.audio:
+            raise SessionError("this item has no audio")
+        if self.playing and self._playback_item == view.item.id:
+            self.stop_listening()
+            return False
+        clips = view.playable
+        if not clips:
+            clip = view.audio[0]
+            raise SessionError(f"no audio for this item: {clip.file}: {clip.problem}")
+        missing = next((clip for clip in clips if not clip.file.is_file()), None)
+        if missing is not None:
+            raise SessionError(f"{missing.file}: no such file (the audio folder moved? use --audio-root DIR)")
+        command = find_player()
+        if command is None:
+            raise NoPlayerError(f"no audio player on the PATH (ffplay, paplay, aplay, afplay): {PLAYER_HINT}; "
+                                "or press c to copy an scp path and play the file on your side")
+        self.stop_listening()
+        self._playback = Playback(command, [clip.file for clip in clips])
+        self._playback_item = view.item.id
+        self._playback_seconds = sum(clip.duration or 0.0 for clip in clips)
+        self._plays[view.item.id] = self._plays.get(view.item.id, 0) + 1
+        return True
+
+    def stop_listening(self) -> None:
+        """Stop the audio, if playing, and count how long it played."""
+        if self._playback is None:
+            return
+        self._playback.stop()
+        self._listened[self._playback_item] = self.listening(self._playback_item)[1]
+        self._playback = None
+
+    def listening(self, item_id: int) -> tuple[int, float]:
+        """How many times this item's audio was started while shown here, and for how many
+        seconds it played (a play counts at most the clips' duration)."""
+        seconds = self._listened.get(item_id, 0.0)
+        if self._playback is not None and self._playback_item == item_id:
+            seconds += min(self._playback.seconds, self._playback_seconds)
+        return self._plays.get(item_id, 0), seconds
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -230,11 +315,19 @@ class AnnotationSession:
             label = self._check_label(view, label)
         elif action not in ("skip", "flag"):
             raise SessionError(f"unknown action {action!r}")
+        plays, listened = self.listening(view.item.id)
+        if self.require_listen and action in LABEL_ACTIONS and view.playable and not plays:
+            if find_player() is None:
+                raise NoPlayerError(f"--require-listen needs the audio played, and there is no audio player on the "
+                                    f"PATH: {PLAYER_HINT}")
+            raise SessionError("listen first (l): --require-listen takes a label only after the audio has played")
         shown = view.judgment.id if view.judgment and not self.blind else None
         first_time = not self.store.has_decision(view.item.id, self.annotator)
+        has_audio = bool(view.playable)
         self.store.annotate(
             view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
+            audio_plays=plays if has_audio else None, listened_seconds=round(listened, 3) if has_audio else None,
         )
         if first_time:
             self._newly_decided.add(view.item.id)
@@ -273,5 +366,6 @@ class AnnotationSession:
         return Progress(min(self.total, self.decided_before + len(self._newly_decided)), self.total, per_hour)
 
     def close(self) -> None:
-        """Give back this annotator's held items so others can take them."""
+        """Stop the audio and give back this annotator's held items so others can take them."""
+        self.stop_listening()
         self.store.release_all(self.annotator)

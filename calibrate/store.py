@@ -23,6 +23,7 @@ from calibrate.model import (
     REVERT_ACTION,
     AgreementData,
     Annotation,
+    AudioClip,
     Item,
     Judgment,
     NewItem,
@@ -353,12 +354,15 @@ class Store:
         reverts_id: int | None = None,
         uid: str | None = None,
         created_at: str | None = None,
+        audio_plays: int | None = None,
+        listened_seconds: float | None = None,
     ) -> int:
-        """Append one annotation row and release the annotator's lease on a decision."""
+        """Append one annotation row and release the annotator's lease on a decision.
+        `audio_plays` and `listened_seconds` record listening (None: the item has no audio)."""
         with self.transaction():
             cursor = self.conn.execute(
-                "INSERT INTO annotations (uid, item_id, judgment_id, annotator, action, label, "
-                "reverts_id, note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, "
+                "blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     uid or uuid.uuid4().hex,
                     item_id,
@@ -371,6 +375,8 @@ class Store:
                     int(blind),
                     seconds_spent,
                     created_at or now_iso(),
+                    audio_plays,
+                    listened_seconds,
                 ),
             )
             if action in DECISION_ACTIONS:
@@ -454,6 +460,52 @@ class Store:
         )
         return [f"{r['annotator']}: {r['note']}" for r in rows]
 
+    # -- audio -----------------------------------------------------------------------------------
+
+    def set_item_audio(self, item_id: int, clips: Sequence[AudioClip]) -> None:
+        """Record an item's audio clips (replacing what an earlier import recorded for the same
+        parts), each under the root it was found in."""
+        with self.transaction():
+            for position, clip in enumerate(clips):
+                root = str(clip.root)
+                self.conn.execute(
+                    "INSERT INTO audio_roots (root, imported_at) VALUES (?, ?) ON CONFLICT (root) DO NOTHING",
+                    (root, now_iso()),
+                )
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO item_audio (item_id, part, position, root_id, path, duration, sample_rate, "
+                    "checksum, problem) VALUES (?, ?, ?, (SELECT id FROM audio_roots WHERE root = ?), ?, ?, ?, ?, ?)",
+                    (item_id, clip.part, position, root, clip.path, clip.duration, clip.sample_rate, clip.checksum,
+                     clip.problem),
+                )
+
+    def item_audio(self, item_id: int) -> list[AudioClip]:
+        """The item's audio clips in order (usable or not); [] when it was imported without any."""
+        return self.audio_by_item(item_id).get(item_id, [])
+
+    def audio_by_item(self, item_id: int | None = None) -> dict[int, list[AudioClip]]:
+        """item id -> its audio clips in order, for one item or all of them."""
+        where, params = ("WHERE a.item_id = ?", [item_id]) if item_id is not None else ("", [])
+        rows = self.conn.execute(
+            "SELECT a.*, r.root FROM item_audio a JOIN audio_roots r ON r.id = a.root_id "
+            f"{where} ORDER BY a.item_id, a.position",
+            params,
+        )
+        clips: dict[int, list[AudioClip]] = {}
+        for r in rows:
+            clips.setdefault(r["item_id"], []).append(AudioClip(
+                r["part"], Path(r["root"]), r["path"], r["duration"], r["sample_rate"], r["checksum"], r["problem"]))
+        return clips
+
+    def listening(self) -> dict[tuple[int, str], float]:
+        """(item id, annotator) -> the longest listening recorded with one of their decisions on an
+        item with audio (0.0: decided without playing it)."""
+        rows = self.conn.execute(
+            "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) AS seconds FROM annotations "
+            "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator"
+        )
+        return {(r["item_id"], r["annotator"]): r["seconds"] for r in rows}
+
     # -- agreement -----------------------------------------------------------------------------
 
     def agreement_data(self, judge: str | None = None, parts: int = 2, *, gold_from: str | None = None) -> AgreementData:
@@ -501,15 +553,18 @@ class Store:
                 )
             added["judgments"] = self.conn.total_changes - before
             judgment_ids = {r["uid"]: r["id"] for r in self.conn.execute("SELECT uid, id FROM judgments")}
+            for item_id, clips in other.audio_by_item().items():
+                self.set_item_audio(item_map[item_id], clips)
             for row in other.annotations():
                 reverts = None
                 if row["reverts_uid"]:
                     reverts = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
                 cursor = self.conn.execute(
                     "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, "
-                    "note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    "note, blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (row["uid"], item_map[row["item_id"]], judgment_ids.get(row["judgment_uid"]), row["annotator"],
-                     row["action"], row["label"], reverts, row["note"], row["blind"], row["seconds_spent"], row["created_at"]),
+                     row["action"], row["label"], reverts, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
+                     row["audio_plays"], row["listened_seconds"]),
                 )
                 added["annotations"] += cursor.rowcount
         return added
@@ -532,9 +587,13 @@ class Store:
         for v in self.latest_verdicts():
             verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
                 "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
+        listened = self.listening()
+        with_audio = {item_id for item_id, clips in self.audio_by_item().items() if any(c.usable for c in clips)}
         for item in self.iter_items():
             yield {
                 "item": item,
+                "listened": {a: listened.get((item.id, a), 0.0) for a in labels.get(item.id, {})}
+                if item.id in with_audio else None,
                 "labels": labels.get(item.id, {}),
                 "notes": notes.get(item.id, []),
                 "flagged_by": sorted(flags.get(item.id, ())),

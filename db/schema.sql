@@ -28,7 +28,24 @@ CREATE TABLE annotations (
     blind INTEGER NOT NULL DEFAULT 0,
     seconds_spent REAL,
     created_at TEXT NOT NULL
+, audio_plays INTEGER, listened_seconds REAL);
+CREATE TABLE audio_roots (
+    id INTEGER PRIMARY KEY,
+    root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
+    imported_at TEXT NOT NULL
 );
+CREATE TABLE item_audio (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    part TEXT NOT NULL,
+    position INTEGER NOT NULL,          -- order of the clips within the item
+    root_id INTEGER NOT NULL REFERENCES audio_roots (id),
+    path TEXT NOT NULL,                 -- relative to the root
+    duration REAL,                      -- seconds
+    sample_rate INTEGER,                -- Hz
+    checksum TEXT,                      -- sha256 of the file's bytes
+    problem TEXT,                       -- why there is no audio (NULL when the clip is usable)
+    PRIMARY KEY (item_id, part)
+) WITHOUT ROWID;
 CREATE TABLE items (
     id INTEGER PRIMARY KEY,
     task TEXT NOT NULL,                 -- family/name, e.g. c3/heterograph, superglue/boolq

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judging import judgment_from_output
-from calibrate.model import CalibrateError, ImportCounts, Item, NewItem, dump_json
+from calibrate.model import AudioClip, CalibrateError, ImportCounts, Item, NewItem, dump_json
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateError, TemplateSet
 
@@ -82,7 +82,8 @@ class ItemIndex:
 
 @dataclass
 class Record:
-    """An item to store (`item`) or a stored item to attach a judgment to (`ref`)."""
+    """An item to store (`item`) or a stored item to attach a judgment to (`ref`), perhaps
+    with the audio of its response (clips that are missing or unreadable say why)."""
 
     item: NewItem | None
     location: str
@@ -92,6 +93,7 @@ class Record:
     template_family: str | None = None
     judge_params: dict = field(default_factory=dict)
     judge_error: str | None = None
+    audio: tuple[AudioClip, ...] = ()
 
 
 @dataclass
@@ -99,6 +101,7 @@ class ImportReport:
     counts: ImportCounts = field(default_factory=ImportCounts)
     skipped: list[BadInput] = field(default_factory=list)
     records: int = 0
+    without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -189,9 +192,14 @@ def import_records(
     def flush() -> None:
         new = [r for r in batch if r.item is not None]
         with_judgments = any(r.judge_output is not None or r.judge_error for r in new)
-        ids, added = store.add_items([r.item for r in new], with_ids=with_judgments) if new else ([], 0)
+        need_ids = with_judgments or any(r.audio for r in new)
+        ids, added = store.add_items([r.item for r in new], with_ids=need_ids) if new else ([], 0)
         report.counts.items_added += added
         report.counts.items_existing += len(new) - added
+        for item_id, record in zip(ids, new, strict=True) if need_ids else ():
+            if record.audio:
+                store.set_item_audio(item_id, record.audio)
+                report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
         targets = [(item_id, r.item, r) for item_id, r in zip(ids, new, strict=True)] if with_judgments else []
         targets += [(item.id, item, r) for item, r in attached]
         judgments = [

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, ImportFailed, ItemRef, Progress, Record, read_json_list
 from calibrate.formats.gold import consolidated
 from calibrate.judging import render_for
@@ -123,6 +124,14 @@ def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadI
     return {**entry, "response": response}
 
 
+def _audio(part: C3Part, responses_root: Path, index: int, turns: int) -> tuple:
+    """The .wav beside each response .txt (one per turn for a dialogue), relative to the root."""
+    folder = f"{part.responses}/{index}"
+    if part.multi_turn:
+        return tuple(probe_clip(f"turn {t + 1}", responses_root, f"{folder}/{t}.wav") for t in range(turns))
+    return (probe_clip("response", responses_root, f"{folder}.wav"),)
+
+
 def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
     """The phenomena whose reference file exists under `reference_root`."""
     reference_root = Path(reference_root)
@@ -139,8 +148,9 @@ def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
 def c3_records(
     reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None
 ) -> Iterator[Record | BadInput]:
-    """Items of every phenomenon whose reference file exists under `reference_root`;
-    `progress` is told of each phenomenon file done."""
+    """Items of every phenomenon whose reference file exists under `reference_root`, each with
+    the audio beside its response (probed, or the reason it is missing); `progress` is told of
+    each phenomenon file done."""
     reference_root, responses_root = Path(reference_root), Path(responses_root)
     parts = c3_parts(reference_root, lang)
     if not responses_root.is_dir():
@@ -154,7 +164,8 @@ def c3_records(
             if isinstance(fields, BadInput):
                 yield fields
                 continue
-            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where)
+            audio = _audio(part, responses_root, index, len(response) if part.multi_turn else 1)
+            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where, audio=audio)
         if progress:
             progress(1)
 

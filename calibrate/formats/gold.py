@@ -1,5 +1,6 @@
 """Gold labels out: items with every annotator's label, the consolidated (majority) label,
-judge verdicts and notes, as JSONL or CSV."""
+judge verdicts and notes, and for items with audio whether each annotator listened (seconds
+played, 0 when they labelled without playing it), as JSONL or CSV."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def export_records(store: Store) -> Iterator[dict]:
             "item_id": item.id, "task": item.task, "lang": item.lang, "source_id": item.source_id,
             "reference": item.reference, "fields": item.fields, "labels": row["labels"], "gold_label": gold,
             "gold_basis": how, "verdicts": row["verdicts"], "notes": row["notes"], "flagged_by": row["flagged_by"],
+            "listened": row["listened"],
         }
 
 
@@ -49,9 +51,11 @@ def write_csv(store: Store, out: io.TextIOBase) -> int:
     records = list(export_records(store))
     annotators = sorted({a for r in records for a in r["labels"]})
     judges = sorted({j for r in records for j in r["verdicts"]})
+    listeners = annotators if any(r["listened"] is not None for r in records) else []
     writer = csv.writer(out)
     writer.writerow(["item_id", "task", "lang", "source_id", "reference", "gold_label", "gold_basis",
-                     *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), "notes", "flagged_by"])
+                     *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), "notes", "flagged_by",
+                     *(f"listened:{a}" for a in listeners)])
     for r in records:
         verdicts = [r["verdicts"].get(j, {}) for j in judges]
         writer.writerow([
@@ -59,5 +63,6 @@ def write_csv(store: Store, out: io.TextIOBase) -> int:
             *(r["labels"].get(a, "") for a in annotators),
             *((v.get("verdict") or v.get("status", "")) for v in verdicts),
             " | ".join(f"{n['annotator']}: {n['note']}" for n in r["notes"]), " ".join(r["flagged_by"]),
+            *((r["listened"] or {}).get(a, "") for a in listeners),
         ])
     return len(records)

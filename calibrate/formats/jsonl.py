@@ -1,11 +1,12 @@
-"""`calibrate import jsonl`: one item per JSON line, for any task, with optional field mapping
-and judge outputs that were produced elsewhere."""
+"""`calibrate import jsonl`: one item per JSON line, for any task, with optional field mapping,
+judge outputs that were produced elsewhere, and the path of the response's audio."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
 from calibrate.model import NewItem
 
@@ -21,11 +22,14 @@ def jsonl_records(
     judge_output: str | None = None,
     judge_name: str | None = None,
     require_id: bool = True,
+    audio_field: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[Record | BadInput]:
     """Items from a JSONL file. `field_map` maps item field -> line field (others pass through);
-    the line's `id_field` is the item's source id (else, unless `require_id`, its line number)."""
+    the line's `id_field` is the item's source id (else, unless `require_id`, its line number);
+    `audio_field` names the path of the response's .wav, relative to the file's folder."""
     field_map = field_map or {}
+    audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
@@ -40,6 +44,13 @@ def jsonl_records(
         fields.pop(id_field, None)
         if judge_output:
             fields.pop(judge_output, None)
+        audio = ()
+        if audio_field:
+            value = fields.pop(audio_field, None)
+            if not isinstance(value, str) or not value:
+                yield BadInput(where, f"field {audio_field!r} must hold the path of a .wav (--audio-field)")
+                continue
+            audio = (probe_clip("response", audio_root, value),)
         if field_map:
             missing = [src for src in field_map.values() if src not in obj]
             if missing:
@@ -65,4 +76,4 @@ def jsonl_records(
                 yield BadInput(where, f"field {judge_output!r} must be text, got {type(output).__name__}")
                 continue
         item = NewItem(task, lang, source_id, fields, reference)
-        yield Record(item, where, judge_output=output, judge_name=judge_name)
+        yield Record(item, where, judge_output=output, judge_name=judge_name, audio=audio)

@@ -11,7 +11,9 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from calibrate.session import AnnotationSession, ItemView, SessionError
+from calibrate.audio import scp_path
+from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
+from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.item_panel import ItemPanel
 from calibrate.tui.prompt_panel import PromptPanel
 from calibrate.tui.score_form import ScoreForm
@@ -41,6 +43,8 @@ class AnnotateScreen(Screen):
         Binding("left,j", "previous", "prev", id="annotate.previous"),
         Binding("right,k", "next", "next", id="annotate.next"),
         Binding("p", "toggle_prompt", "prompt", show=False, id="annotate.prompt"),
+        Binding("l", "listen", "listen", show=False, id="annotate.listen"),
+        Binding("c", "copy_audio_path", "scp path", show=False, id="annotate.copy_audio_path"),
         Binding("slash", "filter", "filter", id="annotate.filter"),
         Binding("t", "stats", "stats", id="annotate.stats"),
         Binding("g", "guidelines", "guide", id="annotate.guidelines"),
@@ -53,9 +57,11 @@ class AnnotateScreen(Screen):
         self.session = session
         self.view: ItemView | None = None
         self.revealed: set[int] = set()
+        self.told_no_player = False
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        yield AudioStrip(id="audio")
         with Horizontal(id="main"):
             yield ItemPanel(id="item")
             yield VerdictPanel(id="verdict")
@@ -74,6 +80,12 @@ class AnnotateScreen(Screen):
         self.query_one(ItemPanel).show(view)
         self.query_one(VerdictPanel).show(view, hidden)
         self.query_one(PromptPanel).show(view)
+        strip = self.query_one(AudioStrip)
+        strip.show(view, self.session)
+        if view is not None and view.audio_first:
+            self.move_child(strip, before=self.query_one("#main"))
+        else:
+            self.move_child(strip, after=self.query_one("#main"))
 
     def decide(self, action: str, label: str | None = None) -> None:
         try:
@@ -157,6 +169,29 @@ class AnnotateScreen(Screen):
                 self.notify("note saved")
 
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
+
+    def action_listen(self) -> None:
+        try:
+            playing = self.session.listen()
+        except NoPlayerError as exc:
+            if not self.told_no_player:
+                self.told_no_player = True
+                self.notify(str(exc), severity="warning", timeout=10)
+            return
+        except SessionError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.query_one(AudioStrip).show(self.view, self.session)
+        self.notify("playing: l again stops" if playing else "stopped", timeout=2)
+
+    def action_copy_audio_path(self) -> None:
+        clips = self.view.audio if self.view else []
+        if not clips:
+            self.notify("this item has no audio", severity="warning")
+            return
+        paths = " ".join(scp_path(clip.file) for clip in clips)
+        self.app.copy_to_clipboard(paths)
+        self.notify(f"copied for scp: {paths}", timeout=8)
 
     def action_previous(self) -> None:
         self.show(self.session.back())

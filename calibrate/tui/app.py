@@ -34,12 +34,15 @@ class CalibrateApp(App):
         seed: int = 0,
         guidelines_file: Path | None = None,
         keymap_file: Path | None = None,
+        require_listen: bool = False,
+        audio_root: Path | None = None,
     ):
         super().__init__()
         self.db_path = db_path
         self.store = Store(db_path)
         self.templates = templates or TemplateSet()
-        self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed}
+        self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
+                        "require_listen": require_listen, "audio_root": audio_root}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang)
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
