@@ -141,7 +141,8 @@ def player_dirs(tmp_path_factory) -> dict[str, Path]:
     $PLAYER_LOG; `paplay` plays for 30 s; `aplay` names an interpreter that does not exist.
     Written once, before any test starts a player, so no player is executed while its file is
     still open for writing."""
-    scripts = {"ffplay": '#!/bin/sh\necho "$@" >> "$PLAYER_LOG"', "paplay": "#!/bin/sh\nexec sleep 30",
+    sleep = shutil.which("sleep")  # by full path: the player's PATH holds only the player
+    scripts = {"ffplay": '#!/bin/sh\necho "$@" >> "$PLAYER_LOG"', "paplay": f"#!/bin/sh\nexec {sleep} 30",
                "aplay": "#!/nonexistent/sh\n"}
     dirs = {}
     for name, body in scripts.items():
