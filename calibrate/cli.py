@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from calibrate.formats import ImportReport, import_records
-from calibrate.model import CalibrateError
+from calibrate.model import CalibrateError, check_system
 from calibrate.settings import Settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -130,8 +130,8 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
     console.print(table)
 
 
-def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
-    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
+def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
+    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
     for bad in report.skipped:
         err_console.print(Text(f"skipped {bad}", style="yellow"))
     counts = report.counts
@@ -153,7 +153,28 @@ def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 skip_bad_option = click.option("--skip-bad", is_flag=True, help="Skip bad lines (reported as file:line) instead of importing nothing.")
+update_option = click.option(
+    "--update", is_flag=True,
+    help="Record changed content under a known (task, lang, system, source id) as a new version "
+         "(earlier labels stay with their version) instead of refusing it.",
+)
 lang_choice = click.Choice(["en", "zh"])
+
+
+def _system_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else check_system(value)
+    except CalibrateError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--system: "), ctx=ctx, param=param) from None
+
+
+def system_option(default_text: str, help_text: str = "The system under test (the model whose responses these are)"):
+    """--system NAME, checked (not empty, not only spaces), its default stated in --help."""
+    return click.option("--system", callback=_system_name, help=f"{help_text} [default: {default_text}].")
+
+
+def system_filter_option(command):
+    return click.option("--system", help="Only this system under test ('' for items without one).")(command)
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -173,21 +194,28 @@ def import_group() -> None:
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@system_option("none, for gold-only data")
+@click.option("--system-field", help="The line field naming each line's system under test (instead of --system).")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, skip_bad):
+def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, system,
+                 system_field, skip_bad, update):
     """Import one item per JSON line."""
     from calibrate.formats.jsonl import jsonl_records
 
     if judge_output and not judge_name:
         raise click.UsageError("--judge-output needs --judge-name")
+    if system is not None and system_field:
+        raise click.UsageError("give --system or --system-field, not both")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = jsonl_records(
             file, task=task, lang=lang, id_field=id_field, field_map=parse_field_map(field_map),
-            reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, progress=advance,
+            reference_field=reference_field, judge_output=judge_output, judge_name=judge_name,
+            system=system or "", system_field=system_field, progress=advance,
         )
-        run_import(ctx, records, skip_bad)
+        run_import(ctx, records, skip_bad, update)
 
 
 @import_group.command(name="c3")
@@ -196,28 +224,38 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The spoken dialogue model's response tree.")
 @click.option("--lang", required=True, type=lang_choice)
+@system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
+def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update):
     """Import the C3 reference tree paired with a response tree."""
     from calibrate.formats.c3 import c3_parts, c3_records
 
     with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
-        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
+        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update)
 
 
 @import_group.command(name="c3-results")
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
+@system_option("the one system with C3 items in this language, if there is exactly one; else the results "
+               "folder's name", "The spoken dialogue model whose answers were judged")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
-    """Import the C3 script's result files: check_answer becomes a judgment."""
-    from calibrate.formats.c3 import c3_result_parts, c3_result_records
+def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, update):
+    """Import the C3 script's result files: check_answer becomes a judgment.
 
+    Items not imported yet are created from the records (content, reference, answer)."""
+    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems
+
+    if system is None:
+        known = c3_systems(ctx.store, lang)
+        system = known[0] if len(known) == 1 else None
     with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance), skip_bad)
+        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update)
 
 
 @import_group.command(name="superglue")
@@ -225,24 +263,31 @@ def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
+@system_option("the --predictions file's name up to its first dot; none without --predictions",
+               "The model whose --predictions these are")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_superglue(ctx, file, task_name, predictions, skip_bad):
+def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update):
     """Import a SuperGLUE task's published JSONL."""
     from calibrate.formats.superglue import superglue_records
 
+    if system is None:
+        system = predictions.name.split(".", 1)[0] if predictions else ""
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, superglue_records(file, task_name, predictions, advance), skip_bad)
+        run_import(ctx, superglue_records(file, task_name, predictions, advance, system), skip_bad, update)
 
 
 @import_group.command(name="rubric")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@system_option("none")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
+def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update):
     """Import reference-scoring rubric records (question, content, answer, llm_answer, llm_reasoning)."""
     from calibrate.formats.rubric import rubric_records
 
@@ -250,7 +295,8 @@ def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
         raise click.UsageError("--judge-output needs --judge-name")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, rubric_records(file, judge_output=judge_output, judge_name=judge_name, progress=advance), skip_bad)
+        records = rubric_records(file, judge_output=judge_output, judge_name=judge_name, system=system or "", progress=advance)
+        run_import(ctx, records, skip_bad, update)
 
 
 # -- look around -------------------------------------------------------------------------------
@@ -262,29 +308,31 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
 @click.option("--task")
 @click.option("--lang")
 @click.option("--status", type=click.Choice(STATUSES))
+@system_filter_option
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def items_command(ctx, task, lang, status, limit, offset, as_json):
-    """List items, filtered by task, language and status."""
+def items_command(ctx, task, lang, status, system, limit, offset, as_json):
+    """List items, filtered by task, language, system and status."""
     rows = []
-    for item in ctx.store.iter_items(task=task, lang=lang, status=status, limit=limit, offset=offset):
+    for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
-            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, item.fields])
+            rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:
             preview = json.dumps(item.fields, ensure_ascii=False)
-            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, preview[:80]])
-    print_table("items", ["id", "task", "lang", "source_id", "reference", "fields"], rows, as_json)
+            rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, preview[:80]])
+    print_table("items", ["id", "task", "lang", "system", "source_id", "reference", "fields"], rows, as_json)
 
 
 @cli.command(name="status")
+@system_filter_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def status_command(ctx, as_json):
-    """Items, judged, unparsed, errors, labelled per cell."""
-    counts = ctx.store.status_counts()
-    columns = ["task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
+def status_command(ctx, system=None, as_json=False):
+    """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+    counts = ctx.store.status_counts(system=system)
+    columns = ["task", "lang", "system", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
 
 
@@ -399,6 +447,7 @@ def annotate_options(command):
         click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
         click.option("--task", help="Only this task."),
         click.option("--lang", help="Only this language."),
+        click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
         click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True),
@@ -417,7 +466,7 @@ def annotate_options(command):
 @cli.command(name="annotate")
 @annotate_options
 @pass_ctx
-def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
+def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, judge=None, blind=False, order="in-order",
                      overlap=1, seed=0, guidelines=None, keymap=None):
     """Label items in the annotation app (TUI).
 
@@ -427,7 +476,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
+    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
+                       judge=judge,
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
     progress = app.session.progress()
@@ -660,12 +710,21 @@ def export_group(click_ctx, fmt, out):
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge", help="Whose raw output fills check_answer for judged phenomena.")
+@click.option("--system", help="The system whose results to write [default: the one system with C3 items in this "
+                               "language; required when there are several].")
 @pass_ctx
-def export_c3_command(ctx, out_dir, lang, judge):
+def export_c3_command(ctx, out_dir, lang, judge, system):
     """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
-    from calibrate.formats.c3 import export_c3
+    from calibrate.formats.c3 import c3_systems, export_c3
 
-    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge)
+    known = c3_systems(ctx.store, lang)
+    if system is None:
+        if len(known) > 1:
+            raise click.UsageError(f"C3 {lang} items belong to several systems ({', '.join(known)}): pass --system")
+        system = known[0] if known else ""
+    elif system not in known:
+        raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
+    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge, system)
     if not written:
         raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
     for path, n in written.items():

@@ -94,6 +94,7 @@ class AnnotationSession:
     annotator: str
     task: str | None = None
     lang: str | None = None
+    system: str | None = None
     judge: str | None = None
     blind: bool = False
     order: str = "in-order"
@@ -114,8 +115,9 @@ class AnnotationSession:
         self._queue_cursor = 0
         self._claim_after = 0
         self._shown_at = time.monotonic()
-        self.total = self.store.count_items(task=self.task, lang=self.lang)
-        self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
+        scope = {"task": self.task, "lang": self.lang, "system": self.system}
+        self.total = self.store.count_items(**scope)
+        self.decided_before = self.store.count_decided(self.annotator, **scope)
 
     # -- queue -------------------------------------------------------------------------------
 
@@ -124,22 +126,22 @@ class AnnotationSession:
 
         rng = np.random.default_rng(self.seed)
         if self.order == "stratified":
-            cells: dict[tuple[str, str], list[int]] = {}
-            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang).items():
+            cells: dict[tuple[str, str, str], list[int]] = {}
+            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang, system=self.system).items():
                 cells.setdefault(cell, []).append(item_id)
             lanes = [list(rng.permutation(sorted(members))) for _, members in sorted(cells.items())]
             return [int(lane[k]) for k in range(max(map(len, lanes), default=0)) for lane in lanes if k < len(lane)]
-        ids = self.store.item_ids(task=self.task, lang=self.lang)
+        ids = self.store.item_ids(task=self.task, lang=self.lang, system=self.system)
         if self.order == "random":
             return [int(i) for i in rng.permutation(ids)]
-        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)  # disagreement-first
+        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge, system=self.system)  # disagreement-first
         chosen = set(first)
         return first + [i for i in ids if i not in chosen]
 
     def _claim(self) -> int | None:
         if self.order == "in-order":
             item_id = self.store.claim_next(
-                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang,
+                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang, system=self.system,
                 after_id=self._claim_after, lease_seconds=self.lease_seconds,
             )
             if item_id is not None:

@@ -149,24 +149,33 @@ class Store:
     # -- items ----------------------------------------------------------------------------
 
     def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False) -> tuple[list[int], int]:
-        """Insert items, ignoring ones already present. Returns (their ids in order if
-        `with_ids`, else [], and the number added)."""
+        """Insert items, ignoring ones already present (same content hash). An item with
+        version > 1 supersedes the earlier versions of its identity. Returns (their ids in
+        order if `with_ids`, else [], and the number added)."""
         stamp = now_iso()
         rows, hashes = [], []
         for item in items:
             hashes.append(item.content_hash)
             rows.append(
-                (item.task, item.lang, item.source_id, item.fields_json, item.reference, item.content_hash, stamp)
+                (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
+                 item.content_hash, stamp)
             )
         with self.transaction():
             before = self.conn.total_changes
             self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
-                "(task, lang, source_id, fields, reference, content_hash, imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = self.conn.total_changes - before
+            newer = [(*item.identity, item.version) for item in items if item.version > 1]
+            if newer:
+                self.conn.executemany(
+                    "UPDATE items SET current = 0 WHERE task = ? AND lang = ? AND system = ? AND source_id = ? "
+                    "AND version < ?",
+                    newer,
+                )
             if not with_ids:
                 return [], added
             ids = self._ids_for_hashes(hashes)
@@ -187,13 +196,28 @@ class Store:
         row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
-    def source_index(self, task: str, lang: str) -> dict[str, int]:
-        """source_id -> latest item id, for one task and language (joins by source id)."""
+    def source_index(self, task: str, lang: str, system: str) -> dict[str, int]:
+        """source_id -> current item id, for one task, language and system."""
         rows = self.conn.execute(
-            "SELECT source_id, max(id) AS id FROM items WHERE task = ? AND lang = ? GROUP BY source_id",
-            (task, lang),
+            "SELECT source_id, id FROM items WHERE task = ? AND lang = ? AND system = ? AND current = 1",
+            (task, lang, system),
         )
         return {r["source_id"]: r["id"] for r in rows}
+
+    def identity_index(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int, str, int]]:
+        """(system, source_id) -> (id, content hash, version) of the current version of every
+        item of one task and language: what an import checks identities against."""
+        rows = self.conn.execute(
+            "SELECT system, source_id, id, content_hash, version FROM items "
+            "WHERE task = ? AND lang = ? AND current = 1",
+            (task, lang),
+        )
+        return {(r["system"], r["source_id"]): (r["id"], r["content_hash"], r["version"]) for r in rows}
+
+    def systems(self, *, task: str | None = None, lang: str | None = None) -> list[str]:
+        """The systems under test with current items (the empty name for items without one)."""
+        where, params = self._item_filter(task, lang, None, None)
+        return [r[0] for r in self.conn.execute(f"SELECT DISTINCT system FROM items i WHERE {where} ORDER BY 1", params)]
 
     def iter_items(
         self,
@@ -202,11 +226,13 @@ class Store:
         lang: str | None = None,
         status: str | None = None,
         judge: str | None = None,
+        system: str | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> Iterator[Item]:
-        """Items in id order, streamed. status: unjudged | judged | unparsed | error | labelled | unlabelled."""
-        where, params = self._item_filter(task, lang, status, judge)
+        """Current items in id order, streamed. status: unjudged | judged | unparsed | error |
+        labelled | unlabelled."""
+        where, params = self._item_filter(task, lang, status, judge, system)
         sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
@@ -218,19 +244,25 @@ class Store:
         """iter_items, as a list."""
         return list(self.iter_items(**filters))
 
-    def item_ids(self, *, task: str | None = None, lang: str | None = None) -> list[int]:
-        where, params = self._item_filter(task, lang, None, None)
+    def item_ids(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> list[int]:
+        where, params = self._item_filter(task, lang, None, None, system)
         return [r[0] for r in self.conn.execute(f"SELECT id FROM items i WHERE {where} ORDER BY id", params)]
 
-    def item_cells(self, *, task: str | None = None, lang: str | None = None) -> dict[int, tuple[str, str]]:
-        """item id -> (task, lang) for the filtered items, for ordering queues by cell."""
-        where, params = self._item_filter(task, lang, None, None)
-        rows = self.conn.execute(f"SELECT id, task, lang FROM items i WHERE {where}", params)
-        return {r["id"]: (r["task"], r["lang"]) for r in rows}
+    def item_cells(
+        self, *, task: str | None = None, lang: str | None = None, system: str | None = None
+    ) -> dict[int, tuple[str, str, str]]:
+        """item id -> (task, lang, system) for the filtered items, for ordering queues by cell."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        rows = self.conn.execute(f"SELECT id, task, lang, system FROM items i WHERE {where}", params)
+        return {r["id"]: (r["task"], r["lang"], r["system"]) for r in rows}
 
     @staticmethod
-    def _item_filter(task, lang, status, judge) -> tuple[str, list]:
-        clauses, params = ["1"], []
+    def _item_filter(task, lang, status, judge, system=None) -> tuple[str, list]:
+        """SQL conditions on `items i`: the current version of each item, filtered."""
+        clauses, params = ["i.current = 1"], []
+        if system is not None:
+            clauses.append("i.system = ?")
+            params.append(system)
         if task:
             clauses.append("i.task = ?")
             params.append(task)
@@ -257,17 +289,18 @@ class Store:
             )
         return " AND ".join(clauses), params
 
-    def status_counts(self) -> list[dict]:
-        """Per task x language: items, judged, unparsed, errors, labelled (by anyone)."""
-        sql = """
-        SELECT i.task, i.lang, count(*) AS items,
+    def status_counts(self, *, system: str | None = None) -> list[dict]:
+        """Per task x language x system: items, judged, unparsed, errors, labelled (by anyone)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        sql = f"""
+        SELECT i.task, i.lang, i.system, count(*) AS items,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error')) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
-        FROM items i GROUP BY i.task, i.lang ORDER BY i.task, i.lang
+        FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
         """
-        return [dict(r) for r in self.conn.execute(sql)]
+        return [dict(r) for r in self.conn.execute(sql, params)]
 
     # -- judgments ------------------------------------------------------------------------
 
@@ -428,7 +461,7 @@ class Store:
     def current_labels(self, annotator: str | None = None) -> list[dict]:
         """Every annotator's label in force per item (latest labelling row), with task and lang."""
         sql = (
-            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.source_id "
+            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.system, i.source_id "
             "FROM current_labels c JOIN items i ON i.id = c.item_id"
         )
         params: list = []
@@ -487,7 +520,10 @@ class Store:
         added = {"items": 0, "judgments": 0, "annotations": 0}
         with self.transaction():
             rows = other.conn.execute("SELECT * FROM items ORDER BY id").fetchall()
-            new_items = [NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"]) for r in rows]
+            new_items = [
+                NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"], r["system"], r["version"])
+                for r in rows
+            ]
             ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
             item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
             columns = JUDGMENT_COLUMNS
@@ -549,13 +585,15 @@ class Store:
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
 
-    def count_items(self, *, task: str | None = None, lang: str | None = None) -> int:
-        where, params = self._item_filter(task, lang, None, None)
+    def count_items(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> int:
+        where, params = self._item_filter(task, lang, None, None, system)
         return self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
 
-    def count_decided(self, annotator: str, *, task: str | None = None, lang: str | None = None) -> int:
+    def count_decided(
+        self, annotator: str, *, task: str | None = None, lang: str | None = None, system: str | None = None
+    ) -> int:
         """Items this annotator has a decision in force on (label, skip or flag)."""
-        where, params = self._item_filter(task, lang, None, None)
+        where, params = self._item_filter(task, lang, None, None, system)
         return self.conn.execute(
             f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
             f"WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} AND {where}",
@@ -569,9 +607,11 @@ class Store:
             (item_id, annotator, DECIDES_JSON),
         ).fetchone()[0] == 1
 
-    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
+    def contested_item_ids(
+        self, *, task: str | None = None, lang: str | None = None, judge: str | None = None, system: str | None = None
+    ) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree."""
-        where, params = self._item_filter(task, lang, None, None)
+        where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         sql = f"""
         WITH latest AS (SELECT item_id, status, verdict, max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name)
@@ -602,21 +642,24 @@ class Store:
         overlap: int = 1,
         task: str | None = None,
         lang: str | None = None,
+        system: str | None = None,
         after_id: int = 0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> int | None:
         """Lease the next item (in id order, after `after_id`, wrapping round) that this
         annotator has not decided, that fewer than `overlap` other annotators have labelled
         or hold. A lease expires, so a crashed annotator's items come back."""
-        clauses = ["i.id > :after"]
+        clauses = ["i.id > :after", "i.current = 1"]
         if task:
             clauses.append("i.task = :task")
         if lang:
             clauses.append("i.lang = :lang")
+        if system is not None:
+            clauses.append("i.system = :system")
         sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
         with self.transaction():
             now = time.time()
-            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang,
+            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang, "system": system,
                       "decides": DECIDES_JSON, "labels": LABELS_JSON}
             row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
             if row is None and after_id:
@@ -724,7 +767,7 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
 def _item(row: sqlite3.Row) -> Item:
     return Item(
         row["id"], row["task"], row["lang"], row["source_id"], json.loads(row["fields"]), row["reference"],
-        row["content_hash"],
+        row["content_hash"], row["system"], row["version"],
     )
 
 

@@ -65,7 +65,8 @@ def test_every_format_works_on_the_demo(demo_db, tmp_path, fmt):
     labels.write_text("\n".join(json.dumps(r) for r in [
         {"task": "superglue/boolq", "lang": "en", "source_id": "0", "annotator": "ana", "label": "True"},
         {"task": "superglue/boolq", "lang": "en", "source_id": "1", "annotator": "ana", "label": "False"},
-        {"task": "c3/heterograph", "lang": "en", "source_id": "ambiguity/phonological/heterograph/0", "annotator": "ana", "label": "yes"},
+        {"task": "c3/heterograph", "lang": "en", "system": "sdm-alpha", "source_id": "ambiguity/phonological/heterograph/0",
+         "annotator": "ana", "label": "yes"},
     ]) + "\n")
     run("import", "labels", str(labels))
     out = tmp_path / f"report.{fmt}"

@@ -1,11 +1,14 @@
 """The C3 benchmark's own file layout, both ways: `import c3`, `import c3-results` and `export c3`.
 
 The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
-response tree by list index; an item's source id is `<reference path without .json>/<index>`.
-The C3 evaluation script's result files (same paths as the response folders, `.json`) carry
-the judge's raw output in `check_answer`; they become judgments that point at the
-`c3-official` templates, the prompt wording that script really sent. `export c3` writes the
-same result files back.
+response tree by list index; an item's source id is `<reference path without .json>/<index>`,
+and its system is the spoken dialogue model that wrote the responses. The C3 evaluation
+script's result files (same paths as the response folders, `.json`) carry the judge's raw
+output in `check_answer`; they become judgments that point at the `c3-official` templates, the
+prompt wording that script really sent. A result record also holds the content, the reference
+and the system's answer, so result files alone create the items they judge. `export c3` writes
+the same result files back, with the per-category statistics file C3's scoring script writes.
+`c3_right` is C3's own scoring rule, the one definition of it in calibrate.
 """
 
 from __future__ import annotations
@@ -137,14 +140,16 @@ def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_records(
-    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None
+    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None, system: str | None = None
 ) -> Iterator[Record | BadInput]:
-    """Items of every phenomenon whose reference file exists under `reference_root`;
-    `progress` is told of each phenomenon file done."""
+    """Items of every phenomenon whose reference file exists under `reference_root`, the
+    responses of `system` (default: the response folder's name); `progress` is told of each
+    phenomenon file done."""
     reference_root, responses_root = Path(reference_root), Path(responses_root)
     parts = c3_parts(reference_root, lang)
     if not responses_root.is_dir():
         raise ImportFailed(f"{responses_root}: not a folder")
+    system = default_system(responses_root) if system is None else system
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
         responses = _responses(part, responses_root, len(entries))
@@ -154,12 +159,32 @@ def c3_records(
             if isinstance(fields, BadInput):
                 yield fields
                 continue
-            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where)
+            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields, system=system), where)
         if progress:
             progress(1)
 
 
+def default_system(folder: Path) -> str:
+    """The system a response or result tree belongs to when the user names none: the folder's
+    name (of the resolved path, so `.` names the current folder)."""
+    return Path(folder).resolve().name
+
+
 C3_RESULTS_FAMILY = "c3-official"
+C3_ANSWER_SPLIT = {"en": ("The answer is: ", "the answer is: "), "zh": ("最终答案为：",)}
+C3_RIGHT_START = {"en": ("Yes", "yes"), "zh": ("是",)}
+
+
+def c3_right(check_answer: str | None, lang: str) -> bool:
+    """C3's own scoring rule, as its evaluation and statistics scripts apply it: split the
+    judge's output on "The answer is: " / "the answer is: " (Chinese "最终答案为："), and the
+    response is right iff the last piece starts with "Yes"/"yes" ("是"). Everything else is
+    wrong: a bold "**yes**", a full-width or space-less colon, an empty output (a failed call).
+    calibrate's own parser is more tolerant; `calibrate scores` shows both."""
+    text = check_answer or ""
+    for marker in C3_ANSWER_SPLIT[lang][1:]:
+        text = text.replace(marker, C3_ANSWER_SPLIT[lang][0])
+    return text.split(C3_ANSWER_SPLIT[lang][0])[-1].startswith(C3_RIGHT_START[lang])
 
 
 def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
@@ -177,12 +202,14 @@ def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_result_records(
-    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None
+    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None, system: str | None = None
 ) -> Iterator[Record | BadInput]:
-    """Judgments from the C3 script's result files, each aimed at the item of the same task,
-    language and source id (imported from the C3 tree); its 'answer' must be that item's
-    response."""
+    """Judgments from the C3 script's result files, for the responses of `system` (default:
+    the results folder's name). Each is aimed at the item of the same task, language, system
+    and source id when it is stored (its 'answer' must be that item's response), else it
+    creates the item from the record's content, reference and answer."""
     results_root = Path(results_root)
+    system = default_system(results_root) if system is None else system
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
         for index, record in enumerate(read_json_list(path)):
@@ -196,11 +223,17 @@ def c3_result_records(
                 continue
             answer = record.get("answer")
             expect = {"response": answer} if not part.multi_turn and isinstance(answer, str) else {}
+            source_id = f"{part.source_prefix}/{index}"
+            item = _item_from_result(part, lang, record, source_id, system)
+            if isinstance(item, BadInput):
+                yield BadInput(where, item.reason)
+                continue
             yield Record(
-                None,
+                item,
                 where,
-                ref=ItemRef(part.task, lang, f"{part.source_prefix}/{index}", expect,
-                            "import the C3 tree first (calibrate import c3)"),
+                ref=ItemRef(part.task, lang, source_id, expect,
+                            "multi-turn result files hold only the rendered dialogue: import the C3 tree first "
+                            "(calibrate import c3)", system),
                 judge_output=output if output else None,
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
@@ -211,10 +244,40 @@ def c3_result_records(
             progress(1)
 
 
-def export_c3(store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None) -> dict[str, int]:
-    """Result files in C3's layout (the paths its script writes). Judged phenomena carry the
-    judge's raw output in check_answer; generation items carry the consolidated human label in
-    C3's exact verdict wording ("" when nobody labelled them)."""
+def c3_systems(store: Store, lang: str) -> list[str]:
+    """The systems with C3 items in this language."""
+    return sorted({s for part in C3_LAYOUT[lang] for s in store.systems(task=part.task, lang=lang)} - {""})
+
+
+def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | BadInput | None:
+    """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`);
+    None for multi-turn records, whose dialogue is only there rendered. Missing fields are
+    reported by the import's check against the template."""
+    if part.multi_turn:
+        return None
+    answer = record.get("answer")
+    if not isinstance(answer, str):
+        return BadInput("", "missing field 'answer' (the system's response)")
+    fields = {k: v for k, v in record.items() if k not in ("answer", "check_answer")}
+    if lang == "zh" and part.source_prefix.startswith(_CTX):
+        content = fields.pop("content", None)
+        if not isinstance(content, str):
+            return BadInput("", "missing field 'content' (the dialogue history)")
+        fields["history"] = content.splitlines()
+        annotation = fields.pop("annotation", None)
+        if annotation is not None:
+            fields["omission_complete" if "omission" in part.task else "coreference_complete"] = annotation
+    elif "correct_answer" in fields:
+        fields["answer"] = fields.pop("correct_answer")
+    return NewItem(part.task, lang, source_id, {**fields, "response": answer}, system=system)
+
+
+def export_c3(
+    store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
+) -> dict[str, int]:
+    """Result files in C3's layout (the paths its script writes) for one system's items.
+    Judged phenomena carry the judge's raw output in check_answer; generation items carry the
+    consolidated human label in C3's exact verdict wording ("" when nobody labelled them)."""
     out_dir = Path(out_dir)
     raw = store.latest_raw_outputs(judge) if judge else {}
     labels: dict[int, dict[str, str]] = {}
@@ -222,7 +285,7 @@ def export_c3(store: Store, templates: TemplateSet, lang: str, out_dir: Path, ju
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
     written: dict[str, int] = {}
     for part in C3_LAYOUT[lang]:
-        index = store.source_index(part.task, lang)
+        index = store.source_index(part.task, lang, system)
         items = sorted(
             ((int(source.rsplit("/", 1)[1]), item_id) for source, item_id in index.items()
              if source.rsplit("/", 1)[0] == part.source_prefix),

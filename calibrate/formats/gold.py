@@ -31,7 +31,7 @@ def export_records(store: Store) -> Iterator[dict]:
         item = row["item"]
         gold, how = consolidated(row["labels"])
         yield {
-            "item_id": item.id, "task": item.task, "lang": item.lang, "source_id": item.source_id,
+            "item_id": item.id, "task": item.task, "lang": item.lang, "system": item.system, "source_id": item.source_id,
             "reference": item.reference, "fields": item.fields, "labels": row["labels"], "gold_label": gold,
             "gold_basis": how, "verdicts": row["verdicts"], "notes": row["notes"], "flagged_by": row["flagged_by"],
         }
@@ -50,12 +50,12 @@ def write_csv(store: Store, out: io.TextIOBase) -> int:
     annotators = sorted({a for r in records for a in r["labels"]})
     judges = sorted({j for r in records for j in r["verdicts"]})
     writer = csv.writer(out)
-    writer.writerow(["item_id", "task", "lang", "source_id", "reference", "gold_label", "gold_basis",
+    writer.writerow(["item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis",
                      *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), "notes", "flagged_by"])
     for r in records:
         verdicts = [r["verdicts"].get(j, {}) for j in judges]
         writer.writerow([
-            r["item_id"], r["task"], r["lang"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
+            r["item_id"], r["task"], r["lang"], r["system"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
             *(r["labels"].get(a, "") for a in annotators),
             *((v.get("verdict") or v.get("status", "")) for v in verdicts),
             " | ".join(f"{n['annotator']}: {n['note']}" for n in r["notes"]), " ".join(r["flagged_by"]),
