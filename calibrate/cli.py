@@ -651,6 +651,42 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
         click.echo(text, nl=False)
 
 
+@cli.command(name="scores")
+@click.option("--by", default="system,task,lang", show_default=True,
+              help="Cells by system, task, lang (comma-separated); each system overall is always shown.")
+@click.option("--judge", help="Only this judge.")
+@system_filter_option
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
+@click.option("--target", type=click.FloatRange(0.001, 1), default=0.05, show_default=True,
+              help="Half-width the corrected 95 % interval should reach: how many more labels that takes.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@pass_ctx
+def scores_command(ctx, by, judge, system, fmt, target, out):
+    """Each system's benchmark score, raw and corrected for the judge's errors.
+
+    Per system × task × language and per system overall: the judge's accuracy three ways (C3's
+    own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
+    accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
+    score (mean over judges); the ranking of systems; judge against judge."""
+    from calibrate import scores as scoring
+
+    dims = tuple(d.strip() for d in by.split(",") if d.strip())
+    result = scoring.build_scores(ctx.store, ctx.templates, by=dims, judge=judge, system=system, target=target)
+    if fmt == "table":
+        target_console = console if out is None else Console(file=io.StringIO(), width=240, soft_wrap=True)
+        scoring.render_table(result, target_console)
+        if out is None:
+            return
+        text = target_console.file.getvalue()
+    else:
+        text = scoring.RENDERERS[fmt](result)
+    if out:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {fmt} scores to {out}")
+    else:
+        click.echo(text, nl=False)
+
+
 @import_group.command(name="labels")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @skip_bad_option
@@ -709,13 +745,18 @@ def export_group(click_ctx, fmt, out):
 @export_group.command(name="c3")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
-@click.option("--judge", help="Whose raw output fills check_answer for judged phenomena.")
+@click.option("--judge", "judges", multiple=True,
+              help="Whose raw output fills check_answer for judged phenomena; may be repeated (then one result "
+                   "tree per judge, OUT_DIR/<judge>/). Name judges dpsk and gpt to get C3's exact statistics keys.")
 @click.option("--system", help="The system whose results to write [default: the one system with C3 items in this "
                                "language; required when there are several].")
 @pass_ctx
-def export_c3_command(ctx, out_dir, lang, judge, system):
-    """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
-    from calibrate.formats.c3 import c3_systems, export_c3
+def export_c3_command(ctx, out_dir, lang, judges, system):
+    """Write result files in C3's own layout, and C3's statistics files beside them.
+
+    Generation items get the human label in C3's wording. The statistics files hold each
+    judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
+    from calibrate.formats.c3 import c3_statistics, c3_systems, export_c3
 
     known = c3_systems(ctx.store, lang)
     if system is None:
@@ -724,8 +765,52 @@ def export_c3_command(ctx, out_dir, lang, judge, system):
         system = known[0] if known else ""
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
-    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge, system)
-    if not written:
-        raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
-    for path, n in written.items():
-        console.print(f"{path}: {n} records")
+    results = {}
+    for judge in judges or (None,):
+        target = out_dir / judge if len(judges) > 1 else out_dir
+        written = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        if not written:
+            raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
+        for path, records in written.items():
+            console.print(f"{target / path if len(judges) > 1 else path}: {len(records)} records")
+        if judge:
+            results[judge] = written
+    if not results:
+        return
+    for name, rows in c3_statistics(results, lang, _c3_corrected(ctx, lang, system, list(results))).items():
+        (out_dir / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
+        console.print(f"{out_dir / name}: {len(rows)} entries")
+
+
+def _c3_corrected(ctx: Context, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
+    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
+    exported judges (their mean when several, as C3's final score), for the statistics file."""
+    from calibrate import scores as scoring
+    from calibrate.formats.c3 import C3_LAYOUT
+
+    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
+    out: dict[str, dict] = {}
+    for by in (("system", "task", "lang"), ("system", "lang")):
+        try:
+            result = scoring.build_scores(ctx.store, ctx.templates, by=by, system=system)
+        except scoring.ScoresError:
+            return out
+        for cell in result.cells:
+            if cell.lang != lang or (cell.task != scoring.ALL and cell.task not in categories):
+                continue
+            chosen = [j for j in cell.judges if j.judge in judges]
+            if len(judges) > 1 and cell.final is not None:
+                estimate = cell.final.corrected
+            elif len(chosen) == 1:
+                estimate = chosen[0].corrected
+            else:
+                continue
+            name = "overall" if cell.task == scoring.ALL else categories[cell.task]
+            out[name] = {
+                "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
+                "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
+                "corrected_note": estimate.reason,
+                "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
+                "labelled": cell.labelled,
+            }
+    return out

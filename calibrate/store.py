@@ -577,6 +577,29 @@ class Store:
                 "verdicts": verdicts.get(item.id, {}),
             }
 
+    def score_data(self, *, judge: str | None = None, system: str | None = None) -> dict[str, list[tuple]]:
+        """What `calibrate scores` needs, for the current version of every item: the items
+        (id, task, lang, system, source_id, reference), each judge's latest judgment per item
+        (item_id, judge, status, verdict, correct, raw_output) and every label in force
+        (item_id, annotator, label)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        items = self.conn.execute(
+            f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
+        ).fetchall()
+        judgments = self.conn.execute(
+            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM judgments j "
+            f"JOIN items i ON i.id = j.item_id WHERE {where} AND j.id IN "
+            f"(SELECT max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name) ORDER BY j.item_id",
+            [*params, *judge_params],
+        ).fetchall()
+        labels = self.conn.execute(
+            f"SELECT c.item_id, c.annotator, c.label FROM current_labels c JOIN items i ON i.id = c.item_id WHERE {where}",
+            params,
+        ).fetchall()
+        return {"items": [tuple(r) for r in items], "judgments": [tuple(r) for r in judgments],
+                "labels": [tuple(r) for r in labels]}
+
     def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
         rows = self.conn.execute(
             "SELECT item_id, raw_output FROM judgments WHERE id IN "

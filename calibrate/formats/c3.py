@@ -274,16 +274,17 @@ def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, sys
 
 def export_c3(
     store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
-) -> dict[str, int]:
-    """Result files in C3's layout (the paths its script writes) for one system's items.
-    Judged phenomena carry the judge's raw output in check_answer; generation items carry the
-    consolidated human label in C3's exact verdict wording ("" when nobody labelled them)."""
+) -> dict[str, list[dict]]:
+    """Result files in C3's layout (the paths its script writes) for one system's items;
+    returns the records written per file (relative path). Judged phenomena carry the judge's
+    raw output in check_answer; generation items carry the consolidated human label in C3's
+    exact verdict wording ("" when nobody labelled them)."""
     out_dir = Path(out_dir)
     raw = store.latest_raw_outputs(judge) if judge else {}
     labels: dict[int, dict[str, str]] = {}
     for row in store.current_labels():
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-    written: dict[str, int] = {}
+    written: dict[str, list[dict]] = {}
     for part in C3_LAYOUT[lang]:
         index = store.source_index(part.task, lang, system)
         items = sorted(
@@ -304,8 +305,55 @@ def export_c3(
         path = out_dir / f"{part.responses}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
-        written[str(path.relative_to(out_dir))] = len(records)
+        written[str(path.relative_to(out_dir))] = records
     return written
+
+
+C3_LANGUAGE_NAMES = {"en": "english", "zh": "chinese"}
+
+
+def c3_statistics(
+    results: dict[str, dict[str, list[dict]]], lang: str, corrected: dict[str, dict]
+) -> dict[str, list[dict]]:
+    """C3's statistics files for result files `results` (judge -> relative path -> records),
+    keyed as its process_results.py writes them, per judge key (C3 calls its judges dpsk and
+    gpt): `combined_<language>_statistic.json`, a list of {"data_id": "/<path>/<index>",
+    <judge>: "right" | "wrong"}, and `<language>_result_data.json`, a list of {"category",
+    <judge>_correct, "total", <judge>_accuracy} (accuracies rounded to 4 places), "overall"
+    first. Beside C3's keys each category gets calibrate's corrected accuracy from `corrected`
+    (category -> {"corrected_accuracy", "corrected_ci", "corrected_note", ...})."""
+    judges = list(results)
+    combined: dict[str, dict] = {}
+    categories: dict[str, dict[str, int]] = {}
+    for judge, files in results.items():
+        for rel, records in files.items():
+            category = "/" + rel.removesuffix(".json")
+            counts = categories.setdefault(category, {})
+            for index, record in enumerate(records):
+                right = c3_right(record.get("check_answer"), lang)
+                combined.setdefault(f"{category}/{index}", {"data_id": f"{category}/{index}"})[judge] = (
+                    "right" if right else "wrong")
+                counts[judge] = counts.get(judge, 0) + right
+                counts[f"{judge}:total"] = counts.get(f"{judge}:total", 0) + 1
+
+    def entry(name: str, counts: dict[str, int]) -> dict:
+        total = max((counts.get(f"{j}:total", 0) for j in judges), default=0)
+        row: dict = {"category": name}
+        row.update({f"{j}_correct": counts.get(j, 0) for j in judges})
+        row["total"] = total
+        row.update({f"{j}_accuracy": round(counts.get(j, 0) / total, 4) if total else 0.0 for j in judges})
+        row.update(corrected.get(name, {}))
+        return row
+
+    overall: dict[str, int] = {}
+    for counts in categories.values():
+        for key, n in counts.items():
+            overall[key] = overall.get(key, 0) + n
+    name = C3_LANGUAGE_NAMES[lang]
+    return {
+        f"combined_{name}_statistic.json": list(combined.values()),
+        f"{name}_result_data.json": [entry("overall", overall)] + [entry(c, n) for c, n in categories.items()],
+    }
 
 
 def _c3_record(item, part, lang: str, check_answer: str, templates: TemplateSet) -> dict:
