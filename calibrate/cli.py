@@ -611,7 +611,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 
 @cli.command(name="report")
 @click.option("--judge", help="Only this judge.")
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@system_filter_option
+@click.option("--by", default="task,lang", show_default=True, help="Group cells by system, task and lang (any of them).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
 @click.option("--unparsed-as-disagreement", is_flag=True, help="Count unparsed verdicts as disagreeing with the human.")
@@ -621,7 +622,7 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Alternative annotator test margin (0.2 crowd annotators, 0.1 experts).")
 @pass_ctx
-def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold, epsilon):
+def report_command(ctx, judge, system, by, fmt, out, unparsed_as_disagreement, resamples, target, threshold, epsilon):
     """Judge-vs-human agreement per task × language.
 
     κ with bootstrap CIs, AC1, raw agreement, prevalence and confusion matrices, beside the
@@ -630,10 +631,10 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
     if not dims or any(d not in reports.BY_CHOICES for d in dims):
-        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
+        raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed_as_disagreement=unparsed_as_disagreement, resamples=resamples,
                                     target_half_width=target, threshold=threshold, epsilon=epsilon)
-    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
+    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     if fmt == "table" and out is None:
         reports.render_table(result, console)
         return

@@ -38,7 +38,7 @@ from calibrate.verdicts import SCORE_KEYS
 
 UNPARSED_LABEL = "(unparsed)"
 GOLD = "majority"
-BY_CHOICES = ("task", "lang")
+BY_CHOICES = ("system", "task", "lang")
 
 
 @dataclass
@@ -61,6 +61,7 @@ class Line:
 class Cell:
     key: tuple[str, str]  # (task, lang); "*" where --by merged it
     judge: str
+    system: str | None = None  # the system under test, when --by cuts by system
     lines: list[Line] = field(default_factory=list)
     unparsed: int = 0
     errors: int = 0
@@ -71,7 +72,8 @@ class Cell:
 
     @property
     def task(self) -> str:
-        return self.key[0]
+        """The task as shown: prefixed by the system when the report is cut by system."""
+        return self.key[0] if self.system is None else f"{self.system or '(none)'} · {self.key[0]}"
 
     @property
     def lang(self) -> str:
@@ -105,7 +107,7 @@ class ReportOptions:
     """How to cut and measure. `epsilon` is the alternative annotator test's margin: 0.2 suits
     crowd annotators, 0.1 experts (Calderon et al. 2025)."""
 
-    by: tuple[str, ...] = BY_CHOICES
+    by: tuple[str, ...] = ("task", "lang")
     unparsed_as_disagreement: bool = False
     resamples: int = DEFAULT_RESAMPLES
     target_half_width: float = 0.1
@@ -122,7 +124,7 @@ class Report:
         out = []
         for cell in self.cells:
             out.append({
-                "task": cell.task, "lang": cell.lang, "judge": cell.judge, "judged": cell.judged,
+                "system": cell.system, "task": cell.key[0], "lang": cell.lang, "judge": cell.judge, "judged": cell.judged,
                 "unparsed": cell.unparsed, "errors": cell.errors,
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None, "ceiling_kind": cell.ceiling_kind,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
@@ -139,8 +141,16 @@ class Report:
 
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
-                 options: ReportOptions = ReportOptions()) -> Report:
-    return report_from_data(store.agreement_data(judge), templates, options)
+                 options: ReportOptions = ReportOptions(), system: str | None = None) -> Report:
+    """The report over every item, or cut by system (`options.by`) or for one `system`."""
+    if "system" not in options.by and system is None:
+        return report_from_data(store.agreement_data(judge), templates, options)
+    cells = []
+    for name in [system] if system is not None else store.systems():
+        for cell in report_from_data(store.agreement_data(judge, system=name), templates, options).cells:
+            cell.system = name
+            cells.append(cell)
+    return Report(cells, options)
 
 
 class ReportError(CalibrateError, ValueError):

@@ -489,25 +489,26 @@ class Store:
 
     # -- agreement -----------------------------------------------------------------------------
 
-    def agreement_data(self, judge: str | None = None, parts: int = 2) -> AgreementData:
+    def agreement_data(self, judge: str | None = None, parts: int = 2, system: str | None = None) -> AgreementData:
         """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
         counts per annotator and against the majority label, human x human pair counts, and the
         per-item labels of items that several annotators labelled.
 
         Every figure is per item, so the work splits by item id range: a file database is read
-        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed."""
+        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed.
+        `system` keeps only that system's items."""
         if self.path == ":memory:" or parts < 2:
-            return _agreement_part(self.conn, judge, None)
+            return _agreement_part(self.conn, judge, None, system)
         low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
         if low is None:
-            return _agreement_part(self.conn, judge, None)
+            return _agreement_part(self.conn, judge, None, system)
         step = (high - low) // parts + 1
         ranges = [(low + k * step, min(high, low + (k + 1) * step - 1)) for k in range(parts)]
 
         def run(bounds: tuple[int, int]) -> AgreementData:
             reader = sqlite3.connect(self.path, timeout=60)
             try:
-                return _agreement_part(reader, judge, bounds)
+                return _agreement_part(reader, judge, bounds, system)
             finally:
                 reader.close()
 
@@ -732,9 +733,15 @@ class Store:
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
 
 
-def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:
-    """agreement_data for the items whose id lies within `bounds` (all items if None)."""
+def _agreement_part(
+    c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None, system: str | None = None
+) -> AgreementData:
+    """agreement_data for the items whose id lies within `bounds` (all items if None), of
+    `system` if given."""
     where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
+    if system is not None:
+        where += " AND item_id IN (SELECT id FROM items WHERE system = ?)"
+        params = [*params, system]
     judge_filter, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
     for table in ("labels_now", "verdicts_now", "shared_items"):
         c.execute(f"DROP TABLE IF EXISTS temp.{table}")

@@ -11,6 +11,7 @@ import pytest
 
 from calibrate.demo import DEMO_DIR
 from calibrate.store import Store
+from tests.conftest import Calibrate
 from tests.test_formats import LEX, counts, write_jsonl
 
 
@@ -144,3 +145,18 @@ def test_c3_result_record_without_its_fields_saves_nothing(calibrate, tmp_path):
     lexical.write_text(json.dumps(records))
     out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", ok=False)
     assert "lexical.json[0]: missing field 'notation'" in out.output and counts(calibrate.db) == (0, 0, 0)
+
+
+def test_report_cuts_by_system_and_filters_one(demo_db, tmp_path):
+    labels = write_jsonl(tmp_path / "labels.jsonl", [
+        {"task": "c3/lexical", "lang": "en", "system": system, "source_id": "ambiguity/semantic/lexical/0",
+         "annotator": "ana", "label": "yes"} for system in ("sdm-alpha", "sdm-beta")
+    ])
+    run = Calibrate(demo_db)
+    run("import", "labels", str(labels))
+    cells = json.loads(run("report", "--by", "system,task,lang", "--format", "json").output)["cells"]
+    lexical = {c["system"]: c["lines"][0]["stats"]["raw_agreement"] for c in cells if c["task"] == "c3/lexical"}
+    assert lexical == {"sdm-alpha": 1.0, "sdm-beta": 0.0}  # alpha's judge said yes, beta's no
+    beta = json.loads(run("report", "--system", "sdm-beta", "--format", "json").output)["cells"]
+    assert {c["system"] for c in beta} == {"sdm-beta"}
+    assert "sdm-beta · c3/lexical" in run("report", "--by", "system,task,lang", "--format", "markdown").output
