@@ -450,7 +450,9 @@ def annotate_options(command):
         click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
-        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True),
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
+                     help="informative: next the label that most narrows the corrected scores' intervals "
+                          "(cells with wide intervals and contested verdicts first; random within a cell)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
                      help="How many different annotators each item should get (2+ for human-human agreement)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random and stratified orders."),
