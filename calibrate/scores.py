@@ -456,6 +456,9 @@ def _ranking_lines(scores: Scores) -> list[str]:
     for why, where in unranked.items():
         shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         lines.append(f"not ranked ({why}): {shown}")
+    if any(len(r.order) > 1 for _, r in scores.rankings):
+        lines.append("each difference's interval treats the two systems' estimates as independent: conservative "
+                     "when they answered the same items")
     return lines or ["(no scope with two or more systems)"]
 
 
@@ -486,17 +489,45 @@ def render_table(scores: Scores, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="benchmark scores per system", show_lines=False)
-    for n, column in enumerate(COLUMNS):
-        table.add_column(column, overflow="fold", no_wrap=n < 3)
     notes = Footnotes()
-    for row in rows(scores, notes):
-        table.add_row(*[Text(v) for v in row])
-    console.print(table)
+    if console.width < WIDE_TABLE:
+        _render_cards(rows(scores, notes), console)
+    else:
+        table = Table(title="benchmark scores per system", show_lines=False)
+        for n, column in enumerate(COLUMNS):
+            table.add_column(column, overflow="fold", no_wrap=n < 3)
+        for row in rows(scores, notes):
+            table.add_row(*[Text(v) for v in row])
+        console.print(table)
     for title, lines in sections(scores, notes):
         console.print(Text(title, style="bold"))
         for line in lines:
             console.print(Text(f"  {line}"))
+
+
+WIDE_TABLE = 180
+"""Terminal width from which the scores are one table; narrower terminals get a block per cell."""
+
+
+def _render_cards(table_rows: list[list[str]], console) -> None:
+    """The table's rows as a block per cell (a heading line, then a line or two per judge),
+    for terminals too narrow for fifteen columns."""
+    from rich.text import Text
+
+    console.print(Text("benchmark scores per system", style="bold"))
+    heading = None
+    for (system, task, lang, judge, items, _judged, labelled, rule, parser, left_out, people, ppi, rg, more,
+         note) in table_rows:
+        if (system, task, lang) != heading:
+            heading = (system, task, lang)
+            console.print(Text(f"{system} · {task} · {lang}", style="bold cyan"), Text(
+                f"  {items} items, {labelled} labelled, people {people}"))
+        first = [f"C3 rule {rule}"] if rule != "—" or not parser else []
+        if parser:
+            first.append(f"parser {parser}" + (f" (unparsed left out {left_out})" if left_out != parser else ""))
+        second = [f"corrected {ppi}"] + ([f"R–G {rg}"] if rg else []) + ([f"+labels {more}"] if more else [])
+        console.print(Text(f"  {judge}: " + " · ".join(first)))
+        console.print(Text("    " + " · ".join(second) + (f" {note}" if note else "")))
 
 
 def render_markdown(scores: Scores) -> str:
@@ -530,7 +561,8 @@ def render_html(scores: Scores) -> str:
                     for t, lines in sections(scores, notes))
     style = ("body{font-family:system-ui,'Noto Sans CJK SC',sans-serif;margin:2em;color:#222}"
              "table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:5px 7px;font-size:13px;"
-             "text-align:left;vertical-align:top}th{background:#f4f4f4}li{font-size:13px;margin:2px 0}")
+             "text-align:left;vertical-align:top;white-space:nowrap}td:last-child{white-space:normal}th{background:#f4f4f4;"
+             "white-space:normal}li{font-size:13px;margin:2px 0}")
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>calibrate scores</title>'
             f"<style>{style}</style></head><body><h1>Benchmark scores per system</h1>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{parts}</body></html>\n")

@@ -54,6 +54,12 @@ def test_scores_in_every_format_on_the_demo(demo_db, tmp_path, fmt):
         assert "Ranking of systems" in text and "[1] 0 labelled item(s)" in text
 
 
+def test_narrow_terminal_gets_a_block_per_cell(demo_db):
+    out = Calibrate(demo_db)("scores", "--by", "system,lang").output
+    assert "sdm-alpha · (all) · en" in out and "  demo-judge: C3 rule 6/13 46% · parser 7/13 54%" in out
+    assert max(len(line) for line in out.splitlines() if "·" in line and "C3 rule" in line) <= 80
+
+
 def test_bad_by_and_unknown_system(demo_db):
     run = Calibrate(demo_db)
     assert "--by takes system, task, lang" in run("scores", "--by", "judge", ok=False).output
