@@ -725,8 +725,9 @@ def merge_command(ctx, other):
 @cli.group(name="export", invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
+@system_filter_option
 @click.pass_context
-def export_group(click_ctx, fmt, out):
+def export_group(click_ctx, fmt, out, system):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
     Items with every annotator's label, the consolidated (majority) label, judge verdicts and
@@ -739,10 +740,10 @@ def export_group(click_ctx, fmt, out):
     writer = write_jsonl if fmt == "jsonl" else write_csv
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle)
+            n = writer(ctx.store, handle, system)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.store, sys.stdout)
+        writer(ctx.store, sys.stdout, system)
 
 
 @export_group.command(name="c3")

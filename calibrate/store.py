@@ -551,9 +551,9 @@ class Store:
                 added["annotations"] += cursor.rowcount
         return added
 
-    def export_rows(self) -> Iterator[dict]:
-        """Per item: its fields, every annotator's current label, notes, and each judge's
-        latest verdict, for gold-label exports."""
+    def export_rows(self, system: str | None = None) -> Iterator[dict]:
+        """Per item (of `system`, if given): its fields, every annotator's current label, notes,
+        and each judge's latest verdict, for gold-label exports."""
         labels: dict[int, dict[str, str]] = {}
         for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
             labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
@@ -569,7 +569,7 @@ class Store:
         for v in self.latest_verdicts():
             verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
                 "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
-        for item in self.iter_items():
+        for item in self.iter_items(system=system):
             yield {
                 "item": item,
                 "labels": labels.get(item.id, {}),

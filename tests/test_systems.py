@@ -53,6 +53,8 @@ def test_two_systems_trees_give_separate_cells_labels_and_exports(calibrate, two
     gold = [json.loads(line) for line in calibrate("export").output.splitlines()]
     lexical_gold = {r["system"]: r["labels"] for r in gold if r["task"] == "c3/lexical"}
     assert lexical_gold == {"model-a": {"ana": "yes"}, "model-b": {"ana": "no"}}
+    only_b = [json.loads(line) for line in calibrate("export", "--system", "model-b").output.splitlines()]
+    assert {r["system"] for r in only_b} == {"model-b"} and len(only_b) == len(gold) // 2
     for system in ("model-a", "model-b"):
         calibrate("export", "c3", "--lang", "en", "--system", system, str(tmp_path / system))
     exported = {s: json.loads((tmp_path / s / "ambiguity/semantic/lexical.json").read_text())[0]["answer"]
@@ -160,3 +162,15 @@ def test_report_cuts_by_system_and_filters_one(demo_db, tmp_path):
     beta = json.loads(run("report", "--system", "sdm-beta", "--format", "json").output)["cells"]
     assert {c["system"] for c in beta} == {"sdm-beta"}
     assert "sdm-beta · c3/lexical" in run("report", "--by", "system,task,lang", "--format", "markdown").output
+
+
+async def test_the_app_filter_takes_a_system(demo_db):
+    from tests.tui_helpers import make_app
+
+    app = make_app(demo_db, system=None)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("slash", *"task=c3/lexical system=sdm-beta", "enter")
+        await pilot.pause()
+        view = app.screen.view
+        assert (view.item.task, view.item.system) == ("c3/lexical", "sdm-beta")
+        assert view.item.fields["response"] == "She went to the bank to deposit money."

@@ -26,8 +26,8 @@ def consolidated(labels: dict[str, str]) -> tuple[str | None, str]:
     return None, "tie"
 
 
-def export_records(store: Store) -> Iterator[dict]:
-    for row in store.export_rows():
+def export_records(store: Store, system: str | None = None) -> Iterator[dict]:
+    for row in store.export_rows(system):
         item = row["item"]
         gold, how = consolidated(row["labels"])
         yield {
@@ -37,16 +37,16 @@ def export_records(store: Store) -> Iterator[dict]:
         }
 
 
-def write_jsonl(store: Store, out: io.TextIOBase) -> int:
+def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None) -> int:
     n = 0
-    for record in export_records(store):
+    for record in export_records(store, system):
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         n += 1
     return n
 
 
-def write_csv(store: Store, out: io.TextIOBase) -> int:
-    records = list(export_records(store))
+def write_csv(store: Store, out: io.TextIOBase, system: str | None = None) -> int:
+    records = list(export_records(store, system))
     annotators = sorted({a for r in records for a in r["labels"]})
     judges = sorted({j for r in records for j in r["verdicts"]})
     writer = csv.writer(out)
