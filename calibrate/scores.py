@@ -72,7 +72,8 @@ class Accuracy:
 
 @dataclass
 class JudgeScores:
-    """One judge's figures in one cell."""
+    """One judge's figures in one cell. `judged` counts the items this judge judged; the
+    accuracies also count the cell's items that people decide (see the module docstring)."""
 
     judge: str
     judged: int
@@ -280,6 +281,7 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float) -> Cel
                 labelled=int(labelled.sum()), people=people)
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
+        judged = len(rows)
         families = {_family(m.task) for m in rows}
         decided = [m for m in members if m.people_decide and _family(m.task) in families]
         parsed = np.array([m.verdicts[name][0] for m in rows] + [np.nan_to_num(m.human, nan=0.0) for m in decided])
@@ -289,7 +291,7 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float) -> Cel
         yj = np.array([m.human for m in rows])
         ok = ~np.isnan(parsed)
         cell.judges.append(JudgeScores(
-            judge=name, judged=len(rows), unparsed=int((~ok).sum()),
+            judge=name, judged=judged, unparsed=int((~ok).sum()),
             c3_rule=Accuracy(sum(bool(r) for r in rules), len(rules)) if all(r is not None for r in rules) else None,
             parser_unparsed_wrong=Accuracy(int(f.sum()), len(rows)),
             parser_unparsed_left_out=Accuracy(int(parsed[ok].sum()), int(ok.sum())),
@@ -377,7 +379,9 @@ RULE_EXPLAINED = (
     "with yes/是), so a bold, full-width-colon or space-less \"yes\" counts as wrong; parser: calibrate's tolerant "
     "parser. Corrected: PPI++ (Angelopoulos et al. 2023) from every judge verdict plus the human labels, 95 % "
     "interval; Rogan–Gladen from the judge's sensitivity and specificity on labelled items. Labels are taken as a "
-    "random sample of their cell (a test flags cells where they clearly are not).")
+    "random sample of their cell (a test flags cells where they clearly are not). Items people decide (C3's "
+    "generation phenomena) count in each judge's accuracy by their human label, as wrong while unlabelled, as in "
+    "C3's statistics.")
 
 
 class Footnotes:

@@ -196,8 +196,8 @@ class Store:
         row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
-    def source_index(self, task: str, lang: str, system: str) -> dict[str, int]:
-        """source_id -> current item id, for one task, language and system."""
+    def source_index(self, task: str, lang: str, system: str = "") -> dict[str, int]:
+        """source_id -> current item id, for one task, language and system (none by default)."""
         rows = self.conn.execute(
             "SELECT source_id, id FROM items WHERE task = ? AND lang = ? AND system = ? AND current = 1",
             (task, lang, system),

@@ -131,6 +131,8 @@ def test_c3_results_alone_create_items_and_attach_to_a_stored_tree(calibrate, tw
     results = DEMO_DIR / "c3" / "en" / "results"
     out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-a")
     assert "0 items added" in out.output and "12 judgments added" in out.output
+    assert "--system TEXT" in calibrate("import", "c3-results", "--help").output
+    assert "the one system with C3 items in this language" in calibrate("import", "c3-results", "--help").output
     import_tree(calibrate, two_systems, "model-b")
     before = counts(calibrate.db)
     wrong = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-b", ok=False)
@@ -174,3 +176,10 @@ async def test_the_app_filter_takes_a_system(demo_db):
         view = app.screen.view
         assert (view.item.task, view.item.system) == ("c3/lexical", "sdm-beta")
         assert view.item.fields["response"] == "She went to the bank to deposit money."
+
+
+def test_c3_results_default_to_the_one_imported_system(calibrate, two_systems):
+    import_tree(calibrate, two_systems, "model-a")
+    out = calibrate("import", "c3-results", str(DEMO_DIR / "c3" / "en" / "results"), "--lang", "en", "--judge-name", "gpt")
+    assert "0 items added" in out.output and "12 judgments added" in out.output
+    assert Store(calibrate.db).systems() == ["model-a"]

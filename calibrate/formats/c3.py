@@ -225,8 +225,8 @@ def c3_result_records(
             expect = {"response": answer} if not part.multi_turn and isinstance(answer, str) else {}
             source_id = f"{part.source_prefix}/{index}"
             item = _item_from_result(part, lang, record, source_id, system)
-            if isinstance(item, BadInput):
-                yield BadInput(where, item.reason)
+            if isinstance(item, str):
+                yield BadInput(where, item)
                 continue
             yield Record(
                 item,
@@ -249,20 +249,20 @@ def c3_systems(store: Store, lang: str) -> list[str]:
     return sorted({s for part in C3_LAYOUT[lang] for s in store.systems(task=part.task, lang=lang)} - {""})
 
 
-def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | BadInput | None:
-    """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`);
-    None for multi-turn records, whose dialogue is only there rendered. Missing fields are
-    reported by the import's check against the template."""
+def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | str | None:
+    """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`),
+    or what is missing; None for multi-turn records, whose dialogue is only there rendered.
+    Fields the task's template needs are checked by the import, against the template."""
     if part.multi_turn:
         return None
     answer = record.get("answer")
     if not isinstance(answer, str):
-        return BadInput("", "missing field 'answer' (the system's response)")
+        return "missing field 'answer' (the system's response)"
     fields = {k: v for k, v in record.items() if k not in ("answer", "check_answer")}
     if lang == "zh" and part.source_prefix.startswith(_CTX):
         content = fields.pop("content", None)
         if not isinstance(content, str):
-            return BadInput("", "missing field 'content' (the dialogue history)")
+            return "missing field 'content' (the dialogue history)"
         fields["history"] = content.splitlines()
         annotation = fields.pop("annotation", None)
         if annotation is not None:
