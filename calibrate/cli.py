@@ -332,7 +332,7 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
     counts = ctx.store.status_counts(system=system)
-    columns = ["task", "lang", "system", "items", "judged", "unparsed", "errors", "labelled"]
+    columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
 
 
