@@ -98,8 +98,9 @@ class JudgeScores:
 
 @dataclass
 class Final:
-    """C3's final score: the mean over judges, raw (each judge by C3's rule) and corrected
-    (PPI++ with the judges' mean verdict as the prediction), on items every judge judged."""
+    """C3's final score: the mean over its judges, raw (each judge's accuracy by C3's rule) and
+    corrected (PPI++ with the judges' mean verdict as the prediction, on the C3 items every one
+    of them judged)."""
 
     judges: list[str]
     raw: float | None
@@ -299,12 +300,15 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float) -> Cel
             rogan_gladen=correction.rogan_gladen(f, yj, random_sample=True),
             plan=correction.labels_needed(f, yj, random_sample=True, target=target),
         ))
-    common = [m for m in members if m.verdicts and all(j in m.verdicts for j in judges)]
-    if len(judges) > 1 and common:
-        f = np.array([[np.nan_to_num(m.verdicts[j][0], nan=0.0) for j in judges] for m in common])
-        raws = [j.c3_rule.value if j.c3_rule else j.parser_unparsed_wrong.value for j in cell.judges]
+    c3 = [m for m in members if _family(m.task) == "c3"]
+    c3_judges = sorted({j for m in c3 for j in m.verdicts})
+    common = [m for m in c3 if m.verdicts and all(j in m.verdicts for j in c3_judges)]
+    if len(c3_judges) > 1 and common:
+        f = np.array([[np.nan_to_num(m.verdicts[j][0], nan=0.0) for j in c3_judges] for m in common])
+        raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
-        cell.final = Final(judges, raw, correction.ppi_mean(f, np.array([m.human for m in common]), random_sample=True))
+        corrected = correction.ppi_mean(f, np.array([m.human for m in common]), random_sample=True)
+        cell.final = Final(c3_judges, raw, corrected)
     return cell
 
 
@@ -473,8 +477,8 @@ def _pair_lines(scores: Scores) -> list[str]:
         kappa = f"κ {k.value:.2f}" + (f" [{k.ci[0]:.2f}, {k.ci[1]:.2f}]" if k.ci else "") if k.value is not None else f"κ — ({k.reason})"
         t = p.tracks_people
         tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}" + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else "")
-                  if t.value is not None else f"agreement with people: — ({t.reason})")
-        lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}: {kappa}; {tracks} (n={p.n_labelled} labelled)")
+                  + f" (n={p.n_labelled} labelled)" if t.value is not None else f"agreement with people: — ({t.reason})")
+        lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}: {kappa}; {tracks}")
     return lines or ["(no items judged by two judges)"]
 
 

@@ -93,7 +93,7 @@ def test_the_database_reads_with_the_sqlite_utils_cli(demo_db):
     tables = subprocess.run([sys.executable, "-m", "sqlite_utils", "tables", str(demo_db), "--counts"],
                             capture_output=True, text=True, check=True).stdout
     counts = {row["table"]: row["count"] for row in json.loads(tables)}
-    assert counts["items"] == 62 and counts["judgments"] == 58 and counts["annotations"] == 0
+    assert counts["items"] == 62 and counts["judgments"] == 78 and counts["annotations"] == 0
     rows = json.loads(subprocess.run(
         [sys.executable, "-m", "sqlite_utils", "query", str(demo_db),
          "select task, lang, source_id, reference from items where task = 'superglue/copa'"],

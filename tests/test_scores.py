@@ -166,3 +166,13 @@ def test_cli_scores_target_changes_the_labels_needed(two_systems_two_judges):
     key = ("weak", "c3/lexical", "en")
     more = lambda r: cells_by(r)[key]["judges"][0]["more_labels_for_target"]  # noqa: E731
     assert more(wide) == 0 and (more(narrow) is None or more(narrow) > 0)
+
+
+def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
+    result = json.loads(Calibrate(demo_db)("scores", "--by", "system,lang", "--format", "json").output)
+    beta = cells_by(result)[("sdm-beta", "(all)", "en")]
+    rule = {j["judge"]: j["c3_rule"]["accuracy"] for j in beta["judges"] if j["c3_rule"]}
+    assert beta["final"]["judges"] == ["demo-judge", "demo-judge-2"]
+    assert beta["final"]["raw"] == pytest.approx((rule["demo-judge"] + rule["demo-judge-2"]) / 2)
+    (pair,) = [p for p in result["judge_pairs"] if p["scope"] == "all items"]
+    assert (pair["a"], pair["b"], pair["n"]) == ("demo-judge", "demo-judge-2", 20) and pair["kappa"]["value"] is not None

@@ -13,6 +13,9 @@ from calibrate.templates import TemplateSet
 
 DEMO_DIR = Path(__file__).resolve().parent
 DEMO_JUDGE = "demo-judge"
+DEMO_JUDGE_2 = "demo-judge-2"
+"""A second, stricter made-up judge, over sdm-beta's C3 answers only (C3 publishes the mean of
+two judges' accuracies)."""
 DEMO_SYSTEMS = ("sdm-alpha", "sdm-beta")
 """Two made-up spoken dialogue models: alpha answers the phonological items better, beta the
 context-dependency ones; beta arrives as C3 result files only."""
@@ -43,6 +46,7 @@ def load_demo(store: Store, templates: TemplateSet) -> str:
     take(rubric_records(rubric, judge_output="judge_output", judge_name=DEMO_JUDGE, system=alpha))
     for lang in ("en", "zh"):
         take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta", lang, DEMO_JUDGE, system=beta))
+        take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta-judge2", lang, DEMO_JUDGE_2, system=beta))
     for task in SUPERGLUE_DEMO_TASKS:
         if (folder / "beta" / f"{task}.predictions.jsonl").is_file():
             take(superglue_records(folder / f"{task}.jsonl", task, folder / "beta" / f"{task}.predictions.jsonl",
