@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from calibrate.formats import ImportReport, import_records
-from calibrate.model import CalibrateError
+from calibrate.model import CalibrateError, check_system
 from calibrate.settings import Settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -133,8 +133,8 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
 
 
-def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
-    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
+def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
+    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
     for bad in report.skipped:
         err_console.print(Text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
@@ -161,7 +161,28 @@ def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 skip_bad_option = click.option("--skip-bad", is_flag=True, help="Skip bad lines (reported as file:line) instead of importing nothing.")
+update_option = click.option(
+    "--update", is_flag=True,
+    help="Record changed content under a known (task, lang, system, source id) as a new version "
+         "(earlier labels stay with their version) instead of refusing it.",
+)
 lang_choice = click.Choice(["en", "zh"])
+
+
+def _system_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else check_system(value)
+    except CalibrateError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--system: "), ctx=ctx, param=param) from None
+
+
+def system_option(default_text: str, help_text: str = "The system under test (the model whose responses these are)"):
+    """--system NAME, checked (not empty, not only spaces), its default stated in --help."""
+    return click.option("--system", callback=_system_name, help=f"{help_text} [default: {default_text}].")
+
+
+def system_filter_option(command):
+    return click.option("--system", help="Only this system under test ('' for items without one).")(command)
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -182,23 +203,28 @@ def import_group() -> None:
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
 @click.option("--audio-field", help="The line field holding the path of the response's .wav (relative to FILE's folder).")
+@system_option("none, for gold-only data")
+@click.option("--system-field", help="The line field naming each line's system under test (instead of --system).")
 @skip_bad_option
+@update_option
 @pass_ctx
 def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, judge_output, judge_name, audio_field,
-                 skip_bad):
+                 system, system_field, skip_bad, update):
     """Import one item per JSON line."""
     from calibrate.formats.jsonl import jsonl_records
 
     if judge_output and not judge_name:
         raise click.UsageError("--judge-output needs --judge-name")
+    if system is not None and system_field:
+        raise click.UsageError("give --system or --system-field, not both")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = jsonl_records(
             file, task=task, lang=lang, id_field=id_field, field_map=parse_field_map(field_map),
             reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, audio_field=audio_field,
-            progress=advance,
+            system=system or "", system_field=system_field, progress=advance,
         )
-        run_import(ctx, records, skip_bad)
+        run_import(ctx, records, skip_bad, update)
 
 
 @import_group.command(name="c3")
@@ -207,28 +233,38 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The spoken dialogue model's response tree.")
 @click.option("--lang", required=True, type=lang_choice)
+@system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_c3(ctx, reference_dir, responses_dir, lang, skip_bad):
+def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update):
     """Import the C3 reference tree paired with a response tree."""
     from calibrate.formats.c3 import c3_parts, c3_records
 
     with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
-        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance), skip_bad)
+        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update)
 
 
 @import_group.command(name="c3-results")
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
+@system_option("the one system with C3 items in this language, if there is exactly one; else the results "
+               "folder's name", "The spoken dialogue model whose answers were judged")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
-    """Import the C3 script's result files: check_answer becomes a judgment."""
-    from calibrate.formats.c3 import c3_result_parts, c3_result_records
+def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, update):
+    """Import the C3 script's result files: check_answer becomes a judgment.
 
+    Items not imported yet are created from the records (content, reference, answer)."""
+    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems
+
+    if system is None:
+        known = c3_systems(ctx.store, lang)
+        system = known[0] if len(known) == 1 else None
     with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance), skip_bad)
+        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update)
 
 
 @import_group.command(name="superglue")
@@ -236,24 +272,31 @@ def import_c3_results(ctx, results_dir, lang, judge_name, skip_bad):
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
+@system_option("the --predictions file's name up to its first dot; none without --predictions",
+               "The model whose --predictions these are")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_superglue(ctx, file, task_name, predictions, skip_bad):
+def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update):
     """Import a SuperGLUE task's published JSONL."""
     from calibrate.formats.superglue import superglue_records
 
+    if system is None:
+        system = predictions.name.split(".", 1)[0] if predictions else ""
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, superglue_records(file, task_name, predictions, advance), skip_bad)
+        run_import(ctx, superglue_records(file, task_name, predictions, advance, system), skip_bad, update)
 
 
 @import_group.command(name="rubric")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
+@system_option("none")
 @skip_bad_option
+@update_option
 @pass_ctx
-def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
+def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update):
     """Import reference-scoring rubric records (question, content, answer, llm_answer, llm_reasoning)."""
     from calibrate.formats.rubric import rubric_records
 
@@ -261,7 +304,8 @@ def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
         raise click.UsageError("--judge-output needs --judge-name")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, rubric_records(file, judge_output=judge_output, judge_name=judge_name, progress=advance), skip_bad)
+        records = rubric_records(file, judge_output=judge_output, judge_name=judge_name, system=system or "", progress=advance)
+        run_import(ctx, records, skip_bad, update)
 
 
 # -- look around -------------------------------------------------------------------------------
@@ -273,29 +317,31 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
 @click.option("--task")
 @click.option("--lang")
 @click.option("--status", type=click.Choice(STATUSES))
+@system_filter_option
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def items_command(ctx, task, lang, status, limit, offset, as_json):
-    """List items, filtered by task, language and status."""
+def items_command(ctx, task, lang, status, system, limit, offset, as_json):
+    """List items, filtered by task, language, system and status."""
     rows = []
-    for item in ctx.store.iter_items(task=task, lang=lang, status=status, limit=limit, offset=offset):
+    for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
-            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, item.fields])
+            rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:
             preview = json.dumps(item.fields, ensure_ascii=False)
-            rows.append([item.id, item.task, item.lang, item.source_id, item.reference, preview[:80]])
-    print_table("items", ["id", "task", "lang", "source_id", "reference", "fields"], rows, as_json)
+            rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, preview[:80]])
+    print_table("items", ["id", "task", "lang", "system", "source_id", "reference", "fields"], rows, as_json)
 
 
 @cli.command(name="status")
+@system_filter_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def status_command(ctx, as_json):
-    """Items, judged, unparsed, errors, labelled per cell."""
-    counts = ctx.store.status_counts()
-    columns = ["task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
+def status_command(ctx, system=None, as_json=False):
+    """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+    counts = ctx.store.status_counts(system=system)
+    columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
 
 
@@ -415,9 +461,12 @@ def annotate_options(command):
         click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
         click.option("--task", help="Only this task."),
         click.option("--lang", help="Only this language."),
+        click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
-        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True),
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
+                     help="informative: next the label that most narrows the corrected scores' intervals "
+                          "(cells with wide intervals and contested verdicts first; random within a cell)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
                      help="How many different annotators each item should get (2+ for human-human agreement)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random and stratified orders."),
@@ -436,7 +485,7 @@ def annotate_options(command):
 @cli.command(name="annotate")
 @annotate_options
 @pass_ctx
-def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
+def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, judge=None, blind=False, order="in-order",
                      overlap=1, seed=0, guidelines=None, keymap=None, require_listen=False, audio_root=None):
     """Label items in the annotation app (TUI).
 
@@ -446,9 +495,9 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
-                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap,
-                       require_listen=require_listen, audio_root=audio_root)
+    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
+                       judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
+                       keymap_file=keymap, require_listen=require_listen, audio_root=audio_root)
     app.run()
     progress = app.session.progress()
     console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
@@ -581,7 +630,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 
 @cli.command(name="report")
 @click.option("--judge", help="Only this judge.")
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@system_filter_option
+@click.option("--by", default="task,lang", show_default=True, help="Group cells by system, task and lang (any of them).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
 @click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
@@ -597,8 +647,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Alternative annotator test margin (Calderon et al. 2025: 0.2 experts, 0.15 skilled, 0.1 crowd workers).")
 @pass_ctx
-def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples, target,
-                   threshold, epsilon):
+def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples,
+                   target, threshold, epsilon):
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
@@ -607,11 +657,11 @@ def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagre
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
     if not dims or any(d not in reports.BY_CHOICES for d in dims):
-        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
+        raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from)
-    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
+    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     if fmt == "table" and out is None:
         reports.render_table(result, console, wide=wide)
         return
@@ -625,6 +675,42 @@ def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagre
     if out:
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {fmt} report to {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command(name="scores")
+@click.option("--by", default="system,task,lang", show_default=True,
+              help="Cells by system, task, lang (comma-separated); each system overall is always shown.")
+@click.option("--judge", help="Only this judge.")
+@system_filter_option
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
+@click.option("--target", type=click.FloatRange(0.001, 1), default=0.05, show_default=True,
+              help="Half-width the corrected 95 % interval should reach: how many more labels that takes.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@pass_ctx
+def scores_command(ctx, by, judge, system, fmt, target, out):
+    """Each system's benchmark score, raw and corrected for the judge's errors.
+
+    Per system × task × language and per system overall: the judge's accuracy three ways (C3's
+    own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
+    accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
+    score (mean over judges); the ranking of systems; judge against judge."""
+    from calibrate import scores as scoring
+
+    dims = tuple(d.strip() for d in by.split(",") if d.strip())
+    result = scoring.build_scores(ctx.store, ctx.templates, by=dims, judge=judge, system=system, target=target)
+    if fmt == "table":
+        target_console = console if out is None else Console(file=io.StringIO(), width=240, soft_wrap=True)
+        scoring.render_table(result, target_console)
+        if out is None:
+            return
+        text = target_console.file.getvalue()
+    else:
+        text = scoring.RENDERERS[fmt](result)
+    if out:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {fmt} scores to {out}")
     else:
         click.echo(text, nl=False)
 
@@ -664,8 +750,9 @@ def merge_command(ctx, other):
 @cli.group(name="export", invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
+@system_filter_option
 @click.pass_context
-def export_group(click_ctx, fmt, out):
+def export_group(click_ctx, fmt, out, system):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
     Items with every annotator's label, the consolidated (majority) label, judge verdicts and
@@ -678,23 +765,81 @@ def export_group(click_ctx, fmt, out):
     writer = write_jsonl if fmt == "jsonl" else write_csv
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle)
+            n = writer(ctx.store, handle, system)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.store, sys.stdout)
+        writer(ctx.store, sys.stdout, system)
 
 
 @export_group.command(name="c3")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
-@click.option("--judge", help="Whose raw output fills check_answer for judged phenomena.")
+@click.option("--judge", "judges", multiple=True,
+              help="Whose raw output fills check_answer for judged phenomena; may be repeated (then one result "
+                   "tree per judge, OUT_DIR/<judge>/). Name judges dpsk and gpt to get C3's exact statistics keys.")
+@click.option("--system", help="The system whose results to write [default: the one system with C3 items in this "
+                               "language; required when there are several].")
 @pass_ctx
-def export_c3_command(ctx, out_dir, lang, judge):
-    """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
-    from calibrate.formats.c3 import export_c3
+def export_c3_command(ctx, out_dir, lang, judges, system):
+    """Write result files in C3's own layout, and C3's statistics files beside them.
 
-    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge)
-    if not written:
-        raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
-    for path, n in written.items():
-        console.print(f"{path}: {n} records")
+    Generation items get the human label in C3's wording. The statistics files hold each
+    judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
+    from calibrate.formats.c3 import c3_statistics, c3_systems, export_c3
+
+    known = c3_systems(ctx.store, lang)
+    if system is None:
+        if len(known) > 1:
+            raise click.UsageError(f"C3 {lang} items belong to several systems ({', '.join(known)}): pass --system")
+        system = known[0] if known else ""
+    elif system not in known:
+        raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
+    results = {}
+    for judge in judges or (None,):
+        target = out_dir / judge if len(judges) > 1 else out_dir
+        written = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        if not written:
+            raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
+        for path, records in written.items():
+            console.print(f"{target / path if len(judges) > 1 else path}: {len(records)} records")
+        if judge:
+            results[judge] = written
+    if not results:
+        return
+    for name, rows in c3_statistics(results, lang, _c3_corrected(ctx, lang, system, list(results))).items():
+        (out_dir / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
+        console.print(f"{out_dir / name}: {len(rows)} entries")
+
+
+def _c3_corrected(ctx: Context, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
+    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
+    exported judges (their mean when several, as C3's final score), for the statistics file."""
+    from calibrate import scores as scoring
+    from calibrate.formats.c3 import C3_LAYOUT
+
+    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
+    out: dict[str, dict] = {}
+    for by in (("system", "task", "lang"), ("system", "lang")):
+        try:
+            result = scoring.build_scores(ctx.store, ctx.templates, by=by, system=system)
+        except scoring.ScoresError:
+            return out
+        for cell in result.cells:
+            if cell.lang != lang or (cell.task != scoring.ALL and cell.task not in categories):
+                continue
+            chosen = [j for j in cell.judges if j.judge in judges]
+            if len(judges) > 1 and cell.final is not None:
+                estimate = cell.final.corrected
+            elif len(chosen) == 1:
+                estimate = chosen[0].corrected
+            else:
+                continue
+            name = "overall" if cell.task == scoring.ALL else categories[cell.task]
+            out[name] = {
+                "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
+                "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
+                "corrected_note": estimate.reason,
+                "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
+                "labelled": cell.labelled,
+            }
+    return out

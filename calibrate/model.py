@@ -61,22 +61,48 @@ def judge_key(judge_name: str, model: str | None, template_hash: str | None, par
 # -- items --------------------------------------------------------------------------------------
 
 
+class SystemNameError(CalibrateError):
+    """A system-under-test name that is empty or only spaces."""
+
+
+def check_system(value: str | None, where: str = "--system") -> str:
+    """A system-under-test name as given by the user, stripped; an empty or all-space name is
+    refused (no value at all, None, means "no system": gold-only data)."""
+    if value is None:
+        return ""
+    name = str(value).strip()
+    if not name:
+        raise SystemNameError(f"{where}: the system name is empty; name the model whose responses these are")
+    return name
+
+
 @dataclass
 class NewItem:
-    """An item as an importer hands it over, before it has a database id. Its content hash
-    covers task, language, source id and fields, so the same item imported twice is one row."""
+    """An item as an importer hands it over, before it has a database id. Its identity is
+    (task, lang, system, source id); its content hash covers that identity and the fields, so
+    the same item imported twice is one row. `version` is set by the import when the user asks
+    to record changed content under the same identity (--update)."""
 
     task: str
     lang: str
     source_id: str
     fields: dict
     reference: str | None = None
+    system: str = ""
+    version: int = 1
     fields_json: str = field(init=False, repr=False)
     content_hash: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.fields_json = dump_json(self.fields)
-        self.content_hash = digest(self.task, self.lang, self.source_id, self.fields_json)
+        # Without a system the hash is the one items had before systems existed, so their
+        # re-import stays a no-op.
+        identity = (self.task, self.lang, self.system, self.source_id) if self.system else (self.task, self.lang, self.source_id)
+        self.content_hash = digest(*identity, self.fields_json)
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.task, self.lang, self.system, self.source_id)
 
 
 @dataclass
@@ -88,6 +114,8 @@ class Item:
     fields: dict
     reference: str | None
     content_hash: str
+    system: str = ""
+    version: int = 1
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
-BY_CHOICES = ("task", "lang")
+BY_CHOICES = ("system", "task", "lang")
 UNPARSED_MODES = ("exclude", "as-negative", "as-disagreement")
 
 
@@ -64,7 +64,7 @@ class ReportOptions:
     annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
     `gold_from` names an adjudicator whose label is the gold where present."""
 
-    by: tuple[str, ...] = BY_CHOICES
+    by: tuple[str, ...] = ("task", "lang")
     unparsed: str = "exclude"
     resamples: int = DEFAULT_RESAMPLES
     target_half_width: float = 0.1
@@ -97,6 +97,7 @@ class Cell:
     key: tuple[str, str]  # (task, lang); "*" where --by merged it
     judge: str
     kind: VerdictKind | None = None
+    system: str | None = None  # the system under test, when --by cuts by system
     lines: list[Line] = field(default_factory=list)
     unparsed: int = 0
     errors: int = 0
@@ -107,7 +108,8 @@ class Cell:
 
     @property
     def task(self) -> str:
-        return self.key[0]
+        """The task as shown: prefixed by the system when the report is cut by system."""
+        return self.key[0] if self.system is None else f"{self.system or '(none)'} · {self.key[0]}"
 
     @property
     def lang(self) -> str:
@@ -141,7 +143,8 @@ class Report:
         out = []
         for cell in self.cells:
             out.append({
-                "task": cell.task, "lang": cell.lang, "judge": cell.judge, "kind": cell.kind.name if cell.kind else None,
+                "system": cell.system, "task": cell.key[0], "lang": cell.lang, "judge": cell.judge,
+                "kind": cell.kind.name if cell.kind else None,
                 "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
@@ -226,8 +229,17 @@ def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
 
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
-                 options: ReportOptions = ReportOptions()) -> Report:
-    return report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+                 options: ReportOptions = ReportOptions(), system: str | None = None) -> Report:
+    """The report over every item, or cut by system (`options.by`) or for one `system`."""
+    if "system" not in options.by and system is None:
+        return report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+    cells = []
+    for name in [system] if system is not None else store.systems():
+        data = store.agreement_data(judge, system=name, gold_from=options.gold_from)
+        for cell in report_from_data(data, templates, options).cells:
+            cell.system = name
+            cells.append(cell)
+    return Report(cells, options)
 
 
 def gold_name(options: ReportOptions) -> str:
@@ -413,6 +425,7 @@ class ReportRow:
     """One line of the report as plain named values (numbers stay numbers, None = missing):
     what CSV, Markdown, JSON and the tables are written from."""
 
+    system: str | None
     task: str
     lang: str
     judge: str
@@ -474,7 +487,7 @@ def _split(estimate: Estimate | None) -> tuple[float | None, float | None, float
 
 
 def report_row(c: Cell, line: Line) -> ReportRow:
-    row = ReportRow(c.task, c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
+    row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
                     more_items=line.more_items, gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
     if line.stats is not None and line.stats.n:
         s = line.stats
@@ -685,7 +698,7 @@ def _details_table(c: Cell):
     return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
 
 
-MARKDOWN_COLUMNS = [("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
+MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
                     ("agree", "agreement"), ("κ [95% CI]", None), ("AC1", "ac1"), ("sensitivity", "sensitivity"),
                     ("specificity", "specificity"), ("unparsed", "unparsed"), ("verdict", "verdict")]
 

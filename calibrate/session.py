@@ -17,7 +17,7 @@ from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
-ORDERS = ("in-order", "random", "stratified", "disagreement-first")
+ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative")
 
 
 class SessionError(ValueError):
@@ -112,6 +112,7 @@ class AnnotationSession:
     annotator: str
     task: str | None = None
     lang: str | None = None
+    system: str | None = None
     judge: str | None = None
     blind: bool = False
     order: str = "in-order"
@@ -139,8 +140,9 @@ class AnnotationSession:
         self._playback: Playback | None = None
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
-        self.total = self.store.count_items(task=self.task, lang=self.lang)
-        self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
+        scope = {"task": self.task, "lang": self.lang, "system": self.system}
+        self.total = self.store.count_items(**scope)
+        self.decided_before = self.store.count_decided(self.annotator, **scope)
 
     # -- queue -------------------------------------------------------------------------------
 
@@ -148,23 +150,57 @@ class AnnotationSession:
         import numpy as np  # only the shuffled orders need it; keeps start-up light
 
         rng = np.random.default_rng(self.seed)
-        if self.order == "stratified":
-            cells: dict[tuple[str, str], list[int]] = {}
-            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang).items():
+        if self.order in ("stratified", "informative"):
+            cells: dict[tuple[str, str, str], list[int]] = {}
+            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang, system=self.system).items():
                 cells.setdefault(cell, []).append(item_id)
-            lanes = [list(rng.permutation(sorted(members))) for _, members in sorted(cells.items())]
-            return [int(lane[k]) for k in range(max(map(len, lanes), default=0)) for lane in lanes if k < len(lane)]
-        ids = self.store.item_ids(task=self.task, lang=self.lang)
+            lanes = {cell: [int(i) for i in rng.permutation(sorted(members))] for cell, members in sorted(cells.items())}
+            if self.order == "informative":
+                return self._informative(lanes)
+            return [lane[k] for k in range(max(map(len, lanes.values()), default=0)) for lane in lanes.values()
+                    if k < len(lane)]
+        ids = self.store.item_ids(task=self.task, lang=self.lang, system=self.system)
         if self.order == "random":
             return [int(i) for i in rng.permutation(ids)]
-        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)  # disagreement-first
+        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge, system=self.system)  # disagreement-first
         chosen = set(first)
         return first + [i for i in ids if i not in chosen]
+
+    def _informative(self, lanes: dict[tuple[str, str, str], list[int]]) -> list[int]:
+        """Items in the order whose labels most narrow the corrected-score intervals of
+        `calibrate scores`, with every cell's labels still a random sample of it.
+
+        Cells are system x task x language. Each next label goes to the cell whose interval it
+        narrows most: a cell's half-width is taken as proportional to sqrt(w / (n + 1)) with n
+        its labelled items (people's labels in force plus those already queued) and
+        w = 1 + the share of its items whose judges disagree, failed or gave no verdict (where
+        the judges are unsure, a label tells more). Within a cell items come in random order
+        (`lanes`), so the labels stay the random sample PPI++ and Rogan-Gladen assume; which
+        items the judges disagree on steers which cells get labels, never which items."""
+        import heapq
+
+        labelled = {row["item_id"] for row in self.store.current_labels()}
+        contested = set(self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge, system=self.system))
+        heap, pending = [], {}
+        for cell, lane in lanes.items():
+            weight = 1 + sum(i in contested for i in lane) / len(lane)
+            n = sum(i in labelled for i in lane)
+            pending[cell] = [i for i in lane if i not in labelled]
+            if pending[cell]:
+                heapq.heappush(heap, (-(weight / (n + 1)), cell, n, weight))
+        queue, taken = [], dict.fromkeys(pending, 0)
+        while heap:
+            _, cell, n, weight = heapq.heappop(heap)
+            queue.append(pending[cell][taken[cell]])
+            taken[cell] += 1
+            if taken[cell] < len(pending[cell]):
+                heapq.heappush(heap, (-(weight / (n + 2)), cell, n + 1, weight))
+        return queue
 
     def _claim(self) -> int | None:
         if self.order == "in-order":
             item_id = self.store.claim_next(
-                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang,
+                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang, system=self.system,
                 after_id=self._claim_after, lease_seconds=self.lease_seconds,
             )
             if item_id is not None:

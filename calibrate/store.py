@@ -150,24 +150,33 @@ class Store:
     # -- items ----------------------------------------------------------------------------
 
     def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False) -> tuple[list[int], int]:
-        """Insert items, ignoring ones already present. Returns (their ids in order if
-        `with_ids`, else [], and the number added)."""
+        """Insert items, ignoring ones already present (same content hash). An item with
+        version > 1 supersedes the earlier versions of its identity. Returns (their ids in
+        order if `with_ids`, else [], and the number added)."""
         stamp = now_iso()
         rows, hashes = [], []
         for item in items:
             hashes.append(item.content_hash)
             rows.append(
-                (item.task, item.lang, item.source_id, item.fields_json, item.reference, item.content_hash, stamp)
+                (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
+                 item.content_hash, stamp)
             )
         with self.transaction():
             before = self.conn.total_changes
             self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
-                "(task, lang, source_id, fields, reference, content_hash, imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = self.conn.total_changes - before
+            newer = [(*item.identity, item.version) for item in items if item.version > 1]
+            if newer:
+                self.conn.executemany(
+                    "UPDATE items SET current = 0 WHERE task = ? AND lang = ? AND system = ? AND source_id = ? "
+                    "AND version < ?",
+                    newer,
+                )
             if not with_ids:
                 return [], added
             ids = self._ids_for_hashes(hashes)
@@ -188,13 +197,28 @@ class Store:
         row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
-    def source_index(self, task: str, lang: str) -> dict[str, int]:
-        """source_id -> latest item id, for one task and language (joins by source id)."""
+    def source_index(self, task: str, lang: str, system: str = "") -> dict[str, int]:
+        """source_id -> current item id, for one task, language and system (none by default)."""
         rows = self.conn.execute(
-            "SELECT source_id, max(id) AS id FROM items WHERE task = ? AND lang = ? GROUP BY source_id",
-            (task, lang),
+            "SELECT source_id, id FROM items WHERE task = ? AND lang = ? AND system = ? AND current = 1",
+            (task, lang, system),
         )
         return {r["source_id"]: r["id"] for r in rows}
+
+    def identity_index(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int, str, int]]:
+        """(system, source_id) -> (id, content hash, version) of the current version of every
+        item of one task and language: what an import checks identities against."""
+        rows = self.conn.execute(
+            "SELECT system, source_id, id, content_hash, version FROM items "
+            "WHERE task = ? AND lang = ? AND current = 1",
+            (task, lang),
+        )
+        return {(r["system"], r["source_id"]): (r["id"], r["content_hash"], r["version"]) for r in rows}
+
+    def systems(self, *, task: str | None = None, lang: str | None = None) -> list[str]:
+        """The systems under test with current items (the empty name for items without one)."""
+        where, params = self._item_filter(task, lang, None, None)
+        return [r[0] for r in self.conn.execute(f"SELECT DISTINCT system FROM items i WHERE {where} ORDER BY 1", params)]
 
     def iter_items(
         self,
@@ -203,11 +227,13 @@ class Store:
         lang: str | None = None,
         status: str | None = None,
         judge: str | None = None,
+        system: str | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> Iterator[Item]:
-        """Items in id order, streamed. status: unjudged | judged | unparsed | error | labelled | unlabelled."""
-        where, params = self._item_filter(task, lang, status, judge)
+        """Current items in id order, streamed. status: unjudged | judged | unparsed | error |
+        labelled | unlabelled."""
+        where, params = self._item_filter(task, lang, status, judge, system)
         sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
@@ -219,19 +245,25 @@ class Store:
         """iter_items, as a list."""
         return list(self.iter_items(**filters))
 
-    def item_ids(self, *, task: str | None = None, lang: str | None = None) -> list[int]:
-        where, params = self._item_filter(task, lang, None, None)
+    def item_ids(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> list[int]:
+        where, params = self._item_filter(task, lang, None, None, system)
         return [r[0] for r in self.conn.execute(f"SELECT id FROM items i WHERE {where} ORDER BY id", params)]
 
-    def item_cells(self, *, task: str | None = None, lang: str | None = None) -> dict[int, tuple[str, str]]:
-        """item id -> (task, lang) for the filtered items, for ordering queues by cell."""
-        where, params = self._item_filter(task, lang, None, None)
-        rows = self.conn.execute(f"SELECT id, task, lang FROM items i WHERE {where}", params)
-        return {r["id"]: (r["task"], r["lang"]) for r in rows}
+    def item_cells(
+        self, *, task: str | None = None, lang: str | None = None, system: str | None = None
+    ) -> dict[int, tuple[str, str, str]]:
+        """item id -> (task, lang, system) for the filtered items, for ordering queues by cell."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        rows = self.conn.execute(f"SELECT id, task, lang, system FROM items i WHERE {where}", params)
+        return {r["id"]: (r["task"], r["lang"], r["system"]) for r in rows}
 
     @staticmethod
-    def _item_filter(task, lang, status, judge) -> tuple[str, list]:
-        clauses, params = ["1"], []
+    def _item_filter(task, lang, status, judge, system=None) -> tuple[str, list]:
+        """SQL conditions on `items i`: the current version of each item, filtered."""
+        clauses, params = ["i.current = 1"], []
+        if system is not None:
+            clauses.append("i.system = ?")
+            params.append(system)
         if task:
             clauses.append("i.task = ?")
             params.append(task)
@@ -258,17 +290,18 @@ class Store:
             )
         return " AND ".join(clauses), params
 
-    def status_counts(self) -> list[dict]:
-        """Per task x language: items, judged, unparsed, errors, labelled (by anyone)."""
-        sql = """
-        SELECT i.task, i.lang, count(*) AS items,
+    def status_counts(self, *, system: str | None = None) -> list[dict]:
+        """Per task x language x system: items, judged, unparsed, errors, labelled (by anyone)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        sql = f"""
+        SELECT i.task, i.lang, i.system, count(*) AS items,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error')) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
-        FROM items i GROUP BY i.task, i.lang ORDER BY i.task, i.lang
+        FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
         """
-        return [dict(r) for r in self.conn.execute(sql)]
+        return [dict(r) for r in self.conn.execute(sql, params)]
 
     # -- judgments ------------------------------------------------------------------------
 
@@ -434,7 +467,7 @@ class Store:
     def current_labels(self, annotator: str | None = None) -> list[dict]:
         """Every annotator's label in force per item (latest labelling row), with task and lang."""
         sql = (
-            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.source_id "
+            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.system, i.source_id "
             "FROM current_labels c JOIN items i ON i.id = c.item_id"
         )
         params: list = []
@@ -508,25 +541,27 @@ class Store:
 
     # -- agreement -----------------------------------------------------------------------------
 
-    def agreement_data(self, judge: str | None = None, parts: int = 2, *, gold_from: str | None = None) -> AgreementData:
+    def agreement_data(self, judge: str | None = None, parts: int = 2, system: str | None = None, *,
+                       gold_from: str | None = None) -> AgreementData:
         """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
         counts per annotator and against the majority label, human x human pair counts, and the
         per-item labels of items that several annotators labelled.
 
         Every figure is per item, so the work splits by item id range: a file database is read
-        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed."""
+        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed.
+        `system` keeps only that system's items."""
         if self.path == ":memory:" or parts < 2:
-            return _agreement_part(self.conn, judge, None, gold_from)
+            return _agreement_part(self.conn, judge, None, system, gold_from)
         low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
         if low is None:
-            return _agreement_part(self.conn, judge, None, gold_from)
+            return _agreement_part(self.conn, judge, None, system, gold_from)
         step = (high - low) // parts + 1
         ranges = [(low + k * step, min(high, low + (k + 1) * step - 1)) for k in range(parts)]
 
         def run(bounds: tuple[int, int]) -> AgreementData:
             reader = sqlite3.connect(self.path, timeout=60)
             try:
-                return _agreement_part(reader, judge, bounds, gold_from)
+                return _agreement_part(reader, judge, bounds, system, gold_from)
             finally:
                 reader.close()
 
@@ -539,7 +574,10 @@ class Store:
         added = {"items": 0, "judgments": 0, "annotations": 0}
         with self.transaction():
             rows = other.conn.execute("SELECT * FROM items ORDER BY id").fetchall()
-            new_items = [NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"]) for r in rows]
+            new_items = [
+                NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"], r["system"], r["version"])
+                for r in rows
+            ]
             ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
             item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
             columns = JUDGMENT_COLUMNS
@@ -569,9 +607,9 @@ class Store:
                 added["annotations"] += cursor.rowcount
         return added
 
-    def export_rows(self) -> Iterator[dict]:
-        """Per item: its fields, every annotator's current label, notes, and each judge's
-        latest verdict, for gold-label exports."""
+    def export_rows(self, system: str | None = None) -> Iterator[dict]:
+        """Per item (of `system`, if given): its fields, every annotator's current label, notes,
+        and each judge's latest verdict, for gold-label exports."""
         labels: dict[int, dict[str, str]] = {}
         for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
             labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
@@ -589,7 +627,7 @@ class Store:
                 "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
         listened = self.listening()
         with_audio = {item_id for item_id, clips in self.audio_by_item().items() if any(c.usable for c in clips)}
-        for item in self.iter_items():
+        for item in self.iter_items(system=system):
             yield {
                 "item": item,
                 "listened": {a: listened.get((item.id, a), 0.0) for a in labels.get(item.id, {})}
@@ -600,6 +638,29 @@ class Store:
                 "verdicts": verdicts.get(item.id, {}),
             }
 
+    def score_data(self, *, judge: str | None = None, system: str | None = None) -> dict[str, list[tuple]]:
+        """What `calibrate scores` needs, for the current version of every item: the items
+        (id, task, lang, system, source_id, reference), each judge's latest judgment per item
+        (item_id, judge, status, verdict, correct, raw_output) and every label in force
+        (item_id, annotator, label)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        items = self.conn.execute(
+            f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
+        ).fetchall()
+        judgments = self.conn.execute(
+            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM judgments j "
+            f"JOIN items i ON i.id = j.item_id WHERE {where} AND j.id IN "
+            f"(SELECT max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name) ORDER BY j.item_id",
+            [*params, *judge_params],
+        ).fetchall()
+        labels = self.conn.execute(
+            f"SELECT c.item_id, c.annotator, c.label FROM current_labels c JOIN items i ON i.id = c.item_id WHERE {where}",
+            params,
+        ).fetchall()
+        return {"items": [tuple(r) for r in items], "judgments": [tuple(r) for r in judgments],
+                "labels": [tuple(r) for r in labels]}
+
     def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
         rows = self.conn.execute(
             "SELECT item_id, raw_output FROM judgments WHERE id IN "
@@ -608,13 +669,15 @@ class Store:
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
 
-    def count_items(self, *, task: str | None = None, lang: str | None = None) -> int:
-        where, params = self._item_filter(task, lang, None, None)
+    def count_items(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> int:
+        where, params = self._item_filter(task, lang, None, None, system)
         return self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
 
-    def count_decided(self, annotator: str, *, task: str | None = None, lang: str | None = None) -> int:
+    def count_decided(
+        self, annotator: str, *, task: str | None = None, lang: str | None = None, system: str | None = None
+    ) -> int:
         """Items this annotator has a decision in force on (label, skip or flag)."""
-        where, params = self._item_filter(task, lang, None, None)
+        where, params = self._item_filter(task, lang, None, None, system)
         return self.conn.execute(
             f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
             f"WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} AND {where}",
@@ -628,9 +691,11 @@ class Store:
             (item_id, annotator, DECIDES_JSON),
         ).fetchone()[0] == 1
 
-    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
+    def contested_item_ids(
+        self, *, task: str | None = None, lang: str | None = None, judge: str | None = None, system: str | None = None
+    ) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree."""
-        where, params = self._item_filter(task, lang, None, None)
+        where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         sql = f"""
         WITH latest AS (SELECT item_id, status, verdict, max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name)
@@ -661,21 +726,24 @@ class Store:
         overlap: int = 1,
         task: str | None = None,
         lang: str | None = None,
+        system: str | None = None,
         after_id: int = 0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> int | None:
         """Lease the next item (in id order, after `after_id`, wrapping round) that this
         annotator has not decided, that fewer than `overlap` other annotators have labelled
         or hold. A lease expires, so a crashed annotator's items come back."""
-        clauses = ["i.id > :after"]
+        clauses = ["i.id > :after", "i.current = 1"]
         if task:
             clauses.append("i.task = :task")
         if lang:
             clauses.append("i.lang = :lang")
+        if system is not None:
+            clauses.append("i.system = :system")
         sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
         with self.transaction():
             now = time.time()
-            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang,
+            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang, "system": system,
                       "decides": DECIDES_JSON, "labels": LABELS_JSON}
             row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
             if row is None and after_id:
@@ -725,10 +793,16 @@ class Store:
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
 
 
-def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None,
-                    gold_from: str | None = None) -> AgreementData:
-    """agreement_data for the items whose id lies within `bounds` (all items if None)."""
+def _agreement_part(
+    c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None, system: str | None = None,
+    gold_from: str | None = None,
+) -> AgreementData:
+    """agreement_data for the items whose id lies within `bounds` (all items if None), of
+    `system` if given."""
     where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
+    if system is not None:
+        where += " AND item_id IN (SELECT id FROM items WHERE system = ?)"
+        params = [*params, system]
     judge_filter, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
     for table in ("labels_now", "verdicts_now", "shared_items"):
         c.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -799,7 +873,7 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
 def _item(row: sqlite3.Row) -> Item:
     return Item(
         row["id"], row["task"], row["lang"], row["source_id"], json.loads(row["fields"]), row["reference"],
-        row["content_hash"],
+        row["content_hash"], row["system"], row["version"],
     )
 
 

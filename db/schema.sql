@@ -55,7 +55,7 @@ CREATE TABLE items (
     reference TEXT,                     -- reference answer or gold label, as text
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
-);
+, system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
@@ -90,7 +90,9 @@ CREATE TABLE leases (
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX items_by_cell ON items (task, lang, system) WHERE current = 1;
 CREATE INDEX items_by_source_id ON items (source_id);
 CREATE INDEX items_by_task_lang ON items (task, lang);
+CREATE UNIQUE INDEX items_identity ON items (task, lang, system, source_id, version);
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);

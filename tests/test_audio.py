@@ -310,7 +310,7 @@ def test_gold_exports_say_whether_the_person_listened(demo_db, templates, fake_p
 
 
 def test_export_c3_writes_nothing_about_audio(demo_db, tmp_path):
-    Calibrate(demo_db)("export", "c3", "--lang", "zh", str(tmp_path / "out"))
+    Calibrate(demo_db)("export", "c3", "--lang", "zh", "--system", "sdm-alpha", str(tmp_path / "out"))
     written = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "out").rglob("*.json"))
     assert written and "wav" not in written and "listened" not in written and "audio" not in written
 

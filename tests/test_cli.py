@@ -32,10 +32,13 @@ def test_default_database_is_calibrate_db_in_the_working_directory(tmp_path):
 def test_status_and_items_json(demo_db):
     run = Calibrate(demo_db)
     status = json.loads(run("status", "--json").output)
-    cell = next(c for c in status if c["task"] == "c3/stress")
-    assert cell == {"task": "c3/stress", "lang": "en", "items": 1, "judged": 1, "unparsed": 1, "errors": 0, "labelled": 0}
-    assert sum(c["items"] for c in status) == 40
-    unparsed = json.loads(run("items", "--status", "unparsed", "--json").output)
+    cell = next(c for c in status if c["task"] == "c3/stress" and c["system"] == "sdm-alpha")
+    assert cell == {"task": "c3/stress", "lang": "en", "system": "sdm-alpha", "items": 1, "judged": 1, "unparsed": 1,
+                    "errors": 0, "labelled": 0}
+    assert sum(c["items"] for c in status) == 62
+    beta = json.loads(run("status", "--system", "sdm-beta", "--json").output)
+    assert {c["system"] for c in beta} == {"sdm-beta"} and sum(c["items"] for c in beta) == 22
+    unparsed = json.loads(run("items", "--status", "unparsed", "--system", "sdm-alpha", "--json").output)
     assert {i["task"] for i in unparsed} == {"c3/stress", "c3/tone", "rubric/reference"}
     zh = json.loads(run("items", "--lang", "zh", "--task", "c3/multi-turn", "--json").output)
     assert len(zh) == 1 and zh[0]["fields"]["question"] == "中国的首都是哪里？"
@@ -90,7 +93,7 @@ def test_the_database_reads_with_the_sqlite_utils_cli(demo_db):
     tables = subprocess.run([sys.executable, "-m", "sqlite_utils", "tables", str(demo_db), "--counts"],
                             capture_output=True, text=True, check=True).stdout
     counts = {row["table"]: row["count"] for row in json.loads(tables)}
-    assert counts["items"] == 40 and counts["judgments"] == 36 and counts["annotations"] == 0
+    assert counts["items"] == 62 and counts["judgments"] == 78 and counts["annotations"] == 0
     rows = json.loads(subprocess.run(
         [sys.executable, "-m", "sqlite_utils", "query", str(demo_db),
          "select task, lang, source_id, reference from items where task = 'superglue/copa'"],

@@ -13,14 +13,14 @@ from tests.conftest import Calibrate
 def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
     run = Calibrate(demo_db)
     csv_file = tmp_path / "labels.csv"
-    csv_file.write_text("task,lang,source_id,annotator,label,note\n"
-                        "superglue/copa,en,0,sam,1,easy\n"
-                        "c3/pause,zh,ambiguity/phonological/pause/0,sam,是,\n", encoding="utf-8")
+    csv_file.write_text("task,lang,system,source_id,annotator,label,note\n"
+                        "superglue/copa,en,,0,sam,1,easy\n"
+                        "c3/pause,zh,sdm-beta,ambiguity/phonological/pause/0,sam,是,\n", encoding="utf-8")
     assert "2 labels added" in run("import", "labels", str(csv_file)).output
     assert "0 labels added" in run("import", "labels", str(csv_file)).output
     store = Store(demo_db)
-    labels = {(r["task"], r["annotator"]): r["label"] for r in store.current_labels()}
-    assert labels == {("superglue/copa", "sam"): "1", ("c3/pause", "sam"): "是"}
+    labels = {(r["task"], r["system"], r["annotator"]): r["label"] for r in store.current_labels()}
+    assert labels == {("superglue/copa", "sdm-alpha", "sam"): "1", ("c3/pause", "sdm-beta", "sam"): "是"}
 
 
 @pytest.mark.parametrize(
@@ -30,6 +30,12 @@ def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
         ({"task": "superglue/copa", "lang": "en", "source_id": "77", "annotator": "s", "label": "1"}, "no superglue/copa (en) item with source id '77'"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "label": "1"}, "missing field 'annotator'"),
         ({"task": "rubric/reference", "lang": "zh", "source_id": "r1", "annotator": "s", "label": "great"}, "a rubric label is JSON"),
+        ({"task": "c3/pause", "lang": "zh", "source_id": "ambiguity/phonological/pause/0", "annotator": "s", "label": "是"},
+         "c3/pause (zh) item 'ambiguity/phonological/pause/0' exists for systems 'sdm-alpha', 'sdm-beta': add a 'system' column"),
+        ({"task": "c3/pause", "lang": "zh", "system": "sdm-gamma", "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
+          "label": "是"}, "no system 'sdm-gamma' for c3/pause (zh) item 'ambiguity/phonological/pause/0' (it has 'sdm-alpha', 'sdm-beta')"),
+        ({"task": "c3/pause", "lang": "zh", "system": "  ", "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
+          "label": "是"}, "'system' is only spaces"),
     ],
 )
 def test_import_labels_bad_rows(demo_db, tmp_path, row, message):

@@ -69,7 +69,8 @@ def test_every_format_works_on_the_demo(demo_db, tmp_path, fmt):
     labels.write_text("\n".join(json.dumps(r) for r in [
         {"task": "superglue/boolq", "lang": "en", "source_id": "0", "annotator": "ana", "label": "True"},
         {"task": "superglue/boolq", "lang": "en", "source_id": "1", "annotator": "ana", "label": "False"},
-        {"task": "c3/heterograph", "lang": "en", "source_id": "ambiguity/phonological/heterograph/0", "annotator": "ana", "label": "yes"},
+        {"task": "c3/heterograph", "lang": "en", "system": "sdm-alpha", "source_id": "ambiguity/phonological/heterograph/0",
+         "annotator": "ana", "label": "yes"},
     ]) + "\n")
     run("import", "labels", str(labels))
     out = tmp_path / f"report.{fmt}"
@@ -80,7 +81,7 @@ def test_every_format_works_on_the_demo(demo_db, tmp_path, fmt):
         json.loads(text)
     if fmt == "csv":
         rows = list(csv.reader(io.StringIO(text)))
-        assert rows[0][:5] == ["task", "lang", "judge", "versus", "n"] and "kappa_low" in rows[0]
+        assert rows[0][:6] == ["system", "task", "lang", "judge", "versus", "n"] and "kappa_low" in rows[0]
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "<svg" in text
         assert "http://" not in text.replace("http://www.w3.org", "") and "<script" not in text and "<link" not in text

@@ -111,3 +111,31 @@ def test_domain_modules_import_without_textual():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_informative_order_spreads_labels_over_systems_favouring_contested_cells(templates):
+    """Two systems' cells of 10 items; the judges disagree on half of system b's items. The
+    informative queue starts in the cell whose labels tell more, alternates between cells as
+    their intervals narrow, gives b more of the first labels, and keeps each cell's items in
+    random order (a random sample of the cell, whatever prefix gets labelled)."""
+    store = Store(":memory:")
+    ids = {}
+    for system in ("a", "b"):
+        ids[system], _ = store.add_items([
+            NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"}, system=system)
+            for k in range(10)], with_ids=True)
+    store.add_judgments([
+        NewJudgment(item_id=i, judge_name=judge, judge_key=judge, status="verdict",
+                    verdict="yes" if judge == "gpt" or k >= 5 or system == "a" else "no")
+        for system in ("a", "b") for k, i in enumerate(ids[system]) for judge in ("gpt", "dpsk")
+    ])
+    store.annotate(ids["a"][0], "bo", "label", label="yes")
+    queue = session(store, templates, order="informative", overlap=2)._ordered_queue()
+    assert sorted(queue) == sorted(ids["a"][1:] + ids["b"])  # every unlabelled item, once
+    system_of = {i: s for s, members in ids.items() for i in members}
+    first = [system_of[i] for i in queue[:8]]
+    assert first[0] == "b" and first.count("b") > first.count("a") >= 2
+    b_order = [ids["b"].index(i) for i in queue if system_of[i] == "b"]
+    assert b_order != sorted(b_order)  # random within the cell, not in id order
+    again = session(store, templates, order="informative", overlap=2, seed=0)._ordered_queue()
+    assert again == queue  # the seed makes it repeatable

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calibrate.formats.c3 import c3_right
 from calibrate.kinds import kind_for
 from calibrate.verdicts import (
     normalize_record,
@@ -83,13 +84,12 @@ def test_chinese_echo_alone_is_unparsed():
 
 
 def c3_script_rule_en(text: str) -> str:
-    """The published C3 script: right iff the last piece after the split starts with Yes/yes."""
-    pieces = text.replace("the answer is: ", "The answer is: ").split("The answer is: ")
-    return "yes" if pieces[-1].startswith(("Yes", "yes")) else "no"
+    """The published C3 script's verdict, by calibrate's one definition of its rule."""
+    return "yes" if c3_right(text, "en") else "no"
 
 
 def c3_script_rule_zh(text: str) -> str:
-    return "是" if text.split("最终答案为：")[-1].startswith("是") else "否"
+    return "是" if c3_right(text, "zh") else "否"
 
 
 DISAGREEMENTS = [

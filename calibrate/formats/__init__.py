@@ -8,6 +8,11 @@ file:line). Reading a file never touches the database: `ItemIndex` matches refer
 stored items afterwards, in one place. `import_records` stores records atomically: the first
 bad input aborts the whole import and the database is unchanged, unless `skip_bad` is set, in
 which case every bad input is reported and skipped.
+
+An item's identity is (task, language, system, source id). Importing the same content again is
+a no-op; different content under a stored identity is a bad input naming file:line, unless the
+import is an update, which stores it as the identity's next version (labels stay on the version
+they were made on).
 """
 
 from __future__ import annotations
@@ -48,46 +53,74 @@ class ItemRef:
     source_id: str
     expect: dict = field(default_factory=dict)
     hint: str = "import the items first"
+    system: str = ""
 
     def __str__(self) -> str:
-        return f"{self.task} ({self.lang}) item {self.source_id}"
+        return f"{describe_cell(self.task, self.lang, self.system)} item {self.source_id}"
+
+
+def describe_cell(task: str, lang: str, system: str) -> str:
+    """'task (lang)' or 'task (lang, system S)': how messages name a cell."""
+    return f"{task} ({lang}, system {system})" if system else f"{task} ({lang})"
 
 
 class ItemIndex:
-    """Finds stored items by (task, language, source id): the one place where records read
-    from a file meet the database."""
+    """Finds items by identity (task, language, system, source id) among the stored ones and
+    the ones this import has already accepted: the one place where records read from a file
+    meet the database."""
 
     def __init__(self, store: Store):
         self.store = store
-        self._ids: dict[tuple[str, str], dict[str, int]] = {}
+        # (task, lang) -> (system, source_id) -> (id or None while pending, content hash, version)
+        self._cells: dict[tuple[str, str], dict[tuple[str, str], tuple[int | None, str, int]]] = {}
 
-    def find_id(self, task: str, lang: str, source_id: str) -> int | None:
-        index = self._ids.get((task, lang))
-        if index is None:
-            index = self._ids[(task, lang)] = self.store.source_index(task, lang)
-        return index.get(source_id)
+    def _cell(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int | None, str, int]]:
+        cell = self._cells.get((task, lang))
+        if cell is None:
+            cell = self._cells[(task, lang)] = dict(self.store.identity_index(task, lang))
+        return cell
 
-    def resolve(self, ref: ItemRef) -> Item | str:
-        """The stored item `ref` names, or the reason it cannot be used."""
-        item_id = self.find_id(ref.task, ref.lang, ref.source_id)
+    def current(self, item: NewItem) -> tuple[int | None, str, int] | None:
+        """(id, content hash, version) of the current version of the item's identity."""
+        return self._cell(item.task, item.lang).get((item.system, item.source_id))
+
+    def accept(self, item: NewItem) -> None:
+        """Note an item this import is adding, so later records see it."""
+        self._cell(item.task, item.lang)[(item.system, item.source_id)] = (None, item.content_hash, item.version)
+
+    def find_id(self, task: str, lang: str, source_id: str, system: str = "") -> int | None:
+        found = self._cell(task, lang).get((system, source_id))
+        return found[0] if found else None
+
+    def systems_for(self, task: str, lang: str, source_id: str) -> list[str]:
+        """The systems that have a stored item with this source id."""
+        return sorted(s for (s, sid), (item_id, _, _) in self._cell(task, lang).items() if sid == source_id and item_id)
+
+    def resolve(self, ref: ItemRef) -> Item | str | None:
+        """The stored item `ref` names, None if there is none, or the reason it cannot be used."""
+        item_id = self.find_id(ref.task, ref.lang, ref.source_id, ref.system)
         if item_id is None:
-            return f"no {ref}; {ref.hint}"
+            return None
         item = self.store.item(item_id)
         for name, value in ref.expect.items():
             stored = item.fields.get(name)
             if isinstance(stored, type(value)) and stored != value:
-                return f"{name!r} differs from the {name} imported for {ref.source_id}: files are misaligned"
+                return f"{name!r} differs from the {name} imported for {ref}: files are misaligned"
         return item
 
 
 @dataclass
 class Record:
-    """An item to store (`item`) or a stored item to attach a judgment to (`ref`), perhaps
-    with the audio of its response (clips that are missing or unreadable say why)."""
+    """An item to store (`item`), or a stored item to attach a judgment to (`ref`), or both:
+    attach to `ref` when it is stored, else store `item`. `ignored_fields` name source fields
+    that are not item content (judge output, reference, id): an item stored earlier with them
+    among its fields is the same item. `audio` is the audio of its response (clips that are
+    missing or unreadable say why)."""
 
     item: NewItem | None
     location: str
     ref: ItemRef | None = None
+    ignored_fields: tuple[str, ...] = ()
     judge_output: str | None = None
     judge_name: str | None = None
     template_family: str | None = None
@@ -181,9 +214,11 @@ def import_records(
     templates: TemplateSet,
     *,
     skip_bad: bool = False,
+    update: bool = False,
 ) -> ImportReport:
     """Store records atomically. Raises ImportFailed (nothing stored) on the first bad input
-    unless `skip_bad`."""
+    unless `skip_bad`. With `update`, changed content under a stored identity becomes a new
+    version instead of a bad input."""
     report = ImportReport()
     index = ItemIndex(store)
     batch: list[Record] = []
@@ -195,8 +230,9 @@ def import_records(
         need_ids = with_judgments or any(r.audio for r in new)
         ids, added = store.add_items([r.item for r in new], with_ids=need_ids) if new else ([], 0)
         report.counts.items_added += added
-        report.counts.items_existing += len(new) - added
-        for item_id, record in zip(ids, new, strict=True) if need_ids else ():
+        report.counts.items_existing += len(new) - added + sum(r.item is not None for _, r in attached)
+        heard = [(item_id, r) for item_id, r in zip(ids, new, strict=True)] if need_ids else []
+        for item_id, record in heard + [(item.id, r) for item, r in attached]:
             if record.audio:
                 store.set_item_audio(item_id, record.audio)
                 report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
@@ -222,21 +258,22 @@ def import_records(
                     found = index.resolve(record.ref)
                     if isinstance(found, str):
                         record = BadInput(record.location, found)
-                    else:
+                    elif found is not None:
                         attached.append((found, record))
-                elif isinstance(record, Record):
-                    try:
-                        template = check_item(templates, record.item)
-                    except ValueError as exc:
-                        record = BadInput(record.location, str(exc))
+                    elif record.item is None:
+                        record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
                     else:
-                        fill_reference(record.item, template)
+                        record.ref = None
+                if isinstance(record, Record) and record.ref is None:
+                    record = _new_item(record, templates, index, update, attached)
                 if isinstance(record, BadInput):
                     if not skip_bad:
                         raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
                     report.skipped.append(record)
                     continue
                 report.records += 1
+                if record.ref is not None:
+                    continue
                 batch.append(record)
                 if len(batch) >= BATCH:
                     flush()
@@ -246,3 +283,42 @@ def import_records(
     except TemplateError as exc:
         raise ImportFailed(str(exc)) from None
     return report
+
+
+def _new_item(
+    record: Record, templates: TemplateSet, index: ItemIndex, update: bool, attached: list[tuple[Item, Record]]
+) -> Record | BadInput:
+    """Check a record's new item and its identity. Returns the record to store, the record
+    turned into a reference (to an item stored earlier with ignored fields among its fields),
+    or the bad input."""
+    item = record.item
+    try:
+        template = check_item(templates, item)
+    except ValueError as exc:
+        return BadInput(record.location, str(exc))
+    fill_reference(item, template)
+    known = index.current(item)
+    if known is None or known[1] == item.content_hash:
+        if known is None:
+            index.accept(item)
+        return record
+    stored_id, _, version = known
+    if stored_id is not None and record.ignored_fields:
+        stored = index.store.item(stored_id)
+        if {k: v for k, v in stored.fields.items() if k not in record.ignored_fields} == item.fields:
+            attached.append((stored, record))
+            record.ref = ItemRef(item.task, item.lang, item.source_id, system=item.system)
+            return record
+    where = f"{describe_cell(item.task, item.lang, item.system)} item {item.source_id}"
+    if not update:
+        earlier = "earlier in this import" if stored_id is None else "before"
+        return BadInput(
+            record.location,
+            f"{where} was imported {earlier} with different content; pass --update to record this content "
+            "as a new version (labels stay with the version they were made on)",
+        )
+    if stored_id is None:
+        return BadInput(record.location, f"{where} appears twice in this import with different content")
+    item.version = version + 1
+    index.accept(item)
+    return record

@@ -1,11 +1,14 @@
 """The C3 benchmark's own file layout, both ways: `import c3`, `import c3-results` and `export c3`.
 
 The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
-response tree by list index; an item's source id is `<reference path without .json>/<index>`.
-The C3 evaluation script's result files (same paths as the response folders, `.json`) carry
-the judge's raw output in `check_answer`; they become judgments that point at the
-`c3-official` templates, the prompt wording that script really sent. `export c3` writes the
-same result files back.
+response tree by list index; an item's source id is `<reference path without .json>/<index>`,
+and its system is the spoken dialogue model that wrote the responses. The C3 evaluation
+script's result files (same paths as the response folders, `.json`) carry the judge's raw
+output in `check_answer`; they become judgments that point at the `c3-official` templates, the
+prompt wording that script really sent. A result record also holds the content, the reference
+and the system's answer, so result files alone create the items they judge. `export c3` writes
+the same result files back, with the per-category statistics file C3's scoring script writes.
+`c3_right` is C3's own scoring rule, the one definition of it in calibrate.
 """
 
 from __future__ import annotations
@@ -146,15 +149,17 @@ def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_records(
-    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None
+    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None, system: str | None = None
 ) -> Iterator[Record | BadInput]:
-    """Items of every phenomenon whose reference file exists under `reference_root`, each with
-    the audio beside its response (probed, or the reason it is missing); `progress` is told of
-    each phenomenon file done."""
+    """Items of every phenomenon whose reference file exists under `reference_root`, the
+    responses of `system` (default: the response folder's name), each with the audio beside its
+    response (probed, or the reason it is missing); `progress` is told of each phenomenon file
+    done."""
     reference_root, responses_root = Path(reference_root), Path(responses_root)
     parts = c3_parts(reference_root, lang)
     if not responses_root.is_dir():
         raise ImportFailed(f"{responses_root}: not a folder")
+    system = default_system(responses_root) if system is None else system
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
         responses = _responses(part, responses_root, len(entries))
@@ -165,12 +170,33 @@ def c3_records(
                 yield fields
                 continue
             audio = _audio(part, responses_root, index, len(response) if part.multi_turn else 1)
-            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields), where, audio=audio)
+            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields, system=system), where,
+                         audio=audio)
         if progress:
             progress(1)
 
 
+def default_system(folder: Path) -> str:
+    """The system a response or result tree belongs to when the user names none: the folder's
+    name (of the resolved path, so `.` names the current folder)."""
+    return Path(folder).resolve().name
+
+
 C3_RESULTS_FAMILY = "c3-official"
+C3_ANSWER_SPLIT = {"en": ("The answer is: ", "the answer is: "), "zh": ("最终答案为：",)}
+C3_RIGHT_START = {"en": ("Yes", "yes"), "zh": ("是",)}
+
+
+def c3_right(check_answer: str | None, lang: str) -> bool:
+    """C3's own scoring rule, as its evaluation and statistics scripts apply it: split the
+    judge's output on "The answer is: " / "the answer is: " (Chinese "最终答案为："), and the
+    response is right iff the last piece starts with "Yes"/"yes" ("是"). Everything else is
+    wrong: a bold "**yes**", a full-width or space-less colon, an empty output (a failed call).
+    calibrate's own parser is more tolerant; `calibrate scores` shows both."""
+    text = check_answer or ""
+    for marker in C3_ANSWER_SPLIT[lang][1:]:
+        text = text.replace(marker, C3_ANSWER_SPLIT[lang][0])
+    return text.split(C3_ANSWER_SPLIT[lang][0])[-1].startswith(C3_RIGHT_START[lang])
 
 
 def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
@@ -188,12 +214,14 @@ def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_result_records(
-    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None
+    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None, system: str | None = None
 ) -> Iterator[Record | BadInput]:
-    """Judgments from the C3 script's result files, each aimed at the item of the same task,
-    language and source id (imported from the C3 tree); its 'answer' must be that item's
-    response."""
+    """Judgments from the C3 script's result files, for the responses of `system` (default:
+    the results folder's name). Each is aimed at the item of the same task, language, system
+    and source id when it is stored (its 'answer' must be that item's response), else it
+    creates the item from the record's content, reference and answer."""
     results_root = Path(results_root)
+    system = default_system(results_root) if system is None else system
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
         for index, record in enumerate(read_json_list(path)):
@@ -207,11 +235,17 @@ def c3_result_records(
                 continue
             answer = record.get("answer")
             expect = {"response": answer} if not part.multi_turn and isinstance(answer, str) else {}
+            source_id = f"{part.source_prefix}/{index}"
+            item = _item_from_result(part, lang, record, source_id, system)
+            if isinstance(item, str):
+                yield BadInput(where, item)
+                continue
             yield Record(
-                None,
+                item,
                 where,
-                ref=ItemRef(part.task, lang, f"{part.source_prefix}/{index}", expect,
-                            "import the C3 tree first (calibrate import c3)"),
+                ref=ItemRef(part.task, lang, source_id, expect,
+                            "multi-turn result files hold only the rendered dialogue: import the C3 tree first "
+                            "(calibrate import c3)", system),
                 judge_output=output if output else None,
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
@@ -222,18 +256,49 @@ def c3_result_records(
             progress(1)
 
 
-def export_c3(store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None) -> dict[str, int]:
-    """Result files in C3's layout (the paths its script writes). Judged phenomena carry the
-    judge's raw output in check_answer; generation items carry the consolidated human label in
-    C3's exact verdict wording ("" when nobody labelled them)."""
+def c3_systems(store: Store, lang: str) -> list[str]:
+    """The systems with C3 items in this language."""
+    return sorted({s for part in C3_LAYOUT[lang] for s in store.systems(task=part.task, lang=lang)} - {""})
+
+
+def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | str | None:
+    """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`),
+    or what is missing; None for multi-turn records, whose dialogue is only there rendered.
+    Fields the task's template needs are checked by the import, against the template."""
+    if part.multi_turn:
+        return None
+    answer = record.get("answer")
+    if not isinstance(answer, str):
+        return "missing field 'answer' (the system's response)"
+    fields = {k: v for k, v in record.items() if k not in ("answer", "check_answer")}
+    if lang == "zh" and part.source_prefix.startswith(_CTX):
+        content = fields.pop("content", None)
+        if not isinstance(content, str):
+            return "missing field 'content' (the dialogue history)"
+        fields["history"] = content.splitlines()
+        annotation = fields.pop("annotation", None)
+        if annotation is not None:
+            fields["omission_complete" if "omission" in part.task else "coreference_complete"] = annotation
+    elif "correct_answer" in fields:
+        fields["answer"] = fields.pop("correct_answer")
+    return NewItem(part.task, lang, source_id, {**fields, "response": answer}, system=system)
+
+
+def export_c3(
+    store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
+) -> dict[str, list[dict]]:
+    """Result files in C3's layout (the paths its script writes) for one system's items;
+    returns the records written per file (relative path). Judged phenomena carry the judge's
+    raw output in check_answer; generation items carry the consolidated human label in C3's
+    exact verdict wording ("" when nobody labelled them)."""
     out_dir = Path(out_dir)
     raw = store.latest_raw_outputs(judge) if judge else {}
     labels: dict[int, dict[str, str]] = {}
     for row in store.current_labels():
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-    written: dict[str, int] = {}
+    written: dict[str, list[dict]] = {}
     for part in C3_LAYOUT[lang]:
-        index = store.source_index(part.task, lang)
+        index = store.source_index(part.task, lang, system)
         items = sorted(
             ((int(source.rsplit("/", 1)[1]), item_id) for source, item_id in index.items()
              if source.rsplit("/", 1)[0] == part.source_prefix),
@@ -252,8 +317,55 @@ def export_c3(store: Store, templates: TemplateSet, lang: str, out_dir: Path, ju
         path = out_dir / f"{part.responses}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
-        written[str(path.relative_to(out_dir))] = len(records)
+        written[str(path.relative_to(out_dir))] = records
     return written
+
+
+C3_LANGUAGE_NAMES = {"en": "english", "zh": "chinese"}
+
+
+def c3_statistics(
+    results: dict[str, dict[str, list[dict]]], lang: str, corrected: dict[str, dict]
+) -> dict[str, list[dict]]:
+    """C3's statistics files for result files `results` (judge -> relative path -> records),
+    keyed as its process_results.py writes them, per judge key (C3 calls its judges dpsk and
+    gpt): `combined_<language>_statistic.json`, a list of {"data_id": "/<path>/<index>",
+    <judge>: "right" | "wrong"}, and `<language>_result_data.json`, a list of {"category",
+    <judge>_correct, "total", <judge>_accuracy} (accuracies rounded to 4 places), "overall"
+    first. Beside C3's keys each category gets calibrate's corrected accuracy from `corrected`
+    (category -> {"corrected_accuracy", "corrected_ci", "corrected_note", ...})."""
+    judges = list(results)
+    combined: dict[str, dict] = {}
+    categories: dict[str, dict[str, int]] = {}
+    for judge, files in results.items():
+        for rel, records in files.items():
+            category = "/" + rel.removesuffix(".json")
+            counts = categories.setdefault(category, {})
+            for index, record in enumerate(records):
+                right = c3_right(record.get("check_answer"), lang)
+                combined.setdefault(f"{category}/{index}", {"data_id": f"{category}/{index}"})[judge] = (
+                    "right" if right else "wrong")
+                counts[judge] = counts.get(judge, 0) + right
+                counts[f"{judge}:total"] = counts.get(f"{judge}:total", 0) + 1
+
+    def entry(name: str, counts: dict[str, int]) -> dict:
+        total = max((counts.get(f"{j}:total", 0) for j in judges), default=0)
+        row: dict = {"category": name}
+        row.update({f"{j}_correct": counts.get(j, 0) for j in judges})
+        row["total"] = total
+        row.update({f"{j}_accuracy": round(counts.get(j, 0) / total, 4) if total else 0.0 for j in judges})
+        row.update(corrected.get(name, {}))
+        return row
+
+    overall: dict[str, int] = {}
+    for counts in categories.values():
+        for key, n in counts.items():
+            overall[key] = overall.get(key, 0) + n
+    name = C3_LANGUAGE_NAMES[lang]
+    return {
+        f"combined_{name}_statistic.json": list(combined.values()),
+        f"{name}_result_data.json": [entry("overall", overall)] + [entry(c, n) for c, n in categories.items()],
+    }
 
 
 def _c3_record(item, part, lang: str, check_answer: str, templates: TemplateSet) -> dict:

@@ -27,39 +27,39 @@ def consolidated(labels: dict[str, str]) -> tuple[str | None, str]:
     return None, "tie"
 
 
-def export_records(store: Store) -> Iterator[dict]:
-    for row in store.export_rows():
+def export_records(store: Store, system: str | None = None) -> Iterator[dict]:
+    for row in store.export_rows(system):
         item = row["item"]
         gold, how = consolidated(row["labels"])
         yield {
-            "item_id": item.id, "task": item.task, "lang": item.lang, "source_id": item.source_id,
+            "item_id": item.id, "task": item.task, "lang": item.lang, "system": item.system, "source_id": item.source_id,
             "reference": item.reference, "fields": item.fields, "labels": row["labels"], "gold_label": gold,
             "gold_basis": how, "verdicts": row["verdicts"], "notes": row["notes"], "flagged_by": row["flagged_by"],
             "listened": row["listened"],
         }
 
 
-def write_jsonl(store: Store, out: io.TextIOBase) -> int:
+def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None) -> int:
     n = 0
-    for record in export_records(store):
+    for record in export_records(store, system):
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         n += 1
     return n
 
 
-def write_csv(store: Store, out: io.TextIOBase) -> int:
-    records = list(export_records(store))
+def write_csv(store: Store, out: io.TextIOBase, system: str | None = None) -> int:
+    records = list(export_records(store, system))
     annotators = sorted({a for r in records for a in r["labels"]})
     judges = sorted({j for r in records for j in r["verdicts"]})
     listeners = annotators if any(r["listened"] is not None for r in records) else []
     writer = csv.writer(out)
-    writer.writerow(["item_id", "task", "lang", "source_id", "reference", "gold_label", "gold_basis",
+    writer.writerow(["item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis",
                      *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), "notes", "flagged_by",
                      *(f"listened:{a}" for a in listeners)])
     for r in records:
         verdicts = [r["verdicts"].get(j, {}) for j in judges]
         writer.writerow([
-            r["item_id"], r["task"], r["lang"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
+            r["item_id"], r["task"], r["lang"], r["system"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
             *(r["labels"].get(a, "") for a in annotators),
             *((v.get("verdict") or v.get("status", "")) for v in verdicts),
             " | ".join(f"{n['annotator']}: {n['note']}" for n in r["notes"]), " ".join(r["flagged_by"]),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
-from calibrate.model import NewItem
+from calibrate.model import NewItem, SystemNameError, check_system
 
 
 def jsonl_records(
@@ -21,16 +21,21 @@ def jsonl_records(
     reference_field: str | None = None,
     judge_output: str | None = None,
     judge_name: str | None = None,
+    system: str = "",
+    system_field: str | None = None,
     require_id: bool = True,
     audio_field: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[Record | BadInput]:
     """Items from a JSONL file. `field_map` maps item field -> line field (others pass through);
-    the line's `id_field` is the item's source id (else, unless `require_id`, its line number);
-    `audio_field` names the path of the response's .wav, relative to the file's folder."""
+    the line's `id_field` is the item's source id (else, unless `require_id`, its line number).
+    The system under test is `system`, or each line's `system_field`. The id, reference,
+    judge-output and system fields are never item fields; `audio_field` names the path of the
+    response's .wav, relative to the file's folder."""
     field_map = field_map or {}
     audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
+    not_content = tuple(f for f in (id_field, reference_field, judge_output, system_field, audio_field) if f)
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
             yield entry
@@ -40,13 +45,20 @@ def jsonl_records(
             yield BadInput(where, f"missing field {id_field!r} (the item's source id)")
             continue
         source_id = str(obj[id_field]) if id_field in obj else where.rsplit(":", 1)[1]
-        fields = dict(obj)
-        fields.pop(id_field, None)
-        if judge_output:
-            fields.pop(judge_output, None)
+        fields = {k: v for k, v in obj.items() if k not in not_content}
+        line_system = system
+        if system_field:
+            try:
+                line_system = check_system(obj.get(system_field), f"field {system_field!r}")
+            except SystemNameError as exc:
+                yield BadInput(where, str(exc))
+                continue
+            if not line_system:
+                yield BadInput(where, f"missing field {system_field!r} (the system under test)")
+                continue
         audio = ()
         if audio_field:
-            value = fields.pop(audio_field, None)
+            value = obj.get(audio_field)
             if not isinstance(value, str) or not value:
                 yield BadInput(where, f"field {audio_field!r} must hold the path of a .wav (--audio-field)")
                 continue
@@ -75,5 +87,5 @@ def jsonl_records(
             if not isinstance(output, str):
                 yield BadInput(where, f"field {judge_output!r} must be text, got {type(output).__name__}")
                 continue
-        item = NewItem(task, lang, source_id, fields, reference)
-        yield Record(item, where, judge_output=output, judge_name=judge_name, audio=audio)
+        item = NewItem(task, lang, source_id, fields, reference, line_system)
+        yield Record(item, where, judge_output=output, judge_name=judge_name, ignored_fields=not_content, audio=audio)

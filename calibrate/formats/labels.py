@@ -1,6 +1,7 @@
 """`calibrate import labels`: human labels made in another tool or a spreadsheet (JSONL or CSV
-with task, lang, source_id, annotator, label and an optional note), joined to items by their
-source id, so they count in the report like labels made in calibrate."""
+with task, lang, source_id, annotator, label, and optional system and note), joined to items by
+their identity, so they count in the report like labels made in calibrate. Without a system
+column a source id must name one system's item."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class LabelRow:
     annotator: str
     label: str
     note: str | None
+    system: str | None = None
 
 
 def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
@@ -65,7 +67,12 @@ def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadIn
         except (TemplateError, LabelError) as exc:
             yield BadInput(where, str(exc))
             continue
-        yield LabelRow(where, task, lang, str(obj["source_id"]), str(obj["annotator"]), label, obj.get("note") or None)
+        system = obj.get("system")
+        if system not in (None, "") and not str(system).strip():
+            yield BadInput(where, "'system' is only spaces; leave it out for items without a system")
+            continue
+        yield LabelRow(where, task, lang, str(obj["source_id"]), str(obj["annotator"]), label, obj.get("note") or None,
+                       str(system).strip() if system not in (None, "") else None)
 
 
 def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> tuple[int, list[BadInput]]:
@@ -79,9 +86,9 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
     for row in read_labels(path, templates):
         problem = row if isinstance(row, BadInput) else None
         if problem is None:
-            item_id = index.find_id(row.task, row.lang, row.source_id)
+            item_id, reason = _find(index, row)
             if item_id is None:
-                problem = BadInput(row.location, f"no {row.task} ({row.lang}) item with source id {row.source_id!r}")
+                problem = BadInput(row.location, reason)
             else:
                 if item_id not in hashes:
                     hashes[item_id] = store.item(item_id).content_hash
@@ -94,3 +101,19 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
     if not rows:
         raise ImportFailed(f"{path}: no valid labels; nothing was imported")
     return store.add_imported_labels(rows), skipped
+
+
+def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:
+    """The item a label row names, or None and why not."""
+    systems = index.systems_for(row.task, row.lang, row.source_id)
+    if not systems:
+        return None, f"no {row.task} ({row.lang}) item with source id {row.source_id!r}"
+    if row.system is None:
+        if len(systems) > 1:
+            return None, (f"{row.task} ({row.lang}) item {row.source_id!r} exists for systems "
+                          f"{', '.join(map(repr, systems))}: add a 'system' column")
+        return index.find_id(row.task, row.lang, row.source_id, systems[0]), ""
+    if row.system not in systems:
+        known = ", ".join(repr(s) for s in systems)
+        return None, f"no system {row.system!r} for {row.task} ({row.lang}) item {row.source_id!r} (it has {known})"
+    return index.find_id(row.task, row.lang, row.source_id, row.system), ""

@@ -17,10 +17,11 @@ def rubric_records(
     *,
     judge_output: str | None = None,
     judge_name: str | None = None,
+    system: str = "",
     progress: Progress | None = None,
 ) -> Iterator[Record | BadInput]:
     """Rubric items; a line's `id` is its source id, else its line number."""
     return jsonl_records(
-        path, task=RUBRIC_TASK, lang="zh", require_id=False,
+        path, task=RUBRIC_TASK, lang="zh", require_id=False, system=system,
         judge_output=judge_output, judge_name=judge_name, progress=progress,
     )

@@ -113,8 +113,10 @@ def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
 
 
 def superglue_records(
-    path: Path, task_name: str, predictions: Path | None = None, progress: Progress | None = None
+    path: Path, task_name: str, predictions: Path | None = None, progress: Progress | None = None, system: str = ""
 ) -> Iterator[Record | BadInput]:
+    """Items of one task; with `predictions`, each carries the system's response and belongs
+    to `system` (items the predictions do not answer stay gold-only, without a system)."""
     task = task_id(task_name)
     responses = read_predictions(predictions, task) if predictions else {}
     used: set[str] = set()
@@ -128,10 +130,12 @@ def superglue_records(
             yield items
             continue
         for source_id, fields, reference in items:
+            owner = ""
             if source_id in responses:
                 fields = {**fields, "response": responses[source_id][0]}
                 used.add(source_id)
-            yield Record(NewItem(task, "en", source_id, fields, reference), where)
+                owner = system
+            yield Record(NewItem(task, "en", source_id, fields, reference, owner), where)
     for key, (_, where) in responses.items():
         if key not in used:
             yield BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}")

@@ -204,7 +204,8 @@ class AnnotateScreen(Screen):
         panel.collapsed = not panel.collapsed
 
     def action_filter(self) -> None:
-        current = " ".join(f"{k}={v}" for k, v in (("task", self.session.task), ("lang", self.session.lang)) if v)
+        scope = (("task", self.session.task), ("lang", self.session.lang), ("system", self.session.system))
+        current = " ".join(f"{k}={v}" for k, v in scope if v)
 
         def done(text: str | None) -> None:
             if text is None:
@@ -214,7 +215,7 @@ class AnnotateScreen(Screen):
             except ValueError as exc:
                 self.notify(str(exc), severity="error")
 
-        self.app.push_screen(TextPrompt("Filter: task=… lang=… (empty for all)", "task=c3/pause lang=zh", current), done)
+        self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current), done)
 
     def action_stats(self) -> None:
         self.app.push_screen(StatsScreen(self.session.store.path, self.session.templates, self.session.judge))

@@ -27,6 +27,7 @@ class CalibrateApp(App):
         templates: TemplateSet | None = None,
         task: str | None = None,
         lang: str | None = None,
+        system: str | None = None,
         judge: str | None = None,
         blind: bool = False,
         order: str = "in-order",
@@ -44,11 +45,11 @@ class CalibrateApp(App):
         self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
                         "require_listen": require_listen, "audio_root": audio_root}
         self.guidelines_file = guidelines_file
-        self.session = self._session(task, lang)
+        self.session = self._session(task, lang, system)
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
 
-    def _session(self, task: str | None, lang: str | None) -> AnnotationSession:
-        return AnnotationSession(self.store, self.templates, task=task, lang=lang, **self.options)
+    def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
+        return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)
 
     @staticmethod
     def _load_keymap(path: Path) -> dict[str, str]:
@@ -69,15 +70,15 @@ class CalibrateApp(App):
         return template.guidelines or "No guidelines in the template manifest for this task."
 
     def refilter(self, text: str) -> None:
-        """Start a new queue from a filter like 'task=c3/pause lang=zh'."""
-        values = {"task": None, "lang": None}
+        """Start a new queue from a filter like 'task=c3/pause lang=zh system=model-a'."""
+        values = {"task": None, "lang": None, "system": None}
         for token in text.split():
             key, _, value = token.partition("=")
             if key not in values or not value:
-                raise ValueError(f"unknown filter {token!r}: use task=… and lang=…")
+                raise ValueError(f"unknown filter {token!r}: use task=…, lang=… and system=…")
             values[key] = value
         self.session.close()
-        self.session = self._session(values["task"], values["lang"])
+        self.session = self._session(values["task"], values["lang"], values["system"])
         self.pop_screen()
         self.push_screen(AnnotateScreen(self.session))
 

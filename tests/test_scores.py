@@ -1,0 +1,178 @@
+"""`calibrate scores`: the benchmark's scores per system, raw three ways and corrected with human
+labels; and `export c3`'s statistics files agreeing with it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from calibrate import correction
+from calibrate.formats.c3 import c3_right
+from calibrate.model import NewItem, NewJudgment
+from calibrate.scores import build_scores
+from calibrate.store import Store
+from tests.conftest import Calibrate
+
+
+def cells_by(result: dict) -> dict[tuple, dict]:
+    return {(c["system"], c["task"], c["lang"]): c for c in result["cells"]}
+
+
+def test_demo_c3_rule_and_parser_columns_differ_and_the_report_says_why(demo_db):
+    result = json.loads(Calibrate(demo_db)("scores", "--by", "system,lang", "--format", "json").output)
+    cells = cells_by(result)
+    for lang, (rule, parser) in {"en": ((6, 13), (7, 13)), "zh": ((4, 13), (5, 13))}.items():
+        (judge,) = [j for j in cells[("sdm-alpha", "(all)", lang)]["judges"] if j["judge"] == "demo-judge"]
+        assert (judge["c3_rule"]["right"], judge["c3_rule"]["n"]) == rule
+        assert (judge["parser_unparsed_wrong"]["right"], judge["parser_unparsed_wrong"]["n"]) == parser
+        assert judge["corrected_ppi"]["value"] is None and "at least 10" in judge["corrected_ppi"]["reason"]
+    why = result["why_the_c3_rule_differs"]
+    assert any("c3/intonation (en)" in line and "the answer is：yes" in line for line in why)
+    assert any("c3/heterograph (zh)" in line and "最终答案为:是" in line for line in why)
+    assert "rubric/reference left out: scores, not right/wrong (see `calibrate report`)" in result["notes"]
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json", "csv", "html"])
+def test_scores_in_every_format_on_the_demo(demo_db, tmp_path, fmt):
+    out = tmp_path / f"scores.{fmt}"
+    Calibrate(demo_db)("scores", "--format", fmt, "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert "sdm-alpha" in text and "sdm-beta" in text and "c3/heterograph" in text
+    if fmt == "json":
+        assert {c["system"] for c in json.loads(text)["cells"]} == {"sdm-alpha", "sdm-beta"}
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows[0][:4] == ["system", "task", "lang", "judge"]
+        assert any("at least 10 random human labels" in row[-1] for row in rows[1:])
+    if fmt == "html":
+        assert text.startswith("<!doctype html>") and "Why the C3-rule column differs" in text
+    if fmt in ("table", "markdown"):
+        assert "Ranking of systems" in text and "[1] 0 labelled item(s)" in text
+
+
+def test_narrow_terminal_gets_a_block_per_cell(demo_db):
+    out = Calibrate(demo_db)("scores", "--by", "system,lang").output
+    assert "sdm-alpha · (all) · en" in out and "  demo-judge: C3 rule 6/13 46% · parser 7/13 54%" in out
+    assert max(len(line) for line in out.splitlines() if "·" in line and "C3 rule" in line) <= 80
+
+
+def test_bad_by_and_unknown_system(demo_db):
+    run = Calibrate(demo_db)
+    assert "--by takes system, task, lang" in run("scores", "--by", "judge", ok=False).output
+    assert "no judged items" in run("scores", "--system", "nobody", ok=False).output
+
+
+def test_export_c3_statistics_agree_with_the_c3_rule_column(demo_db, tmp_path):
+    """C3's own rule run on `export c3`'s result files gives the per-category accuracy that
+    `scores` shows in its C3-rule column, and the statistics file carries C3's keys."""
+    run = Calibrate(demo_db)
+    out = tmp_path / "c3"
+    run("export", "c3", "--lang", "zh", "--system", "sdm-alpha", "--judge", "demo-judge", str(out))
+    scores = cells_by(json.loads(run("scores", "--system", "sdm-alpha", "--format", "json").output))
+    stats = {row["category"]: row for row in json.loads((out / "chinese_result_data.json").read_text())}
+    compared = 0
+    for path in out.rglob("*.json"):
+        if path.parent == out:
+            continue
+        rel = str(path.relative_to(out)).removesuffix(".json")
+        records = json.loads(path.read_text(encoding="utf-8"))
+        right = sum(c3_right(r["check_answer"], "zh") for r in records)
+        assert stats["/" + rel]["demo-judge_correct"] == right and stats["/" + rel]["total"] == len(records)
+        task = next((t for (_, t, lang) in scores if lang == "zh" and t != "(all)" and _category(t) == rel), None)
+        if task is None or "generation" in task:
+            continue
+        (judge,) = scores[("sdm-alpha", task, "zh")]["judges"]
+        assert (judge["c3_rule"]["right"], judge["c3_rule"]["n"]) == (right, len(records))
+        compared += 1
+    assert compared >= 9
+    overall = stats["overall"]
+    assert set(overall) >= {"category", "demo-judge_correct", "total", "demo-judge_accuracy", "corrected_accuracy"}
+    assert (overall["demo-judge_correct"], overall["total"], overall["demo-judge_accuracy"]) == (4, 13, round(4 / 13, 4))
+    combined = json.loads((out / "combined_chinese_statistic.json").read_text())
+    assert combined[0]["data_id"].startswith("/ambiguity/") and combined[0]["demo-judge"] in ("right", "wrong")
+
+
+def _category(task: str) -> str:
+    from calibrate.formats.c3 import C3_LAYOUT
+
+    return next(p.responses for p in C3_LAYOUT["zh"] if p.task == task)
+
+
+@pytest.fixture
+def two_systems_two_judges(tmp_path):
+    """80 lexical items for each of two systems (true accuracy 0.8 and 0.5), two judges that
+    say yes too often, and 40 random items per system labelled by a person."""
+    path = tmp_path / "scores.db"
+    store = Store(path)
+    rng = np.random.default_rng(7)
+    truth, verdicts, labelled = {}, {}, {}
+    for system, accuracy in (("strong", 0.8), ("weak", 0.5)):
+        ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": str(k), "notation": "n", "response": "r"},
+                                          system=system) for k in range(80)], with_ids=True)
+        right = rng.random(80) < accuracy
+        judged = []
+        for judge, (se, sp) in (("gpt", (0.95, 0.6)), ("dpsk", (0.9, 0.75))):
+            says = np.where(right, rng.random(80) < se, rng.random(80) > sp)
+            verdicts[(system, judge)] = says.astype(float)
+            judged += [NewJudgment(item_id=i, judge_name=judge, judge_key=judge, status="verdict",
+                                   verdict="yes" if s else "no", raw_output=f"The answer is: {'yes' if s else 'no'}.")
+                       for i, s in zip(ids, says, strict=True)]
+        store.add_judgments(judged)
+        chosen = rng.choice(80, 40, replace=False)
+        for k in chosen:
+            store.annotate(ids[k], "ana", "label", label="yes" if right[k] else "no")
+        truth[system] = right
+        labelled[system] = np.full(80, np.nan)
+        labelled[system][chosen] = right[chosen].astype(float)
+    store.close()
+    return path, verdicts, labelled
+
+
+def test_corrected_scores_final_ranking_and_judge_pairs(two_systems_two_judges, templates):
+    path, verdicts, labels = two_systems_two_judges
+    store = Store(path)
+    result = build_scores(store, templates, by=("system", "task", "lang"))
+    cells = {c.key: c for c in result.cells}
+    strong = cells[("strong", "c3/lexical", "en")]
+    by_judge = {j.judge: j for j in strong.judges}
+    expected = correction.ppi_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
+    assert by_judge["gpt"].corrected.value == pytest.approx(expected.value)
+    assert by_judge["gpt"].corrected.ci == pytest.approx(expected.ci)
+    assert by_judge["gpt"].rogan_gladen.value is not None
+    assert by_judge["gpt"].plan.half_width == pytest.approx((expected.ci[1] - expected.ci[0]) / 2)
+    both = np.stack([verdicts[("strong", "dpsk")], verdicts[("strong", "gpt")]], axis=1)
+    final = correction.ppi_mean(both, labels["strong"], random_sample=True)
+    assert strong.final.judges == ["dpsk", "gpt"] and strong.final.corrected.value == pytest.approx(final.value)
+    assert strong.final.raw == pytest.approx(np.mean([by_judge[j].c3_rule.value for j in ("dpsk", "gpt")]))
+    assert strong.people.value == pytest.approx(np.nanmean(labels["strong"]))
+
+    ranking = dict(result.rankings)["c3/lexical en, by mean of judges"]
+    assert ranking.order == ["strong", "weak"] and ranking.pairs[0].separated
+    pair = next(p for p in result.judge_pairs if p.scope == "all items")
+    assert (pair.a, pair.b, pair.n, pair.n_labelled) == ("dpsk", "gpt", 160, 80)
+    assert pair.kappa.ci is not None and pair.tracks_people.ci is not None
+    store.close()
+
+
+def test_cli_scores_target_changes_the_labels_needed(two_systems_two_judges):
+    path, _, _ = two_systems_two_judges
+    run = Calibrate(path)
+    wide = json.loads(run("scores", "--format", "json", "--target", "0.2").output)
+    narrow = json.loads(run("scores", "--format", "json", "--target", "0.08").output)
+    key = ("weak", "c3/lexical", "en")
+    more = lambda r: cells_by(r)[key]["judges"][0]["more_labels_for_target"]  # noqa: E731
+    assert more(wide) == 0 and (more(narrow) is None or more(narrow) > 0)
+
+
+def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
+    result = json.loads(Calibrate(demo_db)("scores", "--by", "system,lang", "--format", "json").output)
+    beta = cells_by(result)[("sdm-beta", "(all)", "en")]
+    rule = {j["judge"]: j["c3_rule"]["accuracy"] for j in beta["judges"] if j["c3_rule"]}
+    assert beta["final"]["judges"] == ["demo-judge", "demo-judge-2"]
+    assert beta["final"]["raw"] == pytest.approx((rule["demo-judge"] + rule["demo-judge-2"]) / 2)
+    (pair,) = [p for p in result["judge_pairs"] if p["scope"] == "all items"]
+    assert (pair["a"], pair["b"], pair["n"]) == ("demo-judge", "demo-judge-2", 20) and pair["kappa"]["value"] is not None

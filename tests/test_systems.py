@@ -1,0 +1,185 @@
+"""Systems under test: each item belongs to the model whose response it is; item identity is
+(task, lang, system, source id) with versions; every importer, filter and export keeps systems apart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from calibrate.demo import DEMO_DIR
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.test_formats import LEX, counts, write_jsonl
+
+
+@pytest.fixture
+def two_systems(tmp_path) -> Path:
+    """C3 English reference with two response trees: model-a (the demo's) and model-b (other answers)."""
+    base = tmp_path / "c3"
+    shutil.copytree(DEMO_DIR / "c3" / "en" / "reference", base / "reference")
+    shutil.copytree(DEMO_DIR / "c3" / "en" / "responses", base / "model-a")
+    shutil.copytree(DEMO_DIR / "c3" / "en" / "responses", base / "model-b")
+    (base / "model-b" / "ambiguity" / "semantic" / "lexical" / "0.txt").write_text("A bank for money.", encoding="utf-8")
+    return base
+
+
+def import_tree(calibrate, base: Path, system: str, *extra: str, ok: bool = True):
+    return calibrate("import", "c3", "--reference", str(base / "reference"), "--responses", str(base / system),
+                     "--lang", "en", *extra, ok=ok)
+
+
+def test_two_systems_trees_give_separate_cells_labels_and_exports(calibrate, two_systems, tmp_path):
+    import_tree(calibrate, two_systems, "model-a")
+    import_tree(calibrate, two_systems, "model-b")
+    status = json.loads(calibrate("status", "--json").output)
+    lexical = {c["system"]: c["items"] for c in status if c["task"] == "c3/lexical"}
+    assert lexical == {"model-a": 1, "model-b": 1}
+
+    labels = write_jsonl(tmp_path / "labels.jsonl", [
+        {"task": "c3/lexical", "lang": "en", "system": "model-a", "source_id": "ambiguity/semantic/lexical/0",
+         "annotator": "ana", "label": "yes"},
+        {"task": "c3/lexical", "lang": "en", "system": "model-b", "source_id": "ambiguity/semantic/lexical/0",
+         "annotator": "ana", "label": "no"},
+    ])
+    calibrate("import", "labels", str(labels))
+    store = Store(calibrate.db)
+    assert {(r["system"], r["label"]) for r in store.current_labels()} == {("model-a", "yes"), ("model-b", "no")}
+    items = json.loads(calibrate("items", "--task", "c3/lexical", "--system", "model-b", "--json").output)
+    assert [i["fields"]["response"] for i in items] == ["A bank for money."]
+
+    gold = [json.loads(line) for line in calibrate("export").output.splitlines()]
+    lexical_gold = {r["system"]: r["labels"] for r in gold if r["task"] == "c3/lexical"}
+    assert lexical_gold == {"model-a": {"ana": "yes"}, "model-b": {"ana": "no"}}
+    only_b = [json.loads(line) for line in calibrate("export", "--system", "model-b").output.splitlines()]
+    assert {r["system"] for r in only_b} == {"model-b"} and len(only_b) == len(gold) // 2
+    for system in ("model-a", "model-b"):
+        calibrate("export", "c3", "--lang", "en", "--system", system, str(tmp_path / system))
+    exported = {s: json.loads((tmp_path / s / "ambiguity/semantic/lexical.json").read_text())[0]["answer"]
+                for s in ("model-a", "model-b")}
+    assert exported["model-b"] == "A bank for money." and exported["model-a"] != exported["model-b"]
+    refused = calibrate("export", "c3", "--lang", "en", str(tmp_path / "x"), ok=False)
+    assert "several systems (model-a, model-b): pass --system" in refused.output
+
+
+def test_second_import_is_a_no_op_and_changed_content_needs_update(calibrate, two_systems):
+    import_tree(calibrate, two_systems, "model-a")
+    before = counts(calibrate.db)
+    assert "0 items added" in import_tree(calibrate, two_systems, "model-a").output
+    assert counts(calibrate.db) == before
+
+    store = Store(calibrate.db)
+    (old,) = store.items(task="c3/lexical", system="model-a")
+    store.annotate(old.id, "ana", "label", label="yes")
+    store.close()
+    (two_systems / "model-a" / "ambiguity" / "semantic" / "lexical" / "0.txt").write_text("changed", encoding="utf-8")
+    refused = import_tree(calibrate, two_systems, "model-a", ok=False)
+    assert "lexical.json[0]: c3/lexical (en, system model-a) item ambiguity/semantic/lexical/0 was imported before " \
+           "with different content; pass --update" in refused.output
+    assert counts(calibrate.db) == (before[0], before[1], 1)
+
+    assert "1 items added" in import_tree(calibrate, two_systems, "model-a", "--update").output
+    store = Store(calibrate.db)
+    (new,) = store.items(task="c3/lexical", system="model-a")
+    assert new.version == 2 and new.fields["response"] == "changed"
+    assert store.current_label(old.id, "ana") == "yes" and store.current_label(new.id, "ana") is None
+    assert store.item(old.id).version == 1 and store.count_items(system="model-a") == before[0]
+
+
+def test_judge_output_and_reference_fields_are_never_item_fields(calibrate, tmp_path):
+    """Importing without --judge-output and then with it used to duplicate every item."""
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", **LEX, "judge": "The answer is: yes.", "gold": "yes"}])
+    calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system", "m")
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system", "m",
+                    "--judge-output", "judge", "--judge-name", "gpt", "--reference-field", "gold")
+    assert "1 judgments added" in out.output and counts(calibrate.db) == (1, 1, 0)
+    g = write_jsonl(tmp_path / "fresh.jsonl", [{"id": "b", **LEX, "judge": "The answer is: yes.", "gold": "yes"}])
+    calibrate("import", "jsonl", str(g), "--task", "c3/lexical", "--lang", "en", "--system", "m",
+              "--judge-output", "judge", "--judge-name", "gpt", "--reference-field", "gold")
+    item = Store(calibrate.db).items(task="c3/lexical", system="m")[-1]
+    assert set(item.fields) == {"content", "notation", "response"} and item.reference == "yes"
+
+
+def test_system_field_and_empty_system_names(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", **LEX, "model": "m1"}, {"id": "a", **LEX, "model": "m2"}])
+    calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system-field", "model")
+    assert Store(calibrate.db).systems() == ["m1", "m2"]
+    for value in ("", "   "):
+        out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system", value, ok=False)
+        assert out.exit_code == 2 and "the system name is empty" in out.output
+    blank = write_jsonl(tmp_path / "blank.jsonl", [{"id": "z", **LEX, "model": "  "}])
+    out = calibrate("import", "jsonl", str(blank), "--task", "c3/lexical", "--lang", "en", "--system-field", "model", ok=False)
+    assert "blank.jsonl:1: field 'model': the system name is empty" in out.output
+    assert counts(calibrate.db) == (2, 0, 0)
+
+
+def test_c3_results_alone_create_items_and_attach_to_a_stored_tree(calibrate, two_systems):
+    beta = DEMO_DIR / "c3" / "en" / "results-beta"
+    out = calibrate("import", "c3-results", str(beta), "--lang", "en", "--judge-name", "gpt", "--system", "sdm-beta")
+    assert "11 items added" in out.output and "11 judgments added" in out.output
+    store = Store(calibrate.db)
+    (lexical,) = store.items(task="c3/lexical", system="sdm-beta")
+    assert lexical.fields["response"] == "She went to the bank to deposit money."
+    assert store.judgments_for_item(lexical.id)[0].verdict == "no"
+    store.close()
+    again = calibrate("import", "c3-results", str(beta), "--lang", "en", "--judge-name", "gpt", "--system", "sdm-beta")
+    assert "0 items added, 11 already present" in again.output
+
+    import_tree(calibrate, two_systems, "model-a")
+    results = DEMO_DIR / "c3" / "en" / "results"
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-a")
+    assert "0 items added" in out.output and "12 judgments added" in out.output
+    assert "--system TEXT" in calibrate("import", "c3-results", "--help").output
+    assert "the one system with C3 items in this language" in calibrate("import", "c3-results", "--help").output
+    import_tree(calibrate, two_systems, "model-b")
+    before = counts(calibrate.db)
+    wrong = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-b", ok=False)
+    assert "lexical.json[0]: 'response' differs from the response imported for c3/lexical (en, system model-b)" in wrong.output
+    assert counts(calibrate.db) == before
+
+
+def test_c3_result_record_without_its_fields_saves_nothing(calibrate, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(DEMO_DIR / "c3" / "en" / "results-beta", results)
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    records = json.loads(lexical.read_text())
+    del records[0]["notation"]
+    lexical.write_text(json.dumps(records))
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", ok=False)
+    assert "lexical.json[0]: missing field 'notation'" in out.output and counts(calibrate.db) == (0, 0, 0)
+
+
+def test_report_cuts_by_system_and_filters_one(demo_db, tmp_path):
+    labels = write_jsonl(tmp_path / "labels.jsonl", [
+        {"task": "c3/lexical", "lang": "en", "system": system, "source_id": "ambiguity/semantic/lexical/0",
+         "annotator": "ana", "label": "yes"} for system in ("sdm-alpha", "sdm-beta")
+    ])
+    run = Calibrate(demo_db)
+    run("import", "labels", str(labels))
+    cells = json.loads(run("report", "--by", "system,task,lang", "--format", "json").output)["cells"]
+    lexical = {c["system"]: c["lines"][0]["stats"]["raw_agreement"] for c in cells if c["task"] == "c3/lexical"}
+    assert lexical == {"sdm-alpha": 1.0, "sdm-beta": 0.0}  # alpha's judge said yes, beta's no
+    beta = json.loads(run("report", "--system", "sdm-beta", "--format", "json").output)["cells"]
+    assert {c["system"] for c in beta} == {"sdm-beta"}
+    assert "sdm-beta · c3/lexical" in run("report", "--by", "system,task,lang", "--format", "markdown").output
+
+
+async def test_the_app_filter_takes_a_system(demo_db):
+    from tests.tui_helpers import make_app
+
+    app = make_app(demo_db, system=None)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("slash", *"task=c3/lexical system=sdm-beta", "enter")
+        await pilot.pause()
+        view = app.screen.view
+        assert (view.item.task, view.item.system) == ("c3/lexical", "sdm-beta")
+        assert view.item.fields["response"] == "She went to the bank to deposit money."
+
+
+def test_c3_results_default_to_the_one_imported_system(calibrate, two_systems):
+    import_tree(calibrate, two_systems, "model-a")
+    out = calibrate("import", "c3-results", str(DEMO_DIR / "c3" / "en" / "results"), "--lang", "en", "--judge-name", "gpt")
+    assert "0 items added" in out.output and "12 judgments added" in out.output
+    assert Store(calibrate.db).systems() == ["model-a"]
