@@ -431,8 +431,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
     progress = app.session.progress()
-    console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
-                  f"({progress.decided}/{progress.total} items decided in this queue). "
+    console.print(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
+                  f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                   f"See agreement with: calibrate --db {ctx.db_path} report")
 
 

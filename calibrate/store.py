@@ -19,6 +19,7 @@ from pathlib import Path
 
 from calibrate.model import (
     DECISION_ACTIONS,
+    CalibrateError,
     LABEL_ACTIONS,
     REVERT_ACTION,
     AgreementData,
@@ -78,6 +79,18 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+def _pending_migrations(path: str) -> bool:
+    """Whether the database file at `path` lacks one of calibrate's migrations (read without writing)."""
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_sqlite_migrations'").fetchone():
+            return True
+        names = {r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,))}
+        return bool(set(MIGRATION_NAMES) - names)
+    finally:
+        conn.close()
+
+
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
@@ -86,14 +99,35 @@ JUDGMENT_COLUMNS = [
 
 
 
-class Store:
-    """calibrate's SQLite file. Opening it applies pending migrations."""
+class DatabaseMissing(CalibrateError):
+    """A command that only reads was pointed at a database file that does not exist."""
 
-    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 60_000):
+
+class UnknownFilter(CalibrateError, ValueError):
+    """A task, language or judge filter naming something the database does not hold."""
+
+
+class Store:
+    """calibrate's SQLite file. Opening it applies pending migrations.
+
+    `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error
+    (nothing is created), and the connection cannot write, unless the file needs a pending
+    migration, which is applied first."""
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 60_000, read_only: bool = False):
         self.path = str(path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        self.read_only = read_only and self.path != ":memory:"
+        if self.read_only and not Path(self.path).is_file():
+            raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "
+                                  "or name another file with --db")
+        if self.read_only and _pending_migrations(self.path):
+            Store(self.path, busy_timeout_ms=busy_timeout_ms).close()
+        target = f"{Path(self.path).resolve().as_uri()}?mode=ro" if self.read_only else self.path
+        self.conn = sqlite3.connect(target, uri=self.read_only, isolation_level=None, timeout=busy_timeout_ms / 1000)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if self.read_only:
+            return
         if self.path != ":memory:":
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -218,15 +252,45 @@ class Store:
         """iter_items, as a list."""
         return list(self.iter_items(**filters))
 
-    def item_ids(self, *, task: str | None = None, lang: str | None = None) -> list[int]:
+    def item_ids(self, *, task: str | None = None, lang: str | None = None, after: int = 0,
+                 limit: int | None = None) -> list[int]:
+        """Ids of the filtered items in id order, after `after`, at most `limit` of them."""
         where, params = self._item_filter(task, lang, None, None)
-        return [r[0] for r in self.conn.execute(f"SELECT id FROM items i WHERE {where} ORDER BY id", params)]
+        sql = f"SELECT id FROM items i WHERE {where} AND i.id > ? ORDER BY id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [r[0] for r in self.conn.execute(sql, [*params, after])]
 
-    def item_cells(self, *, task: str | None = None, lang: str | None = None) -> dict[int, tuple[str, str]]:
-        """item id -> (task, lang) for the filtered items, for ordering queues by cell."""
+    def cells(self, *, task: str | None = None, lang: str | None = None) -> list[tuple[str, str]]:
+        """The (task, lang) cells of the filtered items, sorted."""
         where, params = self._item_filter(task, lang, None, None)
-        rows = self.conn.execute(f"SELECT id, task, lang FROM items i WHERE {where}", params)
-        return {r["id"]: (r["task"], r["lang"]) for r in rows}
+        rows = self.conn.execute(f"SELECT DISTINCT task, lang FROM items i WHERE {where} ORDER BY task, lang", params)
+        return [(r[0], r[1]) for r in rows]
+
+    def max_item_id(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()[0]
+
+    # -- filters --------------------------------------------------------------------------
+
+    _KNOWN = {
+        "task": ("SELECT DISTINCT task FROM items ORDER BY 1", "SELECT 1 FROM items WHERE task = ? LIMIT 1"),
+        "language": ("SELECT DISTINCT lang FROM items ORDER BY 1", "SELECT 1 FROM items WHERE lang = ? LIMIT 1"),
+        "judge": ("SELECT DISTINCT judge_name FROM judgments ORDER BY 1",
+                  "SELECT 1 FROM judgments WHERE judge_name = ? LIMIT 1"),
+    }
+
+    def known(self, what: str) -> list[str]:
+        """Every task, language or judge in this database (what: task | language | judge)."""
+        return [r[0] for r in self.conn.execute(self._KNOWN[what][0])]
+
+    def check_filter(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> None:
+        """UnknownFilter naming the known values when a task, language or judge filter matches
+        nothing in this database."""
+        for what, value in (("task", task), ("language", lang), ("judge", judge)):
+            if value and self.conn.execute(self._KNOWN[what][1], (value,)).fetchone() is None:
+                known = self.known(what)
+                listing = ", ".join(known) if known else "none yet"
+                raise UnknownFilter(f"unknown {what} {value!r}: this database has {listing}")
 
     @staticmethod
     def _item_filter(task, lang, status, judge) -> tuple[str, list]:
@@ -251,9 +315,11 @@ class Store:
         elif status in ("labelled", "unlabelled"):
             neg = "NOT " if status == "unlabelled" else ""
             clauses.append(f"{neg}EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)")
+        elif status == "flagged":
+            clauses.append(f"EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.action = 'flag' AND {IN_FORCE})")
         elif status is not None:
             raise ValueError(
-                f"unknown status {status!r}: use judged, unjudged, unparsed, error, labelled or unlabelled"
+                f"unknown status {status!r}: use judged, unjudged, unparsed, error, labelled, unlabelled or flagged"
             )
         return " AND ".join(clauses), params
 
@@ -562,6 +628,28 @@ class Store:
             [annotator, DECIDES_JSON, *params],
         ).fetchone()[0]
 
+    def count_labelled(self, annotator: str, *, task: str | None = None, lang: str | None = None) -> int:
+        """Items on which this annotator has a label in force (skips and flags are not labels)."""
+        where, params = self._item_filter(task, lang, None, None)
+        return self.conn.execute(
+            f"SELECT count(*) FROM current_labels c JOIN items i ON i.id = c.item_id WHERE c.annotator = ? AND {where}",
+            [annotator, *params],
+        ).fetchone()[0]
+
+    def decided_item_ids(self, annotator: str, action: str, *, task: str | None = None,
+                         lang: str | None = None) -> list[int]:
+        """Items whose latest decision in force by this annotator is `action` (skip or flag),
+        in the order those decisions were made."""
+        where, params = self._item_filter(task, lang, None, None)
+        sql = f"""
+        SELECT d.item_id FROM (
+            SELECT a.item_id, a.action, max(a.id) AS latest FROM annotations a
+            WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE}
+            GROUP BY a.item_id) d
+        JOIN items i ON i.id = d.item_id WHERE d.action = ? AND {where} ORDER BY d.latest
+        """
+        return [r[0] for r in self.conn.execute(sql, [annotator, DECIDES_JSON, action, *params])]
+
     def has_decision(self, item_id: int, annotator: str) -> bool:
         return self.conn.execute(
             f"SELECT EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? "
@@ -569,10 +657,15 @@ class Store:
             (item_id, annotator, DECIDES_JSON),
         ).fetchone()[0] == 1
 
-    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
-        """Items whose latest verdict is unparsed (or an error), or whose judges disagree."""
+    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
+                           between: tuple[int, int] | None = None) -> list[int]:
+        """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
+        item ids within `between` (inclusive) when given, so a queue can read them in slices."""
         where, params = self._item_filter(task, lang, None, None)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        if between:
+            judge_clause += " AND item_id BETWEEN ? AND ?"
+            judge_params += list(between)
         sql = f"""
         WITH latest AS (SELECT item_id, status, verdict, max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name)
         SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
@@ -633,14 +726,17 @@ class Store:
         *,
         overlap: int = 1,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        skipped_too: bool = False,
     ) -> int | None:
-        """Lease the first eligible item of `candidates` (a queue in the caller's order)."""
+        """Lease the first eligible item of `candidates` (a queue in the caller's order);
+        `skipped_too` lets items this annotator skipped be taken again."""
+        decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
         with self.transaction():
             now = time.time()
             for start in range(0, len(candidates), 256):
                 chunk = list(candidates[start : start + 256])
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
-                params = {"me": annotator, "now": now, "overlap": overlap, "decides": DECIDES_JSON, "labels": LABELS_JSON}
+                params = {"me": annotator, "now": now, "overlap": overlap, "decides": decides, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})
                 eligible = {
                     r[0]

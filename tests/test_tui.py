@@ -103,18 +103,18 @@ async def test_skip_flag_note_and_undo(demo_db):
         ("note", "tricky one"), ("skip", None), ("flag", None), ("undo", None), ("undo", None)]
 
 
-async def test_previous_and_next_with_arrows_and_j_k(demo_db):
+async def test_j_next_and_k_previous_like_vim_and_arrows(demo_db):
     app = make_app(demo_db)
     async with app.run_test(size=SIZE) as pilot:
         first = current_item_id(app)
         await pilot.press("right")
         second = current_item_id(app)
-        await pilot.press("k")
+        await pilot.press("j")
         third = current_item_id(app)
         assert len({first, second, third}) == 3
         await pilot.press("left")
         assert current_item_id(app) == second
-        await pilot.press("j")
+        await pilot.press("k")
         assert current_item_id(app) == first
         await pilot.press("y")
         assert current_item_id(app) == second, "a decision moves on to the next item in history"

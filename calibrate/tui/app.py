@@ -12,6 +12,19 @@ from calibrate.session import AnnotationSession
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
+from calibrate.tui.flagged_screen import FlaggedScreen
+from calibrate.tui.keys import typed_keys
+from calibrate.tui.score_form import ScoreForm
+from calibrate.tui.stats_screen import StatsScreen
+from calibrate.tui.text_prompt import TextPrompt
+from calibrate.tui.text_screen import TextScreen
+
+SCREENS = (AnnotateScreen, FlaggedScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
+
+
+def binding_ids() -> set[str]:
+    """Every binding id a keymap may name."""
+    return {b.id for screen in SCREENS for b in screen.BINDINGS if isinstance(b, Binding) and b.id}
 
 
 class CalibrateApp(App):
@@ -42,6 +55,7 @@ class CalibrateApp(App):
         self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang)
+        self.decisions_before = 0  # decisions of this run made in queues left by a filter change
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None) -> AnnotationSession:
@@ -52,13 +66,31 @@ class CalibrateApp(App):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         return {str(k): str(v) for k, v in data.get("keymap", data).items()}
 
+    @property
+    def decisions(self) -> int:
+        """Every decision of this run, across filter changes."""
+        return self.decisions_before + self.session.decisions_here
+
     def on_mount(self) -> None:
         if self._keymap:
+            known = binding_ids()
+            unknown = sorted(set(self._keymap) - known)
+            if unknown:
+                self.notify(f"keymap: unknown binding id {', '.join(unknown)} (ignored); press ? for the ids",
+                            severity="error", timeout=12)
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
 
+    def get_key_display(self, binding: Binding) -> str:
+        """The footer's key for a binding; the digit labels show as one range, e.g. `1-3`."""
+        view = getattr(self.screen, "view", None)
+        if binding.id == "annotate.label_1" and view is not None:
+            return f"1-{len(view.choices)}"
+        return super().get_key_display(binding)
+
     def keymap_for(self, binding: Binding) -> str:
-        return self._keymap.get(binding.id or "", binding.key)
+        """The keys of a binding as the user types them, after any remapping."""
+        return typed_keys(self._keymap.get(binding.id or "", binding.key))
 
     def guidelines_for(self, template: Template) -> str:
         if self.guidelines_file and self.guidelines_file.is_file():
@@ -66,14 +98,17 @@ class CalibrateApp(App):
         return template.guidelines or "No guidelines in the template manifest for this task."
 
     def refilter(self, text: str) -> None:
-        """Start a new queue from a filter like 'task=c3/pause lang=zh'."""
+        """Start a new queue from a filter like 'task=c3/pause lang=zh'; ValueError (the
+        current queue untouched) for a filter that is malformed or matches nothing."""
         values = {"task": None, "lang": None}
         for token in text.split():
             key, _, value = token.partition("=")
             if key not in values or not value:
                 raise ValueError(f"unknown filter {token!r}: use task=… and lang=…")
             values[key] = value
+        self.store.check_filter(task=values["task"], lang=values["lang"])
         self.session.close()
+        self.decisions_before += self.session.decisions_here
         self.session = self._session(values["task"], values["lang"])
         self.pop_screen()
         self.push_screen(AnnotateScreen(self.session))
