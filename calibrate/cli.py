@@ -50,6 +50,13 @@ class Context:
         return self._store
 
     @property
+    def reader(self) -> Store:
+        """The database for a command that only reads: a missing file is an error, never created."""
+        if self._store is None:
+            self._store = Store(self.db_path, read_only=True)
+        return self._store
+
+    @property
     def templates(self) -> TemplateSet:
         if self._templates is None:
             self._templates = TemplateSet(map(Path, self.template_dirs))
@@ -255,7 +262,7 @@ def import_rubric(ctx, file, judge_output, judge_name, skip_bad):
 
 # -- look around -------------------------------------------------------------------------------
 
-STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
+STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled", "flagged"]
 
 
 @cli.command(name="items")
@@ -269,7 +276,8 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
 def items_command(ctx, task, lang, status, limit, offset, as_json):
     """List items, filtered by task, language and status."""
     rows = []
-    for item in ctx.store.iter_items(task=task, lang=lang, status=status, limit=limit, offset=offset):
+    ctx.reader.check_filter(task=task, lang=lang)
+    for item in ctx.reader.iter_items(task=task, lang=lang, status=status, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.source_id, item.reference, item.fields])
         else:
@@ -283,7 +291,7 @@ def items_command(ctx, task, lang, status, limit, offset, as_json):
 @pass_ctx
 def status_command(ctx, as_json):
     """Items, judged, unparsed, errors, labelled per cell."""
-    counts = ctx.store.status_counts()
+    counts = ctx.reader.status_counts()
     columns = ["task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
 
@@ -324,20 +332,36 @@ def templates_show(ctx, template_id):
 
 @cli.command(name="render")
 @click.argument("item_id", type=int)
-@click.option("--variant", help="Template family to render with (e.g. c3-official).")
+@click.option("--variant", help="Template family to render with (e.g. c3-official) instead of the judged prompt.")
+@click.option("--judge", help="The prompt this judge was given (default: the latest judgment's).")
 @pass_ctx
-def render_command(ctx, item_id, variant):
-    """Print the judge prompt (system and user) for one item."""
-    from calibrate.judging import render_for
+def render_command(ctx, item_id, variant, judge):
+    """Print the judge prompt (system and user) for one item.
 
-    item = ctx.store.item(item_id)
+    The prompt the item's latest judgment was made with, naming its template; with no judgment
+    yet (or with --variant), the template's prompt rendered now. The first line (on stderr)
+    says which."""
+    from calibrate.judging import render_for
+    from calibrate.templates import RenderedPrompt
+
+    item = ctx.reader.item(item_id)
     if item is None:
-        raise click.ClickException(f"no item {item_id}")
+        raise click.ClickException(f"no item {item_id} in {ctx.db_path}")
+    if judge:
+        ctx.reader.check_filter(judge=judge)
+    judged = None if variant else next((j for j in ctx.reader.judgments_for_item(item_id, judge) if j.prompt), None)
     template = ctx.templates.for_task(item.task, item.lang, variant)
+    if judged is not None:
+        err_console.print(Text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
+                               f"judgment #{judged.id})", style="dim"))
+        click.echo(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text())
+        return
     if not template.has_prompt:
         click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
         click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
         return
+    how = "the --variant" if variant else "no judgment yet: the default"
+    err_console.print(Text(f"{how} template {template.id}, rendered now", style="dim"))
     click.echo(render_for(ctx.templates, item, variant).as_text())
 
 
@@ -401,7 +425,8 @@ def annotate_options(command):
         click.option("--lang", help="Only this language."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
-        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True),
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
+                     help="The queue's order. Items you skip come back once, after the rest of the queue."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
                      help="How many different annotators each item should get (2+ for human-human agreement)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random and stratified orders."),
@@ -427,6 +452,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
+    ctx.reader.check_filter(task=task, lang=lang, judge=judge)
+    ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
@@ -583,7 +610,9 @@ def report_command(ctx, judge, by, fmt, out, unparsed_as_disagreement, resamples
         raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed_as_disagreement=unparsed_as_disagreement, resamples=resamples,
                                     target_half_width=target, threshold=threshold, epsilon=epsilon)
-    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
+    if judge:
+        ctx.reader.check_filter(judge=judge)
+    result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options)
     if fmt == "table" and out is None:
         reports.render_table(result, console)
         return
@@ -650,10 +679,10 @@ def export_group(click_ctx, fmt, out):
     writer = write_jsonl if fmt == "jsonl" else write_csv
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle)
+            n = writer(ctx.reader, handle)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.store, sys.stdout)
+        writer(ctx.reader, sys.stdout)
 
 
 @export_group.command(name="c3")
@@ -665,7 +694,9 @@ def export_c3_command(ctx, out_dir, lang, judge):
     """Write result files in C3's own layout (generation items get the human label in C3's wording)."""
     from calibrate.formats.c3 import export_c3
 
-    written = export_c3(ctx.store, ctx.templates, lang, out_dir, judge)
+    if judge:
+        ctx.reader.check_filter(judge=judge)
+    written = export_c3(ctx.reader, ctx.templates, lang, out_dir, judge)
     if not written:
         raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
     for path, n in written.items():
