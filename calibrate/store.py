@@ -19,11 +19,11 @@ from pathlib import Path
 
 from calibrate.model import (
     DECISION_ACTIONS,
-    CalibrateError,
     LABEL_ACTIONS,
     REVERT_ACTION,
     AgreementData,
     Annotation,
+    CalibrateError,
     Item,
     Judgment,
     NewItem,

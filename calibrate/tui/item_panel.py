@@ -12,7 +12,15 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from calibrate.display import folded, item_sections, literal, marked_span, page_of, reference_text, response_text
+from calibrate.display import (
+    folded,
+    item_sections,
+    literal,
+    marked_span,
+    page_of,
+    reference_text,
+    response_text,
+)
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 
