@@ -26,6 +26,8 @@ def literal(text: str) -> str:
 
 def readable_passage(text: str) -> str:
     """MultiRC marks sentences with <b>Sent k: </b> and <br>: show them as numbered lines."""
+    if "<" not in text:  # a plain passage (of any size) is left as it is, at once
+        return text.strip()
     text = _SENT.sub(lambda m: f"[{m.group(1)}] ", text)
     text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
     return text.strip()
@@ -104,7 +106,7 @@ def marked_span(item: Item, name: str) -> tuple[int, int] | None:
     return start, end
 
 
-PAGE_CHARS = 20_000
+PAGE_CHARS = 5_000
 """A field longer than this is shown a page at a time, so no item costs more than a page to draw."""
 
 FOLD_CHARS = 240

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
@@ -129,13 +130,12 @@ class AnnotationSession:
 
         rng = np.random.default_rng(self.seed)
         if self.order == "random":
-            ids = np.array(self.store.item_ids(task=self.task, lang=self.lang), dtype=np.int64)
-            shuffled = rng.permutation(ids)
+            shuffled = rng.permutation(self.store.item_id_array(task=self.task, lang=self.lang))
             for k in range(0, len(shuffled), WINDOW):
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
             # one lane per task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = [rng.permutation(np.array(self.store.item_ids(task=task, lang=lang), dtype=np.int64))
+            lanes = [rng.permutation(self.store.item_id_array(task=task, lang=lang))
                      for task, lang in self.store.cells(task=self.task, lang=self.lang)]
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
@@ -236,7 +236,8 @@ class AnnotationSession:
     def view(self, item_id: int) -> ItemView:
         item = self.store.item(item_id)
         template = self.templates.for_task(item.task, item.lang)
-        judgments = self.store.judgments_for_item(item_id, self.judge)
+        # one character more than a page, so the view can tell that the output goes on
+        judgments = self.store.judgments_for_item(item_id, self.judge, output_chars=PAGE_CHARS + 1)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
         choices = template.kind.labels
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),

@@ -9,11 +9,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from calibrate.session import AnnotationSession, ItemView, SessionError
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
+from calibrate.tui.key_bar import KeyBar
 from calibrate.tui.prompt_panel import PromptPanel
 from calibrate.tui.reading_pane import ReadingPane
 from calibrate.tui.score_form import ScoreForm
@@ -79,7 +79,7 @@ class AnnotateScreen(Screen):
             yield ItemPanel(id="item", classes="reading")
             yield VerdictPanel(id="verdict")
         yield PromptPanel(id="prompt")
-        yield Footer(compact=True)
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.show(self.session.start())
@@ -96,7 +96,7 @@ class AnnotateScreen(Screen):
         self.query_one(ItemPanel).show(view, expanded=self.expanded, page=self.page)
         self.query_one(VerdictPanel).show(view, hidden)
         self.query_one(PromptPanel).show(view)
-        self.refresh_bindings()
+        self.query_one(KeyBar).show(self, len(view.choices) if view else 0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only what works on the item on screen is enabled (and so shown in the footer)."""

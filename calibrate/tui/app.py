@@ -81,16 +81,13 @@ class CalibrateApp(App):
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
 
-    def get_key_display(self, binding: Binding) -> str:
-        """The footer's key for a binding; the digit labels show as one range, e.g. `1-3`."""
-        view = getattr(self.screen, "view", None)
-        if binding.id == "annotate.label_1" and view is not None:
-            return f"1-{len(view.choices)}"
-        return super().get_key_display(binding)
+    def keys_of(self, binding: Binding) -> list[str]:
+        """The key names of a binding, after any remapping."""
+        return [k.strip() for k in self._keymap.get(binding.id or "", binding.key).split(",") if k.strip()]
 
     def keymap_for(self, binding: Binding) -> str:
         """The keys of a binding as the user types them, after any remapping."""
-        return typed_keys(self._keymap.get(binding.id or "", binding.key))
+        return typed_keys(",".join(self.keys_of(binding)))
 
     def guidelines_for(self, template: Template) -> str:
         if self.guidelines_file and self.guidelines_file.is_file():

@@ -64,5 +64,5 @@ class VerdictPanel(Vertical):
         output = judgment.raw_output or "(no output)"
         shown = Text(literal(output[:PAGE_CHARS]))
         if len(output) > PAGE_CHARS:
-            shown.append(f"\n… {len(output) - PAGE_CHARS:,} more characters (not shown)", style="bold magenta")
+            shown.append("\n… the output goes on (it is stored whole)", style="bold magenta")
         raw.update(shown)
