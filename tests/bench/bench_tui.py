@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibrate.session import ORDERS
 from calibrate.model import digest, now_iso
+from calibrate.session import ORDERS
 from calibrate.store import Store
 from calibrate.tui import CalibrateApp
 
