@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from calibrate.display import (
+    FOLD_CHARS,
     folded,
     item_sections,
     literal,
@@ -69,12 +70,14 @@ class ItemPanel(ReadingPane):
                  mark: tuple[int, int] | None = None) -> Text:
         """A heading in `style` over one page of the body as plain, literal text; folded to its
         first lines if `fold`; the characters in `mark` highlighted."""
-        shown, pages = page_of(body, page)
-        self.pages = max(self.pages, pages)
-        hidden = 0
-        if fold:
-            shown, hidden = folded(shown)
-            self.folds += bool(hidden)
+        pages, hidden = 1, 0
+        if fold and len(body) > FOLD_CHARS:  # a folded field is not paged: x shows it, then ] and [ page it
+            shown, _ = folded(body[: FOLD_CHARS + 1])
+            hidden = len(body) - len(shown)
+            self.folds += 1
+        else:
+            shown, pages = page_of(body, page)
+            self.pages = max(self.pages, pages)
         text = Text()
         text.append(title, style=style)
         if pages > 1:
