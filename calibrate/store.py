@@ -747,12 +747,16 @@ class Store:
         skipped_too: bool = False,
     ) -> int | None:
         """Lease the first eligible item of `candidates` (a queue in the caller's order);
-        `skipped_too` lets items this annotator skipped be taken again."""
+        `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
+        8 at a time, then in chunks doubling up to 256: the first is usually eligible, and
+        each check of an item scattered over a large table costs page reads."""
         decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
         with self.transaction():
             now = time.time()
-            for start in range(0, len(candidates), 256):
-                chunk = list(candidates[start : start + 256])
+            start, size = 0, 8
+            while start < len(candidates):
+                chunk = list(candidates[start : start + size])
+                start, size = start + size, min(2 * size, 256)
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
                 params = {"me": annotator, "now": now, "overlap": overlap, "decides": decides, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})

@@ -34,7 +34,7 @@ SCROLL_BINDINGS = [
 
 
 class AnnotateScreen(Screen):
-    # the footer shows these in this order, only those that work on the item on screen; at
+    # the key bar shows these in this order, only those that work on the item on screen; at
     # 80 columns everything up to "quit" fits (the panels name x and ] where they apply; the
     # rest are on the ? page)
     BINDINGS = [
@@ -99,7 +99,7 @@ class AnnotateScreen(Screen):
         self.query_one(KeyBar).show(self, len(view.choices) if view else 0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Only what works on the item on screen is enabled (and so shown in the footer)."""
+        """Only what works on the item on screen is enabled (and so shown in the key bar)."""
         view, blind = self.view, self.session.blind
         if action in ("confirm", "label_yes", "label_no", "label_index", "scores", "override", "skip", "flag",
                       "note", "guidelines", "expand", "page") and view is None:
