@@ -391,3 +391,11 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         assert isinstance(app.screen, FlaggedScreen) and f"#{first}" in screen_text(app)
         await pilot.press("enter")
         assert current_item_id(app) == first
+
+
+async def test_score_form_title_is_whole_at_80_columns(demo_db):
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        assert "Your scores, 0.0-100.0: Enter moves on, Enter on the last saves" in screen_text(app)
