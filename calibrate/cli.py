@@ -50,6 +50,13 @@ class Context:
         return self._store
 
     @property
+    def reader(self) -> Store:
+        """The database for a command that only reads: a missing file is an error, never created."""
+        if self._store is None:
+            self._store = Store(self.db_path, read_only=True)
+        return self._store
+
+    @property
     def templates(self) -> TemplateSet:
         if self._templates is None:
             self._templates = TemplateSet(map(Path, self.template_dirs))
@@ -310,7 +317,7 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
 
 # -- look around -------------------------------------------------------------------------------
 
-STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
+STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled", "flagged"]
 
 
 @cli.command(name="items")
@@ -325,7 +332,8 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled"]
 def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     """List items, filtered by task, language, system and status."""
     rows = []
-    for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
+    ctx.reader.check_filter(task=task, lang=lang, system=system)
+    for item in ctx.reader.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:
@@ -340,7 +348,7 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @pass_ctx
 def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
-    counts = ctx.store.status_counts(system=system)
+    counts = ctx.reader.status_counts(system=system)
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
 
@@ -381,20 +389,36 @@ def templates_show(ctx, template_id):
 
 @cli.command(name="render")
 @click.argument("item_id", type=int)
-@click.option("--variant", help="Template family to render with (e.g. c3-official).")
+@click.option("--variant", help="Template family to render with (e.g. c3-official) instead of the judged prompt.")
+@click.option("--judge", help="The prompt this judge was given (default: the latest judgment's).")
 @pass_ctx
-def render_command(ctx, item_id, variant):
-    """Print the judge prompt (system and user) for one item."""
-    from calibrate.judging import render_for
+def render_command(ctx, item_id, variant, judge):
+    """Print the judge prompt (system and user) for one item.
 
-    item = ctx.store.item(item_id)
+    The prompt the item's latest judgment was made with, naming its template; with no judgment
+    yet (or with --variant), the template's prompt rendered now. The first line (on stderr)
+    says which."""
+    from calibrate.judging import render_for
+    from calibrate.templates import RenderedPrompt
+
+    item = ctx.reader.item(item_id)
     if item is None:
-        raise click.ClickException(f"no item {item_id}")
+        raise click.ClickException(f"no item {item_id} in {ctx.db_path}")
+    if judge:
+        ctx.reader.check_filter(judge=judge)
+    judged = None if variant else next((j for j in ctx.reader.judgments_for_item(item_id, judge) if j.prompt), None)
     template = ctx.templates.for_task(item.task, item.lang, variant)
+    if judged is not None:
+        err_console.print(Text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
+                               f"judgment #{judged.id})", style="dim"))
+        click.echo(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text())
+        return
     if not template.has_prompt:
         click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
         click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
         return
+    how = "the --variant" if variant else "no judgment yet: the default"
+    err_console.print(Text(f"{how} template {template.id}, rendered now", style="dim"))
     click.echo(render_for(ctx.templates, item, variant).as_text())
 
 
@@ -465,7 +489,8 @@ def annotate_options(command):
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
         click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
-                     help="informative: next the label that most narrows the corrected scores' intervals "
+                     help="The queue's order. Items you skip come back once, after the rest of the queue. "
+                          "informative: next the label that most narrows the corrected scores' intervals "
                           "(cells with wide intervals and contested verdicts first; random within a cell)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
                      help="How many different annotators each item should get (2+ for human-human agreement)."),
@@ -495,13 +520,15 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
+    ctx.reader.check_filter(task=task, lang=lang, system=system, judge=judge)
+    ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
                        keymap_file=keymap, require_listen=require_listen, audio_root=audio_root)
     app.run()
     progress = app.session.progress()
-    console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
-                  f"({progress.decided}/{progress.total} items decided in this queue). "
+    console.print(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
+                  f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                   f"See agreement with: calibrate --db {ctx.db_path} report")
 
 
@@ -661,7 +688,8 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from)
-    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
+    ctx.reader.check_filter(system=system, judge=judge)
+    result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
     if fmt == "table" and out is None:
         reports.render_table(result, console, wide=wide)
         return
@@ -765,10 +793,10 @@ def export_group(click_ctx, fmt, out, system):
     writer = write_jsonl if fmt == "jsonl" else write_csv
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle, system)
+            n = writer(ctx.reader, handle, system)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.store, sys.stdout, system)
+        writer(ctx.reader, sys.stdout, system)
 
 
 @export_group.command(name="c3")
@@ -787,7 +815,9 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
     from calibrate.formats.c3 import c3_statistics, c3_systems, export_c3
 
-    known = c3_systems(ctx.store, lang)
+    for judge in judges:
+        ctx.reader.check_filter(judge=judge)
+    known = c3_systems(ctx.reader, lang)
     if system is None:
         if len(known) > 1:
             raise click.UsageError(f"C3 {lang} items belong to several systems ({', '.join(known)}): pass --system")
@@ -797,7 +827,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     results = {}
     for judge in judges or (None,):
         target = out_dir / judge if len(judges) > 1 else out_dir
-        written = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        written = export_c3(ctx.reader, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
@@ -821,7 +851,7 @@ def _c3_corrected(ctx: Context, lang: str, system: str, judges: list[str]) -> di
     out: dict[str, dict] = {}
     for by in (("system", "task", "lang"), ("system", "lang")):
         try:
-            result = scoring.build_scores(ctx.store, ctx.templates, by=by, system=system)
+            result = scoring.build_scores(ctx.reader, ctx.templates, by=by, system=system)
         except scoring.ScoresError:
             return out
         for cell in result.cells:

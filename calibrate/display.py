@@ -26,6 +26,8 @@ def literal(text: str) -> str:
 
 def readable_passage(text: str) -> str:
     """MultiRC marks sentences with <b>Sent k: </b> and <br>: show them as numbered lines."""
+    if "<" not in text:  # a plain passage (of any size) is left as it is, at once
+        return text.strip()
     text = _SENT.sub(lambda m: f"[{m.group(1)}] ", text)
     text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
     return text.strip()
@@ -67,7 +69,7 @@ def item_sections(item: Item, template: Template) -> list[tuple[str, str]]:
     turns = dialogue(item)
     if turns is not None:
         return [("dialogue", "\n".join(f"{speaker}: {text}" for speaker, text in turns))]
-    skip = {template.response, template.reference, "answers", "response"}
+    skip = {template.response, template.reference, "answers", "response", *template.hidden_fields}
     rank = {name: n for n, name in enumerate(FIELD_ORDER)}
     sections = []
     for name, value in sorted(item.fields.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])):
@@ -86,6 +88,46 @@ def item_sections(item: Item, template: Template) -> list[tuple[str, str]]:
         else:
             sections.append((name, as_text(value)))
     return sections
+
+
+# WiC gives the target word's character offsets in each sentence (end exclusive)
+_MARKED = {"superglue/wic": {"sentence1": ("start1", "end1"), "sentence2": ("start2", "end2")}}
+
+
+def marked_span(item: Item, name: str) -> tuple[int, int] | None:
+    """(start, end) of the text to highlight in field `name` (WiC's target word), if any."""
+    keys = _MARKED.get(item.task, {}).get(name)
+    if keys is None:
+        return None
+    start, end = (item.fields.get(k) for k in keys)
+    text = item.fields.get(name)
+    if not (isinstance(start, int) and isinstance(end, int) and isinstance(text, str) and 0 <= start < end <= len(text)):
+        return None
+    return start, end
+
+
+PAGE_CHARS = 5_000
+"""A field longer than this is shown a page at a time, so no item costs more than a page to draw."""
+
+FOLD_CHARS = 240
+"""The item's own text (a passage, a dialogue) beyond this is folded until asked for, so the
+response and reference stay within reach on a small terminal."""
+
+
+def page_of(text: str, page: int) -> tuple[str, int]:
+    """Page `page` (from 0, clamped) of `text` in PAGE_CHARS slices, and how many pages it has."""
+    pages = max(1, -(-len(text) // PAGE_CHARS))
+    page = min(max(page, 0), pages - 1)
+    return text[page * PAGE_CHARS : (page + 1) * PAGE_CHARS], pages
+
+
+def folded(text: str) -> tuple[str, int]:
+    """The first FOLD_CHARS of `text` cut at a word boundary, and how many characters are hidden."""
+    if len(text) <= FOLD_CHARS:
+        return text, 0
+    cut = text.rfind(" ", FOLD_CHARS // 2, FOLD_CHARS)
+    cut = cut if cut > 0 else FOLD_CHARS
+    return text[:cut], len(text) - cut
 
 
 def response_text(item: Item, template: Template) -> str:

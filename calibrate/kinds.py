@@ -39,6 +39,14 @@ _C3_WORDING = {
     "yes_no_en": {"yes": "The answer is: yes.", "no": "The answer is: no."},
     "yes_no_zh": {"是": "最终答案为：是。", "否": "最终答案为：否。"},
 }
+# Verdict badges: white text on dark backgrounds picked from the xterm 256-colour cube (so a
+# 256-colour terminal shows them exactly) whose nearest 16-colour ANSI colours are as dark; every
+# pair keeps a WCAG AA contrast ratio (>= 4.5) in true colour, 256 and 16 colours (tested).
+BADGE_TEXT = "#ffffff"
+BADGE_COLOURS = {POSITIVE: "#005f00", NEGATIVE: "#870000", "other": "#00005f"}
+STATUS_BADGES = {"unparsed": ("#000000", "#d7af00"), "error": (BADGE_TEXT, "#870000")}
+"""(text, background) of the badge shown instead of a verdict: an unparsed output, a judge error."""
+
 _FIXED_LABELS = {"yes_no_en": ("yes", "no"), "yes_no_zh": ("是", "否"), "rubric_scores": ()}
 
 
@@ -183,8 +191,9 @@ class VerdictKind:
         return label.upper() if self.name == "yes_no_en" else label
 
     def colour(self, label: str | None) -> str:
-        """green for the positive outcome, red for the negative, blue for anything else."""
-        return {POSITIVE: "green", NEGATIVE: "red"}.get(self.polarity(label) or "", "blue")
+        """The badge background for a verdict: green for the positive outcome, red for the
+        negative, blue for anything else; BADGE_TEXT is written on it."""
+        return BADGE_COLOURS[self.polarity(label) or "other"]
 
     def c3_wording(self, label: str | None) -> str:
         """C3's exact verdict line for a label ("" for none or a kind C3 does not use)."""

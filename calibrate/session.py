@@ -8,16 +8,19 @@ directly, and decisions are committed to SQLite before the next item is shown.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.audio import PLAYER_HINT, Playback, find_player
+from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative")
+WINDOW = 512  # queue ids checked for eligibility per claim
 
 
 class SessionError(ValueError):
@@ -100,7 +103,7 @@ class Decision:
 
 @dataclass
 class Progress:
-    decided: int
+    labelled: int
     total: int
     per_hour: float | None
 
@@ -128,11 +131,12 @@ class AnnotationSession:
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
             raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
+        self.store.check_filter(**self._scope, judge=self.judge)
         self.started = time.monotonic()
         self.decisions_here = 0
-        self._newly_decided: set[int] = set()
-        self._queue: list[int] | None = None
-        self._queue_cursor = 0
+        self._windows: Iterator[list[int]] | None = None
+        self._window: list[int] = []
+        self._returning: list[int] | None = None
         self._claim_after = 0
         self._shown_at = time.monotonic()
         self._plays: dict[int, int] = {}
@@ -140,31 +144,49 @@ class AnnotationSession:
         self._playback: Playback | None = None
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
-        scope = {"task": self.task, "lang": self.lang, "system": self.system}
-        self.total = self.store.count_items(**scope)
-        self.decided_before = self.store.count_decided(self.annotator, **scope)
+        self.total = self.store.count_items(**self._scope)
+        self.labelled = self.store.count_labelled(self.annotator, **self._scope)
+
+    @property
+    def _scope(self) -> dict:
+        """The filter every query of this session shares."""
+        return {"task": self.task, "lang": self.lang, "system": self.system}
 
     # -- queue -------------------------------------------------------------------------------
 
-    def _ordered_queue(self) -> list[int]:
+    def _queue_windows(self) -> Iterator[list[int]]:
+        """The queue in this session's order, a window of item ids at a time, computed lazily
+        so that the first item shows at once even on a million items."""
         import numpy as np  # only the shuffled orders need it; keeps start-up light
 
         rng = np.random.default_rng(self.seed)
-        if self.order in ("stratified", "informative"):
-            cells: dict[tuple[str, str, str], list[int]] = {}
-            for item_id, cell in self.store.item_cells(task=self.task, lang=self.lang, system=self.system).items():
-                cells.setdefault(cell, []).append(item_id)
-            lanes = {cell: [int(i) for i in rng.permutation(sorted(members))] for cell, members in sorted(cells.items())}
-            if self.order == "informative":
-                return self._informative(lanes)
-            return [lane[k] for k in range(max(map(len, lanes.values()), default=0)) for lane in lanes.values()
-                    if k < len(lane)]
-        ids = self.store.item_ids(task=self.task, lang=self.lang, system=self.system)
         if self.order == "random":
-            return [int(i) for i in rng.permutation(ids)]
-        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge, system=self.system)  # disagreement-first
-        chosen = set(first)
-        return first + [i for i in ids if i not in chosen]
+            shuffled = rng.permutation(self.store.item_id_array(**self._scope))
+            for k in range(0, len(shuffled), WINDOW):
+                yield shuffled[k : k + WINDOW].tolist()
+        elif self.order == "stratified":
+            # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
+            lanes = [rng.permutation(self.store.item_id_array(task=task, lang=lang, system=system))
+                     for task, lang, system in self.store.cells(**self._scope)]
+            for k in range(0, max(map(len, lanes), default=0), WINDOW):
+                yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
+        elif self.order == "informative":
+            lanes = {cell: [int(i) for i in rng.permutation(self.store.item_id_array(
+                         task=cell[0], lang=cell[1], system=cell[2]))] for cell in self.store.cells(**self._scope)}
+            queue = self._informative(lanes)
+            for k in range(0, len(queue), WINDOW):
+                yield queue[k : k + WINDOW]
+        else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
+            top, step, low = self.store.max_item_id(), 50_000, 1
+            while low <= top:
+                contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
+                if contested:
+                    yield contested
+                low += step
+            after = 0
+            while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
+                after = rest[-1]
+                yield rest
 
     def _informative(self, lanes: dict[tuple[str, str, str], list[int]]) -> list[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
@@ -180,7 +202,7 @@ class AnnotationSession:
         import heapq
 
         labelled = {row["item_id"] for row in self.store.current_labels()}
-        contested = set(self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge, system=self.system))
+        contested = set(self.store.contested_item_ids(**self._scope, judge=self.judge))
         heap, pending = [], {}
         for cell, lane in lanes.items():
             weight = 1 + sum(i in contested for i in lane) / len(lane)
@@ -198,6 +220,23 @@ class AnnotationSession:
         return queue
 
     def _claim(self) -> int | None:
+        """Lease the next item of the queue; once it is exhausted, the items this annotator
+        skipped come back, once, in the order they were skipped."""
+        if self._returning is None:
+            item_id = self._claim_fresh()
+            if item_id is not None:
+                return item_id
+            self._returning = self.store.decided_item_ids(self.annotator, "skip", **self._scope)
+        while self._returning:
+            item_id = self.store.claim_first(self.annotator, self._returning[:WINDOW], overlap=self.overlap,
+                                             lease_seconds=self.lease_seconds, skipped_too=True)
+            if item_id is not None:
+                del self._returning[: self._returning.index(item_id) + 1]
+                return item_id
+            del self._returning[:WINDOW]
+        return None
+
+    def _claim_fresh(self) -> int | None:
         if self.order == "in-order":
             item_id = self.store.claim_next(
                 self.annotator, overlap=self.overlap, task=self.task, lang=self.lang, system=self.system,
@@ -206,16 +245,20 @@ class AnnotationSession:
             if item_id is not None:
                 self._claim_after = item_id
             return item_id
-        if self._queue is None:
-            self._queue = self._ordered_queue()
-        while self._queue_cursor < len(self._queue):
-            window = self._queue[self._queue_cursor : self._queue_cursor + 512]
-            item_id = self.store.claim_first(self.annotator, window, overlap=self.overlap, lease_seconds=self.lease_seconds)
+        if self._windows is None:
+            self._windows = self._queue_windows()
+        while True:
+            if not self._window:
+                self._window = next(self._windows, None)
+                if self._window is None:
+                    self._window = []
+                    return None
+            item_id = self.store.claim_first(self.annotator, self._window, overlap=self.overlap,
+                                             lease_seconds=self.lease_seconds)
             if item_id is not None:
-                self._queue_cursor += window.index(item_id) + 1
+                del self._window[: self._window.index(item_id) + 1]
                 return item_id
-            self._queue_cursor += len(window)
-        return None
+            self._window = []
 
     # -- navigation --------------------------------------------------------------------------
 
@@ -263,7 +306,8 @@ class AnnotationSession:
     def view(self, item_id: int) -> ItemView:
         item = self.store.item(item_id)
         template = self.templates.for_task(item.task, item.lang)
-        judgments = self.store.judgments_for_item(item_id, self.judge)
+        # one character more than a page, so the view can tell that the output goes on
+        judgments = self.store.judgments_for_item(item_id, self.judge, output_chars=PAGE_CHARS + 1)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
         choices = template.kind.labels
         audio = self.store.item_audio(item_id)
@@ -358,15 +402,14 @@ class AnnotationSession:
                                     f"PATH: {PLAYER_HINT}")
             raise SessionError("listen first (l): --require-listen takes a label only after the audio has played")
         shown = view.judgment.id if view.judgment and not self.blind else None
-        first_time = not self.store.has_decision(view.item.id, self.annotator)
         has_audio = bool(view.playable)
         self.store.annotate(
             view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
             audio_plays=plays if has_audio else None, listened_seconds=round(listened, 3) if has_audio else None,
         )
-        if first_time:
-            self._newly_decided.add(view.item.id)
+        if action in LABEL_ACTIONS and view.current_label is None:
+            self.labelled += 1
         self.decisions_here += 1
         self.last_decision = Decision(view.item.id, action, label, view.verdict)
         return self.last_decision
@@ -390,16 +433,36 @@ class AnnotationSession:
         undone = self.store.undo_last(self.annotator)
         if undone is None:
             return None
-        if not self.store.has_decision(undone.item_id, self.annotator):
-            self._newly_decided.discard(undone.item_id)
         self.last_decision = None
-        return self.jump_to(undone.item_id)
+        view = self.jump_to(undone.item_id)
+        in_queue = self.task in (None, view.item.task) and self.lang in (None, view.item.lang)
+        if in_queue and undone.action in LABEL_ACTIONS and view.current_label is None:
+            self.labelled -= 1
+        return view
 
     def progress(self) -> Progress:
         elapsed = time.monotonic() - self.started
         # a pace from one or two decisions is noise: show it from the third on
         per_hour = self.decisions_here / elapsed * 3600 if self.decisions_here >= 3 and elapsed > 0 else None
-        return Progress(min(self.total, self.decided_before + len(self._newly_decided)), self.total, per_hour)
+        return Progress(self.labelled, self.total, per_hour)
+
+    def finished_summary(self) -> str:
+        """What became of this queue's items, for the screen that says it is finished."""
+        skipped = len(self.store.decided_item_ids(self.annotator, "skip", **self._scope))
+        flagged = len(self.store.decided_item_ids(self.annotator, "flag", **self._scope))
+        others = self.total - self.store.count_decided(self.annotator, **self._scope)
+        text = f"you labelled {self.labelled} of {self.total} items here, skipped {skipped} and flagged {flagged}"
+        if others:
+            text += f"; {others} are labelled or held by other annotators (overlap {self.overlap})"
+        return text
+
+    def flagged(self) -> list[Item]:
+        """The items this annotator flagged (the flag still their latest decision), oldest first."""
+        return [self.store.item(i) for i in self.store.decided_item_ids(self.annotator, "flag", **self._scope)]
+
+    def filter_text(self) -> str:
+        """The active filter as typed in the app ("task=c3/pause lang=zh"; "" for all items)."""
+        return " ".join(f"{k}={v}" for k, v in self._scope.items() if v)
 
     def close(self) -> None:
         """Stop the audio and give back this annotator's held items so others can take them."""

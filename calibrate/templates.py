@@ -51,6 +51,7 @@ class Template:
     reference: str | None = None
     response: str = "response"
     guidelines: str = ""
+    hidden_fields: tuple[str, ...] = ()
     vars: dict = field(default_factory=dict, hash=False, compare=False)
     text: str | None = None
     system: str | None = None
@@ -151,6 +152,7 @@ class TemplateSet:
                 reference=entry.get("reference"),
                 response=entry.get("response", "response"),
                 guidelines=entry.get("guidelines", ""),
+                hidden_fields=tuple(entry.get("hidden_fields", ())),
                 vars=entry.get("vars", {}),
                 text=_read(path.parent, entry.get("file"), where),
                 system=_read(path.parent, entry.get("system"), where),
@@ -169,6 +171,8 @@ class TemplateSet:
 
     def for_task(self, task: str, lang: str, family: str | None = None) -> Template:
         """The template that serves (task, lang): the default one, or the one of `family`."""
+        if lang not in LANGS:
+            raise TemplateError(f"unknown language {lang!r}: use {' or '.join(LANGS)}")
         if family:
             for template in self.templates.values():
                 if template.family == family and template.lang == lang and task in template.tasks:

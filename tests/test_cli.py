@@ -10,7 +10,7 @@ import sys
 from click.testing import CliRunner
 
 from calibrate.cli import cli
-from calibrate.store import Store
+from calibrate.store import NewItem, Store
 from tests.conftest import Calibrate
 
 
@@ -23,10 +23,39 @@ def test_calibrate_db_env_var_chooses_the_file(tmp_path, monkeypatch):
 
 
 def test_default_database_is_calibrate_db_in_the_working_directory(tmp_path):
+    env = {"PATH": "/usr/bin:/bin"}
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}) + "\n")
+    imported = subprocess.run([sys.executable, "-m", "calibrate", "import", "jsonl", str(seed), "--task", "c3/lexical",
+                               "--lang", "en"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert imported.returncode == 0, imported.stderr
     result = subprocess.run([sys.executable, "-m", "calibrate", "status", "--json"], cwd=tmp_path,
-                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+                            capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == [] and (tmp_path / "calibrate.db").exists()
+    assert json.loads(result.stdout)[0]["items"] == 1 and (tmp_path / "calibrate.db").exists()
+
+
+def test_read_only_commands_on_a_missing_database_say_so_and_create_nothing(tmp_path):
+    missing = tmp_path / "nothing.db"
+    run = Calibrate(missing)
+    for args in (["status"], ["items"], ["render", "1"], ["report"], ["export"], ["annotate"],
+                 ["export", "c3", "--lang", "en", str(tmp_path / "out")]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 1 and f"Error: no database at {missing}" in result.output, (args, result.output)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_filters_name_what_the_database_has(demo_db, tmp_path):
+    run = Calibrate(demo_db)
+    out = run("items", "--task", "c3/nonexistent", ok=False).output
+    assert "unknown task 'c3/nonexistent': this database has c3/coreference-detection" in out
+    out = run("items", "--lang", "fr", ok=False).output
+    assert "unknown language 'fr': this database has en, zh" in out
+    out = run("annotate", "--judge", "gpt-9", ok=False).output
+    assert "unknown judge 'gpt-9': this database has demo-judge, demo-judge-2, rule" in out
+    out = run("export", "c3", "--lang", "en", str(tmp_path / "c3"), "--judge", "gpt-9", ok=False)
+    assert out.exit_code == 1 and "unknown judge 'gpt-9': this database has demo-judge, demo-judge-2, rule" in out.output
+    assert not (tmp_path / "c3").exists()
 
 
 def test_status_and_items_json(demo_db):
@@ -54,17 +83,28 @@ def test_templates_list_and_show(calibrate):
     assert missing.exit_code != 0 and "unknown template 'nope'" in missing.output
 
 
-def test_render_works_on_every_demo_item(demo_db):
+def test_render_prints_the_prompt_the_item_was_judged_with_or_the_default(demo_db):
     run = Calibrate(demo_db)
     store = Store(demo_db)
     for item in store.items():
-        out = run("render", str(item.id)).output
-        if "generation" in item.task:
-            assert "has no judge prompt" in out
-        elif item.task.startswith("c3/"):
-            assert out.startswith("[system]\n") and "[user]\n" in out
+        result = run("render", str(item.id))
+        judged = next((j for j in store.judgments_for_item(item.id) if j.prompt), None)
+        if judged is not None:
+            assert f"template {judged.template_id}" in result.stderr and judged.prompt in result.stdout
+        elif "generation" in item.task:
+            assert "has no judge prompt" in result.stdout
         else:
-            assert out.strip()
+            assert "no judgment yet: the default template" in result.stderr and result.stdout.strip()
+    pause = store.items(task="c3/pause", lang="en")[0]
+    result = run("render", str(pause.id))
+    assert "judge demo-judge was given (template c3-official/en/phonological" in result.stderr
+    assert result.stdout.rstrip("\n").endswith(store.judgments_for_item(pause.id)[0].prompt.rstrip("\n"))
+    unjudged = store.add_items([NewItem("c3/pause", "en", "new", {**pause.fields})])[1]
+    assert unjudged == 1
+    new_id = store.items(task="c3/pause", lang="en")[-1].id
+    fresh = run("render", str(new_id))
+    assert "no judgment yet: the default template c3/en/phonological" in fresh.stderr
+    assert fresh.stdout.startswith("[system]\n")
     hetero = store.items(task="c3/heterograph", lang="en")[0]
     official = run("render", str(hetero.id), "--variant", "c3-official").output
     assert "and so on in English" in official and f"```\n{hetero.fields['content']}\n```" in official

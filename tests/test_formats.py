@@ -62,7 +62,7 @@ def test_jsonl_field_mapping(calibrate, tmp_path):
         ([{"id": 1, **LEX}, "{not json"], "in.jsonl:2: malformed JSON"),
         ([{"id": 1, **LEX}, {"id": 2, "content": "x", "response": "r"}], "in.jsonl:2: missing field 'notation'"),
         ([{"id": 1, **LEX}, [1, 2]], "in.jsonl:2: expected a JSON object"),
-        ([{**LEX}], "in.jsonl:1: missing field 'id'"),
+        ([{**LEX}], "in.jsonl:1: missing field 'id' (the item's source id; name another field with --id-field)"),
     ],
 )
 def test_jsonl_bad_line_imports_nothing(calibrate, tmp_path, lines, message):
@@ -82,7 +82,8 @@ def test_skip_bad_reports_every_skipped_line(calibrate, tmp_path):
 
 
 @pytest.mark.parametrize(("task", "lang", "message"), [("c3/nonsense", "en", "unknown task 'c3/nonsense'"),
-                                                      ("c3/lexical", "fr", "unknown task 'c3/lexical' for language 'fr'")])
+                                                      ("c3/lexical", "fr", "unknown language 'fr': use en or zh"),
+                                                      ("c3/lexical", "english", "unknown language 'english': use en or zh")])
 def test_unknown_task_or_language(calibrate, tmp_path, task, lang, message):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}])
     out = calibrate("import", "jsonl", str(f), "--task", task, "--lang", lang, ok=False)

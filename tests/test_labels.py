@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from calibrate.kinds import LabelError, VerdictKind
 from calibrate.store import Store
 from tests.conftest import Calibrate
 
@@ -44,3 +45,17 @@ def test_import_labels_bad_rows(demo_db, tmp_path, row, message):
     out = Calibrate(demo_db)("import", "labels", str(f), ok=False)
     assert out.exit_code != 0 and f"l.jsonl:2: {message}" in out.output
     assert Store(demo_db).current_labels() == []
+
+
+def test_labels_match_the_label_set_case_insensitively_where_that_is_unambiguous(demo_db, tmp_path, templates):
+    f = tmp_path / "l.csv"
+    f.write_text("task,lang,system,source_id,annotator,label,note\n"
+                 "superglue/boolq,en,sdm-alpha,0,sam,true,\n"
+                 "superglue/cb,en,sdm-alpha,0,sam, Neutral ,\n"
+                 "c3/lexical,en,sdm-alpha,ambiguity/semantic/lexical/0,sam,YES,\n", encoding="utf-8")
+    assert "3 labels added" in Calibrate(demo_db)("import", "labels", str(f)).output
+    labels = {r["task"]: r["label"] for r in Store(demo_db).current_labels()}
+    assert labels == {"superglue/boolq": "True", "superglue/cb": "neutral", "c3/lexical": "yes"}
+    ambiguous = VerdictKind("label_set", ("Yes", "yes"))
+    with pytest.raises(LabelError, match="label 'YES' is not one of Yes, yes"):
+        ambiguous.normalize_label("YES")

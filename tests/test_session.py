@@ -9,7 +9,7 @@ import pytest
 
 from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
-from calibrate.store import Store
+from calibrate.store import Store, UnknownFilter
 
 
 @pytest.fixture
@@ -26,12 +26,12 @@ def session(store, templates, **kw) -> AnnotationSession:
     return AnnotationSession(store, templates, **kw)
 
 
-def drain(s: AnnotationSession) -> list[int]:
+def drain(s: AnnotationSession, action: str = "flag") -> list[int]:
     seen = []
     view = s.start()
     while view is not None:
         seen.append(view.item.id)
-        s.decide("skip")
+        s.decide(action)
         view = s.forward()
     return seen
 
@@ -76,16 +76,94 @@ def test_overlap_two_gives_each_item_to_two_annotators(two_cells, templates):
     assert a.current().item.id == b.current().item.id != c.current().item.id
 
 
-def test_progress_counts_distinct_decided_items(two_cells, templates):
+def test_progress_counts_labelled_items_only(two_cells, templates):
     store, ids = two_cells
     s = session(store, templates, task="c3/lexical")
     s.start()
     s.decide("label", "yes")
     s.back()
     s.decide("label", "no")  # relabelling the same item is one item
-    assert s.progress().decided == 1 and s.progress().total == 6
+    s.decide("skip")
+    s.decide("flag")
+    assert s.progress().labelled == 1 and s.progress().total == 6, "skips and flags are not labels"
     s.undo()
-    assert store.current_label(ids[0], "ana") == "yes"
+    s.undo()
+    s.undo()
+    assert store.current_label(ids[0], "ana") == "yes" and s.progress().labelled == 1
+    s.undo()
+    assert s.progress().labelled == 0
+    again = session(store, templates, task="c3/lexical")
+    assert again.progress().labelled == 0
+
+
+def test_skipped_items_come_back_at_the_end_once(two_cells, templates):
+    store, ids = two_cells
+    s = session(store, templates, task="c3/lexical")
+    assert s.start().item.id == ids[0]
+    s.decide("skip")
+    s.forward()
+    s.decide("skip")
+    for expected in ids[2:6]:
+        assert s.forward().item.id == expected
+        s.decide("label", "yes")
+    order = []
+    view = s.forward()
+    while view is not None:
+        order.append(view.item.id)
+        s.decide("skip")  # skipped again: it waits for the next session
+        view = s.forward()
+    assert order == [ids[0], ids[1]]
+    later = session(store, templates, task="c3/lexical")
+    assert drain(later, "skip") == [ids[0], ids[1]]
+
+
+def test_flagged_items_are_listed_and_can_be_revisited(two_cells, templates):
+    store, ids = two_cells
+    s = session(store, templates, task="c3/lexical")
+    s.start()
+    s.decide("flag")
+    s.forward()
+    s.decide("label", "no")
+    s.forward()
+    assert [i.id for i in s.flagged()] == [ids[0]]
+    assert s.jump_to(ids[0]).item.id == ids[0]
+    s.decide("label", "yes")
+    assert s.flagged() == [], "a label replaces the flag"
+
+
+def test_going_back_after_the_queue_is_finished(two_cells, templates):
+    store, ids = two_cells
+    s = session(store, templates, task="c3/semantic", lang="zh")
+    assert drain(s) == ids[6:]
+    assert s.current() is None
+    assert s.back().item.id == ids[7]
+    assert "flagged 2" in s.finished_summary()
+
+
+def test_unknown_filters_list_what_the_database_has(two_cells, templates):
+    store, _ = two_cells
+    with pytest.raises(UnknownFilter, match="unknown task 'c3/nonexistent': this database has c3/lexical, c3/semantic"):
+        session(store, templates, task="c3/nonexistent")
+    with pytest.raises(UnknownFilter, match="unknown language 'fr': this database has en, zh"):
+        session(store, templates, lang="fr")
+    with pytest.raises(UnknownFilter, match="unknown judge 'gpt': this database has none yet"):
+        session(store, templates, judge="gpt")
+
+
+def test_a_second_annotator_at_overlap_one_is_told_where_the_items_went(two_cells, templates):
+    store, ids = two_cells
+    first = session(store, templates, task="c3/semantic", lang="zh")
+    drain(first, "skip")
+    first.close()
+    second = session(store, templates, annotator="bo", task="c3/semantic", lang="zh")
+    second.start()
+    second.decide("label", "是")
+    assert second.forward() is not None  # the first annotator only skipped: skipped items are not taken
+    second.decide("label", "否")
+    assert second.forward() is None
+    third = session(store, templates, annotator="cy", task="c3/semantic", lang="zh")
+    assert third.start() is None
+    assert "2 are labelled or held by other annotators (overlap 1)" in third.finished_summary()
 
 
 def test_bad_decisions_say_why(two_cells, templates):
@@ -130,12 +208,12 @@ def test_informative_order_spreads_labels_over_systems_favouring_contested_cells
         for system in ("a", "b") for k, i in enumerate(ids[system]) for judge in ("gpt", "dpsk")
     ])
     store.annotate(ids["a"][0], "bo", "label", label="yes")
-    queue = session(store, templates, order="informative", overlap=2)._ordered_queue()
+    queue = [i for window in session(store, templates, order="informative", overlap=2)._queue_windows() for i in window]
     assert sorted(queue) == sorted(ids["a"][1:] + ids["b"])  # every unlabelled item, once
     system_of = {i: s for s, members in ids.items() for i in members}
     first = [system_of[i] for i in queue[:8]]
     assert first[0] == "b" and first.count("b") > first.count("a") >= 2
     b_order = [ids["b"].index(i) for i in queue if system_of[i] == "b"]
     assert b_order != sorted(b_order)  # random within the cell, not in id order
-    again = session(store, templates, order="informative", overlap=2, seed=0)._ordered_queue()
+    again = [i for window in session(store, templates, order="informative", overlap=2, seed=0)._queue_windows() for i in window]
     assert again == queue  # the seed makes it repeatable

@@ -8,6 +8,7 @@ import pytest
 
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
+from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status
@@ -104,18 +105,18 @@ async def test_skip_flag_note_and_undo(demo_db):
         ("note", "tricky one"), ("skip", None), ("flag", None), ("undo", None), ("undo", None)]
 
 
-async def test_previous_and_next_with_arrows_and_j_k(demo_db):
+async def test_j_next_and_k_previous_like_vim_and_arrows(demo_db):
     app = make_app(demo_db)
     async with app.run_test(size=SIZE) as pilot:
         first = current_item_id(app)
         await pilot.press("right")
         second = current_item_id(app)
-        await pilot.press("k")
+        await pilot.press("j")
         third = current_item_id(app)
         assert len({first, second, third}) == 3
         await pilot.press("left")
         assert current_item_id(app) == second
-        await pilot.press("j")
+        await pilot.press("k")
         assert current_item_id(app) == first
         await pilot.press("y")
         assert current_item_id(app) == second, "a decision moves on to the next item in history"
@@ -250,3 +251,173 @@ async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path):
         assert isinstance(app.screen, ScoreForm)
         await pilot.press(*"70", "enter", *"65.5", "enter")
     assert [json.loads(label) for _, label in rows(db)] == [{"score_answer": 70.0, "score_reasoning": 65.5}]
+SMALL = (80, 24)
+PASSAGE = " ".join(f"Sentence {k} tells more of the river's long history and of the towns on its banks." for k in range(1, 61))
+
+
+@pytest.fixture
+def long_db(tmp_path):
+    """A BoolQ item with a 60-sentence passage, and one with a 10 MB passage and raw output."""
+    db = tmp_path / "long.db"
+    store = Store(db)
+    huge = "word " * 2_000_000
+    ids, _ = store.add_items([
+        NewItem("superglue/boolq", "en", "long", {"question": "is the river long", "passage": PASSAGE,
+                                                  "response": "True: RESPONSE-MARK the passage says so."}, "True"),
+        NewItem("superglue/boolq", "en", "huge", {"question": "is it big", "passage": huge + "THE-END",
+                                                  "response": "True"}, "True"),
+    ], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="rule", judge_key="r", status="verdict", verdict="True",
+                                     raw_output=raw) for i, raw in zip(ids, ["True", huge], strict=True)])
+    store.close()
+    return db
+
+
+def visible_item_text(app) -> str:
+    """The item panel's lines that are on screen now."""
+    return screen_text(app)
+
+
+async def test_long_passage_is_folded_and_the_keyboard_brings_the_response_on_screen(long_db):
+    app = make_app(long_db)
+    async with app.run_test(size=SMALL) as pilot:
+        panel = app.screen.query_one("#item")
+        text = screen_text(app)
+        assert "more characters: x shows all" in text and "Sentence 60" not in text
+        assert "lines 1–16 of" in str(panel.border_subtitle)
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert "RESPONSE-MARK" in screen_text(app) and panel.scroll_y > 0
+        assert not str(panel.border_subtitle).startswith("lines 1–")
+        await pilot.press("home", "x")
+        await pilot.pause()
+        assert "x shows all" not in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert "Sentence 60" in str(app.screen.query_one("#item-fields").content)
+        assert "RESPONSE-MARK" in screen_text(app)
+
+
+async def test_scroll_keys_work_whatever_has_focus_and_tab_picks_the_pane(long_db):
+    app = make_app(long_db)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("j")  # the item with a 10 MB judge output
+        raw = app.screen.query_one("#verdict-raw-scroll")
+        item = app.screen.query_one("#item")
+        await pilot.press("tab", "pagedown")
+        await pilot.pause()
+        assert raw.scroll_y > 0 and item.scroll_y == 0 and raw.has_class("reading")
+        await pilot.press("tab", "pagedown")
+        await pilot.pause()
+        assert item.scroll_y > 0
+
+
+async def test_a_ten_megabyte_field_is_shown_a_page_at_a_time(long_db):
+    app = make_app(long_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("j", "x")
+        await pilot.pause()
+        fields = str(app.screen.query_one("#item-fields").content)
+        assert "page 1/2001 of 10,000,007 characters" in fields and len(fields) < 6_000
+        assert "the output goes on" in str(app.screen.query_one("#verdict-raw").content)
+        await pilot.press("left_square_bracket", *["right_square_bracket"] * 3)
+        assert "page 4/2001" in str(app.screen.query_one("#item-fields").content)
+        app.screen.page = 1999
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert "THE-END" in str(app.screen.query_one("#item-fields").content)
+
+
+async def test_footer_shows_only_what_works_and_fits_80_columns(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SMALL):
+        footer = screen_text(app).splitlines()[-1]
+        for entry in ("ok", "y yes", "n no", "o flip", "s skip", "f flag", "u undo", "j next", "k prev", "/ filter",
+                      "? help", "q quit"):
+            assert entry in footer, (entry, footer)
+    blind = make_app(demo_db, task="c3/lexical", blind=True)
+    async with blind.run_test(size=SMALL):
+        footer = screen_text(blind).splitlines()[-1]
+        assert "ok" not in footer and "flip" not in footer and "y yes" in footer
+    cb = make_app(demo_db, task="superglue/cb")
+    async with cb.run_test(size=SMALL):
+        footer = screen_text(cb).splitlines()[-1]
+        assert "1-3 label" in footer and "y yes" not in footer and "flip" not in footer
+
+
+async def test_help_shows_keys_as_typed(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        text = screen_text(app)
+        assert "/               filter" in text and "?               help" in text and "j →" in text
+        assert "slash" not in text and "question_mark" not in text
+
+
+async def test_unknown_keymap_ids_are_reported_and_a_remapped_key_keeps_its_footer_entry(demo_db, tmp_path):
+    keymap = tmp_path / "keys.toml"
+    keymap.write_text('[keymap]\n"annotate.next" = "l"\n"annotate.nxet" = "m"\n')
+    app = make_app(demo_db, keymap_file=keymap)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert any("unknown binding id annotate.nxet" in n.message for n in app._notifications)
+        assert "l next" in screen_text(app).splitlines()[-1]
+        first = current_item_id(app)
+        await pilot.press("l")
+        assert current_item_id(app) != first
+
+
+async def test_wic_highlights_the_word_in_both_sentences_and_hides_the_offsets(demo_db):
+    app = make_app(demo_db, task="superglue/wic")
+    async with app.run_test(size=SIZE):
+        fields = app.screen.query_one("#item-fields").content
+        text = screen_text(app)
+        assert "start1" not in text and "end2" not in text
+        marked = [fields.plain[s.start:s.end] for s in fields.spans if "reverse" in str(s.style)]
+        assert marked == ["place", "place"]
+
+
+async def test_filters_are_checked_and_always_shown(demo_db):
+    app = make_app(demo_db, task="c3/pause", lang="zh")
+    async with app.run_test(size=SIZE) as pilot:
+        assert status(app).startswith(" task=c3/pause lang=zh ")
+        await pilot.press("slash", *["backspace"] * 40, *"task=c3/nonexistent", "enter")
+        await pilot.pause()
+        assert any("unknown task 'c3/nonexistent': this database has c3/coreference-detection" in n.message
+                   for n in app._notifications)
+        assert status(app).startswith(" task=c3/pause lang=zh "), "the queue is unchanged"
+        await pilot.press("escape", "slash", *["backspace"] * 40, "enter")
+        await pilot.pause()
+        assert status(app).startswith(" all items ")
+
+
+async def test_quit_summary_counts_decisions_across_filter_changes(demo_db):
+    app = make_app(demo_db, task="c3/pause")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("y", "s")
+        await pilot.press("slash", *["backspace"] * 60, *"task=c3/lexical system=sdm-alpha", "enter")
+        await pilot.pause()
+        await pilot.press("n")
+        assert "labelled 1/1" in status(app)
+    assert app.decisions == 3
+
+
+async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_revisited(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        await pilot.press("f", "y")
+        assert app.screen.view is None and "queue finished" in status(app) and "flagged 1" in status(app)
+        await pilot.press("k")
+        assert current_item_id(app) is not None
+        await pilot.press("F")
+        assert isinstance(app.screen, FlaggedScreen) and f"#{first}" in screen_text(app)
+        await pilot.press("enter")
+        assert current_item_id(app) == first
+
+
+async def test_score_form_title_is_whole_at_80_columns(demo_db):
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        assert "Your scores, 0.0-100.0: Enter moves on, Enter on the last saves" in screen_text(app)

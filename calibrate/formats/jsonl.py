@@ -42,7 +42,7 @@ def jsonl_records(
             continue
         where, obj = entry
         if id_field not in obj and require_id:
-            yield BadInput(where, f"missing field {id_field!r} (the item's source id)")
+            yield BadInput(where, f"missing field {id_field!r} (the item's source id; name another field with --id-field)")
             continue
         source_id = str(obj[id_field]) if id_field in obj else where.rsplit(":", 1)[1]
         fields = {k: v for k, v in obj.items() if k not in not_content}

@@ -9,13 +9,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from calibrate.audio import scp_path
 from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
 from calibrate.tui.audio_strip import AudioStrip
+from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
+from calibrate.tui.key_bar import KeyBar
 from calibrate.tui.prompt_panel import PromptPanel
+from calibrate.tui.reading_pane import ReadingPane
 from calibrate.tui.score_form import ScoreForm
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.status_bar import StatusBar
@@ -24,32 +26,46 @@ from calibrate.tui.text_screen import TextScreen
 from calibrate.tui.verdict_panel import VerdictPanel
 
 DIGIT_BINDINGS = [
-    Binding(str(k), f"label_index({k - 1})", f"label {k}", show=False, id=f"annotate.label_{k}") for k in range(1, 10)
+    Binding(str(k), f"label_index({k - 1})", "label", show=k == 1, id=f"annotate.label_{k}") for k in range(1, 10)
+]
+SCROLL_BINDINGS = [
+    Binding(key, f"scroll_pane('{how}')", how.replace("_", " "), show=False, id=f"annotate.{how}")
+    for key, how in (("pagedown", "page_down"), ("pageup", "page_up"), ("down", "down"), ("up", "up"),
+                     ("home", "home"), ("end", "end"))
 ]
 
 
 class AnnotateScreen(Screen):
+    # the key bar shows these in this order, only those that work on the item on screen; at
+    # 80 columns everything up to "quit" fits (the panels name x and ] where they apply; the
+    # rest are on the ? page)
     BINDINGS = [
-        Binding("enter,space", "confirm", "confirm", id="annotate.confirm"),
+        Binding("enter,space", "confirm", "ok", id="annotate.confirm"),
         Binding("y", "label_yes", "yes", id="annotate.yes"),
         Binding("n", "label_no", "no", id="annotate.no"),
         *DIGIT_BINDINGS,
         Binding("e", "scores", "scores", id="annotate.scores"),
-        Binding("o", "override", "override", id="annotate.override"),
+        Binding("o", "override", "flip", id="annotate.override"),
         Binding("s", "skip", "skip", id="annotate.skip"),
         Binding("f", "flag", "flag", id="annotate.flag"),
         Binding("u", "undo", "undo", id="annotate.undo"),
-        Binding("a", "note", "note", id="annotate.note"),
-        Binding("left,j", "previous", "prev", id="annotate.previous"),
-        Binding("right,k", "next", "next", id="annotate.next"),
-        Binding("p", "toggle_prompt", "prompt", show=False, id="annotate.prompt"),
+        Binding("j,right", "next", "next", id="annotate.next"),
+        Binding("k,left", "previous", "prev", id="annotate.previous"),
         Binding("l", "listen", "listen", show=False, id="annotate.listen"),
         Binding("c", "copy_audio_path", "scp path", show=False, id="annotate.copy_audio_path"),
         Binding("slash", "filter", "filter", id="annotate.filter"),
-        Binding("t", "stats", "stats", id="annotate.stats"),
-        Binding("g", "guidelines", "guide", id="annotate.guidelines"),
         Binding("question_mark", "help", "help", id="annotate.help"),
         Binding("q", "quit_app", "quit", id="annotate.quit"),
+        Binding("x", "expand", "more", id="annotate.expand"),
+        Binding("right_square_bracket", "page(1)", "page", id="annotate.page_next"),
+        Binding("left_square_bracket", "page(-1)", "page back", show=False, id="annotate.page_previous"),
+        Binding("tab", "next_pane", "pane", show=False, id="annotate.pane"),
+        *SCROLL_BINDINGS,
+        Binding("a", "note", "note", show=False, id="annotate.note"),
+        Binding("p", "toggle_prompt", "prompt", show=False, id="annotate.prompt"),
+        Binding("F", "flagged", "flagged", show=False, id="annotate.flagged"),
+        Binding("t", "stats", "stats", show=False, id="annotate.stats"),
+        Binding("g", "guidelines", "guide", show=False, id="annotate.guidelines"),
     ]
 
     def __init__(self, session: AnnotationSession):
@@ -58,26 +74,32 @@ class AnnotateScreen(Screen):
         self.view: ItemView | None = None
         self.revealed: set[int] = set()
         self.told_no_player = False
+        self.expanded = False
+        self.page = 0
+        self.pane = 0  # which of the panes the scrolling keys move
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         yield AudioStrip(id="audio")
         with Horizontal(id="main"):
-            yield ItemPanel(id="item")
+            yield ItemPanel(id="item", classes="reading")
             yield VerdictPanel(id="verdict")
         yield PromptPanel(id="prompt")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.show(self.session.start())
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def show(self, view: ItemView | None) -> None:
+    def show(self, view: ItemView | None, *, keep_place: bool = False) -> None:
+        """Draw `view`; a new item starts folded on its first page, unless `keep_place`."""
+        if not keep_place:
+            self.expanded, self.page = False, 0
         self.view = view
         hidden = self.session.blind and view is not None and view.item.id not in self.revealed and view.current_label is None
-        self.query_one(StatusBar).show(view, self.session.progress(), self.session.last_decision, self.session.blind)
-        self.query_one(ItemPanel).show(view)
+        self.query_one(StatusBar).show(view, self.session)
+        self.query_one(ItemPanel).show(view, expanded=self.expanded, page=self.page)
         self.query_one(VerdictPanel).show(view, hidden)
         self.query_one(PromptPanel).show(view)
         strip = self.query_one(AudioStrip)
@@ -86,6 +108,31 @@ class AnnotateScreen(Screen):
             self.move_child(strip, before=self.query_one("#main"))
         else:
             self.move_child(strip, after=self.query_one("#main"))
+        self.query_one(KeyBar).show(self, len(view.choices) if view else 0)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Only what works on the item on screen is enabled (and so shown in the key bar)."""
+        view, blind = self.view, self.session.blind
+        if action in ("confirm", "label_yes", "label_no", "label_index", "scores", "override", "skip", "flag",
+                      "note", "guidelines", "expand", "page") and view is None:
+            return False
+        if action == "confirm":
+            return (view.verdict is not None and not blind) or (view.is_scores and blind)
+        if action in ("label_yes", "label_no"):
+            return view.is_yes_no
+        if action == "label_index":
+            return not view.is_yes_no and not view.is_scores and parameters[0] < len(view.choices)
+        if action == "scores":
+            return view.is_scores
+        if action == "override":
+            return not blind and view.is_binary and view.verdict is not None
+        if action == "expand":
+            return bool(self.query_one(ItemPanel).folds) or self.expanded
+        if action == "page":
+            return self.query_one(ItemPanel).pages > 1
+        if action in ("listen", "copy_audio_path"):
+            return view is not None and bool(view.audio)
+        return True
 
     def decide(self, action: str, label: str | None = None) -> None:
         try:
@@ -104,29 +151,13 @@ class AnnotateScreen(Screen):
             return
         self.decide("confirm")
 
-    def _binary(self, index: int) -> None:
-        if self.view is None:
-            return
-        if not self.view.is_yes_no:
-            hint = "e for the score form" if self.view.is_scores else "digits: " + ", ".join(
-                f"{k} {c}" for k, c in enumerate(self.view.choices, 1))
-            self.notify(f"y/n are for yes/no tasks; here use {hint}", severity="warning")
-            return
-        self.decide("label", self.view.choices[index])
-
     def action_label_yes(self) -> None:
-        self._binary(0)
+        self.decide("label", self.view.choices[0])
 
     def action_label_no(self) -> None:
-        self._binary(1)
+        self.decide("label", self.view.choices[1])
 
     def action_label_index(self, index: int) -> None:
-        if self.view is None:
-            return
-        if index >= len(self.view.choices):
-            choices = ", ".join(f"{k} {c}" for k, c in enumerate(self.view.choices, 1))
-            self.notify(f"labels here: {choices}" if choices else "this task takes scores: press e", severity="warning")
-            return
         self.decide("label", self.view.choices[index])
 
     def action_scores(self) -> None:
@@ -199,13 +230,51 @@ class AnnotateScreen(Screen):
     def action_next(self) -> None:
         self.show(self.session.forward())
 
+    def action_expand(self) -> None:
+        self.expanded = not self.expanded
+        self.show(self.view, keep_place=True)
+
+    def action_page(self, step: int) -> None:
+        self.page = min(max(0, self.page + step), self.query_one(ItemPanel).pages - 1)
+        self.show(self.view, keep_place=True)
+
+    def _panes(self) -> list[ReadingPane]:
+        panes = [self.query_one(ItemPanel), self.query_one("#verdict-raw-scroll", ReadingPane)]
+        if not self.query_one(PromptPanel).collapsed:
+            panes.append(self.query_one("#prompt-scroll", ReadingPane))
+        return panes
+
+    def action_next_pane(self) -> None:
+        panes = self._panes()
+        self.pane = (self.pane + 1) % len(panes)
+        for n, pane in enumerate(panes):
+            pane.set_class(n == self.pane, "reading")
+        self.notify(f"PgUp/PgDn, Home/End and ↑/↓ now scroll the {('item', 'judge output', 'prompt')[self.pane]}",
+                    timeout=2)
+
+    def action_scroll_pane(self, how: str) -> None:
+        panes = self._panes()
+        pane = panes[self.pane % len(panes)]
+        getattr(pane, f"scroll_{how}")(animate=False)
+
     def action_toggle_prompt(self) -> None:
         panel = self.query_one(PromptPanel)
         panel.collapsed = not panel.collapsed
+        if panel.collapsed and self.pane >= 2:
+            self.pane = 0
+            self.query_one(ItemPanel).add_class("reading")
+
+    def action_flagged(self) -> None:
+        flagged = self.session.flagged()
+
+        def done(item_id: int | None) -> None:
+            if item_id is not None:
+                self.show(self.session.jump_to(item_id))
+
+        self.app.push_screen(FlaggedScreen(flagged), done)
 
     def action_filter(self) -> None:
-        scope = (("task", self.session.task), ("lang", self.session.lang), ("system", self.session.system))
-        current = " ".join(f"{k}={v}" for k, v in scope if v)
+        current = self.session.filter_text()
 
         def done(text: str | None) -> None:
             if text is None:
@@ -213,7 +282,7 @@ class AnnotateScreen(Screen):
             try:
                 self.app.refilter(text)
             except ValueError as exc:
-                self.notify(str(exc), severity="error")
+                self.notify(str(exc), severity="error", timeout=10)
 
         self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current), done)
 
@@ -237,7 +306,10 @@ class AnnotateScreen(Screen):
             lines.append(f"{binding.description:<10} ({binding.id})\n")
         lines.append("\nEnter confirms the judge's verdict; y/n or digits give your own label (also in blind mode); "
                      "o flips a yes/no verdict; e opens the score form on rubric items. Every decision is saved "
-                     "at once; u appends a reversal. Remap keys in a TOML file named by $CALIBRATE_KEYMAP, "
+                     "at once; u appends a reversal. Skipped items come back once the rest of the queue is done; "
+                     "F lists your flagged items. A long passage shows its first lines: x shows all of it; a "
+                     "field too big for one screen is paged with ] and [. Tab chooses the pane that PgUp/PgDn, "
+                     "Home/End and ↑/↓ scroll. Remap keys in a TOML file named by $CALIBRATE_KEYMAP, "
                      'e.g. "annotate.next" = "right,l".')
         self.app.push_screen(TextScreen("Keys", lines))
 

@@ -12,6 +12,19 @@ from calibrate.session import AnnotationSession
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
+from calibrate.tui.flagged_screen import FlaggedScreen
+from calibrate.tui.keys import typed_keys
+from calibrate.tui.score_form import ScoreForm
+from calibrate.tui.stats_screen import StatsScreen
+from calibrate.tui.text_prompt import TextPrompt
+from calibrate.tui.text_screen import TextScreen
+
+SCREENS = (AnnotateScreen, FlaggedScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
+
+
+def binding_ids() -> set[str]:
+    """Every binding id a keymap may name."""
+    return {b.id for screen in SCREENS for b in screen.BINDINGS if isinstance(b, Binding) and b.id}
 
 
 class CalibrateApp(App):
@@ -46,6 +59,7 @@ class CalibrateApp(App):
                         "require_listen": require_listen, "audio_root": audio_root}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang, system)
+        self.decisions_before = 0  # decisions of this run made in queues left by a filter change
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
@@ -56,13 +70,28 @@ class CalibrateApp(App):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         return {str(k): str(v) for k, v in data.get("keymap", data).items()}
 
+    @property
+    def decisions(self) -> int:
+        """Every decision of this run, across filter changes."""
+        return self.decisions_before + self.session.decisions_here
+
     def on_mount(self) -> None:
         if self._keymap:
+            known = binding_ids()
+            unknown = sorted(set(self._keymap) - known)
+            if unknown:
+                self.notify(f"keymap: unknown binding id {', '.join(unknown)} (ignored); press ? for the ids",
+                            severity="error", timeout=12)
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
 
+    def keys_of(self, binding: Binding) -> list[str]:
+        """The key names of a binding, after any remapping."""
+        return [k.strip() for k in self._keymap.get(binding.id or "", binding.key).split(",") if k.strip()]
+
     def keymap_for(self, binding: Binding) -> str:
-        return self._keymap.get(binding.id or "", binding.key)
+        """The keys of a binding as the user types them, after any remapping."""
+        return typed_keys(",".join(self.keys_of(binding)))
 
     def guidelines_for(self, template: Template) -> str:
         if self.guidelines_file and self.guidelines_file.is_file():
@@ -70,14 +99,17 @@ class CalibrateApp(App):
         return template.guidelines or "No guidelines in the template manifest for this task."
 
     def refilter(self, text: str) -> None:
-        """Start a new queue from a filter like 'task=c3/pause lang=zh system=model-a'."""
+        """Start a new queue from a filter like 'task=c3/pause lang=zh system=model-a'; ValueError
+        (the current queue untouched) for a filter that is malformed or matches nothing."""
         values = {"task": None, "lang": None, "system": None}
         for token in text.split():
             key, _, value = token.partition("=")
             if key not in values or not value:
                 raise ValueError(f"unknown filter {token!r}: use task=…, lang=… and system=…")
             values[key] = value
+        self.store.check_filter(task=values["task"], lang=values["lang"], system=values["system"])
         self.session.close()
+        self.decisions_before += self.session.decisions_here
         self.session = self._session(values["task"], values["lang"], values["system"])
         self.pop_screen()
         self.push_screen(AnnotateScreen(self.session))

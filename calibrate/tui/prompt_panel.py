@@ -4,11 +4,12 @@ filled only while the section is open, so moving between items stays fast."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, Static
+from textual.widgets.collapsible import CollapsibleTitle
 
-from calibrate.display import literal
+from calibrate.display import PAGE_CHARS, literal
 from calibrate.session import ItemView
+from calibrate.tui.reading_pane import ReadingPane
 
 
 class PromptPanel(Collapsible):
@@ -17,9 +18,12 @@ class PromptPanel(Collapsible):
     """
 
     def __init__(self, **kwargs):
-        super().__init__(VerticalScroll(Static(id="prompt-text", markup=False), id="prompt-scroll"),
+        super().__init__(ReadingPane(Static(id="prompt-text", markup=False), id="prompt-scroll"),
                          title="judge prompt (p)", collapsed=True, **kwargs)
         self._view: ItemView | None = None
+
+    def on_mount(self) -> None:
+        self.query_one(CollapsibleTitle).can_focus = False  # p opens it; Enter stays "confirm"
 
     def show(self, view: ItemView | None) -> None:
         self._view = view
@@ -40,5 +44,8 @@ class PromptPanel(Collapsible):
             body.append("system\n", style="bold")
             body.append(literal(prompt.system) + "\n\n")
         body.append("user\n", style="bold")
-        body.append(literal(prompt.user))
+        body.append(literal(prompt.user[:PAGE_CHARS]))
+        if len(prompt.user) > PAGE_CHARS:
+            body.append(f"\n… {len(prompt.user) - PAGE_CHARS:,} more characters (calibrate render shows all)",
+                        style="bold magenta")
         text.update(body)

@@ -17,7 +17,7 @@ class ScoreForm(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "cancel", id="scores.cancel")]
     DEFAULT_CSS = """
     ScoreForm { align: center middle; }
-    ScoreForm > Vertical { width: 60; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    ScoreForm > Vertical { width: 72; max-width: 100%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
     ScoreForm #score-error { color: $error; }
     """
 
@@ -28,7 +28,7 @@ class ScoreForm(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Your scores, 0.0-100.0 (Enter moves on, Enter on the last saves)")
+            yield Label("Your scores, 0.0-100.0: Enter moves on, Enter on the last saves", markup=False)
             for key in SCORE_KEYS:
                 yield Label(key)
                 value = self.initial.get(key)

@@ -4,11 +4,13 @@ mode the verdict stays hidden until the annotator has labelled the item."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.widgets import Static
 
-from calibrate.display import literal
+from calibrate.display import PAGE_CHARS, literal
+from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
 from calibrate.session import ItemView
+from calibrate.tui.reading_pane import ReadingPane
 
 
 class VerdictPanel(Vertical):
@@ -20,7 +22,7 @@ class VerdictPanel(Vertical):
     def compose(self):
         yield Static(id="verdict-big", markup=False)
         yield Static(id="verdict-meta", markup=False)
-        with VerticalScroll(id="verdict-raw-scroll"):
+        with ReadingPane(id="verdict-raw-scroll"):
             yield Static(id="verdict-raw", markup=False)
 
     def show(self, view: ItemView | None, hidden: bool) -> None:
@@ -42,16 +44,12 @@ class VerdictPanel(Vertical):
             raw.update("")
             return
         if judgment.status == "verdict":
-            words = view.kind.words(judgment.verdict)
-            colour = view.kind.colour(judgment.verdict)
-            big.styles.background = f"{colour} 30%"
-            big.update(Text(f"  {words}  ", style=f"bold {colour}"))
-        elif judgment.status == "unparsed":
-            big.styles.background = "yellow 25%"
-            big.update(Text("UNPARSED", style="bold yellow"))
+            words, text_colour, background = view.kind.words(judgment.verdict), BADGE_TEXT, view.kind.colour(judgment.verdict)
         else:
-            big.styles.background = "red 20%"
-            big.update(Text("JUDGE ERROR", style="bold red"))
+            words = "UNPARSED" if judgment.status == "unparsed" else "JUDGE ERROR"
+            text_colour, background = STATUS_BADGES[judgment.status]
+        big.styles.background = background
+        big.update(Text(f"  {words}  ", style=f"bold {text_colour} on {background}"))
         details = [f"{judgment.judge_name}", f"template {judgment.template_id or '?'}"]
         if judgment.correct is not None:
             details.append("matches gold" if judgment.correct else "differs from gold")
@@ -63,4 +61,8 @@ class VerdictPanel(Vertical):
         if judgment.error:
             info.append(f"\nerror: {literal(judgment.error)}", style="red")
         meta.update(info)
-        raw.update(Text(literal(judgment.raw_output or "(no output)")))
+        output = judgment.raw_output or "(no output)"
+        shown = Text(literal(output[:PAGE_CHARS]))
+        if len(output) > PAGE_CHARS:
+            shown.append("\n… the output goes on (it is stored whole)", style="bold magenta")
+        raw.update(shown)
