@@ -482,6 +482,8 @@ def serve_command(ctx, host, port, **options):
 @click.option("--lang")
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
+              help="Ask each item K times under one judge (test-retest consistency; confidence from the repeats).")
 @click.option("--max-tokens", type=click.IntRange(1))
 @click.option("--logprobs", is_flag=True, help="Ask for logprobs and store P(verdict) where the server gives them.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per request attempt.")
@@ -491,7 +493,7 @@ def serve_command(ctx, host, port, **options):
 @click.option("--import-batch", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Store the results of a batch.")
 @pass_ctx
 def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
-                  temperature, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
+                  temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
@@ -517,6 +519,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     config = JudgeConfig(
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,
+        repeat=repeat,
     )
     summary = RunSummary()
     if import_batch:
@@ -533,7 +536,11 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         return
-    console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    if repeat == 1:
+        console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    else:
+        console.print(f"{len(jobs)} samples to ask ({repeat} per item) with {config.name}; "
+                      f"{summary.skipped_done} already judged (no call)")
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:

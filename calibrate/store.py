@@ -81,7 +81,7 @@ def _split_sql(script: str) -> list[str]:
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
-    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at",
+    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at", "sample",
 ]
 
 
@@ -314,6 +314,16 @@ class Store:
             "SELECT item_id FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
         )
         return {r[0] for r in rows}
+
+    def judged_samples(self, judge_key_value: str) -> dict[int, set[int]]:
+        """item id -> the sample indices (repeats) that already have a non-error judgment from
+        this exact judge configuration: what a resumed `judge --repeat K` need not ask again."""
+        done: dict[int, set[int]] = {}
+        for item_id, sample in self.conn.execute(
+            "SELECT item_id, sample FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+        ):
+            done.setdefault(item_id, set()).add(sample)
+        return done
 
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
