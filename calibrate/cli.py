@@ -152,6 +152,17 @@ def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def parse_families(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for pair in pairs:
+        name, _, family = pair.partition("=")
+        if not name.strip() or not family.strip():
+            raise click.BadParameter(f"{pair!r}: use NAME=FAMILY (a judge or system name and its model family)",
+                                     param_hint="--family")
+        out.append((name.strip(), family.strip()))
+    return tuple(out)
+
+
 skip_bad_option = click.option("--skip-bad", is_flag=True, help="Skip bad lines (reported as file:line) instead of importing nothing.")
 lang_choice = click.Choice(["en", "zh"])
 
@@ -588,9 +599,12 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Alternative annotator test margin (Calderon et al. 2025: 0.2 experts, 0.15 skilled, 0.1 crowd workers).")
+@click.option("--family", "families", multiple=True, metavar="NAME=FAMILY",
+              help="The model family of a judge or system (e.g. gpt-4o=openai); flags a judge grading its own family. "
+              "May be repeated.")
 @pass_ctx
 def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples, target,
-                   threshold, epsilon):
+                   threshold, epsilon, families):
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
@@ -602,7 +616,7 @@ def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagre
         raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
-                                    epsilon=epsilon, gold_from=gold_from)
+                                    epsilon=epsilon, gold_from=gold_from, families=parse_families(families))
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options)
     if fmt == "table" and out is None:
         reports.render_table(result, console, wide=wide)
@@ -619,6 +633,63 @@ def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagre
         console.print(f"wrote {fmt} report to {out}")
     else:
         click.echo(text, nl=False)
+
+
+@cli.command(name="trust")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
+              help="Agreement with people the accepted verdicts must reach.")
+@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
+              help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
+@click.option("--judge", help="Only this judge.")
+@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_ctx
+def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
+    """The confidence above which a judge's verdicts can be accepted without a person.
+
+    Per cell and judge, from the human-labelled items: the threshold, the share of items it
+    accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
+    with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
+    from calibrate.judge_reliability import JudgeReliability, gather
+    from calibrate.report import BY_CHOICES, CellKinds
+
+    dims = tuple(d.strip() for d in by.split(",") if d.strip())
+    if not dims or any(d not in BY_CHOICES for d in dims):
+        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
+    kinds = CellKinds(ctx.templates, dims)
+    results = []
+    for (key, name), items in sorted(gather(ctx.store, kinds, judge=judge, gold_from=gold_from).items()):
+        kind = kinds.kind(key)
+        if kind is not None and kind.scored:
+            continue
+        found = JudgeReliability(key, name, kind, items).trust(target, risk)
+        results.append({"task": key[0], "lang": key[1], "judge": name, **found.as_dict()})
+    if fmt == "json":
+        click.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        return
+    if not results:
+        console.print("no judge verdicts to assess")
+        return
+    from rich import box
+
+    console.print(f"accept a judge's verdict when its confidence reaches the threshold: agreement with people "
+                  f">= {target:g}, guaranteed with probability {1 - risk:g}")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name in ("task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"):
+        table.add_column(name, no_wrap=True, justify="left" if name in ("task", "lang", "judge") else "right")
+    refused = []
+    for r in results:
+        if r["met"]:
+            values = [r["threshold"], f"{r['coverage']:.0%} ({r['accepted']})", r["guaranteed"], r["agreement"]]
+        else:
+            values = ["—", "—", "—", "—"]
+            refused.append(f"{r['task']} {r['lang']} ({r['judge']}): {r['reason']}")
+        table.add_row(*[Text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
+                        for v in (r["task"], r["lang"], r["judge"], r["n"], *values)])
+    console.print(table)
+    for line in refused:
+        console.print(Text(line), soft_wrap=False)
 
 
 @import_group.command(name="labels")

@@ -40,6 +40,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
+from calibrate.judge_reliability import JudgeReliability, reliability_by_cell
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
 from calibrate.store import Store
@@ -62,7 +63,9 @@ class ReportOptions:
     kind's negative label, as C3's script does; "as-disagreement" gives each the label that
     disagrees with the human, on the kind's own label scale. `epsilon` is the alternative
     annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
-    `gold_from` names an adjudicator whose label is the gold where present."""
+    `gold_from` names an adjudicator whose label is the gold where present. `families` maps
+    judge and system names to model families (`--family name=family`), to flag a judge grading
+    a system of its own family."""
 
     by: tuple[str, ...] = BY_CHOICES
     unparsed: str = "exclude"
@@ -71,6 +74,7 @@ class ReportOptions:
     threshold: float = 60.0
     epsilon: float = 0.2
     gold_from: str | None = None
+    families: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -104,6 +108,7 @@ class Cell:
     ceiling: Ceiling | None = None
     alt_test: AltTest | None = None
     ties: int = 0
+    reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
 
     @property
     def task(self) -> str:
@@ -145,6 +150,7 @@ class Report:
                 "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
+                "reliability": cell.reliability.as_dict() if cell.reliability else None,
                 "lines": [
                     {**asdict(row), "stats": line.stats.as_dict() if line.stats else None,
                      "judge_errors": line.errors.as_dict() if line.errors else None,
@@ -227,7 +233,12 @@ def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
                  options: ReportOptions = ReportOptions()) -> Report:
-    return report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+    report = report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+    measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+                                   families=dict(options.families), resamples=options.resamples)
+    for c in report.cells:
+        c.reliability = measured.get((c.key, c.judge))
+    return report
 
 
 def gold_name(options: ReportOptions) -> str:
@@ -463,6 +474,23 @@ class ReportRow:
     more_items: int | None = None
     spearman: float | None = None
     mae: float | None = None
+    repeats: int | None = None
+    flip_rate: float | None = None
+    flip_rate_low: float | None = None
+    flip_rate_high: float | None = None
+    repeat_alpha: float | None = None
+    repeat_alpha_low: float | None = None
+    repeat_alpha_high: float | None = None
+    unstable_items: int | None = None
+    calibration_items: int | None = None
+    ece: float | None = None
+    brier: float | None = None
+    brier_low: float | None = None
+    brier_high: float | None = None
+    length_bias: float | None = None
+    length_bias_low: float | None = None
+    length_bias_high: float | None = None
+    length_bias_verdict: str | None = None
     verdict: str = ""
 
 
@@ -503,6 +531,19 @@ def report_row(c: Cell, line: Line) -> ReportRow:
     rho = line.scores.get("score_answer")
     if rho is not None:
         row.spearman, row.mae = rho.spearman.value, rho.mae
+    r = c.reliability
+    if r is not None and not (c.kind and c.kind.scored):
+        row.repeats = r.repeats
+        if r.consistency is not None:
+            row.flip_rate, row.flip_rate_low, row.flip_rate_high = _split(r.consistency.flip_rate)
+            row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high = _split(r.consistency.alpha)
+            row.unstable_items = len(r.unstable_items)
+        if r.calibration is not None:
+            row.calibration_items, row.ece = r.calibration.n, r.calibration.ece.value
+            row.brier, row.brier_low, row.brier_high = _split(r.calibration.brier)
+        if r.length is not None:
+            row.length_bias, row.length_bias_low, row.length_bias_high = _split(r.length.estimate)
+            row.length_bias_verdict = r.length.verdict
     return row
 
 
@@ -587,6 +628,39 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
         )
     elif alt is not None and c.lines and not (c.kind and c.kind.scored):
         notes.append(f"alternative annotator test not run: {alt.reason}")
+    if c.reliability is not None:
+        notes += reliability_notes(c.reliability)
+    return notes
+
+
+SHOWN_IDS = 20
+
+
+def reliability_notes(r: JudgeReliability) -> list[str]:
+    """The judge's consistency, calibration and bias probes in words (measured against the gold
+    label: the adjudicator's, else the majority, else the only annotator's)."""
+    notes = []
+    if r.consistency is not None:
+        alpha = r.consistency.alpha
+        ids = ", ".join(map(str, r.unstable_items[:SHOWN_IDS])) + (" …" if len(r.unstable_items) > SHOWN_IDS else "")
+        notes.append(
+            f"consistency over {r.repeats} repeats on {r.consistency.items} items: flip rate "
+            f"{_with_ci(*_split(r.consistency.flip_rate))}; α across repeats "
+            + (_with_ci(*_split(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
+            + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
+    if r.calibration is not None and r.calibration.n:
+        cal = r.calibration
+        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f}, Brier "
+                     f"{_with_ci(*_split(cal.brier))}")
+    if r.length is not None:
+        b = r.length.estimate
+        notes.append(f"length bias on {r.length.n} items: " + (
+            f"{b.value:+.2f} log-odds of a judge yes per sd of response length "
+            f"[{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]: {r.length.verdict}" if b.value is not None else r.length.verdict))
+    for name, probe in r.systems.items():
+        family = " (judge and system of one model family)" if r.same_family.get(name) else ""
+        notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "
+                     f"{_with_ci(*_split(probe.estimate))}: {probe.verdict}")
     return notes
 
 

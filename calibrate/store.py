@@ -325,6 +325,30 @@ class Store:
             done.setdefault(item_id, set()).add(sample)
         return done
 
+    def judge_samples(self, judge: str | None = None) -> list[tuple]:
+        """Per (item, judge, sample) the newest judgment that is not an error, for reliability:
+        (item_id, task, lang, judge_name, sample, status, verdict, confidence, response_length),
+        the length in characters of the item's `response` field (None when it has none)."""
+        judge_clause, params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        SELECT j.item_id, i.task, i.lang, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+               length(json_extract(i.fields, '$.response'))
+        FROM judgments j JOIN items i ON i.id = j.item_id
+        WHERE j.id IN (SELECT max(id) FROM judgments WHERE status != 'error'{judge_clause}
+                       GROUP BY item_id, judge_name, sample)
+        ORDER BY j.item_id, j.judge_name, j.sample
+        """
+        return [tuple(r) for r in self.conn.execute(sql, params)]
+
+    def item_systems(self) -> dict[int, str]:
+        """item id -> the system under test that produced its response, for items that name
+        one; empty while the items table has no `system` column."""
+        columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(items)")}
+        if "system" not in columns:
+            return {}
+        rows = self.conn.execute("SELECT id, system FROM items WHERE system IS NOT NULL AND system != ''")
+        return {r[0]: r[1] for r in rows}
+
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
         with self.transaction():

@@ -1,0 +1,205 @@
+"""Judge reliability per cell and judge, from the store: how consistent the judge is over its
+repeats, what its confidence is worth against people, above which confidence its verdicts can
+be accepted without a person, and whether it leans on response length or favours a system.
+
+`calibrate.reliability` holds the statistics as pure functions over arrays; this module pulls
+the judge's samples, the human (gold) labels, response lengths and systems from the store,
+puts them in the report's cells (English yes/no and Chinese 是/否 meet on their polarity), and
+hands each cell's arrays to those functions. The report, `calibrate trust`, the `escalate`
+annotation order and the gold export all read their figures from here.
+
+Per item and judge:
+- verdict: the majority verdict over the judge's samples (its only verdict without --repeat);
+  a tie, or no parsed sample, gives none and the item is left out of calibration and trust;
+- confidence: P(verdict) from logprobs where every sample giving that verdict has one stored
+  (their mean), else the share of its repeats giving the majority verdict (two or more parsed
+  samples), else none;
+- human label: the adjudicator's (`gold_from`) where given, else the strict majority of the
+  annotators' labels in force (a single annotator's label counts; ties give none).
+Unparsed samples count as missing repeats, not as a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from calibrate.formats.gold import consolidated
+from calibrate.kinds import POSITIVE, VerdictKind
+from calibrate.reliability import (
+    DEFAULT_RESAMPLES,
+    Calibration,
+    Consistency,
+    Probe,
+    Trust,
+    calibration,
+    consistency,
+    length_bias,
+    leniency,
+    majority_confidence,
+    same_family,
+    trust_threshold,
+)
+from calibrate.store import Store
+
+if TYPE_CHECKING:
+    from calibrate.report import CellKinds
+
+
+@dataclass
+class JudgedItem:
+    """One item as one judge saw it, in its cell's labels."""
+
+    item_id: int
+    samples: dict[int, str | None] = field(default_factory=dict)  # sample index -> verdict (None: unparsed)
+    logprobs: dict[int, float | None] = field(default_factory=dict)  # sample index -> stored P(verdict)
+    human: str | None = None
+    length: int | None = None
+    system: str | None = None
+    verdict: str | None = None
+    confidence: float | None = None
+
+
+@dataclass
+class JudgeReliability:
+    """The reliability figures of one judge in one cell."""
+
+    key: tuple[str, str]
+    judge: str
+    kind: VerdictKind | None
+    items: list[JudgedItem]
+    repeats: int = 1  # the most samples any item has
+    consistency: Consistency | None = None
+    unstable_items: list[int] = field(default_factory=list)  # item ids whose repeats disagree
+    calibration: Calibration | None = None
+    length: Probe | None = None
+    systems: dict[str, Probe] = field(default_factory=dict)
+    same_family: dict[str, bool | None] = field(default_factory=dict)  # system -> judge of its family?
+
+    def scored(self) -> list[JudgedItem]:
+        """Items with a verdict, a confidence and a human label: what calibration and trust use."""
+        return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
+
+    def trust(self, target: float, risk: float) -> Trust:
+        items = self.scored()
+        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
+                               target=target, risk=risk)
+
+    def as_dict(self) -> dict:
+        return {
+            "repeats": self.repeats,
+            "consistency": self.consistency.as_dict() if self.consistency else None,
+            "unstable_items": self.unstable_items,
+            "calibration": self.calibration.as_dict() if self.calibration else None,
+            "length_bias": self.length.as_dict() if self.length else None,
+            "systems": {name: {**probe.as_dict(), "same_family": self.same_family.get(name)}
+                        for name, probe in self.systems.items()},
+        }
+
+
+def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
+    """item id -> the human label reliability is measured against (see the module docstring)."""
+    labels: dict[int, dict[str, str]] = {}
+    for row in store.current_labels():
+        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+    out = {}
+    for item_id, by_annotator in labels.items():
+        label = by_annotator.get(gold_from) if gold_from else None
+        if label is None:
+            label, _ = consolidated(by_annotator)
+        if label is not None:
+            out[item_id] = label
+    return out
+
+
+def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
+           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
+    """(cell, judge) -> its judged items, with verdict and confidence set."""
+    humans = gold_labels(store, gold_from)
+    systems = store.item_systems()
+    cells: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
+    for item_id, task, lang, judge_name, sample, status, verdict, confidence, length in store.judge_samples(judge):
+        key = kinds.key(task, lang)
+        items = cells.setdefault((key, judge_name), {})
+        item = items.get(item_id)
+        if item is None:
+            human = humans.get(item_id)
+            item = items[item_id] = JudgedItem(item_id, human=kinds.label(task, lang, human) if human else None,
+                                               length=length, system=systems.get(item_id))
+        item.samples[sample] = kinds.label(task, lang, verdict) if status == "verdict" else None
+        item.logprobs[sample] = confidence
+    out = {}
+    for cell, items in cells.items():
+        listed = list(items.values())
+        _set_verdicts(listed)
+        out[cell] = listed
+    return out
+
+
+def _set_verdicts(items: list[JudgedItem]) -> None:
+    width = max((max(i.samples) + 1 for i in items), default=1)
+    table = [[i.samples.get(k) for k in range(width)] for i in items]
+    majority = majority_confidence(table)
+    for item, verdict, share in zip(items, majority.verdicts, majority.confidence, strict=True):
+        item.verdict = verdict
+        if verdict is None:
+            continue
+        stored = [item.logprobs.get(k) for k, v in item.samples.items() if v == verdict]
+        if stored and all(p is not None for p in stored):
+            item.confidence = sum(stored) / len(stored)
+        elif sum(v is not None for v in item.samples.values()) >= 2:
+            item.confidence = share
+
+
+def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: list[JudgedItem], *,
+            families: Mapping[str, str] | None = None, resamples: int = DEFAULT_RESAMPLES) -> JudgeReliability:
+    """Every reliability figure of one judge in one cell that its data allow."""
+    result = JudgeReliability(key, judge, kind, items)
+    if kind is not None and kind.scored:
+        return result  # consistency, calibration and the probes here are for categorical verdicts
+    result.repeats = max((len(i.samples) for i in items), default=1)
+    if result.repeats >= 2:
+        width = max(max(i.samples) + 1 for i in items)
+        result.consistency = consistency([[i.samples.get(k) for k in range(width)] for i in items], resamples=resamples)
+        result.unstable_items = [items[row].item_id for row in result.consistency.unstable]
+    scored = result.scored()
+    if scored:
+        result.calibration = calibration([i.confidence for i in scored], [i.verdict == i.human for i in scored])
+    if kind is None or kind.positive is None:
+        return result
+    polar = [i for i in items if kind.polarity(i.verdict) and kind.polarity(i.human)]
+    sized = [i for i in polar if i.length is not None]
+    if sized:
+        result.length = length_bias([kind.polarity(i.verdict) == POSITIVE for i in sized],
+                                    [kind.polarity(i.human) == POSITIVE for i in sized], [i.length for i in sized])
+    named = [i for i in polar if i.system]
+    if named:
+        result.systems = leniency([kind.polarity(i.verdict) == POSITIVE for i in named],
+                                  [kind.polarity(i.human) == POSITIVE for i in named], [i.system for i in named])
+        result.same_family = {name: same_family(judge, name, families or {}) for name in result.systems}
+    return result
+
+
+def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
+                        families: Mapping[str, str] | None = None,
+                        resamples: int = DEFAULT_RESAMPLES) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
+    """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
+    return {(key, name): measure(key, name, kinds.kind(key), items, families=families, resamples=resamples)
+            for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
+
+
+def accepted_items(store: Store, kinds: CellKinds, *, target: float, risk: float, judge: str | None = None,
+                   gold_from: str | None = None) -> dict[str, dict[int, bool]]:
+    """judge -> item id -> whether that judge's verdict on the item can be accepted without a
+    person: its confidence reaches the threshold `trust_threshold` finds for the item's cell
+    from the human-labelled items (False where no threshold meets the target, or the item has
+    no verdict or confidence)."""
+    out: dict[str, dict[int, bool]] = {}
+    for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items():
+        found = JudgeReliability(key, name, kinds.kind(key), items).trust(target, risk)
+        marks = out.setdefault(name, {})
+        for item in items:
+            marks[item.item_id] = bool(found.met and item.verdict is not None and item.confidence is not None
+                                       and item.confidence >= found.threshold)
+    return out

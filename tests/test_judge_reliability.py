@@ -1,0 +1,165 @@
+"""Judge reliability in the product: repeats and their flip rate, calibration against people,
+trust or escalate, the length and per-system probes, from the store through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI, Reply
+
+YES, NO = Reply("The answer is: yes."), Reply("The answer is: no.")
+
+
+def lexical_items(store: Store, n: int, lengths=None) -> list[int]:
+    lengths = lengths if lengths is not None else [10] * n
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"sentence {k}", "notation": "n",
+                                                                   "response": "r" * lengths[k]})
+                              for k in range(n)], with_ids=True)
+    return ids
+
+
+def label_all(store: Store, ids, labels, annotator="ana") -> None:
+    for item_id, label in zip(ids, labels, strict=True):
+        store.annotate(item_id, annotator, "label", label=label)
+
+
+def report_cell(path, *args) -> dict:
+    (cell,) = json.loads(Calibrate(path)("report", "--format", "json", *args).output)["cells"]
+    return cell
+
+
+def judge(run: Calibrate, server: FakeOpenAI, *extra: str):
+    return run("judge", "--model", "fake-judge", "--base-url", server.url, "--max-retries", "0", *extra)
+
+
+def test_flip_rate_equals_the_scripted_one_and_confidence_comes_from_repeats(tmp_path):
+    path = tmp_path / "r.db"
+    store = Store(path)
+    ids = lexical_items(store, 10)
+    label_all(store, ids, ["yes"] * 10)
+    store.close()
+    flipping = {f"sentence {k}": [YES, NO, YES] for k in range(3)}  # 3 of 10 items change their verdict
+    with FakeOpenAI(YES, by_content=flipping) as server:
+        judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+    cell = report_cell(path)
+    consistency = cell["reliability"]["consistency"]
+    assert consistency["items"] == 10 and consistency["flip_rate"]["value"] == pytest.approx(0.3)
+    assert cell["reliability"]["unstable_items"] == ids[:3]
+    row = cell["lines"][0]
+    assert row["repeats"] == 3 and row["flip_rate"] == pytest.approx(0.3) and row["unstable_items"] == 3
+    assert row["flip_rate_low"] < 0.3 < row["flip_rate_high"]
+    # confidence = share of the 3 repeats giving the majority: 2/3 on the unstable items, 1 elsewhere;
+    # every majority verdict is "yes" as people said, so ECE = 3/10 * |1 - 2/3| = 0.1
+    assert row["calibration_items"] == 10 and row["ece"] == pytest.approx(0.1)
+    assert row["brier"] == pytest.approx(3 * (1 / 3) ** 2 / 10)
+
+
+# (confidence from logprobs, verdict, human label) for the hand computation of ECE and Brier
+LOGPROB_CASES = [(0.95, "yes", "yes"), (0.95, "yes", "yes"), (0.88, "yes", "no"), (0.85, "yes", "yes"),
+                 (0.75, "yes", "yes"), (0.75, "yes", "no"), (0.65, "yes", "no"), (0.55, "yes", "yes")]
+
+
+def test_ece_from_logprobs_equals_a_hand_computation(tmp_path):
+    path = tmp_path / "c.db"
+    store = Store(path)
+    ids = lexical_items(store, len(LOGPROB_CASES))
+    label_all(store, ids, [human for _, _, human in LOGPROB_CASES])
+    store.close()
+    replies = {f"sentence {k}": Reply(f"The answer is: {verdict}.", logprobs=[(" yes", math.log(p)), (".", -0.01)])
+               for k, (p, verdict, _) in enumerate(LOGPROB_CASES)}
+    with FakeOpenAI(by_content=replies) as server:
+        judge(Calibrate(path), server, "--logprobs")
+    row = report_cell(path)["lines"][0]
+    # bins of width 0.1: (0.9, 1] 2 items conf .95 all right: 2 x .05; (0.8, 0.9] conf .865 half right:
+    # 2 x .365; (0.7, 0.8] conf .75 half right: 2 x .25; (0.6, 0.7] .65 wrong: .65; (0.5, 0.6] .55 right: .45
+    assert row["ece"] == pytest.approx((0.1 + 0.73 + 0.5 + 0.65 + 0.45) / 8)
+    brier = (2 * 0.05**2 + 0.88**2 + 0.15**2 + 0.25**2 + 0.75**2 + 0.65**2 + 0.45**2) / 8
+    assert row["brier"] == pytest.approx(brier) and row["brier_low"] < brier < row["brier_high"]
+    assert row["repeats"] == 1 and row["flip_rate"] is None, "one sample per item: no consistency to show"
+
+
+def confident_db(path, groups) -> None:
+    """groups: (n items, stored confidence, how many of them the judge gets right)."""
+    store = Store(path)
+    n = sum(g[0] for g in groups)
+    ids = lexical_items(store, n)
+    judgments, labels, k = [], [], 0
+    for size, confidence, right in groups:
+        for m in range(size):
+            judgments.append(NewJudgment(item_id=ids[k], judge_name="gpt", judge_key="g", status="verdict",
+                                         verdict="yes", confidence=confidence))
+            labels.append("yes" if m < right else "no")
+            k += 1
+    store.add_judgments(judgments)
+    label_all(store, ids, labels)
+    store.close()
+
+
+def test_trust_finds_the_hand_computed_threshold(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])
+    (found,) = json.loads(Calibrate(path)("trust", "--target", "0.9", "--risk", "0.1", "--format", "json").output)
+    # by hand: above 0.95 no item (fewer than ceil(log .1 / log .9) = 22, passed over); at 0.95 ... 0.701
+    # the 40 items all agree: Clopper-Pearson lower bound .1^(1/40) = 0.944 >= 0.9, rejected; at 0.700 the
+    # 60 items with 50 agreeing give Beta(.1; 50, 11) < 0.9, so testing stops: the threshold is 0.701
+    assert stats.beta.ppf(0.1, 50, 11) < 0.9
+    assert found["met"] is True and found["threshold"] == pytest.approx(0.701)
+    assert found["accepted"] == 40 and found["coverage"] == pytest.approx(40 / 60)
+    assert found["guaranteed"] == pytest.approx(0.1 ** (1 / 40))
+    table = Calibrate(path)("trust").output
+    assert "0.701" in table and "67% (40)" in table and "0.944" in table
+
+
+def test_trust_refuses_when_the_target_cannot_be_met(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 32), (20, 0.7, 10)])
+    (found,) = json.loads(Calibrate(path)("trust", "--format", "json").output)
+    assert found["met"] is False and found["threshold"] is None
+    assert found["best_guaranteed"] == pytest.approx(stats.beta.ppf(0.1, 32, 9))
+    assert "no threshold meets the target 0.9 at risk 0.1" in Calibrate(path)("trust").output
+
+
+def length_db(path, *, biased: bool, n: int = 80) -> None:
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(20, 400, n).tolist()
+    human = rng.random(n) < 0.5
+    z = (np.array(lengths) - np.mean(lengths)) / np.std(lengths)
+    if biased:  # the judge follows people, plus a strong pull towards "yes" for longer answers
+        judge_yes = rng.random(n) < 1 / (1 + np.exp(-(-1.5 + 3 * human + 2.0 * z)))
+    else:  # the judge follows people with 20 % random errors, whatever the length
+        judge_yes = np.where(rng.random(n) < 0.8, human, ~human)
+    store = Store(path)
+    ids = lexical_items(store, n, lengths)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict",
+                                     verdict="yes" if y else "no") for i, y in zip(ids, judge_yes, strict=True)])
+    label_all(store, ids, ["yes" if h else "no" for h in human])
+    store.close()
+
+
+def test_length_probe_detects_a_scripted_length_bias(tmp_path):
+    length_db(tmp_path / "l.db", biased=True)
+    cell = report_cell(tmp_path / "l.db")
+    row = cell["lines"][0]
+    assert row["length_bias_low"] > 0 and row["length_bias_verdict"] == "says yes more for longer answers than people do"
+    assert cell["reliability"]["length_bias"]["n"] == 80
+
+
+def test_length_probe_finds_none_on_unbiased_data(tmp_path):
+    length_db(tmp_path / "l.db", biased=False)
+    row = report_cell(tmp_path / "l.db")["lines"][0]
+    assert row["length_bias_low"] < 0 < row["length_bias_high"]
+    assert row["length_bias_verdict"] == "no evidence of a length bias"
+
+
+def test_reliability_notes_in_the_terminal_report(tmp_path):
+    length_db(tmp_path / "l.db", biased=True)
+    out = Calibrate(tmp_path / "l.db")("report").output
+    assert "length bias on 80 items" in out and "says yes more for longer answers" in out
