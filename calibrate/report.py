@@ -697,6 +697,9 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
         console.print(table)
         if wide:
             console.print(_details_table(c))
+            reliability = _reliability_table(c)
+            if reliability is not None:
+                console.print(reliability)
         for note in cell_notes(c, report):
             console.print(Padding(Text(terminal_safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
     if waiting:
@@ -744,6 +747,20 @@ def _details_table(c: Cell):
             _with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
             f"{_fmt(r.bias_index)}/{_fmt(r.prevalence_index)}", leniency)])
     return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
+
+
+def _reliability_table(c: Cell):
+    """--wide: the judge's consistency over repeats, calibration and length probe in one row."""
+    r = c.reliability
+    if r is None or not c.lines or (r.consistency is None and r.calibration is None and r.length is None):
+        return None
+    row = report_row(c, c.lines[0])
+    length = "—" if r.length is None else (
+        _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high) if row.length_bias is not None else "cannot tell")
+    cells = [str(row.repeats), _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
+             _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high), _fmt(row.ece, 3),
+             _with_ci(row.brier, row.brier_low, row.brier_high), length]
+    return _fitted_table(["repeats", "flip rate", "α repeats", "ECE", "Brier", "length bias"], [cells])
 
 
 MARKDOWN_COLUMNS = [("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
@@ -827,6 +844,9 @@ table.cm td,table.cm th{{border:1px solid #ccc;padding:2px 6px;text-align:right}
 caption{{font-size:11px;color:#555;text-align:left}} details{{margin:4px 0 10px}} summary{{cursor:pointer;color:#0b5394}}
 ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
 .key span{{display:inline-block;margin-right:14px}}
+.reliability{{display:flex;flex-wrap:wrap;align-items:flex-start;gap:16px;margin:8px 0}}
+.reliability figure{{margin:0;max-width:260px}} .reliability figcaption{{font-size:11px}}
+.reliability table.cm{{flex:1 1 480px;max-width:820px}}
 """
 _PLOT_W = 260
 
@@ -852,6 +872,80 @@ def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
                      f'<title>{name} {estimate.value:.2f}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _reliability_diagram(cal) -> str:
+    """The reliability diagram as inline SVG: per confidence bin a bar up to the share of its
+    items where the judge agreed with people (its count on top), against the dashed diagonal of
+    a perfectly calibrated judge; the red dot is the bin's mean confidence."""
+    size, left, bottom, top = 200, 34, 30, 10
+    width, height = size + left + 10, size + top + bottom
+
+    def x(v: float) -> float:
+        return left + v * size
+
+    def y(v: float) -> float:
+        return top + (1 - v) * size
+
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="reliability diagram"><title>reliability diagram: ECE {cal.ece.value:.3f}</title>',
+             f'<rect x="{x(0)}" y="{y(1)}" width="{size}" height="{size}" fill="#fafafa" stroke="#999"/>']
+    for tick in (0, 0.5, 1):
+        parts.append(f'<text x="{x(tick):.1f}" y="{y(0) + 14:.1f}" font-size="10" text-anchor="middle">{tick:g}</text>')
+        parts.append(f'<text x="{x(0) - 4:.1f}" y="{y(tick) + 3:.1f}" font-size="10" text-anchor="end">{tick:g}</text>')
+    for b in cal.bins:
+        if not b["count"]:
+            continue
+        x0, x1, acc = x(b["lower"]) + 1, x(b["upper"]) - 1, b["accuracy"]
+        parts.append(f'<rect x="{x0:.1f}" y="{y(acc):.1f}" width="{x1 - x0:.1f}" height="{y(0) - y(acc):.1f}" '
+                     f'fill="#1f5fa8" fill-opacity="0.75"><title>confidence {b["lower"]:g}–{b["upper"]:g}: '
+                     f'{b["count"]} items, agreement {acc:.2f}, mean confidence {b["confidence"]:.2f}</title></rect>')
+        parts.append(f'<circle cx="{x(b["confidence"]):.1f}" cy="{y(b["confidence"]):.1f}" r="2.5" fill="#c0392b"/>')
+        parts.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y(acc) - 3:.1f}" font-size="9" text-anchor="middle">'
+                     f'{b["count"]}</text>')
+    parts.append(f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(1)}" y2="{y(1)}" stroke="#555" stroke-dasharray="4,3"/>')
+    parts.append(f'<text x="{x(0.5):.1f}" y="{height - 3}" font-size="11" text-anchor="middle">judge confidence</text>')
+    parts.append(f'<text x="11" y="{y(0.5):.1f}" font-size="11" text-anchor="middle" '
+                 f'transform="rotate(-90 11 {y(0.5):.1f})">agreement with people</text></svg>')
+    return "".join(parts)
+
+
+def _reliability_html(c: Cell) -> str:
+    """A cell's reliability block: the diagram beside a table of consistency, calibration and
+    bias probes, each with its interval and verdict in words."""
+    r = c.reliability
+    if r is None or not c.lines:
+        return ""
+    e = html.escape
+    row = report_row(c, c.lines[0])
+    rows = []
+    if r.consistency is not None:
+        rows.append(("flip rate", _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
+                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats} repeats"))
+        alpha = r.consistency.alpha
+        rows.append(("α across repeats", _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high),
+                     alpha.reason or ""))
+    if r.calibration is not None and r.calibration.n:
+        rows.append(("ECE", _fmt(row.ece, 3), f"on {r.calibration.n} items with a confidence and a human label"))
+        rows.append(("Brier", _with_ci(row.brier, row.brier_low, row.brier_high), "0 is perfect; 0.25 is a coin"))
+    if r.length is not None:
+        rows.append(("length bias", _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high),
+                     f"{r.length.verdict} (log-odds of a judge yes per sd of length, people's label held fixed)"))
+    for name, probe in r.systems.items():
+        family = " — judge and system of one model family" if r.same_family.get(name) else ""
+        rows.append((f"system {name}", _with_ci(*_split(probe.estimate)), probe.verdict + family))
+    if not rows:
+        return ""
+    table = ("<table class='cm'><caption>judge reliability</caption><tr><th style='text-align:left'>measure</th>"
+             "<th>estimate [95% CI]</th><th style='text-align:left'>meaning</th></tr>"
+             + "".join(f"<tr><td style='text-align:left'>{e(a)}</td><td>{e(b)}</td><td style='text-align:left'>{e(m)}</td></tr>"
+                       for a, b, m in rows) + "</table>")
+    diagram = ""
+    if r.calibration is not None and r.calibration.n:
+        diagram = (f"<figure>{_reliability_diagram(r.calibration)}<figcaption class='muted'>bars: agreement with people "
+                   "per confidence bin (items on top);<br>red dot: the bin's mean confidence, where a calibrated "
+                   "judge's bar ends</figcaption></figure>")
+    return f"<div class='reliability'>{diagram}{table}</div>"
 
 
 def _headline(c: Cell, options: ReportOptions) -> Line | None:
@@ -900,6 +994,7 @@ def render_html(report: Report) -> str:
             "<th>sensitivity</th><th>specificity</th><th>verdict</th></tr>"
             + "".join(rows) + "</table>"
             + (f"<ul class='notes'>{notes}</ul>" if notes else "")
+            + _reliability_html(c)
             + (f"<details><summary>confusion matrices</summary>{''.join(matrices)}</details>" if matrices else "")
         )
     summary = []

@@ -163,3 +163,15 @@ def test_reliability_notes_in_the_terminal_report(tmp_path):
     length_db(tmp_path / "l.db", biased=True)
     out = Calibrate(tmp_path / "l.db")("report").output
     assert "length bias on 80 items" in out and "says yes more for longer answers" in out
+
+
+def test_html_report_draws_the_reliability_diagram_inline(tmp_path):
+    path = tmp_path / "c.db"
+    confident_db(path, [(30, 0.95, 28), (20, 0.65, 12)])
+    out = tmp_path / "r.html"
+    Calibrate(path)("report", "--format", "html", "--out", str(out))
+    page = out.read_text(encoding="utf-8")
+    assert 'aria-label="reliability diagram"' in page and "<script" not in page
+    assert "30 items, agreement 0.93" in page and "20 items, agreement 0.60" in page, "one bar per occupied bin"
+    wide = Calibrate(path)("report", "--wide").output
+    assert "ECE" in wide and "0.030" in wide  # (30 |28/30 - .95| + 20 |12/20 - .65|) / 50 = 1.5 / 50
