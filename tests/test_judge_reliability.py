@@ -175,3 +175,33 @@ def test_html_report_draws_the_reliability_diagram_inline(tmp_path):
     assert "30 items, agreement 0.93" in page and "20 items, agreement 0.60" in page, "one bar per occupied bin"
     wide = Calibrate(path)("report", "--wide").output
     assert "ECE" in wide and "0.030" in wide  # (30 |28/30 - .95| + 20 |12/20 - .65|) / 50 = 1.5 / 50
+
+
+def test_per_system_leniency_lights_up_when_items_name_their_system(tmp_path):
+    path = tmp_path / "s.db"
+    store = Store(path)
+    ids = lexical_items(store, 80)
+    human = ["yes" if k % 2 else "no" for k in range(80)]
+    # on gpt-4o-mini's items the judge says yes to everything; on llama's it follows people
+    judged = ["yes" if k < 40 else human[k] for k in range(80)]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt-4o", judge_key="g", status="verdict", verdict=v)
+                         for i, v in zip(ids, judged, strict=True)])
+    label_all(store, ids, human)
+    assert store.item_systems() == {}, "no system column yet: no per-system probe"
+    store.conn.execute("ALTER TABLE items ADD COLUMN system TEXT")  # what the systems issue adds
+    store.conn.executemany("UPDATE items SET system = ? WHERE id = ?",
+                           [("gpt-4o-mini" if k < 40 else "llama", i) for k, i in enumerate(ids)])
+    store.close()
+    cell = report_cell(path, "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai", "--family", "llama=meta")
+    systems = cell["reliability"]["systems"]
+    assert systems["gpt-4o-mini"]["estimate"]["value"] == pytest.approx(0.5)
+    assert systems["gpt-4o-mini"]["verdict"].startswith("lenient") and systems["gpt-4o-mini"]["same_family"] is True
+    assert systems["llama"]["estimate"]["value"] == 0 and systems["llama"]["same_family"] is False
+    assert systems["llama"]["verdict"] == "no evidence of a difference from people"
+    out = Calibrate(path)("report", "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai")
+    assert "system gpt-4o-mini (judge and system of one model family)" in out.output
+
+
+def test_family_flag_needs_name_and_family(tmp_path):
+    result = Calibrate(tmp_path / "x.db")("report", "--family", "gpt-4o", ok=False)
+    assert result.exit_code == 2 and "NAME=FAMILY" in result.output
