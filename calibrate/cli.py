@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from calibrate.formats import ImportReport, import_records
+from calibrate.judge_reliability import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.model import CalibrateError
 from calibrate.settings import Settings
 from calibrate.store import Store
@@ -636,10 +637,10 @@ def report_command(ctx, judge, by, fmt, out, wide, unparsed, unparsed_as_disagre
 
 
 @cli.command(name="trust")
-@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
-              help="Agreement with people the accepted verdicts must reach.")
-@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
-              help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
+              show_default=True, help="Agreement with people the accepted verdicts must reach.")
+@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
+              show_default=True, help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
 @click.option("--judge", help="Only this judge.")
 @click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
@@ -727,24 +728,32 @@ def merge_command(ctx, other):
 @cli.group(name="export", invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
+              show_default=True, help="Trust marks: agreement with people an accepted verdict must reach (see `trust`).")
+@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
+              show_default=True, help="Trust marks: the risk allowed (see `trust`).")
 @click.pass_context
-def export_group(click_ctx, fmt, out):
+def export_group(click_ctx, fmt, out, target, risk):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
-    Items with every annotator's label, the consolidated (majority) label, judge verdicts and
-    notes; `export c3` writes C3's own result layout."""
+    Items with every annotator's label, the consolidated (majority) label, judge verdicts,
+    whether each judge's verdict is accepted or needs a person (as `trust` finds), and notes;
+    `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
     from calibrate.formats.gold import write_csv, write_jsonl
+    from calibrate.judge_reliability import accepted_items
+    from calibrate.report import BY_CHOICES, CellKinds
 
     ctx = click_ctx.find_object(Context)
     writer = write_jsonl if fmt == "jsonl" else write_csv
+    accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle)
+            n = writer(ctx.store, handle, accepted)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.store, sys.stdout)
+        writer(ctx.store, sys.stdout, accepted)
 
 
 @export_group.command(name="c3")

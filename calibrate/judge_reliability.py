@@ -17,6 +17,9 @@ Per item and judge:
 - human label: the adjudicator's (`gold_from`) where given, else the strict majority of the
   annotators' labels in force (a single annotator's label counts; ties give none).
 Unparsed samples count as missing repeats, not as a verdict.
+
+The statistics (numpy, scipy) are imported when first used, so the CLI and the annotation app,
+which read this module's defaults, start without them.
 """
 
 from __future__ import annotations
@@ -27,24 +30,13 @@ from typing import TYPE_CHECKING
 
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE, VerdictKind
-from calibrate.reliability import (
-    DEFAULT_RESAMPLES,
-    Calibration,
-    Consistency,
-    Probe,
-    Trust,
-    calibration,
-    consistency,
-    length_bias,
-    leniency,
-    majority_confidence,
-    same_family,
-    trust_threshold,
-)
 from calibrate.store import Store
 
 if TYPE_CHECKING:
+    from calibrate.reliability import Calibration, Consistency, Probe, Trust
     from calibrate.report import CellKinds
+
+DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
 
 
 @dataclass
@@ -82,6 +74,8 @@ class JudgeReliability:
         return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
 
     def trust(self, target: float, risk: float) -> Trust:
+        from calibrate.reliability import trust_threshold
+
         items = self.scored()
         return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
                                target=target, risk=risk)
@@ -138,6 +132,8 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
 
 
 def _set_verdicts(items: list[JudgedItem]) -> None:
+    from calibrate.reliability import majority_confidence
+
     width = max((max(i.samples) + 1 for i in items), default=1)
     table = [[i.samples.get(k) for k in range(width)] for i in items]
     majority = majority_confidence(table)
@@ -153,15 +149,19 @@ def _set_verdicts(items: list[JudgedItem]) -> None:
 
 
 def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: list[JudgedItem], *,
-            families: Mapping[str, str] | None = None, resamples: int = DEFAULT_RESAMPLES) -> JudgeReliability:
-    """Every reliability figure of one judge in one cell that its data allow."""
+            families: Mapping[str, str] | None = None, resamples: int | None = None) -> JudgeReliability:
+    """Every reliability figure of one judge in one cell that its data allow (`resamples` for
+    the bootstrap of alpha across repeats; None: the statistics module's default)."""
+    from calibrate.reliability import calibration, consistency, length_bias, leniency, same_family
+
     result = JudgeReliability(key, judge, kind, items)
     if kind is not None and kind.scored:
         return result  # consistency, calibration and the probes here are for categorical verdicts
     result.repeats = max((len(i.samples) for i in items), default=1)
     if result.repeats >= 2:
         width = max(max(i.samples) + 1 for i in items)
-        result.consistency = consistency([[i.samples.get(k) for k in range(width)] for i in items], resamples=resamples)
+        table = [[i.samples.get(k) for k in range(width)] for i in items]
+        result.consistency = consistency(table, **({"resamples": resamples} if resamples else {}))
         result.unstable_items = [items[row].item_id for row in result.consistency.unstable]
     scored = result.scored()
     if scored:
@@ -183,14 +183,14 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: l
 
 def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
                         families: Mapping[str, str] | None = None,
-                        resamples: int = DEFAULT_RESAMPLES) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
+                        resamples: int | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
     """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
     return {(key, name): measure(key, name, kinds.kind(key), items, families=families, resamples=resamples)
             for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
 
 
-def accepted_items(store: Store, kinds: CellKinds, *, target: float, risk: float, judge: str | None = None,
-                   gold_from: str | None = None) -> dict[str, dict[int, bool]]:
+def accepted_items(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                   judge: str | None = None, gold_from: str | None = None) -> dict[str, dict[int, bool]]:
     """judge -> item id -> whether that judge's verdict on the item can be accepted without a
     person: its confidence reaches the threshold `trust_threshold` finds for the item's cell
     from the human-labelled items (False where no threshold meets the target, or the item has
@@ -203,3 +203,13 @@ def accepted_items(store: Store, kinds: CellKinds, *, target: float, risk: float
             marks[item.item_id] = bool(found.met and item.verdict is not None and item.confidence is not None
                                        and item.confidence >= found.threshold)
     return out
+
+
+def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, judge: str | None = None,
+                     target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK) -> list[int]:
+    """`item_ids` with the items that need a person first: those whose verdict (from `judge`, or
+    from every judge when none is named) cannot be accepted, in the given order; then the items
+    some judge's verdict is accepted on."""
+    accepted = {item_id for marks in accepted_items(store, kinds, target=target, risk=risk, judge=judge).values()
+                for item_id, ok in marks.items() if ok}
+    return [i for i in item_ids if i not in accepted] + [i for i in item_ids if i in accepted]

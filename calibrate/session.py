@@ -15,7 +15,7 @@ from calibrate.model import LABEL_ACTIONS, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
-ORDERS = ("in-order", "random", "stratified", "disagreement-first")
+ORDERS = ("in-order", "random", "stratified", "disagreement-first", "escalate")
 
 
 class SessionError(ValueError):
@@ -132,6 +132,11 @@ class AnnotationSession:
         ids = self.store.item_ids(task=self.task, lang=self.lang)
         if self.order == "random":
             return [int(i) for i in rng.permutation(ids)]
+        if self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
+            from calibrate.judge_reliability import escalation_queue
+            from calibrate.report import BY_CHOICES, CellKinds
+
+            return escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), ids, judge=self.judge)
         first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)  # disagreement-first
         chosen = set(first)
         return first + [i for i in ids if i not in chosen]

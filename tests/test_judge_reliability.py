@@ -3,6 +3,7 @@ trust or escalate, the length and per-system probes, from the store through the 
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 
@@ -205,3 +206,31 @@ def test_per_system_leniency_lights_up_when_items_name_their_system(tmp_path):
 def test_family_flag_needs_name_and_family(tmp_path):
     result = Calibrate(tmp_path / "x.db")("report", "--family", "gpt-4o", ok=False)
     assert result.exit_code == 2 and "NAME=FAMILY" in result.output
+
+
+def test_escalate_order_and_export_marks_follow_the_trust_threshold(tmp_path, templates):
+    from calibrate.session import AnnotationSession
+
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])  # threshold 0.701: the first 40 items are accepted
+    store = Store(path)
+    ids = store.item_ids()
+    session = AnnotationSession(store, templates, "bob", order="escalate", overlap=2)
+    seen = [session.start().item.id]
+    while True:
+        session.decide("skip")
+        view = session.forward()
+        if view is None:
+            break
+        seen.append(view.item.id)
+    assert seen == ids[40:] + ids[:40], "the 20 items below the threshold go to a person first"
+    store.close()
+    records = [json.loads(line) for line in Calibrate(path)("export").output.splitlines()]
+    marks = [r["trust"]["gpt"] for r in records]
+    assert marks == ["accepted"] * 40 + ["needs a person"] * 20
+    strict = [json.loads(line) for line in Calibrate(path)("export", "--target", "0.97").output.splitlines()]
+    assert {r["trust"]["gpt"] for r in strict} == {"needs a person"}, "no threshold meets 0.97: every item to a person"
+    out = tmp_path / "gold.csv"
+    Calibrate(path)("export", "--format", "csv", "--out", str(out))
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [r["trust:gpt"] for r in rows] == marks
