@@ -6,7 +6,8 @@ be accepted without a person, and whether it leans on response length or favours
 the judge's samples, the human (gold) labels, response lengths and systems from the store,
 puts them in the report's cells (English yes/no and Chinese 是/否 meet on their polarity), and
 hands each cell's arrays to those functions. The report, `calibrate trust`, the `escalate`
-annotation order and the gold export all read their figures from here.
+annotation order and the gold export all read their figures from here, and the report's
+`jury` judge (several judges combined) its agreement rows.
 
 Per item and judge:
 - verdict: the majority verdict over the judge's samples (its only verdict without --repeat);
@@ -24,13 +25,17 @@ which read this module's defaults, start without them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE, VerdictKind
+from calibrate.model import AgreementData
 from calibrate.store import Store
+from calibrate.templates import TemplateError, TemplateSet
+from calibrate.verdicts import SCORE_KEYS
 
 if TYPE_CHECKING:
     from calibrate.reliability import Calibration, Consistency, Probe, Trust
@@ -213,3 +218,60 @@ def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, jud
     accepted = {item_id for marks in accepted_items(store, kinds, target=target, risk=risk, judge=judge).values()
                 for item_id, ok in marks.items() if ok}
     return [i for i in item_ids if i not in accepted] + [i for i in item_ids if i in accepted]
+
+
+# -- the jury ------------------------------------------------------------------------------------
+
+JURY = "jury"
+
+
+def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None) -> AgreementData | None:
+    """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
+    judge's newest verdict there (`calibrate.reliability.jury`: the plurality label, the mean of
+    scores), so its agreement with people can be set beside each member's. An item where the
+    judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
+    gold label follows `Store.agreement_data`: on items two or more people labelled, the
+    adjudicator's where given, else the strict majority. None with fewer than two judges."""
+    from calibrate.reliability import jury
+
+    verdicts: dict[int, dict[str, str | None]] = {}
+    cells: dict[int, tuple[str, str]] = {}
+    for row in store.latest_verdicts():
+        if row["judge_name"] == JURY or row["status"] == "error":
+            continue
+        verdicts.setdefault(row["item_id"], {})[row["judge_name"]] = row["verdict"] if row["status"] == "verdict" else None
+        cells[row["item_id"]] = (row["task"], row["lang"])
+    judges = sorted({name for by_judge in verdicts.values() for name in by_judge})
+    if len(judges) < 2:
+        return None
+    labels: dict[int, dict[str, str]] = {}
+    for row in store.current_labels():
+        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+    judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    for item_id, by_judge in verdicts.items():
+        task, lang = cells[item_id]
+        try:
+            kind = templates.for_task(task, lang).kind
+        except TemplateError:
+            kind = None
+        row = [[by_judge.get(name) for name in judges]]
+        if kind is not None and kind.scored:
+            dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row[0]] for d in SCORE_KEYS]
+            means = [jury([dim], scores=True).verdicts[0] for dim in dims]
+            verdict = None if None in means else kind.score_label(dict(zip(SCORE_KEYS, means, strict=True)))
+        else:
+            verdict = jury(row).verdicts[0]
+        status = "verdict" if verdict is not None else "unparsed"
+        judged[(task, lang, JURY, status)] += 1
+        people = labels.get(item_id, {})
+        for annotator, label in people.items():
+            versus_human[(task, lang, JURY, annotator, status, verdict, label)] += 1
+        if len(people) >= 2:
+            shared.append((item_id, JURY, status, verdict))
+            gold = people.get(gold_from) if gold_from else None
+            gold = gold if gold is not None else consolidated(people)[0]
+            if gold is not None:
+                versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
+    counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
+    return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold), human_pairs=[],
+                         shared_labels=[], shared_verdicts=shared, judged=counted(judged))

@@ -40,7 +40,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
-from calibrate.judge_reliability import JudgeReliability, reliability_by_cell
+from calibrate.judge_reliability import JURY, JudgeReliability, jury_data, reliability_by_cell
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
 from calibrate.store import Store
@@ -233,7 +233,12 @@ def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
                  options: ReportOptions = ReportOptions()) -> Report:
-    report = report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
+    data = store.agreement_data(judge, gold_from=options.gold_from)
+    if judge in (None, JURY):
+        jury = jury_data(store, templates, gold_from=options.gold_from)
+        if jury is not None:
+            data = AgreementData.combine([data, jury])
+    report = report_from_data(data, templates, options)
     measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
                                    families=dict(options.families), resamples=options.resamples)
     for c in report.cells:

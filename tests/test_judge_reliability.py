@@ -234,3 +234,28 @@ def test_escalate_order_and_export_marks_follow_the_trust_threshold(tmp_path, te
     Calibrate(path)("export", "--format", "csv", "--out", str(out))
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [r["trust:gpt"] for r in rows] == marks
+
+
+def test_jury_is_one_more_judge_in_the_report(tmp_path):
+    path = tmp_path / "j.db"
+    store = Store(path)
+    ids = lexical_items(store, 6)
+    human = ["yes", "yes", "no", "no", "yes", "no"]
+    votes = {"a": ["yes", "no", "no", "yes", "yes", "no"],
+             "b": ["yes", "yes", "yes", "no", None, "no"],
+             "c": ["no", "yes", "no", "no", "no", "yes"]}
+    # jury: yes, yes, no, no, tie (yes / no; b unparsed), no: 5 verdicts, all 5 agree with people
+    store.add_judgments([NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict" if v else "unparsed",
+                                     verdict=v) for name, vs in votes.items() for i, v in zip(ids, vs, strict=True)])
+    label_all(store, ids, human)
+    store.close()
+    report = json.loads(Calibrate(path)("report", "--format", "json").output)
+    cells = {c["judge"]: c for c in report["cells"]}
+    assert set(cells) == {"a", "b", "c", "jury"}
+    jury = cells["jury"]
+    assert jury["judged"] == 6 and jury["unparsed"] == 1, "the tied item has no jury verdict"
+    assert jury["lines"][0]["n"] == 5 and jury["lines"][0]["agreement"] == 1.0
+    assert cells["a"]["lines"][0]["agreement"] == pytest.approx(4 / 6), "a member alone agrees less"
+    only = json.loads(Calibrate(path)("report", "--format", "json", "--judge", "jury").output)
+    assert [c["judge"] for c in only["cells"]] == ["jury"]
+    assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
