@@ -15,7 +15,7 @@ from calibrate.model import LABEL_ACTIONS, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
-ORDERS = ("in-order", "random", "stratified", "disagreement-first", "escalate")
+ORDERS = ("in-order", "random", "stratified", "disagreement-first", "unstable-first", "escalate")
 
 
 class SessionError(ValueError):
@@ -137,7 +137,10 @@ class AnnotationSession:
             from calibrate.report import BY_CHOICES, CellKinds
 
             return escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), ids, judge=self.judge)
-        first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)  # disagreement-first
+        if self.order == "unstable-first":  # the judge changed its verdict over its repeats
+            first = self.store.unstable_item_ids(task=self.task, lang=self.lang, judge=self.judge)
+        else:  # disagreement-first
+            first = self.store.contested_item_ids(task=self.task, lang=self.lang, judge=self.judge)
         chosen = set(first)
         return first + [i for i in ids if i not in chosen]
 

@@ -616,6 +616,20 @@ class Store:
         """
         return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
 
+    def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None) -> list[int]:
+        """Items on which one judge configuration gave different parsed verdicts over its
+        repeats (`judge --repeat`), newest judgment per sample."""
+        where, params = self._item_filter(task, lang, None, None)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        WITH latest AS (SELECT max(id) AS id FROM judgments WHERE status != 'error'{judge_clause}
+                        GROUP BY item_id, judge_key, sample)
+        SELECT j.item_id FROM judgments j JOIN latest l ON l.id = j.id JOIN items i ON i.id = j.item_id
+        WHERE j.status = 'verdict' AND {where}
+        GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
+        """
+        return sorted({r[0] for r in self.conn.execute(sql, [*judge_params, *params])})
+
     # -- leases ---------------------------------------------------------------------------
 
     _ELIGIBLE = f"""

@@ -281,3 +281,18 @@ def test_repeat_asks_again_a_sample_that_failed(lexical_db):
         assert [j.status for j in judgments(run)].count("error") == 1
         judge(run, server, "--repeat", "2")
     assert sorted((j.sample, j.status) for j in judgments(run)) == [(0, "error"), (0, "verdict"), (1, "verdict")]
+
+
+def test_batch_round_trip_with_repeats(lexical_db, tmp_path):
+    run = lexical_db(2)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--repeat", "2", "--export-batch", str(batch_in))
+    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+    assert len(requests) == 4
+    lines = [{"id": f"b{n}", "custom_id": r["custom_id"], "error": None,
+              "response": {"status_code": 200, "body": completion(r["body"], Reply())}} for n, r in enumerate(requests)]
+    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
+    assert sorted((j.item_id, j.sample) for j in judgments(run)) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    out = run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
+    assert "4 items already judged" in out.output and len(judgments(run)) == 4

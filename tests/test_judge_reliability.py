@@ -259,3 +259,24 @@ def test_jury_is_one_more_judge_in_the_report(tmp_path):
     only = json.loads(Calibrate(path)("report", "--format", "json", "--judge", "jury").output)
     assert [c["judge"] for c in only["cells"]] == ["jury"]
     assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
+
+
+def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):
+    from calibrate.session import AnnotationSession
+
+    path = tmp_path / "u.db"
+    store = Store(path)
+    ids = lexical_items(store, 5)
+    samples = {ids[3]: ["yes", "no", "yes"], ids[1]: ["no", "no", "yes"]}
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
+                         for i in ids for k, v in enumerate(samples.get(i, ["yes"] * 3))])
+    session = AnnotationSession(store, templates, "bob", order="unstable-first")
+    seen = [session.start().item.id]
+    while (view := (session.decide("skip") and session.forward())) is not None:
+        seen.append(view.item.id)
+    assert seen == [ids[1], ids[3], ids[0], ids[2], ids[4]]
+    store.close()
+    batch = tmp_path / "batch.jsonl"
+    Calibrate(path)("judge", "--model", "m", "--repeat", "2", "--export-batch", str(batch))
+    lines = [json.loads(line) for line in batch.read_text().splitlines()]
+    assert len(lines) == 10 and len({line["custom_id"] for line in lines}) == 10, "one request per item and sample"
