@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
 
 
-@dataclass
+@dataclass(slots=True)
 class JudgedItem:
     """One item as one judge saw it, in its cell's labels."""
 
@@ -100,10 +100,13 @@ class JudgeReliability:
 def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
     """item id -> the human label reliability is measured against (see the module docstring)."""
     labels: dict[int, dict[str, str]] = {}
-    for row in store.current_labels():
-        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+    for item_id, annotator, label in store.labels_in_force():
+        labels.setdefault(item_id, {})[annotator] = label
     out = {}
     for item_id, by_annotator in labels.items():
+        if len(by_annotator) == 1:  # most items: one annotator, whose label it is
+            (out[item_id],) = by_annotator.values()
+            continue
         label = by_annotator.get(gold_from) if gold_from else None
         if label is None:
             label, _ = consolidated(by_annotator)
@@ -114,20 +117,26 @@ def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
 
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
            gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
-    """(cell, judge) -> its judged items, with verdict and confidence set."""
+    """(cell, judge) -> its judged items, with verdict and confidence set. Judgments arrive in
+    id order, so a newer judgment of the same item, judge and sample replaces an older one."""
     humans = gold_labels(store, gold_from)
     systems = store.item_systems()
-    cells: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
+    cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
     for item_id, task, lang, judge_name, sample, status, verdict, confidence, length in store.judge_samples(judge):
-        key = kinds.key(task, lang)
-        items = cells.setdefault((key, judge_name), {})
+        items = cells.get((task, lang, judge_name))
+        if items is None:
+            items = cells[(task, lang, judge_name)] = {}
         item = items.get(item_id)
         if item is None:
-            human = humans.get(item_id)
-            item = items[item_id] = JudgedItem(item_id, human=kinds.label(task, lang, human) if human else None,
-                                               length=length, system=systems.get(item_id))
-        item.samples[sample] = kinds.label(task, lang, verdict) if status == "verdict" else None
+            item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length,
+                                               system=systems.get(item_id))
+        item.samples[sample] = verdict if status == "verdict" else None
         item.logprobs[sample] = confidence
+    pooled: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
+    for (task, lang, judge_name), items in cells.items():
+        _in_cell_words(kinds, task, lang, items.values())
+        pooled.setdefault((kinds.key(task, lang), judge_name), {}).update(items)
+    cells = pooled
     out = {}
     for cell, items in cells.items():
         listed = list(items.values())
@@ -136,13 +145,39 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
     return out
 
 
+def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
+    """Verdicts and human labels of one (task, lang) in the labels of the cell it is pooled in
+    (English yes/no and Chinese 是/否 meet on their polarity); nothing to do when they are the
+    cell's own labels."""
+    kinds.key(task, lang)
+    try:
+        own = kinds.templates.for_task(task, lang).kind.labels
+    except TemplateError:
+        return
+    words = {label: kinds.label(task, lang, label) for label in own}
+    if all(label == word for label, word in words.items()):
+        return
+    for item in items:
+        item.human = words.get(item.human, item.human)
+        item.samples = {k: words.get(v, v) for k, v in item.samples.items()}
+
+
 def _set_verdicts(items: list[JudgedItem]) -> None:
     from calibrate.reliability import majority_confidence
 
-    width = max((max(i.samples) + 1 for i in items), default=1)
-    table = [[i.samples.get(k) for k in range(width)] for i in items]
-    majority = majority_confidence(table)
-    for item, verdict, share in zip(items, majority.verdicts, majority.confidence, strict=True):
+    repeated = []
+    for item in items:
+        if len(item.samples) > 1:
+            repeated.append(item)
+            continue
+        ((sample, verdict),) = item.samples.items()  # one sample: its verdict and stored confidence
+        item.verdict = verdict
+        item.confidence = item.logprobs[sample] if verdict is not None else None
+    if not repeated:
+        return
+    width = max(max(i.samples) + 1 for i in repeated)
+    majority = majority_confidence([[i.samples.get(k) for k in range(width)] for i in repeated])
+    for item, verdict, share in zip(repeated, majority.verdicts, majority.confidence, strict=True):
         item.verdict = verdict
         if verdict is None:
             continue

@@ -326,17 +326,17 @@ class Store:
         return done
 
     def judge_samples(self, judge: str | None = None) -> list[tuple]:
-        """Per (item, judge, sample) the newest judgment that is not an error, for reliability:
-        (item_id, task, lang, judge_name, sample, status, verdict, confidence, response_length),
-        the length in characters of the item's `response` field (None when it has none)."""
-        judge_clause, params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        """Every judgment that is not an error, in id order (so the newest of an item, judge and
+        sample comes last), for reliability: (item_id, task, lang, judge_name, sample, status,
+        verdict, confidence, response_length), the length in characters of the item's
+        `response` field (None when it has none)."""
+        judge_clause, params = (" AND j.judge_name = ?", [judge]) if judge else ("", [])
         sql = f"""
         SELECT j.item_id, i.task, i.lang, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
                length(json_extract(i.fields, '$.response'))
         FROM judgments j JOIN items i ON i.id = j.item_id
-        WHERE j.id IN (SELECT max(id) FROM judgments WHERE status != 'error'{judge_clause}
-                       GROUP BY item_id, judge_name, sample)
-        ORDER BY j.item_id, j.judge_name, j.sample
+        WHERE j.status != 'error'{judge_clause}
+        ORDER BY j.id
         """
         return [tuple(r) for r in self.conn.execute(sql, params)]
 
@@ -470,6 +470,11 @@ class Store:
             sql += " WHERE c.annotator = ?"
             params.append(annotator)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def labels_in_force(self) -> list[tuple[int, str, str]]:
+        """(item_id, annotator, label) for every annotator's label in force: current_labels
+        without the join to items, for figures that need only the labels."""
+        return [tuple(r) for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels")]
 
     def annotations(self) -> Iterator[dict]:
         """Every annotation row with its item's content hash and its judgment's uid (for merge)."""

@@ -280,3 +280,28 @@ def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):
     Calibrate(path)("judge", "--model", "m", "--repeat", "2", "--export-batch", str(batch))
     lines = [json.loads(line) for line in batch.read_text().splitlines()]
     assert len(lines) == 10 and len({line["custom_id"] for line in lines}) == 10, "one request per item and sample"
+
+
+def test_english_and_chinese_repeats_pool_by_polarity(tmp_path):
+    path = tmp_path / "p.db"
+    store = Store(path)
+    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
+                                                                      "response": "r" * (k + 1)}) for k in range(4)],
+                            with_ids=True)
+    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
+                                                                      "response": "r" * (k + 1)}) for k in range(4)],
+                            with_ids=True)
+    en_votes = [["yes", "yes"], ["yes", "no"], ["no", "no"], ["no", "no"]]
+    zh_votes = [["是", "是"], ["是", "否"], ["否", "否"], ["是", "是"]]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
+                         for ids, votes in ((en, en_votes), (zh, zh_votes)) for i, vs in zip(ids, votes, strict=True)
+                         for k, v in enumerate(vs)])
+    label_all(store, en, ["yes", "yes", "no", "no"])
+    label_all(store, zh, ["是", "是", "否", "否"])
+    store.close()
+    cell = report_cell(path, "--by", "task")
+    assert (cell["task"], cell["lang"]) == ("c3/heterograph", "*")
+    row = cell["lines"][0]
+    assert row["flip_rate"] == pytest.approx(2 / 8) and cell["reliability"]["unstable_items"] == [en[1], zh[1]]
+    # confidence 1 on the 6 stable items (5 right: the fourth Chinese item is wrong), 0.5 and no verdict on the 2 tied
+    assert row["calibration_items"] == 6 and row["ece"] == pytest.approx(1 / 6)
