@@ -755,17 +755,22 @@ def _details_table(c: Cell):
 
 
 def _reliability_table(c: Cell):
-    """--wide: the judge's consistency over repeats, calibration and length probe in one row."""
+    """--wide: the judge's consistency over repeats, calibration and length probe, one measure
+    a row (narrow enough for 80 columns)."""
     r = c.reliability
     if r is None or not c.lines or (r.consistency is None and r.calibration is None and r.length is None):
         return None
     row = report_row(c, c.lines[0])
-    length = "—" if r.length is None else (
-        _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high) if row.length_bias is not None else "cannot tell")
-    cells = [str(row.repeats), _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
-             _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high), _fmt(row.ece, 3),
-             _with_ci(row.brier, row.brier_low, row.brier_high), length]
-    return _fitted_table(["repeats", "flip rate", "α repeats", "ECE", "Brier", "length bias"], [cells])
+    body = [["repeats", str(row.repeats)]]
+    if r.consistency is not None:
+        body += [["flip rate", _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high)],
+                 ["α across repeats", _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high)]]
+    if r.calibration is not None and r.calibration.n:
+        body += [["ECE", _fmt(row.ece, 3)], ["Brier", _with_ci(row.brier, row.brier_low, row.brier_high)]]
+    if r.length is not None:
+        body.append(["length bias (log-odds/sd)", _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high)
+                     if row.length_bias is not None else "cannot tell"])
+    return _fitted_table(["judge reliability", "estimate [95% CI]"], body)
 
 
 MARKDOWN_COLUMNS = [("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
