@@ -305,3 +305,23 @@ def test_english_and_chinese_repeats_pool_by_polarity(tmp_path):
     assert row["flip_rate"] == pytest.approx(2 / 8) and cell["reliability"]["unstable_items"] == [en[1], zh[1]]
     # confidence 1 on the 6 stable items (5 right: the fourth Chinese item is wrong), 0.5 and no verdict on the 2 tied
     assert row["calibration_items"] == 6 and row["ece"] == pytest.approx(1 / 6)
+
+
+def test_jury_of_scores_is_the_mean(tmp_path):
+    path = tmp_path / "s.db"
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), {"question": "q", "content": "c", "answer": "a",
+                                                                         "llm_answer": "x", "llm_reasoning": "y"})
+                              for k in range(3)], with_ids=True)
+    scores = {"a": [(80, 60), (40, 20), (90, 90)], "b": [(60, 40), (60, 30), (70, 50)]}
+    store.add_judgments([
+        NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict",
+                    verdict=json.dumps({"score_answer": float(s), "score_reasoning": float(r)}, sort_keys=True))
+        for name, rows in scores.items() for i, (s, r) in zip(ids, rows, strict=True)])
+    label_all(store, ids, [json.dumps({"score_answer": s, "score_reasoning": r}, sort_keys=True)
+                           for s, r in [(70.0, 50.0), (50.0, 25.0), (80.0, 70.0)]])
+    store.close()
+    cells = {c["judge"]: c for c in json.loads(Calibrate(path)("report", "--format", "json").output)["cells"]}
+    jury = cells["jury"]["lines"][0]["scores"]
+    assert jury["score_answer"]["mae"] == 0 and jury["score_reasoning"]["mae"] == 0, "the jury is the judges' mean"
+    assert cells["a"]["lines"][0]["scores"]["score_answer"]["mae"] == pytest.approx(10)
