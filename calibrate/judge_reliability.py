@@ -14,7 +14,8 @@ Per item and judge:
   a tie, or no parsed sample, gives none and the item is left out of calibration and trust;
 - confidence: P(verdict) from logprobs where every sample giving that verdict has one stored
   (their mean), else the share of its repeats giving the majority verdict (two or more parsed
-  samples), else none;
+  samples), else none; a stored value outside [0, 1] (a server's malformed logprob) is not a
+  probability and counts as none;
 - human label: the adjudicator's (`gold_from`) where given, else the strict majority of the
   annotators' labels in force (a single annotator's label counts; ties give none).
 Unparsed samples count as missing repeats, not as a verdict.
@@ -123,6 +124,8 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
     systems = store.item_systems()
     cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
     for item_id, task, lang, judge_name, sample, status, verdict, confidence, length in store.judge_samples(judge):
+        if confidence is not None and not 0 <= confidence <= 1:
+            confidence = None
         items = cells.get((task, lang, judge_name))
         if items is None:
             items = cells[(task, lang, judge_name)] = {}

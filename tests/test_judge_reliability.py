@@ -325,3 +325,13 @@ def test_jury_of_scores_is_the_mean(tmp_path):
     jury = cells["jury"]["lines"][0]["scores"]
     assert jury["score_answer"]["mae"] == 0 and jury["score_reasoning"]["mae"] == 0, "the jury is the judges' mean"
     assert cells["a"]["lines"][0]["scores"]["score_answer"]["mae"] == pytest.approx(10)
+
+
+def test_a_stored_confidence_outside_0_1_is_not_used(tmp_path):
+    path = tmp_path / "c.db"
+    confident_db(path, [(3, 0.9, 3)])
+    store = Store(path)
+    store.conn.execute("UPDATE judgments SET confidence = 1.7 WHERE item_id = 1")  # a broken server's logprob > 0
+    store.close()
+    row = report_cell(path)["lines"][0]
+    assert row["calibration_items"] == 2 and row["ece"] == pytest.approx(0.1)
