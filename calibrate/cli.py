@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from calibrate.formats import ImportReport, import_records
+from calibrate.judge_reliability import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.model import CalibrateError, check_system
 from calibrate.settings import Settings
 from calibrate.store import Store
@@ -165,6 +166,17 @@ def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
         target, source = pair.split("=", 1)
         out[target.strip()] = source.strip()
     return out
+
+
+def parse_families(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for pair in pairs:
+        name, _, family = pair.partition("=")
+        if not name.strip() or not family.strip():
+            raise click.BadParameter(f"{pair!r}: use NAME=FAMILY (a judge or system name and its model family)",
+                                     param_hint="--family")
+        out.append((name.strip(), family.strip()))
+    return tuple(out)
 
 
 skip_bad_option = click.option("--skip-bad", is_flag=True, help="Skip bad lines (reported as file:line) instead of importing nothing.")
@@ -573,6 +585,8 @@ def serve_command(ctx, host, port, **options):
 @click.option("--lang")
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
+              help="Ask each item K times under one judge (test-retest consistency; confidence from the repeats).")
 @click.option("--max-tokens", type=click.IntRange(1))
 @click.option("--logprobs", is_flag=True, help="Ask for logprobs and store P(verdict) where the server gives them.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per request attempt.")
@@ -582,7 +596,7 @@ def serve_command(ctx, host, port, **options):
 @click.option("--import-batch", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Store the results of a batch.")
 @pass_ctx
 def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
-                  temperature, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
+                  temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
@@ -608,6 +622,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     config = JudgeConfig(
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,
+        repeat=repeat,
     )
     summary = RunSummary()
     if import_batch:
@@ -624,7 +639,11 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         return
-    console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    if repeat == 1:
+        console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    else:
+        console.print(f"{len(jobs)} samples to ask ({repeat} per item) with {config.name}; "
+                      f"{summary.skipped_done} already judged (no call)")
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
@@ -673,9 +692,12 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Alternative annotator test margin (Calderon et al. 2025: 0.2 experts, 0.15 skilled, 0.1 crowd workers).")
+@click.option("--family", "families", multiple=True, metavar="NAME=FAMILY",
+              help="The model family of a judge or system (e.g. gpt-4o=openai); flags a judge grading its own family. "
+              "May be repeated.")
 @pass_ctx
 def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples,
-                   target, threshold, epsilon):
+                   target, threshold, epsilon, families):
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
@@ -687,8 +709,8 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
         raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
-                                    epsilon=epsilon, gold_from=gold_from)
-    ctx.reader.check_filter(system=system, judge=judge)
+                                    epsilon=epsilon, gold_from=gold_from, families=parse_families(families))
+    ctx.reader.check_filter(system=system, judge=None if judge == reports.JURY else judge)
     result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
     if fmt == "table" and out is None:
         reports.render_table(result, console, wide=wide)
@@ -743,6 +765,63 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
         click.echo(text, nl=False)
 
 
+@cli.command(name="trust")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
+              show_default=True, help="Agreement with people the accepted verdicts must reach.")
+@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
+              show_default=True, help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
+@click.option("--judge", help="Only this judge.")
+@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_ctx
+def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
+    """The confidence above which a judge's verdicts can be accepted without a person.
+
+    Per cell and judge, from the human-labelled items: the threshold, the share of items it
+    accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
+    with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
+    from calibrate.judge_reliability import JudgeReliability, gather
+    from calibrate.report import BY_CHOICES, CellKinds
+
+    dims = tuple(d.strip() for d in by.split(",") if d.strip())
+    if not dims or any(d not in BY_CHOICES for d in dims):
+        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
+    kinds = CellKinds(ctx.templates, dims)
+    results = []
+    for (key, name), items in sorted(gather(ctx.store, kinds, judge=judge, gold_from=gold_from).items()):
+        kind = kinds.kind(key)
+        if kind is not None and kind.scored:
+            continue
+        found = JudgeReliability(key, name, kind, items).trust(target, risk)
+        results.append({"task": key[0], "lang": key[1], "judge": name, **found.as_dict()})
+    if fmt == "json":
+        click.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        return
+    if not results:
+        console.print("no judge verdicts to assess")
+        return
+    from rich import box
+
+    console.print(f"accept a judge's verdict when its confidence reaches the threshold: agreement with people "
+                  f">= {target:g}, guaranteed with probability {1 - risk:g}")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name in ("task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"):
+        table.add_column(name, no_wrap=True, justify="left" if name in ("task", "lang", "judge") else "right")
+    refused = []
+    for r in results:
+        if r["met"]:
+            values = [r["threshold"], f"{r['coverage']:.0%} ({r['accepted']})", r["guaranteed"], r["agreement"]]
+        else:
+            values = ["—", "—", "—", "—"]
+            refused.append(f"{r['task']} {r['lang']} ({r['judge']}): {r['reason']}")
+        table.add_row(*[Text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
+                        for v in (r["task"], r["lang"], r["judge"], r["n"], *values)])
+    console.print(table)
+    for line in refused:
+        console.print(Text(line), soft_wrap=False)
+
+
 @import_group.command(name="labels")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @skip_bad_option
@@ -779,24 +858,32 @@ def merge_command(ctx, other):
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
 @system_filter_option
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
+              show_default=True, help="Trust marks: agreement with people an accepted verdict must reach (see `trust`).")
+@click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
+              show_default=True, help="Trust marks: the risk allowed (see `trust`).")
 @click.pass_context
-def export_group(click_ctx, fmt, out, system):
+def export_group(click_ctx, fmt, out, system, target, risk):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
-    Items with every annotator's label, the consolidated (majority) label, judge verdicts and
-    notes; `export c3` writes C3's own result layout."""
+    Items with every annotator's label, the consolidated (majority) label, judge verdicts,
+    whether each judge's verdict is accepted or needs a person (as `trust` finds), and notes;
+    `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
     from calibrate.formats.gold import write_csv, write_jsonl
+    from calibrate.judge_reliability import accepted_items
+    from calibrate.report import BY_CHOICES, CellKinds
 
     ctx = click_ctx.find_object(Context)
     writer = write_jsonl if fmt == "jsonl" else write_csv
+    accepted = accepted_items(ctx.reader, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.reader, handle, system)
+            n = writer(ctx.reader, handle, system, accepted)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.reader, sys.stdout, system)
+        writer(ctx.reader, sys.stdout, system, accepted)
 
 
 @export_group.command(name="c3")

@@ -3,7 +3,9 @@ official `openai` client (AsyncOpenAI), parses the verdict and stores a judgment
 
 Runs are resumable: a judgment is keyed by judge name, model, template version and request
 parameters, and an item that already has a non-error judgment under that key is not asked
-again. Faults (429, 5xx, timeouts, refused connections, malformed bodies, empty content) get
+again. `repeat` asks each item K times under that one key (test-retest consistency, confidence
+from agreement among repeats); each answer is stored with its sample index 0..K-1, and a resumed
+run asks only the samples still missing. Faults (429, 5xx, timeouts, refused connections, malformed bodies, empty content) get
 bounded retries with backoff; after that the item is stored as an error and the run goes on.
 The API key is read from the environment and never stored. The rule judge (SuperGLUE) parses
 the model-under-test's own response offline, following seed 004's parsing rules.
@@ -46,6 +48,7 @@ class JudgeConfig:
     timeout: float = 120.0
     max_retries: int = 3
     backoff: float = 0.5
+    repeat: int = 1  # samples per item; not a parameter of the judge, so K repeats share one key
 
     @property
     def name(self) -> str:
@@ -65,11 +68,14 @@ class Job:
     template: Template
     prompt: RenderedPrompt
     key: str
+    sample: int = 0
 
     @property
     def custom_id(self) -> str:
-        """The judgment key in a batch file: which item, judged by which configuration."""
-        return f"{self.item.content_hash}:{self.key}"
+        """The judgment key in a batch file: which item, judged by which configuration (and,
+        for repeats after the first, which sample)."""
+        tail = f":{self.sample}" if self.sample else ""
+        return f"{self.item.content_hash}:{self.key}{tail}"
 
 
 @dataclass
@@ -103,12 +109,14 @@ def plan_jobs(
     force: bool = False,
     summary: RunSummary | None = None,
 ) -> list[Job]:
-    """Items to ask about: those with a judge prompt, minus those already judged by this exact
-    configuration (unless `force`)."""
+    """Requests to make: for each item with a judge prompt, each of its `config.repeat` samples
+    not yet judged by this exact configuration (all of them if `force`). `limit` counts items;
+    `summary.skipped_done` counts the samples already judged."""
     summary = summary if summary is not None else RunSummary()
     params = config.params()
-    done_by_key: dict[str, set[int]] = {}
+    done_by_key: dict[str, dict[int, set[int]]] = {}
     jobs: list[Job] = []
+    items_asked = 0
     for item in store.iter_items(task=task, lang=lang):
         try:
             template = templates.for_task(item.task, item.lang)
@@ -118,17 +126,20 @@ def plan_jobs(
             continue
         key = judge_key(config.name, config.model, template.version, params)
         if key not in done_by_key:
-            done_by_key[key] = set() if force else store.judged_item_ids(key)
-        if item.id in done_by_key[key]:
-            summary.skipped_done += 1
+            done_by_key[key] = {} if force else store.judged_samples(key)
+        done = done_by_key[key].get(item.id, set())
+        missing = [sample for sample in range(config.repeat) if sample not in done]
+        summary.skipped_done += config.repeat - len(missing)
+        if not missing:
             continue
         try:
             prompt = template.render(item.task, item.fields)
         except TemplateError as exc:
             summary.not_renderable.append(f"item {item.id} ({item.source_id}): {exc}")
             continue
-        jobs.append(Job(item, template, prompt, key))
-        if limit is not None and len(jobs) >= limit:
+        jobs += [Job(item, template, prompt, key, sample) for sample in missing]
+        items_asked += 1
+        if limit is not None and items_asked >= limit:
             break
     return jobs
 
@@ -186,6 +197,7 @@ def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
         params=config.params(),
         system_prompt=job.prompt.system,
         prompt=job.prompt.user,
+        sample=job.sample,
         **values,
     )
 
@@ -339,7 +351,7 @@ def import_batch(
     error naming the line."""
     path = Path(path)
     jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
-    done: dict[str, set[int]] = {}
+    done: dict[str, dict[int, set[int]]] = {}
     judgments: list[NewJudgment] = []
     with path.open("r", encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
@@ -358,8 +370,8 @@ def import_batch(
                     "parameters (was the batch exported with another --model, template or parameters?)"
                 )
             if not force:
-                already = done.setdefault(job.key, store.judged_item_ids(job.key))
-                if job.item.id in already:
+                already = done.setdefault(job.key, store.judged_samples(job.key))
+                if job.sample in already.get(job.item.id, ()):
                     summary.skipped_done += 1
                     continue
             response = (record.get("response") or {})

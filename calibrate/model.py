@@ -178,6 +178,7 @@ class Judgment:
     prompt_tokens: int | None
     completion_tokens: int | None
     created_at: str
+    sample: int = 0  # which of the judge's K repeats on this item (0 without --repeat)
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ class NewJudgment:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     uid: str | None = None
+    sample: int = 0  # which of the judge's K repeats on this item (0 without --repeat)
 
 
 # -- annotations --------------------------------------------------------------------------------

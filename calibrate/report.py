@@ -40,6 +40,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
+from calibrate.judge_reliability import JURY, JudgeReliability, jury_data, reliability_by_cell
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
 from calibrate.store import Store
@@ -62,7 +63,9 @@ class ReportOptions:
     kind's negative label, as C3's script does; "as-disagreement" gives each the label that
     disagrees with the human, on the kind's own label scale. `epsilon` is the alternative
     annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
-    `gold_from` names an adjudicator whose label is the gold where present."""
+    `gold_from` names an adjudicator whose label is the gold where present. `families` maps
+    judge and system names to model families (`--family name=family`), to flag a judge grading
+    a system of its own family."""
 
     by: tuple[str, ...] = ("task", "lang")
     unparsed: str = "exclude"
@@ -71,6 +74,7 @@ class ReportOptions:
     threshold: float = 60.0
     epsilon: float = 0.2
     gold_from: str | None = None
+    families: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -105,6 +109,7 @@ class Cell:
     ceiling: Ceiling | None = None
     alt_test: AltTest | None = None
     ties: int = 0
+    reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
 
     @property
     def task(self) -> str:
@@ -148,6 +153,7 @@ class Report:
                 "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
+                "reliability": cell.reliability.as_dict() if cell.reliability else None,
                 "lines": [
                     {**asdict(row), "stats": line.stats.as_dict() if line.stats else None,
                      "judge_errors": line.errors.as_dict() if line.errors else None,
@@ -230,16 +236,28 @@ def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
                  options: ReportOptions = ReportOptions(), system: str | None = None) -> Report:
-    """The report over every item, or cut by system (`options.by`) or for one `system`."""
-    if "system" not in options.by and system is None:
-        return report_from_data(store.agreement_data(judge, gold_from=options.gold_from), templates, options)
-    cells = []
-    for name in [system] if system is not None else store.systems():
-        data = store.agreement_data(judge, system=name, gold_from=options.gold_from)
-        for cell in report_from_data(data, templates, options).cells:
-            cell.system = name
-            cells.append(cell)
-    return Report(cells, options)
+    """The report over every item, or cut by system (`options.by`) or for one `system`. The
+    jury of the judges and the judges' reliability (repeats, calibration, probes) are measured
+    over every system at once, so a report cut by system leaves them out."""
+    if "system" in options.by or system is not None:
+        cells = []
+        for name in [system] if system is not None else store.systems():
+            data = store.agreement_data(judge, system=name, gold_from=options.gold_from)
+            for cell in report_from_data(data, templates, options).cells:
+                cell.system = name
+                cells.append(cell)
+        return Report(cells, options)
+    data = store.agreement_data(judge, gold_from=options.gold_from)
+    if judge in (None, JURY):
+        jury = jury_data(store, templates, gold_from=options.gold_from)
+        if jury is not None:
+            data = AgreementData.combine([data, jury])
+    report = report_from_data(data, templates, options)
+    measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+                                   families=dict(options.families), resamples=options.resamples)
+    for c in report.cells:
+        c.reliability = measured.get((c.key, c.judge))
+    return report
 
 
 def gold_name(options: ReportOptions) -> str:
@@ -476,6 +494,23 @@ class ReportRow:
     more_items: int | None = None
     spearman: float | None = None
     mae: float | None = None
+    repeats: int | None = None
+    flip_rate: float | None = None
+    flip_rate_low: float | None = None
+    flip_rate_high: float | None = None
+    repeat_alpha: float | None = None
+    repeat_alpha_low: float | None = None
+    repeat_alpha_high: float | None = None
+    unstable_items: int | None = None
+    calibration_items: int | None = None
+    ece: float | None = None
+    brier: float | None = None
+    brier_low: float | None = None
+    brier_high: float | None = None
+    length_bias: float | None = None
+    length_bias_low: float | None = None
+    length_bias_high: float | None = None
+    length_bias_verdict: str | None = None
     verdict: str = ""
 
 
@@ -516,6 +551,19 @@ def report_row(c: Cell, line: Line) -> ReportRow:
     rho = line.scores.get("score_answer")
     if rho is not None:
         row.spearman, row.mae = rho.spearman.value, rho.mae
+    r = c.reliability
+    if r is not None and not (c.kind and c.kind.scored):
+        row.repeats = r.repeats
+        if r.consistency is not None:
+            row.flip_rate, row.flip_rate_low, row.flip_rate_high = _split(r.consistency.flip_rate)
+            row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high = _split(r.consistency.alpha)
+            row.unstable_items = len(r.unstable_items)
+        if r.calibration is not None:
+            row.calibration_items, row.ece = r.calibration.n, r.calibration.ece.value
+            row.brier, row.brier_low, row.brier_high = _split(r.calibration.brier)
+        if r.length is not None:
+            row.length_bias, row.length_bias_low, row.length_bias_high = _split(r.length.estimate)
+            row.length_bias_verdict = r.length.verdict
     return row
 
 
@@ -600,6 +648,39 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
         )
     elif alt is not None and c.lines and not (c.kind and c.kind.scored):
         notes.append(f"alternative annotator test not run: {alt.reason}")
+    if c.reliability is not None:
+        notes += reliability_notes(c.reliability)
+    return notes
+
+
+SHOWN_IDS = 20
+
+
+def reliability_notes(r: JudgeReliability) -> list[str]:
+    """The judge's consistency, calibration and bias probes in words (measured against the gold
+    label: the adjudicator's, else the majority, else the only annotator's)."""
+    notes = []
+    if r.consistency is not None:
+        alpha = r.consistency.alpha
+        ids = ", ".join(map(str, r.unstable_items[:SHOWN_IDS])) + (" …" if len(r.unstable_items) > SHOWN_IDS else "")
+        notes.append(
+            f"consistency over {r.repeats} repeats on {r.consistency.items} items: flip rate "
+            f"{_with_ci(*_split(r.consistency.flip_rate))}; α across repeats "
+            + (_with_ci(*_split(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
+            + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
+    if r.calibration is not None and r.calibration.n:
+        cal = r.calibration
+        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f}, Brier "
+                     f"{_with_ci(*_split(cal.brier))}")
+    if r.length is not None:
+        b = r.length.estimate
+        notes.append(f"length bias on {r.length.n} items: " + (
+            f"{b.value:+.2f} log-odds of a judge yes per sd of response length "
+            f"[{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]: {r.length.verdict}" if b.value is not None else r.length.verdict))
+    for name, probe in r.systems.items():
+        family = " (judge and system of one model family)" if r.same_family.get(name) else ""
+        notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "
+                     f"{_with_ci(*_split(probe.estimate))}: {probe.verdict}")
     return notes
 
 
@@ -650,6 +731,9 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
         console.print(table)
         if wide:
             console.print(_details_table(c))
+            reliability = _reliability_table(c)
+            if reliability is not None:
+                console.print(reliability)
         for note in cell_notes(c, report):
             console.print(Padding(Text(terminal_safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
     for why in cells_without_numbers(report):
@@ -696,6 +780,25 @@ def _details_table(c: Cell):
             _with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
             f"{_fmt(r.bias_index)}/{_fmt(r.prevalence_index)}", leniency)])
     return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
+
+
+def _reliability_table(c: Cell):
+    """--wide: the judge's consistency over repeats, calibration and length probe, one measure
+    a row (narrow enough for 80 columns)."""
+    r = c.reliability
+    if r is None or not c.lines or (r.consistency is None and r.calibration is None and r.length is None):
+        return None
+    row = report_row(c, c.lines[0])
+    body = [["repeats", str(row.repeats)]]
+    if r.consistency is not None:
+        body += [["flip rate", _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high)],
+                 ["α across repeats", _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high)]]
+    if r.calibration is not None and r.calibration.n:
+        body += [["ECE", _fmt(row.ece, 3)], ["Brier", _with_ci(row.brier, row.brier_low, row.brier_high)]]
+    if r.length is not None:
+        body.append(["length bias (log-odds/sd)", _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high)
+                     if row.length_bias is not None else "cannot tell"])
+    return _fitted_table(["judge reliability", "estimate [95% CI]"], body)
 
 
 MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
@@ -779,6 +882,9 @@ table.cm td,table.cm th{{border:1px solid #ccc;padding:2px 6px;text-align:right}
 caption{{font-size:11px;color:#555;text-align:left}} details{{margin:4px 0 10px}} summary{{cursor:pointer;color:#0b5394}}
 ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
 .key span{{display:inline-block;margin-right:14px}}
+.reliability{{display:flex;flex-wrap:wrap;align-items:flex-start;gap:16px;margin:8px 0}}
+.reliability figure{{margin:0;max-width:260px}} .reliability figcaption{{font-size:11px}}
+.reliability table.cm{{flex:1 1 480px;max-width:820px}}
 """
 _PLOT_W = 260
 
@@ -804,6 +910,80 @@ def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
                      f'<title>{name} {estimate.value:.2f}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _reliability_diagram(cal) -> str:
+    """The reliability diagram as inline SVG: per confidence bin a bar up to the share of its
+    items where the judge agreed with people (its count on top), against the dashed diagonal of
+    a perfectly calibrated judge; the red dot is the bin's mean confidence."""
+    size, left, bottom, top = 200, 34, 30, 10
+    width, height = size + left + 10, size + top + bottom
+
+    def x(v: float) -> float:
+        return left + v * size
+
+    def y(v: float) -> float:
+        return top + (1 - v) * size
+
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="reliability diagram"><title>reliability diagram: ECE {cal.ece.value:.3f}</title>',
+             f'<rect x="{x(0)}" y="{y(1)}" width="{size}" height="{size}" fill="#fafafa" stroke="#999"/>']
+    for tick in (0, 0.5, 1):
+        parts.append(f'<text x="{x(tick):.1f}" y="{y(0) + 14:.1f}" font-size="10" text-anchor="middle">{tick:g}</text>')
+        parts.append(f'<text x="{x(0) - 4:.1f}" y="{y(tick) + 3:.1f}" font-size="10" text-anchor="end">{tick:g}</text>')
+    for b in cal.bins:
+        if not b["count"]:
+            continue
+        x0, x1, acc = x(b["lower"]) + 1, x(b["upper"]) - 1, b["accuracy"]
+        parts.append(f'<rect x="{x0:.1f}" y="{y(acc):.1f}" width="{x1 - x0:.1f}" height="{y(0) - y(acc):.1f}" '
+                     f'fill="#1f5fa8" fill-opacity="0.75"><title>confidence {b["lower"]:g}–{b["upper"]:g}: '
+                     f'{b["count"]} items, agreement {acc:.2f}, mean confidence {b["confidence"]:.2f}</title></rect>')
+        parts.append(f'<circle cx="{x(b["confidence"]):.1f}" cy="{y(b["confidence"]):.1f}" r="2.5" fill="#c0392b"/>')
+        parts.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y(acc) - 3:.1f}" font-size="9" text-anchor="middle">'
+                     f'{b["count"]}</text>')
+    parts.append(f'<line x1="{x(0)}" y1="{y(0)}" x2="{x(1)}" y2="{y(1)}" stroke="#555" stroke-dasharray="4,3"/>')
+    parts.append(f'<text x="{x(0.5):.1f}" y="{height - 3}" font-size="11" text-anchor="middle">judge confidence</text>')
+    parts.append(f'<text x="11" y="{y(0.5):.1f}" font-size="11" text-anchor="middle" '
+                 f'transform="rotate(-90 11 {y(0.5):.1f})">agreement with people</text></svg>')
+    return "".join(parts)
+
+
+def _reliability_html(c: Cell) -> str:
+    """A cell's reliability block: the diagram beside a table of consistency, calibration and
+    bias probes, each with its interval and verdict in words."""
+    r = c.reliability
+    if r is None or not c.lines:
+        return ""
+    e = html.escape
+    row = report_row(c, c.lines[0])
+    rows = []
+    if r.consistency is not None:
+        rows.append(("flip rate", _with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
+                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats} repeats"))
+        alpha = r.consistency.alpha
+        rows.append(("α across repeats", _with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high),
+                     alpha.reason or ""))
+    if r.calibration is not None and r.calibration.n:
+        rows.append(("ECE", _fmt(row.ece, 3), f"on {r.calibration.n} items with a confidence and a human label"))
+        rows.append(("Brier", _with_ci(row.brier, row.brier_low, row.brier_high), "0 is perfect; 0.25 is a coin"))
+    if r.length is not None:
+        rows.append(("length bias", _with_ci(row.length_bias, row.length_bias_low, row.length_bias_high),
+                     f"{r.length.verdict} (log-odds of a judge yes per sd of length, people's label held fixed)"))
+    for name, probe in r.systems.items():
+        family = " — judge and system of one model family" if r.same_family.get(name) else ""
+        rows.append((f"system {name}", _with_ci(*_split(probe.estimate)), probe.verdict + family))
+    if not rows:
+        return ""
+    table = ("<table class='cm'><caption>judge reliability</caption><tr><th style='text-align:left'>measure</th>"
+             "<th>estimate [95% CI]</th><th style='text-align:left'>meaning</th></tr>"
+             + "".join(f"<tr><td style='text-align:left'>{e(a)}</td><td>{e(b)}</td><td style='text-align:left'>{e(m)}</td></tr>"
+                       for a, b, m in rows) + "</table>")
+    diagram = ""
+    if r.calibration is not None and r.calibration.n:
+        diagram = (f"<figure>{_reliability_diagram(r.calibration)}<figcaption class='muted'>bars: agreement with people "
+                   "per confidence bin (items on top);<br>red dot: the bin's mean confidence, where a calibrated "
+                   "judge's bar ends</figcaption></figure>")
+    return f"<div class='reliability'>{diagram}{table}</div>"
 
 
 def _headline(c: Cell, options: ReportOptions) -> Line | None:
@@ -852,6 +1032,7 @@ def render_html(report: Report) -> str:
             "<th>sensitivity</th><th>specificity</th><th>verdict</th></tr>"
             + "".join(rows) + "</table>"
             + (f"<ul class='notes'>{notes}</ul>" if notes else "")
+            + _reliability_html(c)
             + (f"<details><summary>confusion matrices</summary>{''.join(matrices)}</details>" if matrices else "")
         )
     summary = []

@@ -19,7 +19,7 @@ from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
-ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative")
+ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
 
 
@@ -170,6 +170,23 @@ class AnnotationSession:
                      for task, lang, system in self.store.cells(**self._scope)]
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
+        elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
+            from calibrate.judge_reliability import escalation_queue
+            from calibrate.report import BY_CHOICES, CellKinds
+
+            queue = escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), self.store.item_ids(**self._scope),
+                                     judge=self.judge)
+            for k in range(0, len(queue), WINDOW):
+                yield queue[k : k + WINDOW]
+        elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
+            first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
+            chosen = set(first)
+            for k in range(0, len(first), WINDOW):
+                yield first[k : k + WINDOW]
+            after = 0
+            while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
+                after = rest[-1]
+                yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
             lanes = {cell: [int(i) for i in rng.permutation(self.store.item_id_array(
                          task=cell[0], lang=cell[1], system=cell[2]))] for cell in self.store.cells(**self._scope)}

@@ -95,7 +95,7 @@ def _pending_migrations(path: str) -> bool:
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
-    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at",
+    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at", "sample",
 ]
 
 
@@ -446,6 +446,36 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def judged_samples(self, judge_key_value: str) -> dict[int, set[int]]:
+        """item id -> the sample indices (repeats) that already have a non-error judgment from
+        this exact judge configuration: what a resumed `judge --repeat K` need not ask again."""
+        done: dict[int, set[int]] = {}
+        for item_id, sample in self.conn.execute(
+            "SELECT item_id, sample FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+        ):
+            done.setdefault(item_id, set()).add(sample)
+        return done
+
+    def judge_samples(self, judge: str | None = None) -> list[tuple]:
+        """Every judgment that is not an error, in id order (so the newest of an item, judge and
+        sample comes last), for reliability: (item_id, task, lang, judge_name, sample, status,
+        verdict, confidence, response_length), the length in characters of the item's
+        `response` field (None when it has none)."""
+        judge_clause, params = (" AND j.judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        SELECT j.item_id, i.task, i.lang, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+               length(json_extract(i.fields, '$.response'))
+        FROM judgments j JOIN items i ON i.id = j.item_id
+        WHERE j.status != 'error'{judge_clause}
+        ORDER BY j.id
+        """
+        return [tuple(r) for r in self.conn.execute(sql, params)]
+
+    def item_systems(self) -> dict[int, str]:
+        """item id -> the system under test that produced its response, for items that name one."""
+        rows = self.conn.execute("SELECT id, system FROM items WHERE system != ''")
+        return {r[0]: r[1] for r in rows}
+
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
         with self.transaction():
@@ -572,6 +602,11 @@ class Store:
             sql += " WHERE c.annotator = ?"
             params.append(annotator)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def labels_in_force(self) -> list[tuple[int, str, str]]:
+        """(item_id, annotator, label) for every annotator's label in force: current_labels
+        without the join to items, for figures that need only the labels."""
+        return [tuple(r) for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels")]
 
     def annotations(self) -> Iterator[dict]:
         """Every annotation row with its item's content hash and its judgment's uid (for merge)."""
@@ -821,6 +856,21 @@ class Store:
         ORDER BY l.item_id
         """
         return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
+
+    def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
+                          system: str | None = None) -> list[int]:
+        """Items on which one judge configuration gave different parsed verdicts over its
+        repeats (`judge --repeat`), newest judgment per sample."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        WITH latest AS (SELECT max(id) AS id FROM judgments WHERE status != 'error'{judge_clause}
+                        GROUP BY item_id, judge_key, sample)
+        SELECT j.item_id FROM judgments j JOIN latest l ON l.id = j.id JOIN items i ON i.id = j.item_id
+        WHERE j.status = 'verdict' AND {where}
+        GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
+        """
+        return sorted({r[0] for r in self.conn.execute(sql, [*judge_params, *params])})
 
     # -- leases ---------------------------------------------------------------------------
 

@@ -80,7 +80,7 @@ CREATE TABLE judgments (
     prompt_tokens INTEGER,
     completion_tokens INTEGER,
     created_at TEXT NOT NULL
-);
+, sample INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE leases (
     item_id INTEGER NOT NULL REFERENCES items (id),
     annotator TEXT NOT NULL,
@@ -96,3 +96,4 @@ CREATE INDEX items_by_task_lang ON items (task, lang);
 CREATE UNIQUE INDEX items_identity ON items (task, lang, system, source_id, version);
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
+CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);

@@ -29,9 +29,13 @@ class Reply:
 
 
 class FakeOpenAI:
-    def __init__(self, default: Reply | None = None, by_content: dict[str, Reply] | None = None):
+    def __init__(self, default: Reply | None = None, by_content: dict[str, Reply | list[Reply]] | None = None):
+        """`by_content` maps text in the user message to its reply; a list of replies answers
+        successive requests for that text in turn (the last one repeating), e.g. to script
+        the verdicts of repeated samples."""
         self.default = default or Reply()
         self.by_content = by_content or {}
+        self._asked: dict[str, int] = {}
         self.script: deque[Reply] = deque()
         self.requests: list[dict] = []
         self.headers: list[dict] = []
@@ -90,6 +94,10 @@ class FakeOpenAI:
         user = body["messages"][-1]["content"]
         for needle, reply in self.by_content.items():
             if needle in user:
+                if isinstance(reply, list):
+                    with self._lock:
+                        turn = self._asked[needle] = self._asked.get(needle, -1) + 1
+                    return reply[min(turn, len(reply) - 1)]
                 return reply
         return self.default
 

@@ -250,3 +250,49 @@ def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
         judge(run, server)
         assert len(judgments(run)) == 12
         assert server.count - asked_before_resume == 12 - kept, "the resumed run asks only for what is missing"
+
+
+def test_repeat_stores_k_samples_per_item_under_one_judge_and_resumes(lexical_db):
+    run = lexical_db(4)
+    with FakeOpenAI() as server:
+        judge(run, server, "--repeat", "3", "--limit", "2")
+        assert server.count == 6, "2 items x 3 samples"
+        out = judge(run, server, "--repeat", "3")
+        assert server.count == 12, "only the 2 items not yet asked, 3 samples each"
+        assert "6 already judged (no call)" in out.output
+        judge(run, server, "--repeat", "3")
+        assert server.count == 12, "a complete run asks nothing again"
+        judge(run, server, "--repeat", "4")
+        assert server.count == 16, "a fourth sample per item, under the same judge"
+        judge(run, server)
+        assert server.count == 16, "a plain run is sample 0 of the same judge"
+    stored = judgments(run)
+    assert len(stored) == 16 and len({j.judge_key for j in stored}) == 1
+    per_item = {}
+    for j in stored:
+        per_item.setdefault(j.item_id, []).append(j.sample)
+    assert all(sorted(samples) == [0, 1, 2, 3] for samples in per_item.values())
+
+
+def test_repeat_asks_again_a_sample_that_failed(lexical_db):
+    run = lexical_db(1)
+    with FakeOpenAI(by_content={"sentence 0": [Reply(status=500)] * 3 + [Reply()]}) as server:
+        judge(run, server, "--repeat", "2", "--concurrency", "1")
+        assert [j.status for j in judgments(run)].count("error") == 1
+        judge(run, server, "--repeat", "2")
+    assert sorted((j.sample, j.status) for j in judgments(run)) == [(0, "error"), (0, "verdict"), (1, "verdict")]
+
+
+def test_batch_round_trip_with_repeats(lexical_db, tmp_path):
+    run = lexical_db(2)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--repeat", "2", "--export-batch", str(batch_in))
+    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+    assert len(requests) == 4
+    lines = [{"id": f"b{n}", "custom_id": r["custom_id"], "error": None,
+              "response": {"status_code": 200, "body": completion(r["body"], Reply())}} for n, r in enumerate(requests)]
+    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
+    assert sorted((j.item_id, j.sample) for j in judgments(run)) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    out = run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
+    assert "4 items already judged" in out.output and len(judgments(run)) == 4

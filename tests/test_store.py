@@ -14,7 +14,7 @@ from calibrate.store import Store
 SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 
 
-MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0004_systems", "0005_audio"]
+MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0004_systems", "0005_audio", "0006_judgment_samples"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:

@@ -1,0 +1,315 @@
+"""Judge reliability per cell and judge, from the store: how consistent the judge is over its
+repeats, what its confidence is worth against people, above which confidence its verdicts can
+be accepted without a person, and whether it leans on response length or favours a system.
+
+`calibrate.reliability` holds the statistics as pure functions over arrays; this module pulls
+the judge's samples, the human (gold) labels, response lengths and systems from the store,
+puts them in the report's cells (English yes/no and Chinese 是/否 meet on their polarity), and
+hands each cell's arrays to those functions. The report, `calibrate trust`, the `escalate`
+annotation order and the gold export all read their figures from here, and the report's
+`jury` judge (several judges combined) its agreement rows.
+
+Per item and judge:
+- verdict: the majority verdict over the judge's samples (its only verdict without --repeat);
+  a tie, or no parsed sample, gives none and the item is left out of calibration and trust;
+- confidence: P(verdict) from logprobs where every sample giving that verdict has one stored
+  (their mean), else the share of its repeats giving the majority verdict (two or more parsed
+  samples), else none; a stored value outside [0, 1] (a server's malformed logprob) is not a
+  probability and counts as none;
+- human label: the adjudicator's (`gold_from`) where given, else the strict majority of the
+  annotators' labels in force (a single annotator's label counts; ties give none).
+Unparsed samples count as missing repeats, not as a verdict.
+
+The statistics (numpy, scipy) are imported when first used, so the CLI and the annotation app,
+which read this module's defaults, start without them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from calibrate.formats.gold import consolidated
+from calibrate.kinds import POSITIVE, VerdictKind
+from calibrate.model import AgreementData
+from calibrate.store import Store
+from calibrate.templates import TemplateError, TemplateSet
+from calibrate.verdicts import SCORE_KEYS
+
+if TYPE_CHECKING:
+    from calibrate.reliability import Calibration, Consistency, Probe, Trust
+    from calibrate.report import CellKinds
+
+DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
+
+
+@dataclass(slots=True)
+class JudgedItem:
+    """One item as one judge saw it, in its cell's labels."""
+
+    item_id: int
+    samples: dict[int, str | None] = field(default_factory=dict)  # sample index -> verdict (None: unparsed)
+    logprobs: dict[int, float | None] = field(default_factory=dict)  # sample index -> stored P(verdict)
+    human: str | None = None
+    length: int | None = None
+    system: str | None = None
+    verdict: str | None = None
+    confidence: float | None = None
+
+
+@dataclass
+class JudgeReliability:
+    """The reliability figures of one judge in one cell."""
+
+    key: tuple[str, str]
+    judge: str
+    kind: VerdictKind | None
+    items: list[JudgedItem]
+    repeats: int = 1  # the most samples any item has
+    consistency: Consistency | None = None
+    unstable_items: list[int] = field(default_factory=list)  # item ids whose repeats disagree
+    calibration: Calibration | None = None
+    length: Probe | None = None
+    systems: dict[str, Probe] = field(default_factory=dict)
+    same_family: dict[str, bool | None] = field(default_factory=dict)  # system -> judge of its family?
+
+    def scored(self) -> list[JudgedItem]:
+        """Items with a verdict, a confidence and a human label: what calibration and trust use."""
+        return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
+
+    def trust(self, target: float, risk: float) -> Trust:
+        from calibrate.reliability import trust_threshold
+
+        items = self.scored()
+        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
+                               target=target, risk=risk)
+
+    def as_dict(self) -> dict:
+        return {
+            "repeats": self.repeats,
+            "consistency": self.consistency.as_dict() if self.consistency else None,
+            "unstable_items": self.unstable_items,
+            "calibration": self.calibration.as_dict() if self.calibration else None,
+            "length_bias": self.length.as_dict() if self.length else None,
+            "systems": {name: {**probe.as_dict(), "same_family": self.same_family.get(name)}
+                        for name, probe in self.systems.items()},
+        }
+
+
+def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
+    """item id -> the human label reliability is measured against (see the module docstring)."""
+    labels: dict[int, dict[str, str]] = {}
+    for item_id, annotator, label in store.labels_in_force():
+        labels.setdefault(item_id, {})[annotator] = label
+    out = {}
+    for item_id, by_annotator in labels.items():
+        if len(by_annotator) == 1:  # most items: one annotator, whose label it is
+            (out[item_id],) = by_annotator.values()
+            continue
+        label = by_annotator.get(gold_from) if gold_from else None
+        if label is None:
+            label, _ = consolidated(by_annotator)
+        if label is not None:
+            out[item_id] = label
+    return out
+
+
+def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
+           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
+    """(cell, judge) -> its judged items, with verdict and confidence set. Judgments arrive in
+    id order, so a newer judgment of the same item, judge and sample replaces an older one."""
+    humans = gold_labels(store, gold_from)
+    systems = store.item_systems()
+    cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
+    for item_id, task, lang, judge_name, sample, status, verdict, confidence, length in store.judge_samples(judge):
+        if confidence is not None and not 0 <= confidence <= 1:
+            confidence = None
+        items = cells.get((task, lang, judge_name))
+        if items is None:
+            items = cells[(task, lang, judge_name)] = {}
+        item = items.get(item_id)
+        if item is None:
+            item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length,
+                                               system=systems.get(item_id))
+        item.samples[sample] = verdict if status == "verdict" else None
+        item.logprobs[sample] = confidence
+    pooled: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
+    for (task, lang, judge_name), items in cells.items():
+        _in_cell_words(kinds, task, lang, items.values())
+        pooled.setdefault((kinds.key(task, lang), judge_name), {}).update(items)
+    cells = pooled
+    out = {}
+    for cell, items in cells.items():
+        listed = list(items.values())
+        _set_verdicts(listed)
+        out[cell] = listed
+    return out
+
+
+def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
+    """Verdicts and human labels of one (task, lang) in the labels of the cell it is pooled in
+    (English yes/no and Chinese 是/否 meet on their polarity); nothing to do when they are the
+    cell's own labels."""
+    kinds.key(task, lang)
+    try:
+        own = kinds.templates.for_task(task, lang).kind.labels
+    except TemplateError:
+        return
+    words = {label: kinds.label(task, lang, label) for label in own}
+    if all(label == word for label, word in words.items()):
+        return
+    for item in items:
+        item.human = words.get(item.human, item.human)
+        item.samples = {k: words.get(v, v) for k, v in item.samples.items()}
+
+
+def _set_verdicts(items: list[JudgedItem]) -> None:
+    from calibrate.reliability import majority_confidence
+
+    repeated = []
+    for item in items:
+        if len(item.samples) > 1:
+            repeated.append(item)
+            continue
+        ((sample, verdict),) = item.samples.items()  # one sample: its verdict and stored confidence
+        item.verdict = verdict
+        item.confidence = item.logprobs[sample] if verdict is not None else None
+    if not repeated:
+        return
+    width = max(max(i.samples) + 1 for i in repeated)
+    majority = majority_confidence([[i.samples.get(k) for k in range(width)] for i in repeated])
+    for item, verdict, share in zip(repeated, majority.verdicts, majority.confidence, strict=True):
+        item.verdict = verdict
+        if verdict is None:
+            continue
+        stored = [item.logprobs.get(k) for k, v in item.samples.items() if v == verdict]
+        if stored and all(p is not None for p in stored):
+            item.confidence = sum(stored) / len(stored)
+        elif sum(v is not None for v in item.samples.values()) >= 2:
+            item.confidence = share
+
+
+def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: list[JudgedItem], *,
+            families: Mapping[str, str] | None = None, resamples: int | None = None) -> JudgeReliability:
+    """Every reliability figure of one judge in one cell that its data allow (`resamples` for
+    the bootstrap of alpha across repeats; None: the statistics module's default)."""
+    from calibrate.reliability import calibration, consistency, length_bias, leniency, same_family
+
+    result = JudgeReliability(key, judge, kind, items)
+    if kind is not None and kind.scored:
+        return result  # consistency, calibration and the probes here are for categorical verdicts
+    result.repeats = max((len(i.samples) for i in items), default=1)
+    if result.repeats >= 2:
+        width = max(max(i.samples) + 1 for i in items)
+        table = [[i.samples.get(k) for k in range(width)] for i in items]
+        result.consistency = consistency(table, **({"resamples": resamples} if resamples else {}))
+        result.unstable_items = [items[row].item_id for row in result.consistency.unstable]
+    scored = result.scored()
+    if scored:
+        result.calibration = calibration([i.confidence for i in scored], [i.verdict == i.human for i in scored])
+    if kind is None or kind.positive is None:
+        return result
+    polar = [i for i in items if kind.polarity(i.verdict) and kind.polarity(i.human)]
+    sized = [i for i in polar if i.length is not None]
+    if sized:
+        result.length = length_bias([kind.polarity(i.verdict) == POSITIVE for i in sized],
+                                    [kind.polarity(i.human) == POSITIVE for i in sized], [i.length for i in sized])
+    named = [i for i in polar if i.system]
+    if named:
+        result.systems = leniency([kind.polarity(i.verdict) == POSITIVE for i in named],
+                                  [kind.polarity(i.human) == POSITIVE for i in named], [i.system for i in named])
+        result.same_family = {name: same_family(judge, name, families or {}) for name in result.systems}
+    return result
+
+
+def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
+                        families: Mapping[str, str] | None = None,
+                        resamples: int | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
+    """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
+    return {(key, name): measure(key, name, kinds.kind(key), items, families=families, resamples=resamples)
+            for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
+
+
+def accepted_items(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                   judge: str | None = None, gold_from: str | None = None) -> dict[str, dict[int, bool]]:
+    """judge -> item id -> whether that judge's verdict on the item can be accepted without a
+    person: its confidence reaches the threshold `trust_threshold` finds for the item's cell
+    from the human-labelled items (False where no threshold meets the target, or the item has
+    no verdict or confidence)."""
+    out: dict[str, dict[int, bool]] = {}
+    for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items():
+        found = JudgeReliability(key, name, kinds.kind(key), items).trust(target, risk)
+        marks = out.setdefault(name, {})
+        for item in items:
+            marks[item.item_id] = bool(found.met and item.verdict is not None and item.confidence is not None
+                                       and item.confidence >= found.threshold)
+    return out
+
+
+def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, judge: str | None = None,
+                     target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK) -> list[int]:
+    """`item_ids` with the items that need a person first: those whose verdict (from `judge`, or
+    from every judge when none is named) cannot be accepted, in the given order; then the items
+    some judge's verdict is accepted on."""
+    accepted = {item_id for marks in accepted_items(store, kinds, target=target, risk=risk, judge=judge).values()
+                for item_id, ok in marks.items() if ok}
+    return [i for i in item_ids if i not in accepted] + [i for i in item_ids if i in accepted]
+
+
+# -- the jury ------------------------------------------------------------------------------------
+
+JURY = "jury"
+
+
+def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None) -> AgreementData | None:
+    """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
+    judge's newest verdict there (`calibrate.reliability.jury`: the plurality label, the mean of
+    scores), so its agreement with people can be set beside each member's. An item where the
+    judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
+    gold label follows `Store.agreement_data`: on items two or more people labelled, the
+    adjudicator's where given, else the strict majority. None with fewer than two judges."""
+    from calibrate.reliability import jury
+
+    verdicts: dict[int, dict[str, str | None]] = {}
+    cells: dict[int, tuple[str, str]] = {}
+    for row in store.latest_verdicts():
+        if row["judge_name"] == JURY or row["status"] == "error":
+            continue
+        verdicts.setdefault(row["item_id"], {})[row["judge_name"]] = row["verdict"] if row["status"] == "verdict" else None
+        cells[row["item_id"]] = (row["task"], row["lang"])
+    judges = sorted({name for by_judge in verdicts.values() for name in by_judge})
+    if len(judges) < 2:
+        return None
+    labels: dict[int, dict[str, str]] = {}
+    for row in store.current_labels():
+        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+    judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    for item_id, by_judge in verdicts.items():
+        task, lang = cells[item_id]
+        try:
+            kind = templates.for_task(task, lang).kind
+        except TemplateError:
+            kind = None
+        row = [[by_judge.get(name) for name in judges]]
+        if kind is not None and kind.scored:
+            dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row[0]] for d in SCORE_KEYS]
+            means = [jury([dim], scores=True).verdicts[0] for dim in dims]
+            verdict = None if None in means else kind.score_label(dict(zip(SCORE_KEYS, means, strict=True)))
+        else:
+            verdict = jury(row).verdicts[0]
+        status = "verdict" if verdict is not None else "unparsed"
+        judged[(task, lang, JURY, status)] += 1
+        people = labels.get(item_id, {})
+        for annotator, label in people.items():
+            versus_human[(task, lang, JURY, annotator, status, verdict, label)] += 1
+        if len(people) >= 2:
+            shared.append((item_id, JURY, status, verdict))
+            gold = people.get(gold_from) if gold_from else None
+            gold = gold if gold is not None else consolidated(people)[0]
+            if gold is not None:
+                versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
+    counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
+    return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold), human_pairs=[],
+                         shared_labels=[], shared_verdicts=shared, judged=counted(judged))

@@ -1,0 +1,336 @@
+"""Judge reliability in the product: repeats and their flip rate, calibration against people,
+trust or escalate, the length and per-system probes, from the store through the CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI, Reply
+
+YES, NO = Reply("The answer is: yes."), Reply("The answer is: no.")
+
+
+def lexical_items(store: Store, n: int, lengths=None) -> list[int]:
+    lengths = lengths if lengths is not None else [10] * n
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"sentence {k}", "notation": "n",
+                                                                   "response": "r" * lengths[k]})
+                              for k in range(n)], with_ids=True)
+    return ids
+
+
+def label_all(store: Store, ids, labels, annotator="ana") -> None:
+    for item_id, label in zip(ids, labels, strict=True):
+        store.annotate(item_id, annotator, "label", label=label)
+
+
+def report_cell(path, *args) -> dict:
+    (cell,) = json.loads(Calibrate(path)("report", "--format", "json", *args).output)["cells"]
+    return cell
+
+
+def judge(run: Calibrate, server: FakeOpenAI, *extra: str):
+    return run("judge", "--model", "fake-judge", "--base-url", server.url, "--max-retries", "0", *extra)
+
+
+def test_flip_rate_equals_the_scripted_one_and_confidence_comes_from_repeats(tmp_path):
+    path = tmp_path / "r.db"
+    store = Store(path)
+    ids = lexical_items(store, 10)
+    label_all(store, ids, ["yes"] * 10)
+    store.close()
+    flipping = {f"sentence {k}": [YES, NO, YES] for k in range(3)}  # 3 of 10 items change their verdict
+    with FakeOpenAI(YES, by_content=flipping) as server:
+        judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+    cell = report_cell(path)
+    consistency = cell["reliability"]["consistency"]
+    assert consistency["items"] == 10 and consistency["flip_rate"]["value"] == pytest.approx(0.3)
+    assert cell["reliability"]["unstable_items"] == ids[:3]
+    row = cell["lines"][0]
+    assert row["repeats"] == 3 and row["flip_rate"] == pytest.approx(0.3) and row["unstable_items"] == 3
+    assert row["flip_rate_low"] < 0.3 < row["flip_rate_high"]
+    # confidence = share of the 3 repeats giving the majority: 2/3 on the unstable items, 1 elsewhere;
+    # every majority verdict is "yes" as people said, so ECE = 3/10 * |1 - 2/3| = 0.1
+    assert row["calibration_items"] == 10 and row["ece"] == pytest.approx(0.1)
+    assert row["brier"] == pytest.approx(3 * (1 / 3) ** 2 / 10)
+
+
+# (confidence from logprobs, verdict, human label) for the hand computation of ECE and Brier
+LOGPROB_CASES = [(0.95, "yes", "yes"), (0.95, "yes", "yes"), (0.88, "yes", "no"), (0.85, "yes", "yes"),
+                 (0.75, "yes", "yes"), (0.75, "yes", "no"), (0.65, "yes", "no"), (0.55, "yes", "yes")]
+
+
+def test_ece_from_logprobs_equals_a_hand_computation(tmp_path):
+    path = tmp_path / "c.db"
+    store = Store(path)
+    ids = lexical_items(store, len(LOGPROB_CASES))
+    label_all(store, ids, [human for _, _, human in LOGPROB_CASES])
+    store.close()
+    replies = {f"sentence {k}": Reply(f"The answer is: {verdict}.", logprobs=[(" yes", math.log(p)), (".", -0.01)])
+               for k, (p, verdict, _) in enumerate(LOGPROB_CASES)}
+    with FakeOpenAI(by_content=replies) as server:
+        judge(Calibrate(path), server, "--logprobs")
+    row = report_cell(path)["lines"][0]
+    # bins of width 0.1: (0.9, 1] 2 items conf .95 all right: 2 x .05; (0.8, 0.9] conf .865 half right:
+    # 2 x .365; (0.7, 0.8] conf .75 half right: 2 x .25; (0.6, 0.7] .65 wrong: .65; (0.5, 0.6] .55 right: .45
+    assert row["ece"] == pytest.approx((0.1 + 0.73 + 0.5 + 0.65 + 0.45) / 8)
+    brier = (2 * 0.05**2 + 0.88**2 + 0.15**2 + 0.25**2 + 0.75**2 + 0.65**2 + 0.45**2) / 8
+    assert row["brier"] == pytest.approx(brier) and row["brier_low"] < brier < row["brier_high"]
+    assert row["repeats"] == 1 and row["flip_rate"] is None, "one sample per item: no consistency to show"
+
+
+def confident_db(path, groups) -> None:
+    """groups: (n items, stored confidence, how many of them the judge gets right)."""
+    store = Store(path)
+    n = sum(g[0] for g in groups)
+    ids = lexical_items(store, n)
+    judgments, labels, k = [], [], 0
+    for size, confidence, right in groups:
+        for m in range(size):
+            judgments.append(NewJudgment(item_id=ids[k], judge_name="gpt", judge_key="g", status="verdict",
+                                         verdict="yes", confidence=confidence))
+            labels.append("yes" if m < right else "no")
+            k += 1
+    store.add_judgments(judgments)
+    label_all(store, ids, labels)
+    store.close()
+
+
+def test_trust_finds_the_hand_computed_threshold(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])
+    (found,) = json.loads(Calibrate(path)("trust", "--target", "0.9", "--risk", "0.1", "--format", "json").output)
+    # by hand: above 0.95 no item (fewer than ceil(log .1 / log .9) = 22, passed over); at 0.95 ... 0.701
+    # the 40 items all agree: Clopper-Pearson lower bound .1^(1/40) = 0.944 >= 0.9, rejected; at 0.700 the
+    # 60 items with 50 agreeing give Beta(.1; 50, 11) < 0.9, so testing stops: the threshold is 0.701
+    assert stats.beta.ppf(0.1, 50, 11) < 0.9
+    assert found["met"] is True and found["threshold"] == pytest.approx(0.701)
+    assert found["accepted"] == 40 and found["coverage"] == pytest.approx(40 / 60)
+    assert found["guaranteed"] == pytest.approx(0.1 ** (1 / 40))
+    table = Calibrate(path)("trust").output
+    assert "0.701" in table and "67% (40)" in table and "0.944" in table
+
+
+def test_trust_refuses_when_the_target_cannot_be_met(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 32), (20, 0.7, 10)])
+    (found,) = json.loads(Calibrate(path)("trust", "--format", "json").output)
+    assert found["met"] is False and found["threshold"] is None
+    assert found["best_guaranteed"] == pytest.approx(stats.beta.ppf(0.1, 32, 9))
+    assert "no threshold meets the target 0.9 at risk 0.1" in Calibrate(path)("trust").output
+
+
+def length_db(path, *, biased: bool, n: int = 80) -> None:
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(20, 400, n).tolist()
+    human = rng.random(n) < 0.5
+    z = (np.array(lengths) - np.mean(lengths)) / np.std(lengths)
+    if biased:  # the judge follows people, plus a strong pull towards "yes" for longer answers
+        judge_yes = rng.random(n) < 1 / (1 + np.exp(-(-1.5 + 3 * human + 2.0 * z)))
+    else:  # the judge follows people with 20 % random errors, whatever the length
+        judge_yes = np.where(rng.random(n) < 0.8, human, ~human)
+    store = Store(path)
+    ids = lexical_items(store, n, lengths)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict",
+                                     verdict="yes" if y else "no") for i, y in zip(ids, judge_yes, strict=True)])
+    label_all(store, ids, ["yes" if h else "no" for h in human])
+    store.close()
+
+
+def test_length_probe_detects_a_scripted_length_bias(tmp_path):
+    length_db(tmp_path / "l.db", biased=True)
+    cell = report_cell(tmp_path / "l.db")
+    row = cell["lines"][0]
+    assert row["length_bias_low"] > 0 and row["length_bias_verdict"] == "says yes more for longer answers than people do"
+    assert cell["reliability"]["length_bias"]["n"] == 80
+
+
+def test_length_probe_finds_none_on_unbiased_data(tmp_path):
+    length_db(tmp_path / "l.db", biased=False)
+    row = report_cell(tmp_path / "l.db")["lines"][0]
+    assert row["length_bias_low"] < 0 < row["length_bias_high"]
+    assert row["length_bias_verdict"] == "no evidence of a length bias"
+
+
+def test_reliability_notes_in_the_terminal_report(tmp_path):
+    length_db(tmp_path / "l.db", biased=True)
+    out = Calibrate(tmp_path / "l.db")("report").output
+    assert "length bias on 80 items" in out and "says yes more for longer answers" in out
+
+
+def test_html_report_draws_the_reliability_diagram_inline(tmp_path):
+    path = tmp_path / "c.db"
+    confident_db(path, [(30, 0.95, 28), (20, 0.65, 12)])
+    out = tmp_path / "r.html"
+    Calibrate(path)("report", "--format", "html", "--out", str(out))
+    page = out.read_text(encoding="utf-8")
+    assert 'aria-label="reliability diagram"' in page and "<script" not in page
+    assert "30 items, agreement 0.93" in page and "20 items, agreement 0.60" in page, "one bar per occupied bin"
+    wide = Calibrate(path)("report", "--wide").output
+    assert "ECE" in wide and "0.030" in wide  # (30 |28/30 - .95| + 20 |12/20 - .65|) / 50 = 1.5 / 50
+
+
+def test_per_system_leniency_lights_up_when_items_name_their_system(tmp_path):
+    path = tmp_path / "s.db"
+    store = Store(path)
+    ids = lexical_items(store, 80)
+    human = ["yes" if k % 2 else "no" for k in range(80)]
+    # on gpt-4o-mini's items the judge says yes to everything; on llama's it follows people
+    judged = ["yes" if k < 40 else human[k] for k in range(80)]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt-4o", judge_key="g", status="verdict", verdict=v)
+                         for i, v in zip(ids, judged, strict=True)])
+    label_all(store, ids, human)
+    assert store.item_systems() == {}, "no item names a system: no per-system probe"
+    store.conn.executemany("UPDATE items SET system = ? WHERE id = ?",
+                           [("gpt-4o-mini" if k < 40 else "llama", i) for k, i in enumerate(ids)])
+    store.close()
+    cell = report_cell(path, "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai", "--family", "llama=meta")
+    systems = cell["reliability"]["systems"]
+    assert systems["gpt-4o-mini"]["estimate"]["value"] == pytest.approx(0.5)
+    assert systems["gpt-4o-mini"]["verdict"].startswith("lenient") and systems["gpt-4o-mini"]["same_family"] is True
+    assert systems["llama"]["estimate"]["value"] == 0 and systems["llama"]["same_family"] is False
+    assert systems["llama"]["verdict"] == "no evidence of a difference from people"
+    out = Calibrate(path)("report", "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai")
+    assert "system gpt-4o-mini (judge and system of one model family)" in out.output
+
+
+def test_family_flag_needs_name_and_family(tmp_path):
+    result = Calibrate(tmp_path / "x.db")("report", "--family", "gpt-4o", ok=False)
+    assert result.exit_code == 2 and "NAME=FAMILY" in result.output
+
+
+def test_escalate_order_and_export_marks_follow_the_trust_threshold(tmp_path, templates):
+    from calibrate.session import AnnotationSession
+
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])  # threshold 0.701: the first 40 items are accepted
+    store = Store(path)
+    ids = store.item_ids()
+    session = AnnotationSession(store, templates, "bob", order="escalate", overlap=2)
+    seen = [session.start().item.id]
+    while True:
+        session.decide("flag")  # flagged items, unlike skipped ones, do not come back at the end
+        view = session.forward()
+        if view is None:
+            break
+        seen.append(view.item.id)
+    assert seen == ids[40:] + ids[:40], "the 20 items below the threshold go to a person first"
+    store.close()
+    records = [json.loads(line) for line in Calibrate(path)("export").output.splitlines()]
+    marks = [r["trust"]["gpt"] for r in records]
+    assert marks == ["accepted"] * 40 + ["needs a person"] * 20
+    strict = [json.loads(line) for line in Calibrate(path)("export", "--target", "0.97").output.splitlines()]
+    assert {r["trust"]["gpt"] for r in strict} == {"needs a person"}, "no threshold meets 0.97: every item to a person"
+    out = tmp_path / "gold.csv"
+    Calibrate(path)("export", "--format", "csv", "--out", str(out))
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [r["trust:gpt"] for r in rows] == marks
+
+
+def test_jury_is_one_more_judge_in_the_report(tmp_path):
+    path = tmp_path / "j.db"
+    store = Store(path)
+    ids = lexical_items(store, 6)
+    human = ["yes", "yes", "no", "no", "yes", "no"]
+    votes = {"a": ["yes", "no", "no", "yes", "yes", "no"],
+             "b": ["yes", "yes", "yes", "no", None, "no"],
+             "c": ["no", "yes", "no", "no", "no", "yes"]}
+    # jury: yes, yes, no, no, tie (yes / no; b unparsed), no: 5 verdicts, all 5 agree with people
+    store.add_judgments([NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict" if v else "unparsed",
+                                     verdict=v) for name, vs in votes.items() for i, v in zip(ids, vs, strict=True)])
+    label_all(store, ids, human)
+    store.close()
+    report = json.loads(Calibrate(path)("report", "--format", "json").output)
+    cells = {c["judge"]: c for c in report["cells"]}
+    assert set(cells) == {"a", "b", "c", "jury"}
+    jury = cells["jury"]
+    assert jury["judged"] == 6 and jury["unparsed"] == 1, "the tied item has no jury verdict"
+    assert jury["lines"][0]["n"] == 5 and jury["lines"][0]["agreement"] == 1.0
+    assert cells["a"]["lines"][0]["agreement"] == pytest.approx(4 / 6), "a member alone agrees less"
+    only = json.loads(Calibrate(path)("report", "--format", "json", "--judge", "jury").output)
+    assert [c["judge"] for c in only["cells"]] == ["jury"]
+    assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
+
+
+def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):
+    from calibrate.session import AnnotationSession
+
+    path = tmp_path / "u.db"
+    store = Store(path)
+    ids = lexical_items(store, 5)
+    samples = {ids[3]: ["yes", "no", "yes"], ids[1]: ["no", "no", "yes"]}
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
+                         for i in ids for k, v in enumerate(samples.get(i, ["yes"] * 3))])
+    session = AnnotationSession(store, templates, "bob", order="unstable-first")
+    seen = [session.start().item.id]
+    while (view := (session.decide("flag") and session.forward())) is not None:
+        seen.append(view.item.id)
+    assert seen == [ids[1], ids[3], ids[0], ids[2], ids[4]]
+    store.close()
+    batch = tmp_path / "batch.jsonl"
+    Calibrate(path)("judge", "--model", "m", "--repeat", "2", "--export-batch", str(batch))
+    lines = [json.loads(line) for line in batch.read_text().splitlines()]
+    assert len(lines) == 10 and len({line["custom_id"] for line in lines}) == 10, "one request per item and sample"
+
+
+def test_english_and_chinese_repeats_pool_by_polarity(tmp_path):
+    path = tmp_path / "p.db"
+    store = Store(path)
+    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
+                                                                      "response": "r" * (k + 1)}) for k in range(4)],
+                            with_ids=True)
+    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
+                                                                      "response": "r" * (k + 1)}) for k in range(4)],
+                            with_ids=True)
+    en_votes = [["yes", "yes"], ["yes", "no"], ["no", "no"], ["no", "no"]]
+    zh_votes = [["是", "是"], ["是", "否"], ["否", "否"], ["是", "是"]]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
+                         for ids, votes in ((en, en_votes), (zh, zh_votes)) for i, vs in zip(ids, votes, strict=True)
+                         for k, v in enumerate(vs)])
+    label_all(store, en, ["yes", "yes", "no", "no"])
+    label_all(store, zh, ["是", "是", "否", "否"])
+    store.close()
+    cell = report_cell(path, "--by", "task")
+    assert (cell["task"], cell["lang"]) == ("c3/heterograph", "*")
+    row = cell["lines"][0]
+    assert row["flip_rate"] == pytest.approx(2 / 8) and cell["reliability"]["unstable_items"] == [en[1], zh[1]]
+    # confidence 1 on the 6 stable items (5 right: the fourth Chinese item is wrong), 0.5 and no verdict on the 2 tied
+    assert row["calibration_items"] == 6 and row["ece"] == pytest.approx(1 / 6)
+
+
+def test_jury_of_scores_is_the_mean(tmp_path):
+    path = tmp_path / "s.db"
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), {"question": "q", "content": "c", "answer": "a",
+                                                                         "llm_answer": "x", "llm_reasoning": "y"})
+                              for k in range(3)], with_ids=True)
+    scores = {"a": [(80, 60), (40, 20), (90, 90)], "b": [(60, 40), (60, 30), (70, 50)]}
+    store.add_judgments([
+        NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict",
+                    verdict=json.dumps({"score_answer": float(s), "score_reasoning": float(r)}, sort_keys=True))
+        for name, rows in scores.items() for i, (s, r) in zip(ids, rows, strict=True)])
+    label_all(store, ids, [json.dumps({"score_answer": s, "score_reasoning": r}, sort_keys=True)
+                           for s, r in [(70.0, 50.0), (50.0, 25.0), (80.0, 70.0)]])
+    store.close()
+    cells = {c["judge"]: c for c in json.loads(Calibrate(path)("report", "--format", "json").output)["cells"]}
+    jury = cells["jury"]["lines"][0]["scores"]
+    assert jury["score_answer"]["mae"] == 0 and jury["score_reasoning"]["mae"] == 0, "the jury is the judges' mean"
+    assert cells["a"]["lines"][0]["scores"]["score_answer"]["mae"] == pytest.approx(10)
+
+
+def test_a_stored_confidence_outside_0_1_is_not_used(tmp_path):
+    path = tmp_path / "c.db"
+    confident_db(path, [(3, 0.9, 3)])
+    store = Store(path)
+    store.conn.execute("UPDATE judgments SET confidence = 1.7 WHERE item_id = 1")  # a broken server's logprob > 0
+    store.close()
+    row = report_cell(path)["lines"][0]
+    assert row["calibration_items"] == 2 and row["ece"] == pytest.approx(0.1)
