@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from calibrate.display import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError
 from calibrate.settings import Settings
@@ -72,7 +73,10 @@ class CalibrateGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CalibrateError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(safe(str(exc))) from None
+        except click.ClickException as exc:
+            exc.message = safe(exc.message)
+            raise
 
 
 @click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,22 +122,27 @@ def byte_progress(total: int, description: str, unit: str = "bytes"):
         yield lambda n: bar.advance(task, n)
 
 
+def safe_text(text, style: str = "") -> Text:
+    """Text from data for the console: terminal-safe (display.safe) and never read as markup."""
+    return Text(safe(text), style=style)
+
+
 def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False, indent=2))
+        click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
-    table = Table(title=title)
+    table = Table(title=safe(title))
     for n, column in enumerate(columns):
-        table.add_column(column, overflow="fold", no_wrap=n < 2)
+        table.add_column(safe(column), overflow="fold", no_wrap=n < 2)
     for row in rows:
-        table.add_row(*[Text(str(v) if v is not None else "") for v in row])
+        table.add_row(*[safe_text(v) for v in row])
     console.print(table)
 
 
 def run_import(ctx: Context, records, skip_bad: bool) -> ImportReport:
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad)
     for bad in report.skipped:
-        err_console.print(Text(f"skipped {bad}", style="yellow"))
+        err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     counts = report.counts
     console.print(
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
@@ -314,12 +323,12 @@ def templates_list(ctx, as_json):
 def templates_show(ctx, template_id):
     """Print one template: its manifest entry, system prompt and prompt text."""
     t = ctx.templates.get(template_id)
-    click.echo(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}")
-    click.echo(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}")
-    click.echo(f"version: {t.version}\nsource: {t.source}\n")
+    click.echo(safe(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}"))
+    click.echo(safe(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}"))
+    click.echo(safe(f"version: {t.version}\nsource: {t.source}\n"))
     if t.system:
-        click.echo(f"--- system ---\n{t.system}\n")
-    click.echo(f"--- prompt ---\n{t.text}" if t.has_prompt else "(no judge prompt: humans decide this task)")
+        click.echo(safe(f"--- system ---\n{t.system}\n"))
+    click.echo(safe(f"--- prompt ---\n{t.text}") if t.has_prompt else "(no judge prompt: humans decide this task)")
 
 
 @cli.command(name="render")
@@ -335,10 +344,10 @@ def render_command(ctx, item_id, variant):
         raise click.ClickException(f"no item {item_id}")
     template = ctx.templates.for_task(item.task, item.lang, variant)
     if not template.has_prompt:
-        click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
-        click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
+        click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it."))
+        click.echo(safe_json(item.fields))
         return
-    click.echo(render_for(ctx.templates, item, variant).as_text())
+    click.echo(safe(render_for(ctx.templates, item, variant).as_text()))
 
 
 @cli.command(name="parse")
@@ -381,7 +390,7 @@ def demo_command(click_ctx, no_tui):
 
     ctx = click_ctx.find_object(Context)
     summary = load_demo(ctx.store, ctx.templates)
-    console.print(f"demo data in {ctx.db_path}: {summary}")
+    console.print(safe_text(f"demo data in {ctx.db_path}: {summary}"))
     if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():
         click_ctx.invoke(status_command, as_json=False)
         return
@@ -431,9 +440,9 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
                        blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
     app.run()
     progress = app.session.progress()
-    console.print(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
-                  f"({progress.decided}/{progress.total} items decided in this queue). "
-                  f"See agreement with: calibrate --db {ctx.db_path} report")
+    console.print(safe_text(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
+                            f"({progress.decided}/{progress.total} items decided in this queue). "
+                            f"See agreement with: calibrate --db {ctx.db_path} report"))
 
 
 @cli.command(name="serve")
@@ -523,12 +532,12 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
     for problem in summary.not_renderable:
-        err_console.print(Text(f"cannot render {problem}", style="yellow"))
+        err_console.print(safe_text(f"cannot render {problem}", style="yellow"))
     if export_batch:
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         return
-    console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+    console.print(safe_text(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)"))
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
@@ -611,26 +620,39 @@ def import_labels_command(ctx, file, skip_bad):
 
     added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in skipped:
-        err_console.print(Text(f"skipped {bad}", style="yellow"))
+        err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     console.print(f"{added} labels added, {len(skipped)} skipped")
 
 
 @cli.command(name="merge")
-@click.argument("other", type=click.Path(exists=True, dir_okay=False))
+@click.argument("other", type=click.Path(dir_okay=False))
 @pass_ctx
 def merge_command(ctx, other):
     """Fold another calibrate database into this one.
 
     For an offline annotator's copy: items by content hash, judgments and annotations by uid, so
-    running it twice adds nothing."""
+    running it twice adds nothing. OTHER is only read, never changed; rows that fail validation
+    are refused and listed. The label in force is the latest decision by time, whichever file
+    it came from."""
+    from calibrate.merge import merge_database
+
     if Path(other).resolve() == Path(ctx.db_path).resolve():
         raise click.ClickException("cannot merge a database into itself")
-    other_store = Store(other)
+    other_store = Store.open_other(other)
     try:
-        added = ctx.store.merge_from(other_store)
+        report = merge_database(ctx.store, other_store, ctx.templates)
     finally:
         other_store.close()
-    console.print(f"merged {other}: {added['items']} items, {added['judgments']} judgments, {added['annotations']} annotations added")
+    added = report.added
+    console.print(safe_text(f"merged {other}: {added['items']} items, {added['judgments']} judgments, "
+                            f"{added['annotations']} annotations added"))
+    if report.refused:
+        counts = ", ".join(f"{n} {table}s" for table, n in sorted(report.refused.items()))
+        err_console.print(safe_text(f"refused {counts} from {other}:", style="yellow"))
+        for example in report.examples:
+            err_console.print(safe_text(f"  {example}"))
+        if sum(report.refused.values()) > len(report.examples):
+            err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
 
 
 @cli.group(name="export", invoke_without_command=True)
@@ -669,4 +691,4 @@ def export_c3_command(ctx, out_dir, lang, judge):
     if not written:
         raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
     for path, n in written.items():
-        console.print(f"{path}: {n} records")
+        console.print(safe_text(f"{path}: {n} records"))

@@ -35,8 +35,9 @@ ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 
 
 def now_iso() -> str:
-    """The current UTC time, ISO 8601 with milliseconds (how every timestamp is stored)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The current UTC time, ISO 8601 with microseconds (how every timestamp is stored; text
+    order is time order, also beside older millisecond stamps)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def digest(*parts: str) -> str:

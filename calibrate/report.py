@@ -30,6 +30,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
+from calibrate.display import markdown_safe, safe, spreadsheet_safe
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
 from calibrate.store import Store
@@ -404,17 +405,17 @@ def render_table(report: Report, console) -> None:
             continue
         kappa = line.stats.kappa if line.stats else None
         bar = kappa_bar(kappa.value, kappa.ci) if kappa and kappa.value is not None else ""
-        table.add_row(Text(f"{row[0]} {row[1]}"), Text(f"{row[2]} vs {row[3]}"), row[4], row[5],
+        table.add_row(Text(safe(f"{row[0]} {row[1]}")), Text(safe(f"{row[2]} vs {row[3]}")), row[4], row[5],
                       Text(f"{row[6]}\n{bar}" if bar else row[6]), row[7], row[8], f"{row[9]}/{row[10]}",
-                      Text(row[11]), Text(row[12]), row[13])
+                      Text(row[11]), Text(safe(row[12])), row[13])
     console.print(table)
     if waiting:
-        console.print(Text(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting), style="dim"))
+        console.print(Text(safe(f"judged but no human labels yet ({len(waiting)}): " + ", ".join(waiting)), style="dim"))
     for c in report.cells:
         if c.alt_test and c.alt_test.ran:
             result = "passes" if c.alt_test.passed else "does not pass"
-            console.print(f"alternative annotator test, {c.task} {c.lang} {c.judge}: winning rate "
-                          f"{c.alt_test.winning_rate:.2f} over {c.alt_test.annotators} annotators (ε={c.alt_test.epsilon}): {result}")
+            console.print(Text(safe(f"alternative annotator test, {c.task} {c.lang} {c.judge}: winning rate "
+                          f"{c.alt_test.winning_rate:.2f} over {c.alt_test.annotators} annotators (ε={c.alt_test.epsilon}): {result}")))
 
 
 def _lines_with_rows(report: Report):
@@ -429,10 +430,10 @@ def render_markdown(report: Report) -> str:
     out.write("# calibrate agreement report\n\n")
     out.write("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
     for row in flat_rows(report):
-        out.write("| " + " | ".join(v.replace("|", "\\|") for v in row) + " |\n")
+        out.write("| " + " | ".join(markdown_safe(v) for v in row) + " |\n")
     for c in report.cells:
         if c.alt_test:
-            out.write(f"\n**{c.task} {c.lang} {c.judge}, alternative annotator test:** ")
+            out.write(f"\n**{markdown_safe(f'{c.task} {c.lang} {c.judge}')}, alternative annotator test:** ")
             if c.alt_test.ran:
                 out.write(f"winning rate {c.alt_test.winning_rate:.2f}, {'passes' if c.alt_test.passed else 'does not pass'} "
                           f"(ε = {c.alt_test.epsilon}).\n")
@@ -440,11 +441,12 @@ def render_markdown(report: Report) -> str:
                 out.write(f"not run: {c.alt_test.reason}.\n")
         for line in c.lines:
             if line.stats and line.stats.n:
-                out.write(f"\nConfusion matrix, {c.task} {c.lang}, {c.judge} (rows) vs {line.versus} (columns):\n\n")
+                out.write(f"\nConfusion matrix, {markdown_safe(f'{c.task} {c.lang}, {c.judge}')} (rows) vs "
+                          f"{markdown_safe(line.versus)} (columns):\n\n")
                 labels = line.stats.labels
-                out.write("| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels) + "\n")
+                out.write("| | " + " | ".join(map(markdown_safe, labels)) + " |\n|---|" + "---|" * len(labels) + "\n")
                 for label, counts in zip(labels, line.stats.table, strict=True):
-                    out.write(f"| **{label}** | " + " | ".join(map(str, counts)) + " |\n")
+                    out.write(f"| **{markdown_safe(label)}** | " + " | ".join(map(str, counts)) + " |\n")
     return out.getvalue()
 
 
@@ -452,7 +454,7 @@ def render_csv(report: Report) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(COLUMNS)
-    writer.writerows(flat_rows(report))
+    writer.writerows([spreadsheet_safe(v) for v in row] for row in flat_rows(report))
     return out.getvalue()
 
 

@@ -12,10 +12,12 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from calibrate.model import (
     DECISION_ACTIONS,
@@ -23,6 +25,7 @@ from calibrate.model import (
     REVERT_ACTION,
     AgreementData,
     Annotation,
+    CalibrateError,
     Item,
     Judgment,
     NewItem,
@@ -35,11 +38,12 @@ from calibrate.resources import bundled
 DEFAULT_LEASE_SECONDS = 30 * 60
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+# Row `a` gives a label (its action one of the JSON array bound to the next `?`).
+_LABELLED = "a.action IN (SELECT value FROM json_each(?)) AND a.label IS NOT NULL"
 # The action sets of calibrate.model reach SQL as parameters (JSON arrays read by json_each),
 # never pasted into the statement text.
 DECIDES_JSON = dump_json(DECISION_ACTIONS)
 LABELS_JSON = dump_json(LABEL_ACTIONS)
-LABELLING_JSON = dump_json((*LABEL_ACTIONS, REVERT_ACTION))
 
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -86,6 +90,13 @@ JUDGMENT_COLUMNS = [
 
 
 
+class NotACalibrateDatabase(CalibrateError):
+    """A file that is not a calibrate database this version can read (merge refuses it)."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 class Store:
     """calibrate's SQLite file. Opening it applies pending migrations."""
 
@@ -103,6 +114,43 @@ class Store:
 
             with self.transaction():
                 _migrations().apply(sqlite_utils.Database(self.conn))
+
+    @classmethod
+    def open_other(cls, path: str | Path) -> Store:
+        """Another calibrate database, opened read-only and left exactly as it is (no journal
+        mode change, no migration, no -wal or -shm file created). Refuses, naming the file,
+        anything that is not a calibrate database of a schema version this calibrate knows."""
+        path = Path(path)
+        if not path.is_file():
+            raise NotACalibrateDatabase(f"{path}: no such file")
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if not header:
+            raise NotACalibrateDatabase(f"{path}: the file is empty, not a calibrate database")
+        if header != SQLITE_HEADER:
+            raise NotACalibrateDatabase(f"{path}: not an SQLite database")
+        # Without a -wal file the main file holds everything, so it is read as immutable (SQLite
+        # then creates no -shm); with one, someone has it open: read it through SQLite's locks.
+        wal_present = Path(f"{path}-wal").exists()
+        uri = "file:" + quote(str(path.resolve())) + ("?mode=ro" if wal_present else "?mode=ro&immutable=1")
+        store = cls.__new__(cls)
+        store.path = str(path)
+        store.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        store.conn.row_factory = sqlite3.Row
+        try:
+            applied = store.applied_migrations()
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            raise NotACalibrateDatabase(f"{path}: unreadable SQLite file ({exc})") from None
+        unknown = [name for name in applied if name not in MIGRATION_NAMES]
+        if not applied or unknown:
+            store.close()
+            if not applied:
+                raise NotACalibrateDatabase(f"{path}: an SQLite database, but not a calibrate one (no calibrate migrations)")
+            raise NotACalibrateDatabase(
+                f"{path}: schema version {unknown[-1]} is unknown to this calibrate (made by a newer version?)"
+            )
+        return store
 
     def close(self) -> None:
         self.conn.close()
@@ -354,55 +402,91 @@ class Store:
         uid: str | None = None,
         created_at: str | None = None,
     ) -> int:
-        """Append one annotation row and release the annotator's lease on a decision."""
+        """Append one annotation row (and update the label in force in the same transaction);
+        a decision releases the annotator's lease."""
         with self.transaction():
-            cursor = self.conn.execute(
-                "INSERT INTO annotations (uid, item_id, judgment_id, annotator, action, label, "
-                "reverts_id, note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    uid or uuid.uuid4().hex,
-                    item_id,
-                    judgment_id,
-                    annotator,
-                    action,
-                    label,
-                    reverts_id,
-                    note,
-                    int(blind),
-                    seconds_spent,
-                    created_at or now_iso(),
-                ),
+            row_id = self._append_annotation(
+                uid or uuid.uuid4().hex, item_id, judgment_id, annotator, action, label, reverts_id, note, int(blind),
+                seconds_spent, created_at or self._decision_time(),
             )
             if action in DECISION_ACTIONS:
                 self.conn.execute(
                     "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator)
                 )
-            return cursor.lastrowid
+            return row_id
 
-    def undo_last(self, annotator: str) -> Annotation | None:
-        """Reverse the annotator's latest decision that is still in force, by appending an
-        `undo` row that carries the label in force before it. Returns the reversed row."""
+    def _decision_time(self) -> str:
+        """now_iso(), strictly later than the previous decision time of this connection, so two
+        decisions in one microsecond still keep their order."""
+        stamp = now_iso()
+        last = getattr(self, "_last_decision_time", "")
+        if stamp <= last:
+            stamp = (datetime.fromisoformat(last) + timedelta(microseconds=1)).isoformat(timespec="microseconds")
+        self._last_decision_time = stamp
+        return stamp
+
+    def _append_annotation(self, uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind,
+                           seconds_spent, created_at) -> int | None:
+        """INSERT OR IGNORE one annotation row (by uid) and keep `labels_in_force` in step: a
+        label decision takes over if it is later (decision time, then uid) than the one in
+        force; an undo of the decision in force hands over to the latest decision not reverted.
+        Returns the new row id, or None when the uid was already present. Call inside a
+        transaction."""
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, "
+            "reverts_id, note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind, seconds_spent, created_at),
+        )
+        if cursor.rowcount == 0:
+            return None
+        if action in LABEL_ACTIONS and label is not None:
+            self.conn.execute(
+                "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, annotator) DO UPDATE SET label = excluded.label, "
+                "action = excluded.action, judgment_id = excluded.judgment_id, annotation_uid = excluded.annotation_uid, "
+                "decided_at = excluded.decided_at "
+                "WHERE (excluded.decided_at, excluded.annotation_uid) > (labels_in_force.decided_at, labels_in_force.annotation_uid)",
+                (item_id, annotator, label, action, judgment_id, uid, created_at),
+            )
+        elif action == REVERT_ACTION and reverts_id is not None:
+            reverted = self.conn.execute(
+                "DELETE FROM labels_in_force WHERE item_id = ? AND annotator = ? "
+                "AND annotation_uid = (SELECT uid FROM annotations WHERE id = ?)",
+                (item_id, annotator, reverts_id),
+            ).rowcount
+            if reverted:
+                self.conn.execute(
+                    "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
+                    "SELECT a.item_id, a.annotator, a.label, a.action, a.judgment_id, a.uid, a.created_at "
+                    f"FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND {_LABELLED} AND {IN_FORCE} "
+                    "ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                    (item_id, annotator, LABELS_JSON),
+                )
+        return cursor.lastrowid
+
+    def undo_last(self, annotator: str, among: Collection[str] | None = None) -> Annotation | None:
+        """Reverse the annotator's latest decision still in force (only those whose uid is in
+        `among`, when given: one browser tab undoes only its own decisions) by appending an
+        `undo` row that names it and carries the label left in force. Returns the reversed row."""
         with self.transaction():
-            row = self.conn.execute(
-                "SELECT * FROM annotations a WHERE a.annotator = ? "
-                f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} ORDER BY a.id DESC LIMIT 1",
-                (annotator, DECIDES_JSON),
-            ).fetchone()
+            sql = (f"SELECT * FROM annotations a WHERE a.annotator = ? "
+                   f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE}")
+            params: list = [annotator, DECIDES_JSON]
+            if among is not None:
+                sql += " AND a.uid IN (SELECT value FROM json_each(?))"
+                params.append(dump_json(sorted(among)))
+            row = self.conn.execute(sql + " ORDER BY a.id DESC LIMIT 1", params).fetchone()
             if row is None:
                 return None
             undone = _annotation(row)
-            prior = self.conn.execute(
-                "SELECT label FROM annotations WHERE item_id = ? AND annotator = ? AND id < ? "
-                "AND action IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1",
-                (undone.item_id, annotator, undone.id, LABELLING_JSON),
+            restored = self.conn.execute(
+                f"SELECT a.label FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.id != ? "
+                f"AND {_LABELLED} AND {IN_FORCE} ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                (undone.item_id, annotator, undone.id, LABELS_JSON),
             ).fetchone()
-            if undone.action in LABEL_ACTIONS:
-                restored = prior["label"] if prior else None
-            else:
-                restored = self.current_label(undone.item_id, annotator)
             self.annotate(
-                undone.item_id, annotator, REVERT_ACTION, label=restored, reverts_id=undone.id,
-                judgment_id=undone.judgment_id, blind=bool(undone.blind),
+                undone.item_id, annotator, REVERT_ACTION, label=restored["label"] if restored else None,
+                reverts_id=undone.id, judgment_id=undone.judgment_id, blind=bool(undone.blind),
             )
             return undone
 
@@ -410,14 +494,12 @@ class Store:
         """Labels made elsewhere: (uid, item_id, annotator, label, note). A uid already present
         is skipped, so importing the same file twice adds nothing. Returns rows added."""
         stamp = now_iso()
+        added = 0
         with self.transaction():
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO annotations (uid, item_id, annotator, action, label, note, created_at) "
-                "VALUES (?, ?, ?, 'label', ?, ?, ?)",
-                [(*row, stamp) for row in rows],
-            )
-            return self.conn.total_changes - before
+            for uid, item_id, annotator, label, note in rows:
+                added += self._append_annotation(uid, item_id, None, annotator, "label", label, None, note, 0, None,
+                                                 stamp) is not None
+        return added
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
@@ -436,16 +518,6 @@ class Store:
             sql += " WHERE c.annotator = ?"
             params.append(annotator)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
-
-    def annotations(self) -> Iterator[dict]:
-        """Every annotation row with its item's content hash and its judgment's uid (for merge)."""
-        sql = (
-            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
-            "JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
-            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
-        )
-        for row in self.conn.execute(sql):
-            yield dict(row)
 
     def note_texts(self, item_id: int) -> list[str]:
         rows = self.conn.execute(
@@ -481,37 +553,74 @@ class Store:
         with ThreadPoolExecutor(parts) as pool:
             return AgreementData.combine(list(pool.map(run, ranges)))
 
-    def merge_from(self, other: Store) -> dict[str, int]:
-        """Fold another calibrate database into this one: items by content hash, judgments and
-        annotations by uid. Running it twice adds nothing the second time."""
-        added = {"items": 0, "judgments": 0, "annotations": 0}
+    # -- merging: reading another database, writing what passed validation ---------------------
+
+    def item_rows(self) -> Iterator[sqlite3.Row]:
+        """Every item row in id order, streamed (merge reads another database with it)."""
+        yield from self.conn.execute("SELECT * FROM items ORDER BY id")
+
+    def judgment_rows(self) -> Iterator[sqlite3.Row]:
+        """Every judgment row with its item's content hash, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT j.*, i.content_hash FROM judgments j LEFT JOIN items i ON i.id = j.item_id ORDER BY j.id"
+        )
+
+    def annotation_rows(self) -> Iterator[sqlite3.Row]:
+        """Every annotation row with its item's content hash, its judgment's uid and the uid of
+        the row it reverts, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
+            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
+        )
+
+    def items_by_hash(self, hashes: Iterable[str]) -> dict[str, tuple[int, str, str]]:
+        """content hash -> (id, task, lang) of the stored items among `hashes`."""
+        found: dict[str, tuple[int, str, str]] = {}
+        for chunk in _chunks(list(set(hashes)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT id, task, lang, content_hash FROM items WHERE content_hash IN ({marks})", chunk):
+                found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
+        return found
+
+    def ids_by_uid(self, table: str, uids: Iterable[str]) -> dict[str, int]:
+        """uid -> id of the stored judgments or annotations among `uids`."""
+        if table not in ("judgments", "annotations"):
+            raise ValueError(f"no uids in table {table!r}")
+        found: dict[str, int] = {}
+        for chunk in _chunks([u for u in set(uids) if u], 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT uid, id FROM {table} WHERE uid IN ({marks})", chunk):
+                found[r["uid"]] = r["id"]
+        return found
+
+    def add_judgment_rows(self, rows: Sequence[dict]) -> int:
+        """Judgments as complete rows (every JUDGMENT_COLUMNS value), skipping uids already
+        present. Returns rows added."""
         with self.transaction():
-            rows = other.conn.execute("SELECT * FROM items ORDER BY id").fetchall()
-            new_items = [NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"]) for r in rows]
-            ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
-            item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
-            columns = JUDGMENT_COLUMNS
             before = self.conn.total_changes
-            for r in other.conn.execute("SELECT * FROM judgments ORDER BY id"):
-                values = {c: r[c] for c in columns}
-                values["item_id"] = item_map[r["item_id"]]
-                self.conn.execute(
-                    f"INSERT OR IGNORE INTO judgments ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                    [values[c] for c in columns],
-                )
-            added["judgments"] = self.conn.total_changes - before
-            judgment_ids = {r["uid"]: r["id"] for r in self.conn.execute("SELECT uid, id FROM judgments")}
-            for row in other.annotations():
-                reverts = None
-                if row["reverts_uid"]:
-                    reverts = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
-                cursor = self.conn.execute(
-                    "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, "
-                    "note, blind, seconds_spent, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (row["uid"], item_map[row["item_id"]], judgment_ids.get(row["judgment_uid"]), row["annotator"],
-                     row["action"], row["label"], reverts, row["note"], row["blind"], row["seconds_spent"], row["created_at"]),
-                )
-                added["annotations"] += cursor.rowcount
+            self.conn.executemany(
+                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                [[row[c] for c in JUDGMENT_COLUMNS] for row in rows],
+            )
+            return self.conn.total_changes - before
+
+    def add_annotation_rows(self, rows: Sequence[dict]) -> int:
+        """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
+        reverts_uid, note, blind, seconds_spent, created_at; an undo names the row it reverts by
+        uid, which may be written earlier in `rows`), skipping uids already present and keeping
+        the labels in force in step. Returns rows added."""
+        added = 0
+        with self.transaction():
+            for row in rows:
+                reverts_id = None
+                if row["reverts_uid"] is not None:
+                    reverts_id = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
+                added += self._append_annotation(
+                    row["uid"], row["item_id"], row["judgment_id"], row["annotator"], row["action"], row["label"],
+                    reverts_id, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
+                ) is not None
         return added
 
     def export_rows(self) -> Iterator[dict]:
@@ -719,6 +828,11 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
     finally:
         for table in ("labels_now", "verdicts_now", "shared_items"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def _chunks(values: list, size: int) -> Iterator[list]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def _item(row: sqlite3.Row) -> Item:

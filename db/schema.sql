@@ -1,12 +1,6 @@
 CREATE VIEW current_labels AS
-SELECT item_id, annotator, label, action, judgment_id, created_at
-FROM (
-    SELECT item_id, annotator, label, action, judgment_id, created_at, max(id) AS latest_id
-    FROM annotations
-    WHERE action IN ('confirm', 'override', 'label', 'undo')
-    GROUP BY item_id, annotator
-)
-WHERE label IS NOT NULL;
+SELECT item_id, annotator, label, action, judgment_id, decided_at AS created_at
+FROM labels_in_force;
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
@@ -64,6 +58,16 @@ CREATE TABLE judgments (
     completion_tokens INTEGER,
     created_at TEXT NOT NULL
 );
+CREATE TABLE labels_in_force (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    annotator TEXT NOT NULL,
+    label TEXT NOT NULL,
+    action TEXT NOT NULL,               -- confirm | override | label: how the deciding row labelled
+    judgment_id INTEGER REFERENCES judgments (id),
+    annotation_uid TEXT NOT NULL,       -- the deciding annotation
+    decided_at TEXT NOT NULL,           -- its created_at
+    PRIMARY KEY (item_id, annotator)
+) WITHOUT ROWID;
 CREATE TABLE leases (
     item_id INTEGER NOT NULL REFERENCES items (id),
     annotator TEXT NOT NULL,
@@ -77,3 +81,4 @@ CREATE INDEX items_by_source_id ON items (source_id);
 CREATE INDEX items_by_task_lang ON items (task, lang);
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
+CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);

@@ -19,7 +19,7 @@ def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
 
 def test_fresh_database_is_migrated_to_the_documented_schema(tmp_path):
     store = Store(tmp_path / "x.db")
-    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id"]
+    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force"]
     assert store.schema_sql() == SCHEMA_DUMP.read_text(encoding="utf-8"), (
         "db/schema.sql is out of date: regenerate it with "
         "`python -c 'from calibrate.store import Store; print(Store().schema_sql(), end=\"\")' > db/schema.sql`"
@@ -32,7 +32,7 @@ def test_fresh_database_is_migrated_to_the_documented_schema(tmp_path):
 def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "x.db").close()
     store = Store(tmp_path / "x.db")
-    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id"]
+    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force"]
 
 
 def test_adding_the_same_items_again_is_a_no_op(store):
@@ -62,7 +62,7 @@ def test_current_label_is_the_latest_and_undo_appends(store):
     assert store.current_label(item_id, "ann") == "yes"
     store.undo_last("ann")
     assert store.current_label(item_id, "ann") is None
-    actions = [r["action"] for r in store.annotations() if r["item_id"] == item_id]
+    actions = [r["action"] for r in map(dict, store.annotation_rows()) if r["item_id"] == item_id]
     assert actions == ["confirm", "override", "undo", "undo"]
     assert store.current_labels() == []
 

@@ -197,7 +197,7 @@ async def test_item_text_is_never_markup(tmp_path):
     app = make_app(db)
     async with app.run_test(size=SIZE):
         text = screen_text(app)
-    assert "[bold]not bold[/] [link=https://x]not a link[/link] [/] ␛[31mnot red␛[0m" in text
+    assert "[bold]not bold[/] [link=https://x]not a link[/link] [/] \\x1b[31mnot red\\x1b[0m" in text
     assert "[red]n[/red]" in text and "[i]r" in text and "[blink]The answer is: yes.[/blink]" in text
 
 

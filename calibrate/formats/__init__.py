@@ -21,6 +21,14 @@ from calibrate.judging import judgment_from_output
 from calibrate.model import CalibrateError, ImportCounts, Item, NewItem, dump_json
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateError, TemplateSet
+from calibrate.validate import (
+    InputError,
+    bounded_int,
+    check_field_type,
+    check_value,
+    parse_json_value,
+    refuse_constant,
+)
 
 BATCH = 2000
 Progress = Callable[[int], None]
@@ -123,9 +131,9 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 continue
             seen_any = True
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield BadInput(where, f"malformed JSON ({exc.msg} at column {exc.colno})")
+                obj = parse_json_value(line, "line")
+            except InputError as exc:
+                yield BadInput(where, str(exc).removeprefix("line: "))
                 continue
             if not isinstance(obj, dict):
                 yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
@@ -139,11 +147,15 @@ def read_json_list(path: Path) -> list:
     """A whole JSON list file (C3's layout). Errors name the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int)
+        check_value(data, "value")
     except UnicodeDecodeError as exc:
         raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ImportFailed(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except (InputError, RecursionError, ValueError) as exc:
+        raise ImportFailed(f"{path}: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}") from None
     if not isinstance(data, list):
         raise ImportFailed(f"{path}: expected a JSON list")
     if not data:
@@ -161,6 +173,10 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
     for name in template.required:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
+    for name, declared in template.field_types.items():
+        if name in fields:
+            check_field_type(name, fields[name], declared)
+    check_value(fields, "fields")
     return template
 
 

@@ -1,5 +1,6 @@
 """Gold labels out: items with every annotator's label, the consolidated (majority) label,
-judge verdicts and notes, as JSONL or CSV."""
+judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
+neutralised)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 
+from calibrate.display import spreadsheet_safe
 from calibrate.store import Store
 
 
@@ -50,11 +52,12 @@ def write_csv(store: Store, out: io.TextIOBase) -> int:
     annotators = sorted({a for r in records for a in r["labels"]})
     judges = sorted({j for r in records for j in r["verdicts"]})
     writer = csv.writer(out)
-    writer.writerow(["item_id", "task", "lang", "source_id", "reference", "gold_label", "gold_basis",
+    writerow = lambda cells: writer.writerow([spreadsheet_safe(c) for c in cells])  # noqa: E731
+    writerow(["item_id", "task", "lang", "source_id", "reference", "gold_label", "gold_basis",
                      *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), "notes", "flagged_by"])
     for r in records:
         verdicts = [r["verdicts"].get(j, {}) for j in judges]
-        writer.writerow([
+        writerow([
             r["item_id"], r["task"], r["lang"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
             *(r["labels"].get(a, "") for a in annotators),
             *((v.get("verdict") or v.get("status", "")) for v in verdicts),

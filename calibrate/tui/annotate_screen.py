@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from calibrate.display import safe
 from calibrate.session import AnnotationSession, ItemView, SessionError
 from calibrate.tui.item_panel import ItemPanel
 from calibrate.tui.prompt_panel import PromptPanel
@@ -79,7 +80,7 @@ class AnnotateScreen(Screen):
         try:
             decision = self.session.decide(action, label)
         except SessionError as exc:
-            self.notify(str(exc), severity="warning", timeout=4)
+            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
             return
         self.revealed.add(decision.item_id)
         self.show(self.session.forward())
@@ -177,7 +178,7 @@ class AnnotateScreen(Screen):
             try:
                 self.app.refilter(text)
             except ValueError as exc:
-                self.notify(str(exc), severity="error")
+                self.notify(safe(str(exc)), severity="error", markup=False)
 
         self.app.push_screen(TextPrompt("Filter: task=… lang=… (empty for all)", "task=c3/pause lang=zh", current), done)
 
@@ -191,7 +192,7 @@ class AnnotateScreen(Screen):
         text = self.app.guidelines_for(template)
         choices = ", ".join(f"{k} {c}" for k, c in enumerate(self.view.choices, 1)) or "scores (e)"
         self.app.push_screen(TextScreen(f"Guidelines: {self.view.item.task} ({self.view.item.lang})",
-                                        Text(f"{text}\n\nlabels: {choices}")))
+                                        Text(safe(f"{text}\n\nlabels: {choices}"))))
 
     def action_help(self) -> None:
         lines = Text()

@@ -7,15 +7,15 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from calibrate.display import item_sections, literal, reference_text, response_text
+from calibrate.display import item_sections, reference_text, response_text, safe
 from calibrate.session import ItemView
 
 
 def section(title: str, body: str, style: str = "bold") -> Text:
     """A heading in `style` over the body as plain, literal text."""
     text = Text()
-    text.append(f"{title}\n", style=style)
-    text.append(literal(body) if body else "(empty)")
+    text.append(f"{safe(title)}\n", style=style)
+    text.append(safe(body) if body else "(empty)")
     text.append("\n")
     return text
 

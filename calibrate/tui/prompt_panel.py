@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, Static
 
-from calibrate.display import literal
+from calibrate.display import safe
 from calibrate.session import ItemView
 
 
@@ -38,7 +38,7 @@ class PromptPanel(Collapsible):
         body = Text()
         if prompt.system:
             body.append("system\n", style="bold")
-            body.append(literal(prompt.system) + "\n\n")
+            body.append(safe(prompt.system) + "\n\n")
         body.append("user\n", style="bold")
-        body.append(literal(prompt.user))
+        body.append(safe(prompt.user))
         text.update(body)

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from calibrate.display import safe
 from calibrate.store import Store
 
 
@@ -54,7 +55,7 @@ class StatsScreen(ModalScreen[None]):
         table.clear(columns=True)
         table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human–human", "verdict")
         for row in rows:
-            table.add_row(*(Text(v) for v in (*row[:8], row[11], row[12])))
+            table.add_row(*(Text(safe(v)) for v in (*row[:8], row[11], row[12])))
         title = "judge vs human agreement (r refreshes, Esc closes)"
         self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
 

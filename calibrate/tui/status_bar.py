@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from calibrate.display import literal
+from calibrate.display import safe
 from calibrate.session import Decision, ItemView, Progress
 
 
@@ -15,10 +15,10 @@ class StatusBar(Static):
         text = Text()
         if view is not None:
             item = view.item
-            text.append(f" {item.task} ", style="bold reverse")
-            text.append(f" {item.lang} ", style="bold")
+            text.append(f" {safe(item.task)} ", style="bold reverse")
+            text.append(f" {safe(item.lang)} ", style="bold")
             text.append(f"item #{item.id} ", style="bold")
-            text.append(literal(f"({item.source_id})"), style="dim")
+            text.append(safe(f"({item.source_id})"), style="dim")
         else:
             text.append(" queue finished ", style="bold reverse")
         text.append(f"   labelled {progress.decided}/{progress.total}")
@@ -27,15 +27,15 @@ class StatusBar(Static):
         if blind:
             text.append("   BLIND", style="bold magenta")
         if view is not None and view.current_label is not None:
-            text.append(f"   your label: {view.current_label}", style="bold cyan")
+            text.append(f"   your label: {safe(view.current_label)}", style="bold cyan")
         if last is not None:
             text.append("\n")
             text.append(f" last: #{last.item_id} {last.action}")
             if last.label is not None:
-                text.append(f" → {last.label}")
+                text.append(f" → {safe(last.label)}")
             if last.judge_verdict is not None and last.action not in ("skip", "flag"):
                 agrees = last.agrees
                 mark, style = ("✓ agrees", "green") if agrees else ("✗ differs", "red")
-                text.append(f"   judge said {last.judge_verdict} ", style="dim")
+                text.append(f"   judge said {safe(last.judge_verdict)} ", style="dim")
                 text.append(mark, style=f"bold {style}")
         self.update(text)

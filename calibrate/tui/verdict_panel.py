@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from calibrate.display import literal
+from calibrate.display import safe
 from calibrate.session import ItemView
 
 
@@ -38,29 +38,29 @@ class VerdictPanel(Vertical):
             return
         if hidden:
             big.update(Text("verdict hidden", style="bold magenta"))
-            meta.update(Text(f"{judgment.judge_name} · blind mode: label first, then see the judge", style="dim"))
+            meta.update(Text(f"{safe(judgment.judge_name)} · blind mode: label first, then see the judge", style="dim"))
             raw.update("")
             return
         if judgment.status == "verdict":
             words = view.kind.words(judgment.verdict)
             colour = view.kind.colour(judgment.verdict)
             big.styles.background = f"{colour} 30%"
-            big.update(Text(f"  {words}  ", style=f"bold {colour}"))
+            big.update(Text(f"  {safe(words)}  ", style=f"bold {colour}"))
         elif judgment.status == "unparsed":
             big.styles.background = "yellow 25%"
             big.update(Text("UNPARSED", style="bold yellow"))
         else:
             big.styles.background = "red 20%"
             big.update(Text("JUDGE ERROR", style="bold red"))
-        details = [f"{judgment.judge_name}", f"template {judgment.template_id or '?'}"]
+        details = [safe(judgment.judge_name), f"template {safe(judgment.template_id or '?')}"]
         if judgment.correct is not None:
             details.append("matches gold" if judgment.correct else "differs from gold")
         if judgment.confidence is not None:
             details.append(f"P={judgment.confidence:.2f}")
         info = Text(" · ".join(details), style="dim")
         if judgment.unparsed_reason:
-            info.append(f"\nwhy unparsed: {judgment.unparsed_reason}", style="yellow")
+            info.append(f"\nwhy unparsed: {safe(judgment.unparsed_reason)}", style="yellow")
         if judgment.error:
-            info.append(f"\nerror: {literal(judgment.error)}", style="red")
+            info.append(f"\nerror: {safe(judgment.error)}", style="red")
         meta.update(info)
-        raw.update(Text(literal(judgment.raw_output or "(no output)")))
+        raw.update(Text(safe(judgment.raw_output or "(no output)")))
