@@ -25,6 +25,7 @@ from rich.text import Text
 from calibrate.display import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError
+from calibrate.redact import redact_url
 from calibrate.settings import Settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -537,7 +538,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         return
-    console.print(safe_text(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)"))
+    console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
+                            f"{summary.skipped_done} already judged (no call)"))
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
@@ -549,18 +551,28 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except JudgeRefused as exc:
             refused = exc
-    _print_judge_summary(summary)
     if refused is not None:
+        _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refused}. {summary.stored} judgments were stored.")
     if summary.interrupted:
+        _print_judge_summary(summary, check=False)
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
+    _print_judge_summary(summary)
 
 
-def _print_judge_summary(summary) -> None:
+def _print_judge_summary(summary, check: bool = True) -> None:
+    """The per-cell table and totals; then, if any item ended in error, the reasons grouped and
+    a non-zero exit (a run with errors did not succeed, even if it stored something)."""
     rows = summary.table()
     if rows:
         print_table("judged", ["task", "lang", "verdicts", "unparsed", "errors"], rows, False)
     console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")
+    if summary.errors and check:
+        for reason, n in summary.errors.most_common():
+            err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
+        total = sum(summary.errors.values())
+        raise click.ClickException(f"{total} of {summary.stored} items ended in error (stored as errors; "
+                                   "the next run asks for them again)")
 
 
 # -- measure -------------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ import json
 import sqlite3
 import time
 import uuid
-from datetime import datetime, timedelta
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -306,12 +306,15 @@ class Store:
         return " AND ".join(clauses), params
 
     def status_counts(self) -> list[dict]:
-        """Per task x language: items, judged, unparsed, errors, labelled (by anyone)."""
+        """Per task x language: items, judged, unparsed, errors (an error a later judgment by the
+        same judge has put right does not count), labelled (by anyone)."""
         sql = """
         SELECT i.task, i.lang, count(*) AS items,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
-            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error')) AS errors,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error'
+                        AND NOT EXISTS (SELECT 1 FROM judgments k WHERE k.item_id = i.id AND k.judge_name = j.judge_name
+                                        AND k.status != 'error' AND k.id > j.id))) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
         FROM items i GROUP BY i.task, i.lang ORDER BY i.task, i.lang
         """

@@ -150,3 +150,12 @@ def test_an_undone_label_no_longer_counts_as_labelled(store):
     assert [i.id for i in store.items(status="labelled")] == [ids[0]]
     assert [i.id for i in store.items(status="unlabelled")] == [ids[1]]
     assert store.status_counts()[0]["labelled"] == 1
+
+
+def test_status_counts_an_error_only_while_no_later_judgment_succeeded(store):
+    ids, _ = store.add_items(items(2), with_ids=True)
+    for item_id in ids:
+        store.add_judgments([NewJudgment(item_id=item_id, judge_name="j", judge_key="k", status="error", error="HTTP 500")])
+    store.add_judgments([NewJudgment(item_id=ids[0], judge_name="j", judge_key="k", status="verdict", verdict="yes")])
+    (cell,) = store.status_counts()
+    assert (cell["judged"], cell["errors"]) == (1, 1), "item 0's error was fixed by a later run; item 1's was not"
