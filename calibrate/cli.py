@@ -49,6 +49,7 @@ class Context:
     def store(self) -> Store:
         if self._store is None:
             self._store = Store(self.db_path)
+            self._store.on_wait = _say_waiting
         return self._store
 
     @property
@@ -61,6 +62,13 @@ class Context:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _say_waiting(seconds: float) -> None:
+    """Another writer holds the database: say so when a wait starts (the first call of each wait
+    comes at 0 s), then keep waiting."""
+    if seconds < 0.1:
+        err_console.print("waiting for the database (another writer holds it)…", style="dim")
 
 
 pass_ctx = click.make_pass_decorator(Context)

@@ -14,6 +14,7 @@ from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, Item, Judgment
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first")
 
@@ -32,6 +33,7 @@ class ItemView:
     choices: tuple[str, ...]
     current_label: str | None
     notes: list[str]
+    problem: str | None = None  # why this item cannot be labelled (no template, fields of the wrong type)
 
     @property
     def kind(self) -> VerdictKind:
@@ -198,12 +200,25 @@ class AnnotationSession:
 
     def view(self, item_id: int) -> ItemView:
         item = self.store.item(item_id)
-        template = self.templates.for_task(item.task, item.lang)
+        template, problem = self._template_for(item)
         judgments = self.store.judgments_for_item(item_id, self.judge)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
         choices = template.kind.labels
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
-                        self.store.note_texts(item_id))
+                        self.store.note_texts(item_id), problem)
+
+    def _template_for(self, item: Item) -> tuple[Template, str | None]:
+        """The item's template, or a stand-in without labels and the reason the item cannot be
+        labelled: a bad item is shown and skipped, it never stops the session."""
+        try:
+            template = self.templates.for_task(item.task, item.lang)
+            for name, declared in template.field_types.items():
+                if name in item.fields:
+                    check_field_type(name, item.fields[name], declared)
+            return template, None
+        except (TemplateError, InputError) as exc:
+            stand_in = Template(id="(none)", family="", lang=item.lang, tasks=(item.task,), required=(), verdict="label_set")
+            return stand_in, str(exc)
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -212,6 +227,8 @@ class AnnotationSession:
         view = self.current()
         if view is None:
             raise SessionError("no item to decide on")
+        if view.problem and action not in ("skip", "flag"):
+            raise SessionError(f"this item cannot be labelled ({view.problem}): s skips it, f flags it")
         if action == "confirm":
             if self.blind:
                 raise SessionError("blind mode: give your own label (y/n, digits or the score form)")

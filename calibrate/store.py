@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -90,6 +90,11 @@ JUDGMENT_COLUMNS = [
 
 
 
+class DatabaseBusy(Exception):
+    """Raised by an `on_wait` callback to stop waiting for the write lock (nothing was written):
+    the annotation app raises it on its own thread, then waits on a worker thread instead."""
+
+
 class NotACalibrateDatabase(CalibrateError):
     """A file that is not a calibrate database this version can read (merge refuses it)."""
 
@@ -98,11 +103,20 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class Store:
-    """calibrate's SQLite file. Opening it applies pending migrations."""
+    """calibrate's SQLite file. Opening it applies pending migrations.
 
-    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 60_000):
+    A writer never dies of a busy database: `transaction()` waits for the write lock as long as
+    another writer holds it, in steps of `busy_timeout_ms`, calling `on_wait(seconds waited)`
+    after each step so the caller can show that it is waiting (or raise DatabaseBusy to stop)."""
+
+    on_wait: Callable[[float], None] | None = None
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250):
         self.path = str(path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        # check_same_thread off: the annotation app hands a waiting write to a worker thread
+        # while its own thread waits for the result (the connection is never used by both at once)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000,
+                                    check_same_thread=False)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if self.path != ":memory:":
@@ -163,13 +177,27 @@ class Store:
         if self.conn.in_transaction:
             yield
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._begin_immediate()
         try:
             yield
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _begin_immediate(self) -> None:
+        """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock."""
+        started = None
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            started = started if started is not None else time.monotonic()
+            if self.on_wait is not None:
+                self.on_wait(time.monotonic() - started)
 
     # -- schema ---------------------------------------------------------------------------
 

@@ -1,10 +1,16 @@
 """The main screen: the item, the response under test, the reference, the judge's verdict and
 the rendered prompt; one key to confirm, override, label, skip, flag or undo. Each decision is
-committed to SQLite (through the session) before the next item is shown."""
+committed to SQLite (through the session) before the next item is shown. When another writer
+holds the database (a long import, a judge run), the write waits on a worker thread and the
+status line says so; keys wait meanwhile, and the decision is confirmed only once committed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -13,6 +19,7 @@ from textual.widgets import Footer
 
 from calibrate.display import safe
 from calibrate.session import AnnotationSession, ItemView, SessionError
+from calibrate.store import DatabaseBusy
 from calibrate.tui.item_panel import ItemPanel
 from calibrate.tui.prompt_panel import PromptPanel
 from calibrate.tui.score_form import ScoreForm
@@ -21,6 +28,14 @@ from calibrate.tui.status_bar import StatusBar
 from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
 from calibrate.tui.verdict_panel import VerdictPanel
+
+T = TypeVar("T")
+
+
+def _stop_waiting_here(seconds: float) -> None:
+    """on_wait on the app's own thread: do not freeze the screen, hand the write to a worker."""
+    raise DatabaseBusy
+
 
 DIGIT_BINDINGS = [
     Binding(str(k), f"label_index({k - 1})", f"label {k}", show=False, id=f"annotate.label_{k}") for k in range(1, 10)
@@ -54,6 +69,7 @@ class AnnotateScreen(Screen):
         self.session = session
         self.view: ItemView | None = None
         self.revealed: set[int] = set()
+        self.saving = False
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -64,7 +80,59 @@ class AnnotateScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.show(self.session.start())
+        self.write(self.session.start, self.show)
+
+    # -- writing: at once when the database is free, else on a worker thread that waits --------
+
+    def write(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
+        """Run `work` (which writes) and hand its result to `done`. If another writer holds the
+        database, nothing is written here: a worker thread waits for it, the status line shows
+        the wait, and `done` runs once the write is committed."""
+        if self.saving:
+            self.notify("still waiting to save the previous action", severity="warning")
+            return
+        store = self.session.store
+        store.on_wait = _stop_waiting_here
+        busy = False
+        try:
+            result = work()
+        except DatabaseBusy:
+            busy = True
+        except SessionError as exc:
+            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
+            return
+        finally:
+            store.on_wait = None
+        if busy:
+            self.saving = True
+            self.query_one(StatusBar).waiting(0.0)
+            self._write_waiting(work, done)
+            return
+        done(result)
+
+    @work(thread=True, exclusive=True, group="write")
+    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
+        store = self.session.store
+        store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds)
+        try:
+            result = work()
+        except SessionError as exc:
+            message = safe(str(exc))
+            self.app.call_from_thread(self._written, lambda _: self.notify(message, severity="warning", markup=False), None)
+        else:
+            self.app.call_from_thread(self._written, done, result)
+        finally:
+            store.on_wait = None
+
+    def _written(self, done: Callable, result) -> None:
+        self.saving = False
+        done(result)
+        self.query_one(StatusBar).waiting(None)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """While a write waits for the database every key waits too (nothing is lost: the
+        decision already made is saved first)."""
+        return not self.saving
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -77,13 +145,12 @@ class AnnotateScreen(Screen):
         self.query_one(PromptPanel).show(view)
 
     def decide(self, action: str, label: str | None = None) -> None:
-        try:
+        def save():
             decision = self.session.decide(action, label)
-        except SessionError as exc:
-            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
-            return
-        self.revealed.add(decision.item_id)
-        self.show(self.session.forward())
+            self.revealed.add(decision.item_id)
+            return self.session.forward()
+
+        self.write(save, self.show)
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -140,12 +207,14 @@ class AnnotateScreen(Screen):
         self.decide("flag")
 
     def action_undo(self) -> None:
-        view = self.session.undo()
-        if view is None:
-            self.notify("nothing to undo", severity="information")
-            return
-        self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
-        self.show(view)
+        def undone(view: ItemView | None) -> None:
+            if view is None:
+                self.notify("nothing to undo", severity="information")
+                return
+            self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
+            self.show(view)
+
+        self.write(self.session.undo, undone)
 
     def action_note(self) -> None:
         if self.view is None:
@@ -153,9 +222,8 @@ class AnnotateScreen(Screen):
 
         def done(text: str | None) -> None:
             if text:
-                self.session.note(text)
-                self.show(self.session.current())
-                self.notify("note saved")
+                self.write(lambda: self.session.note(text), lambda _: (self.show(self.session.current()),
+                                                                       self.notify("note saved")))
 
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
 
@@ -163,7 +231,7 @@ class AnnotateScreen(Screen):
         self.show(self.session.back())
 
     def action_next(self) -> None:
-        self.show(self.session.forward())
+        self.write(self.session.forward, self.show)
 
     def action_toggle_prompt(self) -> None:
         panel = self.query_one(PromptPanel)

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from calibrate.display import item_sections, reference_text, response_text, safe
+from calibrate.display import item_sections, reference_text, response_text, safe, safe_json
 from calibrate.session import ItemView
 
 
@@ -37,14 +37,24 @@ class ItemPanel(VerticalScroll):
             response.update("")
             reference.update("")
             return
-        body = Text()
-        for n, (title, value) in enumerate(item_sections(view.item, view.template)):
-            if n:
-                body.append("\n")
-            body.append_text(section(title, value, "bold underline"))
+        try:
+            if view.problem:
+                raise ValueError(view.problem)
+            body = Text()
+            for n, (title, value) in enumerate(item_sections(view.item, view.template)):
+                if n:
+                    body.append("\n")
+                body.append_text(section(title, value, "bold underline"))
+            shown = (response_text(view.item, view.template), reference_text(view.item, view.template))
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            # one bad item never stops the session: say what is wrong, show its raw fields
+            body = section("this item cannot be labelled", f"{exc}\n\ns skips it (its lease is released), f flags it",
+                           "bold red")
+            body.append_text(section("fields as stored", safe_json(view.item.fields), "bold underline"))
+            shown = ("", "")
         if view.notes:
             body.append_text(section("notes", "\n".join(view.notes), "bold yellow"))
         fields.update(body)
-        response.update(section("response under test", response_text(view.item, view.template), "bold cyan"))
-        reference.update(section("reference", reference_text(view.item, view.template), "bold green"))
+        response.update(section("response under test", shown[0], "bold cyan") if shown[0] else "")
+        reference.update(section("reference", shown[1], "bold green") if shown[1] else "")
         self.scroll_home(animate=False)

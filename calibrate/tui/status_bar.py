@@ -11,6 +11,16 @@ from calibrate.session import Decision, ItemView, Progress
 
 
 class StatusBar(Static):
+    _text = Text()
+
+    def waiting(self, seconds: float | None) -> None:
+        """Say that a write waits for another writer to release the database (None: done)."""
+        text = self._text.copy()
+        if seconds is not None:
+            text.append(f"\n saving… waiting {seconds:.0f} s for the database (another writer holds it); "
+                        "your decision is not saved yet", style="bold yellow")
+        self.update(text)
+
     def show(self, view: ItemView | None, progress: Progress, last: Decision | None, blind: bool) -> None:
         text = Text()
         if view is not None:
@@ -38,4 +48,5 @@ class StatusBar(Static):
                 mark, style = ("✓ agrees", "green") if agrees else ("✗ differs", "red")
                 text.append(f"   judge said {safe(last.judge_verdict)} ", style="dim")
                 text.append(mark, style=f"bold {style}")
+        self._text = text
         self.update(text)
