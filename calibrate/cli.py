@@ -434,9 +434,10 @@ def annotate_options(command):
 
 @cli.command(name="annotate")
 @annotate_options
+@click.option("--tab", hidden=True, help="The browser tab this app serves (set by `calibrate serve`).")
 @pass_ctx
 def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blind=False, order="in-order",
-                     overlap=1, seed=0, guidelines=None, keymap=None):
+                     overlap=1, seed=0, guidelines=None, keymap=None, tab=None):
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
@@ -446,7 +447,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, judge=judge,
-                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap)
+                       blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines, keymap_file=keymap,
+                       tab=tab)
     app.run()
     progress = app.session.progress()
     console.print(safe_text(f"{annotator}: {app.session.decisions_here} decisions saved in {ctx.db_path} "
@@ -457,16 +459,22 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, judge=None, blin
 @cli.command(name="serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--annotators", "annotators_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='TOML of name = "token" lines: each person gets their own URL (default: one random token, '
+                   "and each tab asks who is labelling).")
+@click.option("--max-connections", type=click.IntRange(1), default=16, show_default=True, help="Tabs connected at once.")
 @annotate_options
 @pass_ctx
-def serve_command(ctx, host, port, **options):
-    """Serve the annotation app in a browser (textual-serve)."""
-    import shlex
+def serve_command(ctx, host, port, annotators_file, max_connections, **options):
+    """Serve the annotation app in a browser, behind a login token.
 
-    from textual_serve.server import Server
+    Prints the URL to open (…/?token=…); anything without the token gets 403. Each tab is one
+    annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
+    from calibrate.serve import CalibrateServer, Logins, is_loopback
 
-    options = {**options, "annotator": ctx.settings.with_flags(annotator=options["annotator"]).get("annotator"),
-               "keymap": ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")}
+    logins = Logins.from_file(annotators_file) if annotators_file else Logins()
+    annotator = options.pop("annotator")
+    options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]
@@ -476,8 +484,15 @@ def serve_command(ctx, host, port, **options):
             continue
         flag = "--" + name.replace("_", "-")
         args += [flag] if value is True else [flag, str(value)]
-    console.print(f"serving calibrate on http://{host}:{port} (Ctrl-C stops)")
-    Server(shlex.join(args), host=host, port=port, title="calibrate").serve()
+    if not is_loopback(host):
+        err_console.print(f"warning: binding {host} lets anyone who can reach this machine try to connect; "
+                          "the token is the only protection and travels unencrypted over http", style="bold yellow")
+    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    console.print("serving calibrate (Ctrl-C stops); open:")
+    for person, url in logins.urls(base):
+        console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
+    CalibrateServer(args, host=host, port=port, logins=logins, max_connections=max_connections,
+                    annotator=annotator).serve()
 
 
 # -- judge ---------------------------------------------------------------------------------------

@@ -34,6 +34,12 @@ NOTE_ACTION = "note"
 ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 
 
+def lease_holder(annotator: str, tab: str | None = None) -> str:
+    """Who holds a lease: the annotator, or one browser tab of theirs (`calibrate serve`), so two
+    tabs of one annotator never work on the same item."""
+    return f"{annotator} @{tab}" if tab else annotator
+
+
 def now_iso() -> str:
     """The current UTC time, ISO 8601 with microseconds (how every timestamp is stored; text
     order is time order, also beside older millisecond stamps)."""

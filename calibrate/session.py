@@ -8,10 +8,11 @@ directly, and decisions are committed to SQLite before the next item is shown.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from calibrate.kinds import LabelError, VerdictKind
-from calibrate.model import LABEL_ACTIONS, Item, Judgment
+from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.validate import InputError, check_field_type
@@ -102,6 +103,7 @@ class AnnotationSession:
     overlap: int = 1
     seed: int = 0
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -116,6 +118,8 @@ class AnnotationSession:
         self._queue_cursor = 0
         self._claim_after = 0
         self._shown_at = time.monotonic()
+        self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
+        self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(task=self.task, lang=self.lang)
         self.decided_before = self.store.count_decided(self.annotator, task=self.task, lang=self.lang)
 
@@ -142,7 +146,7 @@ class AnnotationSession:
         if self.order == "in-order":
             item_id = self.store.claim_next(
                 self.annotator, overlap=self.overlap, task=self.task, lang=self.lang,
-                after_id=self._claim_after, lease_seconds=self.lease_seconds,
+                after_id=self._claim_after, lease_seconds=self.lease_seconds, holder=self.holder,
             )
             if item_id is not None:
                 self._claim_after = item_id
@@ -151,7 +155,8 @@ class AnnotationSession:
             self._queue = self._ordered_queue()
         while self._queue_cursor < len(self._queue):
             window = self._queue[self._queue_cursor : self._queue_cursor + 512]
-            item_id = self.store.claim_first(self.annotator, window, overlap=self.overlap, lease_seconds=self.lease_seconds)
+            item_id = self.store.claim_first(self.annotator, window, overlap=self.overlap, lease_seconds=self.lease_seconds,
+                                             holder=self.holder)
             if item_id is not None:
                 self._queue_cursor += window.index(item_id) + 1
                 return item_id
@@ -249,10 +254,13 @@ class AnnotationSession:
             raise SessionError(f"unknown action {action!r}")
         shown = view.judgment.id if view.judgment and not self.blind else None
         first_time = not self.store.has_decision(view.item.id, self.annotator)
+        uid = uuid.uuid4().hex
         self.store.annotate(
             view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
+            uid=uid, holder=self.holder,
         )
+        self._decided_uids.append(uid)
         if first_time:
             self._newly_decided.add(view.item.id)
         self.decisions_here += 1
@@ -275,7 +283,7 @@ class AnnotationSession:
 
     def undo(self) -> ItemView | None:
         """Reverse the latest decision (an appended row) and show that item again."""
-        undone = self.store.undo_last(self.annotator)
+        undone = self.store.undo_last(self.annotator, among=self._decided_uids if self.tab else None)
         if undone is None:
             return None
         if not self.store.has_decision(undone.item_id, self.annotator):
@@ -291,4 +299,4 @@ class AnnotationSession:
 
     def close(self) -> None:
         """Give back this annotator's held items so others can take them."""
-        self.store.release_all(self.annotator)
+        self.store.release_all(self.holder)

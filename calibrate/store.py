@@ -432,9 +432,10 @@ class Store:
         reverts_id: int | None = None,
         uid: str | None = None,
         created_at: str | None = None,
+        holder: str | None = None,
     ) -> int:
         """Append one annotation row (and update the label in force in the same transaction);
-        a decision releases the annotator's lease."""
+        a decision releases the lease of `holder` (default: the annotator)."""
         with self.transaction():
             row_id = self._append_annotation(
                 uid or uuid.uuid4().hex, item_id, judgment_id, annotator, action, label, reverts_id, note, int(blind),
@@ -442,7 +443,7 @@ class Store:
             )
             if action in DECISION_ACTIONS:
                 self.conn.execute(
-                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator)
+                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, holder or annotator)
                 )
             return row_id
 
@@ -732,7 +733,10 @@ class Store:
             SELECT count(DISTINCT a.annotator) FROM annotations a
             WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN (SELECT value FROM json_each(:labels)) AND {IN_FORCE})
           + (SELECT count(*) FROM leases l
-             WHERE l.item_id = i.id AND l.annotator != :me AND l.expires_at > :now) < :overlap
+             WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now) < :overlap
+        AND NOT EXISTS (
+            SELECT 1 FROM leases l WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now
+            AND (l.annotator = :me OR substr(l.annotator, 1, length(:me) + 2) = :me || ' @'))
     """
 
     def claim_next(
@@ -744,10 +748,12 @@ class Store:
         lang: str | None = None,
         after_id: int = 0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        holder: str | None = None,
     ) -> int | None:
         """Lease the next item (in id order, after `after_id`, wrapping round) that this
         annotator has not decided, that fewer than `overlap` other annotators have labelled
-        or hold. A lease expires, so a crashed annotator's items come back."""
+        or hold, and that no other session of this annotator holds (`holder`, see
+        lease_holder). A lease expires, so a crashed annotator's items come back."""
         clauses = ["i.id > :after"]
         if task:
             clauses.append("i.task = :task")
@@ -756,14 +762,14 @@ class Store:
         sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
         with self.transaction():
             now = time.time()
-            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang,
-                      "decides": DECIDES_JSON, "labels": LABELS_JSON}
+            params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap, "task": task,
+                      "lang": lang, "decides": DECIDES_JSON, "labels": LABELS_JSON}
             row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
             if row is None and after_id:
                 row = self.conn.execute(sql, {**params, "after": 0}).fetchone()
             if row is None:
                 return None
-            self._lease(row[0], annotator, now + lease_seconds)
+            self._lease(row[0], holder or annotator, now + lease_seconds)
             return row[0]
 
     def claim_first(
@@ -773,6 +779,7 @@ class Store:
         *,
         overlap: int = 1,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        holder: str | None = None,
     ) -> int | None:
         """Lease the first eligible item of `candidates` (a queue in the caller's order)."""
         with self.transaction():
@@ -780,7 +787,8 @@ class Store:
             for start in range(0, len(candidates), 256):
                 chunk = list(candidates[start : start + 256])
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
-                params = {"me": annotator, "now": now, "overlap": overlap, "decides": DECIDES_JSON, "labels": LABELS_JSON}
+                params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
+                          "decides": DECIDES_JSON, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})
                 eligible = {
                     r[0]
@@ -790,20 +798,21 @@ class Store:
                 }
                 for item_id in chunk:
                     if item_id in eligible:
-                        self._lease(item_id, annotator, now + lease_seconds)
+                        self._lease(item_id, holder or annotator, now + lease_seconds)
                         return item_id
             return None
 
-    def _lease(self, item_id: int, annotator: str, expires_at: float) -> None:
+    def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
             "INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, ?, ?) "
             "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
-            (item_id, annotator, expires_at),
+            (item_id, holder, expires_at),
         )
 
-    def release_all(self, annotator: str) -> None:
+    def release_all(self, holder: str) -> None:
+        """Give back every item this lease holder (an annotator, or one session of one) holds."""
         with self.transaction():
-            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
+            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
 
 
 def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None) -> AgreementData:

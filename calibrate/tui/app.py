@@ -34,12 +34,14 @@ class CalibrateApp(App):
         seed: int = 0,
         guidelines_file: Path | None = None,
         keymap_file: Path | None = None,
+        tab: str | None = None,
     ):
         super().__init__()
         self.db_path = db_path
         self.store = Store(db_path)
         self.templates = templates or TemplateSet()
-        self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed}
+        self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
+                        "tab": tab}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang)
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
