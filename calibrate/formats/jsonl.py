@@ -8,6 +8,8 @@ from pathlib import Path
 
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
 from calibrate.model import NewItem
+from calibrate.validate import InputError
+from calibrate.validate import source_id as valid_id
 
 
 def jsonl_records(
@@ -35,7 +37,11 @@ def jsonl_records(
         if id_field not in obj and require_id:
             yield BadInput(where, f"missing field {id_field!r} (the item's source id)")
             continue
-        source_id = str(obj[id_field]) if id_field in obj else where.rsplit(":", 1)[1]
+        try:
+            source_id = valid_id(obj[id_field], f"field {id_field!r}") if id_field in obj else where.rsplit(":", 1)[1]
+        except InputError as exc:
+            yield BadInput(where, str(exc))
+            continue
         fields = dict(obj)
         fields.pop(id_field, None)
         if judge_output:
