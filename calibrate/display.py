@@ -32,10 +32,10 @@ def safe(text) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
-def safe_json(value) -> str:
-    """`value` as indented JSON that is also terminal-safe: the characters `safe` shows as
-    escapes are written as JSON \\u escapes, so the text stays valid JSON with the same value."""
-    text = json.dumps(value, ensure_ascii=False, indent=2)
+def safe_json(value, indent: int | None = 2) -> str:
+    """`value` as JSON that is also terminal-safe: the characters `safe` shows as escapes are
+    written as JSON \\u escapes, so the text stays valid JSON with exactly the same value."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -48,9 +48,10 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def spreadsheet_safe(value) -> str:
-    """A CSV cell that a spreadsheet will not run as a formula: text starting with = + - @ (or
-    a tab or carriage return) gets a leading apostrophe; numbers such as -0.05 stay numbers."""
-    text = "" if value is None else str(value)
+    """A CSV cell that is terminal-safe (see `safe`) and that a spreadsheet will not run as a
+    formula: text starting with = + - @ gets a leading apostrophe; numbers such as -0.05 stay
+    numbers."""
+    text = safe(value)
     if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _NUMBER.match(text):
         return "'" + text
     return text

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -30,7 +29,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
-from calibrate.display import markdown_safe, safe, spreadsheet_safe
+from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
 from calibrate.store import Store
@@ -459,7 +458,7 @@ def render_csv(report: Report) -> str:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2, allow_nan=False)
+    return safe_json(report.as_dict())
 
 
 def _svg_scale(value: float | None, ci, ceiling: float | None) -> str:
@@ -483,7 +482,7 @@ def _svg_scale(value: float | None, ci, ceiling: float | None) -> str:
 
 
 def render_html(report: Report) -> str:
-    e = html.escape
+    e = lambda value: html.escape(safe(value))  # noqa: E731
     rows = []
     for c, line, row in _lines_with_rows(report):
         kappa = line.stats.kappa if line.stats else None

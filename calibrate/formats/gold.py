@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from collections.abc import Iterator
 
-from calibrate.display import spreadsheet_safe
+from calibrate.display import safe_json, spreadsheet_safe
 from calibrate.store import Store
 
 
@@ -42,7 +41,7 @@ def export_records(store: Store) -> Iterator[dict]:
 def write_jsonl(store: Store, out: io.TextIOBase) -> int:
     n = 0
     for record in export_records(store):
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(safe_json(record, indent=None) + "\n")
         n += 1
     return n
 
