@@ -9,6 +9,8 @@ upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -36,6 +38,8 @@ from calibrate.model import (
 from calibrate.resources import bundled
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+# An item `i` is visible unless the import run that is writing it has not finished.
+VISIBLE = "(i.import_run IS NULL OR i.import_run NOT IN (SELECT id FROM import_runs WHERE finished_at IS NULL))"
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
 # Row `a` gives a label (its action one of the JSON array bound to the next `?`).
@@ -224,22 +228,23 @@ class Store:
 
     # -- items ----------------------------------------------------------------------------
 
-    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False) -> tuple[list[int], int]:
+    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False, run: int | None = None) -> tuple[list[int], int]:
         """Insert items, ignoring ones already present. Returns (their ids in order if
-        `with_ids`, else [], and the number added)."""
+        `with_ids`, else [], and the number added). Items of an import `run` stay hidden until
+        the run finishes."""
         stamp = now_iso()
         rows, hashes = [], []
         for item in items:
             hashes.append(item.content_hash)
             rows.append(
-                (item.task, item.lang, item.source_id, item.fields_json, item.reference, item.content_hash, stamp)
+                (item.task, item.lang, item.source_id, item.fields_json, item.reference, item.content_hash, stamp, run)
             )
         with self.transaction():
             before = self.conn.total_changes
             self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
-                "(task, lang, source_id, fields, reference, content_hash, imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(task, lang, source_id, fields, reference, content_hash, imported_at, import_run) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = self.conn.total_changes - before
@@ -247,6 +252,46 @@ class Store:
                 return [], added
             ids = self._ids_for_hashes(hashes)
         return [ids[h] for h in hashes], added
+
+    # -- import runs -----------------------------------------------------------------------
+
+    def begin_import(self, source: str) -> int:
+        """Record an import run: its items stay hidden from every reader until finish_import.
+        First removes what runs whose process died (a killed import) left behind."""
+        self.clean_dead_imports()
+        with self.transaction():
+            return self.conn.execute(
+                "INSERT INTO import_runs (source, pid, host, started_at) VALUES (?, ?, ?, ?)",
+                (source, os.getpid(), socket.gethostname(), now_iso()),
+            ).lastrowid
+
+    def finish_import(self, run: int) -> None:
+        """Make the run's items visible, all at once. Call inside the transaction that writes
+        the run's last rows."""
+        with self.transaction():
+            self.conn.execute("UPDATE import_runs SET finished_at = ? WHERE id = ?", (now_iso(), run))
+
+    def abandon_import(self, run: int, batch: int = 5000) -> None:
+        """Remove everything an unfinished run wrote (hidden, so removing it in short
+        transactions shows nothing half-done), then the run itself."""
+        while True:
+            with self.transaction():
+                ids = [r[0] for r in self.conn.execute("SELECT id FROM items WHERE import_run = ? LIMIT ?", (run, batch))]
+                if not ids:
+                    self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
+                    return
+                marks = ",".join("?" * len(ids))
+                self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
+                self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids)
+
+    def clean_dead_imports(self) -> int:
+        """Abandon the unfinished runs of this machine whose process is gone. Returns how many."""
+        here = socket.gethostname()
+        dead = [r["id"] for r in self.conn.execute("SELECT id, pid, host FROM import_runs WHERE finished_at IS NULL")
+                if r["host"] == here and not _process_alive(r["pid"])]
+        for run in dead:
+            self.abandon_import(run)
+        return len(dead)
 
     def _ids_for_hashes(self, hashes: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -260,13 +305,13 @@ class Store:
         return found
 
     def item(self, item_id: int) -> Item | None:
-        row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+        row = self.conn.execute(f"SELECT * FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
         return _item(row) if row else None
 
     def source_index(self, task: str, lang: str) -> dict[str, int]:
         """source_id -> latest item id, for one task and language (joins by source id)."""
         rows = self.conn.execute(
-            "SELECT source_id, max(id) AS id FROM items WHERE task = ? AND lang = ? GROUP BY source_id",
+            f"SELECT source_id, max(id) AS id FROM items i WHERE task = ? AND lang = ? AND {VISIBLE} GROUP BY source_id",
             (task, lang),
         )
         return {r["source_id"]: r["id"] for r in rows}
@@ -306,7 +351,7 @@ class Store:
 
     @staticmethod
     def _item_filter(task, lang, status, judge) -> tuple[str, list]:
-        clauses, params = ["1"], []
+        clauses, params = [VISIBLE], []
         if task:
             clauses.append("i.task = ?")
             params.append(task)
@@ -336,7 +381,7 @@ class Store:
     def status_counts(self) -> list[dict]:
         """Per task x language: items, judged, unparsed, errors (an error a later judgment by the
         same judge has put right does not count), labelled (by anyone)."""
-        sql = """
+        sql = f"""
         SELECT i.task, i.lang, count(*) AS items,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
@@ -344,7 +389,7 @@ class Store:
                         AND NOT EXISTS (SELECT 1 FROM judgments k WHERE k.item_id = i.id AND k.judge_name = j.judge_name
                                         AND k.status != 'error' AND k.id > j.id))) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
-        FROM items i GROUP BY i.task, i.lang ORDER BY i.task, i.lang
+        FROM items i WHERE {VISIBLE} GROUP BY i.task, i.lang ORDER BY i.task, i.lang
         """
         return [dict(r) for r in self.conn.execute(sql)]
 
@@ -404,11 +449,11 @@ class Store:
 
     def latest_verdicts(self, judge: str | None = None) -> list[dict]:
         """The newest judgment per (item, judge): what agreement compares with humans."""
-        sql = """
+        sql = f"""
         SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
                i.task, i.lang, i.reference
         FROM judgments j JOIN items i ON i.id = j.item_id
-        WHERE j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
+        WHERE {VISIBLE} AND j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
         """
         params: list = []
         if judge:
@@ -589,7 +634,7 @@ class Store:
 
     def item_rows(self) -> Iterator[sqlite3.Row]:
         """Every item row in id order, streamed (merge reads another database with it)."""
-        yield from self.conn.execute("SELECT * FROM items ORDER BY id")
+        yield from self.conn.execute(f"SELECT * FROM items i WHERE {VISIBLE} ORDER BY id")
 
     def judgment_rows(self) -> Iterator[sqlite3.Row]:
         """Every judgment row with its item's content hash, in id order, streamed."""
@@ -611,7 +656,9 @@ class Store:
         found: dict[str, tuple[int, str, str]] = {}
         for chunk in _chunks(list(set(hashes)), 500):
             marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(f"SELECT id, task, lang, content_hash FROM items WHERE content_hash IN ({marks})", chunk):
+            for r in self.conn.execute(
+                f"SELECT id, task, lang, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}", chunk
+            ):
                 found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
         return found
 
@@ -759,7 +806,8 @@ class Store:
             clauses.append("i.task = :task")
         if lang:
             clauses.append("i.lang = :lang")
-        sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
+        sql = (f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {VISIBLE} AND {self._ELIGIBLE} "
+               "ORDER BY i.id LIMIT 1")
         with self.transaction():
             now = time.time()
             params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap, "task": task,
@@ -793,7 +841,7 @@ class Store:
                 eligible = {
                     r[0]
                     for r in self.conn.execute(
-                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {self._ELIGIBLE}", params
+                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {VISIBLE} AND {self._ELIGIBLE}", params
                     )
                 }
                 for item_id in chunk:
@@ -824,7 +872,7 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
     c.execute(
         "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, v.verdict "
         "FROM (SELECT item_id, judge_name, status, verdict, max(id) FROM judgments "
-        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id",
+        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id WHERE {VISIBLE}",
         params + judge_params,
     )
     c.execute(f"CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM current_labels WHERE {where}", params)
@@ -868,6 +916,16 @@ def _agreement_part(c: sqlite3.Connection, judge: str | None, bounds: tuple[int,
     finally:
         for table in ("labels_now", "verdicts_now", "shared_items"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _chunks(values: list, size: int) -> Iterator[list]:

@@ -23,6 +23,14 @@ CREATE TABLE annotations (
     seconds_spent REAL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE import_runs (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,               -- what was imported (the command and file)
+    pid INTEGER NOT NULL,               -- the importing process, to tell a dead run from a running one
+    host TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT                    -- NULL while running: its items are hidden
+);
 CREATE TABLE items (
     id INTEGER PRIMARY KEY,
     task TEXT NOT NULL,                 -- family/name, e.g. c3/heterograph, superglue/boolq
@@ -32,7 +40,7 @@ CREATE TABLE items (
     reference TEXT,                     -- reference answer or gold label, as text
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
-);
+, import_run INTEGER REFERENCES import_runs (id));
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
@@ -77,6 +85,8 @@ CREATE TABLE leases (
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
+CREATE INDEX items_by_import_run ON items (import_run) WHERE import_run IS NOT NULL;
 CREATE INDEX items_by_source_id ON items (source_id);
 CREATE INDEX items_by_task_lang ON items (task, lang);
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);

@@ -323,3 +323,48 @@ def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
         'required = ["content"]\nverdict = "yes_no_en"\n')
     with pytest.raises(TemplateError, match="required field 'content' has no type"):
         TemplateSet([tmp_path / "mine"])
+
+
+# -- imports are recorded runs in short transactions ---------------------------------------------
+
+
+def lexical_lines(n: int, start: int = 0) -> list[dict]:
+    return [{"id": f"s{k}", "content": f"sentence {k}", "notation": "n", "response": "r"} for k in range(start, start + n)]
+
+
+def test_a_bad_line_after_committed_batches_still_imports_nothing(calibrate, tmp_path):
+    from calibrate.formats import BATCH
+
+    f = write_jsonl(tmp_path / "in.jsonl", [*lexical_lines(BATCH * 2 + 5), "{broken"])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and f"in.jsonl:{BATCH * 2 + 6}: malformed JSON" in out.output
+    store = Store(calibrate.db)
+    assert counts(calibrate.db) == (0, 0, 0), "the run's batches were rolled back"
+    assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
+
+
+def test_a_killed_import_leaves_nothing_visible_and_the_next_import_removes_it(calibrate, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    big = write_jsonl(tmp_path / "big.jsonl", lexical_lines(200_000))
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1, start=10**6))),
+              "--task", "c3/lexical", "--lang", "en")
+    proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(calibrate.db), "import", "jsonl", str(big),
+                             "--task", "c3/lexical", "--lang", "en"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(calibrate.db)
+    deadline = time.monotonic() + 60
+    while store.conn.execute("SELECT count(*) FROM items").fetchone()[0] < 5000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = store.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    assert 5000 <= written < 200_001, "the import was killed half-way"
+    assert store.count_items() == 1 and [c["items"] for c in store.status_counts()] == [1], "nothing of it is visible"
+    assert store.claim_next("ana") == store.item_ids()[0]
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "two.jsonl", lexical_lines(1, start=2 * 10**6))),
+              "--task", "c3/lexical", "--lang", "en")
+    assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 2, "the dead run's rows are gone"

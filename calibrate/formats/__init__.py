@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judging import judgment_from_output
-from calibrate.model import CalibrateError, ImportCounts, Item, NewItem, dump_json
+from calibrate.model import CalibrateError, ImportCounts, Item, NewItem, NewJudgment, dump_json
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateError, TemplateSet
 from calibrate.validate import (
@@ -194,63 +194,77 @@ def import_records(
     templates: TemplateSet,
     *,
     skip_bad: bool = False,
+    source: str = "import",
 ) -> ImportReport:
-    """Store records atomically. Raises ImportFailed (nothing stored) on the first bad input
-    unless `skip_bad`."""
+    """Store records as one recorded import run. Raises ImportFailed (nothing stored) on the
+    first bad input unless `skip_bad`.
+
+    New items (and their judgments) are written in short transactions of BATCH records, so
+    annotators and judge runs are never locked out for long; they stay hidden until the run
+    finishes. Judgments attached to items already present are written with the finish, in the
+    same transaction. A failed or interrupted import is rolled back; one that was killed is
+    rolled back by the next import (Store.clean_dead_imports)."""
     report = ImportReport()
     index = ItemIndex(store)
     batch: list[Record] = []
-    attached: list[tuple[Item, Record]] = []
+    attached: list[NewJudgment] = []
+    run = store.begin_import(source)
+
+    def judgment(item_id: int, item, record: Record) -> NewJudgment:
+        return judgment_from_output(
+            item_id, item, templates, record.judge_name or "imported", record.judge_output,
+            family=record.template_family, params=record.judge_params, error=record.judge_error,
+        )
 
     def flush() -> None:
-        new = [r for r in batch if r.item is not None]
-        with_judgments = any(r.judge_output is not None or r.judge_error for r in new)
-        ids, added = store.add_items([r.item for r in new], with_ids=with_judgments) if new else ([], 0)
-        report.counts.items_added += added
-        report.counts.items_existing += len(new) - added
-        targets = [(item_id, r.item, r) for item_id, r in zip(ids, new, strict=True)] if with_judgments else []
-        targets += [(item.id, item, r) for item, r in attached]
-        judgments = [
-            judgment_from_output(
-                item_id, item, templates, record.judge_name or "imported", record.judge_output,
-                family=record.template_family, params=record.judge_params, error=record.judge_error,
-            )
-            for item_id, item, record in targets
-            if record.judge_output is not None or record.judge_error
-        ]
-        if judgments:
-            report.counts.judgments_added += store.add_judgments(judgments)
+        with_judgments = any(r.judge_output is not None or r.judge_error for r in batch)
+        with store.transaction():
+            ids, added = store.add_items([r.item for r in batch], with_ids=with_judgments, run=run) if batch else ([], 0)
+            report.counts.items_added += added
+            report.counts.items_existing += len(batch) - added
+            if with_judgments:
+                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True)
+                       if r.judge_output is not None or r.judge_error]
+                report.counts.judgments_added += store.add_judgments(new)
         batch.clear()
-        attached.clear()
 
     try:
-        with store.transaction():
-            for record in records:
-                if isinstance(record, Record) and record.ref is not None:
-                    found = index.resolve(record.ref)
-                    if isinstance(found, str):
-                        record = BadInput(record.location, found)
-                    else:
-                        attached.append((found, record))
-                elif isinstance(record, Record):
-                    try:
-                        template = check_item(templates, record.item)
-                    except ValueError as exc:
-                        record = BadInput(record.location, str(exc))
-                    else:
-                        fill_reference(record.item, template)
-                if isinstance(record, BadInput):
-                    if not skip_bad:
-                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
-                    report.skipped.append(record)
+        for record in records:
+            if isinstance(record, Record) and record.ref is not None:
+                found = index.resolve(record.ref)
+                if isinstance(found, str):
+                    record = BadInput(record.location, found)
+                else:
+                    report.records += 1
+                    if record.judge_output is not None or record.judge_error:
+                        attached.append(judgment(found.id, found, record))
                     continue
-                report.records += 1
-                batch.append(record)
-                if len(batch) >= BATCH:
-                    flush()
-            flush()
-            if report.records == 0:
-                raise ImportFailed("no valid records; nothing was imported")
+            elif isinstance(record, Record):
+                try:
+                    template = check_item(templates, record.item)
+                except ValueError as exc:
+                    record = BadInput(record.location, str(exc))
+                else:
+                    fill_reference(record.item, template)
+            if isinstance(record, BadInput):
+                if not skip_bad:
+                    raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                report.skipped.append(record)
+                continue
+            report.records += 1
+            batch.append(record)
+            if len(batch) >= BATCH:
+                flush()
+        flush()
+        if report.records == 0:
+            raise ImportFailed("no valid records; nothing was imported")
+        with store.transaction():
+            report.counts.judgments_added += store.add_judgments(attached) if attached else 0
+            store.finish_import(run)
     except TemplateError as exc:
+        store.abandon_import(run)
         raise ImportFailed(str(exc)) from None
+    except BaseException:
+        store.abandon_import(run)
+        raise
     return report
