@@ -75,6 +75,7 @@ class Decision:
     action: str
     label: str | None
     judge_verdict: str | None
+    uid: str = ""  # of the annotation row that recorded it
 
     @property
     def agrees(self) -> bool | None:
@@ -264,7 +265,7 @@ class AnnotationSession:
         if first_time:
             self._newly_decided.add(view.item.id)
         self.decisions_here += 1
-        self.last_decision = Decision(view.item.id, action, label, view.verdict)
+        self.last_decision = Decision(view.item.id, action, label, view.verdict, uid)
         return self.last_decision
 
     def _check_label(self, view: ItemView, label: str | None) -> str:

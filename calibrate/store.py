@@ -802,23 +802,34 @@ class Store:
         or hold, and that no other session of this annotator holds (`holder`, see
         lease_holder). A lease expires, so a crashed annotator's items come back."""
         clauses = ["i.id > :after"]
+        # with task and lang, the (task, lang) index walks in id order; with one of them alone it
+        # would sort every match of the cell, so walk the id order instead (the unary +)
+        plus = "" if task and lang else "+"
         if task:
-            clauses.append("i.task = :task")
+            clauses.append(f"{plus}i.task = :task")
         if lang:
-            clauses.append("i.lang = :lang")
+            clauses.append(f"{plus}i.lang = :lang")
         sql = (f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {VISIBLE} AND {self._ELIGIBLE} "
                "ORDER BY i.id LIMIT 1")
-        with self.transaction():
-            now = time.time()
-            params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap, "task": task,
-                      "lang": lang, "decides": DECIDES_JSON, "labels": LABELS_JSON}
-            row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
-            if row is None and after_id:
-                row = self.conn.execute(sql, {**params, "after": 0}).fetchone()
+        recheck = f"SELECT 1 FROM items i WHERE i.id = :id AND {VISIBLE} AND {self._ELIGIBLE}"
+        params = {"me": annotator, "holder": holder or annotator, "overlap": overlap, "task": task, "lang": lang,
+                  "decides": DECIDES_JSON, "labels": LABELS_JSON}
+        after, wrapped = after_id, not after_id
+        while True:
+            # find a candidate outside the write lock, then lease it if it is still free: the
+            # lock is held for a lookup by id, not for the search
+            row = self.conn.execute(sql, {**params, "now": time.time(), "after": after}).fetchone()
             if row is None:
-                return None
-            self._lease(row[0], holder or annotator, now + lease_seconds)
-            return row[0]
+                if wrapped:
+                    return None
+                after, wrapped = 0, True
+                continue
+            with self.transaction():
+                now = time.time()
+                if self.conn.execute(recheck, {**params, "now": now, "id": row[0]}).fetchone():
+                    self._lease(row[0], holder or annotator, now + lease_seconds)
+                    return row[0]
+            after = row[0]
 
     def claim_first(
         self,
