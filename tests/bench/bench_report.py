@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from calibrate.model import digest, now_iso
 from calibrate.report import build_report
-from calibrate.store import Store, digest, now_iso
+from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
 TASKS = [f"bench/task-{k:02d}" for k in range(20)]
@@ -44,6 +45,12 @@ def make_db(path: Path, n: int) -> None:
     c.executemany(
         "INSERT INTO annotations (uid, item_id, annotator, action, label, created_at) VALUES (?,?,?,?,?,?)",
         ((f"a{k}", k + 1, f"ann{k % 3}", "label", "yes" if human[k] else "no", stamp) for k in range(n)),
+    )
+    # the store keeps each annotator's label in force beside every appended annotation: these
+    # raw inserts add the rows it would (one label per item and annotator here)
+    c.executemany(
+        "INSERT INTO labels_in_force (item_id, annotator, label, action, annotation_uid, decided_at) VALUES (?,?,?,?,?,?)",
+        ((k + 1, f"ann{k % 3}", "yes" if human[k] else "no", "label", f"a{k}", stamp) for k in range(n)),
     )
     c.execute("COMMIT")
     store.close()
