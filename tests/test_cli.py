@@ -6,9 +6,11 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
+import calibrate
 from calibrate.cli import cli
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -23,8 +25,10 @@ def test_calibrate_db_env_var_chooses_the_file(tmp_path, monkeypatch):
 
 
 def test_default_database_is_calibrate_db_in_the_working_directory(tmp_path):
+    # PYTHONPATH: the calibrate under test, not whichever one the interpreter has installed
+    checkout = str(Path(calibrate.__file__).resolve().parents[1])
     result = subprocess.run([sys.executable, "-m", "calibrate", "status", "--json"], cwd=tmp_path,
-                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": checkout})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [] and (tmp_path / "calibrate.db").exists()
 

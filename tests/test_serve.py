@@ -98,3 +98,15 @@ def test_two_tabs_of_one_annotator_never_share_an_item_and_undo_their_own(demo_d
     undone = first.undo()
     assert undone.item.id == one.item.id, "the first tab undoes its own decision, not the second tab's later one"
     assert store.current_label(two.item.id, "ana") == "no"
+
+
+def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
+    from calibrate.serve import is_loopback
+    from tests.conftest import Calibrate
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    monkeypatch.setattr(CalibrateServer, "serve", lambda self: None)  # print, do not run
+    out = Calibrate(demo_db)("serve", "--host", "0.0.0.0", "--port", "8123")
+    assert "warning: binding 0.0.0.0" in out.output and "http://0.0.0.0:8123/?token=" in out.output
+    assert "warning" not in Calibrate(demo_db)("serve").output

@@ -19,7 +19,7 @@ def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
 
 def test_fresh_database_is_migrated_to_the_documented_schema(tmp_path):
     store = Store(tmp_path / "x.db")
-    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0005_import_runs"]
+    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0006_import_runs"]
     assert store.schema_sql() == SCHEMA_DUMP.read_text(encoding="utf-8"), (
         "db/schema.sql is out of date: regenerate it with "
         "`python -c 'from calibrate.store import Store; print(Store().schema_sql(), end=\"\")' > db/schema.sql`"
@@ -32,7 +32,7 @@ def test_fresh_database_is_migrated_to_the_documented_schema(tmp_path):
 def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "x.db").close()
     store = Store(tmp_path / "x.db")
-    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0005_import_runs"]
+    assert store.applied_migrations() == ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0006_import_runs"]
 
 
 def test_adding_the_same_items_again_is_a_no_op(store):

@@ -1,7 +1,7 @@
--- 0005_import_runs: an import is a recorded run, written in short transactions. Items it adds
+-- 0006_import_runs: an import is a recorded run, written in short transactions. Items it adds
 -- carry its id and stay hidden from every reader until the run is finished, so a long import
 -- never holds the write lock for long, yet a failed or killed import leaves nothing visible
--- (the next import removes what a dead run wrote). Numbered 5: 4 is taken by another change.
+-- (the next import removes what a dead run wrote). Numbered 6: 4 and 5 are taken by other changes.
 
 CREATE TABLE import_runs (
     id INTEGER PRIMARY KEY,
