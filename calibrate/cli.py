@@ -22,9 +22,11 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from calibrate.display import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.judge_reliability import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.model import CalibrateError, check_system
+from calibrate.redact import redact_url
 from calibrate.settings import Settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -48,6 +50,7 @@ class Context:
     def store(self) -> Store:
         if self._store is None:
             self._store = Store(self.db_path)
+            self._store.on_wait = _say_waiting
         return self._store
 
     @property
@@ -69,6 +72,13 @@ class Context:
             self._store = None
 
 
+def _say_waiting(seconds: float) -> None:
+    """Another writer holds the database: say so when a wait starts (the first call of each wait
+    comes at 0 s), then keep waiting."""
+    if seconds < 0.1:
+        err_console.print("waiting for the database (another writer holds it)…", style="dim")
+
+
 pass_ctx = click.make_pass_decorator(Context)
 
 
@@ -80,7 +90,10 @@ class CalibrateGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CalibrateError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(safe(str(exc))) from None
+        except click.ClickException as exc:
+            exc.message = safe(exc.message)
+            raise
 
 
 @click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -126,15 +139,20 @@ def byte_progress(total: int, description: str, unit: str = "bytes"):
         yield lambda n: bar.advance(task, n)
 
 
+def safe_text(text, style: str = "") -> Text:
+    """Text from data for the console: terminal-safe (display.safe) and never read as markup."""
+    return Text(safe(text), style=style)
+
+
 def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], ensure_ascii=False, indent=2))
+        click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
-    table = Table(title=title)
+    table = Table(title=safe(title))
     for n, column in enumerate(columns):
-        table.add_column(column, overflow="fold", no_wrap=n < 2)
+        table.add_column(safe(column), overflow="fold", no_wrap=n < 2)
     for row in rows:
-        table.add_row(*[Text(str(v) if v is not None else "") for v in row])
+        table.add_row(*[safe_text(v) for v in row])
     console.print(table)
 
 
@@ -144,9 +162,9 @@ AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a l
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
     for bad in report.skipped:
-        err_console.print(Text(f"skipped {bad}", style="yellow"))
+        err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
-        err_console.print(Text(f"no audio: {missing} (item imported without it)", style="yellow"))
+        err_console.print(safe_text(f"no audio: {missing} (item imported without it)", style="yellow"))
     if len(report.without_audio) > AUDIO_PROBLEMS_SHOWN:
         err_console.print(Text(f"no audio: … and {len(report.without_audio) - AUDIO_PROBLEMS_SHOWN} more", style="yellow"))
     counts = report.counts
@@ -391,12 +409,12 @@ def templates_list(ctx, as_json):
 def templates_show(ctx, template_id):
     """Print one template: its manifest entry, system prompt and prompt text."""
     t = ctx.templates.get(template_id)
-    click.echo(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}")
-    click.echo(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}")
-    click.echo(f"version: {t.version}\nsource: {t.source}\n")
+    click.echo(safe(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}"))
+    click.echo(safe(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}"))
+    click.echo(safe(f"version: {t.version}\nsource: {t.source}\n"))
     if t.system:
-        click.echo(f"--- system ---\n{t.system}\n")
-    click.echo(f"--- prompt ---\n{t.text}" if t.has_prompt else "(no judge prompt: humans decide this task)")
+        click.echo(safe(f"--- system ---\n{t.system}\n"))
+    click.echo(safe(f"--- prompt ---\n{t.text}") if t.has_prompt else "(no judge prompt: humans decide this task)")
 
 
 @cli.command(name="render")
@@ -426,12 +444,12 @@ def render_command(ctx, item_id, variant, judge):
         click.echo(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text())
         return
     if not template.has_prompt:
-        click.echo(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it.")
-        click.echo(json.dumps(item.fields, ensure_ascii=False, indent=2))
+        click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it."))
+        click.echo(safe_json(item.fields))
         return
     how = "the --variant" if variant else "no judgment yet: the default"
-    err_console.print(Text(f"{how} template {template.id}, rendered now", style="dim"))
-    click.echo(render_for(ctx.templates, item, variant).as_text())
+    err_console.print(safe_text(f"{how} template {template.id}, rendered now", style="dim"))
+    click.echo(safe(render_for(ctx.templates, item, variant).as_text()))
 
 
 @cli.command(name="parse")
@@ -479,7 +497,7 @@ def demo_command(click_ctx, no_tui):
 
     ctx = click_ctx.find_object(Context)
     summary = load_demo(ctx.store, ctx.templates)
-    console.print(f"demo data in {ctx.db_path}: {summary}")
+    console.print(safe_text(f"demo data in {ctx.db_path}: {summary}"))
     if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():
         click_ctx.invoke(status_command, as_json=False)
         return
@@ -521,9 +539,10 @@ def annotate_options(command):
 
 @cli.command(name="annotate")
 @annotate_options
+@click.option("--tab", hidden=True, help="The browser tab this app serves (set by `calibrate serve`).")
 @pass_ctx
 def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, judge=None, blind=False, order="in-order",
-                     overlap=1, seed=0, guidelines=None, keymap=None, require_listen=False, audio_root=None):
+                     overlap=1, seed=0, guidelines=None, keymap=None, require_listen=False, audio_root=None, tab=None):
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
@@ -536,27 +555,33 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
-                       keymap_file=keymap, require_listen=require_listen, audio_root=audio_root)
+                       keymap_file=keymap, require_listen=require_listen, audio_root=audio_root, tab=tab)
     app.run()
     progress = app.session.progress()
-    console.print(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
-                  f"({progress.labelled}/{progress.total} items labelled in the last queue). "
-                  f"See agreement with: calibrate --db {ctx.db_path} report")
+    console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
+                            f"({progress.labelled}/{progress.total} items labelled in the last queue). "
+                            f"See agreement with: calibrate --db {ctx.db_path} report"))
 
 
 @cli.command(name="serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--annotators", "annotators_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='TOML of name = "token" lines: each person gets their own URL (default: one random token, '
+                   "and each tab asks who is labelling).")
+@click.option("--max-connections", type=click.IntRange(1), default=16, show_default=True, help="Tabs connected at once.")
 @annotate_options
 @pass_ctx
-def serve_command(ctx, host, port, **options):
-    """Serve the annotation app in a browser (textual-serve)."""
-    import shlex
+def serve_command(ctx, host, port, annotators_file, max_connections, **options):
+    """Serve the annotation app in a browser, behind a login token.
 
-    from textual_serve.server import Server
+    Prints the URL to open (…/?token=…); anything without the token gets 403. Each tab is one
+    annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
+    from calibrate.serve import CalibrateServer, Logins, is_loopback
 
-    options = {**options, "annotator": ctx.settings.with_flags(annotator=options["annotator"]).get("annotator"),
-               "keymap": ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")}
+    logins = Logins.from_file(annotators_file) if annotators_file else Logins()
+    annotator = options.pop("annotator")
+    options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]
@@ -566,8 +591,15 @@ def serve_command(ctx, host, port, **options):
             continue
         flag = "--" + name.replace("_", "-")
         args += [flag] if value is True else [flag, str(value)]
-    console.print(f"serving calibrate on http://{host}:{port} (Ctrl-C stops)")
-    Server(shlex.join(args), host=host, port=port, title="calibrate").serve()
+    if not is_loopback(host):
+        err_console.print(f"warning: binding {host} lets anyone who can reach this machine try to connect; "
+                          "the token is the only protection and travels unencrypted over http", style="bold yellow")
+    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    console.print("serving calibrate (Ctrl-C stops); open:")
+    for person, url in logins.urls(base):
+        console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
+    CalibrateServer(args, host=host, port=port, logins=logins, max_connections=max_connections,
+                    annotator=annotator).serve()
 
 
 # -- judge ---------------------------------------------------------------------------------------
@@ -634,16 +666,17 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
     for problem in summary.not_renderable:
-        err_console.print(Text(f"cannot render {problem}", style="yellow"))
+        err_console.print(safe_text(f"cannot render {problem}", style="yellow"))
     if export_batch:
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         return
     if repeat == 1:
-        console.print(f"{len(jobs)} items to judge with {config.name}; {summary.skipped_done} already judged (no call)")
+        console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
+                                f"{summary.skipped_done} already judged (no call)"))
     else:
-        console.print(f"{len(jobs)} samples to ask ({repeat} per item) with {config.name}; "
-                      f"{summary.skipped_done} already judged (no call)")
+        console.print(safe_text(f"{len(jobs)} samples to ask ({repeat} per item) with {config.name} at "
+                                f"{redact_url(config.url)}; {summary.skipped_done} already judged (no call)"))
     columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                RateColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
@@ -655,18 +688,28 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except JudgeRefused as exc:
             refused = exc
-    _print_judge_summary(summary)
     if refused is not None:
+        _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refused}. {summary.stored} judgments were stored.")
     if summary.interrupted:
+        _print_judge_summary(summary, check=False)
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
+    _print_judge_summary(summary)
 
 
-def _print_judge_summary(summary) -> None:
+def _print_judge_summary(summary, check: bool = True) -> None:
+    """The per-cell table and totals; then, if any item ended in error, the reasons grouped and
+    a non-zero exit (a run with errors did not succeed, even if it stored something)."""
     rows = summary.table()
     if rows:
         print_table("judged", ["task", "lang", "verdicts", "unparsed", "errors"], rows, False)
     console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")
+    if summary.errors and check:
+        for reason, n in summary.errors.most_common():
+            err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
+        total = sum(summary.errors.values())
+        raise click.ClickException(f"{total} of {summary.stored} items ended in error (stored as errors; "
+                                   "the next run asks for them again)")
 
 
 # -- measure -------------------------------------------------------------------------------------
@@ -832,26 +875,39 @@ def import_labels_command(ctx, file, skip_bad):
 
     added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in skipped:
-        err_console.print(Text(f"skipped {bad}", style="yellow"))
+        err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     console.print(f"{added} labels added, {len(skipped)} skipped")
 
 
 @cli.command(name="merge")
-@click.argument("other", type=click.Path(exists=True, dir_okay=False))
+@click.argument("other", type=click.Path(dir_okay=False))
 @pass_ctx
 def merge_command(ctx, other):
     """Fold another calibrate database into this one.
 
     For an offline annotator's copy: items by content hash, judgments and annotations by uid, so
-    running it twice adds nothing."""
+    running it twice adds nothing. OTHER is only read, never changed; rows that fail validation
+    are refused and listed. The label in force is the latest decision by time, whichever file
+    it came from."""
+    from calibrate.merge import merge_database
+
     if Path(other).resolve() == Path(ctx.db_path).resolve():
         raise click.ClickException("cannot merge a database into itself")
-    other_store = Store(other)
+    other_store = Store.open_other(other)
     try:
-        added = ctx.store.merge_from(other_store)
+        report = merge_database(ctx.store, other_store, ctx.templates)
     finally:
         other_store.close()
-    console.print(f"merged {other}: {added['items']} items, {added['judgments']} judgments, {added['annotations']} annotations added")
+    added = report.added
+    console.print(safe_text(f"merged {other}: {added['items']} items, {added['judgments']} judgments, "
+                            f"{added['annotations']} annotations added"))
+    if report.refused:
+        counts = ", ".join(f"{n} {table}s" for table, n in sorted(report.refused.items()))
+        err_console.print(safe_text(f"refused {counts} from {other}:", style="yellow"))
+        for example in report.examples:
+            err_console.print(safe_text(f"  {example}"))
+        if sum(report.refused.values()) > len(report.examples):
+            err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
 
 
 @cli.group(name="export", invoke_without_command=True)
@@ -918,7 +974,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
-            console.print(f"{target / path if len(judges) > 1 else path}: {len(records)} records")
+            console.print(safe_text(f"{target / path if len(judges) > 1 else path}: {len(records)} records"))
         if judge:
             results[judge] = written
     if not results:

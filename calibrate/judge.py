@@ -7,7 +7,9 @@ again. `repeat` asks each item K times under that one key (test-retest consisten
 from agreement among repeats); each answer is stored with its sample index 0..K-1, and a resumed
 run asks only the samples still missing. Faults (429, 5xx, timeouts, refused connections, malformed bodies, empty content) get
 bounded retries with backoff; after that the item is stored as an error and the run goes on.
-The API key is read from the environment and never stored. The rule judge (SuperGLUE) parses
+The API key is read from the environment and never stored: it and any credentials in the base
+URL are blanked out of everything stored or printed (error bodies that echo them included).
+The judge's identity includes the server (host and port). The rule judge (SuperGLUE) parses
 the model-under-test's own response offline, following seed 004's parsing rules.
 """
 
@@ -22,15 +24,19 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import openai
 
 from calibrate.judging import judgment_from_output, parse_output
 from calibrate.model import Item, NewJudgment, judge_key
+from calibrate.redact import Redactor, redact_url, url_credentials
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RULE_JUDGE = "rule"
 RULE_PARAMS = {"rule": "superglue seed-004 answer parsing"}
 
@@ -61,6 +67,23 @@ class JudgeConfig:
     def api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "not-needed"
 
+    @property
+    def url(self) -> str:
+        """The server URL the client will use (the openai client's own default when unset)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+    @property
+    def server(self) -> str:
+        """host:port of the judge server: part of the judge's identity."""
+        parts = urlsplit(self.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"{parts.hostname or ''}:{port}"
+
+    @cached_property
+    def redact(self) -> Redactor:
+        """Blanks the API key and the URL's credentials out of text."""
+        return Redactor([os.environ.get(self.api_key_env), *url_credentials(self.url)])
+
 
 @dataclass
 class Job:
@@ -84,11 +107,17 @@ class RunSummary:
     not_renderable: list[str] = field(default_factory=list)
     stored: int = 0
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n
+    errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
+    error_examples: dict = field(default_factory=dict)  # reason -> one full error message
     interrupted: bool = False
 
-    def count(self, item: Item, status: str) -> None:
+    def count(self, item: Item, status: str, error: str | None = None) -> None:
         self.stored += 1
         self.cells[(item.task, item.lang, status)] += 1
+        if status == "error":
+            reason = (error or "unknown error").split(":", 1)[0]
+            self.errors[reason] += 1
+            self.error_examples.setdefault(reason, error or "")
 
     def table(self) -> list[list]:
         cells = sorted({(t, lang) for t, lang, _ in self.cells})
@@ -124,7 +153,7 @@ def plan_jobs(
             continue
         if not template.has_prompt:
             continue
-        key = judge_key(config.name, config.model, template.version, params)
+        key = judge_key(config.name, config.model, template.version, params, config.server)
         if key not in done_by_key:
             done_by_key[key] = {} if force else store.judged_samples(key)
         done = done_by_key[key].get(item.id, set())
@@ -187,6 +216,9 @@ def verdict_probability(response, verdict: str | None) -> float | None:
 
 
 def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
+    for name in ("error", "raw_output"):
+        if name in values:
+            values[name] = config.redact(values[name])
     return NewJudgment(
         item_id=job.item.id,
         judge_name=config.name,
@@ -257,7 +289,8 @@ async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> New
         except FATAL_STATUS as exc:
             hint = {401: f"check the key in ${config.api_key_env}", 403: "the key has no access to this model",
                     404: f"the server has no model {config.model!r} (or the base URL is wrong)"}.get(exc.status_code, "")
-            raise JudgeRefused(f"HTTP {exc.status_code} from {client.base_url}: {_short(exc)}; {hint}") from None
+            raise JudgeRefused(config.redact(
+                f"HTTP {exc.status_code} from {redact_url(str(client.base_url))}: {_short(exc)}; {hint}")) from None
         except openai.APIStatusError as exc:
             return failed(f"HTTP {exc.status_code} after retries: {_short(exc)}")
         except openai.APITimeoutError:
@@ -298,7 +331,7 @@ async def run_jobs(
                 return
             judgment = await _ask(client, job, config)
             store.add_judgments([judgment])
-            summary.count(job.item, judgment.status)
+            summary.count(job.item, judgment.status, judgment.error)
             if on_done:
                 on_done()
 
@@ -385,7 +418,7 @@ def import_batch(
                 except RetryableOutput as exc:
                     judgment = _judgment(job, config, status="error", error=f"batch result: {exc}")
             judgments.append(judgment)
-            summary.count(job.item, judgment.status)
+            summary.count(job.item, judgment.status, judgment.error)
     store.add_judgments(judgments)
     return summary
 

@@ -35,9 +35,16 @@ NOTE_ACTION = "note"
 ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 
 
+def lease_holder(annotator: str, tab: str | None = None) -> str:
+    """Who holds a lease: the annotator, or one browser tab of theirs (`calibrate serve`), so two
+    tabs of one annotator never work on the same item."""
+    return f"{annotator} @{tab}" if tab else annotator
+
+
 def now_iso() -> str:
-    """The current UTC time, ISO 8601 with milliseconds (how every timestamp is stored)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The current UTC time, ISO 8601 with microseconds (how every timestamp is stored; text
+    order is time order, also beside older millisecond stamps)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def digest(*parts: str) -> str:
@@ -53,9 +60,12 @@ def dump_json(value: Any) -> str:
     return _CANONICAL_JSON.encode(value)
 
 
-def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict) -> str:
-    """Identifies one judge configuration: a rerun with the same key resumes, not repeats."""
-    return digest(judge_name, model or "", template_hash or "", dump_json(params))
+def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict, server: str = "") -> str:
+    """Identifies one judge configuration: a rerun with the same key resumes, not repeats. The
+    server (host:port) is part of it, so the same model name on another server is another judge;
+    judgments made elsewhere (imports, the rule judge) have no server."""
+    parts = [judge_name, model or "", template_hash or "", dump_json(params)]
+    return digest(*parts, server) if server else digest(*parts)
 
 
 # -- items --------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
 
@@ -40,6 +39,7 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
+from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.judge_reliability import JURY, JudgeReliability, jury_data, reliability_by_cell
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError
@@ -706,7 +706,6 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
-    from calibrate.display import literal as terminal_safe
 
     console.print(Text(f"judge vs human, by {' × '.join(report.options.by)}; unparsed verdicts: {report.options.unparsed}",
                        style="bold"))
@@ -715,7 +714,7 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
         if not any(line.n for line in c.lines):
             continue
         console.print()
-        console.print(Text(terminal_safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
+        console.print(Text(safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
         headers = ["vs", "n", "agree", "κ [95% CI]"] + (["−1 ┊ 1"] if with_bar else []) + ["verdict"]
         body = []
         for line in c.lines:
@@ -726,7 +725,7 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
             if with_bar:
                 ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
                 cells.append(kappa_bar(row.kappa, ci, 21 if wide or console.width >= 120 else 15))
-            body.append([terminal_safe(v) for v in (*cells, row.verdict)])
+            body.append([safe(v) for v in (*cells, row.verdict)])
         table = _fitted_table(headers, body)
         console.print(table)
         if wide:
@@ -735,10 +734,10 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
             if reliability is not None:
                 console.print(reliability)
         for note in cell_notes(c, report):
-            console.print(Padding(Text(terminal_safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
+            console.print(Padding(Text(safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
     for why in cells_without_numbers(report):
         console.print()
-        console.print(Text(terminal_safe(why), style="dim"), soft_wrap=False)
+        console.print(Text(safe(why), style="dim"), soft_wrap=False)
     note = multiplicity_note(report)
     if note:
         console.print(Text(note, style="dim italic"), soft_wrap=False)
@@ -765,7 +764,6 @@ LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "
 
 
 def _details_table(c: Cell):
-    from calibrate.display import literal as terminal_safe
 
     body = []
     for line in c.lines:
@@ -775,7 +773,7 @@ def _details_table(c: Cell):
         prevalence = f"{r.prevalence_label} {r.prevalence:.0%}" if r.prevalence is not None else "—"
         leniency = "—" if r.leniency is None else LENIENCY_WORDS.get(r.leniency, r.leniency) + (
             "" if r.homogeneity_p is None else f" (p {r.homogeneity_p:.2f})")
-        body.append([terminal_safe(v) for v in (
+        body.append([safe(v) for v in (
             r.versus, _with_ci(r.ac1, r.ac1_low, r.ac1_high), _with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
             _with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
             f"{_fmt(r.bias_index)}/{_fmt(r.prevalence_index)}", leniency)])
@@ -806,9 +804,6 @@ MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("
                     ("specificity", "specificity"), ("unparsed", "unparsed"), ("verdict", "verdict")]
 
 
-def _md(text) -> str:
-    return html.escape("" if text is None else str(text)).replace("|", "\\|").replace("\n", " ")
-
 
 def render_markdown(report: Report) -> str:
     out = io.StringIO()
@@ -823,34 +818,28 @@ def render_markdown(report: Report) -> str:
             else:
                 value = getattr(row, attr)
                 values.append(_fmt(value) if isinstance(value, float) else value)
-        out.write("| " + " | ".join(_md(v) for v in values) + " |\n")
+        out.write("| " + " | ".join(markdown_safe(v) for v in values) + " |\n")
     for c in report.cells:
         notes = cell_notes(c, report)
         if notes:
-            out.write(f"\n**{_md(c.task)} {_md(c.lang)}, {_md(c.judge)}**\n\n")
-            out.write("".join(f"- {_md(note)}\n" for note in notes))
+            out.write(f"\n**{markdown_safe(c.task)} {markdown_safe(c.lang)}, {markdown_safe(c.judge)}**\n\n")
+            out.write("".join(f"- {markdown_safe(note)}\n" for note in notes))
         for line in c.lines:
             if line.stats and line.stats.n:
-                out.write(f"\nConfusion matrix, {_md(c.task)} {_md(c.lang)}, {_md(c.judge)} (rows) vs {_md(line.versus)} (columns):\n\n")
+                out.write(f"\nConfusion matrix, {markdown_safe(c.task)} {markdown_safe(c.lang)}, {markdown_safe(c.judge)} (rows) vs {markdown_safe(line.versus)} (columns):\n\n")
                 labels = line.stats.labels
-                out.write("| | " + " | ".join(_md(label) for label in labels) + " |\n|---|" + "---|" * len(labels) + "\n")
+                out.write("| | " + " | ".join(markdown_safe(label) for label in labels) + " |\n|---|" + "---|" * len(labels) + "\n")
                 for label, counts in zip(labels, line.stats.table, strict=True):
-                    out.write(f"| **{_md(label)}** | " + " | ".join(map(str, counts)) + " |\n")
+                    out.write(f"| **{markdown_safe(label)}** | " + " | ".join(map(str, counts)) + " |\n")
     note = multiplicity_note(report)
     if note:
-        out.write(f"\n_{_md(note)}_\n")
+        out.write(f"\n_{markdown_safe(note)}_\n")
     return out.getvalue()
 
 
 CSV_FIELDS = [f.name for f in fields(ReportRow)]
 
 
-def _csv_cell(value) -> str | int | float:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value  # a spreadsheet must not run a formula from data
-    return value
 
 
 def render_csv(report: Report) -> str:
@@ -858,12 +847,12 @@ def render_csv(report: Report) -> str:
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS)
     for _c, _line, row in rows_of(report):
-        writer.writerow([_csv_cell(v) for v in asdict(row).values()])
+        writer.writerow([spreadsheet_safe(v) for v in asdict(row).values()])
     return out.getvalue()
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2, allow_nan=False)
+    return safe_json(report.as_dict())
 
 
 # -- HTML ---------------------------------------------------------------------------------------------
@@ -995,7 +984,7 @@ def _headline(c: Cell, options: ReportOptions) -> Line | None:
 
 
 def render_html(report: Report) -> str:
-    e = html.escape
+    e = lambda value: html.escape(safe(value))  # noqa: E731
     sections = []
     for c in report.cells:
         lines = [line for line in c.lines if line.n]

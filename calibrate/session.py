@@ -8,6 +8,7 @@ directly, and decisions are committed to SQLite before the next item is shown.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +16,10 @@ from pathlib import Path
 from calibrate.audio import PLAYER_HINT, Playback, find_player
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
-from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment
+from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
@@ -42,6 +44,7 @@ class ItemView:
     current_label: str | None
     notes: list[str]
     audio: list[AudioClip] = field(default_factory=list)
+    problem: str | None = None  # why this item cannot be labelled (no template, fields of the wrong type)
 
     @property
     def playable(self) -> list[AudioClip]:
@@ -93,6 +96,7 @@ class Decision:
     action: str
     label: str | None
     judge_verdict: str | None
+    uid: str = ""  # of the annotation row that recorded it
 
     @property
     def agrees(self) -> bool | None:
@@ -124,6 +128,7 @@ class AnnotationSession:
     require_listen: bool = False
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -144,6 +149,8 @@ class AnnotationSession:
         self._playback: Playback | None = None
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
+        self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
+        self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
 
@@ -246,7 +253,7 @@ class AnnotationSession:
             self._returning = self.store.decided_item_ids(self.annotator, "skip", **self._scope)
         while self._returning:
             item_id = self.store.claim_first(self.annotator, self._returning[:WINDOW], overlap=self.overlap,
-                                             lease_seconds=self.lease_seconds, skipped_too=True)
+                                             lease_seconds=self.lease_seconds, skipped_too=True, holder=self.holder)
             if item_id is not None:
                 del self._returning[: self._returning.index(item_id) + 1]
                 return item_id
@@ -257,7 +264,7 @@ class AnnotationSession:
         if self.order == "in-order":
             item_id = self.store.claim_next(
                 self.annotator, overlap=self.overlap, task=self.task, lang=self.lang, system=self.system,
-                after_id=self._claim_after, lease_seconds=self.lease_seconds,
+                after_id=self._claim_after, lease_seconds=self.lease_seconds, holder=self.holder,
             )
             if item_id is not None:
                 self._claim_after = item_id
@@ -271,7 +278,7 @@ class AnnotationSession:
                     self._window = []
                     return None
             item_id = self.store.claim_first(self.annotator, self._window, overlap=self.overlap,
-                                             lease_seconds=self.lease_seconds)
+                                             lease_seconds=self.lease_seconds, holder=self.holder)
             if item_id is not None:
                 del self._window[: self._window.index(item_id) + 1]
                 return item_id
@@ -322,7 +329,7 @@ class AnnotationSession:
 
     def view(self, item_id: int) -> ItemView:
         item = self.store.item(item_id)
-        template = self.templates.for_task(item.task, item.lang)
+        template, problem = self._template_for(item)
         # one character more than a page, so the view can tell that the output goes on
         judgments = self.store.judgments_for_item(item_id, self.judge, output_chars=PAGE_CHARS + 1)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
@@ -331,7 +338,7 @@ class AnnotationSession:
         if self.audio_root is not None:
             audio = [clip.moved_to(self.audio_root) for clip in audio]
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
-                        self.store.note_texts(item_id), audio)
+                        self.store.note_texts(item_id), audio, problem)
 
     # -- listening ---------------------------------------------------------------------------
 
@@ -387,6 +394,19 @@ class AnnotationSession:
             seconds += min(self._playback.seconds, self._playback_seconds)
         return self._plays.get(item_id, 0), seconds
 
+    def _template_for(self, item: Item) -> tuple[Template, str | None]:
+        """The item's template, or a stand-in without labels and the reason the item cannot be
+        labelled: a bad item is shown and skipped, it never stops the session."""
+        try:
+            template = self.templates.for_task(item.task, item.lang)
+            for name, declared in template.field_types.items():
+                if name in item.fields:
+                    check_field_type(name, item.fields[name], declared)
+            return template, None
+        except (TemplateError, InputError) as exc:
+            stand_in = Template(id="(none)", family="", lang=item.lang, tasks=(item.task,), required=(), verdict="label_set")
+            return stand_in, str(exc)
+
     # -- decisions ---------------------------------------------------------------------------
 
     def decide(self, action: str, label: str | None = None) -> Decision:
@@ -394,6 +414,8 @@ class AnnotationSession:
         view = self.current()
         if view is None:
             raise SessionError("no item to decide on")
+        if view.problem and action not in ("skip", "flag"):
+            raise SessionError(f"this item cannot be labelled ({view.problem}): s skips it, f flags it")
         if action == "confirm":
             if self.blind:
                 raise SessionError("blind mode: give your own label (y/n, digits or the score form)")
@@ -420,15 +442,18 @@ class AnnotationSession:
             raise SessionError("listen first (l): --require-listen takes a label only after the audio has played")
         shown = view.judgment.id if view.judgment and not self.blind else None
         has_audio = bool(view.playable)
+        uid = uuid.uuid4().hex
         self.store.annotate(
             view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
             audio_plays=plays if has_audio else None, listened_seconds=round(listened, 3) if has_audio else None,
+            uid=uid, holder=self.holder,
         )
+        self._decided_uids.append(uid)
         if action in LABEL_ACTIONS and view.current_label is None:
             self.labelled += 1
         self.decisions_here += 1
-        self.last_decision = Decision(view.item.id, action, label, view.verdict)
+        self.last_decision = Decision(view.item.id, action, label, view.verdict, uid)
         return self.last_decision
 
     def _check_label(self, view: ItemView, label: str | None) -> str:
@@ -447,12 +472,12 @@ class AnnotationSession:
 
     def undo(self) -> ItemView | None:
         """Reverse the latest decision (an appended row) and show that item again."""
-        undone = self.store.undo_last(self.annotator)
+        undone = self.store.undo_last(self.annotator, among=self._decided_uids if self.tab else None)
         if undone is None:
             return None
         self.last_decision = None
         view = self.jump_to(undone.item_id)
-        in_queue = self.task in (None, view.item.task) and self.lang in (None, view.item.lang)
+        in_queue = all(value in (None, getattr(view.item, name)) for name, value in self._scope.items())
         if in_queue and undone.action in LABEL_ACTIONS and view.current_label is None:
             self.labelled -= 1
         return view
@@ -484,4 +509,4 @@ class AnnotationSession:
     def close(self) -> None:
         """Stop the audio and give back this annotator's held items so others can take them."""
         self.stop_listening()
-        self.store.release_all(self.annotator)
+        self.store.release_all(self.holder)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.model import CalibrateError
+from calibrate.redact import redact_url
 
 CONFIG_NAME = "calibrate.toml"
 APP_NAME = "calibrate"
@@ -126,5 +127,7 @@ class Settings:
         for name, setting in SETTINGS.items():
             value, source = self.lookup(name)
             shown = os.pathsep.join(value) if setting.is_list else ("" if value is None else str(value))
+            if name == "base_url":
+                shown = redact_url(shown)
             out.append((name, shown, source))
         return out

@@ -9,13 +9,17 @@ upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 from calibrate.model import (
     DECISION_ACTIONS,
@@ -35,13 +39,16 @@ from calibrate.model import (
 from calibrate.resources import bundled
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+# An item `i` is visible unless the import run that is writing it has not finished.
+VISIBLE = "(i.import_run IS NULL OR i.import_run NOT IN (SELECT id FROM import_runs WHERE finished_at IS NULL))"
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+# Row `a` gives a label (its action one of the JSON array bound to the next `?`).
+_LABELLED = "a.action IN (SELECT value FROM json_each(?)) AND a.label IS NOT NULL"
 # The action sets of calibrate.model reach SQL as parameters (JSON arrays read by json_each),
 # never pasted into the statement text.
 DECIDES_JSON = dump_json(DECISION_ACTIONS)
 LABELS_JSON = dump_json(LABEL_ACTIONS)
-LABELLING_JSON = dump_json((*LABEL_ACTIONS, REVERT_ACTION))
 
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -108,14 +115,32 @@ class UnknownFilter(CalibrateError, ValueError):
     """A task, language or judge filter naming something the database does not hold."""
 
 
+class DatabaseBusy(Exception):
+    """Raised by an `on_wait` callback to stop waiting for the write lock (nothing was written):
+    the annotation app raises it on its own thread, then waits on a worker thread instead."""
+
+
+class NotACalibrateDatabase(CalibrateError):
+    """A file that is not a calibrate database this version can read (merge refuses it)."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 class Store:
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error
     (nothing is created), and the connection cannot write, unless the file needs a pending
-    migration, which is applied first."""
+    migration, which is applied first.
 
-    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 60_000, read_only: bool = False):
+    A writer never dies of a busy database: `transaction()` waits for the write lock as long as
+    another writer holds it, in steps of `busy_timeout_ms`, calling `on_wait(seconds waited)`
+    after each step so the caller can show that it is waiting (or raise DatabaseBusy to stop)."""
+
+    on_wait: Callable[[float], None] | None = None
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False):
         self.path = str(path)
         self.read_only = read_only and self.path != ":memory:"
         if self.read_only and not Path(self.path).is_file():
@@ -124,7 +149,10 @@ class Store:
         if self.read_only and _pending_migrations(self.path):
             Store(self.path, busy_timeout_ms=busy_timeout_ms).close()
         target = f"{Path(self.path).resolve().as_uri()}?mode=ro" if self.read_only else self.path
-        self.conn = sqlite3.connect(target, uri=self.read_only, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        # check_same_thread off: the annotation app hands a waiting write to a worker thread
+        # while its own thread waits for the result (the connection is never used by both at once)
+        self.conn = sqlite3.connect(target, uri=self.read_only, isolation_level=None, timeout=busy_timeout_ms / 1000,
+                                    check_same_thread=False)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if self.read_only:
@@ -139,6 +167,43 @@ class Store:
             with self.transaction():
                 _migrations().apply(sqlite_utils.Database(self.conn))
 
+    @classmethod
+    def open_other(cls, path: str | Path) -> Store:
+        """Another calibrate database, opened read-only and left exactly as it is (no journal
+        mode change, no migration, no -wal or -shm file created). Refuses, naming the file,
+        anything that is not a calibrate database of a schema version this calibrate knows."""
+        path = Path(path)
+        if not path.is_file():
+            raise NotACalibrateDatabase(f"{path}: no such file")
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if not header:
+            raise NotACalibrateDatabase(f"{path}: the file is empty, not a calibrate database")
+        if header != SQLITE_HEADER:
+            raise NotACalibrateDatabase(f"{path}: not an SQLite database")
+        # Without a -wal file the main file holds everything, so it is read as immutable (SQLite
+        # then creates no -shm); with one, someone has it open: read it through SQLite's locks.
+        wal_present = Path(f"{path}-wal").exists()
+        uri = "file:" + quote(str(path.resolve())) + ("?mode=ro" if wal_present else "?mode=ro&immutable=1")
+        store = cls.__new__(cls)
+        store.path = str(path)
+        store.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        store.conn.row_factory = sqlite3.Row
+        try:
+            applied = store.applied_migrations()
+        except sqlite3.DatabaseError as exc:
+            store.close()
+            raise NotACalibrateDatabase(f"{path}: unreadable SQLite file ({exc})") from None
+        unknown = [name for name in applied if name not in MIGRATION_NAMES]
+        if not applied or unknown:
+            store.close()
+            if not applied:
+                raise NotACalibrateDatabase(f"{path}: an SQLite database, but not a calibrate one (no calibrate migrations)")
+            raise NotACalibrateDatabase(
+                f"{path}: schema version {unknown[-1]} is unknown to this calibrate (made by a newer version?)"
+            )
+        return store
+
     def close(self) -> None:
         self.conn.close()
 
@@ -150,13 +215,27 @@ class Store:
         if self.conn.in_transaction:
             yield
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._begin_immediate()
         try:
             yield
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    def _begin_immediate(self) -> None:
+        """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock."""
+        started = None
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+            started = started if started is not None else time.monotonic()
+            if self.on_wait is not None:
+                self.on_wait(time.monotonic() - started)
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -183,28 +262,29 @@ class Store:
 
     # -- items ----------------------------------------------------------------------------
 
-    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False) -> tuple[list[int], int]:
-        """Insert items, ignoring ones already present (same content hash). An item with
-        version > 1 supersedes the earlier versions of its identity. Returns (their ids in
-        order if `with_ids`, else [], and the number added)."""
+    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False, run: int | None = None) -> tuple[list[int], int]:
+        """Insert items, ignoring ones already present (same content hash). Returns (their ids in
+        order if `with_ids`, else [], and the number added). Items of an import `run` stay hidden
+        until the run finishes, which is also when an item with version > 1 supersedes the earlier
+        versions of its identity (at once when there is no run)."""
         stamp = now_iso()
         rows, hashes = [], []
         for item in items:
             hashes.append(item.content_hash)
             rows.append(
                 (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
-                 item.content_hash, stamp)
+                 item.content_hash, stamp, run)
             )
         with self.transaction():
             before = self.conn.total_changes
             self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
-                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = self.conn.total_changes - before
-            newer = [(*item.identity, item.version) for item in items if item.version > 1]
+            newer = [(*item.identity, item.version) for item in items if item.version > 1] if run is None else []
             if newer:
                 self.conn.executemany(
                     "UPDATE items SET current = 0 WHERE task = ? AND lang = ? AND system = ? AND source_id = ? "
@@ -215,6 +295,53 @@ class Store:
                 return [], added
             ids = self._ids_for_hashes(hashes)
         return [ids[h] for h in hashes], added
+
+    # -- import runs -----------------------------------------------------------------------
+
+    def begin_import(self, source: str) -> int:
+        """Record an import run: its items stay hidden from every reader until finish_import.
+        First removes what runs whose process died (a killed import) left behind."""
+        self.clean_dead_imports()
+        with self.transaction():
+            return self.conn.execute(
+                "INSERT INTO import_runs (source, pid, host, started_at) VALUES (?, ?, ?, ?)",
+                (source, os.getpid(), socket.gethostname(), now_iso()),
+            ).lastrowid
+
+    def finish_import(self, run: int) -> None:
+        """Make the run's items visible, all at once. Call inside the transaction that writes
+        the run's last rows."""
+        with self.transaction():
+            self.conn.execute(  # the run's new versions supersede the earlier ones only now
+                "UPDATE items SET current = 0 WHERE current = 1 AND EXISTS (SELECT 1 FROM items n "
+                "WHERE n.import_run = ? AND n.task = items.task AND n.lang = items.lang AND n.system = items.system "
+                "AND n.source_id = items.source_id AND n.version > items.version)",
+                (run,),
+            )
+            self.conn.execute("UPDATE import_runs SET finished_at = ? WHERE id = ?", (now_iso(), run))
+
+    def abandon_import(self, run: int, batch: int = 5000) -> None:
+        """Remove everything an unfinished run wrote (hidden, so removing it in short
+        transactions shows nothing half-done), then the run itself."""
+        while True:
+            with self.transaction():
+                ids = [r[0] for r in self.conn.execute("SELECT id FROM items WHERE import_run = ? LIMIT ?", (run, batch))]
+                if not ids:
+                    self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
+                    return
+                marks = ",".join("?" * len(ids))
+                self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
+                self.conn.execute(f"DELETE FROM item_audio WHERE item_id IN ({marks})", ids)
+                self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids)
+
+    def clean_dead_imports(self) -> int:
+        """Abandon the unfinished runs of this machine whose process is gone. Returns how many."""
+        here = socket.gethostname()
+        dead = [r["id"] for r in self.conn.execute("SELECT id, pid, host FROM import_runs WHERE finished_at IS NULL")
+                if r["host"] == here and not _process_alive(r["pid"])]
+        for run in dead:
+            self.abandon_import(run)
+        return len(dead)
 
     def _ids_for_hashes(self, hashes: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -228,13 +355,13 @@ class Store:
         return found
 
     def item(self, item_id: int) -> Item | None:
-        row = self.conn.execute("SELECT * FROM items WHERE id = ?", (item_id,)).fetchone()
+        row = self.conn.execute(f"SELECT * FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
         return _item(row) if row else None
 
     def source_index(self, task: str, lang: str, system: str = "") -> dict[str, int]:
         """source_id -> current item id, for one task, language and system (none by default)."""
         rows = self.conn.execute(
-            "SELECT source_id, id FROM items WHERE task = ? AND lang = ? AND system = ? AND current = 1",
+            f"SELECT source_id, id FROM items i WHERE task = ? AND lang = ? AND system = ? AND current = 1 AND {VISIBLE}",
             (task, lang, system),
         )
         return {r["source_id"]: r["id"] for r in rows}
@@ -243,8 +370,8 @@ class Store:
         """(system, source_id) -> (id, content hash, version) of the current version of every
         item of one task and language: what an import checks identities against."""
         rows = self.conn.execute(
-            "SELECT system, source_id, id, content_hash, version FROM items "
-            "WHERE task = ? AND lang = ? AND current = 1",
+            "SELECT system, source_id, id, content_hash, version FROM items i "
+            f"WHERE task = ? AND lang = ? AND current = 1 AND {VISIBLE}",
             (task, lang),
         )
         return {(r["system"], r["source_id"]): (r["id"], r["content_hash"], r["version"]) for r in rows}
@@ -347,8 +474,8 @@ class Store:
 
     @staticmethod
     def _item_filter(task, lang, status, judge, system=None) -> tuple[str, list]:
-        """SQL conditions on `items i`: the current version of each item, filtered."""
-        clauses, params = ["i.current = 1"], []
+        """SQL conditions on `items i`: the current version of each visible item, filtered."""
+        clauses, params = ["i.current = 1", VISIBLE], []
         if system is not None:
             clauses.append("i.system = ?")
             params.append(system)
@@ -381,13 +508,16 @@ class Store:
         return " AND ".join(clauses), params
 
     def status_counts(self, *, system: str | None = None) -> list[dict]:
-        """Per task x language x system: items, judged, unparsed, errors, labelled (by anyone)."""
+        """Per task x language x system: items, judged, unparsed, errors (an error a later
+        judgment by the same judge has put right does not count), labelled (by anyone)."""
         where, params = self._item_filter(None, None, None, None, system)
         sql = f"""
         SELECT i.task, i.lang, i.system, count(*) AS items,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
             sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
-            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error')) AS errors,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error'
+                        AND NOT EXISTS (SELECT 1 FROM judgments k WHERE k.item_id = i.id AND k.judge_name = j.judge_name
+                                        AND k.status != 'error' AND k.id > j.id))) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
         FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
         """
@@ -486,11 +616,11 @@ class Store:
 
     def latest_verdicts(self, judge: str | None = None) -> list[dict]:
         """The newest judgment per (item, judge): what agreement compares with humans."""
-        sql = """
+        sql = f"""
         SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
                i.task, i.lang, i.reference
         FROM judgments j JOIN items i ON i.id = j.item_id
-        WHERE j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
+        WHERE {VISIBLE} AND j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
         """
         params: list = []
         if judge:
@@ -516,59 +646,95 @@ class Store:
         created_at: str | None = None,
         audio_plays: int | None = None,
         listened_seconds: float | None = None,
+        holder: str | None = None,
     ) -> int:
-        """Append one annotation row and release the annotator's lease on a decision.
-        `audio_plays` and `listened_seconds` record listening (None: the item has no audio)."""
+        """Append one annotation row (and update the label in force in the same transaction);
+        a decision releases the lease of `holder` (default: the annotator). `audio_plays` and
+        `listened_seconds` record listening (None: the item has no audio)."""
         with self.transaction():
-            cursor = self.conn.execute(
-                "INSERT INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, "
-                "blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    uid or uuid.uuid4().hex,
-                    item_id,
-                    judgment_id,
-                    annotator,
-                    action,
-                    label,
-                    reverts_id,
-                    note,
-                    int(blind),
-                    seconds_spent,
-                    created_at or now_iso(),
-                    audio_plays,
-                    listened_seconds,
-                ),
+            row_id = self._append_annotation(
+                uid or uuid.uuid4().hex, item_id, judgment_id, annotator, action, label, reverts_id, note, int(blind),
+                seconds_spent, created_at or self._decision_time(), audio_plays, listened_seconds,
             )
             if action in DECISION_ACTIONS:
                 self.conn.execute(
-                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, annotator)
+                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, holder or annotator)
                 )
-            return cursor.lastrowid
+            return row_id
 
-    def undo_last(self, annotator: str) -> Annotation | None:
-        """Reverse the annotator's latest decision that is still in force, by appending an
-        `undo` row that carries the label in force before it. Returns the reversed row."""
+    def _decision_time(self) -> str:
+        """now_iso(), strictly later than the previous decision time of this connection, so two
+        decisions in one microsecond still keep their order."""
+        stamp = now_iso()
+        last = getattr(self, "_last_decision_time", "")
+        if stamp <= last:
+            stamp = (datetime.fromisoformat(last) + timedelta(microseconds=1)).isoformat(timespec="microseconds")
+        self._last_decision_time = stamp
+        return stamp
+
+    def _append_annotation(self, uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind,
+                           seconds_spent, created_at, audio_plays=None, listened_seconds=None) -> int | None:
+        """INSERT OR IGNORE one annotation row (by uid) and keep `labels_in_force` in step: a
+        label decision takes over if it is later (decision time, then uid) than the one in
+        force; an undo of the decision in force hands over to the latest decision not reverted.
+        Returns the new row id, or None when the uid was already present. Call inside a
+        transaction."""
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, "
+            "blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind, seconds_spent, created_at,
+             audio_plays, listened_seconds),
+        )
+        if cursor.rowcount == 0:
+            return None
+        if action in LABEL_ACTIONS and label is not None:
+            self.conn.execute(
+                "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, annotator) DO UPDATE SET label = excluded.label, "
+                "action = excluded.action, judgment_id = excluded.judgment_id, annotation_uid = excluded.annotation_uid, "
+                "decided_at = excluded.decided_at "
+                "WHERE (excluded.decided_at, excluded.annotation_uid) > (labels_in_force.decided_at, labels_in_force.annotation_uid)",
+                (item_id, annotator, label, action, judgment_id, uid, created_at),
+            )
+        elif action == REVERT_ACTION and reverts_id is not None:
+            reverted = self.conn.execute(
+                "DELETE FROM labels_in_force WHERE item_id = ? AND annotator = ? "
+                "AND annotation_uid = (SELECT uid FROM annotations WHERE id = ?)",
+                (item_id, annotator, reverts_id),
+            ).rowcount
+            if reverted:
+                self.conn.execute(
+                    "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
+                    "SELECT a.item_id, a.annotator, a.label, a.action, a.judgment_id, a.uid, a.created_at "
+                    f"FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND {_LABELLED} AND {IN_FORCE} "
+                    "ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                    (item_id, annotator, LABELS_JSON),
+                )
+        return cursor.lastrowid
+
+    def undo_last(self, annotator: str, among: Collection[str] | None = None) -> Annotation | None:
+        """Reverse the annotator's latest decision still in force (only those whose uid is in
+        `among`, when given: one browser tab undoes only its own decisions) by appending an
+        `undo` row that names it and carries the label left in force. Returns the reversed row."""
         with self.transaction():
-            row = self.conn.execute(
-                "SELECT * FROM annotations a WHERE a.annotator = ? "
-                f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} ORDER BY a.id DESC LIMIT 1",
-                (annotator, DECIDES_JSON),
-            ).fetchone()
+            sql = (f"SELECT * FROM annotations a WHERE a.annotator = ? "
+                   f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE}")
+            params: list = [annotator, DECIDES_JSON]
+            if among is not None:
+                sql += " AND a.uid IN (SELECT value FROM json_each(?))"
+                params.append(dump_json(sorted(among)))
+            row = self.conn.execute(sql + " ORDER BY a.id DESC LIMIT 1", params).fetchone()
             if row is None:
                 return None
             undone = _annotation(row)
-            prior = self.conn.execute(
-                "SELECT label FROM annotations WHERE item_id = ? AND annotator = ? AND id < ? "
-                "AND action IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1",
-                (undone.item_id, annotator, undone.id, LABELLING_JSON),
+            restored = self.conn.execute(
+                f"SELECT a.label FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.id != ? "
+                f"AND {_LABELLED} AND {IN_FORCE} ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                (undone.item_id, annotator, undone.id, LABELS_JSON),
             ).fetchone()
-            if undone.action in LABEL_ACTIONS:
-                restored = prior["label"] if prior else None
-            else:
-                restored = self.current_label(undone.item_id, annotator)
             self.annotate(
-                undone.item_id, annotator, REVERT_ACTION, label=restored, reverts_id=undone.id,
-                judgment_id=undone.judgment_id, blind=bool(undone.blind),
+                undone.item_id, annotator, REVERT_ACTION, label=restored["label"] if restored else None,
+                reverts_id=undone.id, judgment_id=undone.judgment_id, blind=bool(undone.blind),
             )
             return undone
 
@@ -576,14 +742,12 @@ class Store:
         """Labels made elsewhere: (uid, item_id, annotator, label, note). A uid already present
         is skipped, so importing the same file twice adds nothing. Returns rows added."""
         stamp = now_iso()
+        added = 0
         with self.transaction():
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO annotations (uid, item_id, annotator, action, label, note, created_at) "
-                "VALUES (?, ?, ?, 'label', ?, ?, ?)",
-                [(*row, stamp) for row in rows],
-            )
-            return self.conn.total_changes - before
+            for uid, item_id, annotator, label, note in rows:
+                added += self._append_annotation(uid, item_id, None, annotator, "label", label, None, note, 0, None,
+                                                 stamp) is not None
+        return added
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
@@ -607,16 +771,6 @@ class Store:
         """(item_id, annotator, label) for every annotator's label in force: current_labels
         without the join to items, for figures that need only the labels."""
         return [tuple(r) for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels")]
-
-    def annotations(self) -> Iterator[dict]:
-        """Every annotation row with its item's content hash and its judgment's uid (for merge)."""
-        sql = (
-            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
-            "JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
-            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
-        )
-        for row in self.conn.execute(sql):
-            yield dict(row)
 
     def note_texts(self, item_id: int) -> list[str]:
         rows = self.conn.execute(
@@ -700,43 +854,78 @@ class Store:
         with ThreadPoolExecutor(parts) as pool:
             return AgreementData.combine(list(pool.map(run, ranges)))
 
-    def merge_from(self, other: Store) -> dict[str, int]:
-        """Fold another calibrate database into this one: items by content hash, judgments and
-        annotations by uid. Running it twice adds nothing the second time."""
-        added = {"items": 0, "judgments": 0, "annotations": 0}
+    # -- merging: reading another database, writing what passed validation ---------------------
+
+    def item_rows(self) -> Iterator[sqlite3.Row]:
+        """Every item row in id order, streamed (merge reads another database with it)."""
+        yield from self.conn.execute(f"SELECT * FROM items i WHERE {VISIBLE} ORDER BY id")
+
+    def judgment_rows(self) -> Iterator[sqlite3.Row]:
+        """Every judgment row with its item's content hash, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT j.*, i.content_hash FROM judgments j LEFT JOIN items i ON i.id = j.item_id ORDER BY j.id"
+        )
+
+    def annotation_rows(self) -> Iterator[sqlite3.Row]:
+        """Every annotation row with its item's content hash, its judgment's uid and the uid of
+        the row it reverts, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
+            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
+        )
+
+    def items_by_hash(self, hashes: Iterable[str]) -> dict[str, tuple[int, str, str]]:
+        """content hash -> (id, task, lang) of the stored items among `hashes`."""
+        found: dict[str, tuple[int, str, str]] = {}
+        for chunk in _chunks(list(set(hashes)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                f"SELECT id, task, lang, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}", chunk
+            ):
+                found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
+        return found
+
+    def ids_by_uid(self, table: str, uids: Iterable[str]) -> dict[str, int]:
+        """uid -> id of the stored judgments or annotations among `uids`."""
+        if table not in ("judgments", "annotations"):
+            raise ValueError(f"no uids in table {table!r}")
+        found: dict[str, int] = {}
+        for chunk in _chunks([u for u in set(uids) if u], 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT uid, id FROM {table} WHERE uid IN ({marks})", chunk):
+                found[r["uid"]] = r["id"]
+        return found
+
+    def add_judgment_rows(self, rows: Sequence[dict]) -> int:
+        """Judgments as complete rows (every JUDGMENT_COLUMNS value), skipping uids already
+        present. Returns rows added."""
         with self.transaction():
-            rows = other.conn.execute("SELECT * FROM items ORDER BY id").fetchall()
-            new_items = [
-                NewItem(r["task"], r["lang"], r["source_id"], json.loads(r["fields"]), r["reference"], r["system"], r["version"])
-                for r in rows
-            ]
-            ids, added["items"] = self.add_items(new_items, with_ids=True) if new_items else ([], 0)
-            item_map = {r["id"]: new_id for r, new_id in zip(rows, ids, strict=True)}
-            columns = JUDGMENT_COLUMNS
             before = self.conn.total_changes
-            for r in other.conn.execute("SELECT * FROM judgments ORDER BY id"):
-                values = {c: r[c] for c in columns}
-                values["item_id"] = item_map[r["item_id"]]
-                self.conn.execute(
-                    f"INSERT OR IGNORE INTO judgments ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                    [values[c] for c in columns],
-                )
-            added["judgments"] = self.conn.total_changes - before
-            judgment_ids = {r["uid"]: r["id"] for r in self.conn.execute("SELECT uid, id FROM judgments")}
-            for item_id, clips in other.audio_by_item().items():
-                self.set_item_audio(item_map[item_id], clips)
-            for row in other.annotations():
-                reverts = None
-                if row["reverts_uid"]:
-                    reverts = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
-                cursor = self.conn.execute(
-                    "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, "
-                    "note, blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (row["uid"], item_map[row["item_id"]], judgment_ids.get(row["judgment_uid"]), row["annotator"],
-                     row["action"], row["label"], reverts, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
-                     row["audio_plays"], row["listened_seconds"]),
-                )
-                added["annotations"] += cursor.rowcount
+            self.conn.executemany(
+                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                [[row[c] for c in JUDGMENT_COLUMNS] for row in rows],
+            )
+            return self.conn.total_changes - before
+
+    def add_annotation_rows(self, rows: Sequence[dict]) -> int:
+        """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
+        reverts_uid, note, blind, seconds_spent, created_at, and optionally audio_plays and
+        listened_seconds; an undo names the row it reverts by
+        uid, which may be written earlier in `rows`), skipping uids already present and keeping
+        the labels in force in step. Returns rows added."""
+        added = 0
+        with self.transaction():
+            for row in rows:
+                reverts_id = None
+                if row["reverts_uid"] is not None:
+                    reverts_id = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
+                added += self._append_annotation(
+                    row["uid"], row["item_id"], row["judgment_id"], row["annotator"], row["action"], row["label"],
+                    reverts_id, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
+                    row.get("audio_plays"), row.get("listened_seconds"),
+                ) is not None
         return added
 
     def export_rows(self, system: str | None = None) -> Iterator[dict]:
@@ -882,7 +1071,10 @@ class Store:
             SELECT count(DISTINCT a.annotator) FROM annotations a
             WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN (SELECT value FROM json_each(:labels)) AND {IN_FORCE})
           + (SELECT count(*) FROM leases l
-             WHERE l.item_id = i.id AND l.annotator != :me AND l.expires_at > :now) < :overlap
+             WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now) < :overlap
+        AND NOT EXISTS (
+            SELECT 1 FROM leases l WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now
+            AND (l.annotator = :me OR substr(l.annotator, 1, length(:me) + 2) = :me || ' @'))
     """
 
     def claim_next(
@@ -895,29 +1087,43 @@ class Store:
         system: str | None = None,
         after_id: int = 0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        holder: str | None = None,
     ) -> int | None:
         """Lease the next item (in id order, after `after_id`, wrapping round) that this
         annotator has not decided, that fewer than `overlap` other annotators have labelled
-        or hold. A lease expires, so a crashed annotator's items come back."""
+        or hold, and that no other session of this annotator holds (`holder`, see
+        lease_holder). A lease expires, so a crashed annotator's items come back."""
         clauses = ["i.id > :after", "i.current = 1"]
+        # with task and lang, the (task, lang) index walks in id order; with one of them alone it
+        # would sort every match of the cell, so walk the id order instead (the unary +)
+        plus = "" if task and lang else "+"
         if task:
-            clauses.append("i.task = :task")
+            clauses.append(f"{plus}i.task = :task")
         if lang:
-            clauses.append("i.lang = :lang")
+            clauses.append(f"{plus}i.lang = :lang")
         if system is not None:
             clauses.append("i.system = :system")
-        sql = f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {self._ELIGIBLE} ORDER BY i.id LIMIT 1"
-        with self.transaction():
-            now = time.time()
-            params = {"me": annotator, "now": now, "overlap": overlap, "task": task, "lang": lang, "system": system,
-                      "decides": DECIDES_JSON, "labels": LABELS_JSON}
-            row = self.conn.execute(sql, {**params, "after": after_id}).fetchone()
-            if row is None and after_id:
-                row = self.conn.execute(sql, {**params, "after": 0}).fetchone()
+        sql = (f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {VISIBLE} AND {self._ELIGIBLE} "
+               "ORDER BY i.id LIMIT 1")
+        recheck = f"SELECT 1 FROM items i WHERE i.id = :id AND {VISIBLE} AND {self._ELIGIBLE}"
+        params = {"me": annotator, "holder": holder or annotator, "overlap": overlap, "task": task, "lang": lang,
+                  "system": system, "decides": DECIDES_JSON, "labels": LABELS_JSON}
+        after, wrapped = after_id, not after_id
+        while True:
+            # find a candidate outside the write lock, then lease it if it is still free: the
+            # lock is held for a lookup by id, not for the search
+            row = self.conn.execute(sql, {**params, "now": time.time(), "after": after}).fetchone()
             if row is None:
-                return None
-            self._lease(row[0], annotator, now + lease_seconds)
-            return row[0]
+                if wrapped:
+                    return None
+                after, wrapped = 0, True
+                continue
+            with self.transaction():
+                now = time.time()
+                if self.conn.execute(recheck, {**params, "now": now, "id": row[0]}).fetchone():
+                    self._lease(row[0], holder or annotator, now + lease_seconds)
+                    return row[0]
+            after = row[0]
 
     def claim_first(
         self,
@@ -927,6 +1133,7 @@ class Store:
         overlap: int = 1,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         skipped_too: bool = False,
+        holder: str | None = None,
     ) -> int | None:
         """Lease the first eligible item of `candidates` (a queue in the caller's order);
         `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
@@ -940,30 +1147,32 @@ class Store:
                 chunk = list(candidates[start : start + size])
                 start, size = start + size, min(2 * size, 256)
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
-                params = {"me": annotator, "now": now, "overlap": overlap, "decides": decides, "labels": LABELS_JSON}
+                params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
+                          "decides": decides, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})
                 eligible = {
                     r[0]
                     for r in self.conn.execute(
-                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {self._ELIGIBLE}", params
+                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {VISIBLE} AND {self._ELIGIBLE}", params
                     )
                 }
                 for item_id in chunk:
                     if item_id in eligible:
-                        self._lease(item_id, annotator, now + lease_seconds)
+                        self._lease(item_id, holder or annotator, now + lease_seconds)
                         return item_id
             return None
 
-    def _lease(self, item_id: int, annotator: str, expires_at: float) -> None:
+    def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
             "INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, ?, ?) "
             "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
-            (item_id, annotator, expires_at),
+            (item_id, holder, expires_at),
         )
 
-    def release_all(self, annotator: str) -> None:
+    def release_all(self, holder: str) -> None:
+        """Give back every item this lease holder (an annotator, or one session of one) holds."""
         with self.transaction():
-            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (annotator,))
+            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
 
 
 def _agreement_part(
@@ -982,7 +1191,7 @@ def _agreement_part(
     c.execute(
         "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, v.verdict "
         "FROM (SELECT item_id, judge_name, status, verdict, max(id) FROM judgments "
-        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id",
+        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id WHERE {VISIBLE}",
         params + judge_params,
     )
     c.execute(f"CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM current_labels WHERE {where}", params)
@@ -1041,6 +1250,21 @@ def _agreement_part(
     finally:
         for table in ("labels_now", "verdicts_now", "shared_items"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _chunks(values: list, size: int) -> Iterator[list]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def _item(row: sqlite3.Row) -> Item:

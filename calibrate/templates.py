@@ -20,6 +20,7 @@ import jinja2
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
 from calibrate.model import CalibrateError, digest
 from calibrate.resources import bundled
+from calibrate.validate import FIELD_TYPES
 
 LANGS = ("en", "zh")
 
@@ -53,6 +54,7 @@ class Template:
     guidelines: str = ""
     hidden_fields: tuple[str, ...] = ()
     vars: dict = field(default_factory=dict, hash=False, compare=False)
+    field_types: dict = field(default_factory=dict, hash=False, compare=False)  # field -> "text" | "list of text" | "object" | "a or b"
     text: str | None = None
     system: str | None = None
     source: str = ""
@@ -132,6 +134,7 @@ class TemplateSet:
             raise TemplateError(f"{path}: {exc}") from exc
         family = data.get("family") or path.parent.name
         is_default = data.get("default", True)
+        family_types = data.get("fields", {})
         for n, entry in enumerate(data.get("template", []), 1):
             where = f"{path} template #{n}"
             for key in ("id", "lang", "tasks", "verdict"):
@@ -141,6 +144,13 @@ class TemplateSet:
                 raise TemplateError(f"{where}: unknown verdict kind {entry['verdict']!r}")
             if entry["lang"] not in LANGS:
                 raise TemplateError(f"{where}: unknown language {entry['lang']!r}")
+            field_types = {**family_types, **entry.get("fields", {})}
+            for name, declared in field_types.items():
+                if not isinstance(declared, str) or any(t not in FIELD_TYPES for t in declared.split(" or ")):
+                    raise TemplateError(f"{where}: field {name!r} has type {declared!r}; use {', '.join(FIELD_TYPES)}")
+            undeclared = [name for name in entry.get("required", ()) if name not in field_types]
+            if undeclared:
+                raise TemplateError(f"{where}: required field {undeclared[0]!r} has no type in [fields]")
             template = Template(
                 id=entry["id"],
                 family=family,
@@ -154,6 +164,7 @@ class TemplateSet:
                 guidelines=entry.get("guidelines", ""),
                 hidden_fields=tuple(entry.get("hidden_fields", ())),
                 vars=entry.get("vars", {}),
+                field_types=field_types,
                 text=_read(path.parent, entry.get("file"), where),
                 system=_read(path.parent, entry.get("system"), where),
                 source=str(path),

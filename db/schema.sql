@@ -1,12 +1,6 @@
 CREATE VIEW current_labels AS
-SELECT item_id, annotator, label, action, judgment_id, created_at
-FROM (
-    SELECT item_id, annotator, label, action, judgment_id, created_at, max(id) AS latest_id
-    FROM annotations
-    WHERE action IN ('confirm', 'override', 'label', 'undo')
-    GROUP BY item_id, annotator
-)
-WHERE label IS NOT NULL;
+SELECT item_id, annotator, label, action, judgment_id, decided_at AS created_at
+FROM labels_in_force;
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
@@ -34,6 +28,14 @@ CREATE TABLE audio_roots (
     root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
     imported_at TEXT NOT NULL
 );
+CREATE TABLE import_runs (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,               -- what was imported (the command and file)
+    pid INTEGER NOT NULL,               -- the importing process, to tell a dead run from a running one
+    host TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT                    -- NULL while running: its items are hidden
+);
 CREATE TABLE item_audio (
     item_id INTEGER NOT NULL REFERENCES items (id),
     part TEXT NOT NULL,
@@ -55,7 +57,7 @@ CREATE TABLE items (
     reference TEXT,                     -- reference answer or gold label, as text
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
-, system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1);
+, system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1, import_run INTEGER REFERENCES import_runs (id));
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
@@ -81,6 +83,16 @@ CREATE TABLE judgments (
     completion_tokens INTEGER,
     created_at TEXT NOT NULL
 , sample INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE labels_in_force (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    annotator TEXT NOT NULL,
+    label TEXT NOT NULL,
+    action TEXT NOT NULL,               -- confirm | override | label: how the deciding row labelled
+    judgment_id INTEGER REFERENCES judgments (id),
+    annotation_uid TEXT NOT NULL,       -- the deciding annotation
+    decided_at TEXT NOT NULL,           -- its created_at
+    PRIMARY KEY (item_id, annotator)
+) WITHOUT ROWID;
 CREATE TABLE leases (
     item_id INTEGER NOT NULL REFERENCES items (id),
     annotator TEXT NOT NULL,
@@ -90,10 +102,13 @@ CREATE TABLE leases (
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
 CREATE INDEX items_by_cell ON items (task, lang, system) WHERE current = 1;
+CREATE INDEX items_by_import_run ON items (import_run) WHERE import_run IS NOT NULL;
 CREATE INDEX items_by_source_id ON items (source_id);
 CREATE INDEX items_by_task_lang ON items (task, lang);
 CREATE UNIQUE INDEX items_identity ON items (task, lang, system, source_id, version);
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
+CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);

@@ -6,9 +6,11 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
+import calibrate
 from calibrate.cli import cli
 from calibrate.store import NewItem, Store
 from tests.conftest import Calibrate
@@ -23,7 +25,9 @@ def test_calibrate_db_env_var_chooses_the_file(tmp_path, monkeypatch):
 
 
 def test_default_database_is_calibrate_db_in_the_working_directory(tmp_path):
-    env = {"PATH": "/usr/bin:/bin"}
+    # PYTHONPATH: the calibrate under test, not whichever one the interpreter has installed
+    checkout = str(Path(calibrate.__file__).resolve().parents[1])
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": checkout}
     seed = tmp_path / "seed.jsonl"
     seed.write_text(json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}) + "\n")
     imported = subprocess.run([sys.executable, "-m", "calibrate", "import", "jsonl", str(seed), "--task", "c3/lexical",

@@ -43,3 +43,18 @@ def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
     assert omission[0]["content"] == "甲：你吃饭了吗？\n乙：吃了。\n" and omission[0]["check_answer"].endswith("最终答案为：否。")
     multi = json.loads((out_dir / "context-dependency/multi-turn.json").read_text())
     assert multi[0]["annotation"] == "中国的首都是哪里？" and "甲说：" in multi[0]["content"]
+
+
+def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
+    from calibrate.model import NewItem
+
+    path = tmp_path / "f.db"
+    store = Store(path)
+    (item_id,), _ = store.add_items([NewItem("c3/lexical", "en", "=HYPERLINK(\"http://x\")", {"content": "c"})], with_ids=True)
+    store.annotate(item_id, "@ana", "label", label="yes")
+    store.annotate(item_id, "@ana", "note", note="+1 agreed")
+    store.close()
+    rows = list(csv.reader(Calibrate(path)("export", "--format", "csv").output.splitlines()))
+    cells = [cell for row in rows for cell in row]
+    assert "'=HYPERLINK(\"http://x\")" in cells and "'@ana: +1 agreed" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not c[1:2].isdigit())]

@@ -258,3 +258,116 @@ def test_jsonl_import_streams(tmp_path, templates):
     store.add_items = spy
     report = import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
     assert report.counts.items_added == 5000 and peak <= BATCH
+
+
+# -- malformed input: a message naming file:line, never a traceback, nothing stored -------------
+
+BAD_LINES = {
+    "content as a number": ('{"id": "a", "content": 5, "notation": "n", "response": "r"}', "field 'content' must be text, got number"),
+    "content as a list": ('{"id": "a", "content": ["x"], "notation": "n", "response": "r"}', "field 'content' must be text, got list of text"),
+    "content as an object": ('{"id": "a", "content": {"x": 1}, "notation": "n", "response": "r"}', "field 'content' must be text, got object"),
+    "null id": ('{"id": null, "content": "c", "notation": "n", "response": "r"}', "field 'id' must be a non-empty string or an integer"),
+    "empty id": ('{"id": " ", "content": "c", "notation": "n", "response": "r"}', "field 'id' must not be empty"),
+    "NaN": ('{"id": "a", "content": "c", "notation": "n", "response": "r", "score": NaN}', "NaN is not a number calibrate accepts"),
+    "Infinity": ('{"id": "a", "content": "c", "notation": "n", "response": "r", "score": -Infinity}', "-Infinity is not a number"),
+    "5000-digit integer": ('{"id": "a", "content": "c", "notation": "n", "response": "r", "n": ' + "9" * 5000 + "}", "an integer of 5000 digits is too large"),
+    "deep nesting": ('{"id": "a", "content": "c", "notation": "n", "response": "r", "deep": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
+    "lone surrogate": ('{"id": "a", "content": "\\ud800", "notation": "n", "response": "r"}', "lone surrogate"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LINES))
+def test_each_malformed_line_is_refused_with_file_and_line(calibrate, tmp_path, case):
+    line, message = BAD_LINES[case]
+    f = write_jsonl(tmp_path / "in.jsonl", ['{"id": "ok", "content": "c", "notation": "n", "response": "r"}', line])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and "in.jsonl:2: " in out.output and message in out.output, out.output
+    assert "Traceback" not in out.output and counts(calibrate.db) == (0, 0, 0)
+
+
+def test_an_integer_id_is_its_digits(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": 7, **LEX}])
+    calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en")
+    assert Store(calibrate.db).items()[0].source_id == "7"
+
+
+def test_an_unterminated_csv_quote_is_an_error_naming_its_line(demo_db, tmp_path):
+    from tests.conftest import Calibrate
+
+    f = tmp_path / "labels.csv"
+    f.write_text('task,lang,source_id,annotator,label,note\n'
+                 'c3/lexical,en,ambiguity/semantic/lexical/0,ana,yes,"she said ""maybe\n'
+                 'c3/lexical,en,ambiguity/semantic/lexical/0,bo,no,\n', encoding="utf-8")
+    out = Calibrate(demo_db)("import", "labels", str(f), ok=False)
+    assert out.exit_code == 1 and "labels.csv:2:" in out.output and "unterminated quote" in out.output, out.output
+    assert Store(demo_db).current_labels() == []
+
+
+def test_a_duplicate_prediction_idx_is_an_error(calibrate, tmp_path):
+    data = write_jsonl(tmp_path / "boolq.jsonl", [{"idx": 0, "question": "q", "passage": "p", "label": True}])
+    preds = write_jsonl(tmp_path / "preds.jsonl", [{"idx": 0, "response": "yes"}, {"idx": 0, "response": "no"}])
+    out = calibrate("import", "superglue", "--task", "boolq", str(data), "--predictions", str(preds), ok=False)
+    assert out.exit_code == 1 and "preds.jsonl:2: prediction idx \"0\" repeats" in out.output and "preds.jsonl:1" in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
+    from calibrate.templates import TemplateError, TemplateSet
+
+    folder = tmp_path / "mine" / "custom"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "custom"\n[fields]\ncontent = "number"\n[[template]]\nid = "custom/en/x"\nlang = "en"\n'
+        'tasks = ["c3/lexical"]\nrequired = ["content"]\nverdict = "yes_no_en"\n')
+    with pytest.raises(TemplateError, match="field 'content' has type 'number'"):
+        TemplateSet([tmp_path / "mine"])
+    (folder / "manifest.toml").write_text(
+        'family = "custom"\n[[template]]\nid = "custom/en/x"\nlang = "en"\ntasks = ["c3/lexical"]\n'
+        'required = ["content"]\nverdict = "yes_no_en"\n')
+    with pytest.raises(TemplateError, match="required field 'content' has no type"):
+        TemplateSet([tmp_path / "mine"])
+
+
+# -- imports are recorded runs in short transactions ---------------------------------------------
+
+
+def lexical_lines(n: int, start: int = 0) -> list[dict]:
+    return [{"id": f"s{k}", "content": f"sentence {k}", "notation": "n", "response": "r"} for k in range(start, start + n)]
+
+
+def test_a_bad_line_after_committed_batches_still_imports_nothing(calibrate, tmp_path):
+    from calibrate.formats import BATCH
+
+    f = write_jsonl(tmp_path / "in.jsonl", [*lexical_lines(BATCH * 2 + 5), "{broken"])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and f"in.jsonl:{BATCH * 2 + 6}: malformed JSON" in out.output
+    store = Store(calibrate.db)
+    assert counts(calibrate.db) == (0, 0, 0), "the run's batches were rolled back"
+    assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
+
+
+def test_a_killed_import_leaves_nothing_visible_and_the_next_import_removes_it(calibrate, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    big = write_jsonl(tmp_path / "big.jsonl", lexical_lines(200_000))
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1, start=10**6))),
+              "--task", "c3/lexical", "--lang", "en")
+    proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(calibrate.db), "import", "jsonl", str(big),
+                             "--task", "c3/lexical", "--lang", "en"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = Store(calibrate.db)
+    deadline = time.monotonic() + 60
+    while store.conn.execute("SELECT count(*) FROM items").fetchone()[0] < 5000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = store.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    assert 5000 <= written < 200_001, "the import was killed half-way"
+    assert store.count_items() == 1 and [c["items"] for c in store.status_counts()] == [1], "nothing of it is visible"
+    assert store.claim_next("ana") == store.item_ids()[0]
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "two.jsonl", lexical_lines(1, start=2 * 10**6))),
+              "--task", "c3/lexical", "--lang", "en")
+    assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 2, "the dead run's rows are gone"

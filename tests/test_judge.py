@@ -107,18 +107,21 @@ def test_faults_are_retried_then_stored_as_errors(lexical_db, fault):
     run = lexical_db(1)
     with FakeOpenAI() as server:
         server.then(*script)
-        judge(run, server, "--concurrency", "1")
+        out = judge(run, server, "--concurrency", "1", ok=status != "error")
         assert server.count == requests
     (j,) = judgments(run)
     assert j.status == status
     if status == "error":
         assert j.verdict is None and j.error
+        assert out.exit_code == 1 and "1 of 1 items ended in error" in out.output, "a failed run does not look like success"
+        assert f"1 × {j.error.split(':')[0]}" in out.output, "the reasons are printed, grouped"
 
 
 def test_timeout_is_an_error_and_the_run_goes_on(lexical_db):
     run = lexical_db(2)
     with FakeOpenAI(by_content={"sentence 0": Reply(delay=3.0)}) as server:
-        judge(run, server, "--timeout", "0.3", "--max-retries", "1")
+        out = judge(run, server, "--timeout", "0.3", "--max-retries", "1", ok=False)
+    assert out.exit_code == 1 and "1 of 2 items ended in error" in out.output
     by_status = {j.status: j for j in judgments(run)}
     assert set(by_status) == {"error", "verdict"}
     assert "timed out" in by_status["error"].error
@@ -126,9 +129,10 @@ def test_timeout_is_an_error_and_the_run_goes_on(lexical_db):
 
 def test_connection_refused_is_an_error(lexical_db):
     run = lexical_db(1)
-    out = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0")
+    out = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", ok=False)
     (j,) = judgments(run)
     assert j.status == "error" and "connection failed" in j.error and "1 judgments stored" in out.output
+    assert out.exit_code == 1 and "1 × connection failed after retries" in out.output
 
 
 @pytest.mark.parametrize(("status", "hint"), [(401, "check the key in $OPENAI_API_KEY"), (404, "has no model 'fake-judge'")])
@@ -145,7 +149,7 @@ def test_errors_are_retried_by_the_next_run(lexical_db):
     run = lexical_db(1)
     with FakeOpenAI() as server:
         server.then(*[Reply(status=500)] * 3)
-        judge(run, server)
+        judge(run, server, ok=False)
         judge(run, server)
     assert [j.status for j in judgments(run)] == ["error", "verdict"]
 
@@ -154,15 +158,43 @@ def test_api_key_is_never_written_anywhere(lexical_db, monkeypatch, tmp_path):
     secret = "sk-test-DO-NOT-STORE-4f9a2b"
     monkeypatch.setenv("MY_JUDGE_KEY", secret)
     run = lexical_db(2)
+    echo = f'{{"error": {{"message": "Incorrect API key provided: {secret}"}}}}'
     with FakeOpenAI() as server:
-        server.then(Reply(status=500))
-        out = judge(run, server, "--api-key-env", "MY_JUDGE_KEY")
+        server.then(*[Reply(status=500, raw_body=echo)] * 3, Reply(f"The answer is: yes. (key {secret})"))
+        out = judge(run, server, "--api-key-env", "MY_JUDGE_KEY", "--concurrency", "1", ok=False)
         batch = tmp_path / "batch.jsonl"
         judge(run, server, "--api-key-env", "MY_JUDGE_KEY", "--force", "--export-batch", str(batch))
+        listed = run("items", "--status", "error", "--json")
     assert server.headers[0]["Authorization"] == f"Bearer {secret}", "the key was used"
-    assert secret not in out.output
+    errors = [j.error for j in judgments(run) if j.error]
+    assert errors and "Incorrect API key provided: ***" in errors[0], "the echoed body is stored, the key blanked"
+    assert any("(key ***)" in (j.raw_output or "") for j in judgments(run))
+    assert secret not in out.output and secret not in listed.output
     for path in [*Path(run.db).parent.glob("judge.db*"), batch]:
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_credentials_in_the_base_url_are_never_stored_or_printed(lexical_db, monkeypatch):
+    run = lexical_db(1)
+    with FakeOpenAI() as server:
+        host = server.url.removeprefix("http://")
+        url = f"http://judge-user:hunter2-pass@{host}"
+        server.then(*[Reply(status=500, raw_body='{"error": {"message": "bad password hunter2-pass"}}')] * 3)
+        out = run("judge", "--model", "fake-judge", "--base-url", url, "--max-retries", "2", ok=False)
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        shown = run("config")
+    assert f"http://***@{host}" in out.output
+    for text in (out.output, shown.output, Path(run.db).read_bytes().decode("utf-8", "replace")):
+        assert "hunter2-pass" not in text and "judge-user" not in text
+
+
+def test_another_server_with_the_same_model_name_is_another_judge(lexical_db):
+    run = lexical_db(2)
+    with FakeOpenAI() as first, FakeOpenAI() as second:
+        judge(run, first)
+        out = judge(run, second)
+        assert first.count == 2 and second.count == 2, "the second server is asked too"
+    assert "0 already judged" in out.output
 
 
 def test_logprobs_give_the_verdict_probability(lexical_db):
@@ -199,7 +231,12 @@ def test_rule_judge_parses_superglue_responses_offline(demo_db):
 def test_batch_round_trip(lexical_db, tmp_path):
     run = lexical_db(3)
     batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
-    out = run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    with FakeOpenAI() as server:  # the batch is run by the same server that is asked later
+        _test_batch_round_trip(run, server, batch_in, batch_out)
+
+
+def _test_batch_round_trip(run, server, batch_in, batch_out):
+    out = judge(run, server, "--export-batch", str(batch_in))
     assert "wrote 3 requests" in out.output
     requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
     assert {r["url"] for r in requests} == {"/v1/chat/completions"} and all(r["method"] == "POST" for r in requests)
@@ -212,13 +249,13 @@ def test_batch_round_trip(lexical_db, tmp_path):
         body = completion(r["body"], Reply("The answer is: no." if n else "The answer is: yes."))
         lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 200, "request_id": f"r{n}", "body": body}, "error": None})
     batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    run("judge", "--model", "fake-judge", "--import-batch", str(batch_out))
+    out = judge(run, server, "--import-batch", str(batch_out), ok=False)
+    assert out.exit_code == 1 and "1 × batch error" in out.output
     stored = sorted(judgments(run), key=lambda j: j.item_id)
     assert [(j.status, j.verdict) for j in stored] == [("verdict", "yes"), ("verdict", "no"), ("error", None)]
     assert stored[0].model_reported == "fake-judge-v1" and stored[0].prompt.startswith("This is a sentence")
-    with FakeOpenAI() as server:
-        judge(run, server)
-        assert server.count == 1, "only the batch's failed item is asked again"
+    judge(run, server)
+    assert server.count == 1, "only the batch's failed item is asked again"
 
 
 def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
@@ -277,8 +314,8 @@ def test_repeat_stores_k_samples_per_item_under_one_judge_and_resumes(lexical_db
 def test_repeat_asks_again_a_sample_that_failed(lexical_db):
     run = lexical_db(1)
     with FakeOpenAI(by_content={"sentence 0": [Reply(status=500)] * 3 + [Reply()]}) as server:
-        judge(run, server, "--repeat", "2", "--concurrency", "1")
-        assert [j.status for j in judgments(run)].count("error") == 1
+        failed = judge(run, server, "--repeat", "2", "--concurrency", "1", ok=False)
+        assert failed.exit_code == 1 and [j.status for j in judgments(run)].count("error") == 1
         judge(run, server, "--repeat", "2")
     assert sorted((j.sample, j.status) for j in judgments(run)) == [(0, "error"), (0, "verdict"), (1, "verdict")]
 

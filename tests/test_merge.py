@@ -26,7 +26,118 @@ def test_merge_folds_an_offline_database_in_once(demo_db, tmp_path, templates):
     assert "0 items, 0 judgments, 0 annotations added" in run("merge", str(tmp_path / "offline.db")).output
     store = Store(demo_db)
     merged = store.item(store.source_index("c3/lexical", "en", item.system)[item.source_id])
-    rows = [r for r in store.annotations() if r["item_id"] == merged.id]
+    rows = [r for r in map(dict, store.annotation_rows()) if r["item_id"] == merged.id]
     assert [r["action"] for r in rows] == ["override", "undo", "label"]
     assert rows[1]["reverts_id"] == rows[0]["id"] and rows[0]["judgment_id"] is not None and first
     assert store.current_label(merged.id, "offline-ann") == "yes"
+
+
+def two_copies(tmp_path, n: int = 3) -> tuple[Store, Store, list[int]]:
+    """Two databases holding the same items: the team's and an offline annotator's copy."""
+    made = [NewItem("c3/lexical", "en", str(k), {"content": f"c{k}", "notation": "n", "response": "r"}) for k in range(n)]
+    main, offline = Store(tmp_path / "main.db"), Store(tmp_path / "offline.db")
+    ids = main.add_items(made, with_ids=True)[0]
+    offline.add_items(made)
+    return main, offline, ids
+
+
+def merge(main: Store, tmp_path, templates):
+    from calibrate.merge import merge_database
+
+    other = Store.open_other(tmp_path / "offline.db")
+    try:
+        return merge_database(main, other, templates)
+    finally:
+        other.close()
+
+
+def test_an_older_offline_label_does_not_replace_a_newer_one(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="yes", created_at="2026-01-01T09:00:00.000000+00:00")
+    offline.annotate(ids[1], "ana", "label", label="yes", created_at="2026-01-01T11:00:00.000000+00:00")
+    main.annotate(ids[0], "ana", "label", label="no", created_at="2026-01-01T10:00:00.000000+00:00")
+    main.annotate(ids[1], "ana", "label", label="no", created_at="2026-01-01T10:00:00.000000+00:00")
+    offline.close()
+    merge(main, tmp_path, templates)
+    assert main.current_label(ids[0], "ana") == "no", "the newer label made online stays"
+    assert main.current_label(ids[1], "ana") == "yes", "the newer label made offline wins"
+
+
+def test_an_offline_undo_reverts_only_the_decision_it_names(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="yes", created_at="2026-01-01T09:00:00.000000+00:00")
+    offline.undo_last("ana")
+    main.annotate(ids[0], "ana", "label", label="no", created_at="2026-01-01T10:00:00.000000+00:00")
+    offline.close()
+    merge(main, tmp_path, templates)
+    assert main.current_label(ids[0], "ana") == "no"
+    assert [r["action"] for r in main.annotation_rows()] == ["label", "label", "undo"]
+
+
+def test_undo_after_merge_restores_the_latest_label_by_time(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="no", created_at="2026-01-01T09:00:00.000000+00:00")
+    main.annotate(ids[0], "ana", "label", label="yes", created_at="2026-01-01T08:00:00.000000+00:00")
+    offline.close()
+    merge(main, tmp_path, templates)
+    assert main.current_label(ids[0], "ana") == "no"
+    main.annotate(ids[0], "ana", "label", label="yes")
+    main.undo_last("ana")
+    assert main.current_label(ids[0], "ana") == "no"
+
+
+def test_merge_refuses_bad_rows_and_reports_them(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="maybe")
+    offline.annotate(ids[1], "ana", "label", label="YES")
+    offline.annotate(ids[2], "ana", "label", label="no", created_at="yesterday")
+    stray = offline.add_items([NewItem("no/such-task", "en", "x", {"content": "c"})], with_ids=True)[0][0]
+    offline.annotate(stray, "ana", "label", label="yes")
+    offline.close()
+    report = merge(main, tmp_path, templates)
+    assert report.added["annotations"] == 1 and main.current_label(ids[1], "ana") == "yes", "labels are normalised"
+    assert report.refused == {"item": 1, "annotation": 3}
+    reasons = "\n".join(report.examples)
+    assert "'maybe' is not one of yes, no" in reasons and "not an ISO 8601 time" in reasons
+    assert "unknown task 'no/such-task'" in reasons and "its item is not in this database" in reasons
+    run = Calibrate(tmp_path / "main.db")
+    main.close()
+    result = run("merge", str(tmp_path / "offline.db"))
+    assert "refused 3 annotations, 1 items" in result.output
+
+
+def files_beside(path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name)}
+
+
+def test_other_is_read_only_and_left_byte_for_byte(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="yes")
+    offline.close()
+    other = tmp_path / "offline.db"
+    before = files_beside(other)
+    assert list(before) == ["offline.db"]
+    merge(main, tmp_path, templates)
+    assert files_beside(other) == before, "no byte changed, no -wal or -shm created"
+
+
+def test_merge_refuses_what_is_not_a_calibrate_database(tmp_path, demo_db):
+    import sqlite3
+
+    (tmp_path / "notes.txt").write_text("just some text, not a database\n")
+    (tmp_path / "empty.db").write_bytes(b"")
+    foreign = sqlite3.connect(tmp_path / "foreign.db")
+    foreign.execute("CREATE TABLE t (x)")
+    foreign.commit()
+    foreign.close()
+    newer = Store(tmp_path / "newer.db")
+    newer.conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('calibrate', '9999_future', 'x')")
+    newer.close()
+    run = Calibrate(demo_db)
+    for name, message in (("notes.txt", "not an SQLite database"), ("empty.db", "the file is empty"),
+                          ("foreign.db", "not a calibrate one"), ("newer.db", "schema version 9999_future is unknown")):
+        path = tmp_path / name
+        before = files_beside(path)
+        result = run("merge", str(path), ok=False)
+        assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output, result.output
+        assert files_beside(path) == before, f"{name} was changed"

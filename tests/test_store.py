@@ -14,7 +14,8 @@ from calibrate.store import Store
 SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 
 
-MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0004_systems", "0005_audio", "0006_judgment_samples"]
+MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0004_systems", "0005_audio",
+              "0006_judgment_samples", "0007_import_runs"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -66,7 +67,7 @@ def test_current_label_is_the_latest_and_undo_appends(store):
     assert store.current_label(item_id, "ann") == "yes"
     store.undo_last("ann")
     assert store.current_label(item_id, "ann") is None
-    actions = [r["action"] for r in store.annotations() if r["item_id"] == item_id]
+    actions = [r["action"] for r in map(dict, store.annotation_rows()) if r["item_id"] == item_id]
     assert actions == ["confirm", "override", "undo", "undo"]
     assert store.current_labels() == []
 
@@ -154,3 +155,12 @@ def test_an_undone_label_no_longer_counts_as_labelled(store):
     assert [i.id for i in store.items(status="labelled")] == [ids[0]]
     assert [i.id for i in store.items(status="unlabelled")] == [ids[1]]
     assert store.status_counts()[0]["labelled"] == 1
+
+
+def test_status_counts_an_error_only_while_no_later_judgment_succeeded(store):
+    ids, _ = store.add_items(items(2), with_ids=True)
+    for item_id in ids:
+        store.add_judgments([NewJudgment(item_id=item_id, judge_name="j", judge_key="k", status="error", error="HTTP 500")])
+    store.add_judgments([NewJudgment(item_id=ids[0], judge_name="j", judge_key="k", status="verdict", verdict="yes")])
+    (cell,) = store.status_counts()
+    assert (cell["judged"], cell["errors"]) == (1, 1), "item 0's error was fixed by a later run; item 1's was not"

@@ -163,7 +163,7 @@ def test_report_cuts_by_system_and_filters_one(demo_db, tmp_path):
     assert lexical == {"sdm-alpha": 1.0, "sdm-beta": 0.0}  # alpha's judge said yes, beta's no
     beta = json.loads(run("report", "--system", "sdm-beta", "--format", "json").output)["cells"]
     assert {c["system"] for c in beta} == {"sdm-beta"}
-    assert "sdm-beta · c3/lexical" in run("report", "--by", "system,task,lang", "--format", "markdown").output
+    assert "| sdm-beta | c3/lexical |" in run("report", "--by", "system,task,lang", "--format", "markdown").output
 
 
 async def test_the_app_filter_takes_a_system(demo_db):

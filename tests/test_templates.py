@@ -194,7 +194,7 @@ def test_editing_a_template_makes_a_new_version(tmp_path):
     folder = tmp_path / "mine" / "custom"
     folder.mkdir(parents=True)
     (folder / "manifest.toml").write_text(
-        'family = "custom"\n[[template]]\nid = "custom/en/lexical"\nfile = "lexical.j2"\nlang = "en"\n'
+        'family = "custom"\n[fields]\ncontent = "text"\n[[template]]\nid = "custom/en/lexical"\nfile = "lexical.j2"\nlang = "en"\n'
         'tasks = ["c3/lexical"]\nrequired = ["content"]\nverdict = "yes_no_en"\n'
     )
     (folder / "lexical.j2").write_text("Judge {{ content }}")

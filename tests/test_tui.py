@@ -199,7 +199,7 @@ async def test_item_text_is_never_markup(tmp_path):
     app = make_app(db)
     async with app.run_test(size=SIZE):
         text = screen_text(app)
-    assert "[bold]not bold[/] [link=https://x]not a link[/link] [/] ␛[31mnot red␛[0m" in text
+    assert "[bold]not bold[/] [link=https://x]not a link[/link] [/] \\x1b[31mnot red\\x1b[0m" in text
     assert "[red]n[/red]" in text and "[i]r" in text and "[blink]The answer is: yes.[/blink]" in text
 
 
@@ -239,7 +239,7 @@ async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path):
     folder.mkdir(parents=True)
     (folder / "manifest.toml").write_text(
         'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
-        'required = ["content"]\nverdict = "rubric_scores"\n', encoding="utf-8")
+        'required = ["content"]\nverdict = "rubric_scores"\n[template.fields]\ncontent = "text"\n', encoding="utf-8")
     (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
     db = tmp_path / "essay.db"
     store = Store(db)
@@ -251,6 +251,8 @@ async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path):
         assert isinstance(app.screen, ScoreForm)
         await pilot.press(*"70", "enter", *"65.5", "enter")
     assert [json.loads(label) for _, label in rows(db)] == [{"score_answer": 70.0, "score_reasoning": 65.5}]
+
+
 SMALL = (80, 24)
 PASSAGE = " ".join(f"Sentence {k} tells more of the river's long history and of the towns on its banks." for k in range(1, 61))
 
@@ -421,3 +423,52 @@ async def test_score_form_title_is_whole_at_80_columns(demo_db):
         await pilot.press("e")
         await pilot.pause()
         assert "Your scores, 0.0-100.0: Enter moves on, Enter on the last saves" in screen_text(app)
+
+
+async def test_the_app_waits_for_a_writer_holding_the_lock_and_keeps_the_decision(demo_db):
+    import asyncio
+    import sqlite3
+
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        other = sqlite3.connect(demo_db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
+        other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
+        await pilot.press("n")
+        await asyncio.sleep(3.0)
+        await pilot.pause()
+        assert "waiting" in status(app) and "not saved yet" in status(app), "the app says it is waiting"
+        assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
+        await pilot.press("y")  # keys wait meanwhile; nothing else is recorded
+        other.execute("COMMIT")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert current_item_id(app) != first and "last: #" in status(app) and "waiting" not in status(app)
+        other.close()
+    assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
+
+
+async def test_a_bad_item_is_shown_and_can_be_skipped(tmp_path):
+    db = tmp_path / "bad.db"
+    store = Store(db)
+    ids, _ = store.add_items([
+        NewItem("no/such-task", "en", "x", {"content": "c"}),
+        NewItem("c3/multi-turn", "en", "y", {"turns": ["hi"], "response": 5}),
+        NewItem("c3/lexical", "en", "z", {"content": "fine", "notation": "n", "response": "r"}),
+    ], with_ids=True)
+    store.close()
+    app = make_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        assert current_item_id(app) == ids[0]
+        assert "cannot be labelled" in screen_text(app) and "unknown task 'no/such-task'" in screen_text(app)
+        await pilot.press("y")
+        assert current_item_id(app) == ids[0], "it cannot be labelled"
+        await pilot.press("s")
+        assert current_item_id(app) == ids[1]
+        assert "cannot be labelled" in screen_text(app)
+        assert app.screen.view.problem == "field 'response' must be list of text, got number"
+        await pilot.press("s")
+        assert current_item_id(app) == ids[2]
+    assert rows(db) == [("skip", None), ("skip", None)]
+    assert rows(db, "SELECT count(*) FROM leases") == [(0,)], "the skipped items' leases are released"

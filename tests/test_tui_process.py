@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from tests.tui_helpers import rows
@@ -61,19 +62,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_binds_to_loopback_and_serves_the_page(demo_db):
+def test_serve_binds_to_loopback_and_serves_the_page_only_with_its_token(demo_db):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        def page():
+        url = ""
+        while "token=" not in url:
+            url = proc.stdout.readline().strip()
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+
+        def page(address):
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                with urllib.request.urlopen(address, timeout=2) as response:
                     return response.status, response.read().decode()
+            except urllib.error.HTTPError as exc:
+                return exc.code, ""
             except OSError:
                 return None
-        assert wait_for(lambda: page() is not None, timeout=30)
-        status, body = page()
+
+        assert wait_for(lambda: page(url) is not None, timeout=30)
+        assert page(f"http://127.0.0.1:{port}/")[0] == 403, "no token, no page"
+        status, body = page(url + "&annotator=ana")
         assert status == 200 and "calibrate" in body.lower() and "textual" in body.lower()
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout if os.path.exists("/usr/bin/ss") else ""
         if listening:

@@ -23,9 +23,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judging import judgment_from_output
-from calibrate.model import AudioClip, CalibrateError, ImportCounts, Item, NewItem, dump_json
+from calibrate.model import (
+    AudioClip,
+    CalibrateError,
+    ImportCounts,
+    Item,
+    NewItem,
+    NewJudgment,
+    dump_json,
+)
 from calibrate.store import Store
 from calibrate.templates import Template, TemplateError, TemplateSet
+from calibrate.validate import (
+    InputError,
+    bounded_int,
+    check_field_type,
+    check_value,
+    finite_float,
+    parse_json_value,
+    refuse_constant,
+)
 
 BATCH = 2000
 Progress = Callable[[int], None]
@@ -159,9 +176,9 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 continue
             seen_any = True
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield BadInput(where, f"malformed JSON ({exc.msg} at column {exc.colno})")
+                obj = parse_json_value(line, "line")
+            except InputError as exc:
+                yield BadInput(where, str(exc).removeprefix("line: "))
                 continue
             if not isinstance(obj, dict):
                 yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
@@ -175,11 +192,15 @@ def read_json_list(path: Path) -> list:
     """A whole JSON list file (C3's layout). Errors name the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int, parse_float=finite_float)
+        check_value(data, "value")
     except UnicodeDecodeError as exc:
         raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ImportFailed(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except (InputError, RecursionError, ValueError) as exc:
+        raise ImportFailed(f"{path}: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}") from None
     if not isinstance(data, list):
         raise ImportFailed(f"{path}: expected a JSON list")
     if not data:
@@ -197,6 +218,9 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
     for name in template.required:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
+    for name, declared in template.field_types.items():
+        if name in fields:
+            check_field_type(name, fields[name], declared)
     return template
 
 
@@ -215,73 +239,91 @@ def import_records(
     *,
     skip_bad: bool = False,
     update: bool = False,
+    source: str = "import",
 ) -> ImportReport:
-    """Store records atomically. Raises ImportFailed (nothing stored) on the first bad input
-    unless `skip_bad`. With `update`, changed content under a stored identity becomes a new
-    version instead of a bad input."""
+    """Store records as one recorded import run. Raises ImportFailed (nothing stored) on the
+    first bad input unless `skip_bad`. With `update`, changed content under a stored identity
+    becomes a new version instead of a bad input.
+
+    New items (with their judgments and audio) are written in short transactions of BATCH
+    records, so annotators and judge runs are never locked out for long; they stay hidden until
+    the run finishes. What attaches to items already present (judgments, audio) is written with
+    the finish, in the same transaction. A failed or interrupted import is rolled back; one that
+    was killed is rolled back by the next import (Store.clean_dead_imports)."""
     report = ImportReport()
     index = ItemIndex(store)
     batch: list[Record] = []
-    attached: list[tuple[Item, Record]] = []
+    attached: list[tuple[Item, Record]] = []  # records aimed at items already stored
+    run = store.begin_import(source)
+
+    def judgment(item_id: int, item, record: Record) -> NewJudgment:
+        return judgment_from_output(
+            item_id, item, templates, record.judge_name or "imported", record.judge_output,
+            family=record.template_family, params=record.judge_params, error=record.judge_error,
+        )
+
+    def store_audio(item_id: int, record: Record) -> None:
+        if record.audio:
+            store.set_item_audio(item_id, record.audio)
+            report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
 
     def flush() -> None:
-        new = [r for r in batch if r.item is not None]
-        with_judgments = any(r.judge_output is not None or r.judge_error for r in new)
-        need_ids = with_judgments or any(r.audio for r in new)
-        ids, added = store.add_items([r.item for r in new], with_ids=need_ids) if new else ([], 0)
-        report.counts.items_added += added
-        report.counts.items_existing += len(new) - added + sum(r.item is not None for _, r in attached)
-        heard = [(item_id, r) for item_id, r in zip(ids, new, strict=True)] if need_ids else []
-        for item_id, record in heard + [(item.id, r) for item, r in attached]:
-            if record.audio:
-                store.set_item_audio(item_id, record.audio)
-                report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
-        targets = [(item_id, r.item, r) for item_id, r in zip(ids, new, strict=True)] if with_judgments else []
-        targets += [(item.id, item, r) for item, r in attached]
-        judgments = [
-            judgment_from_output(
-                item_id, item, templates, record.judge_name or "imported", record.judge_output,
-                family=record.template_family, params=record.judge_params, error=record.judge_error,
-            )
-            for item_id, item, record in targets
-            if record.judge_output is not None or record.judge_error
-        ]
-        if judgments:
-            report.counts.judgments_added += store.add_judgments(judgments)
+        with_judgments = any(r.judge_output is not None or r.judge_error for r in batch)
+        need_ids = with_judgments or any(r.audio for r in batch)
+        with store.transaction():
+            ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
+            report.counts.items_added += added
+            report.counts.items_existing += len(batch) - added
+            for item_id, record in zip(ids, batch, strict=True) if need_ids else ():
+                store_audio(item_id, record)
+            if with_judgments:
+                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True)
+                       if r.judge_output is not None or r.judge_error]
+                report.counts.judgments_added += store.add_judgments(new)
         batch.clear()
-        attached.clear()
 
     try:
+        for record in records:
+            if isinstance(record, Record) and record.ref is not None:
+                found = index.resolve(record.ref)
+                if isinstance(found, str):
+                    record = BadInput(record.location, found)
+                elif found is not None:
+                    attached.append((found, record))
+                elif record.item is None:
+                    record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
+                else:
+                    record.ref = None
+            if isinstance(record, Record) and record.ref is None:
+                record = _new_item(record, templates, index, update, attached)
+            if isinstance(record, BadInput):
+                if not skip_bad:
+                    raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                report.skipped.append(record)
+                continue
+            report.records += 1
+            if record.ref is not None:
+                continue  # attaches to a stored item: written with the finish
+            batch.append(record)
+            if len(batch) >= BATCH:
+                flush()
+        flush()
+        if report.records == 0:
+            raise ImportFailed("no valid records; nothing was imported")
         with store.transaction():
-            for record in records:
-                if isinstance(record, Record) and record.ref is not None:
-                    found = index.resolve(record.ref)
-                    if isinstance(found, str):
-                        record = BadInput(record.location, found)
-                    elif found is not None:
-                        attached.append((found, record))
-                    elif record.item is None:
-                        record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
-                    else:
-                        record.ref = None
-                if isinstance(record, Record) and record.ref is None:
-                    record = _new_item(record, templates, index, update, attached)
-                if isinstance(record, BadInput):
-                    if not skip_bad:
-                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
-                    report.skipped.append(record)
-                    continue
-                report.records += 1
-                if record.ref is not None:
-                    continue
-                batch.append(record)
-                if len(batch) >= BATCH:
-                    flush()
-            flush()
-            if report.records == 0:
-                raise ImportFailed("no valid records; nothing was imported")
+            report.counts.items_existing += sum(r.item is not None for _, r in attached)
+            for item, record in attached:
+                store_audio(item.id, record)
+            judgments = [judgment(item.id, item, r) for item, r in attached
+                         if r.judge_output is not None or r.judge_error]
+            report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
+            store.finish_import(run)
     except TemplateError as exc:
+        store.abandon_import(run)
         raise ImportFailed(str(exc)) from None
+    except BaseException:
+        store.abandon_import(run)
+        raise
     return report
 
 

@@ -1,16 +1,17 @@
 """Gold labels out: items with every annotator's label, the consolidated (majority) label,
-judge verdicts and notes, as JSONL or CSV; for items with audio whether each annotator listened
-(seconds played, 0 when they labelled without playing it); and, given the judges' trust marks
-(`calibrate trust`), per judge whether each item's verdict is accepted or needs a person."""
+judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
+neutralised); for items with audio whether each annotator listened (seconds played, 0 when
+they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
+judge whether each item's verdict is accepted or needs a person."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 
+from calibrate.display import safe_json, spreadsheet_safe
 from calibrate.store import Store
 
 ACCEPTED, NEEDS_PERSON = "accepted", "needs a person"  # an item's trust mark per judge
@@ -54,7 +55,7 @@ def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None,
                 accepted: Mapping[str, Mapping[int, bool]] | None = None) -> int:
     n = 0
     for record in export_records(store, system, accepted):
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.write(safe_json(record, indent=None) + "\n")
         n += 1
     return n
 
@@ -67,12 +68,13 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None,
     listeners = annotators if any(r["listened"] is not None for r in records) else []
     trusted = judges if accepted is not None else []
     writer = csv.writer(out)
-    writer.writerow(["item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis",
-                     *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges),
-                     *(f"trust:{j}" for j in trusted), "notes", "flagged_by", *(f"listened:{a}" for a in listeners)])
+    writerow = lambda cells: writer.writerow([spreadsheet_safe(c) for c in cells])  # noqa: E731
+    writerow(["item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis",
+              *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges),
+              *(f"trust:{j}" for j in trusted), "notes", "flagged_by", *(f"listened:{a}" for a in listeners)])
     for r in records:
         verdicts = [r["verdicts"].get(j, {}) for j in judges]
-        writer.writerow([
+        writerow([
             r["item_id"], r["task"], r["lang"], r["system"], r["source_id"], r["reference"], r["gold_label"], r["gold_basis"],
             *(r["labels"].get(a, "") for a in annotators),
             *((v.get("verdict") or v.get("status", "")) for v in verdicts),

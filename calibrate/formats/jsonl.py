@@ -9,6 +9,8 @@ from pathlib import Path
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
 from calibrate.model import NewItem, SystemNameError, check_system
+from calibrate.validate import InputError
+from calibrate.validate import source_id as valid_id
 
 
 def jsonl_records(
@@ -44,7 +46,11 @@ def jsonl_records(
         if id_field not in obj and require_id:
             yield BadInput(where, f"missing field {id_field!r} (the item's source id; name another field with --id-field)")
             continue
-        source_id = str(obj[id_field]) if id_field in obj else where.rsplit(":", 1)[1]
+        try:
+            source_id = valid_id(obj[id_field], f"field {id_field!r}") if id_field in obj else where.rsplit(":", 1)[1]
+        except InputError as exc:
+            yield BadInput(where, str(exc))
+            continue
         fields = {k: v for k, v in obj.items() if k not in not_content}
         line_system = system
         if system_field:

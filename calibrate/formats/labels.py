@@ -44,9 +44,30 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
         raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise ImportFailed(f"{path}: file is empty")
-    reader = csv.DictReader(io.StringIO(text))
-    for row in reader:
-        yield f"{path}:{reader.line_num}", {k.strip(): (v or "").strip() for k, v in row.items() if k}
+    # Strict: one row per line. A quote left open would otherwise swallow the rows after it.
+    reader = csv.reader(io.StringIO(text), strict=True)
+    header, line = None, 0
+    while True:
+        start = line + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ImportFailed(f"{path}:{start}: malformed CSV ({exc}; an unterminated quote?)") from None
+        line = reader.line_num
+        if line != start:
+            raise ImportFailed(f"{path}:{start}: a quoted field runs on to line {line} (an unterminated quote?); "
+                               "label files take one row per line")
+        if header is None:
+            header = [name.strip() for name in row]
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            yield BadInput(f"{path}:{start}", f"{len(row)} cells, but the header names {len(header)}")
+            continue
+        yield f"{path}:{start}", {k: v.strip() for k, v in zip(header, row, strict=True) if k}
 
 
 def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput]:

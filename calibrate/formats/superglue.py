@@ -14,6 +14,8 @@ from pathlib import Path
 
 from calibrate.formats import BadInput, ImportFailed, Progress, Record, read_jsonl
 from calibrate.model import NewItem
+from calibrate.validate import InputError
+from calibrate.validate import source_id as valid_id
 
 SUPERGLUE_TASKS = {
     "boolq": "superglue/boolq",
@@ -58,7 +60,7 @@ def idx_key(task: str, idx) -> str:
         return f"{idx['paragraph']}/{idx['question']}/{idx['answer']}"
     if task == "superglue/record" and isinstance(idx, dict):
         return f"{idx['passage']}/{idx['query']}"
-    return str(idx)
+    return valid_id(idx, "idx")
 
 
 def _items(task: str, obj: dict, where: str) -> list[tuple[str, dict, str | None]] | BadInput:
@@ -89,6 +91,8 @@ def _items(task: str, obj: dict, where: str) -> list[tuple[str, dict, str | None
         return [(idx_key(task, obj["idx"]), fields, gold_label(task, obj.get("label")))]
     except KeyError as exc:
         return BadInput(where, f"missing field {exc.args[0]!r}")
+    except InputError as exc:
+        return BadInput(where, str(exc))
     except (TypeError, ValueError) as exc:
         return BadInput(where, f"unexpected field shape ({exc})")
 
@@ -108,6 +112,11 @@ def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
             key = idx_key(task, obj["idx"])
         except KeyError as exc:
             raise ImportFailed(f"{where}: idx lacks {exc.args[0]!r}; nothing was imported") from None
+        except InputError as exc:
+            raise ImportFailed(f"{where}: {exc}; nothing was imported") from None
+        if key in out:
+            raise ImportFailed(f"{where}: prediction idx {json.dumps(key)} repeats {out[key][1]} "
+                               "(which response is meant?); nothing was imported")
         out[key] = (obj["response"], where)
     return out
 

@@ -1,17 +1,25 @@
 """The main screen: the item, the response under test, the reference, the judge's verdict and
 the rendered prompt; one key to confirm, override, label, skip, flag or undo. Each decision is
-committed to SQLite (through the session) before the next item is shown."""
+committed to SQLite (through the session) before the next item is shown. When another writer
+holds the database (a long import, a judge run), the write waits on a worker thread and the
+status line says so; keys wait meanwhile, and the decision is confirmed only once committed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 
 from calibrate.audio import scp_path
+from calibrate.display import safe
 from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
+from calibrate.store import DatabaseBusy
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
@@ -24,6 +32,14 @@ from calibrate.tui.status_bar import StatusBar
 from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
 from calibrate.tui.verdict_panel import VerdictPanel
+
+T = TypeVar("T")
+
+
+def _stop_waiting_here(seconds: float) -> None:
+    """on_wait on the app's own thread: do not freeze the screen, hand the write to a worker."""
+    raise DatabaseBusy
+
 
 DIGIT_BINDINGS = [
     Binding(str(k), f"label_index({k - 1})", "label", show=k == 1, id=f"annotate.label_{k}") for k in range(1, 10)
@@ -77,6 +93,7 @@ class AnnotateScreen(Screen):
         self.expanded = False
         self.page = 0
         self.pane = 0  # which of the panes the scrolling keys move
+        self.saving = False
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -88,7 +105,54 @@ class AnnotateScreen(Screen):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
-        self.show(self.session.start())
+        self.write(self.session.start, self.show)
+
+    # -- writing: at once when the database is free, else on a worker thread that waits --------
+
+    def write(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
+        """Run `work` (which writes) and hand its result to `done`. If another writer holds the
+        database, nothing is written here: a worker thread waits for it, the status line shows
+        the wait, and `done` runs once the write is committed."""
+        if self.saving:
+            self.notify("still waiting to save the previous action", severity="warning")
+            return
+        store = self.session.store
+        store.on_wait = _stop_waiting_here
+        busy = False
+        try:
+            result = work()
+        except DatabaseBusy:
+            busy = True
+        except SessionError as exc:
+            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
+            return
+        finally:
+            store.on_wait = None
+        if busy:
+            self.saving = True
+            self.query_one(StatusBar).waiting(0.0)
+            self._write_waiting(work, done)
+            return
+        done(result)
+
+    @work(thread=True, exclusive=True, group="write")
+    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
+        store = self.session.store
+        store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds)
+        try:
+            result = work()
+        except SessionError as exc:
+            message = safe(str(exc))
+            self.app.call_from_thread(self._written, lambda _: self.notify(message, severity="warning", markup=False), None)
+        else:
+            self.app.call_from_thread(self._written, done, result)
+        finally:
+            store.on_wait = None
+
+    def _written(self, done: Callable, result) -> None:
+        self.saving = False
+        done(result)
+        self.query_one(StatusBar).waiting(None)
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -111,7 +175,11 @@ class AnnotateScreen(Screen):
         self.query_one(KeyBar).show(self, len(view.choices) if view else 0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Only what works on the item on screen is enabled (and so shown in the key bar)."""
+        """Only what works on the item on screen is enabled (and so shown in the key bar); while
+        a write waits for the database every key waits too (the decision already made is saved
+        first, nothing is lost)."""
+        if self.saving:
+            return False
         view, blind = self.view, self.session.blind
         if action in ("confirm", "label_yes", "label_no", "label_index", "scores", "override", "skip", "flag",
                       "note", "guidelines", "expand", "page") and view is None:
@@ -135,13 +203,12 @@ class AnnotateScreen(Screen):
         return True
 
     def decide(self, action: str, label: str | None = None) -> None:
-        try:
+        def save():
             decision = self.session.decide(action, label)
-        except SessionError as exc:
-            self.notify(str(exc), severity="warning", timeout=4)
-            return
-        self.revealed.add(decision.item_id)
-        self.show(self.session.forward())
+            self.revealed.add(decision.item_id)
+            return self.session.forward()
+
+        self.write(save, self.show)
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -182,12 +249,14 @@ class AnnotateScreen(Screen):
         self.decide("flag")
 
     def action_undo(self) -> None:
-        view = self.session.undo()
-        if view is None:
-            self.notify("nothing to undo", severity="information")
-            return
-        self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
-        self.show(view)
+        def undone(view: ItemView | None) -> None:
+            if view is None:
+                self.notify("nothing to undo", severity="information")
+                return
+            self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
+            self.show(view)
+
+        self.write(self.session.undo, undone)
 
     def action_note(self) -> None:
         if self.view is None:
@@ -195,9 +264,8 @@ class AnnotateScreen(Screen):
 
         def done(text: str | None) -> None:
             if text:
-                self.session.note(text)
-                self.show(self.session.current())
-                self.notify("note saved")
+                self.write(lambda: self.session.note(text), lambda _: (self.show(self.session.current()),
+                                                                       self.notify("note saved")))
 
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
 
@@ -228,7 +296,7 @@ class AnnotateScreen(Screen):
         self.show(self.session.back())
 
     def action_next(self) -> None:
-        self.show(self.session.forward())
+        self.write(self.session.forward, self.show)
 
     def action_expand(self) -> None:
         self.expanded = not self.expanded
@@ -282,7 +350,7 @@ class AnnotateScreen(Screen):
             try:
                 self.app.refilter(text)
             except ValueError as exc:
-                self.notify(str(exc), severity="error", timeout=10)
+                self.notify(safe(str(exc)), severity="error", timeout=10, markup=False)
 
         self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current), done)
 
@@ -296,7 +364,7 @@ class AnnotateScreen(Screen):
         text = self.app.guidelines_for(template)
         choices = ", ".join(f"{k} {c}" for k, c in enumerate(self.view.choices, 1)) or "scores (e)"
         self.app.push_screen(TextScreen(f"Guidelines: {self.view.item.task} ({self.view.item.lang})",
-                                        Text(f"{text}\n\nlabels: {choices}")))
+                                        Text(safe(f"{text}\n\nlabels: {choices}"))))
 
     def action_help(self) -> None:
         lines = Text()

@@ -50,13 +50,14 @@ class CalibrateApp(App):
         keymap_file: Path | None = None,
         require_listen: bool = False,
         audio_root: Path | None = None,
+        tab: str | None = None,
     ):
         super().__init__()
         self.db_path = db_path
         self.store = Store(db_path)
         self.templates = templates or TemplateSet()
         self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
-                        "require_listen": require_listen, "audio_root": audio_root}
+                        "require_listen": require_listen, "audio_root": audio_root, "tab": tab}
         self.guidelines_file = guidelines_file
         self.session = self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change

@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from calibrate.display import literal
+from calibrate.display import safe
 from calibrate.model import Item
 
 
@@ -31,7 +31,7 @@ class FlaggedScreen(ModalScreen[int | None]):
             title = (f"Your flagged items ({len(self.items)}): Enter shows one, Esc closes" if self.items
                      else "You have flagged no item in this queue (f flags one). Esc closes")
             yield Label(title, markup=False)
-            yield OptionList(*(Option(literal(f"#{i.id}  {i.task} {i.lang}  ({i.source_id})"), id=str(i.id))
+            yield OptionList(*(Option(safe(f"#{i.id}  {i.task} {i.lang}  ({i.source_id})"), id=str(i.id))
                                for i in self.items))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -16,11 +16,12 @@ from calibrate.display import (
     FOLD_CHARS,
     folded,
     item_sections,
-    literal,
     marked_span,
     page_of,
     reference_text,
     response_text,
+    safe,
+    safe_json,
 )
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
@@ -52,18 +53,29 @@ class ItemPanel(ReadingPane):
             reference.update("")
             self.scroll_home(animate=False)
             return
-        body = Text()
-        for n, (title, value) in enumerate(item_sections(view.item, view.template)):
-            if n:
-                body.append("\n\n")
-            body.append_text(self._section(title, value, "bold underline", page, fold=not expanded,
-                                           mark=marked_span(view.item, title)))
+        try:
+            if view.problem:
+                raise ValueError(view.problem)
+            body = Text()
+            for n, (title, value) in enumerate(item_sections(view.item, view.template)):
+                if n:
+                    body.append("\n\n")
+                body.append_text(self._section(title, value, "bold underline", page, fold=not expanded,
+                                               mark=marked_span(view.item, title)))
+            shown = (response_text(view.item, view.template), reference_text(view.item, view.template))
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            # one bad item never stops the session: say what is wrong, show its raw fields
+            body = self._section("this item cannot be labelled",
+                                 f"{exc}\n\ns skips it (its lease is released), f flags it", "bold red", 0)
+            body.append("\n\n")
+            body.append_text(self._section("fields as stored", safe_json(view.item.fields), "bold underline", page))
+            shown = ("", "")
         if view.notes:
             body.append("\n\n")
             body.append_text(self._section("notes", "\n".join(view.notes), "bold yellow", page))
         fields.update(body)
-        response.update(self._section("response under test", response_text(view.item, view.template), "bold cyan", page))
-        reference.update(self._section("reference", reference_text(view.item, view.template), "bold green", page))
+        response.update(self._section("response under test", shown[0], "bold cyan", page) if shown[0] else "")
+        reference.update(self._section("reference", shown[1], "bold green", page) if shown[1] else "")
         self.scroll_home(animate=False)
 
     def _section(self, title: str, body: str, style: str, page: int, *, fold: bool = False,
@@ -79,14 +91,14 @@ class ItemPanel(ReadingPane):
             shown, pages = page_of(body, page)
             self.pages = max(self.pages, pages)
         text = Text()
-        text.append(title, style=style)
+        text.append(safe(title), style=style)
         if pages > 1:
             text.append(f"  page {min(page, pages - 1) + 1}/{pages} of {len(body):,} characters ( ] next, [ back)",
                         style="dim")
         text.append("\n")
         start = len(text)
-        text.append(literal(shown) if shown else "(empty)")
-        if mark and page == 0 and mark[1] <= len(shown) and "\t" not in shown[: mark[1]]:
+        text.append(safe(shown) if shown else "(empty)")
+        if mark and page == 0 and mark[1] <= len(shown) and safe(shown[: mark[1]]) == shown[: mark[1]]:
             text.stylize("bold reverse", start + mark[0], start + mark[1])
         if hidden:
             text.append(f" … {hidden:,} more characters: x shows all", style="bold magenta")

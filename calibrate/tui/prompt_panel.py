@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widgets import Collapsible, Static
 from textual.widgets.collapsible import CollapsibleTitle
 
-from calibrate.display import PAGE_CHARS, literal
+from calibrate.display import PAGE_CHARS, safe
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 
@@ -42,9 +42,9 @@ class PromptPanel(Collapsible):
         body = Text()
         if prompt.system:
             body.append("system\n", style="bold")
-            body.append(literal(prompt.system) + "\n\n")
+            body.append(safe(prompt.system) + "\n\n")
         body.append("user\n", style="bold")
-        body.append(literal(prompt.user[:PAGE_CHARS]))
+        body.append(safe(prompt.user[:PAGE_CHARS]))
         if len(prompt.user) > PAGE_CHARS:
             body.append(f"\n… {len(prompt.user) - PAGE_CHARS:,} more characters (calibrate render shows all)",
                         style="bold magenta")

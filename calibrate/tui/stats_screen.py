@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from calibrate.display import safe
 from calibrate.store import Store
 
 
@@ -58,7 +59,7 @@ class StatsScreen(ModalScreen[None]):
         table.clear(columns=True)
         table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
         for r in rows:
-            table.add_row(*(Text(v) for v in (
+            table.add_row(*(Text(safe(v)) for v in (
                 r.task, r.lang, r.judge, r.versus, str(r.n), number(r.agreement), number(r.kappa, r.kappa_low, r.kappa_high),
                 number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high), r.verdict)))
         title = "judge vs human agreement (r refreshes, Esc closes)"

@@ -10,6 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from calibrate.display import safe
+
 
 class TextScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,g", "close", "close", id="page.close")]
@@ -24,8 +26,8 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(Text(self.page_title, style="bold underline"), markup=False)
-            yield Static(self.body if isinstance(self.body, Text) else Text(self.body), markup=False)
+            yield Static(Text(safe(self.page_title), style="bold underline"), markup=False)
+            yield Static(self.body if isinstance(self.body, Text) else Text(safe(self.body)), markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

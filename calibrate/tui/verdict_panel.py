@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from calibrate.display import PAGE_CHARS, literal
+from calibrate.display import PAGE_CHARS, safe
 from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
@@ -40,7 +40,7 @@ class VerdictPanel(Vertical):
             return
         if hidden:
             big.update(Text("verdict hidden", style="bold magenta"))
-            meta.update(Text(f"{judgment.judge_name} · blind mode: label first, then see the judge", style="dim"))
+            meta.update(Text(f"{safe(judgment.judge_name)} · blind mode: label first, then see the judge", style="dim"))
             raw.update("")
             return
         if judgment.status == "verdict":
@@ -49,20 +49,20 @@ class VerdictPanel(Vertical):
             words = "UNPARSED" if judgment.status == "unparsed" else "JUDGE ERROR"
             text_colour, background = STATUS_BADGES[judgment.status]
         big.styles.background = background
-        big.update(Text(f"  {words}  ", style=f"bold {text_colour} on {background}"))
-        details = [f"{judgment.judge_name}", f"template {judgment.template_id or '?'}"]
+        big.update(Text(f"  {safe(words)}  ", style=f"bold {text_colour} on {background}"))
+        details = [safe(judgment.judge_name), f"template {safe(judgment.template_id or '?')}"]
         if judgment.correct is not None:
             details.append("matches gold" if judgment.correct else "differs from gold")
         if judgment.confidence is not None:
             details.append(f"P={judgment.confidence:.2f}")
         info = Text(" · ".join(details), style="dim")
         if judgment.unparsed_reason:
-            info.append(f"\nwhy unparsed: {judgment.unparsed_reason}", style="yellow")
+            info.append(f"\nwhy unparsed: {safe(judgment.unparsed_reason)}", style="yellow")
         if judgment.error:
-            info.append(f"\nerror: {literal(judgment.error)}", style="red")
+            info.append(f"\nerror: {safe(judgment.error)}", style="red")
         meta.update(info)
         output = judgment.raw_output or "(no output)"
-        shown = Text(literal(output[:PAGE_CHARS]))
+        shown = Text(safe(output[:PAGE_CHARS]))
         if len(output) > PAGE_CHARS:
             shown.append("\n… the output goes on (it is stored whole)", style="bold magenta")
         raw.update(shown)

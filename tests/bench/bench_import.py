@@ -29,7 +29,7 @@ def main(n: int) -> None:
                                   "notation": "The bank of a river.", "response": f"A river bank, {k % 7} ducks."}) + "\n")
     print(f"{n:,} lines, {source.stat().st_size / 1e6:.0f} MB")
 
-    # calibrate: parse, validate against the manifest, hash, insert (one transaction)
+    # calibrate: parse, validate against the manifest, hash, insert (a recorded run, short transactions)
     store = Store(tmp / "calibrate.db")
     templates = TemplateSet()
     start = time.perf_counter()

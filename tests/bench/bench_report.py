@@ -46,6 +46,12 @@ def make_db(path: Path, n: int) -> None:
         "INSERT INTO annotations (uid, item_id, annotator, action, label, created_at) VALUES (?,?,?,?,?,?)",
         ((f"a{k}", k + 1, f"ann{k % 3}", "label", "yes" if human[k] else "no", stamp) for k in range(n)),
     )
+    # the store keeps each annotator's label in force beside every appended annotation: these
+    # raw inserts add the rows it would (one label per item and annotator here)
+    c.executemany(
+        "INSERT INTO labels_in_force (item_id, annotator, label, action, annotation_uid, decided_at) VALUES (?,?,?,?,?,?)",
+        ((k + 1, f"ann{k % 3}", "yes" if human[k] else "no", "label", f"a{k}", stamp) for k in range(n)),
+    )
     c.execute("COMMIT")
     store.close()
 

@@ -1,0 +1,209 @@
+"""`calibrate merge OTHER.db`: fold an offline annotator's database into this one.
+
+OTHER is opened read-only and never changed (`Store.open_other` refuses anything that is not a
+calibrate database of a known schema version). Its rows are streamed in batches, so memory
+stays bounded whatever its size, and each row is validated before it is written: items must
+belong to a task and language the templates know, with fields of the declared types and an
+honest content hash; judgments and annotations must name items (and judgments, and reverted
+annotations) that exist here, with well-formed fields; a label must be in its kind's label set.
+What is refused is counted and reported, never silently dropped. Items join by content hash,
+judgments and annotations by uid, so merging twice adds nothing; each batch is its own short
+transaction, so annotators keep working meanwhile and an interrupted merge resumes when run
+again. Which label is in force afterwards follows decision time, then uid (see the store), so
+an older offline label never replaces a newer one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from calibrate.formats import check_item
+from calibrate.kinds import LabelError
+from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, NewItem
+from calibrate.store import JUDGMENT_COLUMNS, Store
+from calibrate.templates import TemplateError, TemplateSet
+from calibrate.validate import InputError, parse_json_value
+
+BATCH = 1000
+EXAMPLES = 20
+JUDGMENT_STATUSES = ("verdict", "unparsed", "error")
+
+
+class Refused(ValueError):
+    """One row of OTHER that cannot be merged; the message says why."""
+
+
+@dataclass
+class MergeReport:
+    added: Counter = field(default_factory=Counter)  # table -> rows added
+    refused: Counter = field(default_factory=Counter)  # table -> rows refused
+    examples: list[str] = field(default_factory=list)  # the first EXAMPLES refusals, as "table uid: reason"
+
+    def refuse(self, table: str, name: str, reason: str) -> None:
+        self.refused[table] += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(f"{table} {name}: {reason}")
+
+
+def merge_database(store: Store, other: Store, templates: TemplateSet) -> MergeReport:
+    report = MergeReport()
+    _merge_items(store, other, templates, report)
+    _merge_judgments(store, other, report)
+    _merge_annotations(store, other, templates, report)
+    return report
+
+
+def _batches(rows) -> Iterator[list]:
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _text(row, name: str, *, optional: bool = False) -> str | None:
+    value = row[name]
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise Refused(f"{name} must be non-empty text, not {value!r}")
+    return value
+
+
+def _time(row, name: str = "created_at") -> str:
+    value = _text(row, name)
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise Refused(f"{name} {value!r} is not an ISO 8601 time") from None
+    return value
+
+
+def _number(row, name: str) -> float | None:
+    value = row[name]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise Refused(f"{name} must be a finite number, not {value!r}")
+    return value
+
+
+def _merge_items(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
+    for batch in _batches(other.item_rows()):
+        accepted: list[tuple[int, NewItem]] = []  # (its id in OTHER, the item)
+        for row in batch:
+            name = f"#{row['id']}"
+            try:
+                task, lang, source_id = _text(row, "task"), _text(row, "lang"), _text(row, "source_id")
+                name = f"{task} ({lang}) {source_id}"
+                fields = parse_json_value(_text(row, "fields"), "fields")
+                if not isinstance(fields, dict):
+                    raise Refused("fields must be a JSON object")
+                system = row["system"]
+                if not isinstance(system, str):
+                    raise Refused(f"system must be text, not {system!r}")
+                version = row["version"]
+                if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                    raise Refused(f"version must be a whole number from 1, not {version!r}")
+                item = NewItem(task, lang, source_id, fields, _text(row, "reference", optional=True), system, version)
+                check_item(templates, item)
+                if item.content_hash != row["content_hash"]:
+                    raise Refused("content_hash does not match the item's content")
+            except (Refused, InputError, ValueError) as exc:
+                report.refuse("item", name, str(exc))
+                continue
+            accepted.append((row["id"], item))
+        if accepted:
+            ids, added = store.add_items([item for _, item in accepted], with_ids=True)
+            report.added["items"] += added
+            for (other_id, _), item_id in zip(accepted, ids, strict=True):
+                clips = other.audio_by_item(other_id).get(other_id)
+                if clips:
+                    store.set_item_audio(item_id, clips)
+
+
+def _merge_judgments(store: Store, other: Store, report: MergeReport) -> None:
+    for batch in _batches(other.judgment_rows()):
+        items = store.items_by_hash(r["content_hash"] for r in batch if r["content_hash"])
+        accepted = []
+        for row in batch:
+            name = str(row["uid"])
+            try:
+                uid = _text(row, "uid")
+                if row["content_hash"] not in items:
+                    raise Refused("its item is not in this database (refused or missing)")
+                if row["status"] not in JUDGMENT_STATUSES:
+                    raise Refused(f"status {row['status']!r} is not one of {', '.join(JUDGMENT_STATUSES)}")
+                values = {c: row[c] for c in JUDGMENT_COLUMNS}
+                values.update(uid=uid, item_id=items[row["content_hash"]][0], judge_name=_text(row, "judge_name"),
+                              judge_key=_text(row, "judge_key"), created_at=_time(row))
+                if row["status"] == "verdict":
+                    _text(row, "verdict")
+                parse_json_value(row["params"] or "{}", "params")
+                for number in ("confidence", "latency_ms", "prompt_tokens", "completion_tokens"):
+                    _number(row, number)
+            except (Refused, InputError) as exc:
+                report.refuse("judgment", name, str(exc))
+                continue
+            accepted.append(values)
+        if accepted:
+            report.added["judgments"] += store.add_judgment_rows(accepted)
+
+
+def _merge_annotations(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
+    for batch in _batches(other.annotation_rows()):
+        items = store.items_by_hash(r["content_hash"] for r in batch if r["content_hash"])
+        judgments = store.ids_by_uid("judgments", (r["judgment_uid"] for r in batch))
+        reverted = store.ids_by_uid("annotations", (r["reverts_uid"] for r in batch))
+        accepted, written = [], set()  # written: uids accepted earlier in this batch (an undo may name one)
+        for row in batch:
+            name = str(row["uid"])
+            try:
+                uid = _text(row, "uid")
+                if row["content_hash"] not in items:
+                    raise Refused("its item is not in this database (refused or missing)")
+                item_id, task, lang = items[row["content_hash"]]
+                action = row["action"]
+                if action not in ACTIONS:
+                    raise Refused(f"action {action!r} is not one of {', '.join(ACTIONS)}")
+                label = row["label"]
+                if label is not None:
+                    if action not in (*LABEL_ACTIONS, REVERT_ACTION):
+                        raise Refused(f"a {action} row carries no label, but this one has {label!r}")
+                    label = templates.for_task(task, lang).kind.normalize_label(label)
+                elif action in LABEL_ACTIONS:
+                    raise Refused(f"a {action} row needs a label")
+                judgment_id = None
+                if row["judgment_uid"] is not None:
+                    if row["judgment_uid"] not in judgments:
+                        raise Refused("the judgment it was made on is not in this database (refused or missing)")
+                    judgment_id = judgments[row["judgment_uid"]]
+                reverts_uid = None
+                if action == REVERT_ACTION:
+                    reverts_uid = row["reverts_uid"]
+                    if reverts_uid not in reverted and reverts_uid not in written:
+                        raise Refused("it reverts an annotation that is not in this database (refused or missing)")
+                if row["blind"] not in (0, 1):
+                    raise Refused(f"blind must be 0 or 1, not {row['blind']!r}")
+                values = {
+                    "uid": uid, "item_id": item_id, "judgment_id": judgment_id, "annotator": _text(row, "annotator"),
+                    "action": action, "label": label, "reverts_uid": reverts_uid, "note": row["note"],
+                    "blind": row["blind"], "seconds_spent": _number(row, "seconds_spent"), "created_at": _time(row),
+                    "audio_plays": _number(row, "audio_plays"), "listened_seconds": _number(row, "listened_seconds"),
+                }
+                if values["note"] is not None and not isinstance(values["note"], str):
+                    raise Refused("note must be text")
+            except (Refused, LabelError, TemplateError) as exc:
+                report.refuse("annotation", name, str(exc))
+                continue
+            accepted.append(values)
+            written.add(uid)
+        if accepted:
+            report.added["annotations"] += store.add_annotation_rows(accepted)

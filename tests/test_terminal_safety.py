@@ -1,0 +1,140 @@
+"""Text from data never reaches the terminal raw: every command and widget that prints data
+shows escape sequences, C1 controls and bidi overrides visibly (display.safe)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibrate.display import safe
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI, Reply
+from tests.tui_helpers import make_app, screen_text
+
+# an OSC 52 clipboard write, a screen clear, a one-byte CSI (U+009B) and a right-to-left override
+NASTY = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\u202eevil"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def assert_safe(text: str) -> None:
+    assert not [c for c in RAW if c in text], f"raw control characters reached the terminal: {text!r}"
+    assert "\\x1b" in text, f"the escape is not shown visibly: {text!r}"
+
+
+def test_safe_shows_every_dangerous_character_visibly():
+    assert safe(NASTY) == "\\x1b]52;c;aGk=\\x07\\x1b[2J\\x9b31m\\u202eevil"
+    assert safe("\u2066a\u2069 b\u200f\x85\x7f") == "\\u2066a\\u2069 b\\u200f\\x85\\x7f"
+    assert safe("line\nnext\tcol") == "line\nnext    col" and safe("中文 ok") == "中文 ok"
+
+
+@pytest.fixture
+def nasty_db(tmp_path):
+    """Items, judgments, labels and notes whose every text field carries escape sequences."""
+    path = tmp_path / "nasty.db"
+    store = Store(path)
+    ids, _ = store.add_items([
+        NewItem("c3/lexical", "en", f"id-{NASTY}-{k}", {"content": f"c{NASTY}", "notation": NASTY, "response": NASTY,
+                                                    f"field{NASTY}": "x"}) for k in range(3)
+    ], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name=f"judge{NASTY}", judge_key="k", status="verdict", verdict="yes",
+                                     raw_output=f"{NASTY}\nThe answer is: yes.", template_id=f"t{NASTY}") for i in ids])
+    for annotator in (f"ana{NASTY}", "bo"):
+        for i in ids:
+            store.annotate(i, annotator, "label", label="yes" if i != ids[0] else "no", note=f"note {NASTY}")
+    store.close()
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["items"], ["status"], ["render", "1"], ["report"], ["report", "--format", "markdown"],
+    ["report", "--format", "csv"], ["export", "--format", "csv"],
+], ids=" ".join)
+def test_commands_show_escapes_visibly(nasty_db, args):
+    store = Store(nasty_db)
+    store.add_items([NewItem(f"c3/lexical{NASTY}", "en", "t", {"content": "c"})])  # only `status` lists tasks
+    store.close()
+    out = Calibrate(nasty_db)(*args)
+    assert_safe(out.output)
+
+
+@pytest.mark.parametrize("args", [["items", "--json"], ["export"], ["report", "--format", "json"]], ids=" ".join)
+def test_json_outputs_escape_as_json_and_keep_the_values(nasty_db, args):
+    out = Calibrate(nasty_db)(*args).output
+    assert not [c for c in RAW if c in out] and "\\u009b" in out
+    first = json.loads(out) if args[0] != "export" else json.loads(out.splitlines()[0])
+    assert any(NASTY in text for text in strings(first)), "the values themselves are unchanged"
+
+
+def strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+def test_items_json_stays_valid_json_with_the_same_values(nasty_db):
+    out = Calibrate(nasty_db)("items", "--json").output
+    assert "\\u009b" in out and json.loads(out)[0]["source_id"] == f"id-{NASTY}-0"
+
+
+def test_markdown_and_html_reports_escape(nasty_db):
+    run = Calibrate(nasty_db)
+    markdown = run("report", "--format", "markdown").output
+    assert "judge\\\\x1b\\]52" in markdown, "markdown specials in data are escaped"
+    page = run("report", "--format", "html").output
+    assert "\x1b" not in page and "judge\\x1b]52" in page
+
+
+def test_import_and_merge_messages_show_escapes_visibly(nasty_db, tmp_path, demo_db):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"task": "c3/lexical", "lang": "en", "source_id": "x", "annotator": "a",
+                                  "label": NASTY}) + "\n" +
+                      json.dumps({"task": "c3/lexical", "lang": "en", "source_id": f"id-{NASTY}-0", "annotator": "z",
+                                  "label": "yes"}) + "\n")
+    out = Calibrate(nasty_db)("import", "labels", str(labels), "--skip-bad")
+    assert_safe(out.output)
+    store = Store(nasty_db)
+    store.annotate(1, f"x{NASTY}", "label", label=NASTY)
+    store.close()
+    merged = Calibrate(demo_db)("merge", str(nasty_db))
+    assert "refused" in merged.output
+    assert_safe(merged.output)
+
+
+def test_judge_messages_show_escapes_visibly(nasty_db):
+    run = Calibrate(nasty_db)
+    with FakeOpenAI() as server:
+        server.then(*[Reply(status=500, raw_body=json.dumps({"error": {"message": NASTY}}))] * 3)
+        out = run("judge", "--model", "m", "--judge-name", f"judge{NASTY}", "--base-url", server.url,
+                  "--max-retries", "0", "--concurrency", "1", "--force", "--limit", "1", ok=False)
+    assert out.exit_code == 1
+    assert_safe(out.output)
+
+
+async def test_every_widget_shows_escapes_visibly(nasty_db, tmp_path):
+    guidelines = tmp_path / "guide.txt"
+    guidelines.write_text(f"guide {NASTY}")
+    app = make_app(nasty_db, annotator="carl", guidelines_file=guidelines, overlap=3)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await pilot.press("p")  # the prompt panel
+        await pilot.pause()
+        assert_safe(screen_text(app))  # item panel, verdict panel, status bar, prompt panel, notes
+        await pilot.press("n")  # the status line's last decision, and the next item
+        assert_safe(screen_text(app))
+        await pilot.press("g")
+        await pilot.pause()
+        assert_safe(screen_text(app))  # the guidelines screen
+        await pilot.press("escape", "t")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        text = screen_text(app)  # the statistics screen, with judge and annotator names
+        assert "judge" in text
+        assert_safe(text)
