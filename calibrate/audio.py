@@ -112,6 +112,15 @@ def scp_path(file: Path) -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}:{shlex.quote(str(Path(file).resolve()))}"
 
 
+AUDIO_ROUTE = "/audio/{item}/{position}"
+"""Where `calibrate serve` serves one clip of one item to the browser (calibrate.audio_route)."""
+
+
+def audio_url(item_id: int, position: int) -> str:
+    """The audio route's URL (relative to the server) for one clip of one item."""
+    return f"/audio/{item_id}/{position}"
+
+
 class Playback:
     """Plays files one after another with a system player, in a background thread so the
     caller never waits; `stop` ends it. `seconds` is how long it has been playing; `error` says

@@ -599,7 +599,8 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     for person, url in logins.urls(base):
         console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
     CalibrateServer(args, host=host, port=port, logins=logins, max_connections=max_connections,
-                    annotator=annotator).serve()
+                    annotator=annotator, db_path=str(Path(ctx.db_path).resolve()),
+                    audio_root=options.get("audio_root")).serve()
 
 
 # -- judge ---------------------------------------------------------------------------------------

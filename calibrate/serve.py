@@ -8,7 +8,8 @@ a middleware to every route and callable by any handler. A websocket from anothe
 refused. Each browser tab is a named annotator (asked when the tab connects, or fixed by
 `--annotators FILE`, which gives each person their own token) and its own session: tabs never
 share an item and undo reverts only that tab's decisions. Connections are limited, and binding
-anything but loopback prints a warning.
+anything but loopback prints a warning. The browser plays an item's audio through the audio
+route (calibrate.audio_route), behind the same login.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from calibrate.audio import AUDIO_ROUTE
+from calibrate.audio_route import audio_handler
 from calibrate.display import safe
 from calibrate.model import CalibrateError
 
@@ -139,9 +142,10 @@ class CalibrateServer(Server):
     annotator, the Origin check and a connection limit."""
 
     def __init__(self, app_args: list[str], *, host: str, port: int, logins: Logins, max_connections: int,
-                 annotator: str | None = None):
+                 annotator: str | None = None, db_path: str | None = None, audio_root: Path | None = None):
         super().__init__(shlex.join(app_args), host=host, port=port, title="calibrate")
         self.app_args = app_args
+        self.db_path, self.audio_root = db_path, audio_root
         self.logins = logins
         self.max_connections = max_connections
         self.annotator = annotator  # every tab is this annotator (the --annotator flag), unless a token says
@@ -155,10 +159,27 @@ class CalibrateServer(Server):
         app.add_routes([
             web.get("/", self.handle_index, name="index"),
             web.get("/ws/{tab}", self.handle_websocket, name="websocket"),
+            web.get(AUDIO_ROUTE, audio_handler(self.find_clip), name="audio"),
             web.static("/static", self.statics_path, name="static"),
         ])
         app.on_startup.append(self.on_startup)
         return app
+
+    def find_clip(self, item_id: int, position: int) -> Path | None:
+        """The file of one stored clip (under --audio-root when given), or None."""
+        from calibrate.store import Store
+
+        if self.db_path is None:
+            return None
+        store = Store(self.db_path, read_only=True)
+        try:
+            clips = store.audio_by_item(item_id).get(item_id, [])
+        finally:
+            store.close()
+        if not 0 <= position < len(clips) or not clips[position].usable:
+            return None
+        clip = clips[position] if self.audio_root is None else clips[position].moved_to(self.audio_root)
+        return clip.file
 
     async def on_startup(self, app: web.Application) -> None:
         """The URLs are printed by the command; textual-serve's banner would show the command line."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibrate.audio import PLAYER_HINT, Playback, find_player
+from calibrate.audio import PLAYER_HINT, Playback, audio_url, find_player
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
@@ -377,6 +377,18 @@ class AnnotationSession:
         self._playback_seconds = sum(clip.duration or 0.0 for clip in clips)
         self._plays[view.item.id] = self._plays.get(view.item.id, 0) + 1
         return True
+
+    def listen_in_browser(self) -> list[str]:
+        """For `calibrate serve`: the URLs of the current item's playable clips, for the browser
+        to play where the person sits. Opening them counts as one play of their whole length
+        (the browser does not report back how long it played)."""
+        view = self.current()
+        if view is None or not view.playable:
+            raise SessionError("this item has no audio to play")
+        item_id = view.item.id
+        self._plays[item_id] = self._plays.get(item_id, 0) + 1
+        self._listened[item_id] = self._listened.get(item_id, 0.0) + sum(c.duration or 0.0 for c in view.playable)
+        return [audio_url(item_id, position) for position, clip in enumerate(view.audio) if clip.usable]
 
     def stop_listening(self) -> None:
         """Stop the audio, if playing, and count how long it played."""

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from calibrate.audio import envelope
-from calibrate.audio_route import AUDIO_ROUTE, audio_handler
 from calibrate.demo import DEMO_DIR
 from calibrate.session import AnnotationSession, SessionError
 from calibrate.store import Store
@@ -333,20 +331,22 @@ def test_merge_keeps_the_audio_and_the_listening(demo_db, tmp_path, templates):
 # -- the browser route -----------------------------------------------------------------------------
 
 
-async def test_the_audio_route_returns_the_file_with_the_token_and_403_without(tmp_path):
-    root = tmp_path / "audio"
-    root.mkdir()
-    wav = write_wav(root / "clip.wav", 0.25)
-    (root / "secret.txt").write_text("not audio")
-    write_wav(tmp_path / "outside.wav", 0.25)
-    app = web.Application()
-    app.router.add_get(AUDIO_ROUTE, audio_handler(root, lambda token: token == "s3cret"))
-    async with TestClient(TestServer(app)) as client:
-        ok = await client.get("/audio/clip.wav", params={"token": "s3cret"})
-        assert ok.status == 200 and ok.headers["Content-Type"] == "audio/wav" and await ok.read() == wav.read_bytes()
-        bearer = await client.get("/audio/clip.wav", headers={"Authorization": "Bearer s3cret"})
-        assert bearer.status == 200
-        assert (await client.get("/audio/clip.wav")).status == 403
-        assert (await client.get("/audio/clip.wav", params={"token": "wrong"})).status == 403
-        assert (await client.get("/audio/secret.txt", params={"token": "s3cret"})).status == 404
-        assert (await client.get("/audio/%2E%2E/outside.wav", params={"token": "s3cret"})).status == 404
+async def test_the_audio_route_returns_the_file_with_the_token_and_403_without(demo_db):
+    from calibrate.serve import CalibrateServer, Logins
+
+    store = Store(demo_db)
+    item_id, clips = next((i, c) for i, c in store.audio_by_item().items() if c and c[0].usable)
+    store.close()
+    token = "s3cret-token-for-the-test"
+    server = CalibrateServer([], host="127.0.0.1", port=0, logins=Logins({token: "ana"}), max_connections=2,
+                             db_path=str(demo_db))
+    async with TestClient(TestServer(await server._make_app())) as client:
+        ok = await client.get(f"/audio/{item_id}/0", params={"token": token})
+        assert ok.status == 200 and ok.headers["Content-Type"] == "audio/wav"
+        assert await ok.read() == clips[0].file.read_bytes()
+        client.session.cookie_jar.clear()  # the login cookie set by the first visit
+        assert (await client.get(f"/audio/{item_id}/0")).status == 403
+        assert (await client.get(f"/audio/{item_id}/0", params={"token": "wrong"})).status == 403
+        assert (await client.get(f"/audio/{item_id}/{len(clips)}", params={"token": token})).status == 404
+        assert (await client.get("/audio/x/0", params={"token": token})).status == 404
+        assert (await client.get("/audio/..%2F..%2Fetc/0", params={"token": token})).status == 404

@@ -270,6 +270,17 @@ class AnnotateScreen(Screen):
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
 
     def action_listen(self) -> None:
+        if self.session.tab is not None:  # in a browser (calibrate serve): the browser plays it
+            try:
+                urls = self.session.listen_in_browser()
+            except SessionError as exc:
+                self.notify(safe(str(exc)), severity="warning", markup=False)
+                return
+            for url in urls:
+                self.app.open_url(url)
+            self.query_one(AudioStrip).show(self.view, self.session)
+            self.notify("opened in your browser", timeout=2)
+            return
         try:
             playing = self.session.listen()
         except NoPlayerError as exc:
