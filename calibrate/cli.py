@@ -730,6 +730,9 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
               "or count as disagreeing with the person.")
 @click.option("--unparsed-as-disagreement", is_flag=True, help="Same as --unparsed as-disagreement.")
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
+@click.option("--reliability", is_flag=True,
+              help="Measure the judges' reliability and bias probes even without repeats or confidences "
+                   "(reads every labelled item's response).")
 @click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True,
               help="Posterior draws / resamples for intervals.")
 @click.option("--target", type=click.FloatRange(0.01, 1), default=0.1, show_default=True, help="κ CI half-width to plan for.")
@@ -740,8 +743,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
               help="The model family of a judge or system (e.g. gpt-4o=openai); flags a judge grading its own family. "
               "May be repeated.")
 @pass_ctx
-def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, resamples,
-                   target, threshold, epsilon, families):
+def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as_disagreement, gold_from, reliability,
+                   resamples, target, threshold, epsilon, families):
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
@@ -753,7 +756,8 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
         raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
     options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
-                                    epsilon=epsilon, gold_from=gold_from, families=parse_families(families))
+                                    epsilon=epsilon, gold_from=gold_from, families=parse_families(families),
+                                    reliability=reliability)
     ctx.reader.check_filter(system=system, judge=None if judge == reports.JURY else judge)
     result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
     if fmt == "table" and out is None:

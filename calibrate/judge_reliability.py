@@ -272,6 +272,8 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     adjudicator's where given, else the strict majority. None with fewer than two judges."""
     from calibrate.reliability import jury
 
+    if len([name for name in store.known("judge") if name != JURY]) < 2:
+        return None
     verdicts: dict[int, dict[str, str | None]] = {}
     cells: dict[int, tuple[str, str]] = {}
     for row in store.latest_verdicts():

@@ -65,7 +65,9 @@ class ReportOptions:
     annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
     `gold_from` names an adjudicator whose label is the gold where present. `families` maps
     judge and system names to model families (`--family name=family`), to flag a judge grading
-    a system of its own family."""
+    a system of its own family. The judges' reliability (consistency, calibration, bias probes)
+    is measured when the database holds repeats or confidences, or when `reliability` asks for
+    it anyway (the bias probes then read every labelled item's response)."""
 
     by: tuple[str, ...] = ("task", "lang")
     unparsed: str = "exclude"
@@ -75,6 +77,7 @@ class ReportOptions:
     epsilon: float = 0.2
     gold_from: str | None = None
     families: tuple[tuple[str, str], ...] = ()
+    reliability: bool = False
 
 
 @dataclass
@@ -253,6 +256,8 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
         if jury is not None:
             data = AgreementData.combine([data, jury])
     report = report_from_data(data, templates, options)
+    if not (options.reliability or store.has_repeats_or_confidence()):
+        return report
     measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
                                    families=dict(options.families), resamples=options.resamples)
     for c in report.cells:

@@ -601,6 +601,12 @@ class Store:
         """
         return [tuple(r) for r in self.conn.execute(sql, params)]
 
+    def has_repeats_or_confidence(self) -> bool:
+        """Whether any judgment is a repeat (`judge --repeat`) or carries a confidence: without
+        either, a judge's consistency and calibration cannot be measured."""
+        return bool(self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM judgments WHERE sample > 0 OR confidence IS NOT NULL)").fetchone()[0])
+
     def item_systems(self) -> dict[int, str]:
         """item id -> the system under test that produced its response, for items that name one."""
         rows = self.conn.execute("SELECT id, system FROM items WHERE system != ''")

@@ -33,7 +33,7 @@ def label_all(store: Store, ids, labels, annotator="ana") -> None:
 
 
 def report_cell(path, *args) -> dict:
-    (cell,) = json.loads(Calibrate(path)("report", "--format", "json", *args).output)["cells"]
+    (cell,) = json.loads(Calibrate(path)("report", "--format", "json", "--reliability", *args).output)["cells"]
     return cell
 
 
@@ -162,7 +162,7 @@ def test_length_probe_finds_none_on_unbiased_data(tmp_path):
 
 def test_reliability_notes_in_the_terminal_report(tmp_path):
     length_db(tmp_path / "l.db", biased=True)
-    out = Calibrate(tmp_path / "l.db")("report").output
+    out = Calibrate(tmp_path / "l.db")("report", "--reliability").output
     assert "length bias on 80 items" in out and "says yes more for longer answers" in out
 
 
@@ -198,7 +198,7 @@ def test_per_system_leniency_lights_up_when_items_name_their_system(tmp_path):
     assert systems["gpt-4o-mini"]["verdict"].startswith("lenient") and systems["gpt-4o-mini"]["same_family"] is True
     assert systems["llama"]["estimate"]["value"] == 0 and systems["llama"]["same_family"] is False
     assert systems["llama"]["verdict"] == "no evidence of a difference from people"
-    out = Calibrate(path)("report", "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai")
+    out = Calibrate(path)("report", "--reliability", "--family", "gpt-4o=openai", "--family", "gpt-4o-mini=openai")
     assert "system gpt-4o-mini (judge and system of one model family)" in out.output
 
 
