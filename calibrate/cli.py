@@ -659,10 +659,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     )
     summary = RunSummary()
     if import_batch:
-        try:
-            read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
-        except (ValueError, OSError) as exc:
-            raise click.ClickException(str(exc)) from None
+        read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
         _print_judge_summary(summary)
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import openai
 
 from calibrate.judging import judgment_from_output, parse_output
-from calibrate.model import Item, NewJudgment, judge_key
+from calibrate.model import CalibrateError, Item, NewJudgment, judge_key
 from calibrate.redact import Redactor, redact_url, url_credentials
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -171,6 +171,10 @@ def plan_jobs(
         if limit is not None and items_asked >= limit:
             break
     return jobs
+
+
+class BatchFileError(CalibrateError):
+    """A batch result file that cannot be read, or a line of it that fits no item of this judge."""
 
 
 class JudgeRefused(Exception):
@@ -386,19 +390,23 @@ def import_batch(
     jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
     done: dict[str, dict[int, set[int]]] = {}
     judgments: list[NewJudgment] = []
-    with path.open("r", encoding="utf-8") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise BatchFileError(f"{path}: {exc.strerror or exc}") from None
+    with handle:
         for lineno, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
             try:
-                record = json.loads(line)
+                record = json.loads(line.decode("utf-8"))
                 custom_id = record["custom_id"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{where}: not a batch result line ({exc})") from None
+            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise BatchFileError(f"{where}: not a batch result line ({exc})") from None
             job = jobs.get(custom_id)
             if job is None:
-                raise ValueError(
+                raise BatchFileError(
                     f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
                     "parameters (was the batch exported with another --model, template or parameters?)"
                 )

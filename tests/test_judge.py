@@ -333,3 +333,14 @@ def test_batch_round_trip_with_repeats(lexical_db, tmp_path):
     assert sorted((j.item_id, j.sample) for j in judgments(run)) == [(1, 0), (1, 1), (2, 0), (2, 1)]
     out = run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
     assert "4 items already judged" in out.output and len(judgments(run)) == 4
+
+
+def test_a_bad_batch_file_is_a_message_naming_the_line(lexical_db, tmp_path):
+    run = lexical_db(1)
+    bad = tmp_path / "results.jsonl"
+    bad.write_bytes(b'{"custom_id": "nope", "response": {}}\n\xff\xfe\n')
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
+    assert out.exit_code == 1 and f"{bad}:1: custom_id nope matches no item" in out.output and "Traceback" not in out.output
+    bad.write_bytes(b'\xff\xfe\n')
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
+    assert out.exit_code == 1 and f"{bad}:1: not a batch result line" in out.output
