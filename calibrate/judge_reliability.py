@@ -269,7 +269,8 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     scores), so its agreement with people can be set beside each member's. An item where the
     judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
-    adjudicator's where given, else the strict majority. None with fewer than two judges."""
+    adjudicator's where given, else the strict majority. Only items two or more judges judged
+    count. None with fewer than two judges."""
     from calibrate.reliability import jury
 
     if len([name for name in store.known("judge") if name != JURY]) < 2:
@@ -289,6 +290,8 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
     judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
     for item_id, by_judge in verdicts.items():
+        if len(by_judge) < 2:
+            continue  # one judge's verdict is that judge's line again, not a jury's
         task, lang = cells[item_id]
         try:
             kind = templates.for_task(task, lang).kind
