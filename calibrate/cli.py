@@ -159,6 +159,25 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
 
 
+def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, *, width: int) -> None:
+    """Show `result` in `fmt`: the table on the terminal as it is drawn there, or any format as
+    text, printed or written to `out`."""
+    if fmt == "table" and out is None:
+        table(result, console)
+        return
+    if fmt == "table":
+        buffer = Console(file=io.StringIO(), width=width, soft_wrap=False)
+        table(result, buffer)
+        text = buffer.file.getvalue()
+    else:
+        text = renderers[fmt](result)
+    if out:
+        out.write_text(text, encoding="utf-8")
+        console.print(safe_text(f"wrote {fmt} {what} to {out}"))
+    else:
+        click.echo(text, nl=False)
+
+
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
     for bad in report.skipped:
@@ -757,21 +776,10 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     reliability=reliability)
     ctx.reader.check_filter(system=system, judge=None if judge == reports.JURY else judge)
     result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
-    if fmt == "table" and out is None:
-        reports.render_table(result, console, wide=wide)
-        return
-    if fmt == "table":
-        text_console = Console(file=io.StringIO(), width=200 if wide else 120, soft_wrap=False)
-        reports.render_table(result, text_console, wide=wide)
-        text = text_console.file.getvalue()
-    else:
-        text = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,
-                "html": reports.render_html}[fmt](result)
-    if out:
-        out.write_text(text, encoding="utf-8")
-        console.print(f"wrote {fmt} report to {out}")
-    else:
-        click.echo(text, nl=False)
+    renderers = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,
+                 "html": reports.render_html}
+    emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), renderers,
+         width=200 if wide else 120)
 
 
 @cli.command(name="scores")
@@ -794,20 +802,8 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     from calibrate import scores as scoring
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    result = scoring.build_scores(ctx.store, ctx.templates, by=dims, judge=judge, system=system, target=target)
-    if fmt == "table":
-        target_console = console if out is None else Console(file=io.StringIO(), width=240, soft_wrap=True)
-        scoring.render_table(result, target_console)
-        if out is None:
-            return
-        text = target_console.file.getvalue()
-    else:
-        text = scoring.RENDERERS[fmt](result)
-    if out:
-        out.write_text(text, encoding="utf-8")
-        console.print(f"wrote {fmt} scores to {out}")
-    else:
-        click.echo(text, nl=False)
+    result = scoring.build_scores(ctx.reader, ctx.templates, by=dims, judge=judge, system=system, target=target)
+    emit(result, fmt, out, "scores", scoring.render_table, scoring.RENDERERS, width=240)
 
 
 @cli.command(name="trust")

@@ -86,3 +86,16 @@ def labelled_db(tmp_path):
             store.annotate(i, name, "label", label=label)
     store.close()
     return path, verdicts, humans
+
+
+@pytest.fixture
+def score_templates(tmp_path) -> Path:
+    """A user template folder whose one template declares the rubric's score kind for a new
+    task, essay/score (zh): what a scored cell is must come from the kind, not a task list."""
+    folder = tmp_path / "mine" / "essay"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
+        'required = ["content"]\nverdict = "rubric_scores"\n[template.fields]\ncontent = "text"\n', encoding="utf-8")
+    (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
+    return tmp_path / "mine"

@@ -261,13 +261,7 @@ def test_csv_has_one_number_per_field(labelled_db):
     assert "—" not in "".join("".join(r.values()) for r in rows)
 
 
-def test_a_user_template_declaring_scores_gets_score_statistics(tmp_path):
-    folder = tmp_path / "mine" / "essay"
-    folder.mkdir(parents=True)
-    (folder / "manifest.toml").write_text(
-        'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
-        'required = ["content"]\nverdict = "rubric_scores"\n[template.fields]\ncontent = "text"\n', encoding="utf-8")
-    (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
+def test_a_user_template_declaring_scores_gets_score_statistics(tmp_path, score_templates):
     db = tmp_path / "essay.db"
     store = Store(db)
     ids, _ = store.add_items([NewItem("essay/score", "zh", str(k), {"content": f"c{k}"}) for k in range(6)], with_ids=True)
@@ -277,7 +271,7 @@ def test_a_user_template_declaring_scores_gets_score_statistics(tmp_path):
     for k, i in enumerate(ids):
         store.annotate(i, "ann", "label", label=scores(10.0 * k + 5))
     store.close()
-    out = Calibrate(db)("--templates", str(tmp_path / "mine"), "report", "--format", "json").output
+    out = Calibrate(db)("--templates", str(score_templates), "report", "--format", "json").output
     (line,) = json.loads(out)["cells"][0]["lines"]
     assert line["stats"] is None and line["spearman"] == pytest.approx(1.0) and line["mae"] == pytest.approx(5.0)
 

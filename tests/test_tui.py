@@ -230,22 +230,16 @@ async def test_queue_orders_run_in_the_app(demo_db, order):
     assert len(set(seen)) == 5
 
 
-async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path):
+async def test_a_user_template_declaring_scores_gets_the_score_form(tmp_path, score_templates):
     from calibrate.model import NewItem
     from calibrate.templates import TemplateSet
     from calibrate.tui.score_form import ScoreForm
 
-    folder = tmp_path / "mine" / "essay"
-    folder.mkdir(parents=True)
-    (folder / "manifest.toml").write_text(
-        'family = "essay"\n[[template]]\nid = "essay/zh"\nfile = "e.j2"\nlang = "zh"\ntasks = ["essay/score"]\n'
-        'required = ["content"]\nverdict = "rubric_scores"\n[template.fields]\ncontent = "text"\n', encoding="utf-8")
-    (folder / "e.j2").write_text("评分：{{ content }}", encoding="utf-8")
     db = tmp_path / "essay.db"
     store = Store(db)
     store.add_items([NewItem("essay/score", "zh", "1", {"content": "文章"})])
     store.close()
-    app = make_app(db, templates=TemplateSet([tmp_path / "mine"]))
+    app = make_app(db, templates=TemplateSet([score_templates]))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("e")
         assert isinstance(app.screen, ScoreForm)
