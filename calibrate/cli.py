@@ -145,15 +145,43 @@ def safe_text(text, style: str = "") -> Text:
 
 
 def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
+    """Rows as JSON, or as a table on the console: short values keep their width, free text
+    folds, previews end in "…"; a table that cannot fit the console this way is printed as one
+    block of "column: value" lines per row instead (never with columns squeezed away)."""
     if as_json:
         click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
-    table = Table(title=safe(title))
+    from rich import box
+
+    cells = [[safe(v) for v in row] for row in rows]
+    widths = []
     for n, column in enumerate(columns):
-        table.add_column(safe(column), overflow="fold", no_wrap=n < 2)
-    for row in rows:
-        table.add_row(*[safe_text(v) for v in row])
+        widest = max([len(column), *(len(row[n]) for row in cells)])
+        widths.append(min(widest, PREVIEW_WIDTH if column in PREVIEWS else FREE_TEXT_WIDTH if column in FREE_TEXT
+                          else widest))
+    if sum(widths) + 3 * (len(columns) - 1) > console.width:
+        console.print(Text(safe(title), style="bold"))
+        name_width = max(map(len, columns))
+        for row in cells:
+            console.print()
+            for column, value in zip(columns, row, strict=True):
+                console.print(Text.assemble((f"{column:>{name_width}}  ", "dim"), value), soft_wrap=False)
+        return
+    table = Table(title=safe(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column, width in zip(columns, widths, strict=True):
+        if column in PREVIEWS:
+            table.add_column(safe(column), overflow="ellipsis", no_wrap=True, max_width=width)
+        else:  # free text may wrap; short values (numbers, codes, ids) keep their width and never fold
+            table.add_column(safe(column), overflow="fold", no_wrap=column not in FREE_TEXT, min_width=width)
+    for row in cells:
+        table.add_row(*[Text(v) for v in row])
     console.print(table)
+
+
+FREE_TEXT = {"task", "tasks", "source_id", "required fields", "value", "from", "to"}
+PREVIEWS = {"fields", "reference"}  # one line each; `items --json` gives them whole
+PREVIEW_WIDTH = 24
+FREE_TEXT_WIDTH = 14  # free text folds, but never below this width
 
 
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
@@ -385,10 +413,11 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     for item in ctx.reader.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
-        else:
-            preview = json.dumps(item.fields, ensure_ascii=False)
-            rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, preview[:80]])
-    print_table("items", ["id", "task", "lang", "system", "source_id", "reference", "fields"], rows, as_json)
+        else:  # the terminal gets a one-line preview of the fields; --json has the item whole
+            rows.append([item.id, item.task, item.lang, item.system, item.source_id,
+                         json.dumps(item.fields, ensure_ascii=False)[:200]])
+    columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
+    print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)
 
 
 @cli.command(name="status")
@@ -399,7 +428,12 @@ def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
     counts = ctx.reader.status_counts(system=system)
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
-    print_table(f"status of {ctx.db_path}", columns, [[c[k] for k in columns] for c in counts], as_json)
+    if as_json:
+        print_table("status", columns, [[c[k] for k in columns] for c in counts], as_json)
+        return
+    for name in dict.fromkeys(c["system"] for c in counts):  # a table per system keeps 80 columns readable
+        rows = [[c[k] for k in columns[1:]] for c in counts if c["system"] == name]
+        print_table(f"status of {ctx.db_path} · system {name or '(none)'}", columns[1:], rows, False)
 
 
 # -- templates -----------------------------------------------------------------------------------
