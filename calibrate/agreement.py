@@ -19,29 +19,13 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
+from calibrate.model import Estimate
+
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 20251126
 MIN_PLANNING_N = 30
 JEFFREYS = 0.5
 ALT_TEST_MIN_ITEMS = 30
-
-
-@dataclass
-class Estimate:
-    """A statistic with an optional CI and standard error, or None with the reason.
-    `undefined_share` is the share of resamples or posterior draws in which the statistic was
-    undefined (counted, never silently dropped); `ci_reason` says why there is no interval."""
-
-    value: float | None
-    ci: tuple[float, float] | None = None
-    se: float | None = None
-    reason: str | None = None
-    undefined_share: float | None = None
-    ci_reason: str | None = None
-
-    def as_dict(self) -> dict:
-        return {"value": self.value, "ci": list(self.ci) if self.ci else None, "se": self.se, "reason": self.reason,
-                "undefined_share": self.undefined_share, "ci_reason": self.ci_reason}
 
 
 def _with_interval(value: float | None, draws: np.ndarray, **extra) -> Estimate:

@@ -32,6 +32,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from calibrate.model import Estimate
+
 MIN_LABELLED = 10
 """Fewest random human labels for a corrected number. Below 10 the sample variance of the
 labels (and of label minus judge) that every interval here rests on is too unstable for a CLT
@@ -45,20 +47,6 @@ NOT_RANDOM_P = 0.01
 """Significance level of the check that labelled and unlabelled items got the same judge
 positive rate (Fisher's exact test per judge, Bonferroni over judges). A truly random sample
 is flagged wrongly in 1 % of cells."""
-
-
-@dataclass
-class Estimate:
-    """A statistic with an optional CI and standard error, or None with the reason (the same
-    shape as calibrate.agreement.Estimate, which this module may not import)."""
-
-    value: float | None
-    ci: tuple[float, float] | None = None
-    se: float | None = None
-    reason: str | None = None
-
-    def as_dict(self) -> dict:
-        return {"value": self.value, "ci": list(self.ci) if self.ci else None, "se": self.se, "reason": self.reason}
 
 
 @dataclass

@@ -268,3 +268,24 @@ class AgreementData:
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
             summed("ties"),
         )
+
+
+# -- statistics -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    """A statistic with an optional CI and standard error, or None with the reason.
+    `undefined_share` is the share of resamples or posterior draws in which the statistic was
+    undefined (counted, never silently dropped); `ci_reason` says why there is no interval."""
+
+    value: float | None
+    ci: tuple[float, float] | None = None
+    se: float | None = None
+    reason: str | None = None
+    undefined_share: float | None = None
+    ci_reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "ci": list(self.ci) if self.ci else None, "se": self.se, "reason": self.reason,
+                "undefined_share": self.undefined_share, "ci_reason": self.ci_reason}

@@ -23,7 +23,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-from calibrate.agreement import Estimate, krippendorff_alpha
+from calibrate.agreement import krippendorff_alpha
+from calibrate.model import Estimate
 
 LEVEL = 0.95
 Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...

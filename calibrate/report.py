@@ -26,7 +26,6 @@ from calibrate.agreement import (
     EPSILON_GUIDANCE,
     AltTest,
     Ceiling,
-    Estimate,
     JudgeVsHuman,
     ScoreAgreement,
     TwoRaters,
@@ -42,7 +41,7 @@ from calibrate.agreement import (
 from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.judge_reliability import JURY, JudgeReliability, jury_data, reliability_by_cell
 from calibrate.kinds import VerdictKind
-from calibrate.model import AgreementData, CalibrateError
+from calibrate.model import AgreementData, CalibrateError, Estimate
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calibrate import correction
-from calibrate.agreement import Estimate, two_raters
+from calibrate.agreement import two_raters
 from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE
-from calibrate.model import CalibrateError
+from calibrate.model import CalibrateError, Estimate
 from calibrate.reliability import paired_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -118,7 +118,7 @@ class Cell:
     items: int
     judged: int
     labelled: int
-    people: correction.Estimate
+    people: Estimate
     judges: list[JudgeScores] = field(default_factory=list)
     final: Final | None = None
 
