@@ -232,30 +232,26 @@ def test_batch_round_trip(lexical_db, tmp_path):
     run = lexical_db(3)
     batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
     with FakeOpenAI() as server:  # the batch is run by the same server that is asked later
-        _test_batch_round_trip(run, server, batch_in, batch_out)
-
-
-def _test_batch_round_trip(run, server, batch_in, batch_out):
-    out = judge(run, server, "--export-batch", str(batch_in))
-    assert "wrote 3 requests" in out.output
-    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
-    assert {r["url"] for r in requests} == {"/v1/chat/completions"} and all(r["method"] == "POST" for r in requests)
-    # what OpenAI's Batch API (and vLLM's run-batch) write back, one line per request
-    lines = []
-    for n, r in enumerate(requests):
-        if n == 2:
-            lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 500, "body": {}}, "error": None})
-            continue
-        body = completion(r["body"], Reply("The answer is: no." if n else "The answer is: yes."))
-        lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 200, "request_id": f"r{n}", "body": body}, "error": None})
-    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    out = judge(run, server, "--import-batch", str(batch_out), ok=False)
-    assert out.exit_code == 1 and "1 × batch error" in out.output
-    stored = sorted(judgments(run), key=lambda j: j.item_id)
-    assert [(j.status, j.verdict) for j in stored] == [("verdict", "yes"), ("verdict", "no"), ("error", None)]
-    assert stored[0].model_reported == "fake-judge-v1" and stored[0].prompt.startswith("This is a sentence")
-    judge(run, server)
-    assert server.count == 1, "only the batch's failed item is asked again"
+        out = judge(run, server, "--export-batch", str(batch_in))
+        assert "wrote 3 requests" in out.output
+        requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+        assert {r["url"] for r in requests} == {"/v1/chat/completions"} and all(r["method"] == "POST" for r in requests)
+        # what OpenAI's Batch API (and vLLM's run-batch) write back, one line per request
+        lines = []
+        for n, r in enumerate(requests):
+            if n == 2:
+                lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 500, "body": {}}, "error": None})
+                continue
+            body = completion(r["body"], Reply("The answer is: no." if n else "The answer is: yes."))
+            lines.append({"id": f"b{n}", "custom_id": r["custom_id"], "response": {"status_code": 200, "request_id": f"r{n}", "body": body}, "error": None})
+        batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        out = judge(run, server, "--import-batch", str(batch_out), ok=False)
+        assert out.exit_code == 1 and "1 × batch error" in out.output
+        stored = sorted(judgments(run), key=lambda j: j.item_id)
+        assert [(j.status, j.verdict) for j in stored] == [("verdict", "yes"), ("verdict", "no"), ("error", None)]
+        assert stored[0].model_reported == "fake-judge-v1" and stored[0].prompt.startswith("This is a sentence")
+        judge(run, server)
+        assert server.count == 1, "only the batch's failed item is asked again"
 
 
 def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
