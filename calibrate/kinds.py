@@ -123,8 +123,6 @@ class VerdictKind:
             return self.polarity(label) or label
         return label
 
-    def canonical_labels(self) -> tuple[str, ...]:
-        return tuple(self.canonical(label) for label in self.labels)
 
     def flip(self, label: str) -> str | None:
         """The other label of a binary kind (what overriding a verdict gives), else None."""

@@ -95,6 +95,13 @@ def _number(row, name: str) -> float | None:
     return value
 
 
+def _stored_item(row, items: dict[str, tuple[int, str, str]]) -> tuple[int, str, str]:
+    """(id, task, lang) here of the item a judgment or annotation row of OTHER belongs to."""
+    if row["content_hash"] not in items:
+        raise Refused("its item is not in this database (refused or missing)")
+    return items[row["content_hash"]]
+
+
 def _merge_items(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
     for batch in _batches(other.item_rows()):
         accepted: list[tuple[int, NewItem]] = []  # (its id in OTHER, the item)
@@ -137,12 +144,11 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport) -> None:
             name = str(row["uid"])
             try:
                 uid = _text(row, "uid")
-                if row["content_hash"] not in items:
-                    raise Refused("its item is not in this database (refused or missing)")
+                item_id, _, _ = _stored_item(row, items)
                 if row["status"] not in JUDGMENT_STATUSES:
                     raise Refused(f"status {row['status']!r} is not one of {', '.join(JUDGMENT_STATUSES)}")
                 values = {c: row[c] for c in JUDGMENT_COLUMNS}
-                values.update(uid=uid, item_id=items[row["content_hash"]][0], judge_name=_text(row, "judge_name"),
+                values.update(uid=uid, item_id=item_id, judge_name=_text(row, "judge_name"),
                               judge_key=_text(row, "judge_key"), created_at=_time(row))
                 if row["status"] == "verdict":
                     _text(row, "verdict")
@@ -167,9 +173,7 @@ def _merge_annotations(store: Store, other: Store, templates: TemplateSet, repor
             name = str(row["uid"])
             try:
                 uid = _text(row, "uid")
-                if row["content_hash"] not in items:
-                    raise Refused("its item is not in this database (refused or missing)")
-                item_id, task, lang = items[row["content_hash"]]
+                item_id, task, lang = _stored_item(row, items)
                 action = row["action"]
                 if action not in ACTIONS:
                     raise Refused(f"action {action!r} is not one of {', '.join(ACTIONS)}")

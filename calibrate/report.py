@@ -213,7 +213,8 @@ class CellKinds:
         own, cell = self._own.get((task, lang)), self._cell.get(self.key(task, lang))
         if own is None or cell is None or own is cell or value not in own.labels:
             return value
-        return cell.labels[own.labels.index(value)]
+        outcome = own.canonical(value)  # yes and 是 are one outcome
+        return next((label for label in cell.labels if cell.canonical(label) == outcome), value)
 
 
 def disagreeing(kind: VerdictKind | None, label: str) -> str | None:

@@ -1186,7 +1186,8 @@ def _agreement_part(
     gold_from: str | None = None,
 ) -> AgreementData:
     """agreement_data for the items whose id lies within `bounds` (all items if None), of
-    `system` if given."""
+    `system` if given. Only the current version of an item counts: labels made on an earlier
+    version stay attached to it, but one source item is never counted twice."""
     where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
     if system is not None:
         where += " AND item_id IN (SELECT id FROM items WHERE system = ?)"
@@ -1197,14 +1198,15 @@ def _agreement_part(
     c.execute(
         "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, v.verdict "
         "FROM (SELECT item_id, judge_name, status, verdict, max(id) FROM judgments "
-        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id WHERE {VISIBLE}",
+        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id "
+        f"WHERE i.current = 1 AND {VISIBLE}",
         params + judge_params,
     )
     c.execute(f"CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM current_labels WHERE {where}", params)
     c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
     c.execute(
         "CREATE TEMP TABLE shared_items AS SELECT l.item_id, i.task, i.lang FROM labels_now l JOIN items i ON i.id = l.item_id "
-        "GROUP BY l.item_id HAVING count(*) >= 2"
+        "WHERE i.current = 1 GROUP BY l.item_id HAVING count(*) >= 2"
     )
     # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
     # where they labelled it, else the strict majority; tied items have none and are counted.

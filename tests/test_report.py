@@ -286,3 +286,18 @@ def test_a_cell_whose_labelled_verdicts_are_all_unparsed_says_so(tmp_path):
     store.close()
     text = Calibrate(tmp_path / "u.db")("report").output
     assert "every labelled item's verdict is unparsed" in text and "no human labels yet" not in text
+
+
+def test_only_the_current_version_of_an_item_is_counted(tmp_path):
+    store = Store(tmp_path / "v.db")
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    (old,), _ = store.add_items([NewItem("c3/lexical", "en", "a", fields, system="m")], with_ids=True)
+    (new,), _ = store.add_items([NewItem("c3/lexical", "en", "a", {**fields, "response": "r2"}, system="m", version=2)],
+                                with_ids=True)
+    for item_id, verdict in ((old, "yes"), (new, "no")):
+        store.add_judgments([NewJudgment(item_id=item_id, judge_name="j", judge_key="k", status="verdict", verdict=verdict)])
+        store.annotate(item_id, "ann", "label", label="yes")
+    data = store.agreement_data()
+    assert [row[-1] for row in data.judge_vs_human] == [1], "the label on the earlier version stays, uncounted"
+    assert [(row[5], row[6]) for row in data.judge_vs_human] == [("no", "yes")]
+    assert sum(row[-1] for row in data.judged) == 1

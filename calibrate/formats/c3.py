@@ -44,6 +44,15 @@ class C3Part:
 _PHON = "ambiguity/phonological"
 _CTX = "context-dependency"
 
+# Context dependency has the same files in English and Chinese.
+_CONTEXT_PARTS = (
+    C3Part("c3/omission-detection", f"{_CTX}/omission.json", f"{_CTX}/omission-detection"),
+    C3Part("c3/omission-completion", f"{_CTX}/omission.json", f"{_CTX}/omission-completion"),
+    C3Part("c3/coreference-detection", f"{_CTX}/coreference.json", f"{_CTX}/coreference-detection"),
+    C3Part("c3/coreference-resolution", f"{_CTX}/coreference.json", f"{_CTX}/coreference-resolution"),
+    C3Part("c3/multi-turn", f"{_CTX}/multi-turn.json", f"{_CTX}/multi-turn", multi_turn=True),
+)
+
 C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
     "en": (
         C3Part("c3/generation", f"{_PHON}/generation.json", f"{_PHON}/generation"),
@@ -53,11 +62,7 @@ C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
         C3Part("c3/intonation", f"{_PHON}/intonation.json", f"{_PHON}/intonation"),
         C3Part("c3/lexical", "ambiguity/semantic/lexical.json", "ambiguity/semantic/lexical"),
         C3Part("c3/syntactic", "ambiguity/semantic/syntactic.json", "ambiguity/semantic/syntactic"),
-        C3Part("c3/omission-detection", f"{_CTX}/omission.json", f"{_CTX}/omission-detection"),
-        C3Part("c3/omission-completion", f"{_CTX}/omission.json", f"{_CTX}/omission-completion"),
-        C3Part("c3/coreference-detection", f"{_CTX}/coreference.json", f"{_CTX}/coreference-detection"),
-        C3Part("c3/coreference-resolution", f"{_CTX}/coreference.json", f"{_CTX}/coreference-resolution"),
-        C3Part("c3/multi-turn", f"{_CTX}/multi-turn.json", f"{_CTX}/multi-turn", multi_turn=True),
+        *_CONTEXT_PARTS,
     ),
     "zh": (
         *(C3Part(f"c3/{p}", f"{_PHON}/{p}.json", f"{_PHON}/{p}") for p in ("pause", "heteronym", "heterograph", "tone")),
@@ -66,11 +71,7 @@ C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
             for p in ("pause", "heteronym", "tone")
         ),
         C3Part("c3/semantic", "ambiguity/semantic.json", "ambiguity/semantic"),
-        C3Part("c3/omission-detection", f"{_CTX}/omission.json", f"{_CTX}/omission-detection"),
-        C3Part("c3/omission-completion", f"{_CTX}/omission.json", f"{_CTX}/omission-completion"),
-        C3Part("c3/coreference-detection", f"{_CTX}/coreference.json", f"{_CTX}/coreference-detection"),
-        C3Part("c3/coreference-resolution", f"{_CTX}/coreference.json", f"{_CTX}/coreference-resolution"),
-        C3Part("c3/multi-turn", f"{_CTX}/multi-turn.json", f"{_CTX}/multi-turn", multi_turn=True),
+        *_CONTEXT_PARTS,
     ),
 }
 
