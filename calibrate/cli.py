@@ -492,9 +492,9 @@ def render_command(ctx, item_id, variant, judge):
     judged = None if variant else next((j for j in ctx.reader.judgments_for_item(item_id, judge) if j.prompt), None)
     template = ctx.templates.for_task(item.task, item.lang, variant)
     if judged is not None:
-        err_console.print(Text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
-                               f"judgment #{judged.id})", style="dim"))
-        click.echo(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text())
+        err_console.print(safe_text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
+                                    f"judgment #{judged.id})", style="dim"))
+        click.echo(safe(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text()))
         return
     if not template.has_prompt:
         click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it."))
@@ -890,11 +890,11 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
         else:
             values = ["—", "—", "—", "—"]
             refused.append(f"{r['task']} {r['lang']} ({r['judge']}): {r['reason']}")
-        table.add_row(*[Text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
+        table.add_row(*[safe_text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
                         for v in (r["task"], r["lang"], r["judge"], r["n"], *values)])
     console.print(table)
     for line in refused:
-        console.print(Text(line), soft_wrap=False)
+        console.print(safe_text(line), soft_wrap=False)
 
 
 @import_group.command(name="labels")

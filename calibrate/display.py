@@ -57,13 +57,14 @@ def spreadsheet_safe(value) -> str:
     return text
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def markdown_safe(value) -> str:
-    """Data as literal Markdown text: terminal-safe (see `safe`), newlines as spaces, and every
-    Markdown special character backslash-escaped, so a value cannot become a link, HTML or a
-    table column."""
+    """Data as literal Markdown text inside a table cell or list item: terminal-safe (see `safe`),
+    newlines as spaces, and the characters that make emphasis, code, links, HTML, strike-through
+    or a new table column backslash-escaped (line-start markers such as # and - cannot occur
+    here: every line the reports write starts with their own text)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", safe(value).replace("\n", " "))
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from calibrate import correction
 from calibrate.agreement import two_raters
+from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE
@@ -420,8 +421,12 @@ def _estimate_text(value: float | None, ci, reason: str | None) -> str:
 
 
 def rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
-    """One row per cell and judge (and a final row per cell with several judges), as text;
-    reasons go to `notes`."""
+    """One row per cell and judge (and a final row per cell with several judges), as
+    terminal-safe text (display.safe: names come from data); reasons go to `notes`."""
+    return [[safe(value) for value in row] for row in _rows(scores, notes)]
+
+
+def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
     out = []
     for cell in scores.cells:
         people = cell.people
@@ -483,6 +488,11 @@ def _pair_lines(scores: Scores) -> list[str]:
 
 
 def sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
+    """The parts below the table, as (title, lines) of terminal-safe text."""
+    return [(title, [safe(line) for line in lines]) for title, lines in _sections(scores, notes)]
+
+
+def _sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
     return [
         ("Notes", notes.lines() or ["(none)"]),
         ("Ranking of systems (corrected accuracy, 95 % interval of each difference)", _ranking_lines(scores)),
@@ -539,24 +549,24 @@ def _render_cards(table_rows: list[list[str]], console) -> None:
 
 
 def render_markdown(scores: Scores) -> str:
-    esc = lambda v: v.replace("|", "\\|")  # noqa: E731
     out = ["# Benchmark scores per system", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     notes = Footnotes()
-    out += ["| " + " | ".join(esc(v) for v in row) + " |" for row in rows(scores, notes)]
+    out += ["| " + " | ".join(markdown_safe(v) for v in row) + " |" for row in rows(scores, notes)]
     for title, lines in sections(scores, notes):
-        out += ["", f"## {title}", ""] + [f"- {esc(line)}" for line in lines]
+        out += ["", f"## {title}", ""] + [f"- {markdown_safe(line)}" for line in lines]
     return "\n".join(out) + "\n"
 
 
 def render_json(scores: Scores) -> str:
-    return json.dumps(scores.as_dict(), ensure_ascii=False, indent=2, default=float) + "\n"
+    # numpy numbers become plain ones first; safe_json then writes unsafe characters as \u escapes
+    return safe_json(json.loads(json.dumps(scores.as_dict(), default=float))) + "\n"
 
 
 def render_csv(scores: Scores) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
-    writer.writerows(rows(scores, InlineNotes()))
+    writer.writerows([spreadsheet_safe(v) for v in row] for row in rows(scores, InlineNotes()))
     return buffer.getvalue()
 
 

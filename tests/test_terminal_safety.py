@@ -50,7 +50,8 @@ def nasty_db(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ["items"], ["status"], ["render", "1"], ["report"], ["report", "--format", "markdown"],
-    ["report", "--format", "csv"], ["export", "--format", "csv"],
+    ["report", "--format", "csv"], ["export", "--format", "csv"], ["scores"], ["scores", "--format", "markdown"],
+    ["scores", "--format", "csv"], ["scores", "--format", "html"], ["trust"],
 ], ids=" ".join)
 def test_commands_show_escapes_visibly(nasty_db, args):
     store = Store(nasty_db)
@@ -60,7 +61,8 @@ def test_commands_show_escapes_visibly(nasty_db, args):
     assert_safe(out.output)
 
 
-@pytest.mark.parametrize("args", [["items", "--json"], ["export"], ["report", "--format", "json"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["items", "--json"], ["export"], ["report", "--format", "json"],
+                                  ["scores", "--format", "json"]], ids=" ".join)
 def test_json_outputs_escape_as_json_and_keep_the_values(nasty_db, args):
     out = Calibrate(nasty_db)(*args).output
     assert not [c for c in RAW if c in out] and "\\u009b" in out
