@@ -273,7 +273,7 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     count. None with fewer than two judges."""
     from calibrate.reliability import jury
 
-    if len([name for name in store.known("judge") if name != JURY]) < 2:
+    if len([name for name in store.counted_judges() if name != JURY]) < 2:
         return None
     verdicts: dict[int, dict[str, str | None]] = {}
     cells: dict[int, tuple[str, str]] = {}

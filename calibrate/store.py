@@ -15,7 +15,6 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -276,14 +275,12 @@ class Store:
                  item.content_hash, stamp, run)
             )
         with self.transaction():
-            before = self.conn.total_changes
-            self.conn.executemany(
+            added = self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
                 "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
-            )
-            added = self.conn.total_changes - before
+            ).rowcount  # rows this statement inserted (rowcount leaves out what triggers write)
             newer = [(*item.identity, item.version) for item in items if item.version > 1] if run is None else []
             if newer:
                 self.conn.executemany(
@@ -462,6 +459,11 @@ class Store:
         """Every task, language, system or judge in this database (what: task | language | system | judge)."""
         return [r[0] for r in self.conn.execute(self._KNOWN[what][0])]
 
+    def counted_judges(self) -> list[str]:
+        """The judges with a judgment in force on an item the report counts (from the counts
+        migration 0008 keeps, so without reading every judgment)."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 ORDER BY 1")]
+
     def check_filter(self, *, task: str | None = None, lang: str | None = None, system: str | None = None,
                      judge: str | None = None) -> None:
         """UnknownFilter naming the known values when a task, language, system or judge filter
@@ -535,13 +537,11 @@ class Store:
             values["params"] = dump_json(j.params or {})
             rows.append(tuple(values[c] for c in JUDGMENT_COLUMNS))
         with self.transaction():
-            before = self.conn.total_changes
-            self.conn.executemany(
+            return self.conn.executemany(
                 f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
                 rows,
-            )
-            return self.conn.total_changes - before
+            ).rowcount
 
     def judgments_for_item(self, item_id: int, judge: str | None = None, *,
                            output_chars: int | None = None) -> list[Judgment]:
@@ -625,8 +625,8 @@ class Store:
         sql = f"""
         SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
                i.task, i.lang, i.reference
-        FROM judgments j JOIN items i ON i.id = j.item_id
-        WHERE {VISIBLE} AND j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)
+        FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id
+        WHERE {VISIBLE}
         """
         params: list = []
         if judge:
@@ -833,32 +833,87 @@ class Store:
 
     # -- agreement -----------------------------------------------------------------------------
 
-    def agreement_data(self, judge: str | None = None, parts: int = 2, system: str | None = None, *,
+    def agreement_data(self, judge: str | None = None, system: str | None = None, *,
                        gold_from: str | None = None) -> AgreementData:
-        """Everything the agreement report needs, aggregated in SQL: judge verdict x human label
-        counts per annotator and against the majority label, human x human pair counts, and the
-        per-item labels of items that several annotators labelled.
+        """Everything the agreement report needs: judge verdict x human label counts per
+        annotator and against the gold label, human x human pair counts, and the per-item labels
+        of items that several annotators labelled. `system` keeps only that system's items.
 
-        Every figure is per item, so the work splits by item id range: a file database is read
-        by `parts` connections in parallel (SQLite runs without the GIL) and the parts summed.
-        `system` keeps only that system's items."""
-        if self.path == ":memory:" or parts < 2:
-            return _agreement_part(self.conn, judge, None, system, gold_from)
-        low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
-        if low is None:
-            return _agreement_part(self.conn, judge, None, system, gold_from)
-        step = (high - low) // parts + 1
-        ranges = [(low + k * step, min(high, low + (k + 1) * step - 1)) for k in range(parts)]
-
-        def run(bounds: tuple[int, int]) -> AgreementData:
-            reader = sqlite3.connect(self.path, timeout=60)
-            try:
-                return _agreement_part(reader, judge, bounds, system, gold_from)
-            finally:
-                reader.close()
-
-        with ThreadPoolExecutor(parts) as pool:
-            return AgreementData.combine(list(pool.map(run, ranges)))
+        The judge x annotator counts and the judged counts are kept up to date by the triggers
+        of migration 0008 (agreement_counts, verdict_counts), so they cost a few hundred rows
+        whatever the number of labels; only items labelled by two or more people are read one
+        by one. Only the current version of an item counts: labels made on an earlier version
+        stay attached to it, but one source item is never counted twice."""
+        counts_filter, params = "n != 0", []
+        if system is not None:
+            counts_filter += " AND system = ?"
+            params.append(system)
+        if judge:
+            counts_filter += " AND judge_name = ?"
+            params.append(judge)
+        c = self.conn
+        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
+        judge_vs_human = rows(
+            "SELECT task, lang, judge_name, annotator, status, nullif(verdict, ''), label, sum(n) FROM agreement_counts "
+            f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
+        judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
+                      "GROUP BY 1, 2, 3, 4", params)
+        for table in ("shared_items", "labels_now", "verdicts_now"):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        c.execute(
+            "CREATE TEMP TABLE shared_items AS SELECT s.item_id, i.task, i.lang FROM "
+            "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
+            f"JOIN counted_items i ON i.id = s.item_id{' WHERE i.system = ?' if system is not None else ''}",
+            [system] if system is not None else [],
+        )
+        c.execute("CREATE TEMP TABLE labels_now AS SELECT l.item_id, l.annotator, l.label FROM shared_items s "
+                  "JOIN labels_in_force l ON l.item_id = s.item_id")
+        c.execute(
+            "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
+            f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
+            [judge] if judge else [],
+        )
+        # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
+        # where they labelled it, else the strict majority; tied items have none and are counted.
+        gold = """
+            WITH counted AS (SELECT item_id, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
+            ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
+            tied AS (SELECT item_id FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) > 1),
+            adjudicated AS (SELECT item_id, label FROM labels_now WHERE annotator = :gold_from),
+            gold AS (SELECT s.item_id, s.task, s.lang, coalesce(a.label, r.label) AS label FROM shared_items s
+                     LEFT JOIN adjudicated a ON a.item_id = s.item_id
+                     LEFT JOIN (SELECT item_id, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1) r
+                       ON r.item_id = s.item_id
+                     WHERE coalesce(a.label, r.label) IS NOT NULL)
+        """
+        try:
+            return AgreementData(
+                judge_vs_human=judge_vs_human,
+                judge_vs_gold=rows(
+                    f"{gold} SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
+                    "FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6",
+                    {"gold_from": gold_from},
+                ),
+                ties=rows(
+                    f"{gold} SELECT s.task, s.lang, count(*) FROM shared_items s WHERE s.item_id IN (SELECT item_id FROM tied) "
+                    "AND s.item_id NOT IN (SELECT item_id FROM adjudicated) GROUP BY 1, 2",
+                    {"gold_from": gold_from},
+                ),
+                human_pairs=rows(
+                    "SELECT s.task, s.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM shared_items s "
+                    "JOIN labels_now x ON x.item_id = s.item_id JOIN labels_now y ON y.item_id = s.item_id "
+                    "AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
+                ),
+                shared_labels=rows(
+                    "SELECT l.item_id, s.task, s.lang, l.annotator, l.label FROM shared_items s "
+                    "JOIN labels_now l ON l.item_id = s.item_id ORDER BY l.item_id"
+                ),
+                shared_verdicts=rows("SELECT item_id, judge_name, status, verdict FROM verdicts_now"),
+                judged=judged,
+            )
+        finally:
+            for table in ("shared_items", "labels_now", "verdicts_now"):
+                c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
     # -- merging: reading another database, writing what passed validation ---------------------
 
@@ -907,13 +962,11 @@ class Store:
         """Judgments as complete rows (every JUDGMENT_COLUMNS value), skipping uids already
         present. Returns rows added."""
         with self.transaction():
-            before = self.conn.total_changes
-            self.conn.executemany(
+            return self.conn.executemany(
                 f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
                 [[row[c] for c in JUDGMENT_COLUMNS] for row in rows],
-            )
-            return self.conn.total_changes - before
+            ).rowcount
 
     def add_annotation_rows(self, rows: Sequence[dict]) -> int:
         """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
@@ -971,14 +1024,14 @@ class Store:
         (item_id, judge, status, verdict, correct, raw_output) and every label in force
         (item_id, annotator, label)."""
         where, params = self._item_filter(None, None, None, None, system)
-        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        judge_clause, judge_params = (" AND v.judge_name = ?", [judge]) if judge else ("", [])
         items = self.conn.execute(
             f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
         ).fetchall()
         judgments = self.conn.execute(
-            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM judgments j "
-            f"JOIN items i ON i.id = j.item_id WHERE {where} AND j.id IN "
-            f"(SELECT max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name) ORDER BY j.item_id",
+            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM verdicts_in_force v "
+            f"JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id WHERE {where}{judge_clause} "
+            "ORDER BY v.item_id",
             [*params, *judge_params],
         ).fetchall()
         labels = self.conn.execute(
@@ -990,8 +1043,8 @@ class Store:
 
     def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
         rows = self.conn.execute(
-            "SELECT item_id, raw_output FROM judgments WHERE id IN "
-            "(SELECT max(id) FROM judgments WHERE judge_name = ? GROUP BY item_id)",
+            "SELECT v.item_id, j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+            "WHERE v.judge_name = ?",
             (judge,),
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
@@ -1044,7 +1097,7 @@ class Store:
             judge_clause += " AND item_id BETWEEN ? AND ?"
             judge_params += list(between)
         sql = f"""
-        WITH latest AS (SELECT item_id, status, verdict, max(id) FROM judgments WHERE 1{judge_clause} GROUP BY item_id, judge_name)
+        WITH latest AS (SELECT item_id, status, verdict FROM verdicts_in_force WHERE 1{judge_clause})
         SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
         GROUP BY l.item_id
         HAVING sum(l.status != 'verdict') > 0 OR count(DISTINCT l.verdict) > 1
@@ -1179,85 +1232,6 @@ class Store:
         """Give back every item this lease holder (an annotator, or one session of one) holds."""
         with self.transaction():
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
-
-
-def _agreement_part(
-    c: sqlite3.Connection, judge: str | None, bounds: tuple[int, int] | None, system: str | None = None,
-    gold_from: str | None = None,
-) -> AgreementData:
-    """agreement_data for the items whose id lies within `bounds` (all items if None), of
-    `system` if given. Only the current version of an item counts: labels made on an earlier
-    version stay attached to it, but one source item is never counted twice."""
-    where, params = ("item_id BETWEEN ? AND ?", list(bounds)) if bounds else ("1", [])
-    if system is not None:
-        where += " AND item_id IN (SELECT id FROM items WHERE system = ?)"
-        params = [*params, system]
-    judge_filter, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
-    for table in ("labels_now", "verdicts_now", "shared_items"):
-        c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-    c.execute(
-        "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, v.verdict "
-        "FROM (SELECT item_id, judge_name, status, verdict, max(id) FROM judgments "
-        f"WHERE {where}{judge_filter} GROUP BY item_id, judge_name) v JOIN items i ON i.id = v.item_id "
-        f"WHERE i.current = 1 AND {VISIBLE}",
-        params + judge_params,
-    )
-    c.execute(f"CREATE TEMP TABLE labels_now AS SELECT item_id, annotator, label FROM current_labels WHERE {where}", params)
-    c.execute("CREATE INDEX temp.verdicts_now_item ON verdicts_now (item_id)")
-    c.execute(
-        "CREATE TEMP TABLE shared_items AS SELECT l.item_id, i.task, i.lang FROM labels_now l JOIN items i ON i.id = l.item_id "
-        "WHERE i.current = 1 GROUP BY l.item_id HAVING count(*) >= 2"
-    )
-    # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
-    # where they labelled it, else the strict majority; tied items have none and are counted.
-    gold = """
-        WITH counted AS (SELECT l.item_id, l.label, count(*) AS votes
-                         FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id GROUP BY l.item_id, l.label),
-        ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
-        tied AS (SELECT item_id FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) > 1),
-        adjudicated AS (SELECT l.item_id, l.label FROM labels_now l JOIN shared_items s ON s.item_id = l.item_id
-                        WHERE l.annotator = :gold_from),
-        gold AS (SELECT s.item_id, s.task, s.lang, coalesce(a.label, r.label) AS label FROM shared_items s
-                 LEFT JOIN adjudicated a ON a.item_id = s.item_id
-                 LEFT JOIN (SELECT item_id, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1) r
-                   ON r.item_id = s.item_id
-                 WHERE coalesce(a.label, r.label) IS NOT NULL)
-    """
-    try:
-        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
-        return AgreementData(
-            judge_vs_human=rows(
-                "SELECT v.task, v.lang, v.judge_name, h.annotator, v.status, v.verdict, h.label, count(*) "
-                "FROM labels_now h JOIN verdicts_now v ON v.item_id = h.item_id GROUP BY 1, 2, 3, 4, 5, 6, 7"
-            ),
-            judge_vs_gold=rows(
-                f"{gold} SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
-                "FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6",
-                {"gold_from": gold_from},
-            ),
-            ties=rows(
-                f"{gold} SELECT s.task, s.lang, count(*) FROM shared_items s WHERE s.item_id IN (SELECT item_id FROM tied) "
-                "AND s.item_id NOT IN (SELECT item_id FROM adjudicated) GROUP BY 1, 2",
-                {"gold_from": gold_from},
-            ),
-            human_pairs=rows(
-                "SELECT s.task, s.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM shared_items s "
-                "JOIN labels_now x ON x.item_id = s.item_id JOIN labels_now y ON y.item_id = s.item_id "
-                "AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
-            ),
-            shared_labels=rows(
-                "SELECT l.item_id, s.task, s.lang, l.annotator, l.label FROM shared_items s "
-                "JOIN labels_now l ON l.item_id = s.item_id ORDER BY l.item_id"
-            ),
-            shared_verdicts=rows(
-                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
-                "JOIN verdicts_now v ON v.item_id = s.item_id"
-            ),
-            judged=rows("SELECT task, lang, judge_name, status, count(*) FROM verdicts_now GROUP BY 1, 2, 3, 4"),
-        )
-    finally:
-        for table in ("labels_now", "verdicts_now", "shared_items"):
-            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def _process_alive(pid: int) -> bool:

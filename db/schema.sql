@@ -1,3 +1,6 @@
+CREATE VIEW counted_items AS
+SELECT i.id, i.task, i.lang, i.system FROM items i
+WHERE i.current = 1 AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = i.import_run AND r.finished_at IS NULL);
 CREATE VIEW current_labels AS
 SELECT item_id, annotator, label, action, judgment_id, decided_at AS created_at
 FROM labels_in_force;
@@ -9,6 +12,163 @@ CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
 END;
+CREATE TRIGGER import_run_removed AFTER DELETE ON import_runs
+WHEN old.finished_at IS NULL
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT i.task, i.lang, i.system, v.judge_name, v.status, count(*)
+    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id WHERE i.import_run = old.id AND i.current = 1
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT i.task, i.lang, i.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, count(*)
+    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id JOIN labels_in_force l ON l.item_id = i.id
+    WHERE i.import_run = old.id AND i.current = 1
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER import_run_shown AFTER UPDATE OF finished_at ON import_runs
+WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT i.task, i.lang, i.system, v.judge_name, v.status, count(*)
+    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id WHERE i.import_run = new.id AND i.current = 1
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT i.task, i.lang, i.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, count(*)
+    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id JOIN labels_in_force l ON l.item_id = i.id
+    WHERE i.import_run = new.id AND i.current = 1
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
+WHEN old.current IS NOT new.current OR old.task IS NOT new.task OR old.lang IS NOT new.lang
+  OR old.system IS NOT new.system OR old.import_run IS NOT new.import_run
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT old.task, old.lang, old.system, v.judge_name, v.status, -count(*)
+    FROM verdicts_in_force v WHERE v.item_id = old.id AND old.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = old.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT old.task, old.lang, old.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, -count(*)
+    FROM verdicts_in_force v JOIN labels_in_force l ON l.item_id = v.item_id WHERE v.item_id = old.id AND old.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = old.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT new.task, new.lang, new.system, v.judge_name, v.status, count(*)
+    FROM verdicts_in_force v WHERE v.item_id = new.id AND new.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = new.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT new.task, new.lang, new.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, count(*)
+    FROM verdicts_in_force v JOIN labels_in_force l ON l.item_id = v.item_id WHERE v.item_id = new.id AND new.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = new.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER judgment_added AFTER INSERT ON judgments
+BEGIN
+    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
+    VALUES (new.item_id, new.judge_name, new.id, new.status, new.verdict)
+    ON CONFLICT (item_id, judge_name) DO UPDATE
+    SET judgment_id = excluded.judgment_id, status = excluded.status, verdict = excluded.verdict
+    WHERE excluded.judgment_id > verdicts_in_force.judgment_id;
+END;
+CREATE TRIGGER judgment_removed AFTER DELETE ON judgments
+BEGIN
+    DELETE FROM verdicts_in_force
+    WHERE item_id = old.item_id AND judge_name = old.judge_name AND judgment_id = old.id;
+    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
+    SELECT item_id, judge_name, id, status, verdict FROM judgments
+    WHERE item_id = old.item_id AND judge_name = old.judge_name ORDER BY id DESC LIMIT 1
+    ON CONFLICT DO NOTHING;
+END;
+CREATE TRIGGER judgment_reparsed AFTER UPDATE OF status, verdict ON judgments
+BEGIN
+    UPDATE verdicts_in_force SET status = new.status, verdict = new.verdict
+    WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id = new.id;
+END;
+CREATE TRIGGER label_in_force_added AFTER INSERT ON labels_in_force
+BEGIN
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, v.judge_name, new.annotator, v.status, coalesce(v.verdict, ''), new.label, 1
+    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER label_in_force_changed AFTER UPDATE OF label ON labels_in_force
+WHEN old.label IS NOT new.label
+BEGIN
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, v.judge_name, old.annotator, v.status, coalesce(v.verdict, ''), old.label, -1
+    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, v.judge_name, new.annotator, v.status, coalesce(v.verdict, ''), new.label, 1
+    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER label_in_force_removed AFTER DELETE ON labels_in_force
+BEGIN
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, v.judge_name, old.annotator, v.status, coalesce(v.verdict, ''), old.label, -1
+    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_in_force_added AFTER INSERT ON verdicts_in_force
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT c.task, c.lang, c.system, new.judge_name, new.status, 1 FROM counted_items c WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, new.judge_name, l.annotator, new.status, coalesce(new.verdict, ''), l.label, 1
+    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_in_force_changed AFTER UPDATE ON verdicts_in_force
+WHEN old.status IS NOT new.status OR old.verdict IS NOT new.verdict
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT c.task, c.lang, c.system, old.judge_name, old.status, -1 FROM counted_items c WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT c.task, c.lang, c.system, new.judge_name, new.status, 1 FROM counted_items c WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, old.judge_name, l.annotator, old.status, coalesce(old.verdict, ''), l.label, -1
+    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, new.judge_name, l.annotator, new.status, coalesce(new.verdict, ''), l.label, 1
+    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_in_force_removed AFTER DELETE ON verdicts_in_force
+BEGIN
+    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
+    SELECT c.task, c.lang, c.system, old.judge_name, old.status, -1 FROM counted_items c WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
+    SELECT c.task, c.lang, c.system, old.judge_name, l.annotator, old.status, coalesce(old.verdict, ''), l.label, -1
+    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TABLE agreement_counts (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    judge_name TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    status TEXT NOT NULL,
+    verdict TEXT NOT NULL,              -- '' when the judgment has no verdict (unparsed, error)
+    label TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (task, lang, system, judge_name, annotator, status, verdict, label)
+) WITHOUT ROWID;
 CREATE TABLE annotations (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
@@ -99,6 +259,23 @@ CREATE TABLE leases (
     expires_at REAL NOT NULL,           -- unix seconds; an expired lease is free again
     PRIMARY KEY (item_id, annotator)
 ) WITHOUT ROWID;
+CREATE TABLE verdict_counts (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    judge_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (task, lang, system, judge_name, status)
+) WITHOUT ROWID;
+CREATE TABLE verdicts_in_force (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    judge_name TEXT NOT NULL,
+    judgment_id INTEGER NOT NULL REFERENCES judgments (id),
+    status TEXT NOT NULL,
+    verdict TEXT,
+    PRIMARY KEY (item_id, judge_name)
+) WITHOUT ROWID;
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
@@ -111,4 +288,5 @@ CREATE UNIQUE INDEX items_identity ON items (task, lang, system, source_id, vers
 CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
+CREATE INDEX judgments_repeated_or_confident ON judgments (id) WHERE sample > 0 OR confidence IS NOT NULL;
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);

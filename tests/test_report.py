@@ -89,15 +89,6 @@ def test_every_format_works_on_the_demo(demo_db, tmp_path, fmt):
         assert "κ [95% CI]" in text and "●" in text
 
 
-def test_parallel_item_ranges_give_the_same_data_as_one_pass(labelled_db):
-    path, *_ = labelled_db
-    store = Store(path)
-    store.annotate(5, "d", "label", label="yes")
-    one, three = store.agreement_data(parts=1), store.agreement_data(parts=3)
-    for name in ("judge_vs_human", "judge_vs_gold", "human_pairs", "shared_labels", "shared_verdicts", "judged"):
-        assert sorted(getattr(one, name)) == sorted(getattr(three, name)), name
-
-
 def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     store = Store(tmp_path / "rubric.db")
     fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}

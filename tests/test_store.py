@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from calibrate import store as store_module
+from calibrate.merge import merge_database
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 
@@ -15,7 +17,7 @@ SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 
 
 MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0004_systems", "0005_audio",
-              "0006_judgment_samples", "0007_import_runs"]
+              "0006_judgment_samples", "0007_import_runs", "0008_counts_in_force"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -164,3 +166,107 @@ def test_status_counts_an_error_only_while_no_later_judgment_succeeded(store):
     store.add_judgments([NewJudgment(item_id=ids[0], judge_name="j", judge_key="k", status="verdict", verdict="yes")])
     (cell,) = store.status_counts()
     assert (cell["judged"], cell["errors"]) == (1, 1), "item 0's error was fixed by a later run; item 1's was not"
+
+
+# -- the report's counts, kept by triggers (migration 0008) ---------------------------------------
+
+VISIBLE_CURRENT = ("i.current = 1 AND NOT EXISTS "
+                   "(SELECT 1 FROM import_runs r WHERE r.id = i.import_run AND r.finished_at IS NULL)")
+NEWEST = "j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)"
+
+
+def counts_from_every_row(store: Store, system: str | None) -> tuple[list, list]:
+    """The reference: judge x label and judged counts recomputed from every stored row."""
+    where = f"{NEWEST} AND {VISIBLE_CURRENT}" + (" AND i.system = ?" if system is not None else "")
+    params = [system] if system is not None else []
+    judge_vs_human = store.conn.execute(
+        "SELECT i.task, i.lang, j.judge_name, l.annotator, j.status, j.verdict, l.label, count(*) FROM judgments j "
+        f"JOIN items i ON i.id = j.item_id JOIN labels_in_force l ON l.item_id = i.id WHERE {where} GROUP BY 1, 2, 3, 4, 5, 6, 7",
+        params).fetchall()
+    judged = store.conn.execute(
+        f"SELECT i.task, i.lang, j.judge_name, j.status, count(*) FROM judgments j JOIN items i ON i.id = j.item_id "
+        f"WHERE {where} GROUP BY 1, 2, 3, 4", params).fetchall()
+    return sorted(map(tuple, judge_vs_human)), sorted(map(tuple, judged))
+
+
+def assert_counts_kept(store: Store, step: str) -> None:
+    for system in (None, "s1", "s2"):
+        data = store.agreement_data(system=system)
+        expected_pairs, expected_judged = counts_from_every_row(store, system)
+        assert sorted(data.judge_vs_human) == expected_pairs, f"judge x label counts after {step} (system {system})"
+        assert sorted(data.judged) == expected_judged, f"judged counts after {step} (system {system})"
+
+
+def test_report_counts_stay_equal_to_a_recount_through_every_kind_of_write(tmp_path, templates):
+    store = Store(tmp_path / "x.db")
+    made = [NewItem("c3/lexical", "en" if k < 4 else "zh", str(k), {"content": f"c{k}"}, system="s1" if k % 2 else "s2")
+            for k in range(8)]
+    ids = store.add_items(made, with_ids=True)[0]
+    judge = lambda i, verdict, name="gpt", status="verdict": NewJudgment(  # noqa: E731
+        item_id=i, judge_name=name, judge_key=name, status=status, verdict=verdict)
+    store.add_judgments([judge(i, "yes" if k % 3 else "no") for k, i in enumerate(ids)])
+    store.add_judgments([judge(i, None, "llama", "unparsed") for i in ids[:3]])
+    assert_counts_kept(store, "judging")
+    for k, i in enumerate(ids):
+        store.annotate(i, "ann", "label", label="yes" if k % 2 else "no")
+        if k < 5:
+            store.annotate(i, "bob", "confirm", label="yes")
+    assert_counts_kept(store, "labelling")
+    store.annotate(ids[0], "ann", "override", label="yes")
+    store.undo_last("bob")
+    store.annotate(ids[1], "bob", "skip")
+    assert_counts_kept(store, "override, undo and skip")
+    store.add_judgments([judge(ids[0], "no"), judge(ids[1], "yes", "llama")])  # a newer judgment replaces the older
+    assert_counts_kept(store, "re-judging")
+    reparsed = store.judgments_for_item(ids[2], "llama")[-1]
+    store.update_parse(reparsed.id, "verdict", "no", None, None)
+    older = store.judgments_for_item(ids[0], "gpt")[0]
+    store.update_parse(older.id, "unparsed", None, "no answer", None)  # not in force: no count moves
+    assert_counts_kept(store, "re-parsing")
+    store.add_items([NewItem("c3/lexical", "en", "0", {"content": "changed"}, system="s2", version=2)])
+    assert_counts_kept(store, "a new version superseding an item")
+    run = store.begin_import("test")
+    (hidden,), _ = store.add_items([NewItem("c3/lexical", "zh", "9", {"content": "c9"}, system="s1")], with_ids=True, run=run)
+    store.add_judgments([judge(hidden, "yes")])
+    store.add_imported_labels([("imported-1", hidden, "ann", "yes", None)])
+    assert_counts_kept(store, "writing an unfinished import run")
+    store.finish_import(run)
+    assert_counts_kept(store, "finishing the import run")
+    abandoned = store.begin_import("test")
+    (gone,), _ = store.add_items([NewItem("c3/lexical", "en", "10", {"content": "c10"})], with_ids=True, run=abandoned)
+    store.add_judgments([judge(gone, "no")])
+    store.abandon_import(abandoned)
+    assert_counts_kept(store, "abandoning an import run")
+    offline = Store(tmp_path / "offline.db")
+    offline_ids = offline.add_items(made[2:5], with_ids=True)[0]
+    offline.add_judgments([judge(offline_ids[0], "yes", "mistral")])
+    offline.annotate(offline_ids[1], "cy", "label", label="no")
+    offline.annotate(offline_ids[2], "ann", "override", label="yes")
+    merge_database(store, offline, templates)
+    assert_counts_kept(store, "merging an offline database")
+    store.conn.execute("UPDATE items SET system = 's1' WHERE id = ?", (ids[4],))
+    assert_counts_kept(store, "moving an item to another system")
+
+
+def test_upgrading_an_older_database_fills_the_report_counts(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as before_0008:  # a database made by the version before migration 0008
+        before_0008.setattr(store_module, "MIGRATION_FILES", store_module.MIGRATION_FILES[:-1])
+        before_0008.setattr(store_module, "MIGRATION_NAMES", store_module.MIGRATION_NAMES[:-1])
+        Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO items (id, task, lang, source_id, fields, content_hash, imported_at) "
+                 "VALUES (1, 'c3/lexical', 'en', '1', '{}', 'h1', 't'), (2, 'c3/lexical', 'en', '2', '{}', 'h2', 't')")
+    conn.execute("INSERT INTO judgments (uid, item_id, judge_name, judge_key, status, verdict, created_at) "
+                 "VALUES ('j1', 1, 'gpt', 'k', 'verdict', 'no', 't'), ('j2', 1, 'gpt', 'k', 'verdict', 'yes', 't'), "
+                 "('j3', 2, 'gpt', 'k', 'unparsed', NULL, 't')")
+    conn.execute("INSERT INTO labels_in_force (item_id, annotator, label, action, annotation_uid, decided_at) "
+                 "VALUES (1, 'ann', 'yes', 'label', 'a1', 't'), (2, 'ann', 'no', 'label', 'a2', 't')")
+    conn.commit()
+    conn.close()
+    store = Store(path)
+    assert store.applied_migrations() == MIGRATIONS
+    data = store.agreement_data()
+    assert sorted(data.judge_vs_human) == [("c3/lexical", "en", "gpt", "ann", "unparsed", None, "no", 1),
+                                           ("c3/lexical", "en", "gpt", "ann", "verdict", "yes", "yes", 1)]
+    assert_counts_kept(store, "the upgrade")

@@ -1,6 +1,8 @@
-"""Benchmark: the agreement report with 1000-resample bootstrap CIs on N annotations spread
-over 40 task x language cells (target <= 5 s), beside a naive per-group Python loop over the
-same database in the same run (per-item rows grouped in dicts, index-resampling bootstrap).
+"""Benchmark: the agreement report with its 95 % intervals (1000 posterior draws per statistic)
+on N annotations spread over 40 task x language cells (target <= 2 s), beside a naive per-group
+Python loop over the same database in the same run (per-item rows grouped in dicts,
+index-resampling bootstrap; target: calibrate >= 10x faster). The database is written through
+the schema's triggers, so it holds the report counts a real database holds (migration 0008).
 
     .venv/bin/python tests/bench/bench_report.py [N]     (default 1,000,000)
 """
@@ -100,9 +102,9 @@ def main(n: int) -> None:
     slow = time.perf_counter() - t0
     cell = report.cells[0]
     line = next(line for line in cell.lines if line.versus != "majority")
-    print(f"calibrate report: {ours:.2f} s   target <= 5 s")
+    print(f"calibrate report: {ours:.2f} s   target <= 2 s")
     print(f"naive per-group loop: {slow:.2f} s")
-    print(f"ratio (naive / calibrate): {slow / ours:.1f}x faster")
+    print(f"ratio (naive / calibrate): {slow / ours:.1f}x faster   target >= 10x")
     print(f"check, {cell.task} {cell.lang} vs {line.versus}: κ {line.stats.kappa.value:.3f} CI {line.stats.kappa.ci}; "
           f"naive (all annotators pooled) κ {reference[(cell.task, cell.lang)][0]:.3f}")
 
