@@ -12,6 +12,7 @@ ValueError that names the problem.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -473,14 +474,15 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
         judge_pairs[row, index[judge[item]]] = counts[row]
         if len(people) == 2 and len(votes) == 2:
             human_pairs[row, index[votes[people[0]]], index[votes[people[1]]]] = 1
-    ones = np.ones(len(shared))
-    weights = np.vstack([ones, unit_weights(len(shared), resamples, seed)])
-    judge_k = kappa_from_tables(np.tensordot(weights, judge_pairs, axes=1))
+    units = np.hstack([judge_pairs.reshape(len(shared), -1), human_pairs.reshape(len(shared), -1), counts])
+    first, frequency, resampled = resample_units(units, resamples, seed)
+    weights = np.vstack([frequency, resampled])  # row 0: the items as observed
+    judge_k = kappa_from_tables(np.tensordot(weights, judge_pairs[first], axes=1))
     if len(people) == 2:
-        name, human_k = "Cohen's kappa", kappa_from_tables(np.tensordot(weights, human_pairs, axes=1))
+        name, human_k = "Cohen's kappa", kappa_from_tables(np.tensordot(weights, human_pairs[first], axes=1))
     else:
         name = "Krippendorff's alpha (nominal)"
-        human_k = alpha_from_coincidences(np.tensordot(weights, _coincidences(counts), axes=1), np.arange(k))
+        human_k = alpha_from_coincidences(np.tensordot(weights, _coincidences(counts[first]), axes=1), np.arange(k))
     judge_est = _with_interval(_finite(judge_k[0]), judge_k[1:])
     human_est = _with_interval(_finite(human_k[0]), human_k[1:])
     for est, who in ((judge_est, "judge vs humans"), (human_est, "humans")):
@@ -544,11 +546,19 @@ def alpha_from_coincidences(o: np.ndarray, values: np.ndarray, level: str = "nom
         return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
 
 
-def unit_weights(units: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """How often each unit appears in each bootstrap resample of the units, (resamples, units):
-    resampling units with replacement is drawing these counts from Multinomial(units, 1/units).
-    Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap, ch. 6."""
-    return np.random.default_rng(seed).multinomial(units, np.full(units, 1 / units), size=resamples)
+def resample_units(rows: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
+                   seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bootstrap resamples of units (units drawn with replacement; Efron, B., & Tibshirani,
+    R. J. (1993). An Introduction to the Bootstrap, ch. 6), grouped by what the units hold.
+    Units whose rows are equal are interchangeable, so drawing n units with replacement is
+    drawing how many of the n come from each distinct row r: Multinomial(n, f_r / n), f_r its
+    frequency. The cost is O(resamples x distinct rows) whatever n is. Returns one
+    representative unit per distinct row, the frequencies f_r, and the (resamples, distinct
+    rows) counts."""
+    rows = np.asarray(rows).reshape(len(rows), -1)
+    _, first, frequency = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    weights = np.random.default_rng(seed).multinomial(len(rows), frequency / len(rows), size=resamples)
+    return first, frequency, weights
 
 
 def krippendorff_alpha(reliability: np.ndarray, level: str = "nominal", *, resamples: int = DEFAULT_RESAMPLES,
@@ -578,8 +588,8 @@ def krippendorff_alpha(reliability: np.ndarray, level: str = "nominal", *, resam
         return Estimate(None, reason="no disagreement is expected by chance: alpha is undefined")
     if data.shape[1] < 2:
         return Estimate(value, ci_reason="one unit: no interval")
-    weights = unit_weights(data.shape[1], resamples, seed)
-    draws = alpha_from_coincidences(np.tensordot(weights, o, axes=1), values, level)
+    first, _, weights = resample_units(counts, resamples, seed)
+    draws = alpha_from_coincidences(np.tensordot(weights, o[first], axes=1), values, level)
     return _with_interval(value, draws)
 
 
@@ -708,21 +718,24 @@ def alternative_annotator_test(
                        reason=f"needs 3 or more annotators on shared items; this cell has {len(humans)}")
     usable = {i: {a: v for a, v in votes.items() if v is not None} for i, votes in items.items() if i in judge}
     usable = {i: votes for i, votes in usable.items() if len(votes) >= 2}
+    # S(f, i) for annotator j has the denominator m_i - 1 on both sides, so the comparisons are
+    # made on the numerators: how many other annotators gave the judge's label, and j's label
+    judge_wins: dict = {j: [] for j in humans}
+    human_wins: dict = {j: [] for j in humans}
+    for item, votes in usable.items():
+        tally = Counter(votes.values())
+        verdict = judge[item]
+        for j, label in votes.items():
+            judge_hits = tally[verdict] - (label == verdict) if verdict is not None else 0
+            human_hits = tally[label] - 1
+            judge_wins[j].append(judge_hits >= human_hits)
+            human_wins[j].append(human_hits >= judge_hits)
     p_values, detail, left_out, advantages = [], {}, {}, []
     for j in humans:
-        judge_wins, human_wins = [], []
-        for item, votes in usable.items():
-            if j not in votes:
-                continue
-            others = [label for a, label in votes.items() if a != j]
-            s_judge = np.mean([judge[item] is not None and judge[item] == o for o in others])
-            s_human = np.mean([votes[j] == o for o in others])
-            judge_wins.append(s_judge >= s_human)
-            human_wins.append(s_human >= s_judge)
-        if not judge_wins:
+        if not judge_wins[j]:
             left_out[j] = "no item shared with another annotator and the judge"
             continue
-        d = np.asarray(human_wins, dtype=float) - np.asarray(judge_wins, dtype=float)
+        d = np.asarray(human_wins[j], dtype=float) - np.asarray(judge_wins[j], dtype=float)
         if np.ptp(d) == 0:
             # every d_i - epsilon has one sign: the exact one-sided sign (and signed-rank) p-value
             test, p = "constant differences (sign test)", 0.5 ** len(d) if d[0] < epsilon else 1.0
@@ -731,7 +744,7 @@ def alternative_annotator_test(
         else:
             test, p = "Wilcoxon signed-rank", float(stats.wilcoxon(d - epsilon, alternative="less").pvalue)
         p_values.append((j, p))
-        advantages.append(float(np.mean(judge_wins)))
+        advantages.append(float(np.mean(judge_wins[j])))
         detail[j] = {"items": len(d), "test": test, "p": p, "advantage": advantages[-1]}
     if not p_values:
         return AltTest(False, epsilon=epsilon, annotators=len(humans), left_out=left_out, min_items=min_items,

@@ -858,7 +858,8 @@ class Store:
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
         judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
                       "GROUP BY 1, 2, 3, 4", params)
-        for table in ("shared_items", "labels_now", "verdicts_now"):
+        temporary = ("shared_items", "labels_now", "verdicts_now", "gold_now")
+        for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         c.execute(
             "CREATE TEMP TABLE shared_items AS SELECT s.item_id, i.task, i.lang FROM "
@@ -866,7 +867,9 @@ class Store:
             f"JOIN counted_items i ON i.id = s.item_id{' WHERE i.system = ?' if system is not None else ''}",
             [system] if system is not None else [],
         )
-        c.execute("CREATE TEMP TABLE labels_now AS SELECT l.item_id, l.annotator, l.label FROM shared_items s "
+        c.execute("CREATE TEMP TABLE labels_now (item_id INTEGER, annotator TEXT, label TEXT, task TEXT, lang TEXT, "
+                  "PRIMARY KEY (item_id, annotator)) WITHOUT ROWID")
+        c.execute("INSERT INTO labels_now SELECT l.item_id, l.annotator, l.label, s.task, s.lang FROM shared_items s "
                   "JOIN labels_in_force l ON l.item_id = s.item_id")
         c.execute(
             "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
@@ -874,45 +877,37 @@ class Store:
             [judge] if judge else [],
         )
         # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
-        # where they labelled it, else the strict majority; tied items have none and are counted.
-        gold = """
+        # where they labelled it, else the strict majority; NULL for a tie, counted in `ties`.
+        c.execute(
+            """CREATE TEMP TABLE gold_now AS
             WITH counted AS (SELECT item_id, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
             ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
-            tied AS (SELECT item_id FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) > 1),
-            adjudicated AS (SELECT item_id, label FROM labels_now WHERE annotator = :gold_from),
-            gold AS (SELECT s.item_id, s.task, s.lang, coalesce(a.label, r.label) AS label FROM shared_items s
-                     LEFT JOIN adjudicated a ON a.item_id = s.item_id
-                     LEFT JOIN (SELECT item_id, label FROM ranked WHERE votes = top GROUP BY item_id HAVING count(*) = 1) r
-                       ON r.item_id = s.item_id
-                     WHERE coalesce(a.label, r.label) IS NOT NULL)
-        """
+            majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
+                         WHERE votes = top GROUP BY item_id)
+            SELECT s.item_id, s.task, s.lang, coalesce(a.label, m.label) AS label FROM shared_items s
+            JOIN majority m ON m.item_id = s.item_id
+            LEFT JOIN labels_now a ON a.item_id = s.item_id AND a.annotator = ?""",
+            (gold_from,),
+        )
         try:
             return AgreementData(
                 judge_vs_human=judge_vs_human,
                 judge_vs_gold=rows(
-                    f"{gold} SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
-                    "FROM gold g JOIN verdicts_now v ON v.item_id = g.item_id GROUP BY 1, 2, 3, 4, 5, 6",
-                    {"gold_from": gold_from},
+                    "SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
+                    "FROM gold_now g JOIN verdicts_now v ON v.item_id = g.item_id WHERE g.label IS NOT NULL "
+                    "GROUP BY 1, 2, 3, 4, 5, 6"
                 ),
-                ties=rows(
-                    f"{gold} SELECT s.task, s.lang, count(*) FROM shared_items s WHERE s.item_id IN (SELECT item_id FROM tied) "
-                    "AND s.item_id NOT IN (SELECT item_id FROM adjudicated) GROUP BY 1, 2",
-                    {"gold_from": gold_from},
-                ),
+                ties=rows("SELECT task, lang, count(*) FROM gold_now WHERE label IS NULL GROUP BY 1, 2"),
                 human_pairs=rows(
-                    "SELECT s.task, s.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM shared_items s "
-                    "JOIN labels_now x ON x.item_id = s.item_id JOIN labels_now y ON y.item_id = s.item_id "
-                    "AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
+                    "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM labels_now x "
+                    "JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
                 ),
-                shared_labels=rows(
-                    "SELECT l.item_id, s.task, s.lang, l.annotator, l.label FROM shared_items s "
-                    "JOIN labels_now l ON l.item_id = s.item_id ORDER BY l.item_id"
-                ),
+                shared_labels=rows("SELECT item_id, task, lang, annotator, label FROM labels_now ORDER BY item_id"),
                 shared_verdicts=rows("SELECT item_id, judge_name, status, verdict FROM verdicts_now"),
                 judged=judged,
             )
         finally:
-            for table in ("shared_items", "labels_now", "verdicts_now"):
+            for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
     # -- merging: reading another database, writing what passed validation ---------------------

@@ -251,14 +251,16 @@ def test_krippendorff_alpha_vectorised_matches_the_package_at_every_level_and_ha
 def test_krippendorff_unit_bootstrap_agrees_with_resampling_units_through_the_package():
     import krippendorff
 
-    from calibrate.agreement import unit_weights
+    from calibrate.agreement import resample_units
 
     rng = np.random.default_rng(5)
     truth = rng.integers(0, 3, 80)
     data = np.array([np.where(rng.random(80) < 0.7, truth, rng.integers(0, 3, 80)) for _ in range(3)], dtype=float)
     ours = krippendorff_alpha(data, resamples=300, seed=9)
-    weights = unit_weights(80, 300, 9)
-    naive = [krippendorff.alpha(reliability_data=data[:, np.repeat(np.arange(80), w)], level_of_measurement="nominal",
+    counts = np.stack([(data == v).sum(axis=0) for v in (0.0, 1.0, 2.0)], axis=1)
+    first, _, weights = resample_units(counts, 300, 9)
+    # each resample, written out unit by unit: a unit of each distinct kind, as often as drawn
+    naive = [krippendorff.alpha(reliability_data=data[:, np.repeat(first, w)], level_of_measurement="nominal",
                                 value_domain=[0.0, 1.0, 2.0]) for w in weights]
     assert ours.ci == pytest.approx(tuple(np.quantile(naive, [0.025, 0.975])), abs=1e-9)
 
