@@ -263,6 +263,18 @@ def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, jud
 JURY = "jury"
 
 
+def _jury_verdict(kind: VerdictKind | None, row: tuple) -> str | None:
+    """The jury's verdict on one item from its judges' verdicts (None = none parsed): the
+    plurality label, or for scores the mean per dimension (`calibrate.reliability.jury`)."""
+    from calibrate.reliability import jury
+
+    if kind is not None and kind.scored:
+        dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row] for d in SCORE_KEYS]
+        means = [jury([dim], scores=True).verdicts[0] for dim in dims]
+        return None if None in means else kind.score_label(dict(zip(SCORE_KEYS, means, strict=True)))
+    return jury([list(row)]).verdicts[0]
+
+
 def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None) -> AgreementData | None:
     """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
     judge's newest verdict there (`calibrate.reliability.jury`: the plurality label, the mean of
@@ -271,8 +283,6 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
     adjudicator's where given, else the strict majority. Only items two or more judges judged
     count. None with fewer than two judges."""
-    from calibrate.reliability import jury
-
     if len([name for name in store.counted_judges() if name != JURY]) < 2:
         return None
     verdicts: dict[int, dict[str, str | None]] = {}
@@ -289,21 +299,22 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     for row in store.current_labels():
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
     judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    kinds: dict[tuple[str, str], VerdictKind | None] = {}
+    combined: dict[tuple, str | None] = {}  # the jury's verdict per kind and row of verdicts: rows repeat
     for item_id, by_judge in verdicts.items():
         if len(by_judge) < 2:
             continue  # one judge's verdict is that judge's line again, not a jury's
         task, lang = cells[item_id]
-        try:
-            kind = templates.for_task(task, lang).kind
-        except TemplateError:
-            kind = None
-        row = [[by_judge.get(name) for name in judges]]
-        if kind is not None and kind.scored:
-            dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row[0]] for d in SCORE_KEYS]
-            means = [jury([dim], scores=True).verdicts[0] for dim in dims]
-            verdict = None if None in means else kind.score_label(dict(zip(SCORE_KEYS, means, strict=True)))
-        else:
-            verdict = jury(row).verdicts[0]
+        if (task, lang) not in kinds:
+            try:
+                kinds[task, lang] = templates.for_task(task, lang).kind
+            except TemplateError:
+                kinds[task, lang] = None
+        kind = kinds[task, lang]
+        row = tuple(by_judge.get(name) for name in judges)
+        if (kind, row) not in combined:
+            combined[kind, row] = _jury_verdict(kind, row)
+        verdict = combined[kind, row]
         status = "verdict" if verdict is not None else "unparsed"
         judged[(task, lang, JURY, status)] += 1
         people = labels.get(item_id, {})
