@@ -22,7 +22,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibrate.model import Estimate
 
-DEFAULT_RESAMPLES = 1000
+DEFAULT_RESAMPLES = 4000
 DEFAULT_SEED = 20251126
 MIN_PLANNING_N = 30
 JEFFREYS = 0.5

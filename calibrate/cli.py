@@ -783,7 +783,7 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--reliability", is_flag=True,
               help="Measure the judges' reliability and bias probes even without repeats or confidences "
                    "(reads every labelled item's response).")
-@click.option("--resamples", type=click.IntRange(100), default=1000, show_default=True,
+@click.option("--resamples", type=click.IntRange(100), default=4000, show_default=True,
               help="Posterior draws / resamples for intervals.")
 @click.option("--target", type=click.FloatRange(0.01, 1), default=0.1, show_default=True, help="κ CI half-width to plan for.")
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")

@@ -23,13 +23,11 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-from calibrate.agreement import krippendorff_alpha
+from calibrate.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
 from calibrate.model import Estimate
 
 LEVEL = 0.95
 Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 20251126  # the same default seed as calibrate.agreement
 
 
 def _missing(x) -> bool:

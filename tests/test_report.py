@@ -292,3 +292,12 @@ def test_only_the_current_version_of_an_item_is_counted(tmp_path):
     assert [row[-1] for row in data.judge_vs_human] == [1], "the label on the earlier version stays, uncounted"
     assert [(row[5], row[6]) for row in data.judge_vs_human] == [("no", "yes")]
     assert sum(row[-1] for row in data.judged) == 1
+
+
+def test_the_report_commands_draw_count_is_the_statistics_default():
+    from calibrate.agreement import DEFAULT_RESAMPLES
+    from calibrate.cli import report_command
+    from calibrate.report import ReportOptions
+
+    option = next(p for p in report_command.params if p.name == "resamples")
+    assert option.default == DEFAULT_RESAMPLES == ReportOptions().resamples
