@@ -27,6 +27,11 @@ DEFAULT_SEED = 20251126
 MIN_PLANNING_N = 30
 JEFFREYS = 0.5
 ALT_TEST_MIN_ITEMS = 30
+# Below this many units (items) a bootstrap over units gives no interval: n units have only
+# C(2n - 1, n) distinct resamples (35 at n = 4, 126 at n = 5), so the percentile interval is
+# a handful of values, e.g. "[-0.25, -0.11]" from two items, and a verdict read from it would
+# claim what two items cannot show. At 10 units there are 92,378.
+MIN_BOOTSTRAP_UNITS = 10
 
 
 def _with_interval(value: float | None, draws: np.ndarray, **extra) -> Estimate:
@@ -450,7 +455,8 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
     resampled with replacement and both statistics are computed on the same resample (Efron &
     Tibshirani 1993, ch. 13). Verdict: "below the human ceiling" when the interval is below 0,
     "above" when above 0, else "within"; resamples where either statistic is undefined are
-    counted in `difference.undefined_share`."""
+    counted in `difference.undefined_share`. With fewer than MIN_BOOTSTRAP_UNITS items the three
+    estimates come without intervals (the reason is given) and there is no verdict."""
     notes: list[str] = []
     unparsed = [i for i, votes in items.items() if i in judge and judge[i] is None
                 and sum(v is not None for v in votes.values()) >= 2]
@@ -475,7 +481,7 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
         if len(people) == 2 and len(votes) == 2:
             human_pairs[row, index[votes[people[0]]], index[votes[people[1]]]] = 1
     units = np.hstack([judge_pairs.reshape(len(shared), -1), human_pairs.reshape(len(shared), -1), counts])
-    first, frequency, resampled = resample_units(units, resamples, seed)
+    first, frequency, resampled = resample_units(units, resamples if len(shared) >= MIN_BOOTSTRAP_UNITS else 0, seed)
     weights = np.vstack([frequency, resampled])  # row 0: the items as observed
     judge_k = kappa_from_tables(np.tensordot(weights, judge_pairs[first], axes=1))
     if len(people) == 2:
@@ -483,13 +489,15 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
     else:
         name = "Krippendorff's alpha (nominal)"
         human_k = alpha_from_coincidences(np.tensordot(weights, _coincidences(counts[first]), axes=1), np.arange(k))
-    judge_est = _with_interval(_finite(judge_k[0]), judge_k[1:])
-    human_est = _with_interval(_finite(human_k[0]), human_k[1:])
+    diff = judge_k - human_k
+    if len(shared) < MIN_BOOTSTRAP_UNITS:
+        why = f"{len(shared)} items: too few to resample for an interval (needs {MIN_BOOTSTRAP_UNITS})"
+        judge_est, human_est, difference = (Estimate(_finite(x[0]), ci_reason=why) for x in (judge_k, human_k, diff))
+    else:
+        judge_est, human_est, difference = (_with_interval(_finite(x[0]), x[1:]) for x in (judge_k, human_k, diff))
     for est, who in ((judge_est, "judge vs humans"), (human_est, "humans")):
         if est.value is None:
             est.reason = f"{who}: undefined on these items (one class only)"
-    diff = judge_k - human_k
-    difference = _with_interval(_finite(diff[0]), diff[1:])
     verdict = None
     if difference.ci is None:
         difference.reason = difference.ci_reason
@@ -586,8 +594,9 @@ def krippendorff_alpha(reliability: np.ndarray, level: str = "nominal", *, resam
     value = _finite(alpha_from_coincidences(o.sum(axis=0), values, level))
     if value is None:
         return Estimate(None, reason="no disagreement is expected by chance: alpha is undefined")
-    if data.shape[1] < 2:
-        return Estimate(value, ci_reason="one unit: no interval")
+    if data.shape[1] < MIN_BOOTSTRAP_UNITS:
+        return Estimate(value, ci_reason=f"{data.shape[1]} units: too few to resample for an interval "
+                                         f"(needs {MIN_BOOTSTRAP_UNITS})")
     first, _, weights = resample_units(counts, resamples, seed)
     draws = alpha_from_coincidences(np.tensordot(weights, o[first], axes=1), values, level)
     return _with_interval(value, draws)

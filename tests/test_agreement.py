@@ -371,6 +371,21 @@ def test_human_ceiling_same_items_paired_interval_and_verdict():
     assert human_ceiling({1: {"a": "x", "b": "x"}}, {1: "x"}).verdict is None
 
 
+def test_a_handful_of_shared_items_gives_estimates_but_no_interval_and_no_verdict():
+    from calibrate.agreement import MIN_BOOTSTRAP_UNITS, human_ceiling
+
+    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS - 1, seed=3)
+    few = human_ceiling(items, judge)
+    assert few.judge.value is not None and few.humans.value is not None and few.difference.value is not None
+    assert few.judge.ci is few.humans.ci is few.difference.ci is None and few.verdict is None
+    assert "too few to resample" in few.difference.reason
+    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS, seed=3)
+    assert human_ceiling(items, judge).difference.ci is not None
+    ratings = np.array([[0, 1, 1, 0, 1], [0, 1, 0, 0, 1], [1, 1, 1, 0, 1]], dtype=float)
+    alpha = krippendorff_alpha(ratings)
+    assert alpha.value is not None and alpha.ci is None and "5 units: too few" in alpha.ci_reason
+
+
 # -- alternative annotator test ------------------------------------------------------------------
 
 
