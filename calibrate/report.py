@@ -584,14 +584,19 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 def _with_ci(value: float | None, low: float | None, high: float | None) -> str:
+    """A value with its interval. A statistic undefined on the observed table (e.g. kappa when
+    both raters used one label) can still have an interval for its population value, which is
+    defined: it is shown after the dash, as in the CSV and JSON."""
+    ci = f"[{low:.2f}, {high:.2f}]" if low is not None else None
     if value is None:
-        return "—"
-    return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None else f"{value:.2f} (no CI)"
+        return f"— {ci}" if ci else "—"
+    return f"{value:.2f} {ci}" if ci else f"{value:.2f} (no CI)"
 
 
 def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 21) -> str:
-    """κ and its CI on the -1…1 scale: ━ spans the CI, ● marks κ, ┊ marks 0."""
-    if value is None:
+    """κ and its CI on the -1…1 scale: ━ spans the CI, ● marks κ (none where κ is undefined on
+    the table), ┊ marks 0."""
+    if value is None and not ci:
         return " " * width
     pos = lambda v: int(round((max(-1.0, min(1.0, v)) + 1) / 2 * (width - 1)))  # noqa: E731
     chars = ["·"] * width
@@ -599,7 +604,8 @@ def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 
     if ci:
         for k in range(pos(ci[0]), pos(ci[1]) + 1):
             chars[k] = "━"
-    chars[pos(value)] = "●"
+    if value is not None:
+        chars[pos(value)] = "●"
     return "".join(chars)
 
 

@@ -195,6 +195,8 @@ def test_a_degenerate_interval_is_labelled_not_printed(tmp_path):
     assert line["more_items"] is None, "no plan from an interval that says nothing"
     text = run("report").output
     assert "[1.00, 1.00]" not in text and "kappa is undefined" in text
+    # the population kappa is defined: its interval is printed after the dash, as in the JSON
+    assert line["kappa_low"] < line["kappa_high"] and f"— [{line['kappa_low']:.2f}, {line['kappa_high']:.2f}]" in text
 
 
 def test_ties_are_counted_and_an_adjudicator_is_the_gold(tmp_path):
