@@ -60,7 +60,7 @@ def test_analytic_standard_error_matches_statsmodels():
     assert result.kappa.se == pytest.approx(reference.std_kappa, rel=1e-6)
 
 
-def test_bootstrap_ci_agrees_with_resampling_pairs():
+def test_posterior_interval_agrees_with_resampling_pairs_at_large_n():
     rng = np.random.default_rng(7)
     a = rng.integers(0, 2, 2000)
     b = np.where(rng.random(2000) < 0.8, a, 1 - a)
