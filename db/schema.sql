@@ -12,21 +12,6 @@ CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
 END;
-CREATE TRIGGER import_run_removed AFTER DELETE ON import_runs
-WHEN old.finished_at IS NULL
-BEGIN
-    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
-    SELECT i.task, i.lang, i.system, v.judge_name, v.status, count(*)
-    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id WHERE i.import_run = old.id AND i.current = 1
-    GROUP BY 1, 2, 3, 4, 5
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
-    SELECT i.task, i.lang, i.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, count(*)
-    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id JOIN labels_in_force l ON l.item_id = i.id
-    WHERE i.import_run = old.id AND i.current = 1
-    GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-END;
 CREATE TRIGGER import_run_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
