@@ -195,7 +195,7 @@ class CellKinds:
             if own is not None and first is not None and own.pool_key != first.pool_key:
                 raise ReportError(
                     f"the cell {'/'.join(key)} would pool {first.name} with {own.name} ({task}, {lang}): "
-                    "they are different kinds of verdict; use --by task,lang"
+                    f"they are different kinds of verdict; use --by {','.join(dict.fromkeys([*self.by, 'task', 'lang']))}"
                 )
             if first is None:
                 self._cell[key] = own

@@ -148,6 +148,9 @@ def test_pooling_different_kinds_is_refused(demo_db):
     Calibrate(demo_db)("import", "labels", "/dev/null", ok=False)
     out = Calibrate(demo_db)("report", "--by", "lang", ok=False)
     assert out.exit_code == 1 and "different kinds of verdict" in out.output and "Traceback" not in out.output
+    assert "use --by lang,task" in out.output, "the advice keeps the user's own cut"
+    per_system = Calibrate(demo_db)("report", "--by", "system", ok=False)
+    assert "use --by system,task,lang" in per_system.output
 
 
 @pytest.fixture
