@@ -283,49 +283,43 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
     adjudicator's where given, else the strict majority. Only items two or more judges judged
     count. None with fewer than two judges."""
-    if len([name for name in store.counted_judges() if name != JURY]) < 2:
-        return None
-    verdicts: dict[int, dict[str, str | None]] = {}
-    cells: dict[int, tuple[str, str]] = {}
-    for row in store.latest_verdicts():
-        if row["judge_name"] == JURY or row["status"] == "error":
-            continue
-        verdicts.setdefault(row["item_id"], {})[row["judge_name"]] = row["verdict"] if row["status"] == "verdict" else None
-        cells[row["item_id"]] = (row["task"], row["lang"])
-    judges = sorted({name for by_judge in verdicts.values() for name in by_judge})
+    judges, rows = store.jury_rows(exclude=JURY)
     if len(judges) < 2:
         return None
-    labels: dict[int, dict[str, str]] = {}
-    for row in store.current_labels():
-        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-    judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    k = len(judges)
     kinds: dict[tuple[str, str], VerdictKind | None] = {}
     combined: dict[tuple, str | None] = {}  # the jury's verdict per kind and row of verdicts: rows repeat
-    for item_id, by_judge in verdicts.items():
-        if len(by_judge) < 2:
-            continue  # one judge's verdict is that judge's line again, not a jury's
-        task, lang = cells[item_id]
+
+    def verdict_of(task: str, lang: str, verdicts: tuple) -> tuple[str, str | None]:
         if (task, lang) not in kinds:
             try:
                 kinds[task, lang] = templates.for_task(task, lang).kind
             except TemplateError:
                 kinds[task, lang] = None
         kind = kinds[task, lang]
-        row = tuple(by_judge.get(name) for name in judges)
-        if (kind, row) not in combined:
-            combined[kind, row] = _jury_verdict(kind, row)
-        verdict = combined[kind, row]
-        status = "verdict" if verdict is not None else "unparsed"
-        judged[(task, lang, JURY, status)] += 1
-        people = labels.get(item_id, {})
-        for annotator, label in people.items():
-            versus_human[(task, lang, JURY, annotator, status, verdict, label)] += 1
-        if len(people) >= 2:
-            shared.append((item_id, JURY, status, verdict))
-            gold = people.get(gold_from) if gold_from else None
-            gold = gold if gold is not None else consolidated(people)[0]
-            if gold is not None:
-                versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
+        if (kind, verdicts) not in combined:
+            combined[kind, verdicts] = _jury_verdict(kind, verdicts)
+        verdict = combined[kind, verdicts]
+        return ("verdict" if verdict is not None else "unparsed"), verdict
+
+    judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    for task, lang, *verdicts, n in rows["judged"]:
+        judged[(task, lang, JURY, verdict_of(task, lang, tuple(verdicts))[0])] += n
+    for row in rows["versus_human"]:
+        task, lang, verdicts, (annotator, label, n) = row[0], row[1], tuple(row[2:2 + k]), row[2 + k:]
+        versus_human[(task, lang, JURY, annotator, *verdict_of(task, lang, verdicts), label)] += n
+    cells: dict[int, tuple[str, str, tuple]] = {}
+    people: dict[int, dict[str, str]] = {}
+    for item_id, task, lang, *rest in rows["shared"]:
+        cells[item_id] = (task, lang, tuple(rest[:k]))
+        people.setdefault(item_id, {})[rest[k]] = rest[k + 1]
+    for item_id, (task, lang, verdicts) in cells.items():
+        status, verdict = verdict_of(task, lang, verdicts)
+        shared.append((item_id, JURY, status, verdict))
+        gold = people[item_id].get(gold_from) if gold_from else None
+        gold = gold if gold is not None else consolidated(people[item_id])[0]
+        if gold is not None:
+            versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
     return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold), human_pairs=[],
                          shared_labels=[], shared_verdicts=shared, judged=counted(judged))

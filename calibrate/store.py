@@ -459,11 +459,6 @@ class Store:
         """Every task, language, system or judge in this database (what: task | language | system | judge)."""
         return [r[0] for r in self.conn.execute(self._KNOWN[what][0])]
 
-    def counted_judges(self) -> list[str]:
-        """The judges with a judgment in force on an item the report counts (from the counts
-        migration 0008 keeps, so without reading every judgment)."""
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 ORDER BY 1")]
-
     def check_filter(self, *, task: str | None = None, lang: str | None = None, system: str | None = None,
                      judge: str | None = None) -> None:
         """UnknownFilter naming the known values when a task, language, system or judge filter
@@ -909,6 +904,52 @@ class Store:
         finally:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+    def jury_rows(self, exclude: str) -> tuple[list[str], dict[str, list[tuple]]]:
+        """What a jury of the judges needs, over the counted items (current, visible) that two or
+        more judges judged (an error is no judgment): the judges (all but `exclude`, each with a
+        judgment in force that is not an error, in name order) and rows in which `verdicts` is one
+        column per judge in that order, the parsed verdict or NULL (unparsed, or not judged):
+        - judged: task, lang, verdicts..., n (items);
+        - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
+        - shared: item_id, task, lang, verdicts..., annotator, label, one row per label of the
+          items two or more people labelled.
+        Items whose judges gave the same verdicts are counted together, so the work in Python
+        grows with the distinct rows of verdicts, not with the items."""
+        judges = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND status != 'error' AND judge_name != ? "
+            "ORDER BY 1", (exclude,))]
+        if len(judges) < 2:
+            return judges, {}
+        pivot = ", ".join(f"max(CASE WHEN judge_name = ?{k} THEN CASE WHEN status = 'verdict' THEN verdict END END)"
+                          for k in range(1, len(judges) + 1))
+        columns = ", ".join(f"j.v{k}" for k in range(1, len(judges) + 1))
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.juried")
+        c.execute(f"CREATE TEMP TABLE juried (item_id INTEGER PRIMARY KEY, task TEXT, lang TEXT, "
+                  f"{', '.join(f'v{k}' for k in range(1, len(judges) + 1))})")
+        c.execute(
+            f"INSERT INTO juried SELECT v.item_id, i.task, i.lang, {pivot} FROM verdicts_in_force v "
+            "JOIN counted_items i ON i.id = v.item_id "
+            f"WHERE v.status != 'error' AND v.judge_name IN ({', '.join(f'?{k}' for k in range(1, len(judges) + 1))}) "
+            "GROUP BY v.item_id HAVING count(*) >= 2",
+            judges,
+        )
+        rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
+        try:
+            return judges, {
+                "judged": rows(f"SELECT j.task, j.lang, {columns}, count(*) FROM juried j GROUP BY j.task, j.lang, {columns}"),
+                "versus_human": rows(
+                    f"SELECT j.task, j.lang, {columns}, l.annotator, l.label, count(*) FROM juried j "
+                    f"JOIN labels_in_force l ON l.item_id = j.item_id GROUP BY j.task, j.lang, {columns}, l.annotator, l.label"),
+                "shared": rows(
+                    f"SELECT j.item_id, j.task, j.lang, {columns}, l.annotator, l.label FROM "
+                    "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
+                    "JOIN juried j ON j.item_id = s.item_id JOIN labels_in_force l ON l.item_id = s.item_id "
+                    "ORDER BY j.item_id"),
+            }
+        finally:
+            c.execute("DROP TABLE IF EXISTS temp.juried")
 
     # -- merging: reading another database, writing what passed validation ---------------------
 

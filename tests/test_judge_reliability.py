@@ -260,6 +260,30 @@ def test_jury_is_one_more_judge_in_the_report(tmp_path):
     assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
 
 
+def test_jury_counts_current_items_only_and_takes_the_gold_of_shared_items(tmp_path, templates):
+    from calibrate.judge_reliability import jury_data
+
+    store = Store(tmp_path / "g.db")
+    ids = lexical_items(store, 4)
+    votes = {"a": ["yes", "yes", "no", "no"], "b": ["yes", "no", "no", "no"]}  # jury: yes, tie, no, no
+    store.add_judgments([NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict", verdict=v)
+                         for name, vs in votes.items() for i, v in zip(ids, vs, strict=True)])
+    label_all(store, ids, ["yes", "yes", "no", "yes"], annotator="x")
+    label_all(store, [ids[0], ids[3]], ["yes", "no"], annotator="y")  # item 3: x yes, y no, a tie
+    store.add_items([NewItem("c3/lexical", "en", "2", {"content": "changed", "notation": "n", "response": "r"}, version=2)])
+    data = jury_data(store, templates)
+    cell = ("c3/lexical", "en", "jury")
+    assert sorted(data.judged) == [(*cell, "unparsed", 1), (*cell, "verdict", 2)], "item 2's old version is not counted"
+    assert sorted(data.judge_vs_human) == sorted([
+        (*cell, "x", "verdict", "yes", "yes", 1), (*cell, "x", "unparsed", None, "yes", 1),
+        (*cell, "x", "verdict", "no", "yes", 1), (*cell, "y", "verdict", "yes", "yes", 1),
+        (*cell, "y", "verdict", "no", "no", 1)])
+    assert sorted(data.shared_verdicts) == [(ids[0], "jury", "verdict", "yes"), (ids[3], "jury", "verdict", "no")]
+    assert data.judge_vs_gold == [(*cell, "verdict", "yes", "yes", 1)], "the tied item has no gold"
+    adjudicated = jury_data(store, templates, gold_from="y")
+    assert sorted(adjudicated.judge_vs_gold) == [(*cell, "verdict", "no", "no", 1), (*cell, "verdict", "yes", "yes", 1)]
+
+
 def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):
     from calibrate.session import AnnotationSession
 
