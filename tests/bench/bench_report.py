@@ -4,7 +4,10 @@ Python loop over the same database in the same run (per-item rows grouped in dic
 index-resampling bootstrap; target: calibrate >= 10x faster). The database is written through
 the schema's triggers, so it holds the report counts a real database holds (migration 0008).
 
-    .venv/bin/python tests/bench/bench_report.py [N]     (default 1,000,000)
+    .venv/bin/python tests/bench/bench_report.py [N] [--two-judges]     (default 1,000,000)
+
+With --two-judges a second judge's verdicts are then added to every item and the report timed
+again: with two judges it also measures their jury (C3 is run with two judges).
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def naive(path: Path, resamples: int) -> dict:
     return out
 
 
-def main(n: int) -> None:
+def main(n: int, two_judges: bool = False) -> None:
     path = Path(tempfile.mkdtemp()) / "report.db"
     t0 = time.perf_counter()
     make_db(path, n)
@@ -107,7 +110,21 @@ def main(n: int) -> None:
     print(f"ratio (naive / calibrate): {slow / ours:.1f}x faster   target >= 10x")
     print(f"check, {cell.task} {cell.lang} vs {line.versus}: κ {line.stats.kappa.value:.3f} CI {line.stats.kappa.ci}; "
           f"naive (all annotators pooled) κ {reference[(cell.task, cell.lang)][0]:.3f}")
+    if two_judges:
+        rng = np.random.default_rng(1)
+        with store.transaction():
+            store.conn.executemany(
+                "INSERT INTO judgments (uid, item_id, judge_name, judge_key, status, verdict, params, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                ((f"k{k}", k + 1, "llama", "key2", "verdict", "yes" if rng.random() < 0.6 else "no", "{}", now_iso())
+                 for k in range(n)),
+            )
+        t0 = time.perf_counter()
+        report = build_report(store, templates)
+        print(f"with a second judge on every item (two judges and their jury): {time.perf_counter() - t0:.2f} s, "
+              f"{len(report.cells)} cells (task, language and judge)")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
+    numbers = [a for a in sys.argv[1:] if a != "--two-judges"]
+    main(int(numbers[0]) if numbers else 1_000_000, "--two-judges" in sys.argv[1:])
