@@ -239,22 +239,23 @@ def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
                  options: ReportOptions = ReportOptions(), system: str | None = None) -> Report:
-    """The report over every item, or cut by system (`options.by`) or for one `system`. The
-    jury of the judges and the judges' reliability (repeats, calibration, probes) are measured
-    over every system at once, so a report cut by system leaves them out."""
+    """The report over every item, or cut by system (`options.by`) or for one `system`, with
+    the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
+    is measured over every system at once, so a report cut by system leaves it out."""
+
+    def with_jury(data: AgreementData, name: str | None) -> AgreementData:
+        jury = jury_data(store, templates, gold_from=options.gold_from, system=name) if judge in (None, JURY) else None
+        return AgreementData.combine([data, jury]) if jury is not None else data
+
     if "system" in options.by or system is not None:
         cells = []
         for name in [system] if system is not None else store.systems():
-            data = store.agreement_data(judge, system=name, gold_from=options.gold_from)
+            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), name)
             for cell in report_from_data(data, templates, options).cells:
                 cell.system = name
                 cells.append(cell)
         return Report(cells, options)
-    data = store.agreement_data(judge, gold_from=options.gold_from)
-    if judge in (None, JURY):
-        jury = jury_data(store, templates, gold_from=options.gold_from)
-        if jury is not None:
-            data = AgreementData.combine([data, jury])
+    data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None)
     report = report_from_data(data, templates, options)
     if not (options.reliability or store.has_repeats_or_confidence()):
         return report

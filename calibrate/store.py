@@ -905,7 +905,7 @@ class Store:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
-    def jury_rows(self, exclude: str) -> tuple[list[str], dict[str, list[tuple]]]:
+    def jury_rows(self, exclude: str, system: str | None = None) -> tuple[list[str], dict[str, list[tuple]]]:
         """What a jury of the judges needs, over the counted items (current, visible) that two or
         more judges judged (an error is no judgment): the judges (all but `exclude`, each with a
         judgment in force that is not an error, in name order) and rows in which `verdicts` is one
@@ -914,11 +914,12 @@ class Store:
         - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
         - shared: item_id, task, lang, verdicts..., annotator, label, one row per label of the
           items two or more people labelled.
-        Items whose judges gave the same verdicts are counted together, so the work in Python
-        grows with the distinct rows of verdicts, not with the items."""
+        With `system`, only that system's items. Items whose judges gave the same verdicts are
+        counted together, so the work in Python grows with the distinct rows of verdicts, not
+        with the items."""
         judges = [r[0] for r in self.conn.execute(
             "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND status != 'error' AND judge_name != ? "
-            "ORDER BY 1", (exclude,))]
+            "AND (? IS NULL OR system = ?) ORDER BY 1", (exclude, system, system))]
         if len(judges) < 2:
             return judges, {}
         pivot = ", ".join(f"max(CASE WHEN judge_name = ?{k} THEN CASE WHEN status = 'verdict' THEN verdict END END)"
@@ -932,8 +933,9 @@ class Store:
             f"INSERT INTO juried SELECT v.item_id, i.task, i.lang, {pivot} FROM verdicts_in_force v "
             "JOIN counted_items i ON i.id = v.item_id "
             f"WHERE v.status != 'error' AND v.judge_name IN ({', '.join(f'?{k}' for k in range(1, len(judges) + 1))}) "
+            f"{'AND i.system = ?' + str(len(judges) + 1) if system is not None else ''} "
             "GROUP BY v.item_id HAVING count(*) >= 2",
-            judges,
+            [*judges, system] if system is not None else judges,
         )
         rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
         try:

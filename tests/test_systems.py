@@ -159,8 +159,11 @@ def test_report_cuts_by_system_and_filters_one(demo_db, tmp_path):
     run = Calibrate(demo_db)
     run("import", "labels", str(labels))
     cells = json.loads(run("report", "--by", "system,task,lang", "--format", "json").output)["cells"]
-    lexical = {c["system"]: c["lines"][0]["stats"]["raw_agreement"] for c in cells if c["task"] == "c3/lexical"}
+    lexical = {c["system"]: c["lines"][0]["stats"]["raw_agreement"] for c in cells
+               if c["task"] == "c3/lexical" and c["judge"] == "demo-judge"}
     assert lexical == {"sdm-alpha": 1.0, "sdm-beta": 0.0}  # alpha's judge said yes, beta's no
+    juries = {c["system"] for c in cells if c["judge"] == "jury"}
+    assert juries == {"sdm-beta"}, "a system's jury where two judges judged its items (only beta's in the demo)"
     beta = json.loads(run("report", "--system", "sdm-beta", "--format", "json").output)["cells"]
     assert {c["system"] for c in beta} == {"sdm-beta"}
     assert "| sdm-beta | c3/lexical |" in run("report", "--by", "system,task,lang", "--format", "markdown").output
