@@ -896,19 +896,22 @@ def _x(v: float) -> float:
 
 def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
     """One forest-plot row: the judge's κ and interval (blue), the human ceiling and its
-    interval on the same items (red, beneath), on −1…1."""
+    interval on the same items (red, beneath), on −1…1. A statistic undefined on the table
+    but with an interval for its population value gets the interval without a point."""
     parts = [f'<svg width="{_PLOT_W}" height="30" viewBox="0 0 {_PLOT_W} 30" role="img">',
              f'<line x1="{_x(0):.1f}" y1="0" x2="{_x(0):.1f}" y2="30" stroke="#bbb" stroke-dasharray="2,2"/>']
     for tick in (-1, -0.5, 0.5, 1):
         parts.append(f'<line x1="{_x(tick):.1f}" y1="26" x2="{_x(tick):.1f}" y2="30" stroke="#ccc"/>')
     for estimate, y, colour, name in ((kappa, 10, "#1f5fa8", "κ judge"), (ceiling, 22, "#c0392b", "human ceiling")):
-        if estimate is None or estimate.value is None:
+        if estimate is None:
             continue
         if estimate.ci:
             lo, hi = estimate.ci
-            parts.append(f'<line x1="{_x(lo):.1f}" y1="{y}" x2="{_x(hi):.1f}" y2="{y}" stroke="{colour}" stroke-width="2"/>')
-        parts.append(f'<circle cx="{_x(estimate.value):.1f}" cy="{y}" r="4" fill="{colour}">'
-                     f'<title>{name} {estimate.value:.2f}</title></circle>')
+            parts.append(f'<line x1="{_x(lo):.1f}" y1="{y}" x2="{_x(hi):.1f}" y2="{y}" stroke="{colour}" stroke-width="2">'
+                         f'<title>{name} 95 % interval [{lo:.2f}, {hi:.2f}]</title></line>')
+        if estimate.value is not None:
+            parts.append(f'<circle cx="{_x(estimate.value):.1f}" cy="{y}" r="4" fill="{colour}">'
+                         f'<title>{name} {estimate.value:.2f}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
