@@ -689,12 +689,15 @@ class Store:
         if cursor.rowcount == 0:
             return None
         if action in LABEL_ACTIONS and label is not None:
+            # the row in force is replaced (deleted, then inserted), never updated: migration
+            # 0008's counts follow inserts and deletes
             self.conn.execute(
-                "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, annotator) DO UPDATE SET label = excluded.label, "
-                "action = excluded.action, judgment_id = excluded.judgment_id, annotation_uid = excluded.annotation_uid, "
-                "decided_at = excluded.decided_at "
-                "WHERE (excluded.decided_at, excluded.annotation_uid) > (labels_in_force.decided_at, labels_in_force.annotation_uid)",
+                "DELETE FROM labels_in_force WHERE item_id = ? AND annotator = ? AND (decided_at, annotation_uid) < (?, ?)",
+                (item_id, annotator, created_at, uid),
+            )
+            self.conn.execute(
+                "INSERT OR IGNORE INTO labels_in_force "
+                "(item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (item_id, annotator, label, action, judgment_id, uid, created_at),
             )
         elif action == REVERT_ACTION and reverts_id is not None:

@@ -58,11 +58,10 @@ BEGIN
 END;
 CREATE TRIGGER judgment_added AFTER INSERT ON judgments
 BEGIN
-    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
-    VALUES (new.item_id, new.judge_name, new.id, new.status, new.verdict)
-    ON CONFLICT (item_id, judge_name) DO UPDATE
-    SET judgment_id = excluded.judgment_id, status = excluded.status, verdict = excluded.verdict
-    WHERE excluded.judgment_id > verdicts_in_force.judgment_id;
+    DELETE FROM verdicts_in_force
+    WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id < new.id;
+    INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
+    VALUES (new.item_id, new.judge_name, new.id, new.status, new.verdict);
 END;
 CREATE TRIGGER judgment_removed AFTER DELETE ON judgments
 BEGIN
@@ -74,24 +73,16 @@ BEGIN
     ON CONFLICT DO NOTHING;
 END;
 CREATE TRIGGER judgment_reparsed AFTER UPDATE OF status, verdict ON judgments
+WHEN old.status IS NOT new.status OR old.verdict IS NOT new.verdict
 BEGIN
-    UPDATE verdicts_in_force SET status = new.status, verdict = new.verdict
+    DELETE FROM verdicts_in_force
     WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id = new.id;
+    INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
+    SELECT new.item_id, new.judge_name, new.id, new.status, new.verdict
+    WHERE NOT EXISTS (SELECT 1 FROM judgments WHERE item_id = new.item_id AND judge_name = new.judge_name AND id > new.id);
 END;
 CREATE TRIGGER label_in_force_added AFTER INSERT ON labels_in_force
 BEGIN
-    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
-    SELECT c.task, c.lang, c.system, v.judge_name, new.annotator, v.status, coalesce(v.verdict, ''), new.label, 1
-    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = new.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-END;
-CREATE TRIGGER label_in_force_changed AFTER UPDATE OF label ON labels_in_force
-WHEN old.label IS NOT new.label
-BEGIN
-    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
-    SELECT c.task, c.lang, c.system, v.judge_name, old.annotator, v.status, coalesce(v.verdict, ''), old.label, -1
-    FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = old.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
     INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
     SELECT c.task, c.lang, c.system, v.judge_name, new.annotator, v.status, coalesce(v.verdict, ''), new.label, 1
     FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = new.item_id
@@ -104,28 +95,14 @@ BEGIN
     FROM counted_items c JOIN verdicts_in_force v ON v.item_id = c.id WHERE c.id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
+CREATE TRIGGER labels_in_force_no_update BEFORE UPDATE ON labels_in_force
+BEGIN
+    SELECT RAISE(ABORT, 'labels_in_force rows are replaced (delete, insert), never updated');
+END;
 CREATE TRIGGER verdict_in_force_added AFTER INSERT ON verdicts_in_force
 BEGIN
     INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
     SELECT c.task, c.lang, c.system, new.judge_name, new.status, 1 FROM counted_items c WHERE c.id = new.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
-    SELECT c.task, c.lang, c.system, new.judge_name, l.annotator, new.status, coalesce(new.verdict, ''), l.label, 1
-    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = new.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-END;
-CREATE TRIGGER verdict_in_force_changed AFTER UPDATE ON verdicts_in_force
-WHEN old.status IS NOT new.status OR old.verdict IS NOT new.verdict
-BEGIN
-    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
-    SELECT c.task, c.lang, c.system, old.judge_name, old.status, -1 FROM counted_items c WHERE c.id = old.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
-    SELECT c.task, c.lang, c.system, new.judge_name, new.status, 1 FROM counted_items c WHERE c.id = new.item_id
-    ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
-    SELECT c.task, c.lang, c.system, old.judge_name, l.annotator, old.status, coalesce(old.verdict, ''), l.label, -1
-    FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
     INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
     SELECT c.task, c.lang, c.system, new.judge_name, l.annotator, new.status, coalesce(new.verdict, ''), l.label, 1
@@ -141,6 +118,10 @@ BEGIN
     SELECT c.task, c.lang, c.system, old.judge_name, l.annotator, old.status, coalesce(old.verdict, ''), l.label, -1
     FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdicts_in_force_no_update BEFORE UPDATE ON verdicts_in_force
+BEGIN
+    SELECT RAISE(ABORT, 'verdicts_in_force rows are replaced (delete, insert), never updated');
 END;
 CREATE TABLE agreement_counts (
     task TEXT NOT NULL,

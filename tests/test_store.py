@@ -270,3 +270,12 @@ def test_upgrading_an_older_database_fills_the_report_counts(tmp_path, monkeypat
     assert sorted(data.judge_vs_human) == [("c3/lexical", "en", "gpt", "ann", "unparsed", None, "no", 1),
                                            ("c3/lexical", "en", "gpt", "ann", "verdict", "yes", "yes", 1)]
     assert_counts_kept(store, "the upgrade")
+
+
+def test_rows_in_force_are_replaced_never_updated(store):
+    (item_id,), _ = store.add_items(items(1), with_ids=True)
+    store.add_judgments([NewJudgment(item_id=item_id, judge_name="gpt", judge_key="k", status="verdict", verdict="yes")])
+    store.annotate(item_id, "ann", "label", label="yes")
+    for table in ("labels_in_force", "verdicts_in_force"):
+        with pytest.raises(sqlite3.IntegrityError, match="replaced"):
+            store.conn.execute(f"UPDATE {table} SET item_id = item_id")
