@@ -83,7 +83,8 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 class CalibrateGroup(click.Group):
-    """Turns the domain's user-facing errors (a bad import, a template problem) into a clean
+    """Turns the domain's user-facing errors (a bad import, a template problem) and the file
+    system's (an output folder that does not exist, no permission, a full disk) into a clean
     `Error: …` message and exit status 1, for every command."""
 
     def invoke(self, ctx: click.Context):
@@ -91,6 +92,9 @@ class CalibrateGroup(click.Group):
             return super().invoke(ctx)
         except CalibrateError as exc:
             raise click.ClickException(safe(str(exc))) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(safe(f"{where}{exc.strerror or exc}")) from None
         except click.ClickException as exc:
             exc.message = safe(exc.message)
             raise

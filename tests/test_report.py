@@ -306,3 +306,10 @@ def test_the_report_commands_draw_count_is_the_statistics_default():
 
     option = next(p for p in report_command.params if p.name == "resamples")
     assert option.default == DEFAULT_RESAMPLES == ReportOptions().resamples
+
+
+def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(demo_db, tmp_path):
+    missing = tmp_path / "no-such-folder" / "report.html"
+    out = Calibrate(demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
+    assert out.exit_code == 1 and f"Error: {missing}: No such file or directory" in out.output
+    assert "Traceback" not in out.output
