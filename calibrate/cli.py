@@ -24,9 +24,9 @@ from rich.text import Text
 
 from calibrate.display import safe, safe_json
 from calibrate.formats import ImportReport, import_records
-from calibrate.judge_reliability import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
+from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import Settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -485,7 +485,7 @@ def render_command(ctx, item_id, variant, judge):
     The prompt the item's latest judgment was made with, naming its template; with no judgment
     yet (or with --variant), the template's prompt rendered now. The first line (on stderr)
     says which."""
-    from calibrate.judging import render_for
+    from calibrate.judgments import render_for
     from calibrate.templates import RenderedPrompt
 
     item = ctx.reader.item(item_id)
@@ -516,7 +516,7 @@ def parse_command(ctx, judge):
     """Re-parse stored judge outputs; report what changed.
 
     For after a parser change: raw outputs are never rewritten, only the verdicts."""
-    from calibrate.judging import reparse
+    from calibrate.judgments import reparse
 
     changes = reparse(ctx.store, ctx.templates, judge)
     if not changes:
@@ -690,7 +690,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
-    from calibrate.judge import (
+    from calibrate.judge_runner import (
         JudgeConfig,
         JudgeRefused,
         RunSummary,
@@ -698,8 +698,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         run_jobs,
         run_rule_judge,
     )
-    from calibrate.judge import export_batch as write_batch
-    from calibrate.judge import import_batch as read_batch
+    from calibrate.judge_runner import export_batch as write_batch
+    from calibrate.judge_runner import import_batch as read_batch
 
     if judge_kind == "rule":
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
@@ -860,7 +860,7 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
     Per cell and judge, from the human-labelled items: the threshold, the share of items it
     accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
     with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
-    from calibrate.judge_reliability import JudgeReliability, gather
+    from calibrate.reliability_cells import JudgeReliability, gather
     from calibrate.report import BY_CHOICES, CellKinds
 
     dims = tuple(d.strip() for d in by.split(",") if d.strip())
@@ -964,7 +964,7 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     if click_ctx.invoked_subcommand is not None:
         return
     from calibrate.formats.gold import write_csv, write_jsonl
-    from calibrate.judge_reliability import accepted_items
+    from calibrate.reliability_cells import accepted_items
     from calibrate.report import BY_CHOICES, CellKinds
 
     ctx = click_ctx.find_object(Context)

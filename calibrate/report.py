@@ -21,7 +21,11 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from calibrate.agreement import (
+from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.kinds import VerdictKind
+from calibrate.model import AgreementData, CalibrateError, Estimate
+from calibrate.reliability_cells import JURY, JudgeReliability, jury_data, reliability_by_cell
+from calibrate.stats.agreement import (
     DEFAULT_RESAMPLES,
     EPSILON_GUIDANCE,
     AltTest,
@@ -38,10 +42,6 @@ from calibrate.agreement import (
     score_agreement,
     two_raters,
 )
-from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
-from calibrate.judge_reliability import JURY, JudgeReliability, jury_data, reliability_by_cell
-from calibrate.kinds import VerdictKind
-from calibrate.model import AgreementData, CalibrateError, Estimate
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS

@@ -6,7 +6,7 @@ judge's mistakes. Per system × task × language (and per system overall) this m
 by side: the judge's accuracy three ways (C3's own scoring rule, calibrate's parser with
 unparsed verdicts counted wrong, and with them left out), people's accuracy on the items they
 labelled, and the corrected accuracy from both (PPI++ as the main estimate, Rogan–Gladen
-beside it; the statistics live in calibrate.correction). For C3 the final score is the mean
+beside it; the statistics live in calibrate.stats.correction). For C3 the final score is the mean
 over the judges, raw and corrected. Systems are ranked with the interval of every pairwise
 difference; judges are compared with each other (Cohen's κ) and with people (the paired
 difference of their agreement with people); and each cell says how many more random labels
@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate import correction
-from calibrate.agreement import two_raters
 from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE
 from calibrate.model import CalibrateError, Estimate
-from calibrate.reliability import paired_difference
+from calibrate.stats import correction
+from calibrate.stats.agreement import two_raters
+from calibrate.stats.reliability import paired_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 

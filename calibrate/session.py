@@ -178,7 +178,7 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            from calibrate.judge_reliability import escalation_queue
+            from calibrate.reliability_cells import escalation_queue
             from calibrate.report import BY_CHOICES, CellKinds
 
             queue = escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), self.store.item_ids(**self._scope),

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from calibrate.agreement import (
+from calibrate.stats.agreement import (
     alternative_annotator_test,
     confusion,
     interpret_kappa,
@@ -197,7 +197,7 @@ def test_intervals_keep_their_promise_in_hard_cells(p, n, kappa):
     # The audit's failing cells (percentile bootstrap: 24 % at prevalence 0.95, n = 20). 400
     # seeded replicates (deterministic, so it cannot flake); the Monte Carlo SE is about 1.1
     # points, so the bound is 90-99 %. The full grid with 2000 replicates: tests/bench/coverage.py.
-    from calibrate.agreement import ac1_from_tables
+    from calibrate.stats.agreement import ac1_from_tables
 
     rng = np.random.default_rng(1)
     cells = population(p, kappa)
@@ -216,7 +216,7 @@ def test_intervals_keep_their_promise_in_hard_cells(p, n, kappa):
 def test_wilson_interval_matches_statsmodels():
     from statsmodels.stats.proportion import proportion_confint
 
-    from calibrate.agreement import wilson_interval
+    from calibrate.stats.agreement import wilson_interval
 
     for x, n in ((0, 20), (18, 20), (20, 20), (37, 50)):
         assert wilson_interval(x, n) == pytest.approx(proportion_confint(x, n, method="wilson"))
@@ -228,7 +228,7 @@ def test_one_class_table_has_an_interval_but_no_point_kappa_and_zero_width_is_re
     assert result.kappa.value is None and "undefined" in result.kappa.reason
     assert result.kappa.ci is not None and result.kappa.undefined_share == 0.0  # posterior draws are all defined
     assert result.agreement.ci[1] == 1.0 and result.agreement.ci[0] == pytest.approx(0.8389, abs=1e-4)
-    from calibrate.agreement import interval_from_draws
+    from calibrate.stats.agreement import interval_from_draws
 
     ci, share, reason = interval_from_draws(np.ones(100))
     assert ci is None and share == 0 and "zero-width" in reason
@@ -251,7 +251,7 @@ def test_krippendorff_alpha_vectorised_matches_the_package_at_every_level_and_ha
 def test_krippendorff_unit_bootstrap_agrees_with_resampling_units_through_the_package():
     import krippendorff
 
-    from calibrate.agreement import resample_units
+    from calibrate.stats.agreement import resample_units
 
     rng = np.random.default_rng(5)
     truth = rng.integers(0, 3, 80)
@@ -292,7 +292,7 @@ def test_sensitivity_specificity_bias_prevalence_and_mcnemar():
     from statsmodels.stats.contingency_tables import mcnemar
     from statsmodels.stats.proportion import proportion_confint
 
-    from calibrate.agreement import judge_vs_human
+    from calibrate.stats.agreement import judge_vs_human
 
     table = np.array([[40, 12], [4, 44]])  # rows: judge yes/no; columns: human yes/no
     result = judge_vs_human(table, ["yes", "no"], "yes")
@@ -313,7 +313,7 @@ def test_sensitivity_specificity_bias_prevalence_and_mcnemar():
 def test_stuart_maxwell_matches_statsmodels():
     from statsmodels.stats.contingency_tables import SquareTable
 
-    from calibrate.agreement import marginal_homogeneity
+    from calibrate.stats.agreement import marginal_homogeneity
 
     table = np.array([[20, 5, 3], [2, 25, 8], [1, 2, 30]])
     ours, reference = marginal_homogeneity(table), SquareTable(table).homogeneity()
@@ -326,7 +326,7 @@ def test_stuart_maxwell_matches_statsmodels():
 
 
 def test_majority_counts_ties_and_takes_the_adjudicators_label():
-    from calibrate.agreement import majority_labels
+    from calibrate.stats.agreement import majority_labels
 
     items = {1: {"a": "yes", "b": "yes", "c": "no"}, 2: {"a": "yes", "b": "no"}, 3: {"a": "no", "b": "yes", "adj": "yes"},
              4: {"a": None, "b": "no"}, 5: {"a": None}}
@@ -349,7 +349,7 @@ def crowd(judge_accuracy, humans=3, items=150, seed=0):
 def test_human_ceiling_same_items_paired_interval_and_verdict():
     import krippendorff
 
-    from calibrate.agreement import human_ceiling
+    from calibrate.stats.agreement import human_ceiling
 
     items, judge = crowd(0.6)
     judge[0] = None  # unparsed: left out and counted
@@ -372,7 +372,7 @@ def test_human_ceiling_same_items_paired_interval_and_verdict():
 
 
 def test_a_handful_of_shared_items_gives_estimates_but_no_interval_and_no_verdict():
-    from calibrate.agreement import MIN_BOOTSTRAP_UNITS, human_ceiling
+    from calibrate.stats.agreement import MIN_BOOTSTRAP_UNITS, human_ceiling
 
     items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS - 1, seed=3)
     few = human_ceiling(items, judge)

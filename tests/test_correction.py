@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
-from calibrate import correction
-from calibrate.correction import (
+from calibrate.stats import correction
+from calibrate.stats.correction import (
     MIN_LABELLED,
     Corrected,
     Estimate,

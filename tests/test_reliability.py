@@ -12,7 +12,7 @@ from sklearn.metrics import brier_score_loss
 from statsmodels.discrete.discrete_model import Logit
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from calibrate.reliability import (
+from calibrate.stats.reliability import (
     _coincidences,
     _nominal_alpha,
     calibration,

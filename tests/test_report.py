@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from calibrate.agreement import two_raters
 from calibrate.model import NewItem, NewJudgment
+from calibrate.stats.agreement import two_raters
 from calibrate.store import Store
 from tests.conftest import Calibrate
 
@@ -300,9 +300,9 @@ def test_only_the_current_version_of_an_item_is_counted(tmp_path):
 
 
 def test_the_report_commands_draw_count_is_the_statistics_default():
-    from calibrate.agreement import DEFAULT_RESAMPLES
     from calibrate.cli import report_command
     from calibrate.report import ReportOptions
+    from calibrate.stats.agreement import DEFAULT_RESAMPLES
 
     option = next(p for p in report_command.params if p.name == "resamples")
     assert option.default == DEFAULT_RESAMPLES == ReportOptions().resamples

@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from calibrate import correction
 from calibrate.formats.c3 import c3_right
 from calibrate.model import NewItem, NewJudgment
 from calibrate.scores import build_scores
+from calibrate.stats import correction
 from calibrate.store import Store
 from tests.conftest import Calibrate
 

@@ -181,8 +181,8 @@ def test_bad_decisions_say_why(two_cells, templates):
 def test_domain_modules_import_without_textual():
     code = (
         "import sys\n"
-        "import calibrate.store, calibrate.templates, calibrate.verdicts, calibrate.judge, calibrate.judging, "
-        "calibrate.agreement, calibrate.report, calibrate.session, calibrate.display, calibrate.formats.gold, calibrate.formats, "
+        "import calibrate.store, calibrate.templates, calibrate.verdicts, calibrate.judge_runner, calibrate.judgments, "
+        "calibrate.stats.agreement, calibrate.report, calibrate.session, calibrate.display, calibrate.formats.gold, calibrate.formats, "
         "calibrate.formats.c3, calibrate.formats.superglue, calibrate.formats.labels, calibrate.demo, calibrate.cli\n"
         "leaked = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "assert not leaked, leaked\n"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calibrate.judging import judgment_from_output
+from calibrate.judgments import judgment_from_output
 from calibrate.model import (
     AudioClip,
     CalibrateError,

@@ -21,7 +21,7 @@ from pathlib import Path
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, ImportFailed, ItemRef, Progress, Record, read_json_list
 from calibrate.formats.gold import consolidated
-from calibrate.judging import render_for
+from calibrate.judgments import render_for
 from calibrate.model import NewItem
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet

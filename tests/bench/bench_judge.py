@@ -21,7 +21,7 @@ import openai
 
 from calibrate.formats import import_records
 from calibrate.formats.jsonl import jsonl_records
-from calibrate.judge import JudgeConfig, RunSummary, plan_jobs, run_jobs
+from calibrate.judge_runner import JudgeConfig, RunSummary, plan_jobs, run_jobs
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibrate.judge_reliability import reliability_by_cell
+from calibrate.reliability_cells import reliability_by_cell
 from calibrate.report import BY_CHOICES, CellKinds, report_from_data
 from calibrate.store import Store
 from calibrate.templates import TemplateSet

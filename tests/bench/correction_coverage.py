@@ -1,4 +1,4 @@
-"""Simulation: coverage of the corrected-accuracy intervals of calibrate.correction.
+"""Simulation: coverage of the corrected-accuracy intervals of calibrate.stats.correction.
 
 For each setting a judge with known sensitivity and specificity rates N items whose human
 labels are Bernoulli(true accuracy); n of them, drawn at random, carry the human label. Over
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from calibrate.correction import ppi_mean, rogan_gladen
+from calibrate.stats.correction import ppi_mean, rogan_gladen
 
 # (name, true accuracy, [(Se, Sp) per judge], N items, n labelled)
 SETTINGS = [

@@ -261,7 +261,7 @@ def test_jury_is_one_more_judge_in_the_report(tmp_path):
 
 
 def test_jury_counts_current_items_only_and_takes_the_gold_of_shared_items(tmp_path, templates):
-    from calibrate.judge_reliability import jury_data
+    from calibrate.reliability_cells import jury_data
 
     store = Store(tmp_path / "g.db")
     ids = lexical_items(store, 4)

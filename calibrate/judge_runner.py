@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from calibrate.judging import judgment_from_output, parse_output
+from calibrate.judgments import judgment_from_output, parse_output
 from calibrate.model import CalibrateError, Item, NewJudgment, judge_key
 from calibrate.redact import Redactor, redact_url, url_credentials
 from calibrate.store import Store

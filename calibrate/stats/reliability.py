@@ -7,7 +7,7 @@ without a person (trust or escalate), and whether it is biased (length, leniency
 system or its own model family). A jury of judges is one more judge to compare.
 
 These are pure functions over arrays; the caller pulls the data from the store. Like
-`calibrate.agreement`, degenerate inputs give a value or a reason (an `Estimate` with
+`calibrate.stats.agreement`, degenerate inputs give a value or a reason (an `Estimate` with
 `value=None` and `reason`), never a crash or a bare NaN; malformed input (wrong shapes,
 confidences outside [0, 1]) raises ValueError.
 """
@@ -23,8 +23,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-from calibrate.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
 from calibrate.model import Estimate
+from calibrate.stats.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
 
 LEVEL = 0.95
 Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...

@@ -2,7 +2,7 @@
 repeats, what its confidence is worth against people, above which confidence its verdicts can
 be accepted without a person, and whether it leans on response length or favours a system.
 
-`calibrate.reliability` holds the statistics as pure functions over arrays; this module pulls
+`calibrate.stats.reliability` holds the statistics as pure functions over arrays; this module pulls
 the judge's samples, the human (gold) labels, response lengths and systems from the store,
 puts them in the report's cells (English yes/no and Chinese 是/否 meet on their polarity), and
 hands each cell's arrays to those functions. The report, `calibrate trust`, the `escalate`
@@ -39,8 +39,8 @@ from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
 if TYPE_CHECKING:
-    from calibrate.reliability import Calibration, Consistency, Probe, Trust
     from calibrate.report import CellKinds
+    from calibrate.stats.reliability import Calibration, Consistency, Probe, Trust
 
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
 
@@ -80,7 +80,7 @@ class JudgeReliability:
         return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
 
     def trust(self, target: float, risk: float) -> Trust:
-        from calibrate.reliability import trust_threshold
+        from calibrate.stats.reliability import trust_threshold
 
         items = self.scored()
         return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
@@ -166,7 +166,7 @@ def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
 
 
 def _set_verdicts(items: list[JudgedItem]) -> None:
-    from calibrate.reliability import majority_confidence
+    from calibrate.stats.reliability import majority_confidence
 
     repeated = []
     for item in items:
@@ -195,7 +195,13 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: l
             families: Mapping[str, str] | None = None, resamples: int | None = None) -> JudgeReliability:
     """Every reliability figure of one judge in one cell that its data allow (`resamples` for
     the bootstrap of alpha across repeats; None: the statistics module's default)."""
-    from calibrate.reliability import calibration, consistency, length_bias, leniency, same_family
+    from calibrate.stats.reliability import (
+        calibration,
+        consistency,
+        length_bias,
+        leniency,
+        same_family,
+    )
 
     result = JudgeReliability(key, judge, kind, items)
     if kind is not None and kind.scored:
@@ -265,8 +271,8 @@ JURY = "jury"
 
 def _jury_verdict(kind: VerdictKind | None, row: tuple) -> str | None:
     """The jury's verdict on one item from its judges' verdicts (None = none parsed): the
-    plurality label, or for scores the mean per dimension (`calibrate.reliability.jury`)."""
-    from calibrate.reliability import jury
+    plurality label, or for scores the mean per dimension (`calibrate.stats.reliability.jury`)."""
+    from calibrate.stats.reliability import jury
 
     if kind is not None and kind.scored:
         dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row] for d in SCORE_KEYS]
@@ -278,7 +284,7 @@ def _jury_verdict(kind: VerdictKind | None, row: tuple) -> str | None:
 def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None,
               system: str | None = None) -> AgreementData | None:
     """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
-    judge's newest verdict there (`calibrate.reliability.jury`: the plurality label, the mean of
+    judge's newest verdict there (`calibrate.stats.reliability.jury`: the plurality label, the mean of
     scores), so its agreement with people can be set beside each member's. An item where the
     judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
