@@ -26,22 +26,18 @@ from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError, Estimate
 from calibrate.reliability_cells import JURY, JudgeReliability, jury_data, reliability_by_cell
 from calibrate.stats.agreement import (
-    DEFAULT_RESAMPLES,
-    EPSILON_GUIDANCE,
-    AltTest,
-    Ceiling,
     JudgeVsHuman,
-    ScoreAgreement,
     TwoRaters,
-    alternative_annotator_test,
-    human_ceiling,
     interpret_kappa,
     items_for_half_width,
     judge_vs_human,
     kappa_from_tables,
-    score_agreement,
     two_raters,
 )
+from calibrate.stats.alt_test import EPSILON_GUIDANCE, AltTest, alternative_annotator_test
+from calibrate.stats.ceiling import Ceiling, human_ceiling
+from calibrate.stats.intervals import DEFAULT_RESAMPLES
+from calibrate.stats.score_agreement import ScoreAgreement, score_agreement
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS

@@ -39,7 +39,8 @@ from calibrate.kinds import POSITIVE
 from calibrate.model import CalibrateError, Estimate
 from calibrate.stats import correction
 from calibrate.stats.agreement import two_raters
-from calibrate.stats.reliability import paired_difference
+from calibrate.stats.intervals import proportion
+from calibrate.stats.reliability import positive_rate_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 
@@ -277,7 +278,7 @@ def _right(kind, label: str, reference: str | None) -> bool:
 def _cell(key: tuple[str, str, str], members: list[_Item], target: float) -> Cell:
     y = np.array([m.human for m in members])
     labelled = ~np.isnan(y)
-    people = correction.wilson(int(np.nansum(y)), int(labelled.sum()))
+    people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
     judges = sorted({j for m in members for j in m.verdicts})
     cell = Cell(*key, items=len(members), judged=sum(bool(m.verdicts) for m in members),
                 labelled=int(labelled.sum()), people=people)
@@ -355,7 +356,7 @@ def _judge_pairs(items: list[_Item], by: tuple[str, ...]) -> list[JudgePair]:
                 lab = [i for i in both if not np.isnan(i.human)]
                 agree_a = [i.verdicts[a][0] == i.human for i in lab]
                 agree_b = [i.verdicts[b][0] == i.human for i in lab]
-                tracks = paired_difference(agree_a, agree_b)
+                tracks = positive_rate_difference(agree_a, agree_b)
                 pairs.append(JudgePair(scope, a, b, len(both), kappa, len(lab), tracks))
     return pairs
 

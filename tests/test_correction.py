@@ -23,12 +23,12 @@ from calibrate.stats.correction import (
     difference,
     labelled_problem,
     labels_needed,
-    paired_difference,
     ppi_mean,
+    ppi_paired_difference,
     rank,
     rogan_gladen,
-    wilson,
 )
+from calibrate.stats.intervals import proportion
 
 
 def cell(seed, accuracy=0.5, se=0.9, sp=0.7, total=1000, n=200, judges=None):
@@ -132,7 +132,7 @@ def test_classical_is_wilson_on_the_labels_alone():
     y = labels[~np.isnan(labels)]
     assert result.classical.value == pytest.approx(y.mean())
     assert result.classical.ci == pytest.approx(proportion_confint(int(y.sum()), len(y), alpha=0.05, method="wilson"))
-    assert wilson(10, 10).ci == pytest.approx(proportion_confint(10, 10, alpha=0.05, method="wilson"))
+    assert proportion(10, 10).ci == pytest.approx(proportion_confint(10, 10, alpha=0.05, method="wilson"))
 
 
 def test_tuned_ppi_is_narrower_than_classical_with_a_useful_judge():
@@ -321,7 +321,7 @@ def test_mismatched_lengths_raise():
     with pytest.raises(ValueError, match="differ in length: 3 vs 2"):
         ppi_mean([1, 0, 1], [1, 0], random_sample=True)
     with pytest.raises(ValueError, match="different numbers of items"):
-        paired_difference([1, 0], [1, 0], [1, 0, 1], [1, 0, 1], random_sample=True)
+        ppi_paired_difference([1, 0], [1, 0], [1, 0, 1], [1, 0, 1], random_sample=True)
 
 
 def test_values_outside_zero_one_raise():
@@ -378,7 +378,7 @@ def test_rank_orders_systems_and_says_which_differences_are_real():
     assert all(p.difference.value >= 0 for p in ranking.pairs)
 
 
-def test_paired_difference_is_ppi_on_the_item_differences():
+def test_ppi_paired_difference_is_ppi_on_the_item_differences():
     rng = np.random.default_rng(8)
     total = 1000
     hard = rng.random(total) < 0.4  # shared item difficulty: both systems fail hard items more
@@ -389,7 +389,7 @@ def test_paired_difference_is_ppi_on_the_item_differences():
     labelled = np.zeros(total, bool)
     labelled[rng.choice(total, 200, replace=False)] = True
     la, lb = np.where(labelled, ya, np.nan), np.where(labelled, yb, np.nan)
-    result = paired_difference(fa, la, fb, lb, random_sample=True)
+    result = ppi_paired_difference(fa, la, fb, lb, random_sample=True)
     y, f_l, f_u = split(fa - fb, np.where(labelled, ya - yb, np.nan))
     assert result.value == pytest.approx(float(ppi_py.ppi_mean_pointestimate(y, f_l, f_u)[0]), abs=1e-8)
     lo, hi = ppi_py.ppi_mean_ci(y, f_l, f_u, alpha=0.05)
@@ -469,10 +469,10 @@ def test_results_serialise_to_json():
         assert out["value"] == pytest.approx(result.value) and len(out["ci"]) == 2
 
 
-def test_module_imports_only_numpy_scipy_the_standard_library_and_the_record_types():
+def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_and_the_intervals():
     tree = ast.parse(Path(correction.__file__).read_text(encoding="utf-8"))
     modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     outside = {m for m in modules if m.split(".")[0] not in sys.stdlib_module_names}
     assert {m.split(".")[0] for m in outside} == {"numpy", "scipy", "calibrate"}
-    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model"}
+    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals"}

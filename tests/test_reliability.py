@@ -1,4 +1,4 @@
-"""Judge reliability (issue 11) against hand computations and reference implementations."""
+"""Judge reliability against hand computations and reference implementations."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from sklearn.metrics import brier_score_loss
 from statsmodels.discrete.discrete_model import Logit
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
+from calibrate.stats.ceiling import alpha_from_coincidences
+from calibrate.stats.intervals import coincidences
 from calibrate.stats.reliability import (
-    _coincidences,
-    _nominal_alpha,
     calibration,
     consistency,
     jury,
@@ -22,7 +22,7 @@ from calibrate.stats.reliability import (
     leniency,
     logistic_fit,
     majority_confidence,
-    paired_difference,
+    positive_rate_difference,
     same_family,
     trust_threshold,
 )
@@ -63,8 +63,8 @@ def test_alpha_across_repeats_matches_krippendorff_and_its_bootstrap_covers_it()
     assert result.alpha.ci[0] < result.alpha.value < result.alpha.ci[1]
     assert result.alpha.ci[1] - result.alpha.ci[0] < 0.2
     # the vectorised coincidence form used for the bootstrap gives the same alpha
-    filled = np.where(np.isfinite(data[:, keep].T), data[:, keep].T, -1).astype(int)
-    assert _nominal_alpha(_coincidences(filled, 3).sum(axis=0)) == pytest.approx(reference, abs=1e-12)
+    counts = np.stack([(data[:, keep] == v).sum(axis=0) for v in (0.0, 1.0, 2.0)], axis=1)
+    assert alpha_from_coincidences(coincidences(counts).sum(axis=0), np.arange(3)) == pytest.approx(reference, abs=1e-12)
     assert consistency(rows, resamples=500).alpha.ci == result.alpha.ci, "seeded"
 
 
@@ -310,18 +310,18 @@ def paired(a, b, c, d):
 
 
 @pytest.mark.parametrize("table", [(4, 6, 2, 3), (5, 6, 2, 3)])
-def test_paired_difference_reduces_to_newcombe_unpaired_when_phi_is_zero(table):
+def test_positive_rate_difference_reduces_to_newcombe_unpaired_when_phi_is_zero(table):
     # ad - bc = 0 and ad - bc = 3 <= n/2 = 8: the corrected phi is 0, and the paired interval is
     # the unpaired hybrid score (square-and-add) interval on the two margins
     a, b, c, d = table
     n = a + b + c + d
-    result = paired_difference(*paired(a, b, c, d))
+    result = positive_rate_difference(*paired(a, b, c, d))
     assert result.value == pytest.approx((b - c) / n)
     reference = confint_proportions_2indep(a + b, n, a + c, n, method="newcomb", compare="diff")
     assert result.ci == pytest.approx(reference, abs=1e-9)
 
 
-def test_paired_difference_by_hand_with_correlated_pairs():
+def test_positive_rate_difference_by_hand_with_correlated_pairs():
     # Cavo et al. (2012) table used by Fagerland, Lydersen & Laake (2017), ch. 8:
     # a 59, b 6, c 16, d 80, n 161. A = 59*80 - 6*16 = 4624 > n/2, so
     # phi = (4624 - 80.5) / sqrt(65 * 96 * 75 * 86).
@@ -331,12 +331,12 @@ def test_paired_difference_by_hand_with_correlated_pairs():
     phi = (4624 - 80.5) / np.sqrt(65 * 96 * 75 * 86)
     lower = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
     upper = p1 - p2 + np.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
-    result = paired_difference(*paired(a, b, c, d))
+    result = positive_rate_difference(*paired(a, b, c, d))
     assert result.value == pytest.approx(-10 / 161)
     assert result.ci == pytest.approx((lower, upper), abs=1e-12)
     unpaired = confint_proportions_2indep(65, n, 75, n, method="newcomb", compare="diff")
     assert result.ci[0] > unpaired[0] and result.ci[1] < unpaired[1], "pairing narrows the interval"
-    assert paired_difference([], []).reason
+    assert positive_rate_difference([], []).reason
 
 
 def test_leniency_per_system_and_family():

@@ -16,10 +16,10 @@ from the task (as ppi_py does); for the mean over exactly these N items, the ben
 score, they are conservative in large samples, and `finite_population=True` gives the
 design-based interval for that mean.
 
-This module is pure statistics (numpy, scipy): it imports no other calibrate module. Degenerate
-inputs (no labels, too few, one class only, a useless judge) never raise and never return a
-bare NaN: the value is None and `reason` says why. Wrong shapes or values (a 2 in a 0/1
-array, arrays of different lengths) raise ValueError.
+This module is pure statistics (numpy, scipy, and the shared intervals of
+`calibrate.stats.intervals`). Degenerate inputs (no labels, too few, one class only, a useless
+judge) never raise and never return a bare NaN: the value is None and `reason` says why. Wrong
+shapes or values (a 2 in a 0/1 array, arrays of different lengths) raise ValueError.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from calibrate.model import Estimate
+from calibrate.stats.intervals import normal_quantile, proportion
 
 MIN_LABELLED = 10
 """Fewest random human labels for a corrected number. Below 10 the sample variance of the
@@ -190,25 +191,6 @@ def _problem(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, random_sample: 
 # -- estimators ----------------------------------------------------------------------------------
 
 
-def _z(level: float) -> float:
-    return float(stats.norm.ppf(0.5 + level / 2))
-
-
-def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
-    """Proportion with the Wilson score interval.
-
-    centre = (p + z^2/2n) / (1 + z^2/n), half-width = z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n),
-    se = sqrt(p(1-p)/n). Wilson, E. B. (1927). Probable inference, the law of succession, and
-    statistical inference. J. Am. Stat. Assoc. 22, 209-212.
-    """
-    if n == 0:
-        return Estimate(None, reason="no labelled items")
-    p, z = successes / n, _z(level)
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Estimate(float(p), (float(centre - half), float(centre + half)), float(np.sqrt(p * (1 - p) / n)))
-
-
 def _ppi(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, finite: bool) -> tuple[float, float, float, list[str]]:
     """(theta, se, lambda, notes) of the power-tuned PPI++ mean; see ppi_mean."""
     n, m = len(y), len(f_u)
@@ -256,7 +238,8 @@ def ppi_mean(
     inference. arXiv:2311.01453: the power-tuned estimator of a mean, with the plug-in lambda
     (the expressions above are written out from the reference implementation, A. N.
     Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the
-    classical estimate from the labels alone with the Wilson interval (see `wilson`) and the raw
+    classical estimate from the labels alone with the Wilson interval
+    (`calibrate.stats.intervals.proportion`) and the raw
     judge accuracy mean_all(f).
 
     Coverage measured by tests/bench/correction_coverage.py (2000 datasets per setting): 93.5 to
@@ -277,13 +260,13 @@ def ppi_mean(
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     f = f2.mean(axis=1)
     n, total = int(labelled.sum()), len(y)
-    classical = wilson(int(y[labelled].sum()), n, level)
+    classical = proportion(int(y[labelled].sum()), n, level, none_reason="no labelled items")
     raw = float(f.mean()) if total else None
     problem = "no items in the cell" if total == 0 else _problem(f2, y, labelled, random_sample, min_labelled)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
     theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled], finite_population)
-    z = _z(level)
+    z = normal_quantile(level)
     return Corrected(theta, (theta - z * se, theta + z * se), se, None, lam, n, total, classical, raw, notes)
 
 
@@ -348,7 +331,7 @@ def rogan_gladen(
         p_u = f[~labelled].mean()
         var += ((1 - rho) / youden) ** 2 * p_u * (1 - p_u) / m
     se = float(np.sqrt(var))
-    z = _z(level)
+    z = normal_quantile(level)
     ci = (max(0.0, theta - z * se), min(1.0, theta + z * se))
     return RoganGladen(theta, ci, se, None, se_, sp, p, n, total, notes)
 
@@ -361,18 +344,18 @@ def difference(a: Corrected, b: Corrected, level: float = 0.95) -> Estimate:
 
     se = sqrt(se_a^2 + se_b^2), interval (a - b) +- z se: variances of independent estimates
     add. When the two systems answered the same items, the estimates share item difficulty and
-    are usually positively correlated, so this interval is then conservative; `paired_difference`
-    uses the pairing instead.
+    are usually positively correlated, so this interval is then conservative;
+    `ppi_paired_difference` uses the pairing instead.
     """
     if a.value is None or b.value is None:
         return Estimate(None, reason=a.reason if a.value is None else b.reason)
     value = a.value - b.value
     se = float(np.hypot(a.se, b.se))
-    z = _z(level)
+    z = normal_quantile(level)
     return Estimate(value, (value - z * se, value + z * se), se)
 
 
-def paired_difference(
+def ppi_paired_difference(
     verdicts_a: ArrayLike,
     labels_a: ArrayLike,
     verdicts_b: ArrayLike,
@@ -398,7 +381,7 @@ def paired_difference(
     f = fa[:, 0] - fb[:, 0]
     y = np.where(both, ya - yb, np.nan)
     n, total = int(both.sum()), len(y)
-    z = _z(level)
+    z = normal_quantile(level)
     if n >= 2:
         mean, sd = float(y[both].mean()), float(y[both].std(ddof=1) / np.sqrt(n))
         classical = Estimate(mean, (mean - z * sd, mean + z * sd), sd)
@@ -462,7 +445,7 @@ def labels_needed(
     yl, fl = y[labelled], f[labelled]
     var_y, cov = float(yl.var()), float(np.mean((yl - yl.mean()) * (fl - fl.mean())))
     var_f = float(np.var(f, ddof=1))
-    z = _z(level)
+    z = normal_quantile(level)
     now = z * _ppi(yl, fl, f[~labelled], finite_population)[1]
     if now <= target:
         return LabelPlan(0, now, now, target)

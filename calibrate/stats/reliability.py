@@ -1,4 +1,4 @@
-"""Judge reliability beyond agreement (issue 11).
+"""Judge reliability beyond agreement.
 
 Agreement with people says how often a judge is right on average. Before letting a judge grade
 a benchmark a team also needs to know whether it gives the same verdict twice (consistency),
@@ -24,10 +24,16 @@ from scipy import stats
 from scipy.special import expit
 
 from calibrate.model import Estimate
-from calibrate.stats.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
+from calibrate.stats.ceiling import krippendorff_alpha
+from calibrate.stats.intervals import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    normal_quantile,
+    proportion,
+    wilson_interval,
+)
 
-LEVEL = 0.95
-Z95 = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964...
+Z95 = normal_quantile(0.95)  # 1.959964...
 
 
 def _missing(x) -> bool:
@@ -40,17 +46,6 @@ def _matrix(verdicts) -> list[list]:
     if len({len(row) for row in rows}) > 1:
         raise ValueError("verdicts must be an items x repeats (or items x judges) table: rows differ in length")
     return rows
-
-
-def _proportion(k: int, n: int, what: str) -> Estimate:
-    """k/n with the Wilson score interval (scipy's binomtest):
-    (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n).
-    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference.
-    J. Am. Stat. Assoc. 22, 209-212. `se` is the binomial sqrt(p (1 - p) / n)."""
-    if n == 0:
-        return Estimate(None, reason=f"no {what}")
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=LEVEL, method="wilson")
-    return Estimate(k / n, (float(ci.low), float(ci.high)), math.sqrt(k / n * (1 - k / n) / n))
 
 
 # -- consistency (test-retest) -------------------------------------------------------------------
@@ -70,45 +65,23 @@ class Consistency:
                 "unstable": self.unstable}
 
 
-def _coincidences(codes: np.ndarray, k: int) -> np.ndarray:
-    """Per-unit coincidence matrices (units, k, k): o_u[c, c'] = (n_uc n_uc' - [c = c'] n_uc) / (m_u - 1),
-    with n_uc the number of values c in unit u and m_u the number of values in it
-    (Krippendorff 2011, section C)."""
-    counts = np.stack([(codes == c).sum(axis=1) for c in range(k)], axis=1).astype(float)
-    m = counts.sum(axis=1)
-    outer = counts[:, :, None] * counts[:, None, :] - np.einsum("uc,cd->ucd", counts, np.eye(k))
-    return outer / (m - 1)[:, None, None]
-
-
-def _nominal_alpha(coincidence: np.ndarray) -> np.ndarray:
-    """Nominal alpha from summed coincidence matrices (..., k, k):
-    alpha = 1 - (n - 1) sum_{c != c'} o_cc' / sum_{c != c'} n_c n_c', n_c = sum_c' o_cc'
-    (Krippendorff 2011, section C)."""
-    n_c = coincidence.sum(axis=-1)
-    n = n_c.sum(axis=-1)
-    observed = n - np.trace(coincidence, axis1=-2, axis2=-1)
-    expected = n**2 - (n_c**2).sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(expected > 0, 1 - (n - 1) * observed / expected, np.nan)
-
-
 def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Consistency:
     """Flip rate, agreement across repeats and the unstable items, from an items x K table of
     verdict labels (None or NaN = missing).
 
     Flip rate = share of items whose repeats are not all equal, over items with >= 2 repeats,
-    with a 95 % Wilson interval (Wilson 1927). Agreement across repeats = nominal
-    Krippendorff's alpha with the repeats as raters (Krippendorff, K. (2011). Computing
-    Krippendorff's alpha-reliability), its 95 % interval a percentile bootstrap that resamples
-    items with all their repeats (Efron & Tibshirani 1993, An Introduction to the Bootstrap,
-    ch. 13). Each resample reweights the items' coincidence matrices, so it costs
-    O(resamples x items x labels^2) and never calls the package in a loop.
+    with a 95 % Wilson interval (`calibrate.stats.intervals.proportion`). Agreement across
+    repeats = nominal Krippendorff's alpha with the repeats as raters (Krippendorff, K. (2011).
+    Computing Krippendorff's alpha-reliability), its 95 % interval the percentile bootstrap of
+    `calibrate.stats.ceiling.krippendorff_alpha`, which resamples items with all their repeats
+    (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13) and gives none below
+    MIN_BOOTSTRAP_UNITS items; `alpha.reason` then says why.
     """
     rows = _matrix(verdicts)
     present = [[v for v in row if not _missing(v)] for row in rows]
     rated = [i for i, values in enumerate(present) if len(values) >= 2]
     unstable = [i for i in rated if len(set(present[i])) > 1]
-    flip = _proportion(len(unstable), len(rated), "item has two or more repeats")
+    flip = proportion(len(unstable), len(rated), none_reason="no item has two or more repeats")
     if not rated:
         return Consistency(0, flip, Estimate(None, reason="no item has two or more repeats"), [])
     labels = sorted({v for i in rated for v in present[i]}, key=str)
@@ -119,22 +92,11 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
             if not _missing(v):
                 codes[r, j] = index[v]
     reliability = np.where(codes >= 0, codes, np.nan).T  # raters (repeats) x units (items)
-    alpha = krippendorff_alpha(reliability)
-    if alpha.value is None:
-        if len(labels) == 1:
-            alpha.reason = f"every repeat of every item said '{labels[0]}': alpha is undefined (no variation)"
-        return Consistency(len(rated), flip, alpha, unstable)
-    per_item = _coincidences(codes, len(labels))
-    weights = np.random.default_rng(seed).multinomial(len(rated), np.full(len(rated), 1 / len(rated)), size=resamples)
-    boot = _nominal_alpha(np.einsum("ru,ucd->rcd", weights, per_item))
-    finite = boot[np.isfinite(boot)]
-    if finite.size < 0.5 * resamples:
-        alpha.reason = "the bootstrap interval is undefined: most resamples have a single label"
-        return Consistency(len(rated), flip, alpha, unstable)
-    lo, hi = np.percentile(finite, [50 * (1 - LEVEL), 50 * (1 + LEVEL)])
-    alpha.ci = (float(lo), float(hi))
-    if finite.size < resamples:
-        alpha.reason = f"{resamples - finite.size} of {resamples} resamples had a single label and were left out"
+    alpha = krippendorff_alpha(reliability, resamples=resamples, seed=seed)
+    if alpha.value is None and len(labels) == 1:
+        alpha.reason = f"every repeat of every item said '{labels[0]}': alpha is undefined (no variation)"
+    elif alpha.value is not None and alpha.ci is None:
+        alpha.reason = alpha.ci_reason
     return Consistency(len(rated), flip, alpha, unstable)
 
 
@@ -142,8 +104,8 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
 
 
 @dataclass
-class Majority:
-    """Majority verdict per item and the share of repeats that gave it."""
+class MajorityVerdicts:
+    """The majority verdict per item and the share of its repeats (or judges) that gave it."""
 
     verdicts: list  # the majority label, or None on a tie or with no repeats
     confidence: list[float | None]  # share of the item's repeats giving its most frequent label
@@ -153,7 +115,7 @@ class Majority:
         return dict(self.__dict__)
 
 
-def majority_confidence(verdicts) -> Majority:
+def majority_confidence(verdicts) -> MajorityVerdicts:
     """Confidence from K repeats when the server gives no logprobs: for item i with m_i
     non-missing verdicts, confidence_i = max_c n_ic / m_i, the share of repeats that gave the
     most frequent label (self-consistency: Wang et al. (2023). Self-consistency improves chain
@@ -177,7 +139,7 @@ def majority_confidence(verdicts) -> Majority:
         ties += tied
         out_verdicts.append(None if tied else ranked[0][0])
         confidence.append(top / len(values))
-    return Majority(out_verdicts, confidence, ties)
+    return MajorityVerdicts(out_verdicts, confidence, ties)
 
 
 # -- calibration against people ------------------------------------------------------------------
@@ -469,7 +431,7 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
     return Probe(Estimate(b, ci, s), verdict, n, detail)
 
 
-def paired_difference(judge_yes, human_yes) -> Estimate:
+def positive_rate_difference(judge_yes, human_yes) -> Estimate:
     """Judge positive rate minus human positive rate on the same items, theta = (b - c) / n,
     with b = judge yes & human no, c = judge no & human yes, and Newcombe's hybrid score
     interval for paired proportions (method 10):
@@ -493,7 +455,7 @@ def paired_difference(judge_yes, human_yes) -> Estimate:
     a, b = int(np.sum(j & h)), int(np.sum(j & ~h))
     c, d = int(np.sum(~j & h)), int(np.sum(~j & ~h))
     p1, p2 = (a + b) / n, (a + c) / n
-    (l1, u1), (l2, u2) = _proportion(a + b, n, "").ci, _proportion(a + c, n, "").ci
+    (l1, u1), (l2, u2) = wilson_interval(a + b, n), wilson_interval(a + c, n)
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     cross = a * d - b * c
     shrunk = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
@@ -507,7 +469,7 @@ def paired_difference(judge_yes, human_yes) -> Estimate:
 def leniency(judge_yes, human_yes, systems: Sequence[str]) -> dict[str, Probe]:
     """Per system (the model under test): is the judge more lenient or harsher than people on
     that system's labelled items? The estimate is the paired difference of positive rates
-    (`paired_difference`); "lenient" when its interval lies above 0, "harsh" when below,
+    (`positive_rate_difference`); "lenient" when its interval lies above 0, "harsh" when below,
     else "no evidence". Compared across systems this shows leniency towards one system and,
     with `same_family`, self-preference (Panickssery, Bowman & Feng (2024). LLM evaluators
     recognize and favor their own generations. NeurIPS 2024)."""
@@ -518,7 +480,7 @@ def leniency(judge_yes, human_yes, systems: Sequence[str]) -> dict[str, Probe]:
     out = {}
     for system in sorted(set(names.tolist()), key=str):
         mask = names == system
-        estimate = paired_difference(j[mask], h[mask])
+        estimate = positive_rate_difference(j[mask], h[mask])
         if estimate.ci and estimate.ci[0] > 0:
             verdict = "lenient: says yes more often than people do"
         elif estimate.ci and estimate.ci[1] < 0:

@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from calibrate.stats.agreement import DEFAULT_SEED, ac1_from_tables, two_raters
+from calibrate.stats.agreement import ac1_from_tables, two_raters
+from calibrate.stats.intervals import DEFAULT_SEED
 
 PREVALENCES = (0.5, 0.8, 0.95)
 SIZES = (20, 50, 100, 300)

@@ -24,7 +24,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from calibrate.stats.agreement import DEFAULT_SEED, ac1_from_tables, two_raters, wilson_interval
+from calibrate.stats.agreement import ac1_from_tables, two_raters
+from calibrate.stats.intervals import DEFAULT_SEED, wilson_interval
 
 PREVALENCES = (0.5, 0.8, 0.95)
 KAPPAS = (0.3, 0.6, 0.8)

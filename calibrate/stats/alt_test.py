@@ -1,0 +1,108 @@
+"""The alternative annotator test: could the judge replace one of the people?
+
+Calderon, Reichart & Dror (2025): per annotator, does the judge align with the other people at
+least as well as that annotator does, up to a margin epsilon; tested per annotator and
+corrected for multiplicity. Needs three or more annotators on shared items; otherwise the
+result says why it did not run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+ALT_TEST_MIN_ITEMS = 30
+EPSILON_GUIDANCE = {"experts": 0.2, "skilled annotators": 0.15, "crowd workers": 0.1}
+
+
+@dataclass
+class AltTest:
+    ran: bool
+    winning_rate: float | None = None
+    passed: bool | None = None
+    epsilon: float = 0.2
+    annotators: int = 0
+    reason: str | None = None
+    per_annotator: dict[str, dict] = field(default_factory=dict)
+    advantage_probability: float | None = None
+    left_out: dict[str, str] = field(default_factory=dict)
+    min_items: int = ALT_TEST_MIN_ITEMS
+    epsilon_guidance: dict[str, float] = field(default_factory=lambda: dict(EPSILON_GUIDANCE))
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def alternative_annotator_test(
+    items: dict, judge: dict, *, epsilon: float = 0.2, alpha: float = 0.05, min_items: int = ALT_TEST_MIN_ITEMS,
+) -> AltTest:
+    """Can the judge replace a human? The alternative annotator test (alt-test) of Calderon, N.,
+    Reichart, R., & Dror, R. (2025). The Alternative Annotator Test for LLM-as-a-Judge: How to
+    Statistically Justify Replacing Human Annotators with LLMs. ACL 2025, 16051-16081, as in the
+    authors' reference code (github.com/nitaytech/AltTest).
+
+    `items`: item -> {annotator: label}; `judge`: item -> label, where None (an unparsed verdict)
+    is a label that matches no human. Items count when two or more humans labelled them and the
+    judge gave a verdict. For each annotator j and each of j's items i, alignment with the others
+    is S(f, i) = mean_{k != j} 1[f_i = h_k,i]; W_judge,i = 1[S(judge, i) >= S(h_j, i)],
+    W_j,i = 1[S(h_j, i) >= S(judge, i)], d_i = W_j,i - W_judge,i. H0: mean(d) >= epsilon,
+    tested one-sided (less) by a one-sample t-test when j has at least `min_items` (30, the
+    paper's requirement for the t-test's normality) items, else by the paper's fallback, the
+    Wilcoxon signed-rank test on d_i - epsilon. An annotator with no items is left out and
+    named. The p-values are corrected across annotators with Benjamini-Yekutieli at `alpha`
+    (Benjamini, Y., & Yekutieli, D. (2001). Ann. Statist. 29, 1165-1188): reject where the
+    adjusted p <= alpha. Winning rate omega = share of tested annotators rejected; the judge
+    passes when omega >= 0.5. Advantage probability rho = mean over annotators of mean_i
+    W_judge,i. Where every d_i is equal the t-test is undefined (the reference code gets NaN and
+    never rejects); here the exact sign test takes over: p = 2^-n when that value is below
+    epsilon, else 1, so a handful of items can never pass the test.
+
+    epsilon: the paper's guidance is 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd
+    workers (`EPSILON_GUIDANCE`); the paper asks for three or more annotators."""
+    humans = sorted({a for votes in items.values() for a, v in votes.items() if v is not None}, key=str)
+    if len(humans) < 3:
+        return AltTest(False, epsilon=epsilon, annotators=len(humans), min_items=min_items,
+                       reason=f"needs 3 or more annotators on shared items; this cell has {len(humans)}")
+    usable = {i: {a: v for a, v in votes.items() if v is not None} for i, votes in items.items() if i in judge}
+    usable = {i: votes for i, votes in usable.items() if len(votes) >= 2}
+    # S(f, i) for annotator j has the denominator m_i - 1 on both sides, so the comparisons are
+    # made on the numerators: how many other annotators gave the judge's label, and j's label
+    judge_wins: dict = {j: [] for j in humans}
+    human_wins: dict = {j: [] for j in humans}
+    for item, votes in usable.items():
+        tally = Counter(votes.values())
+        verdict = judge[item]
+        for j, label in votes.items():
+            judge_hits = tally[verdict] - (label == verdict) if verdict is not None else 0
+            human_hits = tally[label] - 1
+            judge_wins[j].append(judge_hits >= human_hits)
+            human_wins[j].append(human_hits >= judge_hits)
+    p_values, detail, left_out, advantages = [], {}, {}, []
+    for j in humans:
+        if not judge_wins[j]:
+            left_out[j] = "no item shared with another annotator and the judge"
+            continue
+        d = np.asarray(human_wins[j], dtype=float) - np.asarray(judge_wins[j], dtype=float)
+        if np.ptp(d) == 0:
+            # every d_i - epsilon has one sign: the exact one-sided sign (and signed-rank) p-value
+            test, p = "constant differences (sign test)", 0.5 ** len(d) if d[0] < epsilon else 1.0
+        elif len(d) >= min_items:
+            test, p = "t-test", float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+        else:
+            test, p = "Wilcoxon signed-rank", float(stats.wilcoxon(d - epsilon, alternative="less").pvalue)
+        p_values.append((j, p))
+        advantages.append(float(np.mean(judge_wins[j])))
+        detail[j] = {"items": len(d), "test": test, "p": p, "advantage": advantages[-1]}
+    if not p_values:
+        return AltTest(False, epsilon=epsilon, annotators=len(humans), left_out=left_out, min_items=min_items,
+                       reason="no annotator shares a judged item with another annotator")
+    adjusted = stats.false_discovery_control([p for _, p in p_values], method="by")
+    for (j, _), q in zip(p_values, adjusted, strict=True):
+        detail[j]["p_adjusted"] = float(q)
+        detail[j]["rejected"] = bool(q <= alpha)
+    omega = float(np.mean([detail[j]["rejected"] for j, _ in p_values]))
+    return AltTest(True, omega, omega >= 0.5, epsilon, len(humans), per_annotator=detail,
+                   advantage_probability=float(np.mean(advantages)), left_out=left_out, min_items=min_items)

@@ -1,0 +1,149 @@
+"""Intervals shared by every statistic: the Wilson interval of a proportion, posterior draws of a
+contingency table, resampled units, the equal-tailed interval from draws (undefined draws
+counted), and Krippendorff's per-unit coincidence matrices, which the unit bootstrap reweights.
+
+Each has one definition here; agreement, the human ceiling, reliability and corrected scores
+call them, so an interval means the same thing in every report. The defaults (draws, seed, the
+fewest units for a bootstrap) live here too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from calibrate.model import Estimate
+
+LEVEL = 0.95
+DEFAULT_RESAMPLES = 4000
+DEFAULT_SEED = 20251126
+JEFFREYS = 0.5
+# Below this many units (items) a bootstrap over units gives no interval: n units have only
+# C(2n - 1, n) distinct resamples (35 at n = 4, 126 at n = 5), so the percentile interval is
+# a handful of values, e.g. "[-0.25, -0.11]" from two items, and a verdict read from it would
+# claim what two items cannot show. At 10 units there are 92,378.
+MIN_BOOTSTRAP_UNITS = 10
+
+
+def normal_quantile(level: float = LEVEL) -> float:
+    """z = Phi^-1((1 + level) / 2), the standard normal quantile of a two-sided `level`
+    interval (1.959964... at 0.95)."""
+    return float(stats.norm.ppf((1 + level) / 2))
+
+
+def finite_or_none(x) -> float | None:
+    """A statistic as a plain float, or None where it is undefined (NaN, inf or None)."""
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+# -- a proportion --------------------------------------------------------------------------------
+
+
+def wilson_interval(successes: int, n: int, level: float = LEVEL) -> tuple[float, float] | None:
+    """Wilson score interval for a binomial proportion:
+    (x + z^2/2) / (n + z^2)  +-  z sqrt(n p (1 - p) + z^2/4) / (n + z^2),  p = x / n,
+    clipped to [0, 1] (it lies there exactly; the clip removes rounding).
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical inference.
+    JASA 22, 209-212; recommended by Brown, L. D., Cai, T. T., & DasGupta, A. (2001). Interval
+    estimation for a binomial proportion. Statist. Sci. 16, 101-133. None when n = 0."""
+    if n <= 0:
+        return None
+    z = normal_quantile(level)
+    p = successes / n
+    centre = (successes + z * z / 2) / (n + z * z)
+    half = z * math.sqrt(n * p * (1 - p) + z * z / 4) / (n + z * z)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(successes: int, n: int, level: float = LEVEL, *, none_reason: str = "no items") -> Estimate:
+    """successes / n with its Wilson interval (`wilson_interval`) and the binomial standard
+    error se = sqrt(p (1 - p) / n); with n = 0 no value, and `none_reason` says why."""
+    if n <= 0:
+        return Estimate(None, reason=none_reason)
+    p = successes / n
+    return Estimate(p, wilson_interval(successes, n, level), math.sqrt(p * (1 - p) / n))
+
+
+# -- draws and resamples -------------------------------------------------------------------------
+
+
+def posterior_tables(table: np.ndarray, draws: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     prior: float = JEFFREYS) -> np.ndarray:
+    """Draws of the population cell probabilities of a k x k table, (draws, k, k).
+
+    With multinomial cell counts n_ij and a Dirichlet(prior, ..., prior) prior, the posterior of
+    the cell probabilities is Dirichlet(n_ij + prior); prior = 1/2 is Jeffreys' prior for the
+    multinomial (Jeffreys, H. (1946). An invariant form for the prior probability in estimation
+    problems. Proc. R. Soc. A 186, 453-461; Gelman et al. (2013). Bayesian Data Analysis, 3rd
+    ed., sec. 3.4). A draw is normalised independent Gamma(n_ij + prior, 1) variates, so the
+    cost is O(draws * k^2) whatever n is.
+    """
+    rng = np.random.default_rng(seed)
+    k = table.shape[-1]
+    gammas = rng.gamma(np.asarray(table, dtype=float).ravel() + prior, size=(draws, k * k))
+    return (gammas / gammas.sum(axis=1, keepdims=True)).reshape(draws, k, k)
+
+
+def resample_units(rows: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
+                   seed: int = DEFAULT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bootstrap resamples of units (units drawn with replacement; Efron, B., & Tibshirani,
+    R. J. (1993). An Introduction to the Bootstrap, ch. 6), grouped by what the units hold.
+    Units whose rows are equal are interchangeable, so drawing n units with replacement is
+    drawing how many of the n come from each distinct row r: Multinomial(n, f_r / n), f_r its
+    frequency. The cost is O(resamples x distinct rows) whatever n is. Returns one
+    representative unit per distinct row, the frequencies f_r, and the (resamples, distinct
+    rows) counts."""
+    rows = np.asarray(rows).reshape(len(rows), -1)
+    _, first, frequency = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    weights = np.random.default_rng(seed).multinomial(len(rows), frequency / len(rows), size=resamples)
+    return first, frequency, weights
+
+
+def interval_from_draws(draws: np.ndarray, level: float = LEVEL) -> tuple[tuple[float, float] | None, float, str | None]:
+    """Equal-tailed interval from resampled or posterior draws of a statistic: the
+    (1 - level)/2 and (1 + level)/2 quantiles. Returns (ci, undefined_share, reason).
+
+    Draws where the statistic is undefined (NaN) are counted. While their share is at most the
+    tail probability (1 - level)/2 they are left out of the quantiles (the interval's promise
+    then holds for the statistic given that it is defined) and the share is reported; above
+    that the interval is not given, with the reason. A zero-width interval is not given either:
+    it would claim certainty that the data cannot give.
+    """
+    defined = np.isfinite(draws)
+    share = float(1 - defined.mean()) if draws.size else 1.0
+    if share > (1 - level) / 2:
+        return None, share, f"the statistic is undefined in {share:.0%} of the draws (one class only)"
+    lo, hi = np.quantile(draws[defined], [(1 - level) / 2, (1 + level) / 2])
+    if hi - lo <= 1e-12:
+        return None, share, f"every draw gives {lo:.2f}: a zero-width interval says nothing"
+    return (float(lo), float(hi)), share, None
+
+
+def estimate_from_draws(value: float | None, draws: np.ndarray, **extra) -> Estimate:
+    """An estimate with its posterior (or resampling) interval (`interval_from_draws`). At the
+    edge of the parameter space (e.g. perfect agreement, kappa = 1) an equal-tailed posterior
+    interval can stop short of the point estimate; it is then widened to include it, so no
+    report prints an interval that excludes its own estimate (this can only raise coverage)."""
+    ci, share, why = interval_from_draws(draws)
+    if ci is not None and value is not None:
+        ci = (min(ci[0], value), max(ci[1], value))
+    return Estimate(value, ci, undefined_share=share, ci_reason=why, **extra)
+
+
+# -- units of several raters ---------------------------------------------------------------------
+
+
+def coincidences(counts: np.ndarray) -> np.ndarray:
+    """Per-unit coincidence matrices (units, V, V) from a units x values count table:
+    o_u,ck = (n_uc n_uk - [c = k] n_uc) / (m_u - 1), m_u = sum_c n_uc; units with m_u < 2 give 0
+    (they are not pairable). Summed over units they are the coincidence matrix of Krippendorff's
+    alpha; weighted by resample counts, a unit bootstrap of it. Krippendorff, K. (2011).
+    Computing Krippendorff's alpha-reliability. Annenberg School for Communication, University
+    of Pennsylvania, section B."""
+    counts = np.asarray(counts, dtype=float)
+    m = counts.sum(axis=1)
+    outer = counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(counts.shape[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((m >= 2)[:, None, None], outer / (m - 1)[:, None, None], 0.0)

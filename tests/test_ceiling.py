@@ -1,0 +1,120 @@
+"""Krippendorff's alpha and the human-human ceiling against the `krippendorff` package,
+Krippendorff (2011)'s worked example and scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from calibrate.stats.ceiling import human_ceiling, krippendorff_alpha
+from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS, resample_units
+
+# Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers,
+# 12 units, values 1-5, missing marked as nan. Published: nominal 0.743, interval 0.849.
+
+
+KRIPPENDORFF_2011 = np.array([
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+    [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan],
+])
+
+
+def test_krippendorff_reliability_data_example():
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "nominal").value == pytest.approx(0.743, abs=5e-4)
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "interval").value == pytest.approx(0.849, abs=5e-4)
+
+
+def test_krippendorff_alpha_vectorised_matches_the_package_at_every_level_and_has_an_interval():
+    import krippendorff
+
+    for level in ("nominal", "ordinal", "interval", "ratio"):
+        ours = krippendorff_alpha(KRIPPENDORFF_2011, level)
+        assert ours.value == pytest.approx(krippendorff.alpha(reliability_data=KRIPPENDORFF_2011,
+                                                              level_of_measurement=level), abs=1e-12)
+        assert ours.ci[0] < ours.value <= ours.ci[1] and ours.undefined_share is not None
+
+
+def test_krippendorff_unit_bootstrap_agrees_with_resampling_units_through_the_package():
+    import krippendorff
+
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 3, 80)
+    data = np.array([np.where(rng.random(80) < 0.7, truth, rng.integers(0, 3, 80)) for _ in range(3)], dtype=float)
+    ours = krippendorff_alpha(data, resamples=300, seed=9)
+    counts = np.stack([(data == v).sum(axis=0) for v in (0.0, 1.0, 2.0)], axis=1)
+    first, _, weights = resample_units(counts, 300, 9)
+    # each resample, written out unit by unit: a unit of each distinct kind, as often as drawn
+    naive = [krippendorff.alpha(reliability_data=data[:, np.repeat(first, w)], level_of_measurement="nominal",
+                                value_domain=[0.0, 1.0, 2.0]) for w in weights]
+    assert ours.ci == pytest.approx(tuple(np.quantile(naive, [0.025, 0.975])), abs=1e-9)
+
+
+def test_degenerate_many_raters():
+    assert "two or more" in krippendorff_alpha(np.array([[1.0, np.nan], [np.nan, 2.0]])).reason
+    assert "same value" in krippendorff_alpha(np.array([[1.0, 1.0], [1.0, 1.0]])).reason
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ([[1.0, np.nan], [np.nan, 2.0]], "two or more"),
+        ([[1.0, 1.0, 2.0], [1.0, 1.0, np.nan]], "same value"),
+        ([[1.0, np.inf], [1.0, 2.0]], "inf"),
+        ([1.0, 2.0], "raters x units"),
+    ],
+)
+def test_krippendorff_alpha_always_a_value_or_a_reason(data, words):
+    result = krippendorff_alpha(np.array(data))
+    assert result.value is None and words in result.reason
+
+
+# -- the judge beside the human ceiling ------------------------------------------------------------
+
+
+def crowd(judge_accuracy, humans=3, items=150, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, items)
+    people = {f"h{h}": np.where(rng.random(items) < 0.9, truth, 1 - truth) for h in range(humans)}
+    judge = np.where(rng.random(items) < judge_accuracy, truth, 1 - truth)
+    table = {i: {h: str(v[i]) for h, v in people.items()} for i in range(items)}
+    return table, {i: str(judge[i]) for i in range(items)}
+
+
+def test_human_ceiling_same_items_paired_interval_and_verdict():
+    import krippendorff
+
+    items, judge = crowd(0.6)
+    judge[0] = None  # unparsed: left out and counted
+    result = human_ceiling(items, judge, resamples=500)
+    used = [i for i in items if judge[i] is not None]
+    pooled_a = [judge[i] for i in used for _ in items[i]]
+    pooled_b = [label for i in used for label in items[i].values()]
+    assert result.judge.value == pytest.approx(cohen_kappa_score(pooled_a, pooled_b))
+    matrix = np.array([[float(items[i][h]) for i in used] for h in ("h0", "h1", "h2")])
+    assert result.humans.value == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
+    assert result.difference.value == pytest.approx(result.judge.value - result.humans.value)
+    assert result.verdict == "below the human ceiling" and result.n_items == 149 and "1 item(s)" in result.notes[0]
+    assert result.human_statistic.startswith("Krippendorff")
+    two, judge2 = crowd(0.9, humans=2)
+    paired = human_ceiling(two, judge2, resamples=500)
+    h0, h1 = [two[i]["h0"] for i in two], [two[i]["h1"] for i in two]
+    assert paired.humans.value == pytest.approx(cohen_kappa_score(h0, h1)) and paired.human_statistic == "Cohen's kappa"
+    assert paired.verdict == "within the human ceiling"
+    assert human_ceiling({1: {"a": "x", "b": "x"}}, {1: "x"}).verdict is None
+
+
+def test_a_handful_of_shared_items_gives_estimates_but_no_interval_and_no_verdict():
+
+    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS - 1, seed=3)
+    few = human_ceiling(items, judge)
+    assert few.judge.value is not None and few.humans.value is not None and few.difference.value is not None
+    assert few.judge.ci is few.humans.ci is few.difference.ci is None and few.verdict is None
+    assert "too few to resample" in few.difference.reason
+    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS, seed=3)
+    assert human_ceiling(items, judge).difference.ci is not None
+    ratings = np.array([[0, 1, 1, 0, 1], [0, 1, 0, 0, 1], [1, 1, 1, 0, 1]], dtype=float)
+    alpha = krippendorff_alpha(ratings)
+    assert alpha.value is not None and alpha.ci is None and "5 units: too few" in alpha.ci_reason
