@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from calibrate.formats.gold import consolidated
+from calibrate.gold import gold_by_item, gold_label
 from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import AgreementData
 from calibrate.store import Store
@@ -103,17 +103,7 @@ def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
     labels: dict[int, dict[str, str]] = {}
     for item_id, annotator, label in store.labels_in_force():
         labels.setdefault(item_id, {})[annotator] = label
-    out = {}
-    for item_id, by_annotator in labels.items():
-        if len(by_annotator) == 1:  # most items: one annotator, whose label it is
-            (out[item_id],) = by_annotator.values()
-            continue
-        label = by_annotator.get(gold_from) if gold_from else None
-        if label is None:
-            label, _ = consolidated(by_annotator)
-        if label is not None:
-            out[item_id] = label
-    return out
+    return gold_by_item(labels, gold_from)
 
 
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
@@ -323,8 +313,7 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     for item_id, (task, lang, verdicts) in cells.items():
         status, verdict = verdict_of(task, lang, verdicts)
         shared.append((item_id, JURY, status, verdict))
-        gold = people[item_id].get(gold_from) if gold_from else None
-        gold = gold if gold is not None else consolidated(people[item_id])[0]
+        gold, _ = gold_label(people[item_id], gold_from)
         if gold is not None:
             versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731

@@ -34,7 +34,7 @@ import numpy as np
 
 from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.formats.c3 import c3_right
-from calibrate.formats.gold import consolidated
+from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
 from calibrate.model import CalibrateError, Estimate
 from calibrate.stats import correction
@@ -246,7 +246,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
             if kind is not None:
                 skipped[task] = "scores, not right/wrong (see `calibrate report`)"
             continue
-        gold, _ = consolidated(labels.get(item_id, {}))
+        gold, _ = gold_label(labels.get(item_id, {}))
         human = np.nan if gold is None else float(_right(kind, gold, reference))
         items[item_id] = _Item(item_id, task, lang, item_system or NO_SYSTEM, source_id, human,
                                not prompted[(task, lang)])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, ImportFailed, ItemRef, Progress, Record, read_json_list
-from calibrate.formats.gold import consolidated
+from calibrate.gold import gold_label
 from calibrate.judgments import render_for
 from calibrate.model import NewItem
 from calibrate.store import Store
@@ -310,7 +310,7 @@ def export_c3(
         for _, item_id in items:
             item = store.item(item_id)
             if "generation" in part.task:
-                gold, _ = consolidated(labels.get(item_id, {}))
+                gold, _ = gold_label(labels.get(item_id, {}))
                 check = templates.for_task(part.task, lang).kind.c3_wording(gold)
             else:
                 check = raw.get(item_id) or ""

@@ -1,4 +1,4 @@
-"""Gold labels out: items with every annotator's label, the consolidated (majority) label,
+"""Gold labels out: items with every annotator's label, the gold label (`calibrate.gold`),
 judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
 neutralised); for items with audio whether each annotator listened (seconds played, 0 when
 they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
@@ -8,27 +8,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections import Counter
 from collections.abc import Iterator, Mapping
 
 from calibrate.display import safe_json, spreadsheet_safe
+from calibrate.gold import gold_label
 from calibrate.store import Store
 
 ACCEPTED, NEEDS_PERSON = "accepted", "needs a person"  # an item's trust mark per judge
-
-
-def consolidated(labels: dict[str, str]) -> tuple[str | None, str]:
-    """The majority label and how it was reached (single, unanimous, majority, tie)."""
-    if not labels:
-        return None, "unlabelled"
-    counts = Counter(labels.values()).most_common()
-    if len(labels) == 1:
-        return counts[0][0], "single annotator"
-    if len(counts) == 1:
-        return counts[0][0], "unanimous"
-    if counts[0][1] > counts[1][1]:
-        return counts[0][0], f"majority {counts[0][1]}/{len(labels)}"
-    return None, "tie"
 
 
 def export_records(store: Store, system: str | None = None,
@@ -38,7 +24,7 @@ def export_records(store: Store, system: str | None = None,
     "accepted" or "needs a person" for the judges that gave it a verdict."""
     for row in store.export_rows(system):
         item = row["item"]
-        gold, how = consolidated(row["labels"])
+        gold, how = gold_label(row["labels"])
         record = {
             "item_id": item.id, "task": item.task, "lang": item.lang, "system": item.system, "source_id": item.source_id,
             "reference": item.reference, "fields": item.fields, "labels": row["labels"], "gold_label": gold,

@@ -1,0 +1,63 @@
+"""The gold label of an item: the one rule by which every figure and export turns the labels
+several people gave an item into one.
+
+The adjudicator's label, where an adjudicator is named and labelled the item; else the strict
+majority, the label with strictly more votes than any other (so a single annotator's label is
+the gold); where two or more labels share the most votes, a tie, which gives no gold label and
+is counted by the callers, never dropped silently. A missing label (None) is no vote.
+
+The report's gold line reads the same rule from SQL inside the store (`Store.agreement_data`,
+over items two or more people labelled); tests/test_gold.py checks on random label sets that
+the two agree. Scores, the reliability figures, the jury and the gold and C3 exports call
+`gold_label` (or `gold_by_item` for every labelled item at once).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Mapping
+from typing import NamedTuple, TypeVar
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+class GoldLabel(NamedTuple):
+    """An item's gold label (None: unlabelled or tied) and how it was reached, in words:
+    "adjudicator NAME", "single annotator", "unanimous", "majority K/N", "tie" or "unlabelled"."""
+
+    label: str | None
+    basis: str
+
+
+def gold_label(labels: Mapping[str, str | None], adjudicator: str | None = None) -> GoldLabel:
+    """The gold label of one item from its labels in force, annotator -> label (see the module
+    docstring for the rule)."""
+    if adjudicator is not None and labels.get(adjudicator) is not None:
+        return GoldLabel(labels[adjudicator], f"adjudicator {adjudicator}")
+    votes = [label for label in labels.values() if label is not None]
+    if not votes:
+        return GoldLabel(None, "unlabelled")
+    if len(votes) == 1:
+        return GoldLabel(votes[0], "single annotator")
+    ranked = Counter(votes).most_common(2)
+    if len(ranked) == 1:
+        return GoldLabel(votes[0], "unanimous")
+    (top, most), (_, second) = ranked
+    if most > second:
+        return GoldLabel(top, f"majority {most}/{len(votes)}")
+    return GoldLabel(None, "tie")
+
+
+def gold_by_item(labels: Mapping[Item, Mapping[str, str | None]], adjudicator: str | None = None) -> dict[Item, str]:
+    """item -> its gold label (`gold_label`), for the items that have one: unlabelled and tied
+    items are left out. Most items carry a single label, which is their gold whoever the
+    adjudicator is; it is taken as it is, without a tally."""
+    out: dict[Item, str] = {}
+    for item, by_annotator in labels.items():
+        if len(by_annotator) == 1:
+            (label,) = by_annotator.values()
+        else:
+            label = gold_label(by_annotator, adjudicator).label
+        if label is not None:
+            out[item] = label
+    return out
