@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from calibrate.display import safe, safe_json
+from calibrate.escape import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
@@ -144,7 +144,7 @@ def byte_progress(total: int, description: str, unit: str = "bytes"):
 
 
 def safe_text(text, style: str = "") -> Text:
-    """Text from data for the console: terminal-safe (display.safe) and never read as markup."""
+    """Text from data for the console: terminal-safe (escape.safe) and never read as markup."""
     return Text(safe(text), style=style)
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError, Estimate
 from calibrate.reliability_cells import JURY, JudgeReliability, jury_data, reliability_by_cell

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import consolidated
 from calibrate.kinds import POSITIVE
@@ -422,7 +422,7 @@ def _estimate_text(value: float | None, ci, reason: str | None) -> str:
 
 def rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
     """One row per cell and judge (and a final row per cell with several judges), as
-    terminal-safe text (display.safe: names come from data); reasons go to `notes`."""
+    terminal-safe text (escape.safe: names come from data); reasons go to `notes`."""
     return [[safe(value) for value in row] for row in _rows(scores, notes)]
 
 

@@ -11,7 +11,7 @@ import io
 from collections import Counter
 from collections.abc import Iterator, Mapping
 
-from calibrate.display import safe_json, spreadsheet_safe
+from calibrate.escape import safe_json, spreadsheet_safe
 from calibrate.store import Store
 
 ACCEPTED, NEEDS_PERSON = "accepted", "needs a person"  # an item's trust mark per judge
