@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
@@ -192,8 +193,9 @@ AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a l
 
 
 def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, *, width: int) -> None:
-    """Show `result` in `fmt`: the table on the terminal as it is drawn there, or any format as
-    text, printed or written to `out`."""
+    """The one way `report`, `scores` and `trust` write what they found: `table(result, console)`
+    draws the terminal table (as it is drawn there, or at `width` columns into `out`);
+    `renderers[fmt](result)` gives every other format as text, printed or written to `out`."""
     if fmt == "table" and out is None:
         table(result, console)
         return
@@ -208,6 +210,17 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
         click.echo(text, nl=False)
+
+
+def by_option(default: str, more_help: str = ""):
+    """--by, parsed and checked by the one callback of calibrate.cells (every command takes
+    every value of BY_CHOICES)."""
+    return click.option("--by", default=default, show_default=True, callback=by_callback,
+                        help=f"Cut cells by any of {', '.join(BY_CHOICES)} (comma-separated){more_help}.")
+
+
+out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+                          help="Write to a file instead of the terminal.")
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
@@ -775,9 +788,9 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @cli.command(name="report")
 @click.option("--judge", help="Only this judge.")
 @system_filter_option
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by system, task and lang (any of them).")
+@by_option("task,lang")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@out_option
 @click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
 @click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
               show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
@@ -804,31 +817,26 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
     human–human ceiling on the same items, in five formats."""
     from calibrate import report as reports
+    from calibrate.reliability_cells import JURY
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    if not dims or any(d not in reports.BY_CHOICES for d in dims):
-        raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
-    options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
+    options = reports.ReportOptions(by=by, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from, families=parse_families(families),
                                     reliability=reliability)
-    ctx.reader.check_filter(system=system, judge=None if judge == reports.JURY else judge)
+    ctx.reader.check_filter(system=system, judge=None if judge == JURY else judge)
     result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
-    renderers = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,
-                 "html": reports.render_html}
-    emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), renderers,
+    emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
 
 
 @cli.command(name="scores")
-@click.option("--by", default="system,task,lang", show_default=True,
-              help="Cells by system, task, lang (comma-separated); each system overall is always shown.")
+@by_option("system,task,lang", "; with system, each system overall is shown too")
 @click.option("--judge", help="Only this judge.")
 @system_filter_option
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--target", type=click.FloatRange(0.001, 1), default=0.05, show_default=True,
               help="Half-width the corrected 95 % interval should reach: how many more labels that takes.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@out_option
 @pass_ctx
 def scores_command(ctx, by, judge, system, fmt, target, out):
     """Each system's benchmark score, raw and corrected for the judge's errors.
@@ -837,11 +845,11 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
     accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
     score (mean over judges); the ranking of systems; judge against judge."""
-    from calibrate import scores as scoring
+    from calibrate.scores import render
+    from calibrate.scores.build import build_scores
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    result = scoring.build_scores(ctx.reader, ctx.templates, by=dims, judge=judge, system=system, target=target)
-    emit(result, fmt, out, "scores", scoring.render_table, scoring.RENDERERS, width=240)
+    result = build_scores(ctx.reader, ctx.templates, by=by, judge=judge, system=system, target=target)
+    emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
 
 
 @cli.command(name="trust")
@@ -850,55 +858,25 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
 @click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
               show_default=True, help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
 @click.option("--judge", help="Only this judge.")
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@by_option("task,lang")
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
+              show_default=True)
+@out_option
 @pass_ctx
-def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
+def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
     """The confidence above which a judge's verdicts can be accepted without a person.
 
     Per cell and judge, from the human-labelled items: the threshold, the share of items it
     accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
     with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
-    from calibrate.reliability_cells import JudgeReliability, gather
-    from calibrate.report import BY_CHOICES, CellKinds
+    from calibrate import trust
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    if not dims or any(d not in BY_CHOICES for d in dims):
-        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
-    kinds = CellKinds(ctx.templates, dims)
-    results = []
-    for (key, name), items in sorted(gather(ctx.store, kinds, judge=judge, gold_from=gold_from).items()):
-        kind = kinds.kind(key)
-        if kind is not None and kind.scored:
-            continue
-        found = JudgeReliability(key, name, kind, items).trust(target, risk)
-        results.append({"task": key[0], "lang": key[1], "judge": name, **found.as_dict()})
-    if fmt == "json":
-        click.echo(json.dumps(results, ensure_ascii=False, indent=2))
-        return
-    if not results:
-        console.print("no judge verdicts to assess")
-        return
-    from rich import box
-
-    console.print(f"accept a judge's verdict when its confidence reaches the threshold: agreement with people "
-                  f">= {target:g}, guaranteed with probability {1 - risk:g}")
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name in ("task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"):
-        table.add_column(name, no_wrap=True, justify="left" if name in ("task", "lang", "judge") else "right")
-    refused = []
-    for r in results:
-        if r["met"]:
-            values = [r["threshold"], f"{r['coverage']:.0%} ({r['accepted']})", r["guaranteed"], r["agreement"]]
-        else:
-            values = ["—", "—", "—", "—"]
-            refused.append(f"{r['task']} {r['lang']} ({r['judge']}): {r['reason']}")
-        table.add_row(*[safe_text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
-                        for v in (r["task"], r["lang"], r["judge"], r["n"], *values)])
-    console.print(table)
-    for line in refused:
-        console.print(safe_text(line), soft_wrap=False)
+    if judge:
+        ctx.store.check_filter(judge=judge)
+    result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
+                               gold_from=gold_from)
+    emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
 
 
 @import_group.command(name="labels")
@@ -963,9 +941,9 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
+    from calibrate.cells import CellKinds
     from calibrate.formats.gold import write_csv, write_jsonl
     from calibrate.reliability_cells import accepted_items
-    from calibrate.report import BY_CHOICES, CellKinds
 
     ctx = click_ctx.find_object(Context)
     writer = write_jsonl if fmt == "jsonl" else write_csv
@@ -992,7 +970,9 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
 
     Generation items get the human label in C3's wording. The statistics files hold each
     judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
-    from calibrate.formats.c3 import c3_statistics, c3_systems, export_c3
+    from calibrate.formats.c3 import c3_corrected, c3_statistics, c3_systems, export_c3
+    from calibrate.scores.build import build_scores
+    from calibrate.scores.model import ScoresError
 
     for judge in judges:
         ctx.reader.check_filter(judge=judge)
@@ -1015,40 +995,11 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             results[judge] = written
     if not results:
         return
-    for name, rows in c3_statistics(results, lang, _c3_corrected(ctx, lang, system, list(results))).items():
+    try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
+        per_task, overall = (build_scores(ctx.reader, ctx.templates, by=by, system=system).cells
+                             for by in (("system", "task", "lang"), ("system", "lang")))
+    except ScoresError:
+        per_task = overall = []
+    for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
         (out_dir / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
         console.print(f"{out_dir / name}: {len(rows)} entries")
-
-
-def _c3_corrected(ctx: Context, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
-    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
-    exported judges (their mean when several, as C3's final score), for the statistics file."""
-    from calibrate import scores as scoring
-    from calibrate.formats.c3 import C3_LAYOUT
-
-    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
-    out: dict[str, dict] = {}
-    for by in (("system", "task", "lang"), ("system", "lang")):
-        try:
-            result = scoring.build_scores(ctx.reader, ctx.templates, by=by, system=system)
-        except scoring.ScoresError:
-            return out
-        for cell in result.cells:
-            if cell.lang != lang or (cell.task != scoring.ALL and cell.task not in categories):
-                continue
-            chosen = [j for j in cell.judges if j.judge in judges]
-            if len(judges) > 1 and cell.final is not None:
-                estimate = cell.final.corrected
-            elif len(chosen) == 1:
-                estimate = chosen[0].corrected
-            else:
-                continue
-            name = "overall" if cell.task == scoring.ALL else categories[cell.task]
-            out[name] = {
-                "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
-                "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
-                "corrected_note": estimate.reason,
-                "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
-                "labelled": cell.labelled,
-            }
-    return out

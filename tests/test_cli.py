@@ -50,6 +50,37 @@ def test_read_only_commands_on_a_missing_database_say_so_and_create_nothing(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_db, tmp_path, monkeypatch):
+    import calibrate.cli as cli_module
+
+    seen = []
+    real_emit = cli_module.emit
+
+    def recording_emit(result, fmt, out, what, *args, **kwargs):
+        seen.append((what, fmt))
+        real_emit(result, fmt, out, what, *args, **kwargs)
+
+    monkeypatch.setattr(cli_module, "emit", recording_emit)
+    run = Calibrate(demo_db)
+    expected = []
+    for command, what, extra in (("report", "report", ["--resamples", "200"]), ("scores", "scores", []),
+                                 ("trust", "trust thresholds", [])):
+        formats = next(p for p in cli.commands[command].params if p.name == "fmt").type.choices
+        for fmt in formats:
+            out = tmp_path / f"{command}.{fmt}"
+            result = run(command, "--format", fmt, "--out", str(out), *extra)
+            assert f"wrote {fmt} {what} to {out}" in result.output and out.stat().st_size > 0
+            expected.append((what, fmt))
+    assert seen == expected
+    assert {fmt for what, fmt in seen if what == "trust thresholds"} == {"table", "json", "csv", "markdown"}
+    trust_rows = json.loads((tmp_path / "trust.json").read_text())
+    assert {"system", "task", "lang", "judge", "met", "threshold"} <= set(trust_rows[0])
+    assert (tmp_path / "trust.csv").read_text().splitlines()[0].startswith("system,task,lang,judge,met,")
+    assert (tmp_path / "trust.markdown").read_text().startswith("# Trust or escalate")
+    styles = {re.search(r"<style>.*</style>", (tmp_path / f"{c}.html").read_text(), re.S).group() for c in ("report", "scores")}
+    assert len(styles) == 1, "report and scores share one stylesheet"
+
+
 def test_filters_name_what_the_database_has(demo_db, tmp_path):
     run = Calibrate(demo_db)
     out = run("items", "--task", "c3/nonexistent", ok=False).output
