@@ -80,7 +80,7 @@ class Context:
         if self.db_path == ":memory:" or self.access == CREATES and (not path.is_file() or not path.stat().st_size):
             return
         if not path.is_file():
-            Store(self.db_path, read_only=True)  # raises the store's DatabaseMissing; creates nothing
+            Store(self.db_path, read_only=True).close()  # raises the store's DatabaseMissing: nothing is created
         Store.open_other(path).close()
 
     @property
