@@ -22,7 +22,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from calibrate.display import safe, safe_json
+from calibrate.cells import BY_CHOICES, by_callback
+from calibrate.escape import safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
@@ -35,6 +36,14 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
+READS, WRITES, CREATES = "reads", "writes", "creates"
+"""What a command does with the database, as it declares (`database=` on the command):
+READS opens it read-only, WRITES writes into one that must exist, CREATES writes and creates
+the file when there is none (imports, the demo, merge). A command that reads or writes and
+finds no database says so and creates nothing; no command gives calibrate's tables to a file
+that is not a calibrate database."""
+
+
 class Context:
     """What every command shares: the settings, and the database and templates they name,
     opened when first used and closed when the command ends."""
@@ -43,22 +52,36 @@ class Context:
         self.settings = settings
         self.db_path = str(settings.get("db"))
         self.template_dirs: list[str] = settings.get("templates")
+        self.access: str | None = None  # the running command's declaration
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
 
     @property
     def store(self) -> Store:
-        if self._store is None:
+        """The database, opened as the running command declared (see READS, WRITES, CREATES)."""
+        return self._store or self.open_store()
+
+    def open_store(self) -> Store:
+        if self.access is None:
+            raise RuntimeError("a command that opens the database must declare database=READS, WRITES or CREATES")
+        self.close()
+        self._check_file()
+        if self.access == READS:
+            self._store = Store(self.db_path, read_only=True)
+        else:
             self._store = Store(self.db_path)
             self._store.on_wait = _say_waiting
         return self._store
 
-    @property
-    def reader(self) -> Store:
-        """The database for a command that only reads: a missing file is an error, never created."""
-        if self._store is None:
-            self._store = Store(self.db_path, read_only=True)
-        return self._store
+    def _check_file(self) -> None:
+        """Refuse, changing nothing, a missing database where the command needs one, and a file
+        that is not a calibrate database of a version this calibrate knows."""
+        path = Path(self.db_path)
+        if self.db_path == ":memory:" or self.access == CREATES and (not path.is_file() or not path.stat().st_size):
+            return
+        if not path.is_file():
+            Store(self.db_path, read_only=True).close()  # raises the store's DatabaseMissing: nothing is created
+        Store.open_other(path).close()
 
     @property
     def templates(self) -> TemplateSet:
@@ -82,10 +105,42 @@ def _say_waiting(seconds: float) -> None:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-class CalibrateGroup(click.Group):
-    """Turns the domain's user-facing errors (a bad import, a template problem) and the file
-    system's (an output folder that does not exist, no permission, a full disk) into a clean
-    `Error: …` message and exit status 1, for every command."""
+class DeclaresDatabase:
+    """A command or group that declares what it does with the database: `database=READS`,
+    WRITES or CREATES, or None for one that never opens it. A command that reads or writes
+    opens the database before it runs, so a missing one is refused before anything happens."""
+
+    def __init__(self, *args, database: str | None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if database not in (None, READS, WRITES, CREATES):
+            raise ValueError(f"database={database!r}: use READS, WRITES, CREATES or None")
+        self.database = database
+
+    def invoke(self, ctx: click.Context):
+        shared = ctx.find_object(Context)
+        if shared is not None and self.database is not None:
+            shared.access = self.database
+            if self.database in (READS, WRITES):
+                shared.open_store()
+        return super().invoke(ctx)
+
+
+class CalibrateCommand(DeclaresDatabase, click.Command):
+    """A calibrate command: it must declare `database=` (see DeclaresDatabase)."""
+
+
+class CalibrateGroup(DeclaresDatabase, click.Group):
+    """A calibrate command group: its commands declare their database access (see
+    DeclaresDatabase). At the top it turns the domain's user-facing errors (a bad import, a
+    template problem) and the file system's (an output folder that does not exist, no
+    permission, a full disk) into a clean `Error: …` message and exit status 1, for every
+    command."""
+
+    command_class = CalibrateCommand
+    group_class = type  # subgroups are CalibrateGroups too
+
+    def __init__(self, *args, database: str | None = None, **kwargs):
+        super().__init__(*args, database=database, **kwargs)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -144,7 +199,7 @@ def byte_progress(total: int, description: str, unit: str = "bytes"):
 
 
 def safe_text(text, style: str = "") -> Text:
-    """Text from data for the console: terminal-safe (display.safe) and never read as markup."""
+    """Text from data for the console: terminal-safe (escape.safe) and never read as markup."""
     return Text(safe(text), style=style)
 
 
@@ -192,8 +247,9 @@ AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a l
 
 
 def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, *, width: int) -> None:
-    """Show `result` in `fmt`: the table on the terminal as it is drawn there, or any format as
-    text, printed or written to `out`."""
+    """The one way `report`, `scores` and `trust` write what they found: `table(result, console)`
+    draws the terminal table (as it is drawn there, or at `width` columns into `out`);
+    `renderers[fmt](result)` gives every other format as text, printed or written to `out`."""
     if fmt == "table" and out is None:
         table(result, console)
         return
@@ -208,6 +264,17 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
         click.echo(text, nl=False)
+
+
+def by_option(default: str, more_help: str = ""):
+    """--by, parsed and checked by the one callback of calibrate.cells (every command takes
+    every value of BY_CHOICES)."""
+    return click.option("--by", default=default, show_default=True, callback=by_callback,
+                        help=f"Cut cells by any of {', '.join(BY_CHOICES)} (comma-separated){more_help}.")
+
+
+out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+                          help="Write to a file instead of the terminal.")
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
@@ -237,7 +304,8 @@ def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def parse_families(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+def parse_families(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """--family NAME=FAMILY (repeated) as (name, family) pairs."""
     out = []
     for pair in pairs:
         name, _, family = pair.partition("=")
@@ -281,7 +349,7 @@ def import_group() -> None:
     """Import items (and judgments run elsewhere)."""
 
 
-@import_group.command(name="jsonl")
+@import_group.command(name="jsonl", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--task", required=True, help="Task id, e.g. c3/heterograph or superglue/boolq.")
 @click.option("--lang", required=True, help="Language: en or zh.")
@@ -315,7 +383,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
         run_import(ctx, records, skip_bad, update)
 
 
-@import_group.command(name="c3")
+@import_group.command(name="c3", database=CREATES)
 @click.option("--reference", "reference_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="C3's text root for the language (C3/english/text or C3/chinese/text).")
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -333,7 +401,7 @@ def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update)
         run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update)
 
 
-@import_group.command(name="c3-results")
+@import_group.command(name="c3-results", database=CREATES)
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
@@ -355,7 +423,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, upda
         run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update)
 
 
-@import_group.command(name="superglue")
+@import_group.command(name="superglue", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
@@ -376,7 +444,7 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
         run_import(ctx, superglue_records(file, task_name, predictions, advance, system), skip_bad, update)
 
 
-@import_group.command(name="rubric")
+@import_group.command(name="rubric", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
@@ -401,7 +469,7 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
 STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled", "flagged"]
 
 
-@cli.command(name="items")
+@cli.command(name="items", database=READS)
 @click.option("--task")
 @click.option("--lang")
 @click.option("--status", type=click.Choice(STATUSES))
@@ -413,8 +481,8 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     """List items, filtered by task, language, system and status."""
     rows = []
-    ctx.reader.check_filter(task=task, lang=lang, system=system)
-    for item in ctx.reader.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
+    ctx.store.check_filter(task=task, lang=lang, system=system)
+    for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:  # the terminal gets a one-line preview of the fields; --json has the item whole
@@ -424,13 +492,13 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)
 
 
-@cli.command(name="status")
+@cli.command(name="status", database=READS)
 @system_filter_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
-    counts = ctx.reader.status_counts(system=system)
+    counts = ctx.store.status_counts(system=system)
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     if as_json:
         print_table("status", columns, [[c[k] for k in columns] for c in counts], as_json)
@@ -448,7 +516,7 @@ def templates_group() -> None:
     """List and show judge prompt templates."""
 
 
-@templates_group.command(name="list")
+@templates_group.command(name="list", database=None)
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def templates_list(ctx, as_json):
@@ -460,7 +528,7 @@ def templates_list(ctx, as_json):
     print_table("templates", ["id", "lang", "tasks", "verdict", "version", "required fields"], rows, as_json)
 
 
-@templates_group.command(name="show")
+@templates_group.command(name="show", database=None)
 @click.argument("template_id")
 @pass_ctx
 def templates_show(ctx, template_id):
@@ -474,7 +542,7 @@ def templates_show(ctx, template_id):
     click.echo(safe(f"--- prompt ---\n{t.text}") if t.has_prompt else "(no judge prompt: humans decide this task)")
 
 
-@cli.command(name="render")
+@cli.command(name="render", database=READS)
 @click.argument("item_id", type=int)
 @click.option("--variant", help="Template family to render with (e.g. c3-official) instead of the judged prompt.")
 @click.option("--judge", help="The prompt this judge was given (default: the latest judgment's).")
@@ -488,12 +556,12 @@ def render_command(ctx, item_id, variant, judge):
     from calibrate.judgments import render_for
     from calibrate.templates import RenderedPrompt
 
-    item = ctx.reader.item(item_id)
+    item = ctx.store.item(item_id)
     if item is None:
         raise click.ClickException(f"no item {item_id} in {ctx.db_path}")
     if judge:
-        ctx.reader.check_filter(judge=judge)
-    judged = None if variant else next((j for j in ctx.reader.judgments_for_item(item_id, judge) if j.prompt), None)
+        ctx.store.check_filter(judge=judge)
+    judged = None if variant else next((j for j in ctx.store.judgments_for_item(item_id, judge) if j.prompt), None)
     template = ctx.templates.for_task(item.task, item.lang, variant)
     if judged is not None:
         err_console.print(safe_text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
@@ -509,7 +577,7 @@ def render_command(ctx, item_id, variant, judge):
     click.echo(safe(render_for(ctx.templates, item, variant).as_text()))
 
 
-@cli.command(name="parse")
+@cli.command(name="parse", database=WRITES)
 @click.option("--judge", help="Only this judge's judgments.")
 @pass_ctx
 def parse_command(ctx, judge):
@@ -526,7 +594,7 @@ def parse_command(ctx, judge):
     print_table("verdict changes", ["from", "to", "count"], rows, False)
 
 
-@cli.command(name="config")
+@cli.command(name="config", database=None)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def config_command(ctx, as_json):
@@ -543,7 +611,7 @@ def config_command(ctx, as_json):
 # -- demo --------------------------------------------------------------------------------------
 
 
-@cli.command(name="demo")
+@cli.command(name="demo", database=CREATES)
 @click.option("--no-tui", is_flag=True, help="Import and print the status table without opening the app.")
 @click.pass_context
 def demo_command(click_ctx, no_tui):
@@ -594,7 +662,7 @@ def annotate_options(command):
     return command
 
 
-@cli.command(name="annotate")
+@cli.command(name="annotate", database=WRITES)
 @annotate_options
 @click.option("--tab", hidden=True, help="The browser tab this app serves (set by `calibrate serve`).")
 @pass_ctx
@@ -608,7 +676,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    ctx.reader.check_filter(task=task, lang=lang, system=system, judge=judge)
+    ctx.store.check_filter(task=task, lang=lang, system=system, judge=judge)
     ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
@@ -620,7 +688,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
 
 
-@cli.command(name="serve")
+@cli.command(name="serve", database=WRITES)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", type=int, default=8000, show_default=True)
 @click.option("--annotators", "annotators_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -655,6 +723,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     console.print("serving calibrate (Ctrl-C stops); open:")
     for person, url in logins.urls(base):
         console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
+    ctx.close()  # checked and brought up to date; each tab's app opens it for itself
     CalibrateServer(args, host=host, port=port, logins=logins, max_connections=max_connections,
                     annotator=annotator, db_path=str(Path(ctx.db_path).resolve()),
                     audio_root=options.get("audio_root")).serve()
@@ -663,7 +732,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 # -- judge ---------------------------------------------------------------------------------------
 
 
-@cli.command(name="judge")
+@cli.command(name="judge", database=WRITES)
 @click.option("--judge", "judge_kind", type=click.Choice(["llm", "rule"]), default="llm", show_default=True,
               help="llm: ask a model; rule: parse SuperGLUE responses offline and compare with gold.")
 @click.option("--model", help="Model name to ask (required for llm).")
@@ -772,12 +841,12 @@ def _print_judge_summary(summary, check: bool = True) -> None:
 REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 
 
-@cli.command(name="report")
+@cli.command(name="report", database=READS)
 @click.option("--judge", help="Only this judge.")
 @system_filter_option
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by system, task and lang (any of them).")
+@by_option("task,lang")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@out_option
 @click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
 @click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
               show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
@@ -793,7 +862,7 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--threshold", type=float, default=60.0, show_default=True, help="Pass/fail threshold for rubric scores.")
 @click.option("--epsilon", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Alternative annotator test margin (Calderon et al. 2025: 0.2 experts, 0.15 skilled, 0.1 crowd workers).")
-@click.option("--family", "families", multiple=True, metavar="NAME=FAMILY",
+@click.option("--family", "families", multiple=True, metavar="NAME=FAMILY", callback=parse_families,
               help="The model family of a judge or system (e.g. gpt-4o=openai); flags a judge grading its own family. "
               "May be repeated.")
 @pass_ctx
@@ -804,31 +873,26 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
     human–human ceiling on the same items, in five formats."""
     from calibrate import report as reports
+    from calibrate.reliability_cells import JURY
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    if not dims or any(d not in reports.BY_CHOICES for d in dims):
-        raise click.BadParameter("use system, task, lang or a comma-separated combination", param_hint="--by")
-    options = reports.ReportOptions(by=dims, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
+    options = reports.ReportOptions(by=by, unparsed="as-disagreement" if unparsed_as_disagreement else unparsed,
                                     resamples=resamples, target_half_width=target, threshold=threshold,
-                                    epsilon=epsilon, gold_from=gold_from, families=parse_families(families),
+                                    epsilon=epsilon, gold_from=gold_from, families=families,
                                     reliability=reliability)
-    ctx.reader.check_filter(system=system, judge=None if judge == reports.JURY else judge)
-    result = reports.build_report(ctx.reader, ctx.templates, judge=judge, options=options, system=system)
-    renderers = {"markdown": reports.render_markdown, "json": reports.render_json, "csv": reports.render_csv,
-                 "html": reports.render_html}
-    emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), renderers,
+    ctx.store.check_filter(system=system, judge=None if judge == JURY else judge)
+    result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
+    emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
 
 
-@cli.command(name="scores")
-@click.option("--by", default="system,task,lang", show_default=True,
-              help="Cells by system, task, lang (comma-separated); each system overall is always shown.")
+@cli.command(name="scores", database=READS)
+@by_option("system,task,lang", "; with system, each system overall is shown too")
 @click.option("--judge", help="Only this judge.")
 @system_filter_option
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--target", type=click.FloatRange(0.001, 1), default=0.05, show_default=True,
               help="Half-width the corrected 95 % interval should reach: how many more labels that takes.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of the terminal.")
+@out_option
 @pass_ctx
 def scores_command(ctx, by, judge, system, fmt, target, out):
     """Each system's benchmark score, raw and corrected for the judge's errors.
@@ -837,71 +901,41 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
     accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
     score (mean over judges); the ranking of systems; judge against judge."""
-    from calibrate import scores as scoring
+    from calibrate.scores import render
+    from calibrate.scores.build import build_scores
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    result = scoring.build_scores(ctx.reader, ctx.templates, by=dims, judge=judge, system=system, target=target)
-    emit(result, fmt, out, "scores", scoring.render_table, scoring.RENDERERS, width=240)
+    result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
+    emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
 
 
-@cli.command(name="trust")
+@cli.command(name="trust", database=READS)
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
               show_default=True, help="Agreement with people the accepted verdicts must reach.")
 @click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
               show_default=True, help="Chance allowed that they do not (the guarantee holds with probability 1 - risk).")
 @click.option("--judge", help="Only this judge.")
-@click.option("--by", default="task,lang", show_default=True, help="Group cells by task, lang, or both.")
+@by_option("task,lang")
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
+              show_default=True)
+@out_option
 @pass_ctx
-def trust_command(ctx, target, risk, judge, by, gold_from, fmt):
+def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
     """The confidence above which a judge's verdicts can be accepted without a person.
 
     Per cell and judge, from the human-labelled items: the threshold, the share of items it
     accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
     with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
-    from calibrate.reliability_cells import JudgeReliability, gather
-    from calibrate.report import BY_CHOICES, CellKinds
+    from calibrate import trust
 
-    dims = tuple(d.strip() for d in by.split(",") if d.strip())
-    if not dims or any(d not in BY_CHOICES for d in dims):
-        raise click.BadParameter("use task, lang or task,lang", param_hint="--by")
-    kinds = CellKinds(ctx.templates, dims)
-    results = []
-    for (key, name), items in sorted(gather(ctx.store, kinds, judge=judge, gold_from=gold_from).items()):
-        kind = kinds.kind(key)
-        if kind is not None and kind.scored:
-            continue
-        found = JudgeReliability(key, name, kind, items).trust(target, risk)
-        results.append({"task": key[0], "lang": key[1], "judge": name, **found.as_dict()})
-    if fmt == "json":
-        click.echo(json.dumps(results, ensure_ascii=False, indent=2))
-        return
-    if not results:
-        console.print("no judge verdicts to assess")
-        return
-    from rich import box
-
-    console.print(f"accept a judge's verdict when its confidence reaches the threshold: agreement with people "
-                  f">= {target:g}, guaranteed with probability {1 - risk:g}")
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name in ("task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"):
-        table.add_column(name, no_wrap=True, justify="left" if name in ("task", "lang", "judge") else "right")
-    refused = []
-    for r in results:
-        if r["met"]:
-            values = [r["threshold"], f"{r['coverage']:.0%} ({r['accepted']})", r["guaranteed"], r["agreement"]]
-        else:
-            values = ["—", "—", "—", "—"]
-            refused.append(f"{r['task']} {r['lang']} ({r['judge']}): {r['reason']}")
-        table.add_row(*[safe_text(v if isinstance(v, str) else f"{v:.3f}" if isinstance(v, float) else str(v))
-                        for v in (r["task"], r["lang"], r["judge"], r["n"], *values)])
-    console.print(table)
-    for line in refused:
-        console.print(safe_text(line), soft_wrap=False)
+    if judge:
+        ctx.store.check_filter(judge=judge)
+    result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
+                               gold_from=gold_from)
+    emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
 
 
-@import_group.command(name="labels")
+@import_group.command(name="labels", database=WRITES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @skip_bad_option
 @pass_ctx
@@ -915,7 +949,7 @@ def import_labels_command(ctx, file, skip_bad):
     console.print(f"{added} labels added, {len(skipped)} skipped")
 
 
-@cli.command(name="merge")
+@cli.command(name="merge", database=CREATES)
 @click.argument("other", type=click.Path(dir_okay=False))
 @pass_ctx
 def merge_command(ctx, other):
@@ -946,7 +980,7 @@ def merge_command(ctx, other):
             err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
 
 
-@cli.group(name="export", invoke_without_command=True)
+@cli.group(name="export", invoke_without_command=True, database=READS)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
 @system_filter_option
@@ -963,22 +997,22 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
         return
+    from calibrate.cells import CellKinds
     from calibrate.formats.gold import write_csv, write_jsonl
     from calibrate.reliability_cells import accepted_items
-    from calibrate.report import BY_CHOICES, CellKinds
 
     ctx = click_ctx.find_object(Context)
     writer = write_jsonl if fmt == "jsonl" else write_csv
-    accepted = accepted_items(ctx.reader, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
+    accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.reader, handle, system, accepted)
+            n = writer(ctx.store, handle, system, accepted)
         console.print(f"wrote {n} items to {out}")
     else:
-        writer(ctx.reader, sys.stdout, system, accepted)
+        writer(ctx.store, sys.stdout, system, accepted)
 
 
-@export_group.command(name="c3")
+@export_group.command(name="c3", database=READS)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge", "judges", multiple=True,
@@ -992,11 +1026,13 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
 
     Generation items get the human label in C3's wording. The statistics files hold each
     judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
-    from calibrate.formats.c3 import c3_statistics, c3_systems, export_c3
+    from calibrate.formats.c3 import c3_corrected, c3_statistics, c3_systems, export_c3
+    from calibrate.scores.build import build_scores
+    from calibrate.scores.model import ScoresError
 
     for judge in judges:
-        ctx.reader.check_filter(judge=judge)
-    known = c3_systems(ctx.reader, lang)
+        ctx.store.check_filter(judge=judge)
+    known = c3_systems(ctx.store, lang)
     if system is None:
         if len(known) > 1:
             raise click.UsageError(f"C3 {lang} items belong to several systems ({', '.join(known)}): pass --system")
@@ -1006,7 +1042,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     results = {}
     for judge in judges or (None,):
         target = out_dir / judge if len(judges) > 1 else out_dir
-        written = export_c3(ctx.reader, ctx.templates, lang, target, judge, system)
+        written = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
@@ -1015,40 +1051,11 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             results[judge] = written
     if not results:
         return
-    for name, rows in c3_statistics(results, lang, _c3_corrected(ctx, lang, system, list(results))).items():
+    try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
+        per_task, overall = (build_scores(ctx.store, ctx.templates, by=by, system=system).cells
+                             for by in (("system", "task", "lang"), ("system", "lang")))
+    except ScoresError:
+        per_task = overall = []
+    for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
         (out_dir / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
         console.print(f"{out_dir / name}: {len(rows)} entries")
-
-
-def _c3_corrected(ctx: Context, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
-    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
-    exported judges (their mean when several, as C3's final score), for the statistics file."""
-    from calibrate import scores as scoring
-    from calibrate.formats.c3 import C3_LAYOUT
-
-    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
-    out: dict[str, dict] = {}
-    for by in (("system", "task", "lang"), ("system", "lang")):
-        try:
-            result = scoring.build_scores(ctx.reader, ctx.templates, by=by, system=system)
-        except scoring.ScoresError:
-            return out
-        for cell in result.cells:
-            if cell.lang != lang or (cell.task != scoring.ALL and cell.task not in categories):
-                continue
-            chosen = [j for j in cell.judges if j.judge in judges]
-            if len(judges) > 1 and cell.final is not None:
-                estimate = cell.final.corrected
-            elif len(chosen) == 1:
-                estimate = chosen[0].corrected
-            else:
-                continue
-            name = "overall" if cell.task == scoring.ALL else categories[cell.task]
-            out[name] = {
-                "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
-                "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
-                "corrected_note": estimate.reason,
-                "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
-                "labelled": cell.labelled,
-            }
-    return out

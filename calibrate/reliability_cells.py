@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from calibrate.cells import CellKinds
 from calibrate.gold import gold_by_item, gold_label
 from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import AgreementData
@@ -39,7 +40,6 @@ from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
 if TYPE_CHECKING:
-    from calibrate.report import CellKinds
     from calibrate.stats.reliability import Calibration, Consistency, Probe, Trust
 
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed

@@ -32,7 +32,7 @@ from textual_serve.server import Server, to_int
 
 from calibrate.audio import AUDIO_ROUTE
 from calibrate.audio_route import audio_handler
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.model import CalibrateError
 
 log = logging.getLogger("calibrate.serve")

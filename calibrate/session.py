@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.audio import PLAYER_HINT, Playback, audio_url, find_player
+from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
+from calibrate.reliability_cells import escalation_queue
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.validate import InputError, check_field_type
@@ -178,9 +180,6 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            from calibrate.reliability_cells import escalation_queue
-            from calibrate.report import BY_CHOICES, CellKinds
-
             queue = escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), self.store.item_ids(**self._scope),
                                      judge=self.judge)
             for k in range(0, len(queue), WINDOW):

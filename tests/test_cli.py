@@ -50,6 +50,81 @@ def test_read_only_commands_on_a_missing_database_say_so_and_create_nothing(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_commands_that_need_data_create_no_database_in_an_empty_folder(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    labels = elsewhere / "labels.jsonl"
+    labels.write_text(json.dumps({"task": "c3/lexical", "lang": "en", "source_id": "1", "annotator": "a",
+                                  "label": "yes"}) + "\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    monkeypatch.delenv("CALIBRATE_DB", raising=False)
+    for args in (["trust"], ["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], ["judge", "--judge", "rule"],
+                 ["report"], ["scores"], ["status"], ["items"], ["export"], ["export", "--out", str(elsewhere / "g.jsonl")],
+                 ["parse"], ["import", "labels", str(labels)]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "Error: no database at calibrate.db: import items first (calibrate import …)" in result.output, args
+        assert list(empty.iterdir()) == [], args
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["labels.jsonl"]
+
+
+def test_a_file_that_is_not_a_calibrate_database_is_refused_and_left_as_it_is(tmp_path):
+    import sqlite3
+
+    foreign = tmp_path / "notes.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    before = foreign.read_bytes()
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}) + "\n")
+    run = Calibrate(foreign)
+    for args in (["status"], ["report"], ["judge", "--judge", "rule"],
+                 ["import", "jsonl", str(seed), "--task", "c3/lexical", "--lang", "en"]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 1, (args, result.output)
+        assert f"Error: {foreign}: an SQLite database, but not a calibrate one" in result.output, (args, result.output)
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db", "seed.jsonl"]
+    text = tmp_path / "text.db"
+    text.write_text("hello\n")
+    result = Calibrate(text)("status", ok=False)
+    assert result.exit_code == 1 and f"Error: {text}: not an SQLite database" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_db, tmp_path, monkeypatch):
+    import calibrate.cli as cli_module
+
+    seen = []
+    real_emit = cli_module.emit
+
+    def recording_emit(result, fmt, out, what, *args, **kwargs):
+        seen.append((what, fmt))
+        real_emit(result, fmt, out, what, *args, **kwargs)
+
+    monkeypatch.setattr(cli_module, "emit", recording_emit)
+    run = Calibrate(demo_db)
+    expected = []
+    for command, what, extra in (("report", "report", ["--resamples", "200"]), ("scores", "scores", []),
+                                 ("trust", "trust thresholds", [])):
+        formats = next(p for p in cli.commands[command].params if p.name == "fmt").type.choices
+        for fmt in formats:
+            out = tmp_path / f"{command}.{fmt}"
+            result = run(command, "--format", fmt, "--out", str(out), *extra)
+            assert f"wrote {fmt} {what} to {out}" in result.output and out.stat().st_size > 0
+            expected.append((what, fmt))
+    assert seen == expected
+    assert {fmt for what, fmt in seen if what == "trust thresholds"} == {"table", "json", "csv", "markdown"}
+    trust_rows = json.loads((tmp_path / "trust.json").read_text())
+    assert {"system", "task", "lang", "judge", "met", "threshold"} <= set(trust_rows[0])
+    assert (tmp_path / "trust.csv").read_text().splitlines()[0].startswith("system,task,lang,judge,met,")
+    assert (tmp_path / "trust.markdown").read_text().startswith("# Trust or escalate")
+    styles = {re.search(r"<style>.*</style>", (tmp_path / f"{c}.html").read_text(), re.S).group() for c in ("report", "scores")}
+    assert len(styles) == 1, "report and scores share one stylesheet"
+
+
 def test_filters_name_what_the_database_has(demo_db, tmp_path):
     run = Calibrate(demo_db)
     out = run("items", "--task", "c3/nonexistent", ok=False).output

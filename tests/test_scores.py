@@ -12,7 +12,7 @@ import pytest
 
 from calibrate.formats.c3 import c3_right
 from calibrate.model import NewItem, NewJudgment
-from calibrate.scores import build_scores
+from calibrate.scores.build import build_scores
 from calibrate.stats import correction
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -64,7 +64,7 @@ def test_narrow_terminal_gets_a_block_per_cell(demo_db):
 
 def test_bad_by_and_unknown_system(demo_db):
     run = Calibrate(demo_db)
-    assert "--by takes system, task, lang" in run("scores", "--by", "judge", ok=False).output
+    assert "Invalid value for '--by': takes system, task, lang" in run("scores", "--by", "judge", ok=False).output
     assert "no judged items" in run("scores", "--system", "nobody", ok=False).output
 
 

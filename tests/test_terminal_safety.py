@@ -1,5 +1,5 @@
 """Text from data never reaches the terminal raw: every command and widget that prints data
-shows escape sequences, C1 controls and bidi overrides visibly (display.safe)."""
+shows escape sequences, C1 controls and bidi overrides visibly (escape.safe)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.conftest import Calibrate

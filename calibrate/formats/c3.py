@@ -393,3 +393,31 @@ def _c3_record(item, part, lang: str, check_answer: str, templates: TemplateSet)
         record["answer"] = response
     record["check_answer"] = check_answer
     return record
+
+
+
+def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, dict]:
+    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
+    exported `judges` (their mean when several, as C3's final score), for `c3_statistics`.
+    `per_task` and `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task
+    and language and by language alone."""
+    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
+    named = [(categories[c.task], c) for c in per_task if c.lang == lang and c.task in categories]
+    named += [("overall", c) for c in overall if c.lang == lang]
+    out: dict[str, dict] = {}
+    for name, cell in named:
+        chosen = [j for j in cell.judges if j.judge in judges]
+        if len(judges) > 1 and cell.final is not None:
+            estimate = cell.final.corrected
+        elif len(chosen) == 1:
+            estimate = chosen[0].corrected
+        else:
+            continue
+        out[name] = {
+            "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
+            "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
+            "corrected_note": estimate.reason,
+            "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
+            "labelled": cell.labelled,
+        }
+    return out

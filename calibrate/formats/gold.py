@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Iterator, Mapping
 
-from calibrate.display import safe_json, spreadsheet_safe
+from calibrate.escape import safe_json, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.store import Store
 

@@ -17,7 +17,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 
 from calibrate.audio import scp_path
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
 from calibrate.store import DatabaseBusy
 from calibrate.tui.audio_strip import AudioStrip

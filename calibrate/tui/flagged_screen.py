@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.model import Item
 
 

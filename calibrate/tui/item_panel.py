@@ -20,9 +20,8 @@ from calibrate.display import (
     page_of,
     reference_text,
     response_text,
-    safe,
-    safe_json,
 )
+from calibrate.escape import safe, safe_json
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 

@@ -7,7 +7,8 @@ from rich.text import Text
 from textual.widgets import Collapsible, Static
 from textual.widgets.collapsible import CollapsibleTitle
 
-from calibrate.display import PAGE_CHARS, safe
+from calibrate.display import PAGE_CHARS
+from calibrate.escape import safe
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 

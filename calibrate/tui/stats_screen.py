@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.store import Store
 
 

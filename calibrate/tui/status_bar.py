@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from calibrate.display import safe
+from calibrate.escape import safe
 from calibrate.session import AnnotationSession, ItemView
 
 

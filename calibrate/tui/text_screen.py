@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from calibrate.display import safe
+from calibrate.escape import safe
 
 
 class TextScreen(ModalScreen[None]):

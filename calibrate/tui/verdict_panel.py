@@ -7,7 +7,8 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from calibrate.display import PAGE_CHARS, safe
+from calibrate.display import PAGE_CHARS
+from calibrate.escape import safe
 from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane

@@ -12,8 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import reliability_by_cell
-from calibrate.report import BY_CHOICES, CellKinds, report_from_data
+from calibrate.report import report_from_data
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 from tests.bench.bench_report import make_db

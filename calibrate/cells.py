@@ -1,0 +1,113 @@
+"""What a cell is: the unit `report`, `scores` and `trust` measure, cut by `--by`.
+
+A cell is the items of one (task, language) pair, or of several pooled when `--by` leaves a
+dimension out, optionally per system under test. A cell holds one kind of verdict: English
+yes/no and Chinese 是/否 pool on their canonical polarity, any other kind only with itself.
+This module holds the one list of `--by` values, the one parser of `--by` for every command,
+and how an unparsed verdict counts in a cell.
+"""
+
+from __future__ import annotations
+
+import click
+
+from calibrate.kinds import VerdictKind
+from calibrate.model import CalibrateError
+from calibrate.templates import TemplateError, TemplateSet
+
+BY_CHOICES = ("system", "task", "lang")
+UNPARSED_MODES = ("exclude", "as-negative", "as-disagreement")
+
+
+class ReportError(CalibrateError, ValueError):
+    """Cells that cannot be built as asked: an unknown `--by` value, or a cell that would pool
+    unlike kinds of verdict."""
+
+
+BY_VALUES = f"{', '.join(BY_CHOICES)} or a comma-separated combination of them (each once)"
+
+
+def check_by(dims: tuple[str, ...]) -> tuple[str, ...]:
+    """`dims` if it is a non-empty combination of BY_CHOICES (each once), else ReportError."""
+    if not dims or len(set(dims)) != len(dims) or any(d not in BY_CHOICES for d in dims):
+        raise ReportError(f"--by takes {BY_VALUES}, not {','.join(dims) or 'nothing'}")
+    return dims
+
+
+def parse_by(text: str) -> tuple[str, ...]:
+    """`--by`'s text ("system,task") as dimensions, checked (see `check_by`)."""
+    return check_by(tuple(d.strip() for d in text.split(",") if d.strip()))
+
+
+def by_callback(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    """The click callback of `--by` for every command that takes it: the checked dimensions, or
+    a usage error naming the valid values."""
+    try:
+        return parse_by(value)
+    except ReportError:
+        raise click.BadParameter(f"takes {BY_VALUES}, not {value!r}", ctx=ctx, param=param) from None
+
+
+class CellKinds:
+    """Cells as `--by` cuts them, and the verdict kind each one measures.
+
+    A cell that pools several (task, language) pairs must pool one kind of verdict: English
+    yes/no and Chinese 是/否 pool (labels are mapped by their canonical polarity, shown in the
+    first member's words), other kinds only with themselves; anything else is refused. The
+    system dimension is not part of the key: callers that cut by system keep a CellKinds per
+    system or split a cell's items by their system."""
+
+    def __init__(self, templates: TemplateSet, by: tuple[str, ...]):
+        self.templates, self.by = templates, by
+        self._own: dict[tuple[str, str], VerdictKind | None] = {}
+        self._cell: dict[tuple[str, str], VerdictKind | None] = {}
+
+    def key(self, task: str, lang: str) -> tuple[str, str]:
+        key = (task if "task" in self.by else "*", lang if "lang" in self.by else "*")
+        if (task, lang) not in self._own:
+            try:
+                own = self.templates.for_task(task, lang).kind
+            except TemplateError:
+                own = None
+            self._own[(task, lang)] = own
+            first = self._cell.setdefault(key, own)
+            if own is not None and first is not None and own.pool_key != first.pool_key:
+                raise ReportError(
+                    f"the cell {'/'.join(key)} would pool {first.name} with {own.name} ({task}, {lang}): "
+                    f"they are different kinds of verdict; use --by {','.join(dict.fromkeys([*self.by, 'task', 'lang']))}"
+                )
+            if first is None:
+                self._cell[key] = own
+        return key
+
+    def kind(self, key: tuple[str, str]) -> VerdictKind | None:
+        return self._cell.get(key)
+
+    def scored(self, key: tuple[str, str]) -> bool:
+        kind = self.kind(key)
+        return kind is not None and kind.scored
+
+    def label(self, task: str, lang: str, value: str | None) -> str | None:
+        """`value` (a verdict or label of this task and language) in its cell's labels."""
+        own, cell = self._own.get((task, lang)), self._cell.get(self.key(task, lang))
+        if own is None or cell is None or own is cell or value not in own.labels:
+            return value
+        outcome = own.canonical(value)  # yes and 是 are one outcome
+        return next((label for label in cell.labels if cell.canonical(label) == outcome), value)
+
+
+def disagreeing(kind: VerdictKind | None, label: str) -> str | None:
+    """A label of the kind's own scale that disagrees with `label` (the other one of a binary
+    kind; the first other label of a larger set)."""
+    if kind is None or not kind.labels:
+        return None
+    return kind.flip(label) or next((other for other in kind.labels if other != label), None)
+
+
+def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
+    """What an unparsed verdict counts as under `mode`, against this human label (None: left out)."""
+    if mode == "as-negative" and kind is not None and kind.positive is not None:
+        return kind.labels[1]
+    if mode in ("as-negative", "as-disagreement"):
+        return disagreeing(kind, human)
+    return None

@@ -1,0 +1,226 @@
+"""Building the agreement report from the store: judge vs human per task x language x judge,
+beside the human-human ceiling on the same items.
+
+The human label is each annotator's current label; with several annotators there is also a
+line against the gold label (the adjudicator's, or the strict majority; ties are counted,
+never dropped). Cells pooled across languages compare like with like: a cell holds one kind
+of verdict, and English yes/no and Chinese 是/否 meet on their canonical polarity. Unparsed
+verdicts are left out, counted as "no" (as C3's script does) or counted as disagreement, as
+asked, and whenever a cell has some the range of kappa between the best and the worst case
+is kept beside it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
+from calibrate.kinds import VerdictKind
+from calibrate.model import AgreementData
+from calibrate.reliability_cells import JURY, jury_data, reliability_by_cell
+from calibrate.report.model import AgreementCell, Line, Report, ReportOptions, gold_name
+from calibrate.stats.agreement import (
+    items_for_half_width,
+    judge_vs_human,
+    kappa_from_tables,
+    two_raters,
+)
+from calibrate.stats.alt_test import AltTest, alternative_annotator_test
+from calibrate.stats.ceiling import human_ceiling
+from calibrate.stats.score_agreement import ScoreAgreement, score_agreement
+from calibrate.store import Store
+from calibrate.templates import TemplateSet
+from calibrate.verdicts import SCORE_KEYS
+
+DEFAULT_OPTIONS = ReportOptions()
+
+def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
+                 options: ReportOptions = DEFAULT_OPTIONS, system: str | None = None) -> Report:
+    """The report over every item, or cut by system (`options.by`) or for one `system`, with
+    the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
+    is measured over every system at once, so a report cut by system leaves it out."""
+
+    def with_jury(data: AgreementData, name: str | None) -> AgreementData:
+        jury = jury_data(store, templates, gold_from=options.gold_from, system=name) if judge in (None, JURY) else None
+        return AgreementData.combine([data, jury]) if jury is not None else data
+
+    if "system" in options.by or system is not None:
+        cells = []
+        for name in [system] if system is not None else store.systems():
+            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), name)
+            for cell in report_from_data(data, templates, options).cells:
+                cell.system = name
+                cells.append(cell)
+        return Report(cells, options)
+    data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None)
+    report = report_from_data(data, templates, options)
+    if not (options.reliability or store.has_repeats_or_confidence()):
+        return report
+    measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+                                   families=dict(options.families), resamples=options.resamples)
+    for c in report.cells:
+        c.reliability = measured.get((c.key, c.judge))
+    return report
+
+
+def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = DEFAULT_OPTIONS) -> Report:
+    """Cells per (task, lang) as `options.by` says, per judge."""
+    if options.unparsed not in UNPARSED_MODES:
+        raise ReportError(f"unknown --unparsed {options.unparsed!r}: use {', '.join(UNPARSED_MODES)}")
+    kinds = CellKinds(templates, options.by)
+    cells: dict[tuple, AgreementCell] = {}
+    gold = gold_name(options)
+
+    def cell(task, lang, judge) -> AgreementCell:
+        key = kinds.key(task, lang)
+        return cells.setdefault((key, judge), AgreementCell(key, judge, kinds.kind(key)))
+
+    for task, lang, judge, status, n in data.judged:
+        c = cell(task, lang, judge)
+        c.judged += n
+        if status == "unparsed":
+            c.unparsed += n
+        elif status == "error":
+            c.errors += n
+    ties: dict[tuple, int] = defaultdict(int)
+    for task, lang, n in data.ties:
+        ties[kinds.key(task, lang)] += n
+
+    # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed
+    parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    unparsed: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for rows, has_annotator in ((data.judge_vs_human, True), (data.judge_vs_gold, False)):
+        for row in rows:
+            if has_annotator:
+                task, lang, judge, annotator, status, verdict, label, n = row
+            else:
+                task, lang, judge, status, verdict, label, n = row
+                annotator = gold
+            if status == "error":
+                continue
+            cell(task, lang, judge)
+            key = (kinds.key(task, lang), judge, annotator)
+            label = kinds.label(task, lang, label)
+            if status == "verdict":
+                parsed[key][(kinds.label(task, lang, verdict), label)] += n
+            else:
+                unparsed[key][label] += n
+
+    people = defaultdict(set)  # (cell, judge) -> annotators with lines
+    for key, judge, versus in [*parsed, *unparsed]:
+        if versus != gold:
+            people[(key, judge)].add(versus)
+    for key, judge, versus in sorted({*parsed, *unparsed}, key=lambda k: (k[0], k[1], k[2] == gold, k[2])):
+        if versus == gold and len(people[(key, judge)]) < 2:
+            continue  # a majority of one annotator is that annotator's line again
+        c = cells[(key, judge)]
+        c.ties = ties.get(key, 0)
+        c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))
+
+    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    item_cells: dict[int, tuple[str, str]] = {}
+    for item_id, task, lang, annotator, label in data.shared_labels:
+        per_item[kinds.key(task, lang)][item_id][annotator] = kinds.label(task, lang, label)
+        item_cells[item_id] = (task, lang)
+    _add_ceilings_and_alt_tests(data, per_item, item_cells, cells, kinds, options)
+    ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
+    return Report(ordered, options)
+
+
+def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, options: ReportOptions) -> Line:
+    """One judge-vs-person line, with unparsed verdicts treated as `options.unparsed` says."""
+    if kind is not None and kind.scored:
+        return Line(versus, scores=_score_lines(kind, parsed, options.threshold, options.resamples),
+                    unparsed=sum(unparsed.values()))
+    pairs = dict(parsed)
+    for label, n in unparsed.items():
+        counted_as = unparsed_as(kind, options.unparsed, label)
+        if counted_as is not None:
+            pairs[(counted_as, label)] = pairs.get((counted_as, label), 0) + n
+    labels = list(kind.labels) if kind else []
+    table, labels = _pair_table(pairs, labels)
+    stats = two_raters(table=table, labels=labels, resamples=options.resamples)
+    plan = items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width) if stats.kappa.value is not None else None
+    line = Line(versus, stats=stats, unparsed=sum(unparsed.values()), more_items=plan)
+    if kind is not None and kind.positive is not None and stats.n:
+        line.errors = judge_vs_human(table, labels, kind.positive)
+    if unparsed and kind is not None and kind.labels:
+        line.kappa_range = _kappa_range(kind, parsed, unparsed, labels)
+    return line
+
+
+def _kappa_range(kind: VerdictKind, parsed: dict, unparsed: dict, labels: list[str]) -> tuple[float | None, float | None]:
+    """Kappa if every unparsed verdict had disagreed with the person (worst) or agreed (best)."""
+    out = []
+    for counted_as in (lambda h: disagreeing(kind, h), lambda h: h):
+        pairs = dict(parsed)
+        for label, n in unparsed.items():
+            pairs[(counted_as(label), label)] = pairs.get((counted_as(label), label), 0) + n
+        table, _ = _pair_table(pairs, labels)
+        value = float(kappa_from_tables(table))
+        out.append(value if np.isfinite(value) else None)
+    return out[0], out[1]
+
+
+def _pair_table(pairs: dict[tuple[str, str], int], labels: list[str]) -> tuple[np.ndarray, list[str]]:
+    """A confusion table from {(rater A label, rater B label): n}: the given label order first,
+    then any other label that occurs (a label from elsewhere)."""
+    labels = list(labels)
+    for a, b in pairs:
+        for value in (a, b):
+            if value not in labels:
+                labels.append(value)
+    index = {label: i for i, label in enumerate(labels)}
+    table = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for (a, b), n in pairs.items():
+        table[index[a], index[b]] += n
+    return table, labels
+
+
+def _score_lines(kind: VerdictKind, pairs: dict[tuple[str, str], int], threshold: float,
+                 resamples: int) -> dict[str, ScoreAgreement]:
+    out = {}
+    for dimension in SCORE_KEYS:
+        judge_scores, human_scores = [], []
+        for (verdict, label), n in pairs.items():
+            judge, human = kind.scores(verdict), kind.scores(label)
+            if judge is None or human is None:
+                continue
+            judge_scores += [judge[dimension]] * n
+            human_scores += [human[dimension]] * n
+        out[dimension] = score_agreement(judge_scores, human_scores, threshold=threshold, resamples=resamples)
+    return out
+
+
+def _add_ceilings_and_alt_tests(data: AgreementData, per_item: dict, item_cells: dict, cells: dict,
+                                kinds: CellKinds, options: ReportOptions) -> None:
+    """Per categorical cell, on the items two or more people labelled: the judge beside the
+    humans (same items, same statistic family, a paired interval for the difference), and the
+    alternative annotator test. Unparsed verdicts follow `options.unparsed`."""
+    verdicts: dict[str, dict[int, str | None]] = defaultdict(dict)
+    for item_id, judge, status, verdict in data.shared_verdicts:
+        if status == "verdict":
+            verdicts[judge][item_id] = kinds.label(*item_cells[item_id], verdict)
+        elif status == "unparsed":
+            verdicts[judge][item_id] = None
+    for (key, judge), c in cells.items():
+        if kinds.scored(key):
+            c.alt_test = AltTest(False, epsilon=options.epsilon, reason="the test compares categorical labels, not scores")
+            continue
+        items = per_item.get(key, {})
+        if not items:
+            continue
+        shown = {}
+        for item_id in items:
+            if item_id not in verdicts[judge]:
+                continue
+            verdict = verdicts[judge][item_id]
+            if verdict is None and options.unparsed == "as-negative" and c.kind is not None and c.kind.positive:
+                verdict = c.kind.labels[1]
+            if verdict is not None or options.unparsed != "exclude":
+                shown[item_id] = verdict
+        c.ceiling = human_ceiling(items, shown, resamples=options.resamples)
+        c.alt_test = alternative_annotator_test(items, shown, epsilon=options.epsilon)
+

@@ -1,0 +1,290 @@
+"""The agreement report's data: how it is cut and measured (`ReportOptions`), its cells
+(`AgreementCell`: a judge in a task x language cell, with a `Line` per annotator and one against
+the gold label), and each line as plain named values (`ReportRow`), which every format is
+written from. Building fills these (calibrate.report.build); rendering reads them
+(calibrate.report.render, calibrate.report.html).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from calibrate.kinds import VerdictKind
+from calibrate.model import Estimate
+from calibrate.reliability_cells import JudgeReliability
+from calibrate.stats.agreement import JudgeVsHuman, TwoRaters, interpret_kappa
+from calibrate.stats.alt_test import AltTest
+from calibrate.stats.ceiling import Ceiling
+from calibrate.stats.intervals import DEFAULT_RESAMPLES
+from calibrate.stats.score_agreement import ScoreAgreement
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How to cut and measure.
+
+    unparsed: "exclude" leaves unparsed verdicts out (counted); "as-negative" takes them as the
+    kind's negative label, as C3's script does; "as-disagreement" gives each the label that
+    disagrees with the human, on the kind's own label scale. `epsilon` is the alternative
+    annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
+    `gold_from` names an adjudicator whose label is the gold where present. `families` maps
+    judge and system names to model families (`--family name=family`), to flag a judge grading
+    a system of its own family. The judges' reliability (consistency, calibration, bias probes)
+    is measured when the database holds repeats or confidences, or when `reliability` asks for
+    it anyway (the bias probes then read every labelled item's response)."""
+
+    by: tuple[str, ...] = ("task", "lang")
+    unparsed: str = "exclude"
+    resamples: int = DEFAULT_RESAMPLES
+    target_half_width: float = 0.1
+    threshold: float = 60.0
+    epsilon: float = 0.2
+    gold_from: str | None = None
+    families: tuple[tuple[str, str], ...] = ()
+    reliability: bool = False
+
+
+@dataclass
+class Line:
+    """One comparison: a judge against one annotator (or the gold label)."""
+
+    versus: str
+    stats: TwoRaters | None = None
+    scores: dict[str, ScoreAgreement] = field(default_factory=dict)
+    more_items: int | None = None
+    errors: JudgeVsHuman | None = None
+    unparsed: int = 0  # labelled items whose verdict did not parse
+    kappa_range: tuple[float | None, float | None] | None = None  # worst, best case for those
+
+    @property
+    def n(self) -> int:
+        if self.stats:
+            return self.stats.n
+        return max((s.n for s in self.scores.values()), default=0)
+
+
+@dataclass
+class AgreementCell:
+    """One judge in one cell: its judged, unparsed and failed verdicts, a line per annotator (and
+    one against the gold label), the human ceiling, the alternative annotator test and the
+    judge's reliability figures."""
+
+    key: tuple[str, str]  # (task, lang); "*" where --by merged it
+    judge: str
+    kind: VerdictKind | None = None
+    system: str | None = None  # the system under test, when --by cuts by system
+    lines: list[Line] = field(default_factory=list)
+    unparsed: int = 0
+    errors: int = 0
+    judged: int = 0
+    ceiling: Ceiling | None = None
+    alt_test: AltTest | None = None
+    ties: int = 0
+    reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
+
+    @property
+    def task(self) -> str:
+        """The task as shown: prefixed by the system when the report is cut by system."""
+        return self.key[0] if self.system is None else f"{self.system or '(none)'} · {self.key[0]}"
+
+    @property
+    def lang(self) -> str:
+        return self.key[1]
+
+    def verdict_words(self, line: Line) -> str:
+        """The line's finding in words: kappa and its band, and where it stands against the
+        human ceiling measured on the same items (by the interval of the difference)."""
+        if line.stats is None:
+            rho = line.scores.get("score_answer")
+            if rho and rho.spearman.value is not None:
+                return f"Spearman {rho.spearman.value:.2f}, MAE {rho.mae:.1f} on score_answer"
+            return "not enough scored items"
+        kappa = line.stats.kappa
+        if kappa.value is None:
+            return "κ undefined (see note)"
+        words = interpret_kappa(kappa.value)
+        if self.ceiling and self.ceiling.verdict:
+            words += f"; {self.ceiling.verdict.split()[0]} ceiling"  # below / within / above, by the paired interval
+        elif self.ceiling is None:
+            words += "; no ceiling yet"
+        return words
+
+
+@dataclass
+class Report:
+    """Every cell of the report, and the options it was built with."""
+
+    cells: list[AgreementCell]
+    options: ReportOptions
+
+    def as_dict(self) -> dict:
+        out = []
+        for cell in self.cells:
+            out.append({
+                "system": cell.system, "task": cell.key[0], "lang": cell.lang, "judge": cell.judge,
+                "kind": cell.kind.name if cell.kind else None,
+                "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
+                "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
+                "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
+                "reliability": cell.reliability.as_dict() if cell.reliability else None,
+                "lines": [
+                    {**asdict(row), "stats": line.stats.as_dict() if line.stats else None,
+                     "judge_errors": line.errors.as_dict() if line.errors else None,
+                     "scores": {k: v.as_dict() for k, v in line.scores.items()}}
+                    for line, row in ((line, report_row(cell, line)) for line in cell.lines)
+                ],
+            })
+        return {"by": list(self.options.by), "unparsed": self.options.unparsed, "gold_from": self.options.gold_from,
+                "target_half_width": self.options.target_half_width, "epsilon": self.options.epsilon,
+                "multiplicity": multiplicity_note(self), "cells": out}
+
+
+def gold_name(options: ReportOptions) -> str:
+    """The name of the line against the gold label."""
+    return f"gold ({options.gold_from})" if options.gold_from else "majority"
+
+
+def multiplicity_note(report: Report) -> str | None:
+    """With many cells, some 95 % intervals miss by chance: say so, with the Bonferroni level
+    for simultaneous statements (Dunn, O. J. (1961). Multiple comparisons among means. JASA 56,
+    52-64)."""
+    shown = sum(1 for c in report.cells for line in c.lines if line.n)
+    if shown < 5:
+        return None
+    return (f"{shown} lines are shown: with 95 % intervals about 1 in 20 misses its true value by chance. "
+            f"For statements about all of them at once, read each at the Bonferroni level {1 - 0.05 / shown:.4f}.")
+
+
+@dataclass
+class ReportRow:
+    """One line of the report as plain named values (numbers stay numbers, None = missing):
+    what CSV, Markdown, JSON and the tables are written from."""
+
+    system: str | None
+    task: str
+    lang: str
+    judge: str
+    versus: str
+    n: int
+    agreement: float | None = None
+    agreement_low: float | None = None
+    agreement_high: float | None = None
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    kappa_note: str | None = None
+    band: str | None = None
+    ac1: float | None = None
+    ac1_low: float | None = None
+    ac1_high: float | None = None
+    pabak: float | None = None
+    prevalence_label: str | None = None
+    prevalence: float | None = None
+    sensitivity: float | None = None
+    sensitivity_low: float | None = None
+    sensitivity_high: float | None = None
+    specificity: float | None = None
+    specificity_low: float | None = None
+    specificity_high: float | None = None
+    bias_index: float | None = None
+    prevalence_index: float | None = None
+    homogeneity_test: str | None = None
+    homogeneity_p: float | None = None
+    leniency: str | None = None
+    unparsed: int = 0
+    kappa_worst: float | None = None
+    kappa_best: float | None = None
+    errors: int = 0
+    ceiling_items: int | None = None
+    ceiling_statistic: str | None = None
+    ceiling: float | None = None
+    ceiling_low: float | None = None
+    ceiling_high: float | None = None
+    judge_on_shared: float | None = None
+    judge_on_shared_low: float | None = None
+    judge_on_shared_high: float | None = None
+    difference: float | None = None
+    difference_low: float | None = None
+    difference_high: float | None = None
+    ceiling_verdict: str | None = None
+    gold_ties: int = 0
+    more_items: int | None = None
+    spearman: float | None = None
+    mae: float | None = None
+    repeats: int | None = None
+    flip_rate: float | None = None
+    flip_rate_low: float | None = None
+    flip_rate_high: float | None = None
+    repeat_alpha: float | None = None
+    repeat_alpha_low: float | None = None
+    repeat_alpha_high: float | None = None
+    unstable_items: int | None = None
+    calibration_items: int | None = None
+    ece: float | None = None
+    brier: float | None = None
+    brier_low: float | None = None
+    brier_high: float | None = None
+    length_bias: float | None = None
+    length_bias_low: float | None = None
+    length_bias_high: float | None = None
+    length_bias_verdict: str | None = None
+    verdict: str = ""
+
+
+def split_estimate(estimate: Estimate | None) -> tuple[float | None, float | None, float | None]:
+    """An estimate as (value, low, high), None where missing."""
+    if estimate is None:
+        return None, None, None
+    low, high = estimate.ci if estimate.ci else (None, None)
+    return estimate.value, low, high
+
+
+def report_row(c: AgreementCell, line: Line) -> ReportRow:
+    row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
+                    more_items=line.more_items, gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
+    if line.stats is not None and line.stats.n:
+        s = line.stats
+        row.agreement, row.agreement_low, row.agreement_high = split_estimate(s.agreement)
+        row.kappa, row.kappa_low, row.kappa_high = split_estimate(s.kappa)
+        row.kappa_note = s.kappa.reason if s.kappa.value is None else (s.kappa.ci_reason or s.kappa.reason)
+        row.band = interpret_kappa(s.kappa.value) if s.kappa.value is not None else None
+        row.ac1, row.ac1_low, row.ac1_high = split_estimate(s.ac1)
+        row.pabak = s.pabak
+        if s.prevalence:
+            row.prevalence_label, row.prevalence = max(s.prevalence.items(), key=lambda kv: kv[1])
+    if line.errors is not None:
+        e = line.errors
+        row.sensitivity, row.sensitivity_low, row.sensitivity_high = split_estimate(e.sensitivity)
+        row.specificity, row.specificity_low, row.specificity_high = split_estimate(e.specificity)
+        row.bias_index, row.prevalence_index = e.bias_index, e.prevalence_index
+        row.homogeneity_test, row.homogeneity_p, row.leniency = e.homogeneity["test"], e.homogeneity["p"], e.direction
+    if line.kappa_range:
+        row.kappa_worst, row.kappa_best = line.kappa_range
+    if c.ceiling is not None:
+        row.ceiling_items, row.ceiling_statistic = c.ceiling.n_items, c.ceiling.human_statistic or None
+        row.ceiling, row.ceiling_low, row.ceiling_high = split_estimate(c.ceiling.humans)
+        row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(c.ceiling.judge)
+        row.difference, row.difference_low, row.difference_high = split_estimate(c.ceiling.difference)
+        row.ceiling_verdict = c.ceiling.verdict
+    rho = line.scores.get("score_answer")
+    if rho is not None:
+        row.spearman, row.mae = rho.spearman.value, rho.mae
+    r = c.reliability
+    if r is not None and not (c.kind and c.kind.scored):
+        row.repeats = r.repeats
+        if r.consistency is not None:
+            row.flip_rate, row.flip_rate_low, row.flip_rate_high = split_estimate(r.consistency.flip_rate)
+            row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high = split_estimate(r.consistency.alpha)
+            row.unstable_items = len(r.unstable_items)
+        if r.calibration is not None:
+            row.calibration_items, row.ece = r.calibration.n, r.calibration.ece.value
+            row.brier, row.brier_low, row.brier_high = split_estimate(r.calibration.brier)
+        if r.length is not None:
+            row.length_bias, row.length_bias_low, row.length_bias_high = split_estimate(r.length.estimate)
+            row.length_bias_verdict = r.length.verdict
+    return row
+
+
+def rows_of(report: Report) -> list[tuple[AgreementCell, Line, ReportRow]]:
+    """Every line of the report with its cell and its named values."""
+    return [(c, line, report_row(c, line)) for c in report.cells for line in c.lines]

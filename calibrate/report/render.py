@@ -1,0 +1,311 @@
+"""The agreement report as text: the terminal table (80 columns, a kappa bar from 100),
+Markdown, CSV and JSON, and the notes in words every format shares.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from dataclasses import asdict, fields
+
+from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.reliability_cells import JudgeReliability
+from calibrate.report.model import (
+    AgreementCell,
+    Report,
+    ReportRow,
+    gold_name,
+    multiplicity_note,
+    report_row,
+    rows_of,
+    split_estimate,
+)
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def with_ci(value: float | None, low: float | None, high: float | None) -> str:
+    """A value with its interval. A statistic undefined on the observed table (e.g. kappa when
+    both raters used one label) can still have an interval for its population value, which is
+    defined: it is shown after the dash, as in the CSV and JSON."""
+    ci = f"[{low:.2f}, {high:.2f}]" if low is not None else None
+    if value is None:
+        return f"— {ci}" if ci else "—"
+    return f"{value:.2f} {ci}" if ci else f"{value:.2f} (no CI)"
+
+
+def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 21) -> str:
+    """κ and its CI on the -1…1 scale: ━ spans the CI, ● marks κ (none where κ is undefined on
+    the table), ┊ marks 0."""
+    if value is None and not ci:
+        return " " * width
+    pos = lambda v: int(round((max(-1.0, min(1.0, v)) + 1) / 2 * (width - 1)))  # noqa: E731
+    chars = ["·"] * width
+    chars[pos(0.0)] = "┊"
+    if ci:
+        for k in range(pos(ci[0]), pos(ci[1]) + 1):
+            chars[k] = "━"
+    if value is not None:
+        chars[pos(value)] = "●"
+    return "".join(chars)
+
+
+def cell_notes(c: AgreementCell, report: Report) -> list[str]:
+    """What a reader must know about a cell beyond its lines: unparsed verdicts and how they
+    were counted, intervals that could not be computed, the ceiling, ties, the alt-test."""
+    notes = []
+    mode = report.options.unparsed
+    if c.unparsed:
+        how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
+               "as-disagreement": "counted as disagreeing with the person"}[mode]
+        notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    undefined: dict[str, list[str]] = defaultdict(list)
+    for line in c.lines:
+        if line.kappa_range and line.unparsed:
+            worst, best = line.kappa_range
+            notes.append(f"vs {line.versus}: {line.unparsed} labelled item(s) with an unparsed verdict: κ between "
+                         f"{fmt(worst)} (all wrong) and {fmt(best)} (all right)")
+        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
+            undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
+        elif line.stats and line.stats.kappa.value is None and line.stats.n:
+            undefined[str(line.stats.kappa.reason)].append(line.versus)
+    notes += [f"vs {', '.join(who)}: {why}" for why, who in undefined.items()]
+    plans = [f"{line.versus} {line.more_items}" for line in c.lines if line.more_items]
+    if plans:
+        notes.append(f"more labels for a κ interval of ±{report.options.target_half_width} (80 % assurance): "
+                     + ", ".join(plans))
+    if c.errors:
+        notes.append(f"{c.errors} judge errors (no output) not counted")
+    ceiling = c.ceiling
+    if ceiling is not None:
+        if ceiling.humans.value is None or ceiling.judge.value is None:
+            notes.append(f"human ceiling: {ceiling.humans.reason or ceiling.judge.reason}")
+        else:
+            diff = ceiling.difference
+            notes.append(
+                f"human ceiling on {ceiling.n_items} items labelled by {ceiling.annotators} people: "
+                f"{ceiling.human_statistic} {with_ci(*split_estimate(ceiling.humans))}; the judge on the same items "
+                f"κ {with_ci(*split_estimate(ceiling.judge))}; difference {with_ci(*split_estimate(diff))}"
+                + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
+            )
+    if c.ties:
+        notes.append(f"{c.ties} item(s) tied between annotators have no {gold_name(report.options)} label")
+    alt = c.alt_test
+    if alt is not None and alt.ran:
+        notes.append(
+            f"alternative annotator test (ε = {alt.epsilon}): winning rate ω {alt.winning_rate:.2f}, advantage "
+            f"probability ρ {alt.advantage_probability:.2f} over {alt.annotators} annotators: "
+            f"{'passes' if alt.passed else 'does not pass'}"
+            + (f"; left out: {', '.join(f'{a} ({why})' for a, why in alt.left_out.items())}" if alt.left_out else "")
+        )
+    elif alt is not None and c.lines and not (c.kind and c.kind.scored):
+        notes.append(f"alternative annotator test not run: {alt.reason}")
+    if c.reliability is not None:
+        notes += reliability_notes(c.reliability)
+    return notes
+
+
+SHOWN_IDS = 20
+
+
+def reliability_notes(r: JudgeReliability) -> list[str]:
+    """The judge's consistency, calibration and bias probes in words (measured against the gold
+    label: the adjudicator's, else the majority, else the only annotator's)."""
+    notes = []
+    if r.consistency is not None:
+        alpha = r.consistency.alpha
+        ids = ", ".join(map(str, r.unstable_items[:SHOWN_IDS])) + (" …" if len(r.unstable_items) > SHOWN_IDS else "")
+        notes.append(
+            f"consistency over {r.repeats} repeats on {r.consistency.items} items: flip rate "
+            f"{with_ci(*split_estimate(r.consistency.flip_rate))}; α across repeats "
+            + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
+            + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
+    if r.calibration is not None and r.calibration.n:
+        cal = r.calibration
+        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f}, Brier "
+                     f"{with_ci(*split_estimate(cal.brier))}")
+    if r.length is not None:
+        b = r.length.estimate
+        notes.append(f"length bias on {r.length.n} items: " + (
+            f"{b.value:+.2f} log-odds of a judge yes per sd of response length "
+            f"[{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]: {r.length.verdict}" if b.value is not None else r.length.verdict))
+    for name, probe in r.systems.items():
+        family = " (judge and system of one model family)" if r.same_family.get(name) else ""
+        notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "
+                     f"{with_ci(*split_estimate(probe.estimate))}: {probe.verdict}")
+    return notes
+
+
+def cells_without_numbers(report: Report) -> list[str]:
+    """Why some cells show no line, in words: nobody labelled their items yet, or every
+    labelled item's verdict is unparsed (and `--unparsed exclude` leaves them out)."""
+    unlabelled = [c for c in report.cells if not c.lines]
+    unparsed = [c for c in report.cells if c.lines and not any(line.n for line in c.lines)]
+    out = []
+    if unlabelled:
+        out.append(f"judged but no human labels yet ({len(unlabelled)}): "
+                   + ", ".join(f"{c.task} {c.lang} ({c.judge})" for c in unlabelled))
+    if unparsed:
+        out.append(f"labelled, but every labelled item's verdict is unparsed ({len(unparsed)}; see --unparsed): "
+                   + ", ".join(f"{c.task} {c.lang} ({c.judge}: {max(line.unparsed for line in c.lines)} items)"
+                               for c in unparsed))
+    return out
+
+
+def render_table(report: Report, console, *, wide: bool = False) -> None:
+    """The terminal report: per cell a heading, a compact table that fits 80 columns (the κ bar
+    from 100), notes in words; `wide` adds a table of the judge's error rates."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+
+    console.print(Text(f"judge vs human, by {' × '.join(report.options.by)}; unparsed verdicts: {report.options.unparsed}",
+                       style="bold"))
+    with_bar = wide or console.width >= 100
+    for c in report.cells:
+        if not any(line.n for line in c.lines):
+            continue
+        console.print()
+        console.print(Text(safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
+        headers = ["vs", "n", "agree", "κ [95% CI]"] + (["−1 ┊ 1"] if with_bar else []) + ["verdict"]
+        body = []
+        for line in c.lines:
+            if not line.n:
+                continue
+            row = report_row(c, line)
+            cells = [row.versus, str(row.n), fmt(row.agreement), with_ci(row.kappa, row.kappa_low, row.kappa_high)]
+            if with_bar:
+                ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
+                cells.append(kappa_bar(row.kappa, ci, 21 if wide or console.width >= 120 else 15))
+            body.append([safe(v) for v in (*cells, row.verdict)])
+        table = _fitted_table(headers, body)
+        console.print(table)
+        if wide:
+            console.print(_details_table(c))
+            reliability = _reliability_table(c)
+            if reliability is not None:
+                console.print(reliability)
+        for note in cell_notes(c, report):
+            console.print(Padding(Text(safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
+    for why in cells_without_numbers(report):
+        console.print()
+        console.print(Text(safe(why), style="dim"), soft_wrap=False)
+    note = multiplicity_note(report)
+    if note:
+        console.print(Text(note, style="dim italic"), soft_wrap=False)
+
+
+def _fitted_table(headers: list[str], body: list[list[str]]):
+    """A borderless rich table whose columns are as wide as their widest cell (none is ever
+    squeezed: a table that fits is never cut; the last column gives way first)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for k, name in enumerate(headers):
+        widest = max([len(name), *(len(row[k]) for row in body)])
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=widest if k < len(headers) - 1 else None,
+                         justify="right" if name in ("n", "agree") else "left")
+    for row in body:
+        table.add_row(*[Text(v) for v in row])
+    return table
+
+
+LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "no evidence of a difference": "no evidence"}
+
+
+def _details_table(c: AgreementCell):
+
+    body = []
+    for line in c.lines:
+        r = report_row(c, line)
+        if not line.n or line.stats is None:
+            continue
+        prevalence = f"{r.prevalence_label} {r.prevalence:.0%}" if r.prevalence is not None else "—"
+        leniency = "—" if r.leniency is None else LENIENCY_WORDS.get(r.leniency, r.leniency) + (
+            "" if r.homogeneity_p is None else f" (p {r.homogeneity_p:.2f})")
+        body.append([safe(v) for v in (
+            r.versus, with_ci(r.ac1, r.ac1_low, r.ac1_high), with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
+            with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
+            f"{fmt(r.bias_index)}/{fmt(r.prevalence_index)}", leniency)])
+    return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
+
+
+def _reliability_table(c: AgreementCell):
+    """--wide: the judge's consistency over repeats, calibration and length probe, one measure
+    a row (narrow enough for 80 columns)."""
+    r = c.reliability
+    if r is None or not c.lines or (r.consistency is None and r.calibration is None and r.length is None):
+        return None
+    row = report_row(c, c.lines[0])
+    body = [["repeats", str(row.repeats)]]
+    if r.consistency is not None:
+        body += [["flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high)],
+                 ["α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high)]]
+    if r.calibration is not None and r.calibration.n:
+        body += [["ECE", fmt(row.ece, 3)], ["Brier", with_ci(row.brier, row.brier_low, row.brier_high)]]
+    if r.length is not None:
+        body.append(["length bias (log-odds/sd)", with_ci(row.length_bias, row.length_bias_low, row.length_bias_high)
+                     if row.length_bias is not None else "cannot tell"])
+    return _fitted_table(["judge reliability", "estimate [95% CI]"], body)
+
+
+MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
+                    ("agree", "agreement"), ("κ [95% CI]", None), ("AC1", "ac1"), ("sensitivity", "sensitivity"),
+                    ("specificity", "specificity"), ("unparsed", "unparsed"), ("verdict", "verdict")]
+
+
+
+def render_markdown(report: Report) -> str:
+    out = io.StringIO()
+    out.write("# calibrate agreement report\n\n")
+    out.write(f"Unparsed verdicts: {report.options.unparsed}. Intervals are 95 %.\n\n")
+    out.write("| " + " | ".join(name for name, _ in MARKDOWN_COLUMNS) + " |\n|" + "---|" * len(MARKDOWN_COLUMNS) + "\n")
+    for _c, _line, row in rows_of(report):
+        values = []
+        for _name, attr in MARKDOWN_COLUMNS:
+            if attr is None:
+                values.append(with_ci(row.kappa, row.kappa_low, row.kappa_high))
+            else:
+                value = getattr(row, attr)
+                values.append(fmt(value) if isinstance(value, float) else value)
+        out.write("| " + " | ".join(markdown_safe(v) for v in values) + " |\n")
+    for c in report.cells:
+        notes = cell_notes(c, report)
+        if notes:
+            out.write(f"\n**{markdown_safe(c.task)} {markdown_safe(c.lang)}, {markdown_safe(c.judge)}**\n\n")
+            out.write("".join(f"- {markdown_safe(note)}\n" for note in notes))
+        for line in c.lines:
+            if line.stats and line.stats.n:
+                out.write(f"\nConfusion matrix, {markdown_safe(c.task)} {markdown_safe(c.lang)}, {markdown_safe(c.judge)} (rows) vs {markdown_safe(line.versus)} (columns):\n\n")
+                labels = line.stats.labels
+                out.write("| | " + " | ".join(markdown_safe(label) for label in labels) + " |\n|---|" + "---|" * len(labels) + "\n")
+                for label, counts in zip(labels, line.stats.table, strict=True):
+                    out.write(f"| **{markdown_safe(label)}** | " + " | ".join(map(str, counts)) + " |\n")
+    note = multiplicity_note(report)
+    if note:
+        out.write(f"\n_{markdown_safe(note)}_\n")
+    return out.getvalue()
+
+
+CSV_FIELDS = [f.name for f in fields(ReportRow)]
+
+
+
+
+def render_csv(report: Report) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_FIELDS)
+    for _c, _line, row in rows_of(report):
+        writer.writerow([spreadsheet_safe(v) for v in asdict(row).values()])
+    return out.getvalue()
+
+
+def render_json(report: Report) -> str:
+    return safe_json(report.as_dict())
+

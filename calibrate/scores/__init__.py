@@ -1,0 +1,26 @@
+"""The benchmark's scores per system under test, raw and corrected for the judge's errors
+(`calibrate scores`).
+
+A judge's accuracy figure for a system is what a benchmark publishes; it is biased by the
+judge's mistakes. Per system × task × language (and per system overall) this package puts side
+by side: the judge's accuracy three ways (C3's own scoring rule, calibrate's parser with
+unparsed verdicts counted wrong, and with them left out), people's accuracy on the items they
+labelled, and the corrected accuracy from both (PPI++ as the main estimate, Rogan–Gladen
+beside it; the statistics live in calibrate.stats.correction). For C3 the final score is the mean
+over the judges, raw and corrected. Systems are ranked with the interval of every pairwise
+difference; judges are compared with each other (Cohen's κ) and with people (the paired
+difference of their agreement with people); and each cell says how many more random labels
+would bring its corrected interval under the target half-width.
+
+Right and wrong: for a yes/no kind a verdict or label is "right" when it means yes (C3:
+the system's answer is correct); for a label-set kind (SuperGLUE) when it equals the item's
+reference (the gold label). Items with several annotators use the majority label (a tie
+counts as unlabelled). Score kinds (the rubric) have no right/wrong and are left out. Tasks
+without a judge prompt (C3's generation phenomena) are decided by people: as in C3's own
+statistics, they count in every judge's accuracy of their benchmark by the human label, and
+as wrong while unlabelled.
+
+`model` holds the figures, `build` computes them from the store, `render` writes them (terminal
+table, Markdown, JSON, CSV, HTML). Import from those modules: this package imports none of them,
+so the C3 format can read the model while the building reads the C3 format.
+"""

@@ -1,0 +1,153 @@
+"""The figures of `calibrate scores`: per cell (system x task x language, or a system overall)
+each judge's accuracy three ways, people's, the corrected accuracy, C3's final score, and the
+rankings and judge-against-judge comparisons across cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calibrate.model import CalibrateError, Estimate
+from calibrate.stats import correction
+
+ALL = "(all)"
+NO_SYSTEM = "(none)"
+FINAL = "mean of judges"
+
+
+class ScoresError(CalibrateError):
+    """Scores that cannot be computed: no judged items with right/wrong verdicts."""
+
+
+@dataclass
+class Accuracy:
+    """right / n, or no value when n is 0."""
+
+    right: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.right / self.n if self.n else None
+
+    def text(self) -> str:
+        return f"{self.right}/{self.n} {self.value:.0%}" if self.n else "—"
+
+    def as_dict(self) -> dict:
+        return {"right": self.right, "n": self.n, "accuracy": self.value}
+
+
+@dataclass
+class JudgeScores:
+    """One judge's figures in one cell. `judged` counts the items this judge judged; the
+    accuracies also count the cell's items that people decide (see the module docstring)."""
+
+    judge: str
+    judged: int
+    unparsed: int
+    c3_rule: Accuracy | None  # None outside C3
+    parser_unparsed_wrong: Accuracy
+    parser_unparsed_left_out: Accuracy
+    corrected: correction.Corrected
+    rogan_gladen: correction.RoganGladen
+    plan: correction.LabelPlan
+
+    def as_dict(self) -> dict:
+        return {
+            "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed,
+            "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
+            "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),
+            "parser_unparsed_left_out": self.parser_unparsed_left_out.as_dict(),
+            "corrected_ppi": self.corrected.as_dict(), "rogan_gladen": self.rogan_gladen.as_dict(),
+            "more_labels_for_target": self.plan.more, "plan_reason": self.plan.reason,
+        }
+
+
+@dataclass
+class Final:
+    """C3's final score: the mean over its judges, raw (each judge's accuracy by C3's rule) and
+    corrected (PPI++ with the judges' mean verdict as the prediction, on the C3 items every one
+    of them judged)."""
+
+    judges: list[str]
+    raw: float | None
+    corrected: correction.Corrected
+
+    def as_dict(self) -> dict:
+        return {"judges": self.judges, "raw": self.raw, "corrected_ppi": self.corrected.as_dict()}
+
+
+@dataclass
+class ScoreCell:
+    """A system's items in one task and language, or in several pooled (ALL where `--by` or the
+    overall line merges them): counts, people's accuracy, each judge's figures, C3's final score."""
+
+    system: str
+    task: str
+    lang: str
+    items: int
+    judged: int
+    labelled: int
+    people: Estimate
+    judges: list[JudgeScores] = field(default_factory=list)
+    final: Final | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.system, self.task, self.lang)
+
+    def estimates(self) -> dict[str, correction.Corrected]:
+        """The corrected estimates systems are ranked by: each judge's, and the final score."""
+        out = {j.judge: j.corrected for j in self.judges}
+        if self.final is not None:
+            out[FINAL] = self.final.corrected
+        return out
+
+    def as_dict(self) -> dict:
+        return {
+            "system": self.system, "task": self.task, "lang": self.lang, "items": self.items, "judged": self.judged,
+            "labelled": self.labelled, "people": self.people.as_dict(), "judges": [j.as_dict() for j in self.judges],
+            "final": self.final.as_dict() if self.final else None,
+        }
+
+
+@dataclass
+class JudgePair:
+    """Two judges on the same items of one scope: agreement with each other, and which tracks
+    people better (agreement of a with people minus agreement of b, paired over the items
+    both judged and people labelled)."""
+
+    scope: str
+    a: str
+    b: str
+    n: int
+    kappa: Estimate
+    n_labelled: int
+    tracks_people: Estimate
+
+    def as_dict(self) -> dict:
+        return {"scope": self.scope, "a": self.a, "b": self.b, "n": self.n, "kappa": self.kappa.as_dict(),
+                "n_labelled": self.n_labelled, "agreement_with_people_a_minus_b": self.tracks_people.as_dict()}
+
+
+@dataclass
+class Scores:
+    by: tuple[str, ...]
+    target: float
+    cells: list[ScoreCell]
+    rankings: list[tuple[str, correction.Ranking]]
+    judge_pairs: list[JudgePair]
+    rule_differences: list[str]
+    notes: list[str]
+
+    def as_dict(self) -> dict:
+        return {
+            "by": list(self.by), "target_half_width": self.target, "cells": [c.as_dict() for c in self.cells],
+            "rankings": [
+                {"scope": scope, "order": r.order, "unranked": r.unranked,
+                 "pairs": [{"a": p.a, "b": p.b, "difference": p.difference.as_dict(), "separated": p.separated}
+                           for p in r.pairs]}
+                for scope, r in self.rankings
+            ],
+            "judge_pairs": [p.as_dict() for p in self.judge_pairs],
+            "why_the_c3_rule_differs": self.rule_differences, "notes": self.notes,
+        }

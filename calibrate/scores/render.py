@@ -1,0 +1,220 @@
+"""`calibrate scores` written out: a terminal table (a block per cell on narrow terminals),
+Markdown, JSON, CSV and an HTML page, each with the notes and sections below the table."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections import defaultdict
+
+from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.html_page import page
+from calibrate.scores.model import FINAL, Scores
+
+COLUMNS = ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule", "parser (unparsed wrong)",
+           "parser (unparsed left out)", "people", "corrected (PPI++)", "Rogan–Gladen", "more labels", "note"]
+RULE_EXPLAINED = (
+    "C3 rule: C3's own statistics script (split on \"The answer is: \" / \"最终答案为：\", right iff the rest starts "
+    "with yes/是), so a bold, full-width-colon or space-less \"yes\" counts as wrong; parser: calibrate's tolerant "
+    "parser. Corrected: PPI++ (Angelopoulos et al. 2023) from every judge verdict plus the human labels, 95 % "
+    "interval; Rogan–Gladen from the judge's sensitivity and specificity on labelled items. Labels are taken as a "
+    "random sample of their cell (a test flags cells where they clearly are not). Items people decide (C3's "
+    "generation phenomena) count in each judge's accuracy by their human label, as wrong while unlabelled, as in "
+    "C3's statistics.")
+
+
+class Footnotes:
+    """Long reasons said once below the table and referred to by number in it."""
+
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def ref(self, text: str | None) -> str:
+        if not text:
+            return ""
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"[{self.texts.index(text) + 1}]"
+
+    def lines(self) -> list[str]:
+        return [f"[{k}] {text}" for k, text in enumerate(self.texts, 1)]
+
+
+class InlineNotes(Footnotes):
+    """Reasons written in full where they apply (for CSV, which has no place below a table)."""
+
+    def ref(self, text: str | None) -> str:
+        return f"{text}. " if text else ""
+
+
+def _estimate_text(value: float | None, ci, reason: str | None) -> str:
+    if value is None:
+        return "—"
+    text = f"{value:.0%}"
+    return text + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+
+
+def rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
+    """One row per cell and judge (and a final row per cell with several judges), as
+    terminal-safe text (escape.safe: names come from data); reasons go to `notes`."""
+    return [[safe(value) for value in row] for row in _rows(scores, notes)]
+
+
+def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
+    out = []
+    for cell in scores.cells:
+        people = cell.people
+        people_text = _estimate_text(people.value, people.ci, None) if cell.labelled else "—"
+        for j in cell.judges:
+            note = notes.ref(j.corrected.reason)
+            if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
+                note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")
+            if j.plan.reason and j.plan.reason != j.corrected.reason:
+                note += notes.ref(f"more labels: {j.plan.reason}")
+            more = str(j.plan.more) if j.plan.more is not None else "—"
+            out.append([
+                cell.system, cell.task, cell.lang, j.judge, str(cell.items), str(j.judged), str(cell.labelled),
+                j.c3_rule.text() if j.c3_rule else "—", j.parser_unparsed_wrong.text(), j.parser_unparsed_left_out.text(),
+                people_text, _estimate_text(j.corrected.value, j.corrected.ci, None),
+                _estimate_text(j.rogan_gladen.value, j.rogan_gladen.ci, None), more, note,
+            ])
+        if cell.final is not None:
+            f = cell.final
+            out.append([
+                cell.system, cell.task, cell.lang, FINAL, str(cell.items), str(cell.judged), str(cell.labelled),
+                f"{f.raw:.0%}" if f.raw is not None else "—", "", "", people_text,
+                _estimate_text(f.corrected.value, f.corrected.ci, None), "", "", notes.ref(f.corrected.reason),
+            ])
+    return out
+
+
+def _ranking_lines(scores: Scores) -> list[str]:
+    lines = []
+    unranked: dict[str, list[str]] = defaultdict(list)
+    for scope, ranking in scores.rankings:
+        if len(ranking.order) > 1:
+            lines.append(f"{scope}: " + " > ".join(ranking.order))
+            for p in ranking.pairs:
+                d = p.difference
+                lines.append(f"  {p.a} − {p.b}: {_estimate_text(d.value, d.ci, None)}"
+                             f" ({'a real difference' if p.separated else 'the interval includes 0: not a real difference'})")
+        for name, why in sorted(ranking.unranked.items()):
+            unranked[why].append(f"{name} in {scope}")
+    for why, where in unranked.items():
+        shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
+        lines.append(f"not ranked ({why}): {shown}")
+    if any(len(r.order) > 1 for _, r in scores.rankings):
+        lines.append("each difference's interval treats the two systems' estimates as independent: conservative "
+                     "when they answered the same items")
+    return lines or ["(no scope with two or more systems)"]
+
+
+def _pair_lines(scores: Scores) -> list[str]:
+    lines = []
+    for p in scores.judge_pairs:
+        k = p.kappa
+        kappa = f"κ {k.value:.2f}" + (f" [{k.ci[0]:.2f}, {k.ci[1]:.2f}]" if k.ci else "") if k.value is not None else f"κ — ({k.reason})"
+        t = p.tracks_people
+        tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}" + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else "")
+                  + f" (n={p.n_labelled} labelled)" if t.value is not None else f"agreement with people: — ({t.reason})")
+        lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}: {kappa}; {tracks}")
+    return lines or ["(no items judged by two judges)"]
+
+
+def sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
+    """The parts below the table, as (title, lines) of terminal-safe text."""
+    return [(title, [safe(line) for line in lines]) for title, lines in _sections(scores, notes)]
+
+
+def _sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
+    return [
+        ("Notes", notes.lines() or ["(none)"]),
+        ("Ranking of systems (corrected accuracy, 95 % interval of each difference)", _ranking_lines(scores)),
+        ("Judge against judge", _pair_lines(scores)),
+        ("Why the C3-rule column differs from the parser column", scores.rule_differences or ["(no output is read differently)"]),
+        ("How the columns are computed", [RULE_EXPLAINED, f"more labels: random labels that would bring the PPI++ "
+                                          f"interval under ±{scores.target:g}", *scores.notes]),
+    ]
+
+
+def render_table(scores: Scores, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    notes = Footnotes()
+    if console.width < WIDE_TABLE:
+        _render_cards(rows(scores, notes), console)
+    else:
+        table = Table(title="benchmark scores per system", show_lines=False)
+        for n, column in enumerate(COLUMNS):
+            table.add_column(column, overflow="fold", no_wrap=n < 3)
+        for row in rows(scores, notes):
+            table.add_row(*[Text(v) for v in row])
+        console.print(table)
+    for title, lines in sections(scores, notes):
+        console.print(Text(title, style="bold"))
+        for line in lines:
+            console.print(Text(f"  {line}"))
+
+
+WIDE_TABLE = 180
+"""Terminal width from which the scores are one table; narrower terminals get a block per cell."""
+
+
+def _render_cards(table_rows: list[list[str]], console) -> None:
+    """The table's rows as a block per cell (a heading line, then a line or two per judge),
+    for terminals too narrow for fifteen columns."""
+    from rich.text import Text
+
+    console.print(Text("benchmark scores per system", style="bold"))
+    heading = None
+    for (system, task, lang, judge, items, _judged, labelled, rule, parser, left_out, people, ppi, rg, more,
+         note) in table_rows:
+        if (system, task, lang) != heading:
+            heading = (system, task, lang)
+            console.print(Text(f"{system} · {task} · {lang}", style="bold cyan"), Text(
+                f"  {items} items, {labelled} labelled, people {people}"))
+        first = [f"C3 rule {rule}"] if rule != "—" or not parser else []
+        if parser:
+            first.append(f"parser {parser}" + (f" (unparsed left out {left_out})" if left_out != parser else ""))
+        second = [f"corrected {ppi}"] + ([f"R–G {rg}"] if rg else []) + ([f"+labels {more}"] if more else [])
+        console.print(Text(f"  {judge}: " + " · ".join(first)))
+        console.print(Text("    " + " · ".join(second) + (f" {note}" if note else "")))
+
+
+def render_markdown(scores: Scores) -> str:
+    out = ["# Benchmark scores per system", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    notes = Footnotes()
+    out += ["| " + " | ".join(markdown_safe(v) for v in row) + " |" for row in rows(scores, notes)]
+    for title, lines in sections(scores, notes):
+        out += ["", f"## {title}", ""] + [f"- {markdown_safe(line)}" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+def render_json(scores: Scores) -> str:
+    # numpy numbers become plain ones first; safe_json then writes unsafe characters as \u escapes
+    return safe_json(json.loads(json.dumps(scores.as_dict(), default=float))) + "\n"
+
+
+def render_csv(scores: Scores) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    writer.writerows([spreadsheet_safe(v) for v in row] for row in rows(scores, InlineNotes()))
+    return buffer.getvalue()
+
+
+def render_html(scores: Scores) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
+    notes = Footnotes()
+    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows(scores, notes))
+    parts = "".join(f"<h2>{e(t)}</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
+                    for t, lines in sections(scores, notes))
+    return page("Benchmark scores per system", f"<div class='wide'><table class='scores'><thead><tr>{head}</tr></thead>"
+                                               f"<tbody>{body}</tbody></table></div>{parts}")
+
+
+RENDERERS = {"markdown": render_markdown, "json": render_json, "csv": render_csv, "html": render_html}

@@ -1,0 +1,67 @@
+"""Cells and `--by`: one list of values, one parser for report, scores and trust, and every
+value each command accepts works (trust cut by system gives a row per system)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calibrate.cells import BY_CHOICES, ReportError, parse_by
+from calibrate.model import NewItem, NewJudgment
+from calibrate.store import Store
+from tests.conftest import Calibrate
+
+
+def two_systems_db(path) -> None:
+    """c3/lexical items of systems alpha (30) and beta (20), judged by gpt with a stored
+    confidence and labelled by ana: alpha's verdicts all right, beta's right on 10 of 20."""
+    store = Store(path)
+    ids = {}
+    for system, n in (("alpha", 30), ("beta", 20)):
+        ids[system], _ = store.add_items([NewItem("c3/lexical", "en", f"{system}-{k}", {"content": str(k), "notation": "n",
+                                                                                      "response": "r"}, system=system)
+                                          for k in range(n)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict="yes",
+                                     confidence=0.9) for system in ids for i in ids[system]])
+    for system in ids:
+        for k, item_id in enumerate(ids[system]):
+            store.annotate(item_id, "ana", "label", label="yes" if system == "alpha" or k < 10 else "no")
+    store.close()
+
+
+def test_parse_by_takes_every_value_and_refuses_the_rest():
+    assert parse_by(" system , lang") == ("system", "lang")
+    assert parse_by(",".join(BY_CHOICES)) == BY_CHOICES
+    for bad in ("judge", "", "task,task", "task,model"):
+        with pytest.raises(ReportError, match="--by takes system, task, lang"):
+            parse_by(bad)
+
+
+def test_trust_by_system_gives_a_row_per_system(tmp_path):
+    path = tmp_path / "t.db"
+    two_systems_db(path)
+    run = Calibrate(path)
+    rows = json.loads(run("trust", "--by", "system", "--format", "json").output)
+    assert [(r["system"], r["task"], r["lang"], r["n"]) for r in rows] == [("alpha", "*", "*", 30), ("beta", "*", "*", 20)]
+    alpha, beta = rows
+    assert alpha["met"] is True and alpha["accepted"] == 30 and beta["met"] is False
+    pooled = json.loads(run("trust", "--format", "json").output)
+    assert [(r["system"], r["n"], r["met"]) for r in pooled] == [(None, 50, False)]
+    table = run("trust", "--by", "system,task,lang").output
+    assert "alpha" in table and "beta" in table and "c3/lexical" in table
+
+
+@pytest.mark.parametrize("command", ["report", "scores", "trust"])
+def test_each_command_refuses_a_bad_by_with_the_valid_values(demo_db, command):
+    result = Calibrate(demo_db)(command, "--by", "task,judge", ok=False)
+    assert result.exit_code == 2
+    assert "Invalid value for '--by': takes system, task, lang or a comma-separated combination" in result.output
+    assert "not 'task,judge'" in result.output
+
+
+@pytest.mark.parametrize("command", ["report", "trust"])
+def test_pooling_unlike_kinds_by_system_is_refused_with_advice_that_works(demo_db, command):
+    refused = Calibrate(demo_db)(command, "--by", "system", ok=False)
+    assert refused.exit_code == 1 and "use --by system,task,lang" in refused.output
+    Calibrate(demo_db)(command, "--by", "system,task,lang", "--format", "json")
