@@ -1073,7 +1073,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
-            note = f" ({left_out[path]} items {judge} never judged left out)" if path in left_out else ""
+            n = left_out.get(path, 0)
+            note = f" ({n} item{'s' * (n != 1)} {judge} never judged left out)" if n else ""
             console.print(safe_text(f"{target / path}: {len(records)} records{note}"))
         if judge:
             results[judge] = written

@@ -209,6 +209,14 @@ class TemplateSet:
             raise TemplateError(f"unknown template family {family!r}; known: {', '.join(sorted(self._requests))}")
         return dict(self._requests[family])
 
+    def people_decide(self, task: str, lang: str) -> bool:
+        """A task people decide: its template has no judge prompt (C3's generation phenomena),
+        so a judgment on it is no evidence about a judge."""
+        try:
+            return not self.for_task(task, lang).has_prompt
+        except TemplateError:
+            return False
+
     def knows(self, task: str, lang: str) -> bool:
         return (task, lang) in self._default
 

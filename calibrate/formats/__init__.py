@@ -373,6 +373,12 @@ def import_records(
 
     try:
         for record in records:
+            if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
+                cell = record.item if record.item is not None else record.ref
+                if templates.people_decide(cell.task, cell.lang):
+                    record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
+                                      "it, so a judge's output for it is no judgment (import people's verdicts with "
+                                      "calibrate import labels)")
             if isinstance(record, Record) and record.ref is not None:
                 found = index.resolve(record.ref, record.location)
                 if isinstance(found, str):

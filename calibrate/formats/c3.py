@@ -28,7 +28,7 @@ from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, ContentRef, ImportFailed, Progress, Record, read_json_list
 from calibrate.formats.gold import consolidated
 from calibrate.judgments import render_for
-from calibrate.kinds import POSITIVE
+from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import Item, NewItem
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -250,9 +250,11 @@ def c3_record_keys(part: C3Part, lang: str) -> tuple[str, ...]:
     """The keys of a C3 result record of this phenomenon, in the order evaluate.py writes them."""
     if part.multi_turn:
         return ("content", "annotation", "check_answer")
+    if part.task == "c3/generation-tone":
+        return ("content", "annotation", "check_answer")  # the script writes no answer for this one
     if lang == "zh":
-        middle = ("annotation",) if part.task.endswith(("completion", "resolution")) or not part.source_prefix.startswith(_CTX) else ()
-        return ("content", *middle, "answer", "check_answer")
+        annotated = part.task.endswith(("completion", "resolution")) or not part.source_prefix.startswith(_CTX)
+        return ("content", *(("annotation",) if annotated else ()), "answer", "check_answer")
     middle = {"c3/heterograph": ("notation", "problem"), "c3/coreference-resolution": ("problem", "correct_answer"),
               "c3/coreference-detection": ()}.get(part.task, ("notation",))
     return ("content", *middle, "answer", "check_answer")
@@ -303,11 +305,8 @@ def c3_result_records(
                              view, str(path), "multi-turn result files hold only the rendered dialogue: import the "
                              "C3 tree first (calibrate import c3)")
             if part.people_decide:
-                label = _person_label(output, kind, lang) if output else None
-                if label is not None and label not in kind.labels:
-                    yield BadInput(where, label)
-                    continue
-                yield Record(item, where, ref=ref, label=label, annotator=annotator)
+                label, problem = _person_label(output, kind, lang) if output else (None, None)
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, label=label, annotator=annotator)
                 continue
             yield Record(
                 item,
@@ -323,18 +322,18 @@ def c3_result_records(
             progress(1)
 
 
-def _person_label(check_answer: str, kind, lang: str) -> str:
-    """A person's verdict written into a generation record, as a label of the task's kind;
-    otherwise the reason it cannot be one (a text that is not a verdict, or one C3's own
-    scoring rule reads the other way)."""
+def _person_label(check_answer: str, kind: VerdictKind, lang: str) -> tuple[str | None, str | None]:
+    """(label, None) for a person's verdict written into a generation record, as a label of
+    the task's kind; (None, why not) for a text that is no verdict, or one C3's own scoring
+    rule reads the other way."""
     verdict = kind.parse(check_answer)
     wording = " or ".join(repr(kind.c3_wording(label)) for label in kind.labels)
     if not verdict.parsed:
-        return f"check_answer {check_answer!r} is not a person's verdict: write {wording}"
+        return None, f"check_answer {check_answer!r} is not a person's verdict: write {wording}"
     if (kind.polarity(verdict.value) == POSITIVE) != c3_right(check_answer, lang):
-        return (f"check_answer {check_answer!r} reads {verdict.value!r} to calibrate but the other way to C3's "
-                f"scoring script: write {wording}")
-    return verdict.value
+        return None, (f"check_answer {check_answer!r} reads {verdict.value!r} to calibrate but the other way to "
+                      f"C3's scoring script: write {wording}")
+    return verdict.value, None
 
 
 def _viewer(part: C3Part, lang: str, templates: TemplateSet):
