@@ -25,6 +25,7 @@ from rich.text import Text
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import safe, safe_json
 from calibrate.formats import ImportReport, import_records
+from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
@@ -288,7 +289,9 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> I
     counts = report.counts
     console.print(
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
-        f"{counts.judgments_added} judgments added, {len(report.skipped)} skipped"
+        f"{counts.judgments_added} judgments added, "
+        + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
+        + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
     )
     return report
@@ -387,40 +390,70 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @click.option("--reference", "reference_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="C3's text root for the language (C3/english/text or C3/chinese/text).")
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The spoken dialogue model's response tree.")
+              help="The spoken dialogue model's response tree (the .txt files).")
+@click.option("--audio", "audio_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="A tree of the responses' .wav files, at the same relative paths as the .txt files "
+                   "[default: beside the .txt files].")
 @click.option("--lang", required=True, type=lang_choice)
 @system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
 @skip_bad_option
 @update_option
 @pass_ctx
-def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update):
-    """Import the C3 reference tree paired with a response tree."""
-    from calibrate.formats.c3 import c3_parts, c3_records
+def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_bad, update):
+    """Import the C3 reference tree paired with a response tree.
 
-    with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
-        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update)
+    Responses are read as C3's evaluate.py reads them (CRLF line endings become LF). That
+    script counts every file of a response folder as a response, so keep the .wav files in a
+    tree of their own for it and name that tree with --audio."""
+    from calibrate.formats.c3 import c3_audio_root, c3_parts, c3_records
+
+    parts = c3_parts(reference_dir, lang)
+    audio_root = c3_audio_root(responses_dir, audio_dir) if responses_dir.is_dir() else None
+    with byte_progress(len(parts), "importing C3", unit="files") as advance:
+        report = run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system, audio_root,
+                                            with_audio=audio_root is not None), skip_bad, update)
+    if audio_root is None:
+        err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {report.records} items imported "
+                                    "without audio (text only; --audio names a tree of .wav files)", style="yellow"))
 
 
 @import_group.command(name="c3-results", database=CREATES)
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
+@click.option("--annotator", default=C3_RESULT_ANNOTATOR, show_default=True,
+              help="Who the people's verdicts filled into generation records are stored as.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
                "folder's name", "The spoken dialogue model whose answers were judged")
 @skip_bad_option
 @update_option
 @pass_ctx
-def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, update):
+def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, skip_bad, update):
     """Import the C3 script's result files: check_answer becomes a judgment.
 
-    Items not imported yet are created from the records (content, reference, answer)."""
-    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems
+    Records are matched to the items of the C3 tree by content (C3's script skips duplicates,
+    so a record's position says nothing); items not imported yet are created from the records
+    (content, reference, answer). A filled check_answer of a generation record is a person's
+    label (--annotator); an empty one waits for a person."""
+    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems, default_system
 
     if system is None:
         known = c3_systems(ctx.store, lang)
         system = known[0] if len(known) == 1 else None
-    with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update)
+    parts = c3_result_parts(results_dir, lang)
+    with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
+        report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
+                                                   annotator), skip_bad, update)
+    for path, cell, source_ids in report.unmatched:
+        shown = ", ".join(source_ids[:10]) + (f" and {len(source_ids) - 10} more" if len(source_ids) > 10 else "")
+        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {len(source_ids)} {cell} items: {shown}",
+                                    style="yellow"))
+    system = system if system is not None else default_system(results_dir)
+    for part in (p for p in parts if p.people_decide):
+        waiting = sum(1 for _ in ctx.store.iter_items(task=part.task, lang=lang, system=system, status="unlabelled"))
+        if waiting:
+            console.print(safe_text(f"{waiting} {part.task} ({lang}) items wait for a person's label "
+                                    f"(calibrate annotate --task {part.task} --lang {lang})"))
 
 
 @import_group.command(name="superglue", database=CREATES)
@@ -562,6 +595,11 @@ def render_command(ctx, item_id, variant, judge):
     if judge:
         ctx.store.check_filter(judge=judge)
     judged = None if variant else next((j for j in ctx.store.judgments_for_item(item_id, judge) if j.prompt), None)
+    if judged is None and not ctx.templates.for_task(item.task, item.lang).has_prompt:
+        click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt in any family: people decide "
+                        "it (calibrate annotate)."))
+        click.echo(safe_json(item.fields))
+        return
     template = ctx.templates.for_task(item.task, item.lang, variant)
     if judged is not None:
         err_console.print(safe_text(f"the prompt judge {judged.judge_name} was given (template {judged.template_id or '?'}, "
@@ -753,9 +791,13 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--force", is_flag=True, help="Judge again items already judged by this configuration (a new judgment beside the old).")
 @click.option("--export-batch", type=click.Path(dir_okay=False, path_type=Path), help="Write the requests as OpenAI Batch JSONL instead of calling.")
 @click.option("--import-batch", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Store the results of a batch.")
+@click.option("--variant", metavar="FAMILY",
+              help="Judge with this template family's prompts (e.g. c3-official: C3's own wording, with its "
+                   "temperature 0 and max_tokens 2048 unless given) instead of each task's default.")
 @pass_ctx
 def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
-                  temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch):
+                  temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch,
+                  variant):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
@@ -778,10 +820,15 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         raise click.UsageError("--model is required (or use --judge rule)")
     settings = ctx.settings.with_flags(base_url=base_url, api_key_env=api_key_env)
     base_url, api_key_env = settings.get("base_url"), settings.get("api_key_env")
+    if variant:
+        requested = ctx.templates.request_defaults(variant)
+        given = click.get_current_context().get_parameter_source("temperature") != click.core.ParameterSource.DEFAULT
+        temperature = temperature if given else float(requested.get("temperature", temperature))
+        max_tokens = max_tokens if max_tokens is not None else requested.get("max_tokens")
     config = JudgeConfig(
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,
-        repeat=repeat,
+        repeat=repeat, family=variant,
     )
     summary = RunSummary()
     if import_batch:
@@ -791,6 +838,9 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
     for problem in summary.not_renderable:
         err_console.print(safe_text(f"cannot render {problem}", style="yellow"))
+    if variant and not jobs and not summary.skipped_done:
+        raise click.ClickException(f"no {'item' if not (task or lang) else 'item of the --task/--lang asked'} has a "
+                                   f"{variant} template: nothing to judge")
     if export_batch:
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
@@ -1016,22 +1066,36 @@ def export_group(click_ctx, fmt, out, system, target, risk):
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--lang", required=True, type=lang_choice)
 @click.option("--judge", "judges", multiple=True,
-              help="Whose raw output fills check_answer for judged phenomena; may be repeated (then one result "
-                   "tree per judge, OUT_DIR/<judge>/). Name judges dpsk and gpt to get C3's exact statistics keys.")
+              help="Whose raw output fills check_answer for judged phenomena; may be repeated. Each judge's result "
+                   "tree goes to OUT_DIR/<judge>/, the statistics files to OUT_DIR/statistics/. Name judges dpsk "
+                   "and gpt to get C3's exact statistics keys.")
 @click.option("--system", help="The system whose results to write [default: the one system with C3 items in this "
                                "language; required when there are several].")
 @pass_ctx
 def export_c3_command(ctx, out_dir, lang, judges, system):
-    """Write result files in C3's own layout, and C3's statistics files beside them.
+    """Write result files in C3's own layout, one tree per judge, and C3's statistics files.
 
-    Generation items get the human label in C3's wording. The statistics files hold each
-    judge's accuracy by C3's rule (its keys) and calibrate's corrected accuracy side by side."""
-    from calibrate.formats.c3 import c3_corrected, c3_statistics, c3_systems, export_c3
+    Records carry exactly the keys C3's evaluate.py writes; items a judge never judged are left
+    out, as that script leaves out what it skipped. Generation items get the human label in
+    C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
+    calibrate's corrected accuracy side by side. Run C3's process_results.py with
+    --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
+    from calibrate.formats.c3 import (
+        C3_STATISTICS_FOLDER,
+        c3_corrected,
+        c3_judge_folder,
+        c3_statistics,
+        c3_systems,
+        export_c3,
+    )
     from calibrate.scores.build import build_scores
     from calibrate.scores.model import ScoresError
 
     for judge in judges:
         ctx.store.check_filter(judge=judge)
+    folders = {judge: c3_judge_folder(judge) for judge in judges}
+    if len(set(folders.values())) < len(folders):
+        raise click.UsageError(f"judges {', '.join(judges)} would share a folder ({', '.join(folders.values())})")
     known = c3_systems(ctx.store, lang)
     if system is None:
         if len(known) > 1:
@@ -1041,12 +1105,14 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
     results = {}
     for judge in judges or (None,):
-        target = out_dir / judge if len(judges) > 1 else out_dir
-        written = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        target = out_dir / folders[judge] if judge else out_dir
+        written, left_out = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
-            console.print(safe_text(f"{target / path if len(judges) > 1 else path}: {len(records)} records"))
+            n = left_out.get(path, 0)
+            note = f" ({n} item{'s' * (n != 1)} {judge} never judged left out)" if n else ""
+            console.print(safe_text(f"{target / path}: {len(records)} records{note}"))
         if judge:
             results[judge] = written
     if not results:
@@ -1056,6 +1122,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                              for by in (("system", "task", "lang"), ("system", "lang")))
     except ScoresError:
         per_task = overall = []
+    statistics = out_dir / C3_STATISTICS_FOLDER
+    statistics.mkdir(parents=True, exist_ok=True)
     for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
-        (out_dir / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
-        console.print(f"{out_dir / name}: {len(rows)} entries")
+        (statistics / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
+        console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))

@@ -55,6 +55,7 @@ class JudgeConfig:
     max_retries: int = 3
     backoff: float = 0.5
     repeat: int = 1  # samples per item; not a parameter of the judge, so K repeats share one key
+    family: str | None = None  # the template family to judge with (its version is in the key); None: each task's default
 
     @property
     def name(self) -> str:
@@ -138,8 +139,9 @@ def plan_jobs(
     force: bool = False,
     summary: RunSummary | None = None,
 ) -> list[Job]:
-    """Requests to make: for each item with a judge prompt, each of its `config.repeat` samples
-    not yet judged by this exact configuration (all of them if `force`). `limit` counts items;
+    """Requests to make: for each item with a judge prompt (in `config.family`, when set: items
+    of tasks it does not serve are passed over), each of its `config.repeat` samples not yet
+    judged by this exact configuration (all of them if `force`). `limit` counts items;
     `summary.skipped_done` counts the samples already judged."""
     summary = summary if summary is not None else RunSummary()
     params = config.params()
@@ -148,7 +150,7 @@ def plan_jobs(
     items_asked = 0
     for item in store.iter_items(task=task, lang=lang):
         try:
-            template = templates.for_task(item.task, item.lang)
+            template = templates.for_task(item.task, item.lang, config.family)
         except TemplateError:
             continue
         if not template.has_prompt:

@@ -159,6 +159,7 @@ class ImportCounts:
     items_added: int = 0
     items_existing: int = 0
     judgments_added: int = 0
+    labels_added: int = 0
 
 
 # -- judgments ----------------------------------------------------------------------------------

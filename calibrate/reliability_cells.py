@@ -127,6 +127,8 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
         item.logprobs[sample] = confidence
     pooled: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
     for (task, lang, judge_name), items in cells.items():
+        if kinds.templates.people_decide(task, lang):
+            continue  # people decide these items: a judgment there is no evidence about the judge
         _in_cell_words(kinds, task, lang, items.values())
         pooled.setdefault((kinds.key(task, lang), judge_name), {}).update(items)
     cells = pooled

@@ -23,6 +23,8 @@ from calibrate.resources import bundled
 from calibrate.validate import FIELD_TYPES
 
 LANGS = ("en", "zh")
+REQUEST_PARAMETERS = {"temperature": (int, float), "max_tokens": int}
+"""What a manifest's [request] may set for its family (see TemplateSet.request_defaults)."""
 
 
 class TemplateError(CalibrateError, ValueError):
@@ -117,6 +119,7 @@ class TemplateSet:
     def __init__(self, folders: Iterable[Path] = ()):
         self.templates: dict[str, Template] = {}
         self._default: dict[tuple[str, str], str] = {}
+        self._requests: dict[str, dict] = {}  # family -> request parameters its prompts are sent with
         for folder in [bundled("templates"), *(folders or ())]:
             self.add_folder(Path(folder))
 
@@ -134,6 +137,11 @@ class TemplateSet:
             raise TemplateError(f"{path}: {exc}") from exc
         family = data.get("family") or path.parent.name
         is_default = data.get("default", True)
+        request = data.get("request", {})
+        if not isinstance(request, dict) or set(request) - set(REQUEST_PARAMETERS) or not all(
+                isinstance(request[k], REQUEST_PARAMETERS[k]) and not isinstance(request[k], bool) for k in request):
+            raise TemplateError(f"{path}: [request] takes {', '.join(REQUEST_PARAMETERS)} (numbers)")
+        self._requests[family] = request
         family_types = data.get("fields", {})
         for n, entry in enumerate(data.get("template", []), 1):
             where = f"{path} template #{n}"
@@ -193,6 +201,21 @@ class TemplateSet:
         if template_id is None:
             raise TemplateError(f"unknown task {task!r} for language {lang!r}")
         return self.templates[template_id]
+
+    def request_defaults(self, family: str) -> dict:
+        """The request parameters a family's prompts are sent with unless the user says
+        otherwise (its manifest's [request]: temperature, max_tokens)."""
+        if family not in self._requests:
+            raise TemplateError(f"unknown template family {family!r}; known: {', '.join(sorted(self._requests))}")
+        return dict(self._requests[family])
+
+    def people_decide(self, task: str, lang: str) -> bool:
+        """A task people decide: its template has no judge prompt (C3's generation phenomena),
+        so a judgment on it is no evidence about a judge."""
+        try:
+            return not self.for_task(task, lang).has_prompt
+        except TemplateError:
+            return False
 
     def knows(self, task: str, lang: str) -> bool:
         return (task, lang) in self._default

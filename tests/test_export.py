@@ -32,9 +32,9 @@ def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
     generation = store.items(task="c3/generation-pause", lang="zh", system="sdm-alpha")[0]
     store.annotate(generation.id, "ana", "label", label="是")
     store.close()
-    out_dir = tmp_path / "results"
-    out = Calibrate(demo_db)("export", "c3", "--lang", "zh", "--system", "sdm-alpha", str(out_dir), "--judge", "demo-judge")
-    assert "ambiguity/phonological/generation/pause.json: 1 records" in out.output
+    out = Calibrate(demo_db)("export", "c3", "--lang", "zh", "--system", "sdm-alpha", str(tmp_path), "--judge", "demo-judge")
+    out_dir = tmp_path / "demo-judge"
+    assert "demo-judge/ambiguity/phonological/generation/pause.json: 1 records" in out.output
     gen = json.loads((out_dir / "ambiguity/phonological/generation/pause.json").read_text())
     assert gen[0]["check_answer"] == "最终答案为：是。" and gen[0]["content"] == "南京市长江大桥"
     tone = json.loads((out_dir / "ambiguity/phonological/generation/tone.json").read_text())

@@ -170,10 +170,15 @@ def test_c3_results_empty_check_answer_is_an_error_not_a_no(calibrate, c3_en):
 
 
 def test_c3_results_alone_name_a_record_missing_its_fields(calibrate, c3_en):
-    """Result files alone create their items, but a record must hold what its phenomenon needs:
-    this coreference-resolution record lost the reference answer (C3's script overwrote it)."""
+    """Result files alone create their items, but a record must hold the keys C3's script
+    writes for its phenomenon: this coreference-resolution record lost its reference answer."""
+    results = c3_en / "results" / "context-dependency" / "coreference-resolution.json"
+    records = json.loads(results.read_text())
+    del records[0]["correct_answer"]
+    results.write_text(json.dumps(records))
     out = calibrate("import", "c3-results", str(c3_en / "results"), "--lang", "en", "--judge-name", "j", ok=False)
-    assert "coreference-resolution.json[0]: missing field 'answer'" in out.output and counts(calibrate.db) == (0, 0, 0)
+    assert "coreference-resolution.json[0]: missing field 'correct_answer' (C3 writes content, problem, correct_answer, " \
+           "answer, check_answer" in out.output and counts(calibrate.db) == (0, 0, 0)
 
 
 # -- superglue -----------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_c3_results_alone_create_items_and_attach_to_a_stored_tree(calibrate, tw
     import_tree(calibrate, two_systems, "model-b")
     before = counts(calibrate.db)
     wrong = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-b", ok=False)
-    assert "lexical.json[0]: 'response' differs from the response imported for c3/lexical (en, system model-b)" in wrong.output
+    assert ("lexical.json[0]: its 'answer' differs from that of c3/lexical (en, system model-b) item "
+            "ambiguity/semantic/lexical/0, which has the same 'content' and 'notation'") in wrong.output
     assert counts(calibrate.db) == before
 
 

@@ -216,3 +216,15 @@ def test_user_template_folder_takes_over_the_task(tmp_path, templates):
     both = TemplateSet([tmp_path / "mine"])
     assert both.for_task("c3/lexical", "en").id == "custom/en/lexical"
     assert both.for_task("c3/heterograph", "en").id == "c3/en/heterograph"
+
+
+def test_a_family_says_what_its_prompts_are_sent_with(tmp_path, templates):
+    assert templates.request_defaults("c3-official") == {"temperature": 0, "max_tokens": 2048}
+    assert templates.request_defaults("c3") == {}
+    with pytest.raises(TemplateError, match="unknown template family 'nope'"):
+        templates.request_defaults("nope")
+    folder = tmp_path / "mine" / "custom"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text('family = "custom"\n[request]\ntop_p = 0.9\n')
+    with pytest.raises(TemplateError, match=r"\[request\] takes temperature, max_tokens"):
+        TemplateSet([tmp_path / "mine"])

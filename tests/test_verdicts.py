@@ -256,3 +256,21 @@ def test_record_normalisation_matches_the_metric():
     assert parse_record_entity("The Walmart", ["Walmart"]).value == "correct"
     assert parse_record_entity("Target", ["Walmart"]).value == "incorrect"
     assert parse_record_entity("", ["Walmart"]).value is None
+
+
+@pytest.mark.parametrize(("text", "lang", "right"), [
+    # what C3's process_results.py said of each output, run on them unchanged
+    ("Yes, the student is right.", "en", False),  # no marker: wrong, however it starts
+    ("yes", "en", False),
+    ("the answer is: yes. The answer is: no.", "en", True),  # each marker is split on by itself
+    ("The answer is: no. the answer is: Yes", "en", True),
+    ("The answer is: **yes**", "en", False),
+    ("the answer is: yes", "en", True),
+    ("是。", "zh", False),
+    ("最终答案为：是", "zh", True),
+    ("最终答案为:是", "zh", False),
+    ("最终答案为：否。最终答案为：是。", "zh", True),
+    ("最终答案为：是。最终答案为：否。", "zh", False),
+])
+def test_c3_rule_reads_each_output_as_c3s_scoring_script_did(text, lang, right):
+    assert c3_right(text, lang) is right

@@ -38,15 +38,16 @@ def load_demo(store: Store, templates: TemplateSet) -> str:
     for lang in ("en", "zh"):
         base = DEMO_DIR / "c3" / lang
         take(c3_records(base / "reference", base / "responses", lang, system=alpha))
-        take(c3_result_records(base / "results", lang, DEMO_JUDGE, system=alpha))
+        take(c3_result_records(base / "results", lang, DEMO_JUDGE, templates, system=alpha))
     folder = DEMO_DIR / "superglue"
     for task in SUPERGLUE_DEMO_TASKS:
         take(superglue_records(folder / f"{task}.jsonl", task, folder / f"{task}.predictions.jsonl", system=alpha))
     rubric = DEMO_DIR / "rubric" / "rubric.jsonl"
     take(rubric_records(rubric, judge_output="judge_output", judge_name=DEMO_JUDGE, system=alpha))
     for lang in ("en", "zh"):
-        take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta", lang, DEMO_JUDGE, system=beta))
-        take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta-judge2", lang, DEMO_JUDGE_2, system=beta))
+        take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta", lang, DEMO_JUDGE, templates, system=beta))
+        take(c3_result_records(DEMO_DIR / "c3" / lang / "results-beta-judge2", lang, DEMO_JUDGE_2, templates,
+                                   system=beta))
     for task in SUPERGLUE_DEMO_TASKS:
         if (folder / "beta" / f"{task}.predictions.jsonl").is_file():
             take(superglue_records(folder / f"{task}.jsonl", task, folder / "beta" / f"{task}.predictions.jsonl",

@@ -3,9 +3,10 @@ reading files line by line, errors that name file:line, validating items against
 manifests, matching records to stored items, and storing them in one transaction.
 
 A format's reader is a generator of `Record`s (an item, or a reference to a stored item, and
-perhaps a judge's raw output produced elsewhere) and `BadInput`s (something wrong at
-file:line). Reading a file never touches the database: `ItemIndex` matches references to
-stored items afterwards, in one place. `import_records` stores records atomically: the first
+perhaps a judge's raw output produced elsewhere or a person's label) and `BadInput`s
+(something wrong at file:line). Reading a file never touches the database: `ItemIndex` matches
+references to stored items afterwards, in one place, by identity (`ItemRef`) or, for files
+whose order is not the items' order, by what the record holds (`ContentRef`). `import_records` stores records atomically: the first
 bad input aborts the whole import and the database is unchanged, unless `skip_bad` is set, in
 which case every bad input is reported and skipped.
 
@@ -30,6 +31,7 @@ from calibrate.model import (
     Item,
     NewItem,
     NewJudgment,
+    digest,
     dump_json,
 )
 from calibrate.store import Store
@@ -76,6 +78,37 @@ class ItemRef:
         return f"{describe_cell(self.task, self.lang, self.system)} item {self.source_id}"
 
 
+@dataclass(frozen=True, eq=False)
+class ContentRef:
+    """A stored item named by what it holds, for files whose records are not in the items'
+    order: an item of (task, lang, system) whose `view` (the item as the file writes it) has
+    the `identify` values, and then the `check` values too (a record that matches an item on
+    `identify` but not on `check` is misaligned). Records of one `group` (one file) never
+    share an item, and the items of a cell that no record of the group matched are listed
+    after the import (`ImportReport.unmatched`)."""
+
+    task: str
+    lang: str
+    system: str
+    identify: dict
+    check: dict
+    view: Callable[[Item], dict]
+    group: str
+    hint: str = "import the items first"
+
+    def __str__(self) -> str:
+        return f"{describe_cell(self.task, self.lang, self.system)} item"
+
+
+def first_difference(a: str, b: str, width: int = 24) -> str:
+    """Where two texts first differ, with a few characters of each from just before there
+    (line endings and other invisible characters written as JSON escapes: \\r, \\n)."""
+    at = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, at - 8)
+    show = lambda text: json.dumps(text[start:start + width], ensure_ascii=False)  # noqa: E731
+    return f"first difference at character {at + 1}: {show(a)} vs {show(b)}"
+
+
 def describe_cell(task: str, lang: str, system: str) -> str:
     """'task (lang)' or 'task (lang, system S)': how messages name a cell."""
     return f"{task} ({lang}, system {system})" if system else f"{task} ({lang})"
@@ -90,6 +123,8 @@ class ItemIndex:
         self.store = store
         # (task, lang) -> (system, source_id) -> (id or None while pending, content hash, version)
         self._cells: dict[tuple[str, str], dict[tuple[str, str], tuple[int | None, str, int]]] = {}
+        self._contents: dict[tuple[str, str, str], list[tuple[Item, dict]]] = {}  # (task, lang, system) -> views
+        self._claims: dict[tuple[str, str, str, str], dict[int, str]] = {}  # (group, cell) -> item id -> location
 
     def _cell(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int | None, str, int]]:
         cell = self._cells.get((task, lang))
@@ -113,8 +148,10 @@ class ItemIndex:
         """The systems that have a stored item with this source id."""
         return sorted(s for (s, sid), (item_id, _, _) in self._cell(task, lang).items() if sid == source_id and item_id)
 
-    def resolve(self, ref: ItemRef) -> Item | str | None:
+    def resolve(self, ref: ItemRef | ContentRef, location: str = "") -> Item | str | None:
         """The stored item `ref` names, None if there is none, or the reason it cannot be used."""
+        if isinstance(ref, ContentRef):
+            return self._match(ref, location)
         item_id = self.find_id(ref.task, ref.lang, ref.source_id, ref.system)
         if item_id is None:
             return None
@@ -124,6 +161,48 @@ class ItemIndex:
             if isinstance(stored, type(value)) and stored != value:
                 return f"{name!r} differs from the {name} imported for {ref}: files are misaligned"
         return item
+
+    def _match(self, ref: ContentRef, location: str) -> Item | str | None:
+        """The stored item whose view has the record's values (see ContentRef); None when the
+        cell holds no stored item at all (the record then creates its own)."""
+        cell = (ref.task, ref.lang, ref.system)
+        if cell not in self._contents:
+            self._contents[cell] = [(item, ref.view(item)) for item in
+                                    self.store.iter_items(task=ref.task, lang=ref.lang, system=ref.system)]
+        stored = self._contents[cell]
+        if not stored:
+            return None
+        claims = self._claims.setdefault((ref.group, *cell), {})
+        keys = " and ".join(repr(k) for k in ref.identify)
+        same = [(item, view) for item, view in stored if all(view.get(k) == v for k, v in ref.identify.items())]
+        if not same:
+            return f"matches no {ref}: none has this {keys}; files are misaligned"
+        full = [item for item, view in same if all(view.get(k) == v for k, v in ref.check.items())]
+        if not full:
+            item, view = same[0]
+            name = next(k for k, v in ref.check.items() if view.get(k) != v)
+            ours, theirs = ref.check[name], view.get(name)
+            where = first_difference(ours, theirs) if isinstance(ours, str) and isinstance(theirs, str) else ""
+            return (f"its {name!r} differs from that of {ref} {item.source_id}, which has the same {keys} "
+                    f"(record vs item, {where}); files are misaligned")
+        free = [item for item in full if item.id not in claims]
+        if not free:
+            return f"matches {ref} {full[0].source_id}, which {claims[full[0].id]} matched already"
+        if any(item.fields != free[0].fields for item in free[1:]):
+            return (f"matches {ref}s {free[0].source_id} and {free[1].source_id}, which differ in what the record "
+                    "does not hold; it cannot tell which one it judged")
+        claims[free[0].id] = location
+        return free[0]
+
+    def unmatched(self) -> list[tuple[str, str, list[str]]]:
+        """(group, cell, source ids) of stored items that no record of a group matched by
+        content, for each group and cell that matching looked in."""
+        out = []
+        for (group, task, lang, system), claims in self._claims.items():
+            missing = [item.source_id for item, _ in self._contents[(task, lang, system)] if item.id not in claims]
+            if missing:
+                out.append((group, describe_cell(task, lang, system), missing))
+        return out
 
 
 @dataclass
@@ -136,7 +215,7 @@ class Record:
 
     item: NewItem | None
     location: str
-    ref: ItemRef | None = None
+    ref: ItemRef | ContentRef | None = None
     ignored_fields: tuple[str, ...] = ()
     judge_output: str | None = None
     judge_name: str | None = None
@@ -144,6 +223,8 @@ class Record:
     judge_params: dict = field(default_factory=dict)
     judge_error: str | None = None
     audio: tuple[AudioClip, ...] = ()
+    label: str | None = None  # a person's label for the item, in its verdict kind's stored form
+    annotator: str | None = None
 
 
 @dataclass
@@ -152,6 +233,7 @@ class ImportReport:
     skipped: list[BadInput] = field(default_factory=list)
     records: int = 0
     without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
+    unmatched: list[tuple[str, str, list[str]]] = field(default_factory=list)  # see ItemIndex.unmatched
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -247,8 +329,8 @@ def import_records(
 
     New items (with their judgments and audio) are written in short transactions of BATCH
     records, so annotators and judge runs are never locked out for long; they stay hidden until
-    the run finishes. What attaches to items already present (judgments, audio) is written with
-    the finish, in the same transaction. A failed or interrupted import is rolled back; one that
+    the run finishes. What attaches to items already present (judgments, labels, audio) is
+    written with the finish, in the same transaction. A failed or interrupted import is rolled back; one that
     was killed is rolled back by the next import (Store.clean_dead_imports)."""
     report = ImportReport()
     index = ItemIndex(store)
@@ -267,9 +349,14 @@ def import_records(
             store.set_item_audio(item_id, record.audio)
             report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
 
+    def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
+        rows = [(digest(content_hash, r.annotator, r.label, "imported label"), item_id, r.annotator, r.label, None)
+                for item_id, content_hash, r in pairs if r.label is not None]
+        report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
+
     def flush() -> None:
         with_judgments = any(r.judge_output is not None or r.judge_error for r in batch)
-        need_ids = with_judgments or any(r.audio for r in batch)
+        need_ids = with_judgments or any(r.audio or r.label is not None for r in batch)
         with store.transaction():
             ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
             report.counts.items_added += added
@@ -280,12 +367,20 @@ def import_records(
                 new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True)
                        if r.judge_output is not None or r.judge_error]
                 report.counts.judgments_added += store.add_judgments(new)
+            if need_ids:
+                store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
         batch.clear()
 
     try:
         for record in records:
+            if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
+                cell = record.item if record.item is not None else record.ref
+                if templates.people_decide(cell.task, cell.lang):
+                    record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
+                                      "it, so a judge's output for it is no judgment (import people's verdicts with "
+                                      "calibrate import labels)")
             if isinstance(record, Record) and record.ref is not None:
-                found = index.resolve(record.ref)
+                found = index.resolve(record.ref, record.location)
                 if isinstance(found, str):
                     record = BadInput(record.location, found)
                 elif found is not None:
@@ -317,7 +412,9 @@ def import_records(
             judgments = [judgment(item.id, item, r) for item, r in attached
                          if r.judge_output is not None or r.judge_error]
             report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
+            store_labels([(item.id, item.content_hash, r) for item, r in attached])
             store.finish_import(run)
+        report.unmatched = index.unmatched()
     except TemplateError as exc:
         store.abandon_import(run)
         raise ImportFailed(str(exc)) from None

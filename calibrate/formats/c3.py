@@ -2,12 +2,18 @@
 
 The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
 response tree by list index; an item's source id is `<reference path without .json>/<index>`,
-and its system is the spoken dialogue model that wrote the responses. The C3 evaluation
-script's result files (same paths as the response folders, `.json`) carry the judge's raw
-output in `check_answer`; they become judgments that point at the `c3-official` templates, the
-prompt wording that script really sent. A result record also holds the content, the reference
-and the system's answer, so result files alone create the items they judge. `export c3` writes
-the same result files back, with the per-category statistics file C3's scoring script writes.
+and its system is the spoken dialogue model that wrote the responses. Responses are read as
+C3's evaluate.py reads them (text mode: CRLF and CR become LF), so a prompt rendered here is
+the one that script sends. The C3 evaluation script's result files (same paths as the response
+folders, `.json`) carry the judge's raw output in `check_answer`; they become judgments that
+point at the `c3-official` templates, the prompt wording that script really sent. That script
+skips a record whose notation (English omission) or first turn (multi-turn) is already in its
+results, so a record is matched to its item by what it holds (`ContentRef`), never by its
+position. Generation records are people's decisions: a filled `check_answer` becomes a
+person's label, an empty one waits for a person. A result record also holds the content, the
+reference and the system's answer, so result files alone create the items they judge
+(numbered in record order). `export c3` writes the same result files back, one folder per
+judge, with the statistics files C3's scoring script writes in a folder of their own.
 `c3_right` is C3's own scoring rule, the one definition of it in calibrate.
 """
 
@@ -19,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.audio import probe_clip
-from calibrate.formats import BadInput, ImportFailed, ItemRef, Progress, Record, read_json_list
+from calibrate.formats import BadInput, ContentRef, ImportFailed, Progress, Record, read_json_list
 from calibrate.gold import gold_label
 from calibrate.judgments import render_for
-from calibrate.model import NewItem
+from calibrate.kinds import POSITIVE, VerdictKind
+from calibrate.model import Item, NewItem
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 
@@ -39,6 +46,11 @@ class C3Part:
     @property
     def source_prefix(self) -> str:
         return self.reference.removesuffix(".json")
+
+    @property
+    def people_decide(self) -> bool:
+        """A generation phenomenon: no judge prompt, people decide by listening."""
+        return "generation" in self.task
 
 
 _PHON = "ambiguity/phonological"
@@ -77,10 +89,13 @@ C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
 
 
 def _read_text(path: Path) -> str:
+    """A response as C3's evaluate.py reads it (`open(path).read()`, universal newlines: CRLF
+    and a lone CR become LF), decoded strictly as UTF-8."""
     try:
-        return path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _numbered(folder: Path, suffix: str = ".txt") -> list[Path]:
@@ -128,12 +143,25 @@ def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadI
     return {**entry, "response": response}
 
 
-def _audio(part: C3Part, responses_root: Path, index: int, turns: int) -> tuple:
-    """The .wav beside each response .txt (one per turn for a dialogue), relative to the root."""
+def _audio(part: C3Part, audio_root: Path | None, index: int, turns: int) -> tuple:
+    """The .wav of each response .txt (one per turn for a dialogue), at the same relative path
+    under `audio_root`; none for a text-only tree (`audio_root` None)."""
+    if audio_root is None:
+        return ()
     folder = f"{part.responses}/{index}"
     if part.multi_turn:
-        return tuple(probe_clip(f"turn {t + 1}", responses_root, f"{folder}/{t}.wav") for t in range(turns))
-    return (probe_clip("response", responses_root, f"{folder}.wav"),)
+        return tuple(probe_clip(f"turn {t + 1}", audio_root, f"{folder}/{t}.wav") for t in range(turns))
+    return (probe_clip("response", audio_root, f"{folder}.wav"),)
+
+
+def c3_audio_root(responses_root: Path, audio_root: Path | None = None) -> Path | None:
+    """Where the responses' .wav files are: `audio_root` (a tree of its own, as C3's
+    evaluate.py needs: it counts every file of a response folder as a response), else beside
+    the .txt files; None when that folder holds no .wav at all (a text-only tree)."""
+    root = Path(audio_root if audio_root is not None else responses_root)
+    if audio_root is not None and not root.is_dir():
+        raise ImportFailed(f"{root}: not a folder")
+    return root if next(root.rglob("*.wav"), None) is not None else None
 
 
 def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
@@ -150,17 +178,20 @@ def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
 
 
 def c3_records(
-    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None, system: str | None = None
+    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None, system: str | None = None,
+    audio_root: Path | None = None, with_audio: bool = True,
 ) -> Iterator[Record | BadInput]:
     """Items of every phenomenon whose reference file exists under `reference_root`, the
-    responses of `system` (default: the response folder's name), each with the audio beside its
-    response (probed, or the reason it is missing); `progress` is told of each phenomenon file
-    done."""
+    responses of `system` (default: the response folder's name), each with its audio (probed,
+    or the reason it is missing) at the response's relative path under `audio_root` (default:
+    beside the response), unless `with_audio` is off (a text-only tree); `progress` is told of
+    each phenomenon file done."""
     reference_root, responses_root = Path(reference_root), Path(responses_root)
     parts = c3_parts(reference_root, lang)
     if not responses_root.is_dir():
         raise ImportFailed(f"{responses_root}: not a folder")
     system = default_system(responses_root) if system is None else system
+    audio_root = (Path(audio_root) if audio_root is not None else responses_root) if with_audio else None
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
         responses = _responses(part, responses_root, len(entries))
@@ -170,7 +201,7 @@ def c3_records(
             if isinstance(fields, BadInput):
                 yield fields
                 continue
-            audio = _audio(part, responses_root, index, len(response) if part.multi_turn else 1)
+            audio = _audio(part, audio_root, index, len(response) if part.multi_turn else 1)
             yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields, system=system), where,
                          audio=audio)
         if progress:
@@ -186,23 +217,24 @@ def default_system(folder: Path) -> str:
 C3_RESULTS_FAMILY = "c3-official"
 C3_ANSWER_SPLIT = {"en": ("The answer is: ", "the answer is: "), "zh": ("最终答案为：",)}
 C3_RIGHT_START = {"en": ("Yes", "yes"), "zh": ("是",)}
+C3_RESULT_ANNOTATOR = "c3-result-file"
+"""Who the people's verdicts in generation result files are stored as, unless told otherwise."""
 
 
 def c3_right(check_answer: str | None, lang: str) -> bool:
-    """C3's own scoring rule, as its evaluation and statistics scripts apply it: split the
-    judge's output on "The answer is: " / "the answer is: " (Chinese "最终答案为："), and the
-    response is right iff the last piece starts with "Yes"/"yes" ("是"). Everything else is
-    wrong: a bold "**yes**", a full-width or space-less colon, an empty output (a failed call).
-    calibrate's own parser is more tolerant; `calibrate scores` shows both."""
+    """C3's own scoring rule, as its process_results.py applies it: the response is right iff,
+    for one of the markers "The answer is: " / "the answer is: " (Chinese "最终答案为："), the
+    output holds the marker and the piece after its last occurrence starts with "Yes"/"yes"
+    ("是"). Everything else is wrong: no marker, a bold "**yes**", a full-width or space-less
+    colon, an empty output (a failed call). calibrate's own parser is more tolerant; `calibrate
+    scores` shows both."""
     text = check_answer or ""
-    for marker in C3_ANSWER_SPLIT[lang][1:]:
-        text = text.replace(marker, C3_ANSWER_SPLIT[lang][0])
-    return text.split(C3_ANSWER_SPLIT[lang][0])[-1].startswith(C3_RIGHT_START[lang])
+    return any(len(pieces := text.split(marker)) > 1 and pieces[-1].startswith(C3_RIGHT_START[lang])
+               for marker in C3_ANSWER_SPLIT[lang])
 
 
 def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
-    """The judged phenomena whose result file exists under `results_root` (generation result
-    files carry no judge output)."""
+    """The phenomena whose result file exists under `results_root`."""
     results_root = Path(results_root)
     if lang not in C3_LAYOUT:
         raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
@@ -211,42 +243,75 @@ def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
     parts = [p for p in C3_LAYOUT[lang] if (results_root / f"{p.responses}.json").is_file()]
     if not parts:
         raise ImportFailed(f"{results_root}: no C3 {lang} result files found (e.g. {C3_LAYOUT[lang][1].responses}.json)")
-    return [p for p in parts if "generation" not in p.task]
+    return parts
+
+
+def c3_record_keys(part: C3Part, lang: str) -> tuple[str, ...]:
+    """The keys of a C3 result record of this phenomenon, in the order evaluate.py writes them."""
+    if part.multi_turn:
+        return ("content", "annotation", "check_answer")
+    if part.task == "c3/generation-tone":
+        return ("content", "annotation", "check_answer")  # the script writes no answer for this one
+    if lang == "zh":
+        annotated = part.task.endswith(("completion", "resolution")) or not part.source_prefix.startswith(_CTX)
+        return ("content", *(("annotation",) if annotated else ()), "answer", "check_answer")
+    middle = {"c3/heterograph": ("notation", "problem"), "c3/coreference-resolution": ("problem", "correct_answer"),
+              "c3/coreference-detection": ()}.get(part.task, ("notation",))
+    return ("content", *middle, "answer", "check_answer")
 
 
 def c3_result_records(
-    results_root: Path, lang: str, judge_name: str, progress: Progress | None = None, system: str | None = None
+    results_root: Path, lang: str, judge_name: str, templates: TemplateSet, progress: Progress | None = None,
+    system: str | None = None, annotator: str = C3_RESULT_ANNOTATOR,
 ) -> Iterator[Record | BadInput]:
-    """Judgments from the C3 script's result files, for the responses of `system` (default:
-    the results folder's name). Each is aimed at the item of the same task, language, system
-    and source id when it is stored (its 'answer' must be that item's response), else it
-    creates the item from the record's content, reference and answer."""
+    """Judgments and people's labels from the C3 script's result files, for the responses of
+    `system` (default: the results folder's name).
+
+    A record is matched to the stored item of its task, language and system that holds the
+    same values (`ContentRef`: content with notation, annotation, problem or reference answer;
+    the first turn for a dialogue), and must then hold that item's response (`answer`; the
+    rendered dialogue for multi-turn). When no item of that task is stored yet, the record
+    creates it from its content, reference and answer. Judged phenomena give a judgment from
+    `check_answer` (an empty one is an error: the script's judge call failed); generation
+    phenomena give `annotator`'s label from a filled `check_answer`, and an empty one leaves
+    the item waiting for a person."""
     results_root = Path(results_root)
     system = default_system(results_root) if system is None else system
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
+        keys = c3_record_keys(part, lang)
+        response_key = "content" if part.multi_turn else None if part.people_decide and lang == "zh" else "answer"
+        kind = templates.for_task(part.task, lang).kind
+        view = _viewer(part, lang, templates)
         for index, record in enumerate(read_json_list(path)):
             where = f"{path}[{index}]"
             if not isinstance(record, dict) or "check_answer" not in record:
                 yield BadInput(where, "expected an object with 'check_answer'")
                 continue
+            missing = [k for k in keys if k not in record]
+            if missing:
+                yield BadInput(where, f"missing field {missing[0]!r} (C3 writes {', '.join(keys)} for {part.responses})")
+                continue
             output = record["check_answer"]
             if not isinstance(output, str):
                 yield BadInput(where, "'check_answer' must be text")
                 continue
-            answer = record.get("answer")
-            expect = {"response": answer} if not part.multi_turn and isinstance(answer, str) else {}
-            source_id = f"{part.source_prefix}/{index}"
-            item = _item_from_result(part, lang, record, source_id, system)
+            item = _item_from_result(part, lang, record, f"{part.source_prefix}/{index}", system)
             if isinstance(item, str):
                 yield BadInput(where, item)
+                continue
+            identify = {k: record[k] for k in keys if k not in ("check_answer", response_key)}
+            ref = ContentRef(part.task, lang, system, identify, {response_key: record[response_key]} if response_key else {},
+                             view, str(path), "multi-turn result files hold only the rendered dialogue: import the "
+                             "C3 tree first (calibrate import c3)")
+            if part.people_decide:
+                label, problem = _person_label(output, kind, lang) if output else (None, None)
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, label=label, annotator=annotator)
                 continue
             yield Record(
                 item,
                 where,
-                ref=ItemRef(part.task, lang, source_id, expect,
-                            "multi-turn result files hold only the rendered dialogue: import the C3 tree first "
-                            "(calibrate import c3)", system),
+                ref=ref,
                 judge_output=output if output else None,
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
@@ -257,6 +322,25 @@ def c3_result_records(
             progress(1)
 
 
+def _person_label(check_answer: str, kind: VerdictKind, lang: str) -> tuple[str | None, str | None]:
+    """(label, None) for a person's verdict written into a generation record, as a label of
+    the task's kind; (None, why not) for a text that is no verdict, or one C3's own scoring
+    rule reads the other way."""
+    verdict = kind.parse(check_answer)
+    wording = " or ".join(repr(kind.c3_wording(label)) for label in kind.labels)
+    if not verdict.parsed:
+        return None, f"check_answer {check_answer!r} is not a person's verdict: write {wording}"
+    if (kind.polarity(verdict.value) == POSITIVE) != c3_right(check_answer, lang):
+        return None, (f"check_answer {check_answer!r} reads {verdict.value!r} to calibrate but the other way to "
+                      f"C3's scoring script: write {wording}")
+    return verdict.value, None
+
+
+def _viewer(part: C3Part, lang: str, templates: TemplateSet):
+    """A stored item as the C3 script writes its record (without check_answer)."""
+    return lambda item: _c3_record(item, part, lang, "", templates)
+
+
 def c3_systems(store: Store, lang: str) -> list[str]:
     """The systems with C3 items in this language."""
     return sorted({s for part in C3_LAYOUT[lang] for s in store.systems(task=part.task, lang=lang)} - {""})
@@ -264,40 +348,49 @@ def c3_systems(store: Store, lang: str) -> list[str]:
 
 def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | str | None:
     """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`),
-    or what is missing; None for multi-turn records, whose dialogue is only there rendered.
-    Fields the task's template needs are checked by the import, against the template."""
+    for result files read without the C3 tree; None for multi-turn records, whose dialogue is
+    only there rendered. Fields the task's template needs are checked by the import, against
+    the template."""
     if part.multi_turn:
         return None
-    answer = record.get("answer")
-    if not isinstance(answer, str):
-        return "missing field 'answer' (the system's response)"
-    fields = {k: v for k, v in record.items() if k not in ("answer", "check_answer")}
+    fields = {k: v for k, v in record.items() if k != "check_answer"}
+    if not (lang == "zh" and part.people_decide):
+        answer = fields.pop("answer", None)
+        if not isinstance(answer, str):
+            return "'answer' (the system's response) must be text"
+        fields["response"] = answer
     if lang == "zh" and part.source_prefix.startswith(_CTX):
         content = fields.pop("content", None)
         if not isinstance(content, str):
-            return "missing field 'content' (the dialogue history)"
-        fields["history"] = content.splitlines()
+            return "'content' (the dialogue history) must be text"
+        # the script writes each history line followed by "\n"; a line may hold U+2028 itself
+        fields["history"] = content.removesuffix("\n").split("\n")
         annotation = fields.pop("annotation", None)
         if annotation is not None:
             fields["omission_complete" if "omission" in part.task else "coreference_complete"] = annotation
     elif "correct_answer" in fields:
         fields["answer"] = fields.pop("correct_answer")
-    return NewItem(part.task, lang, source_id, {**fields, "response": answer}, system=system)
+    return NewItem(part.task, lang, source_id, fields, system=system)
 
 
 def export_c3(
     store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
-) -> dict[str, list[dict]]:
-    """Result files in C3's layout (the paths its script writes) for one system's items;
-    returns the records written per file (relative path). Judged phenomena carry the judge's
-    raw output in check_answer; generation items carry the consolidated human label in C3's
-    exact verdict wording ("" when nobody labelled them)."""
+) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """Result files in C3's layout (the paths and record keys its script writes) for one
+    system's items: (the records written per file, relative path; per file, the items left out
+    because `judge` has not judged them). Judged phenomena carry the judge's raw output in
+    check_answer ("" for a failed call, as C3 writes it); items the judge never judged are left
+    out, as the C3 script leaves out what it skipped, so its scoring script counts what was
+    judged. Generation items carry the consolidated human label in C3's exact verdict wording
+    ("" when nobody labelled them). Without a judge every judged phenomenon's check_answer is
+    empty."""
     out_dir = Path(out_dir)
     raw = store.latest_raw_outputs(judge) if judge else {}
     labels: dict[int, dict[str, str]] = {}
     for row in store.current_labels():
         labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
     written: dict[str, list[dict]] = {}
+    left_out: dict[str, int] = {}
     for part in C3_LAYOUT[lang]:
         index = store.source_index(part.task, lang, system)
         items = sorted(
@@ -307,24 +400,35 @@ def export_c3(
         if not items:
             continue
         records = []
+        rel = f"{part.responses}.json"
         for _, item_id in items:
-            item = store.item(item_id)
-            if "generation" in part.task:
+            if part.people_decide:
                 gold, _ = gold_label(labels.get(item_id, {}))
                 check = templates.for_task(part.task, lang).kind.c3_wording(gold)
+            elif judge and item_id not in raw:
+                left_out[rel] = left_out.get(rel, 0) + 1
+                continue
             else:
                 check = raw.get(item_id) or ""
-            records.append(_c3_record(item, part, lang, check, templates))
-        path = out_dir / f"{part.responses}.json"
+            records.append(_c3_record(store.item(item_id), part, lang, check, templates))
+        path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
-        written[str(path.relative_to(out_dir))] = records
-    return written
+        written[rel] = records
+    return written, left_out
 
 
 C3_LANGUAGE_NAMES = {"en": "english", "zh": "chinese"}
+C3_STATISTICS_FOLDER = "statistics"
+"""Where `export c3` writes the statistics files, beside one folder per judge: C3's scoring
+script reads every .json under a judge's folder as result records."""
 
 
+def c3_judge_folder(judge: str) -> str:
+    """The folder of OUT_DIR a judge's result tree is exported to: its name, with path
+    separators as "_" (and "_" before a name that is the statistics folder or a dot name)."""
+    name = judge.replace("/", "_").replace("\\", "_")
+    return f"_{name}" if name in (C3_STATISTICS_FOLDER, ".", "..") else name
 def c3_statistics(
     results: dict[str, dict[str, list[dict]]], lang: str, corrected: dict[str, dict]
 ) -> dict[str, list[dict]]:
@@ -369,31 +473,29 @@ def c3_statistics(
     }
 
 
-def _c3_record(item, part, lang: str, check_answer: str, templates: TemplateSet) -> dict:
-    fields = dict(item.fields)
-    response = fields.pop("response", None)
+def _c3_record(item: Item, part: C3Part, lang: str, check_answer: str, templates: TemplateSet) -> dict:
+    """The item as C3's evaluate.py writes its result record: exactly its keys, in its order
+    (`c3_record_keys`). Multi-turn content is the rendered c3-official prompt ("" if the item
+    cannot render); Chinese generation keeps the reference answer in `answer` (that script
+    writes no response there), the other phenomena the system's response."""
+    fields = item.fields
     if part.multi_turn:
         try:
             content = render_for(templates, item, C3_RESULTS_FAMILY).user
         except TemplateError:
             content = ""
-        first = fields["turns"][0] if lang == "en" else fields["history"][0]
-        return {"content": content, "annotation": first, "check_answer": check_answer}
+        turns = fields.get("turns") if lang == "en" else fields.get("history")
+        return {"content": content, "annotation": turns[0] if turns else None, "check_answer": check_answer}
+    values = dict(fields)
     if "history" in fields:
-        history = fields.pop("history")
-        record = {"content": "".join(line + "\n" for line in history)}
-        for key in ("omission_complete", "coreference_complete"):
-            if key in fields and part.task.endswith(("completion", "resolution")):
-                record["annotation"] = fields[key]
-    else:
-        record = dict(fields)
-        if part.task == "c3/coreference-resolution" and "answer" in record:
-            record["correct_answer"] = record.pop("answer")
-    if response is not None:
-        record["answer"] = response
-    record["check_answer"] = check_answer
-    return record
-
+        values["content"] = "".join(line + "\n" for line in fields["history"])
+        values["annotation"] = fields.get("omission_complete" if "omission" in part.task else "coreference_complete")
+    if part.task == "c3/coreference-resolution" and lang == "en":
+        values["correct_answer"] = fields.get("answer")
+    if not (lang == "zh" and part.people_decide):
+        values["answer"] = fields.get("response")
+    values["check_answer"] = check_answer
+    return {key: values.get(key) for key in c3_record_keys(part, lang)}
 
 
 def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, dict]:

@@ -13,6 +13,7 @@ is kept beside it.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -69,6 +70,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
     """Cells per (task, lang) as `options.by` says, per judge."""
     if options.unparsed not in UNPARSED_MODES:
         raise ReportError(f"unknown --unparsed {options.unparsed!r}: use {', '.join(UNPARSED_MODES)}")
+    data = judge_evidence(data, templates)
     kinds = CellKinds(templates, options.by)
     cells: dict[tuple, AgreementCell] = {}
     gold = gold_name(options)
@@ -127,6 +129,19 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
     _add_ceilings_and_alt_tests(data, per_item, item_cells, cells, kinds, options)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, options)
+
+
+def judge_evidence(data: AgreementData, templates: TemplateSet) -> AgreementData:
+    """`data` without the judgments on tasks people decide (no judge prompt: C3's generation
+    phenomena): whatever stored them, they say nothing about a judge. People's labels stay."""
+    cells = {item_id: (task, lang) for item_id, task, lang, *_ in data.shared_labels}
+    return replace(
+        data,
+        judge_vs_human=[r for r in data.judge_vs_human if not templates.people_decide(r[0], r[1])],
+        judge_vs_gold=[r for r in data.judge_vs_gold if not templates.people_decide(r[0], r[1])],
+        judged=[r for r in data.judged if not templates.people_decide(r[0], r[1])],
+        shared_verdicts=[r for r in data.shared_verdicts if not templates.people_decide(*cells.get(r[0], ("", "")))],
+    )
 
 
 def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, options: ReportOptions) -> Line:

@@ -17,8 +17,10 @@ the system's answer is correct); for a label-set kind (SuperGLUE) when it equals
 reference (the gold label). Items with several annotators use the majority label (a tie
 counts as unlabelled). Score kinds (the rubric) have no right/wrong and are left out. Tasks
 without a judge prompt (C3's generation phenomena) are decided by people: as in C3's own
-statistics, they count in every judge's accuracy of their benchmark by the human label, and
-as wrong while unlabelled.
+statistics, they count in the accuracy of every judge of their benchmark and system by the
+human label, and as wrong while unlabelled. They are never judge evidence: a judgment stored
+on such an item is ignored, and the corrected accuracy, Rogan–Gladen and the labels needed
+are computed over the items the judge judged.
 
 `model` holds the figures, `build` computes them from the store, `render` writes them (terminal
 table, Markdown, JSON, CSV, HTML). Import from those modules: this package imports none of them,

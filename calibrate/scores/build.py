@@ -4,7 +4,7 @@ cells, corrected, ranked and compared (see calibrate.scores for the rules)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -59,7 +59,10 @@ def build_scores(
         groups[key].append(item)
         if "system" in by and len(by) > 1:
             groups[(item.system, ALL, ALL)].append(item)
-    cells = [_cell(key, members, target) for key, members in sorted(groups.items())]
+    family_judges: dict[tuple[str, str], set[str]] = defaultdict(set)  # (system, benchmark) -> its judges
+    for item in items:
+        family_judges[(item.system, _family(item.task))].update(item.verdicts)
+    cells = [_cell(key, members, target, family_judges) for key, members in sorted(groups.items())]
     return Scores(by, target, cells, _rankings(cells, by), _judge_pairs(items, by), _rule_differences(items), notes)
 
 
@@ -93,7 +96,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
         references[item_id] = reference
     for item_id, judge_name, status, verdict, correct, raw in data["judgments"]:
         item = items.get(item_id)
-        if item is None:
+        if item is None or item.people_decide:
             continue
         kind = kinds[(item.task, item.lang)]
         if status != "verdict":
@@ -115,32 +118,43 @@ def _right(kind, label: str, reference: str | None) -> bool:
     return reference is not None and kind.canonical(label) == kind.canonical(reference)
 
 
-def _cell(key: tuple[str, str, str], members: list[_Item], target: float) -> ScoreCell:
+PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts to correct"
+
+
+def _cell(key: tuple[str, str, str], members: list[_Item], target: float,
+          family_judges: dict[tuple[str, str], set[str]]) -> ScoreCell:
     y = np.array([m.human for m in members])
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
-    judges = sorted({j for m in members for j in m.verdicts})
+    judges = sorted({j for m in members for j in m.verdicts}
+                    | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
     cell = ScoreCell(*key, items=len(members), judged=sum(bool(m.verdicts) for m in members),
-                labelled=int(labelled.sum()), people=people)
+                     labelled=int(labelled.sum()), people=people)
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
         judged = len(rows)
-        families = {_family(m.task) for m in rows}
-        decided = [m for m in members if m.people_decide and _family(m.task) in families]
-        parsed = np.array([m.verdicts[name][0] for m in rows] + [np.nan_to_num(m.human, nan=0.0) for m in decided])
+        # as C3's statistics: the items people decide count for every judge of their system's
+        # benchmark, by the human label (wrong while unlabelled), beside the judge's own items
+        decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task))]]
+        verdicts = np.array([m.verdicts[name][0] for m in rows], dtype=float)
+        parsed = np.concatenate([verdicts, [np.nan_to_num(m.human, nan=0.0) for m in decided]])
         rules = [m.verdicts[name][1] for m in rows] + [m.human == 1 for m in decided]
-        rows = rows + decided
         f = np.nan_to_num(parsed, nan=0.0)
-        yj = np.array([m.human for m in rows])
         ok = ~np.isnan(parsed)
+        # the judge's evidence: only the items it judged
+        fj, yj = np.nan_to_num(verdicts, nan=0.0), np.array([m.human for m in rows], dtype=float)
+        corrected = correction.ppi_mean(fj, yj, random_sample=True)
+        rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
+        plan = correction.labels_needed(fj, yj, random_sample=True, target=target)
+        if not rows:
+            corrected, rogan_gladen = replace(corrected, reason=PEOPLE_DECIDE), replace(rogan_gladen, reason=PEOPLE_DECIDE)
+            plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
         cell.judges.append(JudgeScores(
             judge=name, judged=judged, unparsed=int((~ok).sum()),
             c3_rule=Accuracy(sum(bool(r) for r in rules), len(rules)) if all(r is not None for r in rules) else None,
-            parser_unparsed_wrong=Accuracy(int(f.sum()), len(rows)),
+            parser_unparsed_wrong=Accuracy(int(f.sum()), len(parsed)),
             parser_unparsed_left_out=Accuracy(int(parsed[ok].sum()), int(ok.sum())),
-            corrected=correction.ppi_mean(f, yj, random_sample=True),
-            rogan_gladen=correction.rogan_gladen(f, yj, random_sample=True),
-            plan=correction.labels_needed(f, yj, random_sample=True, target=target),
+            corrected=corrected, rogan_gladen=rogan_gladen, plan=plan,
         ))
     c3 = [m for m in members if _family(m.task) == "c3"]
     c3_judges = sorted({j for m in c3 for j in m.verdicts})

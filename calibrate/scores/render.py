@@ -22,7 +22,8 @@ RULE_EXPLAINED = (
     "interval; Rogan–Gladen from the judge's sensitivity and specificity on labelled items. Labels are taken as a "
     "random sample of their cell (a test flags cells where they clearly are not). Items people decide (C3's "
     "generation phenomena) count in each judge's accuracy by their human label, as wrong while unlabelled, as in "
-    "C3's statistics.")
+    "C3's statistics; they are not judge evidence: corrected, Rogan–Gladen and more labels use only the items the "
+    "judge judged.")
 
 
 class Footnotes:

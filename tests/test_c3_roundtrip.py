@@ -1,0 +1,328 @@
+"""C3 as its users' files really are, compared with C3's own scripts.
+
+The trees (tests/c3_trees.py) hold CRLF responses, duplicates that C3's evaluate.py skips and
+generation items; tests/fixtures/c3 holds what C3's own evaluate.py sent and wrote on them
+(two judges, dpsk and gpt, and people's verdicts filled into the generation records) and what
+its process_results.py counted (see the README there). calibrate imports the trees and those
+result files, and must land every judgment on its item, count C3's rule as process_results.py
+does, send the prompts evaluate.py sends, and export result files C3's script scores alike.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from calibrate.formats.c3 import C3_LANGUAGE_NAMES, C3_LAYOUT, c3_record_keys
+from calibrate.store import Store
+from tests.c3_trees import NOT_JUDGED_BY_C3, write_tree
+from tests.fake_openai import FakeOpenAI, Reply
+
+FIXTURES = Path(__file__).parent / "fixtures" / "c3"
+RESULTS = FIXTURES / "results"
+PROCESS_RESULTS = json.loads((FIXTURES / "process_results.json").read_text(encoding="utf-8"))
+JUDGES = ("dpsk", "gpt")
+
+
+def results_of(judge: str, lang: str) -> Path:
+    return RESULTS / judge / C3_LANGUAGE_NAMES[lang]
+
+
+def import_tree(calibrate, tmp_path: Path, lang: str):
+    reference, responses = write_tree(tmp_path / lang, lang)
+    return calibrate("import", "c3", "--reference", str(reference), "--responses", str(responses), "--lang", lang,
+                     "--system", "sdm")
+
+
+def import_all(calibrate, tmp_path: Path, lang: str) -> dict[str, str]:
+    import_tree(calibrate, tmp_path, lang)
+    return {judge: calibrate("import", "c3-results", str(results_of(judge, lang)), "--lang", lang, "--judge-name",
+                             judge).output for judge in JUDGES}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_both_imports_succeed_and_every_judgment_lands_on_its_item(calibrate, tmp_path, lang):
+    out = import_tree(calibrate, tmp_path, lang)
+    assert "no .wav files under" in out.output and "no audio:" not in out.output, "one line for a text-only tree"
+    outputs = {judge: calibrate("import", "c3-results", str(results_of(judge, lang)), "--lang", lang, "--judge-name",
+                                judge).output for judge in JUDGES}
+    store = Store(calibrate.db)
+    unjudged = set()
+    for part in C3_LAYOUT[lang]:
+        items = sorted(store.items(task=part.task, lang=lang, system="sdm"), key=lambda i: int(i.source_id.rsplit("/", 1)[1]))
+        for judge in JUDGES:
+            records = json.loads((results_of(judge, lang) / f"{part.responses}.json").read_text(encoding="utf-8"))
+            if part.people_decide:
+                labels = [store.current_label(i.id, "c3-result-file") for i in items]
+                kind = {"en": {"yes": "The answer is: yes.", "no": "The answer is: no."},
+                        "zh": {"是": "最终答案为：是。", "否": "最终答案为：否。"}}[lang]
+                assert [kind.get(label, "") for label in labels] == [r["check_answer"] for r in records]
+                assert not any(store.judgments_for_item(i.id) for i in items), "people's verdicts are no judgments"
+                continue
+            judged = [(i, store.judgments_for_item(i.id, judge)) for i in items]
+            unjudged |= {(part.task, i.source_id) for i, j in judged if not j}
+            landed = [(i, j[0]) for i, j in judged if j]
+            # in reference order, C3's records one for one: every raw output on the item it judged
+            assert [j.raw_output or "" for _, j in landed] == [r["check_answer"] for r in records]
+            if part.multi_turn:
+                assert [j.prompt for _, j in landed] == [r["content"] for r in records]
+            else:
+                assert [i.fields["response"] for i, _ in landed] == [r["answer"] for r in records]
+    assert unjudged == NOT_JUDGED_BY_C3[lang]
+    for (task, source_id) in NOT_JUDGED_BY_C3[lang]:
+        assert any("not judged by C3" in line and task in line and source_id in line
+                   for line in outputs["dpsk"].splitlines())
+    store.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_c3_rule_column_equals_process_results_overall_and_per_category(calibrate, tmp_path, lang):
+    import_all(calibrate, tmp_path, lang)
+    per_task = {(c["task"]): c for c in json.loads(calibrate("scores", "--format", "json").output)["cells"]
+                if c["lang"] == lang}
+    overall = next(c for c in json.loads(calibrate("scores", "--by", "system,lang", "--format", "json").output)["cells"]
+                   if c["lang"] == lang)
+    tasks = {"/" + part.responses: part.task for part in C3_LAYOUT[lang]}
+    expected = PROCESS_RESULTS[lang]
+    assert {row["category"] for row in expected} == {"overall", *tasks}
+    for row in expected:
+        cell = overall if row["category"] == "overall" else per_task[tasks[row["category"]]]
+        rule = {j["judge"]: j["c3_rule"] for j in cell["judges"]}
+        for judge in JUDGES:
+            assert (rule[judge]["right"], rule[judge]["n"]) == (row[f"{judge}_correct"], row["total"]), row["category"]
+            assert round(rule[judge]["accuracy"], 4) == row[f"{judge}_accuracy"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_export_gives_back_c3s_own_result_files_for_two_judges_and_one(calibrate, tmp_path, lang):
+    """After both imports, `export c3` writes each judge's result files byte for byte as C3's
+    evaluate.py wrote them (so process_results.py gives the same accuracy on them), each under
+    its own folder, and the statistics files apart, in OUT/statistics/."""
+    import_all(calibrate, tmp_path, lang)
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", lang, "--judge", "dpsk", "--judge", "gpt")
+    assert sorted(p.name for p in out.iterdir()) == ["dpsk", "gpt", "statistics"]
+    for judge in JUDGES:
+        ours = sorted(p.relative_to(out / judge) for p in (out / judge).rglob("*.json"))
+        theirs = sorted(p.relative_to(results_of(judge, lang)) for p in results_of(judge, lang).rglob("*.json"))
+        assert ours == theirs
+        for rel in ours:
+            assert (out / judge / rel).read_bytes() == (results_of(judge, lang) / rel).read_bytes(), rel
+    name = C3_LANGUAGE_NAMES[lang]
+    figures = {row["category"]: row for row in json.loads((out / "statistics" / f"{name}_result_data.json").read_text())}
+    for row in PROCESS_RESULTS[lang]:
+        mine = figures[row["category"]]
+        assert {k: mine[k] for k in row} == row
+    one = tmp_path / "one"
+    calibrate("export", "c3", str(one), "--lang", lang, "--judge", "gpt")
+    assert sorted(p.name for p in one.iterdir()) == ["gpt", "statistics"]
+    for rel in (p.relative_to(one / "gpt") for p in (one / "gpt").rglob("*.json")):
+        assert (one / "gpt" / rel).read_bytes() == (results_of("gpt", lang) / rel).read_bytes()
+
+
+def test_export_writes_c3s_record_keys_per_phenomenon():
+    """The keys C3's evaluate.py wrote into the recorded result files, phenomenon by phenomenon
+    (a Chinese generation record keeps the reference answer; tone has none; English coreference
+    detection has no problem)."""
+    for lang in ("en", "zh"):
+        for part in C3_LAYOUT[lang]:
+            records = json.loads((results_of("dpsk", lang) / f"{part.responses}.json").read_text(encoding="utf-8"))
+            assert {tuple(r) for r in records} == {c3_record_keys(part, lang)}, part.task
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_judge_variant_c3_official_sends_what_c3_sends(calibrate, tmp_path, lang):
+    import_tree(calibrate, tmp_path, lang)
+    recorded = json.loads((FIXTURES / f"prompts-{lang}.json").read_text(encoding="utf-8"))
+    messages = lambda body: tuple((m["role"], m["content"]) for m in body["messages"])  # noqa: E731
+    batch = tmp_path / "batch.jsonl"
+    calibrate("judge", "--model", "m", "--variant", "c3-official", "--export-batch", str(batch))
+    bodies = [json.loads(line)["body"] for line in batch.read_text(encoding="utf-8").split("\n") if line]
+    sent, asked = Counter(messages(b) for b in bodies), Counter(messages(r) for r in recorded)
+    assert not asked - sent, "every prompt C3 sent, byte for byte"
+    assert sum((sent - asked).values()) == len(NOT_JUDGED_BY_C3[lang]), "and beside them only the items C3 skipped"
+    assert {(b["temperature"], b["max_tokens"]) for b in bodies} == {(0, 2048)}
+    assert {(r["temperature"], r["max_tokens"]) for r in recorded} == {(0, 2048)}
+    calibrate("judge", "--model", "m", "--variant", "c3-official", "--export-batch", str(batch), "--temperature", "0.5",
+              "--max-tokens", "99")
+    assert {(json.loads(line)["body"]["temperature"], json.loads(line)["body"]["max_tokens"])
+            for line in batch.read_text(encoding="utf-8").split("\n") if line} == {(0.5, 99)}
+    with FakeOpenAI(Reply("最终答案为：是。" if lang == "zh" else "The answer is: yes.")) as server:
+        calibrate("judge", "--model", "m", "--base-url", server.url, "--variant", "c3-official")
+        received = Counter(messages(body) for body in server.requests)
+    assert received == sent
+    store = Store(calibrate.db)
+    stored = Counter(((("system", j.system_prompt), ("user", j.prompt))) for j in store.judgments())
+    store.close()
+    assert stored == sent, "the stored prompt is what was sent"
+
+
+def test_judge_variant_refuses_an_unknown_family_and_says_when_it_serves_nothing(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    out = calibrate("judge", "--model", "m", "--variant", "nope", "--export-batch", str(tmp_path / "b"), ok=False)
+    assert out.exit_code == 1 and "unknown template family 'nope'" in out.output
+    out = calibrate("judge", "--model", "m", "--variant", "c3-official", "--task", "c3/generation",
+                    "--export-batch", str(tmp_path / "b"), ok=False)
+    assert out.exit_code == 1 and "has a c3-official template: nothing to judge" in out.output
+
+
+def test_a_response_that_really_differs_names_record_item_and_first_difference(calibrate, tmp_path):
+    reference, responses = write_tree(tmp_path / "en", "en")
+    (responses / "ambiguity" / "semantic" / "lexical" / "1.txt").write_bytes(b"Answer 1 for lexical.\r\nSomething else.")
+    calibrate("import", "c3", "--reference", str(reference), "--responses", str(responses), "--lang", "en", "--system", "s")
+    out = calibrate("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en", "--judge-name", "d", ok=False)
+    assert ("lexical.json[1]: its 'answer' differs from that of c3/lexical (en, system s) item ambiguity/semantic/"
+            "lexical/1, which has the same 'content' and 'notation' (record vs item, first difference at character 23: "
+            '"exical.\\nI think the seco" vs "exical.\\nSomething else."); files are misaligned; nothing was '
+            "imported") in out.output
+    store = Store(calibrate.db)
+    assert list(store.judgments()) == []
+    store.close()
+
+
+def _copy_results(tmp_path: Path, lang: str = "en") -> Path:
+    copy = tmp_path / "results"
+    shutil.copytree(results_of("dpsk", lang), copy)
+    return copy
+
+
+def _edit(path: Path, change) -> None:
+    records = json.loads(path.read_text(encoding="utf-8"))
+    change(records)
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+
+
+def test_a_record_matching_no_item_or_an_item_already_matched_is_an_error_naming_it(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    results = _copy_results(tmp_path)
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    _edit(lexical, lambda records: records[1].update(content="A sentence the tree does not hold."))
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "d", ok=False)
+    assert ("lexical.json[1]: matches no c3/lexical (en, system sdm) item: none has this 'content' and 'notation'; "
+            "files are misaligned") in out.output
+    results = _copy_results(tmp_path / "again")
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    _edit(lexical, lambda records: records.append(dict(records[0])))
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "d", ok=False)
+    assert "lexical.json[2]: matches c3/lexical (en, system sdm) item ambiguity/semantic/lexical/0, which " \
+           f"{lexical}[0] matched already" in out.output
+
+
+def test_a_record_that_cannot_tell_two_items_apart_is_an_error(calibrate, tmp_path):
+    """English coreference-detection records hold only the content and the answer: two items
+    with the same content and response but different questions cannot be told apart."""
+    reference, responses = write_tree(tmp_path / "en", "en")
+    coreference = reference / "context-dependency" / "coreference.json"
+    _edit(coreference, lambda entries: entries[1].update(content=entries[0]["content"]))
+    for folder in ("coreference-detection", "coreference-resolution"):
+        shutil.copy(responses / "context-dependency" / folder / "0.txt", responses / "context-dependency" / folder / "1.txt")
+    calibrate("import", "c3", "--reference", str(reference), "--responses", str(responses), "--lang", "en", "--system", "s")
+    results = _copy_results(tmp_path)
+    detection = results / "context-dependency" / "coreference-detection.json"
+    _edit(detection, lambda records: records.__setitem__(1, {**records[0], "check_answer": records[1]["check_answer"]}))
+    for name in ("coreference-resolution", "multi-turn", "omission-detection", "omission-completion"):
+        (results / "context-dependency" / f"{name}.json").unlink()
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "d", ok=False)
+    assert ("coreference-detection.json[0]: matches c3/coreference-detection (en, system s) items "
+            "context-dependency/coreference/0 and context-dependency/coreference/1, which differ in what the record "
+            "does not hold; it cannot tell which one it judged") in out.output
+
+
+def test_result_files_alone_rebuild_a_chinese_history_holding_u2028(calibrate, tmp_path):
+    results = _copy_results(tmp_path, "zh")
+    (results / "context-dependency" / "multi-turn.json").unlink()  # a rendered dialogue needs the tree
+    calibrate("import", "c3-results", str(results), "--lang", "zh", "--judge-name", "dpsk", "--system", "sdm")
+    store = Store(calibrate.db)
+    (item,) = [i for i in store.items(task="c3/omission-completion", lang="zh") if i.source_id.endswith("/1")]
+    assert item.fields["history"] == ["甲：昨天去了哪里？\u2028（停顿）", "乙：公园。"]
+    assert item.fields["response"] == "omission-completion的回答1。\n我觉得是第二种意思。"
+    store.close()
+
+
+@pytest.mark.parametrize(("check_answer", "message"), [
+    ("The answer is: **yes**", "reads 'yes' to calibrate but the other way to C3's scoring script"),
+    ("yes", "is not a person's verdict: write 'The answer is: yes.' or 'The answer is: no.'"),
+])
+def test_a_persons_verdict_c3_would_read_otherwise_is_refused(calibrate, tmp_path, check_answer, message):
+    import_tree(calibrate, tmp_path, "en")
+    results = _copy_results(tmp_path)
+    _edit(results / "ambiguity" / "phonological" / "generation.json",
+          lambda records: records[2].update(check_answer=check_answer))
+    out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "d", ok=False)
+    assert f"generation.json[2]: check_answer {check_answer!r} {message}" in out.output
+
+
+def test_people_labels_under_the_annotator_named(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "zh")
+    out = calibrate("import", "c3-results", str(results_of("gpt", "zh")), "--lang", "zh", "--judge-name", "gpt",
+                    "--annotator", "lin")
+    assert "5 labels added" in out.output
+    assert "1 c3/generation-heteronym (zh) items wait for a person's label" in out.output
+    store = Store(calibrate.db)
+    assert {row["annotator"] for row in store.current_labels()} == {"lin"}
+    store.close()
+    again = calibrate("import", "c3-results", str(results_of("gpt", "zh")), "--lang", "zh", "--judge-name", "gpt",
+                      "--annotator", "lin")
+    assert "0 judgments added" in again.output and "labels added" not in again.output
+
+
+def test_render_variant_on_a_generation_item_says_people_decide_it(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    store = Store(calibrate.db)
+    (item, *_) = store.items(task="c3/generation")
+    store.close()
+    out = calibrate("render", str(item.id), "--variant", "c3-official")
+    assert "has no judge prompt in any family: people decide it" in out.output
+
+
+def test_judgments_on_generation_items_are_never_judge_evidence(calibrate, tmp_path):
+    """Whatever stored a judgment on an item people decide (an older database, a merge), the
+    report, trust and scores leave it out; an import refuses to store one."""
+    from calibrate.model import NewJudgment
+
+    import_all(calibrate, tmp_path, "en")
+    store = Store(calibrate.db)
+    generation = store.items(task="c3/generation")
+    store.add_judgments([NewJudgment(item_id=i.id, judge_name="dpsk", judge_key="old", status="verdict", verdict="yes",
+                                     raw_output="The answer is: yes.") for i in generation])
+    store.close()
+    report = json.loads(calibrate("report", "--format", "json").output)
+    assert not [c for c in report["cells"] if c["task"] == "c3/generation"]
+    trust = json.loads(calibrate("trust", "--format", "json").output)
+    assert "c3/generation" not in json.dumps(trust)
+    cells = {c["task"]: c for c in json.loads(calibrate("scores", "--format", "json").output)["cells"]}
+    (dpsk,) = [j for j in cells["c3/generation"]["judges"] if j["judge"] == "dpsk"]
+    assert dpsk["judged"] == 0 and dpsk["c3_rule"] == {"right": 1, "n": 3, "accuracy": 1 / 3}
+    assert dpsk["corrected_ppi"]["value"] is None and "people decide these items" in dpsk["corrected_ppi"]["reason"]
+    assert dpsk["more_labels_for_target"] is None
+    lines = tmp_path / "gen.jsonl"
+    lines.write_text(json.dumps({"id": "x", "content": "c", "notation": "n", "response": "r", "out": "yes"}) + "\n")
+    out = calibrate("import", "jsonl", str(lines), "--task", "c3/generation", "--lang", "en", "--judge-output", "out",
+                    "--judge-name", "j", ok=False)
+    assert "gen.jsonl:1: c3/generation (en) has no judge prompt: people decide it" in out.output
+
+
+def test_audio_kept_in_a_tree_of_its_own(calibrate, tmp_path):
+    """C3's evaluate.py counts every file of a response folder, so .wav files beside the .txt
+    files break it: `--audio` finds them in a separate tree at the same relative paths."""
+    import wave
+
+    reference, responses = write_tree(tmp_path / "en", "en")
+    audio = tmp_path / "audio"
+    for txt in responses.rglob("*.txt"):
+        wav = audio / txt.relative_to(responses).with_suffix(".wav")
+        wav.parent.mkdir(parents=True, exist_ok=True)
+        with wave.open(str(wav), "wb") as out:
+            out.setnchannels(1), out.setsampwidth(1), out.setframerate(8000)
+            out.writeframes(bytes([128]) * 8000)
+    out = calibrate("import", "c3", "--reference", str(reference), "--responses", str(responses), "--audio", str(audio),
+                    "--lang", "en")
+    assert "no audio" not in out.output and "no .wav files" not in out.output
+    store = Store(calibrate.db)
+    clips = [clip for item in store.items() for clip in store.item_audio(item.id)]
+    store.close()
+    assert len(clips) == 30 + 6 and all(c.usable and c.duration == 1.0 and c.root == audio.resolve() for c in clips)
