@@ -27,7 +27,8 @@ from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
-from calibrate.settings import Settings
+from calibrate.settings import CONFIG_NAME, SETTINGS, Settings
+from calibrate.settings import trust as trust_settings
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -42,7 +43,6 @@ class Context:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.db_path = str(settings.get("db"))
-        self.template_dirs: list[str] = settings.get("templates")
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
 
@@ -59,6 +59,12 @@ class Context:
         if self._store is None:
             self._store = Store(self.db_path, read_only=True)
         return self._store
+
+    @property
+    def template_dirs(self) -> list[str]:
+        """The extra template folders (read when needed: a folder's untrusted settings file that
+        names some stops only the commands that use templates)."""
+        return self.settings.get("templates")
 
     @property
     def templates(self) -> TemplateSet:
@@ -526,18 +532,32 @@ def parse_command(ctx, judge):
     print_table("verdict changes", ["from", "to", "count"], rows, False)
 
 
-@cli.command(name="config")
+@cli.group(name="config", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@pass_ctx
-def config_command(ctx, as_json):
-    """Each effective setting and where it came from."""
-    rows = ctx.settings.rows()
+@click.pass_context
+def config_command(click_ctx, as_json):
+    """Each effective setting and where it came from; `config trust` trusts ./calibrate.toml."""
+    if click_ctx.invoked_subcommand is not None:
+        return
+    rows = click_ctx.find_object(Context).settings.rows()
     if as_json:
         print_table("settings", ["setting", "value", "from"], [list(r) for r in rows], as_json)
         return
     console.print("settings: a flag wins, then the environment, then ./calibrate.toml, then the user config", style="dim")
     for name, value, source in rows:
         console.print(Text.assemble((f"{name} = ", "bold"), value or "(none)", (f"   from {source}", "dim")))
+
+
+@config_command.command(name="trust")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=CONFIG_NAME)
+def config_trust(file):
+    """Let a folder's settings file (default ./calibrate.toml) set templates, base_url and
+    api_key_env, as its bytes are now: read it first, it decides prompts and where the key goes."""
+    trusted = trust_settings(file)
+    sensitive = [f"{name} = {redact_url(str(value)) if name == 'base_url' else value}"
+                 for name, value in trusted.data.items() if SETTINGS[name].needs_trust]
+    console.print(safe_text(f"trusted {file.resolve()} (sha256 {trusted.sha256[:12]}) until it changes"
+                            + (": " + "; ".join(sensitive) if sensitive else "")))
 
 
 # -- demo --------------------------------------------------------------------------------------
