@@ -957,6 +957,8 @@ def merge_command(ctx, other):
     added = report.added
     console.print(safe_text(f"merged {other}: {added['items']} items, {added['judgments']} judgments, "
                             f"{added['annotations']} annotations added"))
+    if report.redacted:
+        err_console.print(safe_text(f"blanked credentials out of {report.redacted} judgments from {other}", style="yellow"))
     if report.refused:
         counts = ", ".join(f"{n} {table}s" for table, n in sorted(report.refused.items()))
         err_console.print(safe_text(f"refused {counts} from {other}:", style="yellow"))
