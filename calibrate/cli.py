@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from calibrate.display import safe, safe_json
+from calibrate.display import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
@@ -213,7 +213,7 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
         out.write_text(text, encoding="utf-8")
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
-        click.echo(text, nl=False)
+        click.echo(for_terminal(text), nl=False)
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
@@ -996,6 +996,10 @@ def export_group(click_ctx, fmt, out, system, target, risk):
         with out.open("w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.reader, handle, system, accepted)
         console.print(f"wrote {n} items to {out}")
+    elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
+        buffer = io.StringIO(newline="")
+        writer(ctx.reader, buffer, system, accepted)
+        click.echo(safe(buffer.getvalue()), nl=False)
     else:
         writer(ctx.reader, sys.stdout, system, accepted)
 
