@@ -10,8 +10,8 @@ A template folder may come from someone else (a shared data folder), so a templa
 as untrusted code: it is rendered in Jinja's immutable sandbox, which refuses every attribute
 starting with `_` (the way out to Python's internals: `cycler.__init__.__globals__`,
 `''.__class__.__mro__`, the same through `attr` or a format string) and any change to lists and
-dicts, with no globals but `range` (at most 100,000 numbers) and `dict`. Templates that name such
-an attribute outright are refused when loaded. Sizes are bounded too: a repetition, power,
+dicts, with no globals but `range` (at most 100,000 numbers) and `dict`. A user folder's templates
+that name such an attribute outright are refused when loaded (the bundled ones are read as needed). Sizes are bounded too: a repetition, power,
 `%`-format, method or filter argument, `~` join or the whole prompt that would exceed
 `MAX_TEXT` characters is refused before it is built, so a template cannot fill memory.
 """
@@ -278,17 +278,20 @@ class TemplateSet:
     def __init__(self, folders: Iterable[Path] = ()):
         self.templates: dict[str, Template] = {}
         self._default: dict[tuple[str, str], str] = {}
-        for folder in [bundled("templates"), *(folders or ())]:
+        self.add_folder(bundled("templates"), check=False)
+        for folder in folders or ():
             self.add_folder(Path(folder))
 
-    def add_folder(self, folder: Path) -> None:
+    def add_folder(self, folder: Path, check: bool = True) -> None:
+        """Load a folder's manifests; `check`: refuse at once a template that cannot be used
+        (its syntax, Python's internals), not only when it is rendered."""
         manifests = sorted(folder.glob("*/manifest.toml")) + sorted(folder.glob("manifest.toml"))
         if not manifests:
             raise TemplateError(f"{folder}: no manifest.toml found (expected <family>/manifest.toml)")
         for manifest in manifests:
-            self._load_manifest(manifest)
+            self._load_manifest(manifest, check)
 
-    def _load_manifest(self, path: Path) -> None:
+    def _load_manifest(self, path: Path, check: bool) -> None:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
@@ -330,7 +333,8 @@ class TemplateSet:
                 system=_read(path.parent, entry.get("system"), where),
                 source=str(path),
             )
-            template.syntax  # noqa: B018 (a template that cannot be used is refused now, not per item)
+            if check:
+                template.syntax  # noqa: B018 (a template that cannot be used is refused now, not per item)
             self.templates[template.id] = template
             if is_default:
                 for task in template.tasks:
