@@ -27,8 +27,7 @@ from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
-from calibrate.settings import CONFIG_NAME, SETTINGS, Settings
-from calibrate.settings import trust as trust_settings
+from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -553,7 +552,7 @@ def config_command(click_ctx, as_json):
 def config_trust(file):
     """Let a folder's settings file (default ./calibrate.toml) set templates, base_url and
     api_key_env, as its bytes are now: read it first, it decides prompts and where the key goes."""
-    trusted = trust_settings(file)
+    trusted = trust_settings_file(file)
     sensitive = [f"{name} = {redact_url(str(value)) if name == 'base_url' else value}"
                  for name, value in trusted.data.items() if SETTINGS[name].needs_trust]
     console.print(safe_text(f"trusted {file.resolve()} (sha256 {trusted.sha256[:12]}) until it changes"

@@ -194,10 +194,6 @@ class TabProcess(AppService):
         self._stdin = self._process.stdin
         return self._process
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
     async def send_within(self, sending) -> bool:
         """Await one send to the app; False when the app has not taken it within SEND_TIMEOUT."""
         try:

@@ -84,7 +84,7 @@ def user_config_file() -> Path:
     return Path(click.get_app_dir(APP_NAME)) / "config.toml"
 
 
-def trust_file() -> Path:
+def trusted_list_path() -> Path:
     """Where `calibrate config trust` records the folder settings files the user trusts."""
     return user_config_file().parent / "trusted.json"
 
@@ -125,9 +125,9 @@ def read_trusted(store: Path) -> dict[str, str]:
     return data
 
 
-def trust(path: Path, store: Path | None = None) -> SettingsFile:
-    """Record `path` (as its bytes are now) as trusted, in `store` (default: trust_file())."""
-    store = store or trust_file()
+def trust_settings_file(path: Path, store: Path | None = None) -> SettingsFile:
+    """Record `path` (as its bytes are now) as trusted, in `store` (default: trusted_list_path())."""
+    store = store or trusted_list_path()
     settings_file = _read_toml(Path(path), {})
     trusted = read_trusted(store)
     trusted[str(Path(path).resolve())] = settings_file.sha256
@@ -145,14 +145,14 @@ class Settings:
     def __init__(self, flags: dict | None = None, *, environ: dict | None = None, folder_file: Path | None = None,
                  user_file: Path | None = None, trusted: Path | None = None):
         """`folder_file` (default ./calibrate.toml) needs trust for some settings, recorded in
-        `trusted` (default: trust_file()); `user_file` (default: the user config) does not."""
+        `trusted` (default: trusted_list_path()); `user_file` (default: the user config) does not."""
         self._flags = {k: v for k, v in (flags or {}).items() if v not in (None, (), [])}
         self._environ = os.environ if environ is None else environ
         folder_file = folder_file or Path.cwd() / CONFIG_NAME
         user_file = user_file or user_config_file()
         self._files: list[SettingsFile] = []
         if folder_file.is_file():
-            self._files.append(_read_toml(folder_file, read_trusted(trusted or trust_file())))
+            self._files.append(_read_toml(folder_file, read_trusted(trusted or trusted_list_path())))
         if user_file.is_file():
             self._files.append(_read_toml(user_file, None))
 

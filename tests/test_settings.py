@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from calibrate.cli import cli
-from calibrate.settings import Settings, SettingsError, UntrustedSetting, trust
+from calibrate.settings import Settings, SettingsError, UntrustedSetting, trust_settings_file
 
 
 def test_flag_beats_environment_beats_files(tmp_path):
@@ -69,7 +69,7 @@ def test_a_folder_file_sets_templates_base_url_and_key_variable_only_once_truste
     rows = {name: (value, source) for name, value, source in settings().rows()}
     assert rows["base_url"] == ("http://evil.example/v1", f"{local} (not trusted: `calibrate config trust` to use it)")
 
-    trust(local, trusted)
+    trust_settings_file(local, trusted)
     assert settings().get("base_url") == "http://evil.example/v1"
     assert settings().get("templates") == [str(tmp_path / "prompts")]
     local.write_text('base_url = "http://evil.example/other"\n')

@@ -286,7 +286,7 @@ class Fuzzer:
                 try:
                     records = json.loads(data)
                     data = dumps(mutate_object(rng, records)).encode("utf-8", "surrogatepass")
-                except (ValueError, UnicodeDecodeError):
+                except (ValueError, UnicodeDecodeError, RecursionError):  # garbled, or nested deep by a mutation
                     data = mutate_bytes(rng, data)
             else:
                 data = mutate_bytes(rng, data)
@@ -340,7 +340,10 @@ class Fuzzer:
             calibrate.cli.TemplateSet = loader
 
     def _run(self, runner: CliRunner, indices, outcome: Outcome, keep: Path | None) -> Outcome:
-        for index in indices:
+        for done, index in enumerate(indices, 1):
+            if done % 1000 == 0:
+                print(f"{done:,} inputs: {sum(outcome.tracebacks.values())} tracebacks, "
+                      f"{sum(outcome.changed.values())} changed", file=sys.stderr, flush=True)
             case = self.case(index)
             started = time.perf_counter()
             result = runner.invoke(cli, ["--db", str(self.db), *case.args], catch_exceptions=True)
