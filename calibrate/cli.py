@@ -90,7 +90,19 @@ pass_ctx = click.make_pass_decorator(Context)
 class CalibrateGroup(click.Group):
     """Turns the domain's user-facing errors (a bad import, a template problem) and the file
     system's (an output folder that does not exist, no permission, a full disk) into a clean
-    `Error: …` message and exit status 1, for every command."""
+    `Error: …` message and exit status 1, for every command; an argument that is not text is a
+    usage error."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an argument that is not valid text (bytes that are not UTF-8 reach Python as
+        lone surrogates), before anything stores or prints it."""
+        for position, arg in enumerate(args, 1):
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+                raise click.UsageError(f"argument {position} ({safe(shown)}) is not UTF-8 text", ctx) from None
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:

@@ -367,7 +367,8 @@ class Fuzzer:
                 outcome.failures.append(f"#{index} {case.importer} {' '.join(case.args[:3])}: {problem}")
                 if keep is not None:
                     shutil.copytree(case.folder, keep / str(index), dirs_exist_ok=True)
-                    (keep / str(index) / "command.txt").write_text(" ".join(case.args) + "\n" + result.output)
+                    (keep / str(index) / "command.txt").write_text(" ".join(case.args) + "\n" + result.output,
+                                                                   errors="backslashreplace")
             if result.exit_code == 0 or problem:
                 self.restore()
             shutil.rmtree(case.folder, ignore_errors=True)
