@@ -64,11 +64,11 @@ class MergeReport:
             self.examples.append(f"{table} {name}: {reason}")
 
 
-def merge_database(store: Store, other: Store, templates: TemplateSet, redact: Redactor | None = None) -> MergeReport:
-    """Fold OTHER into `store`; `redact` blanks credentials out of judgments (default: this
-    environment's OPENAI_API_KEY and OPENAI_BASE_URL, and anything shaped like a credential)."""
+def merge_database(store: Store, other: Store, templates: TemplateSet) -> MergeReport:
+    """Fold OTHER into `store`, blanking credentials out of its judgments (this environment's
+    OPENAI_API_KEY and OPENAI_BASE_URL, and anything shaped like a credential)."""
     report = MergeReport()
-    redact = redact or Redactor.for_judge(os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL"))
+    redact = Redactor.for_judge(os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL"))
     _merge_items(store, other, templates, report)
     _merge_judgments(store, other, report, redact)
     _merge_annotations(store, other, templates, report)
