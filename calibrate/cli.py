@@ -23,13 +23,13 @@ from rich.table import Table
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
-from calibrate.escape import safe, safe_json
+from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
-from calibrate.settings import Settings
+from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -52,7 +52,6 @@ class Context:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.db_path = str(settings.get("db"))
-        self.template_dirs: list[str] = settings.get("templates")
         self.access: str | None = None  # the running command's declaration
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
@@ -83,6 +82,12 @@ class Context:
         if not path.is_file():
             Store(self.db_path, read_only=True).close()  # raises the store's DatabaseMissing: nothing is created
         Store.open_other(path).close()
+
+    @property
+    def template_dirs(self) -> list[str]:
+        """The extra template folders (read when needed: a folder's untrusted settings file that
+        names some stops only the commands that use templates)."""
+        return self.settings.get("templates")
 
     @property
     def templates(self) -> TemplateSet:
@@ -142,6 +147,17 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
 
     def __init__(self, *args, database: str | None = None, **kwargs):
         super().__init__(*args, database=database, **kwargs)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse an argument that is not valid text (bytes that are not UTF-8 reach Python as
+        lone surrogates), before anything stores or prints it."""
+        for position, arg in enumerate(args, 1):
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+                raise click.UsageError(f"argument {position} ({safe(shown)}) is not UTF-8 text", ctx) from None
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -264,7 +280,7 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
         out.write_text(text, encoding="utf-8")
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
-        click.echo(text, nl=False)
+        click.echo(for_terminal(text), nl=False)
 
 
 def by_option(default: str, more_help: str = ""):
@@ -632,18 +648,32 @@ def parse_command(ctx, judge):
     print_table("verdict changes", ["from", "to", "count"], rows, False)
 
 
-@cli.command(name="config", database=None)
+@cli.group(name="config", invoke_without_command=True, database=None)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@pass_ctx
-def config_command(ctx, as_json):
-    """Each effective setting and where it came from."""
-    rows = ctx.settings.rows()
+@click.pass_context
+def config_command(click_ctx, as_json):
+    """Each effective setting and where it came from; `config trust` trusts ./calibrate.toml."""
+    if click_ctx.invoked_subcommand is not None:
+        return
+    rows = click_ctx.find_object(Context).settings.rows()
     if as_json:
         print_table("settings", ["setting", "value", "from"], [list(r) for r in rows], as_json)
         return
     console.print("settings: a flag wins, then the environment, then ./calibrate.toml, then the user config", style="dim")
     for name, value, source in rows:
         console.print(Text.assemble((f"{name} = ", "bold"), value or "(none)", (f"   from {source}", "dim")))
+
+
+@config_command.command(name="trust", database=None)
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=CONFIG_NAME)
+def config_trust(file):
+    """Let a folder's settings file (default ./calibrate.toml) set templates, base_url and
+    api_key_env, as its bytes are now: read it first, it decides prompts and where the key goes."""
+    trusted = trust_settings_file(file)
+    sensitive = [f"{name} = {redact_url(str(value)) if name == 'base_url' else value}"
+                 for name, value in trusted.data.items() if SETTINGS[name].needs_trust]
+    console.print(safe_text(f"trusted {file.resolve()} (sha256 {trusted.sha256[:12]}) until it changes"
+                            + (": " + "; ".join(sensitive) if sensitive else "")))
 
 
 # -- demo --------------------------------------------------------------------------------------
@@ -1021,6 +1051,8 @@ def merge_command(ctx, other):
     added = report.added
     console.print(safe_text(f"merged {other}: {added['items']} items, {added['judgments']} judgments, "
                             f"{added['annotations']} annotations added"))
+    if report.redacted:
+        err_console.print(safe_text(f"blanked credentials out of {report.redacted} judgments from {other}", style="yellow"))
     if report.refused:
         counts = ", ".join(f"{n} {table}s" for table, n in sorted(report.refused.items()))
         err_console.print(safe_text(f"refused {counts} from {other}:", style="yellow"))
@@ -1058,6 +1090,10 @@ def export_group(click_ctx, fmt, out, system, target, risk):
         with out.open("w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.store, handle, system, accepted)
         console.print(f"wrote {n} items to {out}")
+    elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
+        buffer = io.StringIO(newline="")
+        writer(ctx.store, buffer, system, accepted)
+        click.echo(safe(buffer.getvalue()), nl=False)
     else:
         writer(ctx.store, sys.stdout, system, accepted)
 

@@ -3,36 +3,69 @@
 Text from data is never interpreted: `safe` is the one function every command and widget
 passes data through before printing it (values, field names, ids, judge and annotator names,
 notes), so an escape sequence in a benchmark item cannot clear a screen, retitle a window or
-write the clipboard, and a bidi override cannot reorder what the annotator reads. The other
-writers build on it: JSON with the same characters as \\u escapes, CSV cells a spreadsheet will
-not run as formulas, Markdown table cells whose markup characters are literal.
+write the clipboard, and a bidi override cannot reorder what the annotator reads; and no
+character is invisible, so two ids that differ by a zero-width space look different. Exports
+keep the data exactly: JSON writes those characters as \\u escapes, CSV only neutralises
+formulas, Markdown table cells have their markup characters made literal, and text bound for
+a terminal is made safe only when it really goes to one (`for_terminal`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 
 # C0 controls but newline, DEL, C1 controls (U+0080-U+009F, U+009B is a one-byte CSI), and the
 # bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E-F, U+202A-E, U+2066-9).
 _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Characters that draw nothing: the soft hyphen, the combining grapheme joiner, Hangul and
+# Khmer fillers, Mongolian variation selectors and vowel separator, the zero-width space, the
+# line and paragraph separators, the word joiner and invisible operators, the deprecated format
+# characters, the BOM, interlinear annotation marks, shorthand and musical format controls,
+# the tag characters (hidden text) and the variation selectors 17-256. Kept as they are: the
+# zero-width (non-)joiners and variation selectors 1-16, which shape emoji and scripts visibly.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u2028\u2029\u2060-\u2064\u206a-\u206f"
+    "\u3164\ufeff\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\U000e0100-\U000e01ef]"
+)
 
 
 def safe(text) -> str:
     """Any text from data, safe to print on a terminal: control characters (ESC included), C1
-    controls and bidirectional overrides are shown as visible escapes (`\\x1b`, `\\u202e`),
-    never interpreted. Newlines stay; a tab becomes four spaces; None becomes ""."""
+    controls and bidirectional overrides, which act on the terminal, are shown as escapes
+    (`\\x1b`, `\\u202e`), never interpreted; characters that draw nothing are named
+    (`<U+200B>`). Newlines stay; a tab becomes four spaces; None becomes ""."""
     if text is None:
         return ""
     text = str(text).replace("\r\n", "\n").replace("\t", "    ")
-    return _UNSAFE.sub(_visible, text)
+    return _INVISIBLE.sub(_named, _UNSAFE.sub(_visible, text))
 
 
 def safe_json(value, indent: int | None = 2) -> str:
-    """`value` as JSON that is also terminal-safe: the characters `safe` shows as escapes are
+    """`value` as JSON that is also terminal-safe: the characters `safe` shows differently are
     written as JSON \\u escapes, so the text stays valid JSON with exactly the same value."""
     text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _INVISIBLE.sub(_json_escape, _UNSAFE.sub(_json_escape, text))
+
+
+def for_terminal(text: str, stream=None) -> str:
+    """`text` about to be written to `stream` (default: standard output): made safe (see
+    `safe`) when the stream is a terminal, else left exactly as it is, so a file or a pipe gets
+    the data (a CSV export redirected to a file keeps an ESC in a field)."""
+    stream = sys.stdout if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    return safe(text) if isatty is not None and isatty() else text
+
+
+def _json_escape(match: re.Match) -> str:
+    """One character as a JSON \\u escape (a surrogate pair beyond the BMP)."""
+    return json.dumps(match.group(), ensure_ascii=True)[1:-1]
+
+
+def _named(match: re.Match) -> str:
+    return f"<U+{ord(match.group()):04X}>"
 
 
 def _visible(match: re.Match) -> str:
@@ -44,10 +77,11 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def spreadsheet_safe(value) -> str:
-    """A CSV cell that is terminal-safe (see `safe`) and that a spreadsheet will not run as a
-    formula: text starting with = + - @ gets a leading apostrophe; numbers such as -0.05 stay
-    numbers."""
-    text = safe(value)
+    """A CSV cell that a spreadsheet will not run as a formula: text starting with = + - @, a
+    tab or a carriage return gets a leading apostrophe; numbers such as -0.05 stay numbers.
+    Nothing else changes (None becomes ""): a CSV file keeps the data, and what prints it on a
+    terminal makes it safe there (`for_terminal`)."""
+    text = "" if value is None else str(value)
     if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _NUMBER.match(text):
         return "'" + text
     return text

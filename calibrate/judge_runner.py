@@ -32,7 +32,7 @@ import openai
 
 from calibrate.judgments import judgment_from_output, parse_output
 from calibrate.model import CalibrateError, Item, NewJudgment, judge_key
-from calibrate.redact import Redactor, redact_url, url_credentials
+from calibrate.redact import Redactor, redact_url
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 
@@ -83,7 +83,7 @@ class JudgeConfig:
     @cached_property
     def redact(self) -> Redactor:
         """Blanks the API key and the URL's credentials out of text."""
-        return Redactor([os.environ.get(self.api_key_env), *url_credentials(self.url)])
+        return Redactor.for_judge(os.environ.get(self.api_key_env), self.url)
 
 
 @dataclass
@@ -222,9 +222,7 @@ def verdict_probability(response, verdict: str | None) -> float | None:
 
 
 def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
-    for name in ("error", "raw_output"):
-        if name in values:
-            values[name] = config.redact(values[name])
+    values = config.redact.fields(values)  # what the server sent: output, reported model, errors
     return NewJudgment(
         item_id=job.item.id,
         judge_name=config.name,

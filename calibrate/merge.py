@@ -11,19 +11,30 @@ judgments and annotations by uid, so merging twice adds nothing; each batch is i
 transaction, so annotators keep working meanwhile and an interrupted merge resumes when run
 again. Which label is in force afterwards follows decision time, then uid (see the store), so
 an older offline label never replaces a newer one.
+
+Because the newest decision wins, a time from a machine whose clock ran ahead would keep its row
+in force over every later decision: a row dated more than `FUTURE_TOLERANCE` after this
+machine's clock is refused (not clamped: its real time is unknown, and a made-up one could put
+it ahead of decisions taken since), and so is a time without a time zone. Times are stored in
+UTC as the store writes them, so text order stays time order. Judgments are cleaned of
+credentials on the way in (`calibrate.redact`: this environment's API key and base URL, and
+anything shaped like a credential), so a key a server echoed into OTHER goes no further; the
+report counts them.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from calibrate.formats import check_item
 from calibrate.kinds import LabelError
 from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, NewItem
+from calibrate.redact import Redactor
 from calibrate.store import JUDGMENT_COLUMNS, Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.validate import InputError, parse_json_value
@@ -31,6 +42,9 @@ from calibrate.validate import InputError, parse_json_value
 BATCH = 1000
 EXAMPLES = 20
 JUDGMENT_STATUSES = ("verdict", "unparsed", "error")
+FUTURE_TOLERANCE = timedelta(minutes=5)
+"""How far ahead of this machine's clock a merged time may be: more than the drift of a laptop
+kept offline for weeks, little enough that a row dated ahead outranks later decisions only briefly."""
 
 
 class Refused(ValueError):
@@ -41,6 +55,7 @@ class Refused(ValueError):
 class MergeReport:
     added: Counter = field(default_factory=Counter)  # table -> rows added
     refused: Counter = field(default_factory=Counter)  # table -> rows refused
+    redacted: int = 0  # judgments whose text had credentials blanked
     examples: list[str] = field(default_factory=list)  # the first EXAMPLES refusals, as "table uid: reason"
 
     def refuse(self, table: str, name: str, reason: str) -> None:
@@ -50,9 +65,12 @@ class MergeReport:
 
 
 def merge_database(store: Store, other: Store, templates: TemplateSet) -> MergeReport:
+    """Fold OTHER into `store`, blanking credentials out of its judgments (this environment's
+    OPENAI_API_KEY and OPENAI_BASE_URL, and anything shaped like a credential)."""
     report = MergeReport()
+    redact = Redactor.for_judge(os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL"))
     _merge_items(store, other, templates, report)
-    _merge_judgments(store, other, report)
+    _merge_judgments(store, other, report, redact)
     _merge_annotations(store, other, templates, report)
     return report
 
@@ -78,12 +96,21 @@ def _text(row, name: str, *, optional: bool = False) -> str | None:
 
 
 def _time(row, name: str = "created_at") -> str:
+    """The row's time as the store writes it (UTC, microseconds); refused when it is not a
+    time, has no time zone, or lies ahead of this machine's clock beyond FUTURE_TOLERANCE."""
     value = _text(row, name)
     try:
-        datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise Refused(f"{name} {value!r} is not an ISO 8601 time") from None
-    return value
+    if moment.tzinfo is None:
+        raise Refused(f"{name} {value!r} has no time zone, so it cannot be ordered")
+    now = datetime.now(UTC)
+    if moment - now > FUTURE_TOLERANCE:
+        raise Refused(f"{name} {value} is ahead of this machine's clock ({now:%Y-%m-%d %H:%M} UTC) by more than "
+                      f"{FUTURE_TOLERANCE.seconds // 60} minutes; it would stay in force over every later decision "
+                      "(check the clock of the machine it came from, then decide that item again)")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _number(row, name: str) -> float | None:
@@ -136,7 +163,7 @@ def _merge_items(store: Store, other: Store, templates: TemplateSet, report: Mer
                     store.set_item_audio(item_id, clips)
 
 
-def _merge_judgments(store: Store, other: Store, report: MergeReport) -> None:
+def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Redactor) -> None:
     for batch in _batches(other.judgment_rows()):
         items = store.items_by_hash(r["content_hash"] for r in batch if r["content_hash"])
         accepted = []
@@ -158,7 +185,9 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport) -> None:
             except (Refused, InputError) as exc:
                 report.refuse("judgment", name, str(exc))
                 continue
-            accepted.append(values)
+            cleaned = redact.fields(values)
+            report.redacted += cleaned != values
+            accepted.append(cleaned)
         if accepted:
             report.added["judgments"] += store.add_judgment_rows(accepted)
 

@@ -7,26 +7,40 @@ on the first visit) gets 403, whatever the route: `require_login` is the one che
 a middleware to every route and callable by any handler. A websocket from another Origin is
 refused. Each browser tab is a named annotator (asked when the tab connects, or fixed by
 `--annotators FILE`, which gives each person their own token) and its own session: tabs never
-share an item and undo reverts only that tab's decisions. Connections are limited, and binding
-anything but loopback prints a warning. The browser plays an item's audio through the audio
-route (calibrate.audio_route), behind the same login.
+share an item and undo reverts only that tab's decisions. Binding anything but loopback prints
+a warning. The browser plays an item's audio through the audio route (calibrate.audio_route),
+behind the same login.
+
+A tab is an app process, and a tab that is gone must not leave one behind: each runs in its own
+process group, and when its websocket closes (or the server stops), it is asked to quit, then
+terminated, then killed with everything it started (an audio player too), and reaped.
+`--max-connections` counts these processes until they are reaped, so it holds however a tab
+ends. What a browser sends is bounded: a message of at most `MAX_MESSAGE` bytes (a larger one
+closes the tab), a terminal of at most `MAX_COLUMNS` x `MAX_ROWS`, malformed messages ignored,
+and input the app does not take within `SEND_TIMEOUT` ends the tab. The access log never shows
+a token (`token=***`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import html
 import ipaddress
+import json
 import logging
+import os
+import re
 import secrets
-import shlex
+import signal
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp_jinja2
 import jinja2
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
@@ -40,6 +54,10 @@ log = logging.getLogger("calibrate.serve")
 TOKEN_COOKIE = "calibrate_token"
 MIN_TOKEN = 16
 MAX_NAME = 64
+MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and pastes, never megabytes
+MAX_COLUMNS, MAX_ROWS = 500, 200  # beyond any screen; a bigger terminal only costs memory
+SEND_TIMEOUT = 30.0  # seconds the app may leave its input unread before its tab is ended
+QUIT_GRACE = 3.0  # seconds an app has to quit when asked, then again after SIGTERM, before SIGKILL
 
 
 class ServeError(CalibrateError):
@@ -137,20 +155,101 @@ NAME_FORM = """<!doctype html><html><head><meta charset="utf-8"><title>calibrate
 """
 
 
+_TOKEN_IN_URL = re.compile(r"(token=)[^&\s\"']+")
+
+
+class HideTokens(logging.Filter):
+    """Rewrites access-log lines (request line, Referer) so that no token is shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _TOKEN_IN_URL.sub(r"\1***", record.getMessage())
+        record.args = ()
+        for name, value in list(record.__dict__.items()):
+            if isinstance(value, str) and "token=" in value:
+                setattr(record, name, _TOKEN_IN_URL.sub(r"\1***", value))
+        return True
+
+
+def terminal_size(width, height) -> tuple[int, int] | None:
+    """(columns, rows) clamped to 1..MAX_COLUMNS x 1..MAX_ROWS, or None if not two whole numbers."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (width, height)):
+        return None
+    return min(max(width, 1), MAX_COLUMNS), min(max(height, 1), MAX_ROWS)
+
+
+class TabProcess(AppService):
+    """textual-serve's app process, run without a shell in its own process group, and ended
+    for sure: `stop` asks it to quit, then terminates, then kills the group, and reaps it."""
+
+    def __init__(self, args: list[str], **options):
+        super().__init__(" ".join(args), **options)
+        self.args = args
+
+    async def _open_app_process(self, width: int = 80, height: int = 24):
+        self._process = await asyncio.create_subprocess_exec(
+            *self.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=self._build_environment(width=width, height=height),
+            start_new_session=True,
+        )
+        self._stdin = self._process.stdin
+        return self._process
+
+    async def send_within(self, sending) -> bool:
+        """Await one send to the app; False when the app has not taken it within SEND_TIMEOUT."""
+        try:
+            return await asyncio.wait_for(sending, SEND_TIMEOUT) is not False
+        except TimeoutError:
+            return False
+
+    async def stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.send_meta({"type": "quit"}), QUIT_GRACE)
+            for sent in (None, signal.SIGTERM, signal.SIGKILL):
+                if sent is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, sent)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), QUIT_GRACE)
+                    break
+            else:
+                await process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever it started and left behind
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+
 class CalibrateServer(Server):
     """textual-serve's server with the login, one app process per tab run as that tab's
     annotator, the Origin check and a connection limit."""
 
     def __init__(self, app_args: list[str], *, host: str, port: int, logins: Logins, max_connections: int,
                  annotator: str | None = None, db_path: str | None = None, audio_root: Path | None = None):
-        super().__init__(shlex.join(app_args), host=host, port=port, title="calibrate")
+        super().__init__(" ".join(app_args), host=host, port=port, title="calibrate")
         self.app_args = app_args
         self.db_path, self.audio_root = db_path, audio_root
         self.logins = logins
         self.max_connections = max_connections
         self.annotator = annotator  # every tab is this annotator (the --annotator flag), unless a token says
         self.tickets: dict[str, tuple[str, str]] = {}  # tab id -> (token, annotator), until the tab connects
-        self.connections = 0
+        self.tabs: dict[str, tuple[TabProcess, web.WebSocketResponse]] = {}  # tab id -> its app and websocket
+        self._endings: dict[str, asyncio.Task] = {}  # tab id -> the task ending it
+
+    @property
+    def connections(self) -> int:
+        """Tabs whose app process has not been reaped yet (what --max-connections limits)."""
+        return len(self.tabs)
+
+    def initialize_logging(self) -> None:
+        super().initialize_logging()
+        logging.getLogger("aiohttp.access").addFilter(HideTokens())
 
     async def _make_app(self) -> web.Application:
         app = web.Application(middlewares=[login_middleware])
@@ -163,7 +262,12 @@ class CalibrateServer(Server):
             web.static("/static", self.statics_path, name="static"),
         ])
         app.on_startup.append(self.on_startup)
+        app.on_shutdown.append(self.on_shutdown)
         return app
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """The server stops: every tab's process ends (reaped) and its websocket closes."""
+        await asyncio.gather(*(self._end_tab(tab) for tab in list(self.tabs)), return_exceptions=True)
 
     def find_clip(self, item_id: int, position: int) -> Path | None:
         """The file of one stored clip (under --audio-root when given), or None."""
@@ -184,8 +288,8 @@ class CalibrateServer(Server):
     async def on_startup(self, app: web.Application) -> None:
         """The URLs are printed by the command; textual-serve's banner would show the command line."""
 
-    def app_command(self, tab: str, annotator: str) -> str:
-        return shlex.join([*self.app_args, "--annotator", annotator, "--tab", tab])
+    def app_command(self, tab: str, annotator: str) -> list[str]:
+        return [*self.app_args, "--annotator", annotator, "--tab", tab]
 
     async def handle_index(self, request: web.Request) -> web.Response:
         login: Login = require_login(request)
@@ -221,21 +325,63 @@ class CalibrateServer(Server):
         tab = request.match_info["tab"]
         del self.tickets[tab]
         _, annotator = ticket
-        websocket = web.WebSocketResponse(heartbeat=15)
-        self.connections += 1
-        app_service: AppService | None = None
+        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        app = TabProcess(self.app_command(tab, annotator), write_bytes=websocket.send_bytes,
+                         write_str=websocket.send_str, close=websocket.close,
+                         download_manager=self.download_manager, debug=self.debug)
+        self.tabs[tab] = (app, websocket)
         try:
             await websocket.prepare(request)
-            app_service = AppService(
-                self.app_command(tab, annotator), write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                close=websocket.close, download_manager=self.download_manager, debug=self.debug,
-            )
-            await app_service.start(to_int(request.query.get("width", "80"), 80), to_int(request.query.get("height", "24"), 24))
-            await self._process_messages(websocket, app_service)
+            await app.start(*terminal_size(to_int(request.query.get("width", "80"), 80),
+                                           to_int(request.query.get("height", "24"), 24)))
+            await self._process_messages(websocket, app)
         except Exception as error:  # one tab's failure never stops the server
-            log.exception(error)
+            log.error("a tab ended: %s: %s", type(error).__name__, error)
         finally:
-            self.connections -= 1
-            if app_service is not None:
-                await app_service.stop()
+            await asyncio.shield(self._end_tab(tab))  # aiohttp cancels the handler when the tab closes
         return websocket
+
+    def _end_tab(self, tab: str) -> asyncio.Task:
+        """The one task that ends a tab: its process ended and reaped, its websocket closed, and
+        only then the tab uncounted; it runs to the end even if whoever awaits it is cancelled."""
+        if tab not in self._endings:
+            self._endings[tab] = asyncio.ensure_future(self._finish_tab(tab))
+        return self._endings[tab]
+
+    async def _finish_tab(self, tab: str) -> None:
+        app, websocket = self.tabs[tab]
+        try:
+            await app.stop()
+            await websocket.close()
+        finally:
+            self.tabs.pop(tab, None)
+            self._endings.pop(tab, None)
+
+    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: TabProcess) -> None:
+        """Forward what the browser sends to the tab's app: keys, resizes (clamped), focus; a
+        malformed message is ignored, a message over MAX_MESSAGE or input the app leaves
+        unread for SEND_TIMEOUT ends the tab."""
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                kind, *data = json.loads(message.data)
+            except (ValueError, TypeError):
+                continue
+            if kind == "stdin" and data and isinstance(data[0], str):
+                sent = app_service.send_bytes(data[0].encode("utf-8"))
+            elif kind == "resize" and data and isinstance(data[0], dict):
+                size = terminal_size(data[0].get("width"), data[0].get("height"))
+                if size is None:
+                    continue
+                sent = app_service.set_terminal_size(*size)
+            elif kind == "ping" and data and isinstance(data[0], str | int | float):
+                await websocket.send_json(["pong", data[0]])
+                continue
+            elif kind in ("blur", "focus"):
+                sent = app_service.blur() if kind == "blur" else app_service.focus()
+            else:
+                continue
+            if not await app_service.send_within(sent):
+                log.warning("tab's app took no input for %ss: ending it", SEND_TIMEOUT)
+                return

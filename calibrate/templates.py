@@ -5,17 +5,32 @@ task ids it serves, its language, system prompt, required fields and verdict kin
 uses Jinja2 with StrictUndefined, no HTML escaping and whitespace kept exactly as written, so
 a prompt is byte-for-byte what the seed says. A template's version is the hash of its text
 and system prompt: editing a file makes a new version, and old judgments keep theirs.
+
+A template folder may come from someone else (a shared data folder), so a template is treated
+as untrusted code: it is rendered in Jinja's immutable sandbox, which refuses every attribute
+starting with `_` (the way out to Python's internals: `cycler.__init__.__globals__`,
+`''.__class__.__mro__`, the same through `attr` or a format string) and any change to lists and
+dicts, with no globals but `range` (at most 100,000 numbers) and `dict`. A user folder's templates
+that name such an attribute outright are refused when loaded (the bundled ones are read as needed). Sizes are bounded too: a repetition, power,
+`%`-format, method or filter argument, `~` join or the whole prompt that would exceed
+`MAX_TEXT` characters is refused before it is built, so a template cannot fill memory.
 """
 
 from __future__ import annotations
 
+import operator
+import re
+import string
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
 from calibrate.model import CalibrateError, digest
@@ -31,13 +46,149 @@ class TemplateError(CalibrateError, ValueError):
     """A template that cannot render (missing field) or a manifest that does not make sense."""
 
 
-_ENV = jinja2.Environment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    keep_trailing_newline=True,
-    trim_blocks=False,
-    lstrip_blocks=False,
-)
+MAX_TEXT = 32 * 1024 * 1024
+"""The longest text (or list) a template may build, the whole prompt included: far beyond any
+judge's context, far below what would exhaust memory."""
+
+_PERCENT_WIDTH = re.compile(r"%[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _too_long(size: int, what: str) -> None:
+    if size > MAX_TEXT:
+        raise SecurityError(f"{what} would be {size:,} long; a template may build at most {MAX_TEXT:,}")
+
+
+def _sized(value, what: str):
+    if isinstance(value, str | list | tuple | dict):
+        _too_long(len(value), what)
+    return value
+
+
+def _check_widths(fmt: str) -> None:
+    """Refuse a %-format or str.format string whose field widths or precisions are huge."""
+    for width, precision in _PERCENT_WIDTH.findall(fmt):
+        for number in (width, precision):
+            if number == "*":
+                raise SecurityError("a %-format width taken from the arguments (*) is not allowed in a template")
+            if number:
+                _too_long(int(number), "a %-format width")
+    try:
+        fields = list(string.Formatter().parse(fmt))
+    except ValueError:
+        return  # not a str.format string: formatting it raises its own error
+    for _, _, spec, _ in fields:
+        for number in re.findall(r"\d+", spec or ""):
+            _too_long(int(number), "a format width")
+
+
+def _check_arguments(name: str, target, args: tuple, kwargs: dict) -> None:
+    """Before a method or filter `name` runs on `target`: refuse arguments that would build a
+    huge text (a width, a count, a replacement or a join beyond MAX_TEXT)."""
+    values = [*args, *kwargs.values()]
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            _too_long(abs(value), f"{name.removeprefix('safe_')}'s argument")
+    if name == "replace" and isinstance(target, str) and len(args) >= 2 and all(isinstance(a, str) for a in args[:2]):
+        old, new = args[:2]
+        count = len(target) + 1 if old == "" else target.count(old)
+        _too_long(len(target) + count * (len(new) - len(old)), "the replaced text")
+    elif name == "join":
+        sequence, separator = (args[0], target) if isinstance(target, str) and args else (target, args[0] if args else "")
+        if isinstance(sequence, list | tuple) and isinstance(separator, str):
+            _too_long(sum(len(str(v)) for v in sequence) + len(separator) * max(len(sequence) - 1, 0), "the joined text")
+    elif name == "indent" and isinstance(target, str):
+        width = args[0] if args else kwargs.get("width", 4)
+        if isinstance(width, str):
+            _too_long(len(target) + len(width) * (target.count("\n") + 1), "the indented text")
+    elif name in ("format", "format_map") and isinstance(target, str):
+        _check_widths(target)
+
+
+def _guarded_filter(name: str, function: Callable) -> Callable:
+    def guarded(*args, **kwargs):
+        value_at = 1 if getattr(function, "jinja_pass_arg", None) else 0  # context/environment comes first
+        target = args[value_at] if len(args) > value_at else None
+        _check_arguments(name, target, args[value_at + 1:], kwargs)
+        return _sized(function(*args, **kwargs), f"the result of the {name} filter")
+
+    if hasattr(function, "jinja_pass_arg"):  # Jinja passes the context or environment first
+        guarded.jinja_pass_arg = function.jinja_pass_arg
+    return guarded
+
+
+def _power(base, exponent):
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
+        _too_long(exponent * max(abs(base).bit_length(), 1) // 3, "a power's digits")
+    return operator.pow(base, exponent)
+
+
+class _CodeGenerator(CodeGenerator):
+    """Jinja's code generator, with `~` joined through the environment's checked `concat`."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with bounded sizes (see the module's docstring)."""
+
+    code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset({"+", "*", "**", "%"})
+
+    def __init__(self) -> None:
+        super().__init__(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                         trim_blocks=False, lstrip_blocks=False)
+        self.globals = {"range": self.globals["range"], "dict": dict}
+        self.filters = {name: _guarded_filter(name, f) for name, f in self.filters.items()}
+
+    @staticmethod
+    def concat(parts: Iterable) -> str:
+        """Join the pieces of `~` and of the prompt itself, refusing past MAX_TEXT."""
+        out, size = [], 0
+        for part in parts:
+            text = str(part)
+            size += len(text)
+            _too_long(size, "the text")
+            out.append(text)
+        return "".join(out)
+
+    def call_binop(self, context, operator_name: str, left, right):
+        if operator_name == "*":
+            for sequence, times in ((left, right), (right, left)):
+                if isinstance(sequence, str | list | tuple) and isinstance(times, int):
+                    _too_long(len(sequence) * times, "a repetition")
+        elif operator_name == "**":
+            return _power(left, right)
+        elif operator_name == "%" and isinstance(left, str):
+            _check_widths(left)
+        return _sized(self.binop_table[operator_name](left, right), f"the result of {operator_name}")
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's own signature)
+        method = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
+        _check_arguments(getattr(method, "__name__", ""), getattr(method, "__self__", None), args, kwargs)
+        return _sized(super().call(__context, __obj, *args, **kwargs), "a call's result")
+
+
+_ENV = _Sandbox()
+
+
+def _refuse_internals(source: str, where: str) -> nodes.Template:
+    """A template's syntax tree, refusing syntax errors and any attribute or key starting with
+    `_` (Python's internals) named outright; the sandbox refuses the rest when rendering."""
+    try:
+        tree = _ENV.parse(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"{where}: line {exc.lineno}: {exc.message}") from None
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
+        if isinstance(name, str) and name.startswith("_"):
+            raise TemplateError(f"{where}: line {node.lineno}: refused: a template may not use {name!r} "
+                                "(attributes starting with _ reach Python's internals)")
+    return tree
 
 
 @dataclass(frozen=True)
@@ -76,8 +227,13 @@ class Template:
         return digest(self.text or "", self.system or "")[:12]
 
     @cached_property
+    def syntax(self) -> nodes.Template:
+        """The template's checked syntax tree (see `_refuse_internals`); read when it is loaded."""
+        return _refuse_internals(self.text or "", f"template {self.id}" + (f" ({self.source})" if self.source else ""))
+
+    @cached_property
     def _compiled(self) -> jinja2.Template:
-        return _ENV.from_string(self.text or "")
+        return _ENV.from_string(self.syntax)
 
     def render(self, task: str, fields: dict) -> RenderedPrompt:
         """Render the user prompt for an item of `task` with these fields."""
@@ -87,12 +243,17 @@ class Template:
         if missing:
             raise TemplateError(f"template {self.id}: missing field {missing[0]!r}")
         context = {**fields, **self.vars.get(task, {})}
+        compiled = self._compiled
         try:
-            user = self._compiled.render(context)
+            user = compiled.render(context)
+        except SecurityError as exc:
+            raise TemplateError(f"template {self.id}: refused: {exc}") from None
         except jinja2.UndefinedError as exc:
-            raise TemplateError(f"template {self.id}: missing field ({exc.message})") from exc
-        except (TypeError, IndexError) as exc:
-            raise TemplateError(f"template {self.id}: fields do not fit the template ({exc})") from exc
+            raise TemplateError(f"template {self.id}: missing field ({exc.message})") from None
+        except OverflowError as exc:  # the sandbox's range() limit, or a float power
+            raise TemplateError(f"template {self.id}: refused: {exc}") from None
+        except Exception as exc:  # a template is the user's code: whatever it raises is its own error
+            raise TemplateError(f"template {self.id}: fields do not fit the template ({type(exc).__name__}: {exc})") from None
         return RenderedPrompt(self, self.system, user)
 
 
@@ -120,17 +281,20 @@ class TemplateSet:
         self.templates: dict[str, Template] = {}
         self._default: dict[tuple[str, str], str] = {}
         self._requests: dict[str, dict] = {}  # family -> request parameters its prompts are sent with
-        for folder in [bundled("templates"), *(folders or ())]:
+        self.add_folder(bundled("templates"), check=False)
+        for folder in folders or ():
             self.add_folder(Path(folder))
 
-    def add_folder(self, folder: Path) -> None:
+    def add_folder(self, folder: Path, check: bool = True) -> None:
+        """Load a folder's manifests; `check`: refuse at once a template that cannot be used
+        (its syntax, Python's internals), not only when it is rendered."""
         manifests = sorted(folder.glob("*/manifest.toml")) + sorted(folder.glob("manifest.toml"))
         if not manifests:
             raise TemplateError(f"{folder}: no manifest.toml found (expected <family>/manifest.toml)")
         for manifest in manifests:
-            self._load_manifest(manifest)
+            self._load_manifest(manifest, check)
 
-    def _load_manifest(self, path: Path) -> None:
+    def _load_manifest(self, path: Path, check: bool) -> None:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
@@ -177,6 +341,8 @@ class TemplateSet:
                 system=_read(path.parent, entry.get("system"), where),
                 source=str(path),
             )
+            if check:
+                template.syntax  # noqa: B018 (a template that cannot be used is refused now, not per item)
             self.templates[template.id] = template
             if is_default:
                 for task in template.tasks:

@@ -1,12 +1,17 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, for tests and
 benchmarks. Each test scripts it: verdict texts, 429s with retry-after, 5xx, delays, garbage
-bodies, empty content, missing logprobs. It counts requests, so a test can prove a resumed run
-repeats no call."""
+bodies, empty content, missing logprobs, and a hostile server echoing the credentials it was
+sent (`Reply(echo=True)`). It counts requests, so a test can prove a resumed run repeats no
+call."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import dataclasses
+import json
 import threading
 import time
 from collections import deque
@@ -26,6 +31,7 @@ class Reply:
     raw_body: str | None = None  # sent as-is (malformed bodies)
     logprobs: list[tuple[str, float]] | None = None
     model: str = "fake-judge-v1"
+    echo: bool = False  # put the request's credentials, in every form, in the content, model and error body
 
 
 class FakeOpenAI:
@@ -105,6 +111,8 @@ class FakeOpenAI:
         body = await request.json()
         self.headers.append(dict(request.headers))
         reply = self._pick(body)
+        if reply.echo:
+            reply = echoed(reply, request)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.raw_body is not None:
@@ -113,6 +121,23 @@ class FakeOpenAI:
             error = {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": reply.status}}
             return web.json_response(error, status=reply.status, headers=reply.headers)
         return web.json_response(completion(body, reply), headers=reply.headers)
+
+
+def echoed(reply: Reply, request: web.Request) -> Reply:
+    """`reply` with everything secret in the request written back: the headers as sent, the
+    Authorization value and its decoded Basic credentials, and the URL it was asked at."""
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    try:
+        decoded = base64.b64decode(value).decode() if scheme == "Basic" else value
+    except (binascii.Error, UnicodeDecodeError):
+        decoded = value
+    echo = (f"headers {json.dumps(dict(request.headers))}; authorization {authorization}; value {value}; "
+            f"decoded {decoded}; url {request.url}")
+    text = None if reply.text is None else f"{echo}\n{reply.text}"
+    raw_body = json.dumps({"error": {"message": f"refused {echo}", "type": "server_error"}}) if reply.status != 200 else None
+    return dataclasses.replace(reply, text=text, model=f"{reply.model} {authorization} {decoded}", raw_body=raw_body,
+                               echo=False)
 
 
 def completion(body: dict, reply: Reply) -> dict:

@@ -237,3 +237,13 @@ def test_listings_fit_80_columns_without_squeezed_columns(demo_db):
             cli_module.console = original
         text = buffer.file.getvalue()
         assert expected in text and all(len(line) <= 80 for line in text.splitlines()), text
+
+
+def test_an_argument_that_is_not_utf8_is_refused_before_anything_is_stored(tmp_path):
+    run = Calibrate(tmp_path / "c.db")
+    source = tmp_path / "items.jsonl"
+    source.write_text('{"id": 1, "content": "c", "notation": "n", "response": "r"}\n')
+    for option in ("--system", "--id-field"):
+        bad = run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", option, "sys\udcff", ok=False)
+        assert bad.exit_code == 2 and "is not UTF-8 text" in bad.output and "sys\\udcff" in bad.output
+    assert not (tmp_path / "c.db").exists()

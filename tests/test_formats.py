@@ -212,6 +212,14 @@ def test_superglue_record_one_item_per_query_with_entities(calibrate):
     assert item.fields["entities"] == ["Tracy Morgan", "New Jersey Turnpike", "Walmart"]
 
 
+def test_superglue_record_with_text_where_its_queries_belong_is_a_bad_line(calibrate, tmp_path):
+    line = json.loads((SG / "record.jsonl").read_text().splitlines()[0])
+    bad = write_jsonl(tmp_path / "record.jsonl", [{**line, "qas": "中文"}])
+    out = calibrate("import", "superglue", "--task", "record", str(bad), ok=False)
+    assert out.exit_code == 1 and "record.jsonl:1: unexpected field shape" in out.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
 def test_prediction_matching_no_item_imports_nothing(calibrate, tmp_path):
     preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": 0, "response": "True"}, {"idx": 99, "response": "False"}])
     out = calibrate("import", "superglue", "--task", "boolq", str(SG / "boolq.jsonl"), "--predictions", str(preds), ok=False)

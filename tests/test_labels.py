@@ -37,6 +37,12 @@ def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
           "label": "是"}, "no system 'sdm-gamma' for c3/pause (zh) item 'ambiguity/phonological/pause/0' (it has 'sdm-alpha', 'sdm-beta')"),
         ({"task": "c3/pause", "lang": "zh", "system": "  ", "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
           "label": "是"}, "'system' is only spaces"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "1", "note": 7},
+         "'note' must be text, not number"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": ["s"], "label": "1"},
+         "'annotator' must be text, not list of text"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": 1.5, "annotator": "s", "label": "1"},
+         "'source_id' must be a non-empty string or an integer, not 1.5"),
     ],
 )
 def test_import_labels_bad_rows(demo_db, tmp_path, row, message):

@@ -141,3 +141,51 @@ def test_merge_refuses_what_is_not_a_calibrate_database(tmp_path, demo_db):
         result = run("merge", str(path), ok=False)
         assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output, result.output
         assert files_beside(path) == before, f"{name} was changed"
+
+
+def test_a_decision_dated_in_the_future_is_refused_and_later_relabels_count(tmp_path, templates):
+    from datetime import UTC, datetime, timedelta
+
+    main, offline, ids = two_copies(tmp_path)
+    soon = (datetime.now(UTC) + timedelta(minutes=2)).isoformat()  # a clock a little ahead: within the tolerance
+    offline.annotate(ids[0], "ana", "label", label="yes", created_at="2099-01-01T00:00:00.000000+00:00")
+    offline.annotate(ids[1], "ana", "label", label="yes", created_at=soon)
+    offline.annotate(ids[2], "ana", "label", label="yes", created_at="2026-01-01T09:00:00")  # no time zone
+    offline.close()
+    report = merge(main, tmp_path, templates)
+    assert report.added["annotations"] == 1 and report.refused == {"annotation": 2}
+    reasons = "\n".join(report.examples)
+    assert "2099-01-01T00:00:00.000000+00:00 is ahead of this machine's clock" in reasons and "by more than 5 minutes" in reasons
+    assert "has no time zone" in reasons
+    main.annotate(ids[0], "ana", "label", label="no")
+    assert main.current_label(ids[0], "ana") == "no", "a relabel made now is in force"
+    assert main.current_label(ids[1], "ana") == "yes"
+
+
+def test_times_are_merged_in_utc_so_text_order_is_time_order(tmp_path, templates):
+    main, offline, ids = two_copies(tmp_path)
+    offline.annotate(ids[0], "ana", "label", label="yes", created_at="2026-01-01T23:00:00-05:00")  # 04:00 UTC
+    main.annotate(ids[0], "ana", "label", label="no", created_at="2026-01-02T01:00:00.000000+00:00")
+    offline.close()
+    merge(main, tmp_path, templates)
+    assert main.current_label(ids[0], "ana") == "yes", "the offline label is the later one"
+    stamps = [r["created_at"] for r in main.annotation_rows()]
+    assert "2026-01-02T04:00:00.000000+00:00" in stamps
+
+
+def test_merge_blanks_credentials_a_server_echoed_into_the_other_database(tmp_path, demo_db, monkeypatch):
+    from calibrate.model import NewJudgment
+
+    monkeypatch.setenv("OPENAI_API_KEY", "team-key-0123456789")
+    offline = Store(tmp_path / "offline.db")
+    (item,), _ = offline.add_items([NewItem("c3/lexical", "en", "s1", {"content": "c", "notation": "n", "response": "r"})],
+                                   with_ids=True)
+    offline.add_judgments([NewJudgment(
+        item_id=item, judge_name="j", judge_key="k", status="verdict", verdict="yes",
+        raw_output="echo team-key-0123456789, Authorization: Bearer team-key-0123456789\nThe answer is: yes.",
+        model_reported="m Basic dXNlcjpodW50ZXIy", error=None)])
+    offline.close()
+    out = Calibrate(demo_db)("merge", str(tmp_path / "offline.db"))
+    assert "blanked credentials out of 1 judgments" in out.output
+    row = dict(Store(demo_db).conn.execute("SELECT raw_output, model_reported FROM judgments WHERE judge_name = 'j'").fetchone())
+    assert row == {"raw_output": "echo ***, Authorization: Bearer ***\nThe answer is: yes.", "model_reported": "m Basic ***"}

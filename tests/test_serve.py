@@ -1,8 +1,17 @@
-"""`calibrate serve`: the login token, the Origin check, one annotator per tab, tabs apart."""
+"""`calibrate serve`: the login token, the Origin check, one annotator per tab, tabs apart; a
+tab's process ends with its websocket, what a browser sends is bounded, tokens stay out of logs."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -14,9 +23,9 @@ from calibrate.store import Store
 
 @pytest.fixture
 async def served():
-    async def start(logins: Logins | None = None, max_connections: int = 4):
-        server = CalibrateServer(["calibrate", "annotate"], host="127.0.0.1", port=0, logins=logins or Logins(),
-                                 max_connections=max_connections)
+    async def start(logins: Logins | None = None, max_connections: int = 4, app_args: list[str] | None = None):
+        server = CalibrateServer(app_args or ["calibrate", "annotate"], host="127.0.0.1", port=0,
+                                 logins=logins or Logins(), max_connections=max_connections)
         client = TestClient(TestServer(await server._make_app()))
         await client.start_server()
         started.append(client)
@@ -66,22 +75,13 @@ async def test_a_websocket_from_another_origin_or_an_unknown_tab_is_refused(serv
     assert tab in server.tickets, "a refused connection does not use up the tab"
 
 
-async def test_connections_are_limited(served):
-    server, client = await served(max_connections=1)
-    page = await client.get(f"/?token={token_of(server)}&annotator=ana")
-    tab = re.search(r"/ws/([\w-]+)", await page.text()).group(1)
-    server.connections = 1
-    full = await client.get(f"/ws/{tab}", headers={"Origin": f"http://{client.host}:{client.port}"})
-    assert full.status == 503
-
-
 async def test_an_annotators_file_gives_each_person_a_token(served, tmp_path):
     (tmp_path / "team.toml").write_text('ana = "ana-token-0123456789"\nbo = "bo-token-0123456789ab"\n')
     server, client = await served(Logins.from_file(tmp_path / "team.toml"))
     page = await client.get("/?token=bo-token-0123456789ab&annotator=ana")
     tab = re.search(r"/ws/([\w-]+)", await page.text()).group(1)
     assert server.tickets[tab][1] == "bo", "the token says who it is, not the form"
-    assert server.app_command(tab, "bo").endswith(f"annotate --annotator bo --tab {tab}")
+    assert server.app_command(tab, "bo")[-5:] == ["annotate", "--annotator", "bo", "--tab", tab]
     (tmp_path / "short.toml").write_text('ana = "short"\n')
     with pytest.raises(ServeError, match="at least 16 characters"):
         Logins.from_file(tmp_path / "short.toml")
@@ -110,3 +110,150 @@ def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
     out = Calibrate(demo_db)("serve", "--host", "0.0.0.0", "--port", "8123")
     assert "warning: binding 0.0.0.0" in out.output and "http://0.0.0.0:8123/?token=" in out.output
     assert "warning" not in Calibrate(demo_db)("serve").output
+
+
+# -- a tab's process, with stand-in apps ---------------------------------------------------------
+
+STAND_IN = """
+import json, os, signal, subprocess, sys, time
+log = open(sys.argv[1], "a")
+log.write(json.dumps({"pid": os.getpid(), "child": subprocess.Popen(["sleep", "600"]).pid}) + "\\n")
+log.flush()
+if sys.argv[2] == "stubborn":  # ignores quit and SIGTERM, never reads its input
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("__GANGLION__", flush=True)
+    time.sleep(600)
+print("__GANGLION__", flush=True)
+stdin = sys.stdin.buffer
+while header := stdin.read(5):  # textual-serve's packets: type, 4-byte length, payload
+    payload = stdin.read(int.from_bytes(header[1:], "big"))
+    log.write(json.dumps({"packet": header[:1].decode(), "payload": payload.decode()}) + "\\n")
+    log.flush()
+    if header[:1] == b"M" and json.loads(payload)["type"] == "quit":
+        break
+"""
+
+
+def stand_in(tmp_path: Path, mode: str) -> tuple[list[str], Path]:
+    """A stand-in app command (well-behaved or stubborn) that logs what it receives, and its log."""
+    script, log = tmp_path / "app.py", tmp_path / f"{mode}.log"
+    script.write_text(STAND_IN)
+    return [sys.executable, str(script), str(log), mode], log
+
+
+def logged(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not reaped, counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+async def open_tab(client, server, **query):
+    page = await client.get(f"/?token={token_of(server)}&annotator=ana")
+    tab = re.search(r"/ws/([\w-]+)", await page.text()).group(1)
+    return await client.ws_connect(f"/ws/{tab}", params=query, headers={"Origin": f"http://{client.host}:{client.port}"})
+
+
+async def until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_stubborn_tab_process_is_killed_with_what_it_started_and_counted_until_reaped(served, tmp_path):
+    app_args, log = stand_in(tmp_path, "stubborn")
+    server, client = await served(max_connections=1, app_args=app_args)
+    first = await open_tab(client, server)
+    assert await until(lambda: logged(log), 20)
+    pids = logged(log)[0]
+    await first.close()
+    await asyncio.sleep(0.2)
+    assert alive(pids["pid"]), "it ignores quit and SIGTERM, so it takes a while to end"
+    with pytest.raises(Exception, match="503"):
+        await open_tab(client, server)  # its process still counts against --max-connections
+    assert await until(lambda: server.connections == 0, 20)
+    assert not alive(pids["pid"]) and not alive(pids["child"]), "killed, with the process it started"
+    second = await open_tab(client, server)
+    assert server.connections == 1
+    await second.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_sizes_are_bounded_and_a_huge_message_ends_the_tab(served, tmp_path):
+    app_args, log = stand_in(tmp_path, "polite")
+    server, client = await served(app_args=app_args)
+    tab = await open_tab(client, server, width="1000000000", height="-3")
+    assert await until(lambda: logged(log), 20)
+    pid = logged(log)[0]["pid"]
+    for message in (["resize", {"width": 10**9, "height": 10**9}], ["resize", {"width": "wide", "height": 5}],
+                    ["stdin", 12], {"not": "a list"}, [], ["stdin", "q"]):
+        await tab.send_str(json.dumps(message))
+    await tab.send_str("not json")
+    assert await until(lambda: len(logged(log)) >= 3, 20)
+    packets = [(r["packet"], r["payload"]) for r in logged(log)[1:]]
+    assert packets == [("M", json.dumps({"type": "resize", "width": 500, "height": 200})), ("D", "q")]
+    with contextlib.suppress(ConnectionError):  # the server may drop the connection while it is still sent
+        await tab.send_str(json.dumps(["stdin", "x" * (3 * 1024 * 1024)]))
+        closing = await tab.receive(timeout=20)
+        assert closing.type.name in ("CLOSE", "CLOSED", "ERROR")
+    assert await until(lambda: server.connections == 0, 20) and not alive(pid)
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` (zombies left out)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_real_serve_ends_a_tabs_app_when_its_websocket_closes_and_logs_no_token(demo_db):
+    import socket
+
+    import aiohttp
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", str(port)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = ""
+        while "token=" not in url:
+            url = serve.stdout.readline().strip()
+            assert url or serve.poll() is None, "serve ended before printing its address"
+        token = url.split("token=")[1]
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:  # cookies of an IP
+            for _ in range(100):  # the server is listening soon after printing
+                with contextlib.suppress(aiohttp.ClientConnectionError):
+                    page = await (await browser.get(url + "&annotator=ana")).text()
+                    break
+                await asyncio.sleep(0.1)
+            tab = re.search(r"/ws/([\w-]+)", page).group(1)
+            ws = await browser.ws_connect(f"ws://127.0.0.1:{port}/ws/{tab}", origin=f"http://127.0.0.1:{port}")
+            first = await ws.receive(timeout=60)  # the app has started and draws
+            assert first.type == aiohttp.WSMsgType.BINARY and len(children(serve.pid)) == 1
+            await ws.send_str(json.dumps(["resize", {"width": 10**7, "height": 10**7}]))
+            with contextlib.suppress(ConnectionError):  # the server may drop the connection while it is still sent
+                await ws.send_str(json.dumps(["stdin", "x" * 3 * 1024 * 1024]))
+                while (await ws.receive(timeout=60)).type not in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                    pass
+        assert await until(lambda: not children(serve.pid), 30), "the tab's app ended with its websocket"
+    finally:
+        serve.send_signal(signal.SIGINT)
+        output = serve.communicate(timeout=30)[0]
+    assert "token=***" in output, "requests are logged, the token blanked"
+    assert token not in re.sub(r"\s+", "", output)

@@ -228,3 +228,98 @@ def test_a_family_says_what_its_prompts_are_sent_with(tmp_path, templates):
     (folder / "manifest.toml").write_text('family = "custom"\n[request]\ntop_p = 0.9\n')
     with pytest.raises(TemplateError, match=r"\[request\] takes temperature, max_tokens"):
         TemplateSet([tmp_path / "mine"])
+
+
+# -- a template is untrusted code: the sandbox -------------------------------------------------
+
+def custom_template(tmp_path, text: str):
+    """A user template folder whose one template (for c3/lexical, en) is `text`."""
+    folder = tmp_path / "mine" / "custom"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.toml").write_text(
+        'family = "custom"\n[[template]]\nid = "custom/en/lexical"\nfile = "l.j2"\nlang = "en"\n'
+        'tasks = ["c3/lexical"]\nverdict = "yes_no_en"\n'
+    )
+    (folder / "l.j2").write_text(text, encoding="utf-8")
+    return tmp_path / "mine"
+
+
+def escapes(marker) -> dict[str, str]:
+    """Known ways out of Jinja to Python, each creating `marker` if it ever ran."""
+    run = f"popen('touch {marker}').read()"
+    return {
+        "cycler globals": f"{{{{ cycler.__init__.__globals__.os.{run} }}}}",
+        "self globals": f"{{{{ self.__init__.__globals__.__builtins__.__import__('os').{run} }}}}",
+        "lipsum globals": f"{{{{ lipsum.__globals__['os'].{run} }}}}",
+        "str mro": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "getitem": "{{ content['__class__'] }}",
+        "joiner": f"{{{{ joiner.__init__.__globals__.os.{run} }}}}",
+    }
+
+
+@pytest.mark.parametrize("name", list(escapes("m")))
+def test_a_template_naming_pythons_internals_is_refused_when_loaded(tmp_path, name):
+    marker = tmp_path / "ran"
+    folder = custom_template(tmp_path, escapes(marker)[name])
+    with pytest.raises(TemplateError, match=r"template custom/en/lexical .*line 1: refused: a template may not use '_"):
+        TemplateSet([folder])
+    assert not marker.exists()
+
+
+RENDER_ESCAPES = {
+    "config (Flask's)": ("{{ config.items() }}", "missing field ('config' is undefined)"),
+    "format string": ("{{ '{0.__class__.__mro__}'.format(content) }}", "refused: access to attribute '__class__'"),
+    "attr filter": ("{{ (content|attr('__class__')) }}", "refused: access to attribute '__class__'"),
+    "map attribute": ("{{ [content]|map(attribute='__class__.__mro__')|list }}", "refused: access to attribute '__class__'"),
+    "list mutation": ("{% set x = [] %}{{ x.append(1) }}", "refused: access to attribute 'append'"),
+    "namespace": ("{% set ns = namespace(s='x') %}{{ ns.s }}", "'namespace' is undefined"),
+    "range memory": ("{% for i in range(10**9) %}x{% endfor %}", "refused: range's argument would be 1,000,000,000 long"),
+    "range of the allowed size": ("{% for i in range(100001) %}{% endfor %}", "refused: Range too big"),
+    "repetition": ("{{ 'a' * 10**9 }}", "refused: a repetition would be 1,000,000,000 long"),
+    "power": ("{{ 10 ** (10 ** 10) }}", "refused: a power's digits"),
+    "format width": ("{{ '{:>999999999}'.format(1) }}", "refused: a format width"),
+    "percent width": ("{{ '%999999999d' % 1 }}", "refused: a %-format width"),
+    "percent star": ("{{ '%*d' % (9, 1) }}", "refused: a %-format width taken from the arguments"),
+    "filter width": ("{{ content|center(999999999) }}", "refused: center's argument"),
+    "method width": ("{{ content.ljust(999999999) }}", "refused: ljust's argument"),
+    "replace": ("{{ content.replace('', 'x'.ljust(9999999)) }}", "refused: the replaced text"),
+    "doubling": ("{% set a = 'x'.ljust(20000000) %}{% set a = a ~ a %}{{ a }}", "refused: the text would be 40,000,000 long"),
+    "prompt size": ("{% for i in range(100000) %}{{ 'x'.ljust(1000) }}{% endfor %}", "refused: the text would be"),
+    "join": ("{% set a = 'x'.ljust(9000000) %}{{ [a, a, a, a]|join }}", "refused: the joined text"),
+    "division by zero": ("{{ 1 / 0 }}", "fields do not fit the template (ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("name", list(RENDER_ESCAPES))
+def test_the_sandbox_refuses_escapes_and_huge_texts_naming_the_template(tmp_path, name):
+    text, message = RENDER_ESCAPES[name]
+    template = TemplateSet([custom_template(tmp_path, text)]).get("custom/en/lexical")
+    with pytest.raises(TemplateError, match=re.escape(message)) as refused:
+        template.render("c3/lexical", {"content": "abc"})
+    assert str(refused.value).startswith("template custom/en/lexical: ")
+
+
+def test_ordinary_template_features_still_render(tmp_path):
+    text = ("{{ content|upper }} {{ '%s/%d' % (content, 2) }} {{ '{}!'.format(content) }} {{ (items + ['z'])|join(', ') }}"
+            "{% for x in items %} {{ loop.index }}={{ x }}{% endfor %} {{ '-' * 3 }} {{ 2 ** 10 }} {{ dict(a=1)['a'] }}"
+            "{% set block %}[{{ content }}]{% endset %} {{ block ~ '.' }}")
+    template = TemplateSet([custom_template(tmp_path, text)]).get("custom/en/lexical")
+    assert template.render("c3/lexical", {"content": "abc", "items": ["x", "y"]}).user == (
+        "ABC abc/2 abc! x, y, z 1=x 2=y --- 1024 1 [abc].")
+
+
+def test_a_template_with_a_syntax_error_is_refused_with_its_line(tmp_path):
+    with pytest.raises(TemplateError, match=r"template custom/en/lexical .*line 2: unexpected '}'"):
+        TemplateSet([custom_template(tmp_path, "fine\n{{ content }} }}{{ }")])
+
+
+def test_judge_with_a_hostile_template_runs_nothing_and_asks_nothing(tmp_path, demo_db):
+    from tests.conftest import Calibrate
+    from tests.fake_openai import FakeOpenAI
+
+    marker = tmp_path / "ran"
+    folder = custom_template(tmp_path, escapes(marker)["cycler globals"])
+    with FakeOpenAI() as server:
+        out = Calibrate(demo_db)("--templates", str(folder), "judge", "--model", "m", "--base-url", server.url, ok=False)
+    assert out.exit_code == 1 and "Error: template custom/en/lexical" in out.output and "refused" in out.output
+    assert "Traceback" not in out.output and server.count == 0 and not marker.exists()

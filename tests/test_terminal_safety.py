@@ -1,22 +1,31 @@
 """Text from data never reaches the terminal raw: every command and widget that prints data
-shows escape sequences, C1 controls and bidi overrides visibly (escape.safe)."""
+shows escape sequences, C1 controls and bidi overrides visibly and names invisible characters
+(escape.safe); exports keep the data exactly (JSON escapes, CSV neutralises formulas only)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import pty
+import select
+import subprocess
+import sys
 
 import pytest
 
-from calibrate.escape import safe
+from calibrate.escape import safe, safe_json
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.tui_helpers import make_app, screen_text
 
-# an OSC 52 clipboard write, a screen clear, a one-byte CSI (U+009B) and a right-to-left override
-NASTY = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\u202eevil"
-RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+# an OSC 52 clipboard write, a screen clear, a one-byte CSI (U+009B), a right-to-left override
+# and a zero-width space
+NASTY = "\x1b]52;c;aGk=\x07\x1b[2J\x9b31m\u202eevil\u200b"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u200b")
 
 
 def assert_safe(text: str) -> None:
@@ -25,9 +34,18 @@ def assert_safe(text: str) -> None:
 
 
 def test_safe_shows_every_dangerous_character_visibly():
-    assert safe(NASTY) == "\\x1b]52;c;aGk=\\x07\\x1b[2J\\x9b31m\\u202eevil"
+    assert safe(NASTY) == "\\x1b]52;c;aGk=\\x07\\x1b[2J\\x9b31m\\u202eevil<U+200B>"
     assert safe("\u2066a\u2069 b\u200f\x85\x7f") == "\\u2066a\\u2069 b\\u200f\\x85\\x7f"
     assert safe("line\nnext\tcol") == "line\nnext    col" and safe("中文 ok") == "中文 ok"
+
+
+def test_invisible_characters_are_named_and_shaping_ones_kept():
+    assert safe("a\u200bb\u2060c\ufeffd\u2028e\u2029f\u00adg\U000e0041h") == (
+        "a<U+200B>b<U+2060>c<U+FEFF>d<U+2028>e<U+2029>f<U+00AD>g<U+E0041>h")
+    family, heart = "👨\u200d👩\u200d👧", "\u2764\ufe0f"
+    assert safe(f"{family} {heart} می\u200cخواهم") == f"{family} {heart} می\u200cخواهم", "joiners and VS16 shape text"
+    text = "id\u200b1 \U000e0068\U000e0069 \x1b[2J"
+    assert json.loads(safe_json(text)) == text and "\u200b" not in safe_json(text)
 
 
 @pytest.fixture
@@ -50,8 +68,7 @@ def nasty_db(tmp_path):
 
 @pytest.mark.parametrize("args", [
     ["items"], ["status"], ["render", "1"], ["report"], ["report", "--format", "markdown"],
-    ["report", "--format", "csv"], ["export", "--format", "csv"], ["scores"], ["scores", "--format", "markdown"],
-    ["scores", "--format", "csv"], ["scores", "--format", "html"], ["trust"],
+    ["scores"], ["scores", "--format", "markdown"], ["scores", "--format", "html"], ["trust"],
 ], ids=" ".join)
 def test_commands_show_escapes_visibly(nasty_db, args):
     store = Store(nasty_db)
@@ -140,3 +157,45 @@ async def test_every_widget_shows_escapes_visibly(nasty_db, tmp_path):
         text = screen_text(app)  # the statistics screen, with judge and annotator names
         assert "judge" in text
         assert_safe(text)
+
+
+def on_a_terminal(db, *args: str) -> str:
+    """What `calibrate --db DB ARGS` writes when its standard output is a terminal (a pty)."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), *args], stdout=follower,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    out = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        try:
+            chunk = os.read(leader, 65536) if ready else b""
+        except OSError:  # the program ended and closed the terminal
+            chunk = b""
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert process.wait(60) == 0
+    return out.decode("utf-8")
+
+
+@pytest.mark.parametrize("args", [["export", "--format", "csv"], ["report", "--format", "csv"],
+                                  ["scores", "--format", "csv"]], ids=" ".join)
+def test_csv_on_a_terminal_shows_escapes_visibly(nasty_db, args):
+    assert_safe(on_a_terminal(nasty_db, *args))
+
+
+def test_the_csv_export_keeps_the_data_and_neutralises_only_formulas(tmp_path):
+    path = tmp_path / "exact.db"
+    store = Store(path)
+    ids = [f"id-{NASTY}", "id\u200b1", "id1", "=cmd|' /C calc'!A0", "tab\there\r\nnext line", "-0.5"]
+    store.add_items([NewItem("c3/lexical", "en", source_id, {"content": "c"}) for source_id in ids])
+    store.close()
+    out = tmp_path / "gold.csv"
+    run = Calibrate(path)
+    run("export", "--format", "csv", "--out", str(out))
+    piped = run("export", "--format", "csv").stdout_bytes.decode("utf-8")
+    for text in (out.read_bytes().decode("utf-8"), piped):
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        assert [r["source_id"] for r in rows] == [*ids[:3], "'" + ids[3], *ids[4:]]

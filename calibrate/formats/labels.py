@@ -16,8 +16,11 @@ from calibrate.kinds import LabelError
 from calibrate.model import digest
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
+from calibrate.validate import InputError, type_of
+from calibrate.validate import source_id as valid_id
 
 REQUIRED = ("task", "lang", "source_id", "annotator", "label")
+TEXT = ("task", "lang", "annotator", "system", "note")  # when present
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,16 @@ def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadIn
         if missing:
             yield BadInput(where, f"missing field {missing[0]!r}")
             continue
-        task, lang = str(obj["task"]), str(obj["lang"])
+        not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
+        if not_text:
+            yield BadInput(where, f"{not_text[0]!r} must be text, not {type_of(obj[not_text[0]])}")
+            continue
+        try:
+            source_id = valid_id(obj["source_id"], "'source_id'")
+        except InputError as exc:
+            yield BadInput(where, str(exc))
+            continue
+        task, lang = obj["task"], obj["lang"]
         try:
             label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
         except (TemplateError, LabelError) as exc:
@@ -92,8 +104,8 @@ def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadIn
         if system not in (None, "") and not str(system).strip():
             yield BadInput(where, "'system' is only spaces; leave it out for items without a system")
             continue
-        yield LabelRow(where, task, lang, str(obj["source_id"]), str(obj["annotator"]), label, obj.get("note") or None,
-                       str(system).strip() if system not in (None, "") else None)
+        yield LabelRow(where, task, lang, source_id, obj["annotator"], label, obj.get("note") or None,
+                       system.strip() if system not in (None, "") else None)
 
 
 def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> tuple[int, list[BadInput]]:

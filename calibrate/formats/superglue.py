@@ -93,7 +93,7 @@ def _items(task: str, obj: dict, where: str) -> list[tuple[str, dict, str | None
         return BadInput(where, f"missing field {exc.args[0]!r}")
     except InputError as exc:
         return BadInput(where, str(exc))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:  # a list or text where an object belongs
         return BadInput(where, f"unexpected field shape ({exc})")
 
 
