@@ -236,14 +236,16 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
         if (task, lang) not in kinds:
             try:
                 template = templates.for_task(task, lang)
-                kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.has_prompt
+                kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.judged
             except TemplateError as exc:
                 kinds[(task, lang)] = None
                 skipped[task] = str(exc)
         kind = kinds[(task, lang)]
-        if kind is None or kind.scored:
+        if kind is None or not kind.right_or_wrong:
             if kind is not None:
-                skipped[task] = "scores, not right/wrong (see `calibrate report`)"
+                skipped[task] = ("scores, not right/wrong" if kind.scored else
+                                 f"its values ({', '.join(kind.labels)}) say more than right or wrong")
+                skipped[task] += " (see `calibrate report`)"
             continue
         gold, _ = consolidated(labels.get(item_id, {}))
         human = np.nan if gold is None else float(_right(kind, gold, reference))
