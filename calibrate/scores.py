@@ -211,7 +211,8 @@ def build_scores(
         raise ScoresError(f"--by takes {', '.join(BY_CHOICES)} (comma-separated), not {','.join(by) or 'nothing'}")
     items, notes = _gather(store, templates, judge, system)
     if not any(i.verdicts for i in items):
-        raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else ""))
+        raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
+                          + "".join(f"; {note}" for note in notes))
     groups: dict[tuple[str, str, str], list[_Item]] = defaultdict(list)
     for item in items:
         key = tuple(getattr(item, d) if d in by else ALL for d in ("system", "task", "lang"))

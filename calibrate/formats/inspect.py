@@ -20,18 +20,20 @@ leaves the value unchanged.
 
 inspect-ai is an optional dependency (`pip install 'calibrate[inspect]'`), imported only when a
 log is read. `.eval` logs are read a sample at a time from their zip members (inspect's own
-per-sample reader opens the archive again for every sample, ~30 ms each); `.json` logs are one
+per-sample reader opens the archive again for every sample, ~25 ms each); `.json` logs are one
 JSON document, which inspect reads whole.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 
 from calibrate.formats import BadInput, ImportFailed, Record
@@ -47,6 +49,9 @@ MAX_LABELS = 9
 """A person gives a label with one key (1-9), so a scorer has at most nine values."""
 INSTALL_HINT = "pip install 'calibrate[inspect]'"
 _SAMPLES = "samples/"
+_UNREAD = ("events", "events_data", "attachments", "store", "messages", "error_retries")
+"""Parts of a sample calibrate never reads. The text it reads (input, target, output, scores)
+is never moved to attachments: inspect condenses only events, and images in messages."""
 
 
 class InspectMissing(CalibrateError):
@@ -94,34 +99,35 @@ class InspectLog:
         return self.grader if self.model_graded and self.grader else self.scorer
 
     def samples(self) -> Iterator:
-        """Every sample (each epoch), attachments resolved."""
-        api = inspect_log_api()
+        """Every sample (each epoch), one at a time, without the parts calibrate does not read
+        (events, the message history, the store): the bulk of a sample."""
         if self.full is not None:
-            yield from (_resolved(api, sample) for sample in self.full.samples or ())
+            yield from self.full.samples or ()
             return
         from inspect_ai.log import EvalSample
 
+        inspect_log_api()  # registers zstd, the compression of .eval archives, with zipfile
         with zipfile.ZipFile(self.path) as archive:
             for name in archive.namelist():
                 if name.startswith(_SAMPLES) and name.endswith(".json"):
-                    yield _resolved(api, EvalSample.model_validate_json(archive.read(name)))
+                    data = json.loads(archive.read(name))
+                    for key in _UNREAD:
+                        data.pop(key, None)
+                    yield EvalSample.model_validate(data)
 
 
-def _resolved(api, sample):
-    return api.resolve_sample_attachments(sample, "core") if sample.attachments else sample
-
-
-def open_log(path: Path, scorer: str | None = None) -> InspectLog:
+def open_log(path: Path, scorer: str | None = None, *, whole: bool = False) -> InspectLog:
     """Read a log's header and its scores (summaries) and choose the scorer: `scorer`, or the
     only one. ImportFailed names the log and what is wrong: not an Inspect log, no scores,
-    several scorers and none chosen, values that fit no convention."""
+    several scorers and none chosen, values that fit no convention. A `.json` log, or any log
+    when `whole`, is read whole (`InspectLog.full`)."""
     api = inspect_log_api()
     path = Path(path)
     if not path.is_file():
         raise ImportFailed(f"{path}: no such file")
     full = None
     try:
-        if path.suffix == ".json":
+        if whole or path.suffix == ".json":
             full = api.read_eval_log(str(path))
             header, summaries = full, full.samples or []
         else:
@@ -319,11 +325,10 @@ def _grading(score) -> tuple[tuple[str | None, str], str | None] | None:
     messages = (score.metadata or {}).get("grading") if isinstance(score.metadata, dict) else None
     if not isinstance(messages, list) or not messages:
         return None
-    from inspect_ai.model import ChatMessage
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     try:
-        messages = [TypeAdapter(ChatMessage).validate_python(m) for m in messages]
+        messages = [_chat_message().validate_python(m) for m in messages]
     except ValidationError:
         return None
     raw = None
@@ -336,6 +341,15 @@ def _grading(score) -> tuple[tuple[str | None, str], str | None] | None:
     else:
         user = "\n\n".join(f"[{m.role}]\n{m.text}" for m in turns)
     return (system, user), raw if raw is not None else score.explanation
+
+
+@cache
+def _chat_message():
+    """inspect's ChatMessage as a pydantic validator (building one costs ~3 ms)."""
+    from inspect_ai.model import ChatMessage
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ChatMessage)
 
 
 def _input_text(value) -> str:
@@ -387,10 +401,10 @@ def export_edits(
         raise CalibrateError(f"--out {out}: an Inspect log ends in .eval or .json")
     if annotator is None and not gold:
         raise CalibrateError("say whose decisions to write: --annotator NAME, or --gold for the consolidated label")
-    log = open_log(log_path, scorer)
-    full = log.full if log.full is not None else api.read_eval_log(str(log_path))
+    log = open_log(log_path, scorer, whole=True)
+    full = log.full
     system = check_system(system) if system is not None else log.model
-    items = [(sample, sample_item(log, _resolved(api, sample), lang, system)) for sample in full.samples or ()]
+    items = [(sample, sample_item(log, sample, lang, system)) for sample in full.samples or ()]
     found = store.items_by_hash(item.content_hash for _, item in items)
     decisions = store.decisions([found[item.content_hash][0] for _, item in items if item.content_hash in found])
     summary = ExportSummary(samples=len(items), metrics_before=_metrics(full, log.scorer))
