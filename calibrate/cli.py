@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,7 +70,10 @@ class Context:
             if self._store is not None:
                 self._templates.add_data_tasks(self._store.data_tasks())
             elif Path(self.db_path).is_file():
-                reader = Store(self.db_path, read_only=True)
+                try:  # a file that is no calibrate database: the command that opens it says so
+                    reader = Store(self.db_path, read_only=True)
+                except (CalibrateError, sqlite3.DatabaseError):
+                    return self._templates
                 try:
                     self._templates.add_data_tasks(reader.data_tasks())
                 finally:
