@@ -11,6 +11,7 @@ import math
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,7 @@ def test_render_shows_the_graders_exact_messages(log, calibrate):
     (judgment,) = store.judgments_for_item(1)
     assert (judgment.raw_output, judgment.verdict, judgment.model) == (grading[1]["content"], "C", JUDGE)
     store.close()
+    assert "no verdict changed" in calibrate("parse").output, "a score's value is the scorer's, never re-parsed"
 
 
 def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
@@ -219,6 +221,17 @@ def test_a_file_that_is_not_an_inspect_log_is_refused(calibrate, tmp_path, conte
     result = calibrate("import", "inspect", str(path), ok=False)
     assert result.exit_code == 1 and f"Error: {path}: not an Inspect log (" in result.output
     assert not calibrate.db.exists() or counts(calibrate.db) == (0, 0, 0)
+
+
+def test_a_damaged_sample_in_the_archive_stops_the_import(log, calibrate, tmp_path):
+    damaged = tmp_path / "damaged.eval"
+    with zipfile.ZipFile(log) as source, zipfile.ZipFile(damaged, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            target.writestr(info.filename, b'{"id": 5, "epoch": "one"' if info.filename == "samples/5_epoch_1.json" else data)
+    result = calibrate("import", "inspect", str(damaged), ok=False)
+    assert result.exit_code == 1 and f"{damaged}:samples/5_epoch_1.json: not a sample inspect wrote" in result.output
+    assert counts(calibrate.db) == (0, 0, 0)
 
 
 def test_a_log_with_no_scores_is_refused(log, calibrate, tmp_path):

@@ -109,11 +109,17 @@ class InspectLog:
         inspect_log_api()  # registers zstd, the compression of .eval archives, with zipfile
         with zipfile.ZipFile(self.path) as archive:
             for name in archive.namelist():
-                if name.startswith(_SAMPLES) and name.endswith(".json"):
+                if not (name.startswith(_SAMPLES) and name.endswith(".json")):
+                    continue
+                try:
                     data = json.loads(archive.read(name))
                     for key in _UNREAD:
                         data.pop(key, None)
-                    yield EvalSample.model_validate(data)
+                    sample = EvalSample.model_validate(data)
+                except Exception as exc:  # a damaged member: zip, zstd, JSON or pydantic errors
+                    raise ImportFailed(f"{self.path}:{name}: not a sample inspect wrote ({_first_line(exc)}); "
+                                       "nothing was imported") from None
+                yield sample
 
 
 def open_log(path: Path, scorer: str | None = None, *, whole: bool = False) -> InspectLog:
