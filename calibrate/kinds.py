@@ -30,8 +30,6 @@ KIND_NAMES = ("yes_no_en", "yes_no_zh", "rubric_scores", "label_set", "record_en
 
 INSPECT_LETTERS = ("C", "P", "I", "N")
 """Inspect's value letters in their canonical order: correct, partially correct, incorrect, no answer."""
-INSPECT_CREDIT = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0, "True": 1.0, "False": 0.0}
-"""What Inspect's metrics count each letter and boolean as (`value_to_float`); a number counts as itself."""
 
 # Binary label pairs whose first label is the positive outcome. The first four read as yes / no,
 # so the y and n keys label them; entailment pairs keep their digits.
@@ -154,18 +152,6 @@ class VerdictKind:
             return self.polarity(label) or label
         return label
 
-
-    def credit(self, label: str | None) -> float | None:
-        """What Inspect's metrics count an Inspect label as (C 1, P 0.5, I and N 0, True 1,
-        False 0, a number as itself; `value_to_float`), else None: another kind, or text."""
-        if self.name != "inspect_score" or label not in self.labels:
-            return None
-        if label in INSPECT_CREDIT:
-            return INSPECT_CREDIT[label]
-        try:
-            return float(label)
-        except ValueError:
-            return None
 
     def flip(self, label: str) -> str | None:
         """The other label of a binary kind (what overriding a verdict gives), else None."""

@@ -426,7 +426,7 @@ def write_jsonl(path: Path) -> Path:
 # -- the kind -------------------------------------------------------------------------------------------
 
 
-def test_inspect_kinds_order_labels_and_count_credit_as_inspect_does():
+def test_inspect_kinds_order_labels_and_say_when_they_are_right_or_wrong():
     from calibrate.kinds import inspect_labels
 
     assert inspect_labels(["I"]) == ("C", "I") and inspect_labels(["N", "P", "C"]) == ("C", "P", "I", "N")
@@ -436,8 +436,6 @@ def test_inspect_kinds_order_labels_and_count_credit_as_inspect_does():
     letters = kind_for("inspect_score", ("C", "I"))
     assert letters.positive == "C" and letters.reads_yes_no and letters.flip("C") == "I" and letters.right_or_wrong
     assert not letters.parses_output and letters.parse("GRADE: C").reason.startswith("an Inspect score is one of")
-    partial = kind_for("inspect_score", ("C", "P", "I"))
-    assert [partial.credit(x) for x in "CPI"] == [1.0, 0.5, 0.0] and not partial.right_or_wrong
-    assert kind_for("inspect_score", ("1", "0.5", "0")).credit("0.5") == 0.5
-    assert kind_for("inspect_score", ("bad", "good")).credit("good") is None
+    assert not kind_for("inspect_score", ("C", "P", "I")).right_or_wrong
+    assert kind_for("inspect_score", ("1", "0")).right_or_wrong and kind_for("inspect_score", ("1", "0")).positive == "1"
     assert kind_for("yes_no_en").right_or_wrong and not kind_for("rubric_scores").right_or_wrong
