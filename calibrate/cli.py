@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,8 +92,21 @@ class Context:
 
     @property
     def templates(self) -> TemplateSet:
+        """The template folders' templates, and the tasks the database's imports brought with
+        them (Inspect logs' tasks and labels)."""
         if self._templates is None:
             self._templates = TemplateSet(map(Path, self.template_dirs))
+            if self._store is not None:
+                self._templates.add_data_tasks(self._store.data_tasks())
+            elif Path(self.db_path).is_file():
+                try:  # a file that is no calibrate database: the command that opens it says so
+                    reader = Store(self.db_path, read_only=True)
+                except (CalibrateError, sqlite3.DatabaseError):
+                    return self._templates
+                try:
+                    self._templates.add_data_tasks(reader.data_tasks())
+                finally:
+                    reader.close()
         return self._templates
 
     def close(self) -> None:
@@ -294,8 +308,8 @@ out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Pat
                           help="Write to a file instead of the terminal.")
 
 
-def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
-    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
+def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, data_tasks=()) -> ImportReport:
+    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, data_tasks=data_tasks)
     for bad in report.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
@@ -513,6 +527,40 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
         run_import(ctx, records, skip_bad, update)
 
 
+@import_group.command(name="inspect", database=CREATES)
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--lang", type=lang_choice, default="en", show_default=True, help="The language of the samples.")
+@system_option("the log's evaluated model", "The model whose outputs were scored")
+@click.option("--scorer", help="The scorer whose scores to import [default: the log's only scorer].")
+@skip_bad_option
+@update_option
+@pass_ctx
+def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
+    """Import Inspect AI logs (.eval or .json): a sample's scores become judgments.
+
+    One item per sample and epoch (input, target, the solver's output) in task inspect/<task>;
+    a model-graded score is a judgment of the grader model with the grader's exact messages as
+    its prompt; the score's value (C/I, True/False, a number from 0 to 1, text) is the verdict,
+    and people label in the same values."""
+    from itertools import chain
+
+    from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
+
+    opened = [open_log(path, scorer) for path in logs]
+    stored = {(task, task_lang): labels for task, task_lang, _, labels in ctx.store.data_tasks()}
+    tasks: dict[str, tuple[str, ...]] = {}
+    for log in opened:
+        tasks[log.task] = merged_labels(log.task, lang, tasks.get(log.task) or stored.get((log.task, lang)), log.labels)
+        if not log.model_graded:
+            err_console.print(safe_text(f"{log.path}: scorer {log.scorer} is not model-graded (its scores keep no grader "
+                                        f"messages): its values are imported as judgments of '{log.scorer}' without a "
+                                        "prompt", style="yellow"))
+    data_tasks = [(task, lang, FAMILY, labels) for task, labels in tasks.items()]
+    ctx.templates.add_data_tasks(data_tasks)
+    records = chain.from_iterable(inspect_records(log, lang=lang, system=system) for log in opened)
+    run_import(ctx, records, skip_bad, update, data_tasks)
+
+
 # -- look around -------------------------------------------------------------------------------
 
 STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled", "flagged"]
@@ -623,7 +671,9 @@ def render_command(ctx, item_id, variant, judge):
         click.echo(safe(RenderedPrompt(template, judged.system_prompt, judged.prompt).as_text()))
         return
     if not template.has_prompt:
-        click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: humans decide it."))
+        why = ("its judgments bring their own prompt, and none of them has one (a scorer that sends none)"
+               if template.stored_prompts else "humans decide it")
+        click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt: {why}."))
         click.echo(safe_json(item.fields))
         return
     how = "the --variant" if variant else "no judgment yet: the default"
@@ -1163,3 +1213,38 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
         (statistics / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
         console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
+
+
+@export_group.command(name="inspect", database=READS)
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The edited log to write (.eval or .json); LOG itself is changed only if --out names it.")
+@click.option("--annotator", help="Write this annotator's labels.")
+@click.option("--gold", is_flag=True, help="Write the consolidated label of everyone who labelled (majority; ties left).")
+@click.option("--lang", type=lang_choice, default="en", show_default=True, help="The language the log was imported as.")
+@click.option("--system", help="The system the log was imported as [default: the log's evaluated model].")
+@click.option("--scorer", help="The scorer whose scores to edit [default: the log's only scorer].")
+@pass_ctx
+def export_inspect_command(ctx, log, out, annotator, gold, lang, system, scorer):
+    """Write people's decisions back into an Inspect AI log as score edits.
+
+    Each labelled sample's score gets an edit with provenance (the annotator, when they decided,
+    their note as the reason); a label that agrees with the score is recorded as a review that
+    keeps the value. The metrics are recomputed; inspect's read_eval_log reads the result."""
+    from calibrate.formats.inspect import export_edits
+
+    if bool(annotator) == gold:
+        raise click.UsageError("give --annotator NAME or --gold (one of them)")
+    summary = export_edits(ctx.store, log, out, annotator=annotator, gold=gold, lang=lang, system=system,
+                           scorer=scorer)
+    console.print(safe_text(f"wrote {out}: {summary.edits} score edits ({summary.changed} change the value, "
+                            f"{summary.confirmed} confirm it) of {summary.samples} samples"))
+    left = [f"{n} {what}" for n, what in ((summary.unlabelled, "unlabelled"), (summary.ties, "tied"),
+                                          (summary.already, "already edited so"),
+                                          (summary.not_imported, "not in the database")) if n]
+    if left:
+        console.print(safe_text(f"left as they were: {', '.join(left)}"))
+    for name, before in summary.metrics_before.items():
+        after = summary.metrics_after.get(name)
+        console.print(safe_text(f"{name}: {before:.4g} -> {after:.4g}" if after is not None else f"{name}: {before:.4g}"))
+

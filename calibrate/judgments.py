@@ -50,23 +50,34 @@ def judgment_from_output(
     params: dict | None = None,
     error: str | None = None,
     model: str | None = None,
+    decided: Verdict | None = None,
+    prompt: tuple[str | None, str] | None = None,
 ) -> NewJudgment:
     """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
-    judge and output, so importing the same output twice stores it once."""
+    judge and output, so importing the same output twice stores it once.
+
+    `decided` is a verdict the judge's own tool already reached (an Inspect score's value, or
+    unparsed with its reason) instead of one parsed from `raw`; `prompt` is the (system, user)
+    prompt the judge was given, stored instead of the template's."""
     template = templates.for_task(item.task, item.lang, family)
     params = params or {}
-    prompt = None
-    if template.has_prompt:
+    rendered = None
+    if prompt is None and template.has_prompt:
         try:
-            prompt = template.render(item.task, item.fields)
+            rendered = template.render(item.task, item.fields)
         except TemplateError:
-            prompt = None
+            rendered = None
+    if rendered is not None:
+        prompt = (rendered.system, rendered.user)
     key = judge_key(judge_name, model, template.version, params)
     if error:
         verdict, correct, status = Verdict(None, None), None, "error"
+    elif decided is not None:
+        verdict, correct, status = decided, None, decided.status
     else:
         verdict, correct = parse_output(template, item, raw)
         status = verdict.status
+    decided_part = [] if decided is None else [decided.value or f"unparsed: {decided.reason}"]
     return NewJudgment(
         item_id=item_id,
         judge_name=judge_name,
@@ -80,10 +91,10 @@ def judgment_from_output(
         template_id=template.id,
         template_hash=template.version,
         params=params,
-        system_prompt=prompt.system if prompt else None,
-        prompt=prompt.user if prompt else None,
+        system_prompt=prompt[0] if prompt else None,
+        prompt=prompt[1] if prompt else None,
         error=error,
-        uid=digest(item.content_hash, key, raw or "", error or ""),
+        uid=digest(item.content_hash, key, raw or "", error or "", *decided_part),
     )
 
 
@@ -100,6 +111,8 @@ def reparse(store, templates: TemplateSet, judge: str | None = None) -> dict[tup
             template = templates.get(judgment.template_id) if judgment.template_id else templates.for_task(item.task, item.lang)
         except TemplateError:
             template = templates.for_task(item.task, item.lang)
+        if not template.kind.parses_output:
+            continue
         verdict, correct = parse_output(template, item, judgment.raw_output)
         before = judgment.verdict if judgment.status == "verdict" else "unparsed"
         after = verdict.value if verdict.parsed else "unparsed"

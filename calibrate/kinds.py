@@ -1,7 +1,8 @@
 """What a verdict kind means, in one place.
 
 A template's manifest names its verdict kind (`yes_no_en`, `yes_no_zh`, `label_set`,
-`record_entity`, `rubric_scores`) and, for label sets, the labels. A `VerdictKind` answers every
+`record_entity`, `rubric_scores`, `inspect_score`) and, for label sets, the labels; an Inspect
+task's labels come from its scorer's values (`inspect_labels`). A `VerdictKind` answers every
 question the rest of calibrate asks about such verdicts and labels: how to parse a judge's
 output, which labels a person may give (and with which keys), what overriding a verdict means,
 how a label reads and is coloured, whether a label is valid and in which form it is stored,
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -24,7 +26,10 @@ from calibrate.verdicts import SCORE_KEYS, Verdict
 POSITIVE, NEGATIVE = "positive", "negative"
 """Canonical polarity of a binary label: the label that means "yes", and the one that means "no"."""
 
-KIND_NAMES = ("yes_no_en", "yes_no_zh", "rubric_scores", "label_set", "record_entity")
+KIND_NAMES = ("yes_no_en", "yes_no_zh", "rubric_scores", "label_set", "record_entity", "inspect_score")
+
+INSPECT_LETTERS = ("C", "P", "I", "N")
+"""Inspect's value letters in their canonical order: correct, partially correct, incorrect, no answer."""
 
 # Binary label pairs whose first label is the positive outcome. The first four read as yes / no,
 # so the y and n keys label them; entailment pairs keep their digits.
@@ -33,6 +38,8 @@ _POLAR_PAIRS = {
     ("是", "否"): True,
     ("True", "False"): True,
     ("correct", "incorrect"): True,
+    ("C", "I"): True,
+    ("1", "0"): True,
     ("entailment", "not_entailment"): False,
 }
 _C3_WORDING = {
@@ -83,6 +90,23 @@ class VerdictKind:
         return len(self.labels) == 2
 
     @property
+    def parses_output(self) -> bool:
+        """Verdicts are parsed from the judge's raw output. An Inspect score's value is the
+        scorer's own decision, read from the log, so re-parsing its raw output changes nothing."""
+        return self.name != "inspect_score"
+
+    @property
+    def right_or_wrong(self) -> bool:
+        """A verdict says whether the system's response is right, so a system's score can be
+        computed from verdicts and labels: yes/no kinds (yes is right), label sets and ReCoRD
+        (right is the gold label); an Inspect score only when it takes two values with a
+        polarity (C/I, True/False, 1/0). Scores and Inspect's other value sets say more than
+        right or wrong."""
+        if self.name == "inspect_score":
+            return self.positive is not None
+        return not self.scored
+
+    @property
     def pool_key(self) -> str:
         """Kinds with the same pool key can share a cell once labels are made canonical: the
         English and Chinese yes/no kinds pool; other kinds only with themselves."""
@@ -106,6 +130,11 @@ class VerdictKind:
             return parsed
         if self.name == "record_entity":
             return verdicts.parse_record_entity(text, answers or [])
+        if self.name == "inspect_score":
+            value = text.strip()
+            if value in self.labels:
+                return Verdict(value)
+            return verdicts.unparsed(f"an Inspect score is one of {', '.join(self.labels)}, read from the log")
         return verdicts.parse_label_set(text, self.labels)
 
     # -- labels ------------------------------------------------------------------------------
@@ -196,6 +225,32 @@ class VerdictKind:
     def c3_wording(self, label: str | None) -> str:
         """C3's exact verdict line for a label ("" for none or a kind C3 does not use)."""
         return _C3_WORDING.get(self.name, {}).get(label or "", "")
+
+
+def inspect_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    """The label set of an Inspect scorer, in canonical order, from the labels its values read
+    as (and any the task had before): letters as C, P, I, N with C and I always there; True,
+    False; numbers from 0 to 1 from high to low with 1 and 0 always there; other text in sorted
+    order. The first of a two-label set is the positive outcome."""
+    found = set(labels)
+    if found and found <= set(INSPECT_LETTERS):
+        return tuple(letter for letter in INSPECT_LETTERS if letter in found | {"C", "I"})
+    if found and found <= {"True", "False"}:
+        return ("True", "False")
+    numbers = {_unit_number(label): label for label in found}
+    if not found or None in numbers:
+        return tuple(sorted(found))
+    numbers = {1.0: "1", 0.0: "0"} | numbers
+    return tuple(numbers[value] for value in sorted(numbers, reverse=True))
+
+
+def _unit_number(label: str) -> float | None:
+    """The number from 0 to 1 that `label` writes, else None."""
+    try:
+        value = float(label)
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
 
 
 @cache

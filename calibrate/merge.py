@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from calibrate.formats import check_item
+from calibrate.formats import ImportFailed, check_item
+from calibrate.formats.inspect import merged_labels
 from calibrate.kinds import LabelError
 from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, NewItem
 from calibrate.redact import Redactor
@@ -69,6 +70,7 @@ def merge_database(store: Store, other: Store, templates: TemplateSet) -> MergeR
     OPENAI_API_KEY and OPENAI_BASE_URL, and anything shaped like a credential)."""
     report = MergeReport()
     redact = Redactor.for_judge(os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL"))
+    _merge_data_tasks(store, other, templates, report)
     _merge_items(store, other, templates, report)
     _merge_judgments(store, other, report, redact)
     _merge_annotations(store, other, templates, report)
@@ -127,6 +129,20 @@ def _stored_item(row, items: dict[str, tuple[int, str, str]]) -> tuple[int, str,
     if row["content_hash"] not in items:
         raise Refused("its item is not in this database (refused or missing)")
     return items[row["content_hash"]]
+
+
+def _merge_data_tasks(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
+    """The tasks OTHER's imports brought with them (Inspect logs' tasks): their labels join the
+    ones recorded here, so their items and labels can be checked and merged."""
+    mine = {(task, lang): labels for task, lang, _, labels in store.data_tasks()}
+    for task, lang, family, labels in other.data_tasks():
+        try:
+            merged = merged_labels(task, lang, mine.get((task, lang)), labels)
+            templates.add_data_task(task, lang, family, merged)
+        except (ImportFailed, TemplateError) as exc:
+            report.refuse("task", f"{task} ({lang})", str(exc))
+            continue
+        store.set_data_task(task, lang, family, merged)
 
 
 def _merge_items(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:

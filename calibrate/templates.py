@@ -1,7 +1,9 @@
 """Judge prompt templates: the seed documents' prompts as data files, and their strict rendering.
 
 Templates live in `templates/<family>/` beside a `manifest.toml` that says, per template, the
-task ids it serves, its language, system prompt, required fields and verdict kind. Rendering
+task ids it serves, its language, system prompt, required fields and verdict kind. A template
+that lists no tasks serves tasks that come with imported data instead (an Inspect log's task,
+labelled with its scorer's values): `TemplateSet.add_data_task` gives it the task and labels. Rendering
 uses Jinja2 with StrictUndefined, no HTML escaping and whitespace kept exactly as written, so
 a prompt is byte-for-byte what the seed says. A template's version is the hash of its text
 and system prompt: editing a file makes a new version, and old judgments keep theirs.
@@ -23,7 +25,7 @@ import re
 import string
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -211,6 +213,7 @@ class Template:
     text: str | None = None
     system: str | None = None
     source: str = ""
+    stored_prompts: bool = False  # judgments bring the prompt they were judged with (an Inspect grader's messages)
 
     @property
     def kind(self) -> VerdictKind:
@@ -220,6 +223,12 @@ class Template:
     @property
     def has_prompt(self) -> bool:
         return self.text is not None
+
+    @property
+    def judged(self) -> bool:
+        """A judge decides this task's items: with a prompt rendered here, or with one stored
+        with each judgment. People decide the other tasks (C3's generation phenomena)."""
+        return self.has_prompt or self.stored_prompts
 
     @cached_property
     def version(self) -> str:
@@ -340,6 +349,7 @@ class TemplateSet:
                 text=_read(path.parent, entry.get("file"), where),
                 system=_read(path.parent, entry.get("system"), where),
                 source=str(path),
+                stored_prompts=bool(entry.get("stored_prompts", False)),
             )
             if check:
                 template.syntax  # noqa: B018 (a template that cannot be used is refused now, not per item)
@@ -379,9 +389,28 @@ class TemplateSet:
         """A task people decide: its template has no judge prompt (C3's generation phenomena),
         so a judgment on it is no evidence about a judge."""
         try:
-            return not self.for_task(task, lang).has_prompt
+            return not self.for_task(task, lang).judged
         except TemplateError:
             return False
+
+    def add_data_task(self, task: str, lang: str, family: str, labels: Iterable[str]) -> Template:
+        """Serve `task` in `lang` with `family`'s template for that language that lists no tasks,
+        labelled with `labels`: a task whose id and label set come with imported data (an
+        Inspect log's task and its scorer's values). A template folder naming the task keeps it."""
+        base = next((t for t in self.templates.values() if t.family == family and t.lang == lang and not t.tasks), None)
+        if base is None:
+            raise TemplateError(f"no {family} template for language {lang!r} serves tasks that come with data")
+        template = replace(base, id=f"{base.id}:{task}", tasks=(task,), labels=tuple(labels))
+        self.templates[template.id] = template
+        served = self._default.get((task, lang))
+        if served is None or self.templates[served].family == family:
+            self._default[(task, lang)] = template.id
+        return template
+
+    def add_data_tasks(self, rows: Iterable[tuple[str, str, str, tuple[str, ...]]]) -> None:
+        """`add_data_task` for each (task, lang, family, labels), as the store keeps them."""
+        for task, lang, family, labels in rows:
+            self.add_data_task(task, lang, family, labels)
 
     def knows(self, task: str, lang: str) -> bool:
         return (task, lang) in self._default

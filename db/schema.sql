@@ -154,6 +154,13 @@ CREATE TABLE audio_roots (
     root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
     imported_at TEXT NOT NULL
 );
+CREATE TABLE data_tasks (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    family TEXT NOT NULL,               -- the template family serving the task (inspect)
+    labels TEXT NOT NULL,               -- JSON list, in the kind's order (the positive outcome first)
+    PRIMARY KEY (task, lang)
+) WITHOUT ROWID;
 CREATE TABLE import_runs (
     id INTEGER PRIMARY KEY,
     source TEXT NOT NULL,               -- what was imported (the command and file)

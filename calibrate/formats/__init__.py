@@ -19,7 +19,7 @@ they were made on).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from calibrate.validate import (
     parse_json_value,
     refuse_constant,
 )
+from calibrate.verdicts import Verdict
 
 BATCH = 2000
 Progress = Callable[[int], None]
@@ -211,7 +212,10 @@ class Record:
     attach to `ref` when it is stored, else store `item`. `ignored_fields` name source fields
     that are not item content (judge output, reference, id): an item stored earlier with them
     among its fields is the same item. `audio` is the audio of its response (clips that are
-    missing or unreadable say why)."""
+    missing or unreadable say why). `judge_verdict` is a verdict the judge's own tool reached
+    (an Inspect score's value) and `judge_prompt` the (system, user) prompt it was given, stored
+    as they are instead of parsing the output and rendering a template; `judge_model` names the
+    model that judged."""
 
     item: NewItem | None
     location: str
@@ -225,6 +229,13 @@ class Record:
     audio: tuple[AudioClip, ...] = ()
     label: str | None = None  # a person's label for the item, in its verdict kind's stored form
     annotator: str | None = None
+    judge_verdict: Verdict | None = None
+    judge_prompt: tuple[str | None, str] | None = None
+    judge_model: str | None = None
+
+    @property
+    def has_judgment(self) -> bool:
+        return self.judge_output is not None or bool(self.judge_error) or self.judge_verdict is not None
 
 
 @dataclass
@@ -322,10 +333,13 @@ def import_records(
     skip_bad: bool = False,
     update: bool = False,
     source: str = "import",
+    data_tasks: Sequence[tuple[str, str, str, tuple[str, ...]]] = (),
 ) -> ImportReport:
     """Store records as one recorded import run. Raises ImportFailed (nothing stored) on the
     first bad input unless `skip_bad`. With `update`, changed content under a stored identity
-    becomes a new version instead of a bad input.
+    becomes a new version instead of a bad input. `data_tasks` (task, lang, family, labels) are
+    the tasks these records bring with them (see TemplateSet.add_data_task), recorded with the
+    finish.
 
     New items (with their judgments and audio) are written in short transactions of BATCH
     records, so annotators and judge runs are never locked out for long; they stay hidden until
@@ -342,6 +356,7 @@ def import_records(
         return judgment_from_output(
             item_id, item, templates, record.judge_name or "imported", record.judge_output,
             family=record.template_family, params=record.judge_params, error=record.judge_error,
+            model=record.judge_model, decided=record.judge_verdict, prompt=record.judge_prompt,
         )
 
     def store_audio(item_id: int, record: Record) -> None:
@@ -355,7 +370,7 @@ def import_records(
         report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
 
     def flush() -> None:
-        with_judgments = any(r.judge_output is not None or r.judge_error for r in batch)
+        with_judgments = any(r.has_judgment for r in batch)
         need_ids = with_judgments or any(r.audio or r.label is not None for r in batch)
         with store.transaction():
             ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
@@ -364,8 +379,7 @@ def import_records(
             for item_id, record in zip(ids, batch, strict=True) if need_ids else ():
                 store_audio(item_id, record)
             if with_judgments:
-                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True)
-                       if r.judge_output is not None or r.judge_error]
+                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True) if r.has_judgment]
                 report.counts.judgments_added += store.add_judgments(new)
             if need_ids:
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
@@ -409,10 +423,11 @@ def import_records(
             report.counts.items_existing += sum(r.item is not None for _, r in attached)
             for item, record in attached:
                 store_audio(item.id, record)
-            judgments = [judgment(item.id, item, r) for item, r in attached
-                         if r.judge_output is not None or r.judge_error]
+            judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
             report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
             store_labels([(item.id, item.content_hash, r) for item, r in attached])
+            for task, lang, family, labels in data_tasks:
+                store.set_data_task(task, lang, family, labels)
             store.finish_import(run)
         report.unmatched = index.unmatched()
     except TemplateError as exc:

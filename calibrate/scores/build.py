@@ -52,7 +52,8 @@ def build_scores(
     check_by(by)
     items, notes = _gather(store, templates, judge, system)
     if not any(i.verdicts for i in items):
-        raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else ""))
+        raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
+                          + "".join(f"; {note}" for note in notes))
     groups: dict[tuple[str, str, str], list[_Item]] = defaultdict(list)
     for item in items:
         key = tuple(getattr(item, d) if d in by else ALL for d in BY_CHOICES)
@@ -80,14 +81,16 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
         if (task, lang) not in kinds:
             try:
                 template = templates.for_task(task, lang)
-                kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.has_prompt
+                kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.judged
             except TemplateError as exc:
                 kinds[(task, lang)] = None
                 skipped[task] = str(exc)
         kind = kinds[(task, lang)]
-        if kind is None or kind.scored:
+        if kind is None or not kind.right_or_wrong:
             if kind is not None:
-                skipped[task] = "scores, not right/wrong (see `calibrate report`)"
+                skipped[task] = ("scores, not right/wrong" if kind.scored else
+                                 f"its values ({', '.join(kind.labels)}) say more than right or wrong")
+                skipped[task] += " (see `calibrate report`)"
             continue
         gold, _ = gold_label(labels.get(item_id, {}))
         human = np.nan if gold is None else float(_right(kind, gold, reference))

@@ -1274,6 +1274,45 @@ class Store:
         with self.transaction():
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
 
+    # -- tasks that come with data; decisions to write back (Inspect logs) -----------------------
+
+    def data_tasks(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        """(task, lang, family, labels) of each task whose id and labels came with imported data
+        (none in a database older than migration 0013)."""
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'data_tasks'").fetchone():
+            return []
+        rows = self.conn.execute("SELECT task, lang, family, labels FROM data_tasks ORDER BY task, lang")
+        return [(r["task"], r["lang"], r["family"], tuple(json.loads(r["labels"]))) for r in rows]
+
+    def set_data_task(self, task: str, lang: str, family: str, labels: Sequence[str]) -> None:
+        """Record a data task's template family and labels (replacing what was recorded)."""
+        with self.transaction():
+            self.conn.execute(
+                "INSERT INTO data_tasks (task, lang, family, labels) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (task, lang) DO UPDATE SET family = excluded.family, labels = excluded.labels",
+                (task, lang, family, dump_json(list(labels))),
+            )
+
+    def decisions(self, item_ids: Collection[int]) -> dict[int, list[dict]]:
+        """Per item of `item_ids`: each annotator's label in force (annotator, label, action,
+        decided_at) with the notes that annotator wrote on the item, oldest first."""
+        found: dict[int, list[dict]] = {}
+        for chunk in _chunks(sorted(set(item_ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            notes: dict[tuple[int, str], list[str]] = {}
+            for r in self.conn.execute(
+                f"SELECT item_id, annotator, note FROM annotations WHERE item_id IN ({marks}) AND note IS NOT NULL "
+                "ORDER BY id", chunk,
+            ):
+                notes.setdefault((r["item_id"], r["annotator"]), []).append(r["note"])
+            for r in self.conn.execute(
+                f"SELECT item_id, annotator, label, action, decided_at FROM labels_in_force WHERE item_id IN ({marks}) "
+                "ORDER BY item_id, annotator", chunk,
+            ):
+                found.setdefault(r["item_id"], []).append(
+                    {**dict(r), "notes": notes.get((r["item_id"], r["annotator"]), [])})
+        return found
+
 
 def _process_alive(pid: int) -> bool:
     try:

@@ -38,7 +38,9 @@ class PromptPanel(Collapsible):
         text = self.query_one("#prompt-text", Static)
         prompt = self._view.prompt() if self._view else None
         if prompt is None:
-            text.update(Text("(this task has no judge prompt: humans decide it)", style="dim"))
+            judged = self._view is not None and self._view.template.stored_prompts
+            text.update(Text("(no prompt was stored with this judgment)" if judged else
+                             "(this task has no judge prompt: humans decide it)", style="dim"))
             return
         body = Text()
         if prompt.system:

@@ -1,0 +1,441 @@
+"""Inspect AI logs in and people's decisions back out: a real log made with inspect's own `eval`
+(mock models as solver and grader, the grader's answers scripted), imported, labelled in the
+app, exported as score edits that inspect reads back; each kind of bad input named by log and
+sample, with nothing half-imported."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import EvalError, read_eval_log, write_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage
+from inspect_ai.scorer import Score
+
+from calibrate.kinds import kind_for
+from calibrate.store import Store
+from calibrate.templates import TemplateSet
+from tests.conftest import Calibrate
+from tests.tui_helpers import make_app, screen_text
+
+GRADER = list("CICCICCICCCI")  # the scripted grader's letter for samples 1..12
+PEOPLE = list("CCCCICIICCCC")  # what the people decide: 3 of the grader's letters overturned
+TASK, SCORER, JUDGE, SYSTEM = "inspect/qa_demo", "model_graded_qa", "mockllm/grader", "mockllm/model"
+
+
+def scripted(model: str, text: str) -> ModelOutput:
+    """A mock model's answer. Its token usage is given, so the mock model counts no tokens (its
+    counter would fetch tiktoken's o200k_base from the internet)."""
+    output = ModelOutput.from_content(model=model, content=text)
+    output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return output
+
+
+def make_eval_log(folder: Path, samples: int = len(GRADER)) -> Path:
+    """A real .eval log made by inspect's own eval: `samples` questions answered by
+    mockllm/model, graded by model_graded_qa with mockllm/grader, whose answer to question n
+    ends in GRADE: GRADER[n % 12]. Runs offline; inspect's traces go under `folder`."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import get_model
+    from inspect_ai.scorer import model_graded_qa
+    from inspect_ai.solver import generate
+
+    def solver(messages, tools, tool_choice, config):
+        return scripted("model", f"My answer to: {messages[-1].text}")
+
+    def grader(messages, tools, tool_choice, config):
+        n = int(messages[-1].text.split("question number ")[1].split(" ")[0])
+        return scripted("grader", f"Reasoning about question {n}.\nGRADE: {GRADER[n % len(GRADER)]}")
+
+    dataset = [Sample(id=n + 1, input=f"What is question number {n} about?", target=f"answer {n}")
+               for n in range(samples)]
+    task = Task(dataset=dataset, solver=generate(), name="qa_demo",
+                scorer=model_graded_qa(model=get_model(JUDGE, custom_outputs=grader)))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("XDG_DATA_HOME", str(folder / "data"))
+        env.setenv("XDG_CACHE_HOME", str(folder / "cache"))
+        logs = eval(task, model=get_model(SYSTEM, custom_outputs=solver), log_dir=str(folder / "logs"),
+                    log_format="eval", display="none")
+    assert logs[0].status == "success", logs[0].error
+    return Path(logs[0].location)
+
+
+@pytest.fixture(scope="session")
+def eval_log(tmp_path_factory) -> Path:
+    return make_eval_log(tmp_path_factory.mktemp("inspect"))
+
+
+@pytest.fixture
+def log(eval_log, tmp_path) -> Path:
+    return Path(shutil.copy(eval_log, tmp_path / "run.eval"))
+
+
+def rewrite(src: Path, dst: Path, change) -> Path:
+    """A copy of the log written by inspect itself after `change(log)`."""
+    log = read_eval_log(str(src))
+    change(log)
+    write_eval_log(log, str(dst))
+    return dst
+
+
+def with_values(values: dict[int, object]):
+    """A change giving sample k's score the value values[k] (other samples keep theirs)."""
+    def change(log):
+        for sample in log.samples:
+            if sample.id in values:
+                sample.scores[SCORER].value = values[sample.id]
+    return change
+
+
+def db_templates(db: Path) -> TemplateSet:
+    """The templates as the CLI sees them: with the tasks the database's imports brought."""
+    templates = TemplateSet()
+    store = Store(db)
+    templates.add_data_tasks(store.data_tasks())
+    store.close()
+    return templates
+
+
+def write_labels(path: Path, labels: dict[str, str], annotator: str, notes: dict[str, str] | None = None) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(["task", "lang", "system", "source_id", "annotator", "label", "note"])
+        for source_id, label in labels.items():
+            out.writerow([TASK, "en", SYSTEM, source_id, annotator, label, (notes or {}).get(source_id, "")])
+    return path
+
+
+def counts(db: Path) -> tuple[int, int, int]:
+    store = Store(db)
+    try:
+        return tuple(store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                     for t in ("items", "judgments", "annotations"))
+    finally:
+        store.close()
+
+
+# -- the round trip --------------------------------------------------------------------------------
+
+
+async def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(log, db_path, tmp_path):
+    calibrate = Calibrate(db_path)
+    original = log.read_bytes()
+    out = calibrate("import", "inspect", str(log)).output
+    assert "12 records: 12 items added, 0 already present, 12 judgments added, 0 skipped" in out
+
+    app = make_app(db_path, annotator="ana", templates=db_templates(db_path))
+    async with app.run_test(size=(140, 40)) as pilot:
+        shown = screen_text(app)
+        assert "What is question number 0 about?" in shown and "My answer to: What is question" in shown
+        for n, (grader, person) in enumerate(zip(GRADER, PEOPLE, strict=True)):
+            assert app.screen.view.item.source_id == str(n + 1) and app.screen.view.verdict == grader
+            if n == 1:
+                await pilot.press("a", *"the submission names the answer", "enter")
+            await pilot.press("enter" if grader == person else "o")
+    store = Store(db_path)
+    assert [label for _, _, label in sorted(store.labels_in_force())] == PEOPLE
+    store.close()
+
+    edited = tmp_path / "reviewed.eval"
+    out = calibrate("export", "inspect", str(log), "--out", str(edited), "--annotator", "ana").output
+    assert "12 score edits (3 change the value, 9 confirm it) of 12 samples" in out
+    assert "accuracy: 0.6667 -> 0.75" in out
+    assert log.read_bytes() == original, "the log itself is never changed"
+
+    back = read_eval_log(str(edited))  # inspect's own reader
+    metrics = back.results.scores[0].metrics
+    assert metrics["accuracy"].value == pytest.approx(PEOPLE.count("C") / len(PEOPLE))
+    for sample, grader, person in zip(back.samples, GRADER, PEOPLE, strict=True):
+        score = sample.scores[SCORER]
+        original_score, edit = score.history
+        assert (score.value, original_score.value) == (person, grader)
+        assert edit.value == ("UNCHANGED" if grader == person else person)
+        assert edit.provenance.author == "ana" and edit.provenance.timestamp is not None
+        assert edit.provenance.metadata["calibrate"]["action"] == ("confirm" if grader == person else "override")
+        assert edit.provenance.reason == ("the submission names the answer" if sample.id == 2 else None)
+
+    report = json.loads(calibrate("report", "--format", "json").output)
+    (line,) = [line for cell in report["cells"] for line in cell["lines"]]
+    assert (line["task"], line["judge"], line["versus"], line["n"]) == (TASK, JUDGE, "ana", 12)
+    assert line["kappa"] == pytest.approx(0.4)  # po 9/12, pe 8/12 * 9/12 + 4/12 * 3/12
+    scores = json.loads(calibrate("scores", "--by", "task", "--format", "json").output)
+    (cell,) = [c for c in scores["cells"] if c["task"] == TASK]
+    assert cell["judges"][0]["parser_unparsed_wrong"] == {"right": 8, "n": 12, "accuracy": pytest.approx(8 / 12)}
+    assert cell["judges"][0]["corrected_ppi"]["value"] == pytest.approx(0.75)
+
+    again = calibrate("export", "inspect", str(edited), "--out", str(edited), "--annotator", "ana", ok=False)
+    assert again.exit_code == 1 and "every label by ana is in it already; nothing was written" in again.output
+
+
+def test_render_shows_the_graders_exact_messages(log, calibrate):
+    calibrate("import", "inspect", str(log))
+    grading = read_eval_log(str(log)).samples[0].scores[SCORER].metadata["grading"]
+    result = calibrate("render", "1")
+    assert result.stdout == grading[0]["content"] + "\n"
+    assert f"the prompt judge {JUDGE} was given" in result.stderr
+    store = Store(calibrate.db)
+    (judgment,) = store.judgments_for_item(1)
+    assert (judgment.raw_output, judgment.verdict, judgment.model) == (grading[1]["content"], "C", JUDGE)
+    store.close()
+    assert "no verdict changed" in calibrate("parse").output, "a score's value is the scorer's, never re-parsed"
+
+
+def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
+    calibrate("import", "inspect", str(log))
+    as_json = rewrite(log, tmp_path / "run.json", lambda _: None)  # the same log in inspect's .json format
+    assert "0 items added, 12 already present, 0 judgments added" in calibrate("import", "inspect", str(as_json)).output
+    assert "0 items added, 12 already present, 0 judgments added" in calibrate("import", "inspect", str(log)).output
+
+    def answer_again(log):
+        log.samples[2].output = scripted("model", "A better answer to question 2")
+        log.samples[2].scores[SCORER].value = "C"
+    newer = rewrite(log, tmp_path / "newer.eval", answer_again)
+    refused = calibrate("import", "inspect", str(newer), ok=False)
+    assert refused.exit_code == 1 and (f"{newer}:sample 3: {TASK} (en, system {SYSTEM}) item 3 was imported before "
+                                       "with different content; pass --update") in refused.output
+    assert counts(calibrate.db) == (12, 12, 0)
+    updated = calibrate("import", "inspect", str(newer), "--update").output
+    assert "1 items added, 11 already present, 1 judgments added" in updated
+    store = Store(calibrate.db)
+    (item,) = [item for item in store.items() if item.source_id == "3"]  # the current version
+    assert (item.version, item.fields["response"]) == (2, "A better answer to question 2")
+    store.close()
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"not a log\n", b'{"eval": 1}', b"PK\x03\x04 not a zip either"],
+                         ids=["text", "other-json", "broken-zip"])
+def test_a_file_that_is_not_an_inspect_log_is_refused(calibrate, tmp_path, content):
+    path = tmp_path / ("x.json" if content.startswith(b"{") else "x.eval")
+    path.write_bytes(content)
+    result = calibrate("import", "inspect", str(path), ok=False)
+    assert result.exit_code == 1 and f"Error: {path}: not an Inspect log (" in result.output
+    assert not calibrate.db.exists() or counts(calibrate.db) == (0, 0, 0)
+
+
+def test_a_damaged_sample_in_the_archive_stops_the_import(log, calibrate, tmp_path):
+    damaged = tmp_path / "damaged.eval"
+    with zipfile.ZipFile(log) as source, zipfile.ZipFile(damaged, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            target.writestr(info.filename, b'{"id": 5, "epoch": "one"' if info.filename == "samples/5_epoch_1.json" else data)
+    result = calibrate("import", "inspect", str(damaged), ok=False)
+    assert result.exit_code == 1 and f"{damaged}:samples/5_epoch_1.json: not a sample inspect wrote" in result.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_a_log_with_no_scores_is_refused(log, calibrate, tmp_path):
+    def unscored(log):
+        log.results = None
+        for sample in log.samples:
+            sample.scores = None
+    bare = rewrite(log, tmp_path / "bare.eval", unscored)
+    result = calibrate("import", "inspect", str(bare), ok=False)
+    assert result.exit_code == 1 and f"{bare}: no sample has a score; score the log first" in result.output
+
+
+def test_a_sample_with_an_error_stops_the_import_or_is_skipped(log, calibrate, tmp_path):
+    def fail(log):
+        log.samples[3].error = EvalError(message="RuntimeError: the sandbox died\nat line 3", traceback="",
+                                         traceback_ansi="")
+    failed = rewrite(log, tmp_path / "failed.eval", fail)
+    result = calibrate("import", "inspect", str(failed), ok=False)
+    assert result.exit_code == 1
+    assert (f"{failed}:sample 4: the sample ended in an error (RuntimeError: the sandbox died); nothing was "
+            "imported") in result.output
+    assert counts(calibrate.db) == (0, 0, 0)
+    skipped = calibrate("import", "inspect", str(failed), "--skip-bad")
+    assert f"skipped {failed}:sample 4: the sample ended in an error" in skipped.stderr
+    assert "11 items added" in skipped.stdout
+
+
+def test_unknown_score_values_are_named_by_log_and_sample(log, calibrate, tmp_path):
+    odd = rewrite(log, tmp_path / "odd.eval", with_values({5: {"x": 1}, 6: 7, 7: True}))
+    result = calibrate("import", "inspect", str(odd), "--skip-bad")
+    assert f"skipped {odd}:sample 5: score value {{'x': 1}} is not one calibrate reads" in result.stderr
+    assert f"skipped {odd}:sample 6: score value 7 is not one calibrate reads" in result.stderr
+    assert (f"skipped {odd}:sample 7: score value True is True/False, but the scorer's other values are C/I "
+            "letters (C, I)") in result.stderr
+    assert "9 items added" in result.stdout
+
+
+def test_several_scorers_need_one_chosen_and_a_scorer_without_grader_is_imported_without_prompt(log, calibrate,
+                                                                                                 tmp_path):
+    def add_exact(log):
+        for sample in log.samples:
+            sample.scores["exact"] = Score(value="C" if sample.id % 2 else "I", explanation="compared as text")
+    two = rewrite(log, tmp_path / "two.eval", add_exact)
+    refused = calibrate("import", "inspect", str(two), ok=False)
+    assert (f"{two}: the log has scores from 2 scorers (model_graded_qa, exact); choose one with "
+            "--scorer") in refused.output
+    unknown = calibrate("import", "inspect", str(two), "--scorer", "nope", ok=False)
+    assert "no scores from scorer 'nope'; the log has model_graded_qa, exact" in unknown.output
+    result = calibrate("import", "inspect", str(two), "--scorer", "exact")
+    assert "scorer exact is not model-graded (its scores keep no grader messages)" in result.stderr
+    store = Store(calibrate.db)
+    judgments = list(store.judgments())
+    assert {(j.judge_name, j.prompt, j.raw_output) for j in judgments} == {("exact", None, "compared as text")}
+    store.close()
+    calibrate("import", "inspect", str(two), "--scorer", SCORER)
+    assert "judge exact" not in calibrate("render", "1").stderr
+
+
+def test_an_unscored_sample_is_an_unparsed_verdict(log, calibrate, tmp_path):
+    def grader_failed(log):
+        score = log.samples[0].scores[SCORER]
+        score.value, score.reason = float("nan"), "grader_failed"
+    failed = rewrite(log, tmp_path / "nan.eval", grader_failed)
+    calibrate("import", "inspect", str(failed))
+    store = Store(calibrate.db)
+    judgment = store.judgments_for_item(1)[0]
+    assert (judgment.status, judgment.unparsed_reason) == ("unparsed", "the scorer left this sample unscored (grader_failed)")
+    store.close()
+    write_labels(tmp_path / "l.csv", {"1": "I"}, "ana")
+    calibrate("import", "labels", str(tmp_path / "l.csv"))
+    calibrate("export", "inspect", str(failed), "--out", str(tmp_path / "out.eval"), "--annotator", "ana")
+    score = read_eval_log(str(tmp_path / "out.eval")).samples[0].scores[SCORER]
+    assert score.value == "I" and math.isnan(score.history[0].value)
+
+
+def test_without_inspect_ai_the_message_says_how_to_install_it(log, calibrate, monkeypatch):
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    result = calibrate("import", "inspect", str(log), ok=False)
+    assert result.exit_code == 1 and "pip install 'calibrate[inspect]'" in result.output
+    checkout = str(Path(__file__).resolve().parents[1])
+    loaded = subprocess.run([sys.executable, "-c", "import sys, calibrate.cli, calibrate.formats.inspect, calibrate.merge; "
+                             "print('inspect_ai' in sys.modules)"], capture_output=True, text=True,
+                            env={"PYTHONPATH": checkout, "PATH": "/usr/bin:/bin"})
+    assert loaded.stdout.strip() == "False", loaded.stderr
+
+
+# -- Inspect's value conventions -------------------------------------------------------------------
+
+
+def test_true_false_values_round_trip_as_booleans(log, calibrate, tmp_path):
+    booleans = rewrite(log, tmp_path / "bool.eval", with_values({k: GRADER[k - 1] == "C" for k in range(1, 13)}))
+    calibrate("import", "inspect", str(booleans))
+    assert Store(calibrate.db).data_tasks() == [(TASK, "en", "inspect", ("True", "False"))]
+    write_labels(tmp_path / "l.csv", {"2": "True", "3": "False"}, "ana")
+    calibrate("import", "labels", str(tmp_path / "l.csv"))
+    calibrate("export", "inspect", str(booleans), "--out", str(tmp_path / "out.json"), "--annotator", "ana")
+    back = read_eval_log(str(tmp_path / "out.json")).samples
+    assert [s.scores[SCORER].value for s in back[:4]] == [True, True, False, True]
+    assert back[1].scores[SCORER].history[-1].value is True and back[0].scores[SCORER].history == []
+
+
+def test_numbers_and_text_become_label_sets(log, calibrate, tmp_path):
+    numbers = rewrite(log, tmp_path / "n.eval", with_values({k: (1, 0, 0.5)[k % 3] for k in range(1, 13)}))
+    calibrate("import", "inspect", str(numbers))
+    store = Store(calibrate.db)
+    assert store.data_tasks() == [(TASK, "en", "inspect", ("1", "0.5", "0"))]
+    store.close()
+    write_labels(tmp_path / "l.csv", {"1": "0.5", "3": "1"}, "ana")
+    calibrate("import", "labels", str(tmp_path / "l.csv"))
+    calibrate("export", "inspect", str(numbers), "--out", str(tmp_path / "out.eval"), "--annotator", "ana")
+    values = [s.scores[SCORER].value for s in read_eval_log(str(tmp_path / "out.eval")).samples[:3]]
+    assert values == [0.5, 0.5, 1] and isinstance(values[2], int)
+    scores = calibrate("scores", ok=False)
+    assert scores.exit_code == 1 and (f"no judged items with right/wrong verdicts to score; {TASK} left out: its values "
+                                      "(1, 0.5, 0) say more than right or wrong (see `calibrate report`)") in scores.output
+
+    text = rewrite(log, tmp_path / "t.eval", with_values({k: ("good", "bad", "C")[k % 3] for k in range(1, 13)}))
+    other = Calibrate(tmp_path / "other.db")
+    other("import", "inspect", str(text))
+    store = Store(other.db)
+    assert store.data_tasks() == [(TASK, "en", "inspect", ("C", "bad", "good"))]
+    store.close()
+
+
+def test_a_later_log_with_other_values_of_the_same_convention_adds_labels(log, calibrate, tmp_path):
+    calibrate("import", "inspect", str(log))
+    partial = rewrite(log, tmp_path / "p.eval", with_values({1: "P"}))
+    calibrate("import", "inspect", str(partial), "--update")
+    assert Store(calibrate.db).data_tasks() == [(TASK, "en", "inspect", ("C", "P", "I"))]
+    booleans = rewrite(log, tmp_path / "b.eval", with_values({k: True for k in range(1, 13)} | {1: False}))
+    refused = calibrate("import", "inspect", str(booleans), "--update", ok=False)
+    assert f"{TASK} (en) holds scores valued C, P, I from an earlier log; this log's are True, False" in refused.output
+
+
+def test_epochs_after_the_first_are_their_own_items(log, calibrate, tmp_path):
+    def two_epochs(log):
+        log.eval.config.epochs = 2
+        log.samples += [s.model_copy(update={"epoch": 2, "uuid": f"{s.uuid}-2"}, deep=True) for s in log.samples]
+    epochs = rewrite(log, tmp_path / "epochs.eval", two_epochs)
+    calibrate("import", "inspect", str(epochs))
+    store = Store(calibrate.db)
+    ids = sorted(item.source_id for item in store.items())
+    store.close()
+    assert ids == sorted([str(k) for k in range(1, 13)] + [f"{k}#2" for k in range(1, 13)])
+    write_labels(tmp_path / "l.csv", {"2#2": "C"}, "ana")
+    calibrate("import", "labels", str(tmp_path / "l.csv"))
+    calibrate("export", "inspect", str(epochs), "--out", str(tmp_path / "out.eval"), "--annotator", "ana")
+    back = {(s.id, s.epoch): s.scores[SCORER].value for s in read_eval_log(str(tmp_path / "out.eval")).samples}
+    assert (back[(2, 1)], back[(2, 2)]) == ("I", "C")
+
+
+# -- export choices ---------------------------------------------------------------------------------
+
+
+def test_gold_export_writes_the_majority_and_leaves_ties(log, calibrate, tmp_path):
+    calibrate("import", "inspect", str(log))
+    for name, labels in (("ana", {"1": "I", "2": "C"}), ("bo", {"1": "I", "2": "I"}), ("cy", {"1": "C"})):
+        calibrate("import", "labels", str(write_labels(tmp_path / f"{name}.csv", labels, name, {"1": f"{name} saw it"})))
+    out = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "gold.eval"), "--gold").output
+    assert "1 score edits (1 change the value, 0 confirm it)" in out and "left as they were: 10 unlabelled, 1 tied" in out
+    first, second = read_eval_log(str(tmp_path / "gold.eval")).samples[:2]
+    edit = first.scores[SCORER].history[-1]
+    assert (first.scores[SCORER].value, edit.provenance.author) == ("I", "ana, bo")
+    assert edit.provenance.reason == "ana saw it\nbo saw it"
+    assert edit.provenance.metadata["calibrate"]["labels"] == {"ana": "I", "bo": "I", "cy": "C"}
+    assert second.scores[SCORER].history == []
+    usage = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.eval"), ok=False)
+    assert usage.exit_code == 2 and "give --annotator NAME or --gold" in usage.output
+    wrong = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.txt"), "--gold", ok=False)
+    assert "an Inspect log ends in .eval or .json" in wrong.output
+    other = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.eval"), "--gold", "--lang", "zh",
+                      ok=False)
+    assert "none of its samples is in" in other.output and "name the --lang and --system" in other.output
+    assert not (tmp_path / "x.eval").exists()
+
+
+def test_merge_brings_the_tasks_of_the_other_database(log, tmp_path):
+    offline, main = Calibrate(tmp_path / "offline.db"), Calibrate(tmp_path / "main.db")
+    offline("import", "inspect", str(log))
+    offline("import", "labels", str(write_labels(tmp_path / "l.csv", {"1": "I"}, "ana")))
+    main("import", "jsonl", str(write_jsonl(tmp_path / "c3.jsonl")), "--task", "c3/lexical", "--lang", "en")
+    assert "12 items, 12 judgments, 1 annotations added" in main("merge", str(offline.db)).output
+    assert Store(main.db).data_tasks() == [(TASK, "en", "inspect", ("C", "I"))]
+    assert "ana" in main("report").output
+
+
+def write_jsonl(path: Path) -> Path:
+    path.write_text(json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}) + "\n", encoding="utf-8")
+    return path
+
+
+# -- the kind -------------------------------------------------------------------------------------------
+
+
+def test_inspect_kinds_order_labels_and_say_when_they_are_right_or_wrong():
+    from calibrate.kinds import inspect_labels
+
+    assert inspect_labels(["I"]) == ("C", "I") and inspect_labels(["N", "P", "C"]) == ("C", "P", "I", "N")
+    assert inspect_labels(["False"]) == ("True", "False")
+    assert inspect_labels(["0.25"]) == ("1", "0.25", "0") and inspect_labels(["b", "a"]) == ("a", "b")
+    assert inspect_labels(["1", "2", "3"]) == ("1", "2", "3"), "text that is not a number from 0 to 1 stays text"
+    letters = kind_for("inspect_score", ("C", "I"))
+    assert letters.positive == "C" and letters.reads_yes_no and letters.flip("C") == "I" and letters.right_or_wrong
+    assert not letters.parses_output and letters.parse("GRADE: C").reason.startswith("an Inspect score is one of")
+    assert not kind_for("inspect_score", ("C", "P", "I")).right_or_wrong
+    assert kind_for("inspect_score", ("1", "0")).right_or_wrong and kind_for("inspect_score", ("1", "0")).positive == "1"
+    assert kind_for("yes_no_en").right_or_wrong and not kind_for("rubric_scores").right_or_wrong
