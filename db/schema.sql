@@ -244,8 +244,10 @@ CREATE TABLE verdicts_in_force (
 ) WITHOUT ROWID;
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
+CREATE INDEX annotations_by_judgment ON annotations (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
 CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
+CREATE INDEX item_audio_by_root ON item_audio (root_id);
 CREATE INDEX items_by_cell ON items (task, lang, system) WHERE current = 1;
 CREATE INDEX items_by_import_run ON items (import_run) WHERE import_run IS NOT NULL;
 CREATE INDEX items_by_source_id ON items (source_id);
@@ -256,3 +258,5 @@ CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
 CREATE INDEX judgments_repeated_or_confident ON judgments (id) WHERE sample > 0 OR confidence IS NOT NULL;
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);
+CREATE INDEX labels_in_force_by_judgment ON labels_in_force (judgment_id) WHERE judgment_id IS NOT NULL;
+CREATE INDEX verdicts_in_force_by_judgment ON verdicts_in_force (judgment_id);
