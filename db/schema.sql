@@ -161,7 +161,7 @@ CREATE TABLE import_runs (
     host TEXT NOT NULL,
     started_at TEXT NOT NULL,
     finished_at TEXT                    -- NULL while running: its items are hidden
-);
+, heartbeat_at REAL, owner TEXT);
 CREATE TABLE item_audio (
     item_id INTEGER NOT NULL REFERENCES items (id),
     part TEXT NOT NULL,
@@ -184,6 +184,16 @@ CREATE TABLE items (
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
 , system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1, import_run INTEGER REFERENCES import_runs (id));
+CREATE TABLE judge_claims (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    judge_key TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    holder TEXT NOT NULL,               -- the judge run: host, process id and a random tag
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires_at REAL NOT NULL,           -- unix seconds
+    PRIMARY KEY (item_id, judge_key, sample)
+) WITHOUT ROWID;
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent

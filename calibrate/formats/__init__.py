@@ -249,7 +249,8 @@ def import_records(
     records, so annotators and judge runs are never locked out for long; they stay hidden until
     the run finishes. What attaches to items already present (judgments, audio) is written with
     the finish, in the same transaction. A failed or interrupted import is rolled back; one that
-    was killed is rolled back by the next import (Store.clean_dead_imports)."""
+    was killed is rolled back by the next import (Store.begin_import), which also waits while
+    another import is running."""
     report = ImportReport()
     index = ItemIndex(store)
     batch: list[Record] = []
@@ -284,6 +285,7 @@ def import_records(
 
     try:
         for record in records:
+            store.keep_import_alive(run)
             if isinstance(record, Record) and record.ref is not None:
                 found = index.resolve(record.ref)
                 if isinstance(found, str):

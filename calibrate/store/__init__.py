@@ -115,6 +115,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
 
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False):
         self.path = str(path)
+        self._import_leases = {}
         self.read_only = read_only and self.path != ":memory:"
         if self.read_only and not Path(self.path).is_file():
             raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "

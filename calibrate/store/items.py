@@ -34,6 +34,8 @@ class ItemsMixin:
                  item.content_hash, stamp, run)
             )
         with self.transaction():
+            if run is not None:
+                self._renew_import(run)
             added = self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
                 "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run) "
