@@ -1,13 +1,18 @@
 """Judgments: storing a judge's answers, reading them back per item, per judge configuration
 (what a resumed run need not ask again) and per sample, re-parsing, and the verdicts in force
-(each judge's newest judgment per item)."""
+(each judge's newest judgment per item); and the claims by which concurrent runs of one judge
+split the items between them, so that each is asked once."""
 
 from __future__ import annotations
 
+import os
+import socket
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 
 from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
+from calibrate.store.imports import process_alive
 from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, judgment_from_row
 
 
@@ -126,3 +131,51 @@ class JudgmentsMixin:
             (judge,),
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
+
+    # -- claims: concurrent runs of one judge ask each item once ---------------------------------
+
+    def claim_judging(self, item_id: int, judge_key_value: str, sample: int, holder: str, *, seconds: float,
+                      judged_after: int = 0) -> str:
+        """Claim one request of a judge run (an item, a judge configuration, a sample) for
+        `seconds`, before asking the server. Returns "claimed"; "judged" when a judgment of it that
+        is not an error and is newer than judgment id `judged_after` exists (another run answered
+        it); or "held" when another run holds it (its claim has not expired and its process has
+        not gone from this machine)."""
+        now = time.time()
+        with self.transaction():
+            if self.conn.execute(
+                "SELECT 1 FROM judgments WHERE judge_key = ? AND item_id = ? AND sample = ? AND status != 'error' "
+                "AND id > ? LIMIT 1", (judge_key_value, item_id, sample, judged_after)
+            ).fetchone():
+                return "judged"
+            held = self.conn.execute(
+                "SELECT holder, host, pid, expires_at FROM judge_claims WHERE item_id = ? AND judge_key = ? AND sample = ?",
+                (item_id, judge_key_value, sample),
+            ).fetchone()
+            if (held and held["holder"] != holder and held["expires_at"] > now
+                    and not (held["host"] == socket.gethostname() and not process_alive(held["pid"]))):
+                return "held"
+            self.conn.execute(
+                "INSERT OR REPLACE INTO judge_claims (item_id, judge_key, sample, holder, host, pid, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, judge_key_value, sample, holder, socket.gethostname(), os.getpid(), now + seconds),
+            )
+            return "claimed"
+
+    def release_judging(self, item_id: int, judge_key_value: str, sample: int, holder: str) -> None:
+        """Give back a claim (once the judgment is stored: the same transaction, preferably)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM judge_claims WHERE item_id = ? AND judge_key = ? AND sample = ? AND holder = ?",
+                (item_id, judge_key_value, sample, holder),
+            )
+
+    def release_all_judging(self, holder: str) -> None:
+        """Give back every claim of one judge run (at its end, however it ended)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM judge_claims WHERE holder = ?", (holder,))
+
+    def newest_judgment_id(self) -> int:
+        """The highest judgment id (0 when there is none)."""
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM judgments").fetchone()[0]
+
