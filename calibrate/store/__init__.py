@@ -5,23 +5,27 @@ processes) can share one file under WAL without "database is locked" on a read-t
 upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
 `sqlite_utils.Migrations` and recorded in the database.
 
-This module holds the connection, the transactions, the migrations and the errors; the queries
-live in one module per concern (items, import runs, judgments, labels, the annotation queue,
-report reads, merge rows), each a mixin class composed into the one `Store` here, so callers
-see a single object. Their shared SQL conditions are in `sql.py`.
+This module opens the file (refusing, before anything is written, a schema newer than this
+calibrate or another program's database), applies the migrations, and holds the transactions
+and the errors; `connection.py` turns SQLite's faults of the file (full disk, read-only, damaged)
+into errors naming it. The queries live in one module per concern (items, import runs,
+judgments, labels, the annotation queue, report reads, merge rows), each a mixin class composed
+into the one `Store` here, so callers see a single object. Their shared SQL conditions are in
+`sql.py`.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from urllib.parse import quote
 
 from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
+from calibrate.store.connection import DatabaseFault, connect
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
 from calibrate.store.judged import JudgmentsMixin
@@ -32,8 +36,8 @@ from calibrate.store.reads import ReadsMixin
 from calibrate.store.sql import JUDGMENT_COLUMNS
 
 __all__ = [
-    "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "DatabaseMissing", "NewItem", "NotACalibrateDatabase",
-    "Store", "UnknownFilter",
+    "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "DatabaseFault", "DatabaseMissing", "NewItem",
+    "NotACalibrateDatabase", "Store", "UnknownFilter",
 ]
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -72,16 +76,44 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-def _pending_migrations(path: str) -> bool:
-    """Whether the database file at `path` lacks one of calibrate's migrations (read without writing)."""
-    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+def _applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the calibrate migrations recorded in the database, in the order applied."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'").fetchone():
+        return []
+    rows = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (MIGRATION_SET,))
+    return [r[0] for r in rows]
+
+
+def _read_only_uri(path: Path, *, briefly: bool = False) -> str:
+    """A URI reading `path` without writing anything, not even a -wal or -shm file beside it.
+    Without a -wal file the main file holds everything, and it is read as immutable (no locks)
+    if the read is brief (a look at its schema; another database to merge, left as it is) or its
+    folder allows no -wal file, so no writer can start; otherwise through SQLite's locks."""
+    immutable = not Path(f"{path}-wal").exists() and (briefly or not os.access(path.resolve().parent, os.W_OK))
+    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+
+
+def _schema_in_file(path: Path) -> tuple[list[str], bool]:
+    """The calibrate migrations recorded in the database file at `path`, and whether it holds
+    any table at all (read without writing)."""
+    conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True)
     try:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_sqlite_migrations'").fetchone():
-            return True
-        names = {r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,))}
-        return bool(set(MIGRATION_NAMES) - names)
+        return _applied(conn), conn.execute("SELECT EXISTS (SELECT 1 FROM sqlite_master)").fetchone()[0] == 1
     finally:
         conn.close()
+
+
+def _check_schema(path: str | Path, applied: list[str], *, must_be_calibrate: bool) -> None:
+    """NotACalibrateDatabase, naming the file, for a schema newer than this calibrate knows (a
+    migration it does not have), or for a file without calibrate's migrations where one is needed."""
+    unknown = [name for name in applied if name not in MIGRATION_NAMES]
+    if unknown:
+        raise NotACalibrateDatabase(
+            f"{path}: schema version {unknown[-1]} is unknown to this calibrate (made by a newer version? this one "
+            f"knows up to {MIGRATION_NAMES[-1]}); nothing was written to it: use it with a newer calibrate"
+        )
+    if must_be_calibrate and not applied:
+        raise NotACalibrateDatabase(f"{path}: an SQLite database, but not a calibrate one (no calibrate migrations)")
 
 
 class DatabaseMissing(CalibrateError):
@@ -116,18 +148,31 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False):
         self.path = str(path)
         self._import_leases = {}
+        file = Path(self.path)
         self.read_only = read_only and self.path != ":memory:"
-        if self.read_only and not Path(self.path).is_file():
+        if self.read_only and not file.is_file():
             raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "
                                   "or name another file with --db")
-        if self.read_only and _pending_migrations(self.path):
+        pending = True
+        if self.path != ":memory:" and file.is_file() and file.stat().st_size > 0:
+            # a file from a newer calibrate, or another program's database, is refused before anything is written
+            applied, has_tables = _schema_in_file(file)
+            _check_schema(self.path, applied, must_be_calibrate=has_tables)
+            pending = bool(set(MIGRATION_NAMES) - set(applied))
+        if self.read_only and pending:
             Store(self.path, busy_timeout_ms=busy_timeout_ms).close()
-        target = f"{Path(self.path).resolve().as_uri()}?mode=ro" if self.read_only else self.path
-        # check_same_thread off: the annotation app hands a waiting write to a worker thread
-        # while its own thread waits for the result (the connection is never used by both at once)
-        self.conn = sqlite3.connect(target, uri=self.read_only, isolation_level=None, timeout=busy_timeout_ms / 1000,
-                                    check_same_thread=False)
-        self.conn.row_factory = sqlite3.Row
+        if self.read_only:
+            self.conn = connect(self.path, _read_only_uri(file), uri=True, timeout=busy_timeout_ms / 1000)
+        else:
+            self.conn = connect(self.path, self.path, timeout=busy_timeout_ms / 1000)
+        try:
+            self._set_up(busy_timeout_ms, pending)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _set_up(self, busy_timeout_ms: int, pending: bool) -> None:
+        """The connection's settings; for a writer, WAL and the pending migrations."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if self.read_only:
             return
@@ -135,7 +180,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
-        if set(MIGRATION_NAMES) - set(self.applied_migrations()):
+        if pending:
             import sqlite_utils
 
             with self.transaction():
@@ -155,27 +200,17 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
             raise NotACalibrateDatabase(f"{path}: the file is empty, not a calibrate database")
         if header != SQLITE_HEADER:
             raise NotACalibrateDatabase(f"{path}: not an SQLite database")
-        # Without a -wal file the main file holds everything, so it is read as immutable (SQLite
-        # then creates no -shm); with one, someone has it open: read it through SQLite's locks.
-        wal_present = Path(f"{path}-wal").exists()
-        uri = "file:" + quote(str(path.resolve())) + ("?mode=ro" if wal_present else "?mode=ro&immutable=1")
         store = cls.__new__(cls)
         store.path = str(path)
-        store.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        store.conn.row_factory = sqlite3.Row
+        store.conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True)
         try:
-            applied = store.applied_migrations()
-        except sqlite3.DatabaseError as exc:
+            _check_schema(path, store.applied_migrations(), must_be_calibrate=True)
+        except DatabaseFault as exc:
             store.close()
             raise NotACalibrateDatabase(f"{path}: unreadable SQLite file ({exc})") from None
-        unknown = [name for name in applied if name not in MIGRATION_NAMES]
-        if not applied or unknown:
+        except NotACalibrateDatabase:
             store.close()
-            if not applied:
-                raise NotACalibrateDatabase(f"{path}: an SQLite database, but not a calibrate one (no calibrate migrations)")
-            raise NotACalibrateDatabase(
-                f"{path}: schema version {unknown[-1]} is unknown to this calibrate (made by a newer version?)"
-            )
+            raise
         return store
 
     def close(self) -> None:
@@ -192,10 +227,12 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
         self._begin_immediate()
         try:
             yield
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # SQLite itself rolls back after some faults (a full disk, I/O)
+                with suppress(sqlite3.Error, DatabaseFault):  # the first error says more than this one
+                    self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
 
     def _begin_immediate(self) -> None:
         """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock."""
@@ -204,8 +241,8 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
+            except DatabaseFault as exc:
+                if not exc.busy:
                     raise
             started = started if started is not None else time.monotonic()
             if self.on_wait is not None:
@@ -215,15 +252,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
 
     def applied_migrations(self) -> list[str]:
         """Names of the migrations recorded in this database, in the order applied."""
-        exists = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'"
-        ).fetchone()
-        if not exists:
-            return []
-        rows = self.conn.execute(
-            "SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", (MIGRATION_SET,)
-        )
-        return [r[0] for r in rows]
+        return _applied(self.conn)
 
     def schema_sql(self) -> str:
         """The schema as SQLite stores it, excluding the migrations bookkeeping."""
