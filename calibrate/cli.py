@@ -81,10 +81,14 @@ def _say_waiting(seconds: float) -> None:
 
 
 def _say_waiting_for_import(run: dict) -> None:
-    """Another import is running: one import runs at a time, so say whose turn it is."""
+    """Another import is running (one runs at a time), or one died: say what this import waits for."""
+    if run["state"] == "dead":
+        err_console.print(safe_text(f"removing what import run {run['id']} left unfinished "
+                                    f"({_describe_import_run(run)}; its process is gone)…", style="dim"))
+        return
     err_console.print(safe_text(
         f"waiting for import run {run['id']} to finish ({_describe_import_run(run)}); if that process is gone: "
-        f"calibrate import abandon {run['id']}"), style="dim")
+        f"calibrate import abandon {run['id']}", style="dim"))
 
 
 def _describe_import_run(run: dict) -> str:

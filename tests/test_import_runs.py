@@ -77,11 +77,12 @@ def test_two_concurrent_imports_of_one_file_never_count_the_others_hidden_rows(c
 
 def test_a_dead_run_whose_process_id_is_alive_again_is_removed_once_its_heartbeat_is_stale(calibrate, tmp_path):
     # the run's pid is this test's own process: alive, as when the id has been given to another process
-    leave_unfinished_run(calibrate.db, items=50, heartbeat_age=IMPORT_STALE_SECONDS + 1)
+    run = leave_unfinished_run(calibrate.db, items=50, heartbeat_age=IMPORT_STALE_SECONDS + 1)
     assert [r["state"] for r in Store(calibrate.db).import_runs()] == ["dead"]
     assert visible_and_stored(calibrate.db) == (0, 50), "its items are hidden"
     lines = write_jsonl(tmp_path / "in.jsonl", lexical_lines(50))
     out = calibrate("import", "jsonl", str(lines), *IMPORT, "--update")
+    assert f"removing what import run {run} left unfinished (calibrate import jsonl killed.jsonl" in out.output
     assert "50 records: 50 items added, 0 already present" in out.output
     assert visible_and_stored(calibrate.db) == (50, 50)
     assert [r["source"] for r in Store(calibrate.db).import_runs()] == [f"calibrate import jsonl {lines}"]
@@ -152,3 +153,26 @@ def test_a_running_import_renews_its_heartbeat_every_few_seconds(tmp_path, monke
     (row,) = store.import_runs()
     assert len(writes) == 1 and row["heartbeat_age"] < 5 and row["state"] == "running"
     assert row["pid"] == os.getpid()
+
+
+def test_the_clean_up_never_touches_a_run_that_finished_or_came_back_alive(tmp_path, monkeypatch):
+    from calibrate.store import imports
+
+    path = tmp_path / "x.db"
+    importer, cleaner = Store(path), Store(path)
+    finished = importer.begin_import("finished import")
+    importer.add_items(lexical_items(10), run=finished)
+    importer.finish_import(finished)
+    assert cleaner.abandon_import(finished) == 0 and cleaner.abandon_import(finished, dead_only=True) == 0
+    assert visible_and_stored(path) == (10, 10), "a finished run's items are never removed"
+
+    suspended = importer.begin_import("suspended import")
+    importer.add_items(lexical_items(20)[10:], run=suspended)
+    importer.conn.execute("UPDATE import_runs SET heartbeat_at = heartbeat_at - 3600 WHERE id = ?", (suspended,))
+    (seen,) = cleaner.import_runs(unfinished=True)
+    assert seen["state"] == "dead"
+    monkeypatch.setattr(imports, "IMPORT_HEARTBEAT_SECONDS", 0.0)
+    importer.keep_import_alive(suspended)  # it resumes before the clean-up starts
+    assert cleaner.abandon_import(suspended, dead_only=True) == 0
+    importer.finish_import(suspended)
+    assert visible_and_stored(path) == (20, 20)

@@ -126,7 +126,7 @@ class DatabaseBusy(Exception):
 
 
 class NotACalibrateDatabase(CalibrateError):
-    """A file that is not a calibrate database this version can read (merge refuses it)."""
+    """A file that is not a calibrate database this version can read: refused before anything is written."""
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -21,7 +21,10 @@ from calibrate.model import CalibrateError, now_iso
 IMPORT_HEARTBEAT_SECONDS = 5.0  # a running import renews its heartbeat this often
 IMPORT_STALE_SECONDS = 60.0  # a heartbeat older than this: the import is dead, whatever its host
 IMPORT_WAIT_POLL_SECONDS = 0.5  # how often an import waiting for another one looks again
-CLEAN_UP_SECONDS = 0.2  # a clean-up transaction aims to hold the write lock no longer than this
+CLEAN_UP_SECONDS = 0.4  # a clean-up transaction aims to hold the write lock no longer than this
+# SQLite's page cache while cleaning up (KiB): the random-keyed indexes (content hashes, uids)
+# stay cached across its transactions instead of being read and written again in each
+CLEAN_UP_CACHE_KIB = 64 * 1024
 
 
 class ImportRunLost(CalibrateError):
@@ -32,15 +35,15 @@ class ImportRunLost(CalibrateError):
 class ImportRunsMixin:
     """Beginning, renewing, finishing and abandoning import runs (part of Store)."""
 
-    # called once for each running import that begin_import starts waiting for, with its row
+    # called with its row once for each unfinished run begin_import waits for (running) or removes (dead)
     on_import_wait: Callable[[dict], None] | None = None
     # the runs this Store began: run -> (its owner tag, time.monotonic() of the last renewal)
     _import_leases: dict[int, tuple[str, float]]
 
     def begin_import(self, source: str) -> int:
         """Record an import run: its items stay hidden from every reader until finish_import.
-        Waits while another import is running (calling `on_import_wait` with its row); removes
-        first what dead runs left behind."""
+        Waits while another import is running; removes first what dead runs left behind (calling
+        `on_import_wait` with the row of each)."""
         announced: set[int] = set()
         while True:
             with self.transaction():
@@ -55,12 +58,11 @@ class ImportRunsMixin:
                     self._import_leases[run] = (owner, time.monotonic())
                     return run
             for run in runs:
+                if run["id"] not in announced and self.on_import_wait is not None:
+                    self.on_import_wait(run)
+                announced.add(run["id"])
                 if run["state"] == "dead":
-                    self.abandon_import(run["id"])
-                elif run["id"] not in announced:
-                    announced.add(run["id"])
-                    if self.on_import_wait is not None:
-                        self.on_import_wait(run)
+                    self.abandon_import(run["id"], dead_only=True)
             if any(run["state"] == "running" for run in runs):
                 time.sleep(IMPORT_WAIT_POLL_SECONDS)
 
@@ -101,33 +103,39 @@ class ImportRunsMixin:
             )
             self.conn.execute("UPDATE import_runs SET finished_at = ? WHERE id = ?", (now_iso(), run))
 
-    def abandon_import(self, run: int) -> int:
-        """Remove everything an unfinished run wrote, then the run itself. Returns the number of
-        items removed. Its items are hidden, so removing them over several transactions shows
-        nothing half-done; each transaction takes as many items as fit in CLEAN_UP_SECONDS, so
-        other writers never wait long."""
+    def abandon_import(self, run: int, *, dead_only: bool = False) -> int:
+        """Remove everything an unfinished run wrote, then the run itself (only if it is still
+        dead, with `dead_only`). Returns the number of items removed. The run is first taken
+        from its writer (which then can neither write nor finish it: ImportRunLost); its items
+        are hidden, so removing them over several transactions shows nothing half-done, and each
+        transaction takes as many items as fit in CLEAN_UP_SECONDS, so other writers never wait
+        long."""
+        with self.transaction():
+            found = [r for r in self.import_runs(unfinished=True) if r["id"] == run]
+            if not found or (dead_only and found[0]["state"] != "dead"):
+                return 0  # finished, removed, or alive again meanwhile
+            self.conn.execute("UPDATE import_runs SET owner = NULL WHERE id = ?", (run,))
         removed, batch = 0, 500
-        while True:
-            with self.transaction():
-                started = time.perf_counter()
-                ids = [r[0] for r in self.conn.execute("SELECT id FROM items WHERE import_run = ? LIMIT ?", (run, batch))]
-                if not ids:
-                    self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
-                    return removed
-                marks = ",".join("?" * len(ids))
-                self.conn.execute(f"DELETE FROM judge_claims WHERE item_id IN ({marks})", ids)
-                self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
-                self.conn.execute(f"DELETE FROM item_audio WHERE item_id IN ({marks})", ids)
-                removed += self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids).rowcount
-            took = time.perf_counter() - started
-            batch = max(50, min(20_000, int(batch * CLEAN_UP_SECONDS / max(took, 1e-3))))
-
-    def clean_dead_imports(self) -> int:
-        """Abandon the unfinished runs that are dead (see import_runs). Returns how many."""
-        dead = [run["id"] for run in self.import_runs(unfinished=True) if run["state"] == "dead"]
-        for run in dead:
-            self.abandon_import(run)
-        return len(dead)
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        self.conn.execute(f"PRAGMA cache_size = -{CLEAN_UP_CACHE_KIB}")
+        try:
+            while True:
+                with self.transaction():
+                    started = time.perf_counter()
+                    ids = [r[0] for r in self.conn.execute("SELECT id FROM items WHERE import_run = ? LIMIT ?",
+                                                           (run, batch))]
+                    if not ids:
+                        self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
+                        return removed
+                    marks = ",".join("?" * len(ids))
+                    self.conn.execute(f"DELETE FROM judge_claims WHERE item_id IN ({marks})", ids)
+                    self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
+                    self.conn.execute(f"DELETE FROM item_audio WHERE item_id IN ({marks})", ids)
+                    removed += self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids).rowcount
+                took = time.perf_counter() - started
+                batch = max(50, min(20_000, int(batch * CLEAN_UP_SECONDS / max(took, 1e-3))))
+        finally:
+            self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
     def import_runs(self, *, unfinished: bool = False) -> list[dict]:
         """The recorded import runs in id order (only the unfinished ones if `unfinished`), each
