@@ -17,7 +17,7 @@ from textual.widgets import Input
 
 from calibrate import cli as cli_module
 from calibrate.model import NewItem
-from calibrate.store import Store
+from calibrate.store import MIGRATION_NAMES, Store
 from tests.conftest import Calibrate
 from tests.test_formats import counts, lexical_lines, write_jsonl
 from tests.tui_helpers import make_app, rows
@@ -65,7 +65,7 @@ def truncated(path: Path) -> Path:
 def from_a_newer_calibrate(path: Path) -> Path:
     a_calibrate_database(path)
     conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('calibrate', '0099_future', 'x')")
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('calibrate', '9999_future', 'x')")
     conn.commit()
     conn.close()
     return path
@@ -82,8 +82,8 @@ def another_programs_database(path: Path) -> Path:
 @pytest.mark.parametrize(("make", "reason"), [
     (not_a_database, "not an SQLite database"),
     (truncated, "the database file is damaged (truncated or corrupt)"),
-    (from_a_newer_calibrate, "schema version 0099_future is unknown to this calibrate (made by a newer version? "
-                             "this one knows up to 0010_run_leases)"),
+    (from_a_newer_calibrate, "schema version 9999_future is unknown to this calibrate (made by a newer version? "
+                             f"this one knows up to {MIGRATION_NAMES[-1]})"),
     (another_programs_database, "an SQLite database, but not a calibrate one"),
 ], ids=["not-a-database", "truncated", "newer-schema", "foreign"])
 def test_every_command_refuses_a_file_it_cannot_use_naming_it_and_leaves_it_unchanged(tmp_path, make, reason):
@@ -107,6 +107,23 @@ def test_a_damaged_page_met_half_way_through_a_read_is_a_message(tmp_path):
         out = Calibrate(db)(*command, ok=False)
         assert out.exit_code == 1, out.output
         assert any(line.startswith(f"Error: {db}: the database file is damaged") for line in out.output.splitlines())
+
+
+def test_a_database_locked_by_another_program_beyond_the_wait_is_a_message(tmp_path):
+    db = a_calibrate_database(tmp_path / "x.db")
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3, start=1000))
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # another program keeps the file to itself
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("UPDATE items SET reference = 'held' WHERE id = 1")
+    try:
+        for command in (("status",), ("import", "jsonl", str(lines), *IMPORT)):
+            out = Calibrate(db)(*command, ok=False)
+            assert out.exit_code == 1 and out.output.startswith(f"Error: {db}: locked by another process"), out.output
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert Calibrate(db)("import", "jsonl", str(lines), *IMPORT).exit_code == 0, "works once the lock is gone"
 
 
 @contextlib.contextmanager

@@ -93,10 +93,10 @@ def _read_only_uri(path: Path, *, briefly: bool = False) -> str:
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
 
 
-def _schema_in_file(path: Path) -> tuple[list[str], bool]:
+def _schema_in_file(path: Path, timeout: float) -> tuple[list[str], bool]:
     """The calibrate migrations recorded in the database file at `path`, and whether it holds
-    any table at all (read without writing)."""
-    conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True)
+    any table at all (read without writing; waiting up to `timeout` seconds for a lock)."""
+    conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True, timeout=timeout)
     try:
         return _applied(conn), conn.execute("SELECT EXISTS (SELECT 1 FROM sqlite_master)").fetchone()[0] == 1
     finally:
@@ -156,7 +156,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin
         pending = True
         if self.path != ":memory:" and file.is_file() and file.stat().st_size > 0:
             # a file from a newer calibrate, or another program's database, is refused before anything is written
-            applied, has_tables = _schema_in_file(file)
+            applied, has_tables = _schema_in_file(file, busy_timeout_ms / 1000)
             _check_schema(self.path, applied, must_be_calibrate=has_tables)
             pending = bool(set(MIGRATION_NAMES) - set(applied))
         if self.read_only and pending:
