@@ -297,7 +297,7 @@ def system_filter_option(command):
 
 @cli.group(name="import")
 def import_group() -> None:
-    """Import items (and judgments run elsewhere)."""
+    """Import items (and judgments run elsewhere); list or abandon unfinished import runs."""
 
 
 @import_group.command(name="jsonl")
