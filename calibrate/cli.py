@@ -72,17 +72,16 @@ class Context:
         else:
             self._store = Store(self.db_path)
             self._store.on_wait = _say_waiting
+            self._store.on_import_wait = _say_waiting_for_import
         return self._store
 
     def _check_file(self) -> None:
-        """Refuse, changing nothing, a missing database where the command needs one, and a file
-        that is not a calibrate database of a version this calibrate knows."""
+        """Refuse, creating nothing, a missing database where the command needs one (the store
+        itself refuses, writing nothing, a file that is not a calibrate database of a version
+        this calibrate knows)."""
         path = Path(self.db_path)
-        if self.db_path == ":memory:" or self.access == CREATES and (not path.is_file() or not path.stat().st_size):
-            return
-        if not path.is_file():
+        if self.db_path != ":memory:" and self.access != CREATES and not path.is_file():
             Store(self.db_path, read_only=True).close()  # raises the store's DatabaseMissing: nothing is created
-        Store.open_other(path).close()
 
     @property
     def template_dirs(self) -> list[str]:
@@ -120,6 +119,21 @@ def _say_waiting(seconds: float) -> None:
     comes at 0 s), then keep waiting."""
     if seconds < 0.1:
         err_console.print("waiting for the database (another writer holds it)…", style="dim")
+
+
+def _say_waiting_for_import(run: dict) -> None:
+    """Another import is running (one runs at a time), or one died: say what this import waits for."""
+    if run["state"] == "dead":
+        err_console.print(safe_text(f"removing what import run {run['id']} left unfinished "
+                                    f"({_describe_import_run(run)}; its process is gone)…", style="dim"))
+        return
+    err_console.print(safe_text(
+        f"waiting for import run {run['id']} to finish ({_describe_import_run(run)}); if that process is gone: "
+        f"calibrate import abandon {run['id']}", style="dim"))
+
+
+def _describe_import_run(run: dict) -> str:
+    return f"{run['source']}; pid {run['pid']} on {run['host']}, started {run['started_at']}"
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -309,7 +323,11 @@ out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Pat
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, data_tasks=()) -> ImportReport:
-    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, data_tasks=data_tasks)
+    command = click.get_current_context()  # the run is recorded as its command and the paths it reads
+    source = " ".join(["calibrate", *command.command_path.split()[1:],
+                       *(str(v) for v in command.params.values() if isinstance(v, Path))])
+    report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, source=source,
+                            data_tasks=data_tasks)
     for bad in report.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
@@ -379,7 +397,7 @@ def system_filter_option(command):
 
 @cli.group(name="import")
 def import_group() -> None:
-    """Import items (and judgments run elsewhere)."""
+    """Import items (and judgments run elsewhere); list or abandon unfinished import runs."""
 
 
 @import_group.command(name="jsonl", database=CREATES)
@@ -559,6 +577,45 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     ctx.templates.add_data_tasks(data_tasks)
     records = chain.from_iterable(inspect_records(log, lang=lang, system=system) for log in opened)
     run_import(ctx, records, skip_bad, update, data_tasks)
+
+
+@import_group.command(name="runs", database=READS)
+@click.option("--all", "show_all", is_flag=True, help="Finished runs too.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def import_runs_command(ctx, show_all, as_json):
+    """List unfinished import runs: running, or dead (removed by the next import or `import abandon`)."""
+    runs = ctx.store.import_runs(unfinished=not show_all)
+    if not runs and not as_json:
+        console.print("no import is running or left unfinished")
+        return
+    columns = ["id", "state", "source", "host", "pid", "started_at", "finished_at", "heartbeat_age"]
+    rows = [[run["id"], run["state"], run["source"], run["host"], run["pid"], run["started_at"], run["finished_at"],
+             None if run["heartbeat_age"] is None else round(run["heartbeat_age"], 1)] for run in runs]
+    print_table("import runs", columns, rows, as_json)
+
+
+@import_group.command(name="abandon", database=WRITES)
+@click.argument("run", type=int)
+@click.option("--force", is_flag=True, help="Abandon a run that still looks alive: only when its process is gone.")
+@pass_ctx
+def import_abandon_command(ctx, run, force):
+    """Remove an unfinished import run and everything it wrote (none of it was ever shown).
+
+    A dead run is removed by the next import anyway: a run is dead once its heartbeat is a
+    minute old, or at once when its process is gone from this machine."""
+    found = next((r for r in ctx.store.import_runs() if r["id"] == run), None)
+    if found is None:
+        raise click.ClickException(f"no import run {run} in {ctx.db_path} (calibrate import runs lists them)")
+    if found["state"] == "finished":
+        raise click.ClickException(f"import run {run} finished at {found['finished_at']}: its items are imported, "
+                                   "nothing to abandon")
+    if found["state"] == "running" and not force:
+        raise click.ClickException(
+            f"import run {run} is running ({_describe_import_run(found)}; heartbeat {found['heartbeat_age']:.0f} s ago): "
+            "stop that import, or pass --force if its process is gone")
+    removed = ctx.store.abandon_import(run)
+    console.print(safe_text(f"abandoned import run {run} ({found['source']}): {removed} items removed"))
 
 
 # -- look around -------------------------------------------------------------------------------

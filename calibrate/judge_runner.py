@@ -21,6 +21,7 @@ import math
 import os
 import random
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ class Job:
     prompt: RenderedPrompt
     key: str
     sample: int = 0
+    judged_after: int = 0  # a judgment of this request newer than this judgment id means another run answered it
 
     @property
     def custom_id(self) -> str:
@@ -145,6 +147,7 @@ def plan_jobs(
     `summary.skipped_done` counts the samples already judged."""
     summary = summary if summary is not None else RunSummary()
     params = config.params()
+    judged_after = store.newest_judgment_id() if force else 0
     done_by_key: dict[str, dict[int, set[int]]] = {}
     jobs: list[Job] = []
     items_asked = 0
@@ -168,7 +171,7 @@ def plan_jobs(
         except TemplateError as exc:
             summary.not_renderable.append(f"item {item.id} ({item.source_id}): {exc}")
             continue
-        jobs += [Job(item, template, prompt, key, sample) for sample in missing]
+        jobs += [Job(item, template, prompt, key, sample, judged_after) for sample in missing]
         items_asked += 1
         if limit is not None and items_asked >= limit:
             break
@@ -321,8 +324,13 @@ async def run_jobs(
     on_done: Callable[[], None] | None = None,
 ) -> RunSummary:
     """Ask for every job with `config.concurrency` requests in flight; store each judgment as
-    it arrives, so an interruption keeps everything completed."""
+    it arrives, so an interruption keeps everything completed. Each job is claimed in the store
+    before it is asked, so concurrent runs of one judge split the jobs; a job another run has
+    answered or holds counts in `summary.skipped_done`."""
     client = make_client(config)
+    holder = uuid.uuid4().hex  # this run's name on its claims
+    # a claim outlasts the longest a request can take (the client's retries within each attempt of _ask)
+    claim_seconds = config.timeout * (config.max_retries + 1) ** 2 + 60
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for job in jobs:
         queue.put_nowait(job)
@@ -333,8 +341,16 @@ async def run_jobs(
                 job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            if store.claim_judging(job.item.id, job.key, job.sample, holder, seconds=claim_seconds,
+                                   judged_after=job.judged_after) != "claimed":
+                summary.skipped_done += 1
+                if on_done:
+                    on_done()
+                continue
             judgment = await _ask(client, job, config)
-            store.add_judgments([judgment])
+            with store.transaction():
+                store.add_judgments([judgment])
+                store.release_judging(job.item.id, job.key, job.sample, holder)
             summary.count(job.item, judgment.status, judgment.error)
             if on_done:
                 on_done()
@@ -342,6 +358,7 @@ async def run_jobs(
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(jobs) or 1)))))
     finally:
+        store.release_all_judging(holder)
         await client.close()
     return summary
 

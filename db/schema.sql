@@ -168,7 +168,7 @@ CREATE TABLE import_runs (
     host TEXT NOT NULL,
     started_at TEXT NOT NULL,
     finished_at TEXT                    -- NULL while running: its items are hidden
-);
+, heartbeat_at REAL, owner TEXT);
 CREATE TABLE item_audio (
     item_id INTEGER NOT NULL REFERENCES items (id),
     part TEXT NOT NULL,
@@ -191,6 +191,16 @@ CREATE TABLE items (
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
 , system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1, import_run INTEGER REFERENCES import_runs (id));
+CREATE TABLE judge_claims (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    judge_key TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    holder TEXT NOT NULL,               -- the judge run: host, process id and a random tag
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires_at REAL NOT NULL,           -- unix seconds
+    PRIMARY KEY (item_id, judge_key, sample)
+) WITHOUT ROWID;
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent
@@ -251,8 +261,10 @@ CREATE TABLE verdicts_in_force (
 ) WITHOUT ROWID;
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
+CREATE INDEX annotations_by_judgment ON annotations (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
 CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
+CREATE INDEX item_audio_by_root ON item_audio (root_id);
 CREATE INDEX items_by_cell ON items (task, lang, system) WHERE current = 1;
 CREATE INDEX items_by_import_run ON items (import_run) WHERE import_run IS NOT NULL;
 CREATE INDEX items_by_source_id ON items (source_id);
@@ -263,3 +275,5 @@ CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
 CREATE INDEX judgments_repeated_or_confident ON judgments (id) WHERE sample > 0 OR confidence IS NOT NULL;
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);
+CREATE INDEX labels_in_force_by_judgment ON labels_in_force (judgment_id) WHERE judgment_id IS NOT NULL;
+CREATE INDEX verdicts_in_force_by_judgment ON verdicts_in_force (judgment_id);

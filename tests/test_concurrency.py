@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from calibrate.model import NewItem
-from calibrate.store import Store
+from calibrate.store import DatabaseFault, Store
 
 WORKERS = 8
 ITEMS = 400
@@ -25,7 +25,7 @@ def label_until_done(path: str, annotator: str, overlap: int, results) -> None:
                 break
             store.annotate(item_id, annotator, "label", label="yes")
             labelled.append(item_id)
-        except sqlite3.OperationalError as exc:  # "database is locked" would land here
+        except (sqlite3.OperationalError, DatabaseFault) as exc:  # "database is locked" would land here
             errors.append(str(exc))
             break
     results.put((annotator, labelled, errors))

@@ -343,9 +343,10 @@ def import_records(
 
     New items (with their judgments and audio) are written in short transactions of BATCH
     records, so annotators and judge runs are never locked out for long; they stay hidden until
-    the run finishes. What attaches to items already present (judgments, labels, audio) is
-    written with the finish, in the same transaction. A failed or interrupted import is rolled back; one that
-    was killed is rolled back by the next import (Store.clean_dead_imports)."""
+    the run finishes. What attaches to items already present (judgments, labels, audio) is written with
+    the finish, in the same transaction. A failed or interrupted import is rolled back; one that
+    was killed is rolled back by the next import (Store.begin_import), which also waits while
+    another import is running."""
     report = ImportReport()
     index = ItemIndex(store)
     batch: list[Record] = []
@@ -393,6 +394,7 @@ def import_records(
                     record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
                                       "it, so a judge's output for it is no judgment (import people's verdicts with "
                                       "calibrate import labels)")
+            store.keep_import_alive(run)
             if isinstance(record, Record) and record.ref is not None:
                 found = index.resolve(record.ref, record.location)
                 if isinstance(found, str):

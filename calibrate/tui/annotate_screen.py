@@ -19,7 +19,7 @@ from textual.screen import Screen
 from calibrate.audio import scp_path
 from calibrate.escape import safe
 from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
-from calibrate.store import DatabaseBusy
+from calibrate.store import DatabaseBusy, DatabaseFault
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
@@ -126,6 +126,9 @@ class AnnotateScreen(Screen):
         except SessionError as exc:
             self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
             return
+        except DatabaseFault as exc:  # a full disk, a read-only file: this action was not saved, earlier ones are
+            self.notify(safe(str(exc)), severity="error", timeout=30, markup=False)
+            return
         finally:
             store.on_wait = None
         if busy:
@@ -141,9 +144,9 @@ class AnnotateScreen(Screen):
         store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds)
         try:
             result = work()
-        except SessionError as exc:
-            message = safe(str(exc))
-            self.app.call_from_thread(self._written, lambda _: self.notify(message, severity="warning", markup=False), None)
+        except (SessionError, DatabaseFault) as exc:
+            message, severity = safe(str(exc)), "error" if isinstance(exc, DatabaseFault) else "warning"
+            self.app.call_from_thread(self._written, lambda _: self.notify(message, severity=severity, markup=False), None)
         else:
             self.app.call_from_thread(self._written, done, result)
         finally:

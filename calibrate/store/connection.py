@@ -1,0 +1,138 @@
+"""The SQLite connection the Store talks through, and the one place where SQLite's failures of
+the file or its surroundings (a full disk, a read-only folder, a damaged or foreign file, a lock
+held longer than calibrate waits) become `DatabaseFault`s: CalibrateErrors whose message names
+the file and says what is wrong, so every command prints `Error: PATH: reason` instead of a
+traceback, whichever statement or row it happened on.
+
+Other SQLite errors (a constraint or trigger refusing a row) are the code's own and pass
+through unchanged."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from calibrate.model import CalibrateError
+
+# SQLite's primary result codes for faults of the file or its surroundings, and what they mean
+BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+FAULTS = {
+    3: "permission denied",
+    5: "locked by another process for longer than calibrate waits; try again once it is done",
+    6: "locked by another process for longer than calibrate waits; try again once it is done",
+    7: "out of memory",
+    8: "cannot write: the file or its folder is read-only",
+    10: "input/output error (is the disk failing, or the file on a network share that went away?)",
+    11: "the database file is damaged (truncated or corrupt): restore it from a copy",
+    13: "the disk is full: nothing more could be saved (what was saved before is kept); free some space and run again",
+    14: "cannot open the file",
+    15: "the file's locks do not work (is it on a network file system?)",
+    26: "not an SQLite database (another kind of file, or encrypted)",
+}
+
+
+class DatabaseFault(CalibrateError):
+    """SQLite could not use the database file: the message names it and the reason."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def busy(self) -> bool:
+        """Another connection holds the lock this one needs."""
+        return self.code in BUSY_CODES
+
+
+def database_fault(path: str, exc: sqlite3.Error) -> DatabaseFault | None:
+    """The DatabaseFault naming `path` for a fault of the file or its surroundings, else None."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code not in FAULTS:
+        return None
+    reason = FAULTS[code]
+    if code == 14:
+        folder = Path(path).resolve().parent
+        if not folder.is_dir():
+            reason = f"cannot open the file: there is no folder {folder}"
+        elif not os.access(folder, os.W_OK):
+            reason = "cannot open the file: its folder is read-only (SQLite keeps a -wal and a -shm file beside it)"
+    return DatabaseFault(f"{path}: {reason} (SQLite: {exc})", code)
+
+
+def connect(path: str, target: str, *, uri: bool = False, timeout: float = 5.0) -> Connection:
+    """A Connection to `target` (a file name or URI) whose faults name `path`."""
+    try:
+        # check_same_thread off: the annotation app hands a waiting write to a worker thread
+        # while its own thread waits for the result (the connection is never used by both at once)
+        conn = sqlite3.connect(target, uri=uri, isolation_level=None, timeout=timeout, check_same_thread=False,
+                               factory=Connection)
+    except sqlite3.Error as exc:
+        raise database_fault(path, exc) or exc from None
+    conn.path = path
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class Connection(sqlite3.Connection):
+    """sqlite3.Connection whose statements and rows raise DatabaseFault for faults of the file."""
+
+    path: str
+
+    def execute(self, sql: str, parameters=(), /) -> Cursor:
+        return self.cursor(Cursor).execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters, /) -> Cursor:
+        return self.cursor(Cursor).executemany(sql, parameters)
+
+    def executescript(self, script: str, /) -> Cursor:
+        return self.cursor(Cursor).executescript(script)
+
+
+class Cursor(sqlite3.Cursor):
+    """sqlite3.Cursor raising DatabaseFault for faults of the file, at any step."""
+
+    def _fault(self, exc: sqlite3.Error) -> Exception:
+        return database_fault(self.connection.path, exc) or exc
+
+    def execute(self, sql: str, parameters=(), /) -> Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def executemany(self, sql: str, parameters, /) -> Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def executescript(self, script: str, /) -> Cursor:
+        try:
+            return super().executescript(script)
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def __next__(self):
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def fetchone(self):
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def fetchmany(self, size: int | None = None):
+        try:
+            return super().fetchmany(size) if size is not None else super().fetchmany()
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None
+
+    def fetchall(self):
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise self._fault(exc) from None

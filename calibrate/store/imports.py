@@ -1,0 +1,171 @@
+"""Import runs: an import writes its items in short transactions under a recorded run, and they
+stay hidden until the run finishes.
+
+One import runs at a time: a second one waits until the first has finished (so it never counts
+the first one's hidden rows as "already present"). A running import renews its heartbeat while
+it reads and writes; a run whose heartbeat is older than IMPORT_STALE_SECONDS (on any host), or
+whose process is gone (on this host), is dead, and the next import removes what it wrote, in
+short transactions. `abandon_import` does the same on request (`calibrate import abandon RUN`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+
+from calibrate.model import CalibrateError, now_iso
+
+IMPORT_HEARTBEAT_SECONDS = 5.0  # a running import renews its heartbeat this often
+IMPORT_STALE_SECONDS = 60.0  # a heartbeat older than this: the import is dead, whatever its host
+IMPORT_WAIT_POLL_SECONDS = 0.5  # how often an import waiting for another one looks again
+CLEAN_UP_SECONDS = 0.4  # a clean-up transaction aims to hold the write lock no longer than this
+# SQLite's page cache while cleaning up (KiB): the random-keyed indexes (content hashes, uids)
+# stay cached across its transactions instead of being read and written again in each
+CLEAN_UP_CACHE_KIB = 64 * 1024
+
+
+class ImportRunLost(CalibrateError):
+    """The run this import was writing was removed by another process: its heartbeat had stopped
+    for longer than IMPORT_STALE_SECONDS (a suspended process), or someone abandoned it."""
+
+
+class ImportRunsMixin:
+    """Beginning, renewing, finishing and abandoning import runs (part of Store)."""
+
+    # called with its row once for each unfinished run begin_import waits for (running) or removes (dead)
+    on_import_wait: Callable[[dict], None] | None = None
+    # the runs this Store began: run -> (its owner tag, time.monotonic() of the last renewal)
+    _import_leases: dict[int, tuple[str, float]]
+
+    def begin_import(self, source: str) -> int:
+        """Record an import run: its items stay hidden from every reader until finish_import.
+        Waits while another import is running; removes first what dead runs left behind (calling
+        `on_import_wait` with the row of each)."""
+        announced: set[int] = set()
+        while True:
+            with self.transaction():
+                runs = self.import_runs(unfinished=True)
+                if not runs:
+                    owner = uuid.uuid4().hex
+                    run = self.conn.execute(
+                        "INSERT INTO import_runs (source, pid, host, started_at, heartbeat_at, owner) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (source, os.getpid(), socket.gethostname(), now_iso(), time.time(), owner),
+                    ).lastrowid
+                    self._import_leases[run] = (owner, time.monotonic())
+                    return run
+            for run in runs:
+                if run["id"] not in announced and self.on_import_wait is not None:
+                    self.on_import_wait(run)
+                announced.add(run["id"])
+                if run["state"] == "dead":
+                    self.abandon_import(run["id"], dead_only=True)
+            if any(run["state"] == "running" for run in runs):
+                time.sleep(IMPORT_WAIT_POLL_SECONDS)
+
+    def keep_import_alive(self, run: int) -> None:
+        """Renew the run's heartbeat if IMPORT_HEARTBEAT_SECONDS have passed since the last
+        renewal (cheap to call for every record read). ImportRunLost if the run is gone."""
+        _, renewed = self._import_leases.get(run, ("", float("-inf")))
+        if time.monotonic() - renewed >= IMPORT_HEARTBEAT_SECONDS:
+            with self.transaction():
+                self._renew_import(run)
+
+    def _renew_import(self, run: int) -> None:
+        """Renew the run's heartbeat (inside the caller's transaction); ImportRunLost if it is gone
+        (its id may then name a newer run: the owner tag tells them apart)."""
+        owner, _ = self._import_leases.get(run, ("", 0.0))
+        renewed = self.conn.execute(
+            "UPDATE import_runs SET heartbeat_at = ? WHERE id = ? AND owner = ? AND finished_at IS NULL",
+            (time.time(), run, owner),
+        ).rowcount
+        if not renewed:
+            raise ImportRunLost(
+                f"import run {run} was removed by another process while this import was writing it (its heartbeat "
+                f"stopped for over {IMPORT_STALE_SECONDS:g} s, as when the process is suspended, or it was "
+                "abandoned); nothing of this import was kept: run it again"
+            )
+        self._import_leases[run] = (owner, time.monotonic())
+
+    def finish_import(self, run: int) -> None:
+        """Make the run's items visible, all at once. Call inside the transaction that writes
+        the run's last rows."""
+        with self.transaction():
+            self._renew_import(run)
+            self.conn.execute(  # the run's new versions supersede the earlier ones only now
+                "UPDATE items SET current = 0 WHERE id IN (SELECT o.id FROM items n JOIN items o "
+                "ON o.task = n.task AND o.lang = n.lang AND o.system = n.system AND o.source_id = n.source_id "
+                "AND o.version < n.version WHERE n.import_run = ? AND n.version > 1 AND o.current = 1)",
+                (run,),
+            )
+            self.conn.execute("UPDATE import_runs SET finished_at = ? WHERE id = ?", (now_iso(), run))
+
+    def abandon_import(self, run: int, *, dead_only: bool = False) -> int:
+        """Remove everything an unfinished run wrote, then the run itself (only if it is still
+        dead, with `dead_only`). Returns the number of items removed. The run is first taken
+        from its writer (which then can neither write nor finish it: ImportRunLost); its items
+        are hidden, so removing them over several transactions shows nothing half-done, and each
+        transaction takes as many items as fit in CLEAN_UP_SECONDS, so other writers never wait
+        long."""
+        with self.transaction():
+            found = [r for r in self.import_runs(unfinished=True) if r["id"] == run]
+            if not found or (dead_only and found[0]["state"] != "dead"):
+                return 0  # finished, removed, or alive again meanwhile
+            self.conn.execute("UPDATE import_runs SET owner = NULL WHERE id = ?", (run,))
+        removed, batch = 0, 500
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        self.conn.execute(f"PRAGMA cache_size = -{CLEAN_UP_CACHE_KIB}")
+        try:
+            while True:
+                with self.transaction():
+                    started = time.perf_counter()
+                    ids = [r[0] for r in self.conn.execute("SELECT id FROM items WHERE import_run = ? LIMIT ?",
+                                                           (run, batch))]
+                    if not ids:
+                        self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
+                        return removed
+                    marks = ",".join("?" * len(ids))
+                    self.conn.execute(f"DELETE FROM judge_claims WHERE item_id IN ({marks})", ids)
+                    self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
+                    self.conn.execute(f"DELETE FROM item_audio WHERE item_id IN ({marks})", ids)
+                    removed += self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids).rowcount
+                took = time.perf_counter() - started
+                batch = max(50, min(20_000, int(batch * CLEAN_UP_SECONDS / max(took, 1e-3))))
+        finally:
+            self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+
+    def import_runs(self, *, unfinished: bool = False) -> list[dict]:
+        """The recorded import runs in id order (only the unfinished ones if `unfinished`), each
+        a dict of its row with `heartbeat_age` (seconds since its last renewal; None if never
+        renewed) and `state`: finished, running, or dead (its heartbeat is older than
+        IMPORT_STALE_SECONDS or missing, or its process is gone from this host)."""
+        here, now = socket.gethostname(), time.time()
+        runs = []
+        sql = "SELECT * FROM import_runs" + (" WHERE finished_at IS NULL" if unfinished else "") + " ORDER BY id"
+        for row in self.conn.execute(sql):
+            run = dict(row)
+            run["heartbeat_age"] = None if run["heartbeat_at"] is None else max(0.0, now - run["heartbeat_at"])
+            if run["finished_at"] is not None:
+                run["state"] = "finished"
+            elif (run["heartbeat_age"] is None or run["heartbeat_age"] > IMPORT_STALE_SECONDS
+                  or (run["host"] == here and not process_alive(run["pid"]))):
+                run["state"] = "dead"
+            else:
+                run["state"] = "running"
+            runs.append(run)
+        return runs
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (perhaps another one than expected:
+    ids are reused, which is why a run's heartbeat decides too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

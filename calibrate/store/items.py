@@ -1,0 +1,298 @@
+"""The items: adding them (and their audio), reading them one by one or streamed, the
+identities an import checks against, the systems and cells they fall into, the filters
+(task, language, system, judge, status) every reader applies to them, and the tasks whose id
+and labels came with imported data (Inspect logs)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from calibrate.model import AudioClip, CalibrateError, Item, NewItem, dump_json, now_iso
+from calibrate.store.sql import IN_FORCE, VISIBLE, chunks, item_from_row
+
+
+class UnknownFilter(CalibrateError, ValueError):
+    """A task, language or judge filter naming something the database does not hold."""
+
+
+class ItemsMixin:
+    """Items, their audio and the item filters (part of Store)."""
+
+    # -- items ----------------------------------------------------------------------------
+
+    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False, run: int | None = None) -> tuple[list[int], int]:
+        """Insert items, ignoring ones already present (same content hash). Returns (their ids in
+        order if `with_ids`, else [], and the number added). Items of an import `run` stay hidden
+        until the run finishes, which is also when an item with version > 1 supersedes the earlier
+        versions of its identity (at once when there is no run)."""
+        stamp = now_iso()
+        rows, hashes = [], []
+        for item in items:
+            hashes.append(item.content_hash)
+            rows.append(
+                (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
+                 item.content_hash, stamp, run)
+            )
+        with self.transaction():
+            if run is not None:
+                self._renew_import(run)
+            added = self.conn.executemany(
+                "INSERT OR IGNORE INTO items "
+                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            ).rowcount  # rows this statement inserted (rowcount leaves out what triggers write)
+            newer = [(*item.identity, item.version) for item in items if item.version > 1] if run is None else []
+            if newer:
+                self.conn.executemany(
+                    "UPDATE items SET current = 0 WHERE task = ? AND lang = ? AND system = ? AND source_id = ? "
+                    "AND version < ?",
+                    newer,
+                )
+            if not with_ids:
+                return [], added
+            ids = self._ids_for_hashes(hashes)
+        return [ids[h] for h in hashes], added
+
+    def _ids_for_hashes(self, hashes: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for chunk in chunks(hashes, 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT id, content_hash FROM items WHERE content_hash IN ({marks})", chunk
+            ):
+                found[row["content_hash"]] = row["id"]
+        return found
+
+    def item(self, item_id: int) -> Item | None:
+        row = self.conn.execute(f"SELECT * FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
+        return item_from_row(row) if row else None
+
+    def source_index(self, task: str, lang: str, system: str = "") -> dict[str, int]:
+        """source_id -> current item id, for one task, language and system (none by default)."""
+        rows = self.conn.execute(
+            f"SELECT source_id, id FROM items i WHERE task = ? AND lang = ? AND system = ? AND current = 1 AND {VISIBLE}",
+            (task, lang, system),
+        )
+        return {r["source_id"]: r["id"] for r in rows}
+
+    def identity_index(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int, str, int]]:
+        """(system, source_id) -> (id, content hash, version) of the current version of every
+        item of one task and language: what an import checks identities against."""
+        rows = self.conn.execute(
+            "SELECT system, source_id, id, content_hash, version FROM items i "
+            f"WHERE task = ? AND lang = ? AND current = 1 AND {VISIBLE}",
+            (task, lang),
+        )
+        return {(r["system"], r["source_id"]): (r["id"], r["content_hash"], r["version"]) for r in rows}
+
+    def systems(self, *, task: str | None = None, lang: str | None = None) -> list[str]:
+        """The systems under test with current items (the empty name for items without one)."""
+        where, params = self._item_filter(task, lang, None, None)
+        return [r[0] for r in self.conn.execute(f"SELECT DISTINCT system FROM items i WHERE {where} ORDER BY 1", params)]
+
+    def iter_items(
+        self,
+        *,
+        task: str | None = None,
+        lang: str | None = None,
+        status: str | None = None,
+        judge: str | None = None,
+        system: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> Iterator[Item]:
+        """Current items in id order, streamed. status: unjudged | judged | unparsed | error |
+        labelled | unlabelled."""
+        where, params = self._item_filter(task, lang, status, judge, system)
+        sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        for row in self.conn.execute(sql, params):
+            yield item_from_row(row)
+
+    def items(self, **filters) -> list[Item]:
+        """iter_items, as a list."""
+        return list(self.iter_items(**filters))
+
+    def item_ids(self, *, task: str | None = None, lang: str | None = None, system: str | None = None,
+                 after: int = 0, limit: int | None = None) -> list[int]:
+        """Ids of the filtered items in id order, after `after`, at most `limit` of them."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        sql = f"SELECT id FROM items i WHERE {where} AND i.id > ? ORDER BY id"
+        params.append(after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [r[0] for r in self.conn.execute(sql, params)]
+
+    def item_id_array(self, *, task: str | None = None, lang: str | None = None, system: str | None = None):
+        """Ids of the filtered items as a sorted numpy array: read as one string, which on a
+        million items is 3x faster than a row each (queues are built from it at start-up)."""
+        import numpy as np
+
+        where, params = self._item_filter(task, lang, None, None, system)
+        text = self.conn.execute(f"SELECT group_concat(id) FROM items i WHERE {where}", params).fetchone()[0]
+        return np.sort(np.array(text.split(","), dtype=np.int64)) if text else np.zeros(0, dtype=np.int64)
+
+    def cells(self, *, task: str | None = None, lang: str | None = None,
+              system: str | None = None) -> list[tuple[str, str, str]]:
+        """The (task, lang, system) cells of the filtered items, sorted, found by seeks along the
+        items' identity index (a few lookups on a million items, where DISTINCT reads them all)."""
+        tasks = [task] if task else self._seek_values("SELECT task FROM items WHERE task {op} ? ORDER BY task LIMIT 1")
+        lang_after = "SELECT lang FROM items WHERE task = ? AND lang {op} ? ORDER BY lang LIMIT 1"
+        system_after = "SELECT system FROM items WHERE task = ? AND lang = ? AND system {op} ? ORDER BY system LIMIT 1"
+        return [(t, found, s) for t in tasks for found in self._seek_values(lang_after, t) if lang in (None, found)
+                for s in self._seek_values(system_after, t, found) if system in (None, s)]
+
+    def _seek_values(self, sql: str, *fixed: str) -> list[str]:
+        """Distinct values in order, found by index seeks: the first one >= '', then each one
+        after the last found (`sql` has `{op}` for the comparison and takes `fixed`, then the bound)."""
+        values, op, last = [], ">=", ""
+        while row := self.conn.execute(sql.format(op=op), (*fixed, last)).fetchone():
+            last, op = row[0], ">"
+            values.append(last)
+        return values
+
+    def max_item_id(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()[0]
+
+    # -- filters --------------------------------------------------------------------------
+
+    _KNOWN = {
+        "task": ("SELECT DISTINCT task FROM items ORDER BY 1", "SELECT 1 FROM items WHERE task = ? LIMIT 1"),
+        "language": ("SELECT DISTINCT lang FROM items ORDER BY 1", "SELECT 1 FROM items WHERE lang = ? LIMIT 1"),
+        "system": ("SELECT DISTINCT system FROM items ORDER BY 1", "SELECT 1 FROM items WHERE system = ? LIMIT 1"),
+        "judge": ("SELECT DISTINCT judge_name FROM judgments ORDER BY 1",
+                  "SELECT 1 FROM judgments WHERE judge_name = ? LIMIT 1"),
+    }
+
+    def known(self, what: str) -> list[str]:
+        """Every task, language, system or judge in this database (what: task | language | system | judge)."""
+        return [r[0] for r in self.conn.execute(self._KNOWN[what][0])]
+
+    def check_filter(self, *, task: str | None = None, lang: str | None = None, system: str | None = None,
+                     judge: str | None = None) -> None:
+        """UnknownFilter naming the known values when a task, language, system or judge filter
+        matches nothing in this database."""
+        for what, value in (("task", task), ("language", lang), ("system", system), ("judge", judge)):
+            if value and self.conn.execute(self._KNOWN[what][1], (value,)).fetchone() is None:
+                known = [v or "(none)" for v in self.known(what)]
+                listing = ", ".join(known) if known else "none yet"
+                raise UnknownFilter(f"unknown {what} {value!r}: this database has {listing}")
+
+    @staticmethod
+    def _item_filter(task, lang, status, judge, system=None) -> tuple[str, list]:
+        """SQL conditions on `items i`: the current version of each visible item, filtered."""
+        clauses, params = ["i.current = 1", VISIBLE], []
+        if system is not None:
+            clauses.append("i.system = ?")
+            params.append(system)
+        if task:
+            clauses.append("i.task = ?")
+            params.append(task)
+        if lang:
+            clauses.append("i.lang = ?")
+            params.append(lang)
+        judge_clause = " AND j.judge_name = ?" if judge else ""
+        judge_params = [judge] if judge else []
+        if status in ("judged", "unjudged"):
+            neg = "NOT " if status == "unjudged" else ""
+            clauses.append(f"{neg}EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id{judge_clause})")
+            params += judge_params
+        elif status in ("unparsed", "error"):
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = ?{judge_clause})"
+            )
+            params += [status, *judge_params]
+        elif status in ("labelled", "unlabelled"):
+            neg = "NOT " if status == "unlabelled" else ""
+            clauses.append(f"{neg}EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)")
+        elif status == "flagged":
+            clauses.append(f"EXISTS (SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.action = 'flag' AND {IN_FORCE})")
+        elif status is not None:
+            raise ValueError(
+                f"unknown status {status!r}: use judged, unjudged, unparsed, error, labelled, unlabelled or flagged"
+            )
+        return " AND ".join(clauses), params
+
+    def status_counts(self, *, system: str | None = None) -> list[dict]:
+        """Per task x language x system: items, judged, unparsed, errors (an error a later
+        judgment by the same judge has put right does not count), labelled (by anyone)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        sql = f"""
+        SELECT i.task, i.lang, i.system, count(*) AS items,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
+            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error'
+                        AND NOT EXISTS (SELECT 1 FROM judgments k WHERE k.item_id = i.id AND k.judge_name = j.judge_name
+                                        AND k.status != 'error' AND k.id > j.id))) AS errors,
+            sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
+        FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
+        """
+        return [dict(r) for r in self.conn.execute(sql, params)]
+
+    def item_systems(self) -> dict[int, str]:
+        """item id -> the system under test that produced its response, for items that name one."""
+        rows = self.conn.execute("SELECT id, system FROM items WHERE system != ''")
+        return {r[0]: r[1] for r in rows}
+
+    def count_items(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> int:
+        where, params = self._item_filter(task, lang, None, None, system)
+        return self.conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
+
+    # -- audio -----------------------------------------------------------------------------------
+
+    def set_item_audio(self, item_id: int, clips: Sequence[AudioClip]) -> None:
+        """Record an item's audio clips (replacing what an earlier import recorded for the same
+        parts), each under the root it was found in."""
+        with self.transaction():
+            for position, clip in enumerate(clips):
+                root = str(clip.root)
+                self.conn.execute(
+                    "INSERT INTO audio_roots (root, imported_at) VALUES (?, ?) ON CONFLICT (root) DO NOTHING",
+                    (root, now_iso()),
+                )
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO item_audio (item_id, part, position, root_id, path, duration, sample_rate, "
+                    "checksum, problem) VALUES (?, ?, ?, (SELECT id FROM audio_roots WHERE root = ?), ?, ?, ?, ?, ?)",
+                    (item_id, clip.part, position, root, clip.path, clip.duration, clip.sample_rate, clip.checksum,
+                     clip.problem),
+                )
+
+    def item_audio(self, item_id: int) -> list[AudioClip]:
+        """The item's audio clips in order (usable or not); [] when it was imported without any."""
+        return self.audio_by_item(item_id).get(item_id, [])
+
+    def audio_by_item(self, item_id: int | None = None) -> dict[int, list[AudioClip]]:
+        """item id -> its audio clips in order, for one item or all of them."""
+        where, params = ("WHERE a.item_id = ?", [item_id]) if item_id is not None else ("", [])
+        rows = self.conn.execute(
+            "SELECT a.*, r.root FROM item_audio a JOIN audio_roots r ON r.id = a.root_id "
+            f"{where} ORDER BY a.item_id, a.position",
+            params,
+        )
+        clips: dict[int, list[AudioClip]] = {}
+        for r in rows:
+            clips.setdefault(r["item_id"], []).append(AudioClip(
+                r["part"], Path(r["root"]), r["path"], r["duration"], r["sample_rate"], r["checksum"], r["problem"]))
+        return clips
+
+    # -- tasks that come with data (Inspect logs) --------------------------------------------
+
+    def data_tasks(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        """(task, lang, family, labels) of each task whose id and labels came with imported data."""
+        rows = self.conn.execute("SELECT task, lang, family, labels FROM data_tasks ORDER BY task, lang")
+        return [(r["task"], r["lang"], r["family"], tuple(json.loads(r["labels"]))) for r in rows]
+
+    def set_data_task(self, task: str, lang: str, family: str, labels: Sequence[str]) -> None:
+        """Record a data task's template family and labels (replacing what was recorded)."""
+        with self.transaction():
+            self.conn.execute(
+                "INSERT INTO data_tasks (task, lang, family, labels) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (task, lang) DO UPDATE SET family = excluded.family, labels = excluded.labels",
+                (task, lang, family, dump_json(list(labels))),
+            )

@@ -1,0 +1,181 @@
+"""Judgments: storing a judge's answers, reading them back per item, per judge configuration
+(what a resumed run need not ask again) and per sample, re-parsing, and the verdicts in force
+(each judge's newest judgment per item); and the claims by which concurrent runs of one judge
+split the items between them, so that each is asked once."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+
+from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
+from calibrate.store.imports import process_alive
+from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, judgment_from_row
+
+
+class JudgmentsMixin:
+    """Judgments and the verdicts in force (part of Store)."""
+
+    # -- judgments ------------------------------------------------------------------------
+
+    def add_judgments(self, judgments: Iterable[NewJudgment]) -> int:
+        """Store judgments; a judgment whose uid is already present is skipped. Returns added."""
+        stamp = now_iso()
+        rows = []
+        for j in judgments:
+            values = {**j.__dict__, "created_at": stamp}
+            values["uid"] = j.uid or uuid.uuid4().hex
+            values["params"] = dump_json(j.params or {})
+            rows.append(tuple(values[c] for c in JUDGMENT_COLUMNS))
+        with self.transaction():
+            return self.conn.executemany(
+                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                rows,
+            ).rowcount
+
+    def judgments_for_item(self, item_id: int, judge: str | None = None, *,
+                           output_chars: int | None = None) -> list[Judgment]:
+        """The item's judgments, newest first; with `output_chars`, each raw output cut to
+        that many characters by SQLite (a 10 MB output then costs nothing to show)."""
+        if output_chars is None:
+            sql, params = "SELECT * FROM judgments WHERE item_id = ?", [item_id]
+        else:
+            columns = ", ".join(c for c in (*JUDGMENT_COLUMNS, "id") if c != "raw_output")
+            sql, params = (f"SELECT {columns}, substr(raw_output, 1, ?) AS raw_output FROM judgments WHERE item_id = ?",
+                           [output_chars, item_id])
+        if judge:
+            sql += " AND judge_name = ?"
+            params.append(judge)
+        return [judgment_from_row(r) for r in self.conn.execute(sql + " ORDER BY id DESC", params)]
+
+    def judgments(self, *, judge: str | None = None, status: str | None = None) -> Iterator[Judgment]:
+        sql, params = "SELECT * FROM judgments WHERE 1", []
+        if judge:
+            sql += " AND judge_name = ?"
+            params.append(judge)
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        for row in self.conn.execute(sql + " ORDER BY id", params):
+            yield judgment_from_row(row)
+
+    def judged_item_ids(self, judge_key_value: str) -> set[int]:
+        """Items that already have a non-error judgment from this exact judge configuration."""
+        rows = self.conn.execute(
+            "SELECT item_id FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+        )
+        return {r[0] for r in rows}
+
+    def judged_samples(self, judge_key_value: str) -> dict[int, set[int]]:
+        """item id -> the sample indices (repeats) that already have a non-error judgment from
+        this exact judge configuration: what a resumed `judge --repeat K` need not ask again."""
+        done: dict[int, set[int]] = {}
+        for item_id, sample in self.conn.execute(
+            "SELECT item_id, sample FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+        ):
+            done.setdefault(item_id, set()).add(sample)
+        return done
+
+    def judge_samples(self, judge: str | None = None) -> list[tuple]:
+        """Every judgment that is not an error, in id order (so the newest of an item, judge and
+        sample comes last), for reliability: (item_id, task, lang, judge_name, sample, status,
+        verdict, confidence, response_length), the length in characters of the item's
+        `response` field (None when it has none)."""
+        judge_clause, params = (" AND j.judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        SELECT j.item_id, i.task, i.lang, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+               length(json_extract(i.fields, '$.response'))
+        FROM judgments j JOIN items i ON i.id = j.item_id
+        WHERE j.status != 'error'{judge_clause}
+        ORDER BY j.id
+        """
+        return [tuple(r) for r in self.conn.execute(sql, params)]
+
+    def has_repeats_or_confidence(self) -> bool:
+        """Whether any judgment is a repeat (`judge --repeat`) or carries a confidence: without
+        either, a judge's consistency and calibration cannot be measured."""
+        return bool(self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM judgments WHERE sample > 0 OR confidence IS NOT NULL)").fetchone()[0])
+
+
+    def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
+        """Re-parse result for a stored judgment; raw output is never touched."""
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE judgments SET status = ?, verdict = ?, unparsed_reason = ?, correct = ? WHERE id = ?",
+                (status, verdict, reason, correct, judgment_id),
+            )
+
+    def latest_verdicts(self, judge: str | None = None) -> list[dict]:
+        """The newest judgment per (item, judge): what agreement compares with humans."""
+        sql = f"""
+        SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
+               i.task, i.lang, i.reference
+        FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id
+        WHERE {VISIBLE}
+        """
+        params: list = []
+        if judge:
+            sql += " AND j.judge_name = ?"
+            params.append(judge)
+        return [dict(r) for r in self.conn.execute(sql, params)]
+
+    def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
+        rows = self.conn.execute(
+            "SELECT v.item_id, j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+            "WHERE v.judge_name = ?",
+            (judge,),
+        )
+        return {r["item_id"]: r["raw_output"] for r in rows}
+
+    # -- claims: concurrent runs of one judge ask each item once ---------------------------------
+
+    def claim_judging(self, item_id: int, judge_key_value: str, sample: int, holder: str, *, seconds: float,
+                      judged_after: int = 0) -> str:
+        """Claim one request of a judge run (an item, a judge configuration, a sample) for
+        `seconds`, before asking the server. Returns "claimed"; "judged" when a judgment of it that
+        is not an error and is newer than judgment id `judged_after` exists (another run answered
+        it); or "held" when another run holds it (its claim has not expired and its process has
+        not gone from this machine)."""
+        now = time.time()
+        with self.transaction():
+            if self.conn.execute(
+                "SELECT 1 FROM judgments WHERE judge_key = ? AND item_id = ? AND sample = ? AND status != 'error' "
+                "AND id > ? LIMIT 1", (judge_key_value, item_id, sample, judged_after)
+            ).fetchone():
+                return "judged"
+            held = self.conn.execute(
+                "SELECT holder, host, pid, expires_at FROM judge_claims WHERE item_id = ? AND judge_key = ? AND sample = ?",
+                (item_id, judge_key_value, sample),
+            ).fetchone()
+            if (held and held["holder"] != holder and held["expires_at"] > now
+                    and not (held["host"] == socket.gethostname() and not process_alive(held["pid"]))):
+                return "held"
+            self.conn.execute(
+                "INSERT OR REPLACE INTO judge_claims (item_id, judge_key, sample, holder, host, pid, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, judge_key_value, sample, holder, socket.gethostname(), os.getpid(), now + seconds),
+            )
+            return "claimed"
+
+    def release_judging(self, item_id: int, judge_key_value: str, sample: int, holder: str) -> None:
+        """Give back a claim (once the judgment is stored: the same transaction, preferably)."""
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM judge_claims WHERE item_id = ? AND judge_key = ? AND sample = ? AND holder = ?",
+                (item_id, judge_key_value, sample, holder),
+            )
+
+    def release_all_judging(self, holder: str) -> None:
+        """Give back every claim of one judge run (at its end, however it ended)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM judge_claims WHERE holder = ?", (holder,))
+
+    def newest_judgment_id(self) -> int:
+        """The highest judgment id (0 when there is none)."""
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM judgments").fetchone()[0]
+

@@ -1,0 +1,213 @@
+"""Annotations and the labels in force: appending a decision (append-only) and keeping
+`labels_in_force` in step in the same transaction, undo (which appends), labels made
+elsewhere, notes, and how long each decision's audio was listened to."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterable
+from datetime import datetime, timedelta
+
+from calibrate.model import (
+    DECISION_ACTIONS,
+    LABEL_ACTIONS,
+    REVERT_ACTION,
+    Annotation,
+    dump_json,
+    now_iso,
+)
+from calibrate.store.sql import (
+    DECIDES_JSON,
+    IN_FORCE,
+    LABELLED,
+    LABELS_JSON,
+    annotation_from_row,
+    chunks,
+)
+
+
+class LabelsMixin:
+    """Annotations, undo and the labels in force (part of Store)."""
+
+    # -- annotations ----------------------------------------------------------------------
+
+    def annotate(
+        self,
+        item_id: int,
+        annotator: str,
+        action: str,
+        *,
+        label: str | None = None,
+        judgment_id: int | None = None,
+        note: str | None = None,
+        blind: bool = False,
+        seconds_spent: float | None = None,
+        reverts_id: int | None = None,
+        uid: str | None = None,
+        created_at: str | None = None,
+        audio_plays: int | None = None,
+        listened_seconds: float | None = None,
+        holder: str | None = None,
+    ) -> int:
+        """Append one annotation row (and update the label in force in the same transaction);
+        a decision releases the lease of `holder` (default: the annotator). `audio_plays` and
+        `listened_seconds` record listening (None: the item has no audio)."""
+        with self.transaction():
+            row_id = self._append_annotation(
+                uid or uuid.uuid4().hex, item_id, judgment_id, annotator, action, label, reverts_id, note, int(blind),
+                seconds_spent, created_at or self._decision_time(), audio_plays, listened_seconds,
+            )
+            if action in DECISION_ACTIONS:
+                self.conn.execute(
+                    "DELETE FROM leases WHERE item_id = ? AND annotator = ?", (item_id, holder or annotator)
+                )
+            return row_id
+
+    def _decision_time(self) -> str:
+        """now_iso(), strictly later than the previous decision time of this connection, so two
+        decisions in one microsecond still keep their order."""
+        stamp = now_iso()
+        last = getattr(self, "_last_decision_time", "")
+        if stamp <= last:
+            stamp = (datetime.fromisoformat(last) + timedelta(microseconds=1)).isoformat(timespec="microseconds")
+        self._last_decision_time = stamp
+        return stamp
+
+    def _append_annotation(self, uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind,
+                           seconds_spent, created_at, audio_plays=None, listened_seconds=None) -> int | None:
+        """INSERT OR IGNORE one annotation row (by uid) and keep `labels_in_force` in step: a
+        label decision takes over if it is later (decision time, then uid) than the one in
+        force; an undo of the decision in force hands over to the latest decision not reverted.
+        Returns the new row id, or None when the uid was already present. Call inside a
+        transaction."""
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, "
+            "blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind, seconds_spent, created_at,
+             audio_plays, listened_seconds),
+        )
+        if cursor.rowcount == 0:
+            return None
+        if action in LABEL_ACTIONS and label is not None:
+            # the row in force is replaced (deleted, then inserted), never updated: migration
+            # 0008's counts follow inserts and deletes
+            self.conn.execute(
+                "DELETE FROM labels_in_force WHERE item_id = ? AND annotator = ? AND (decided_at, annotation_uid) < (?, ?)",
+                (item_id, annotator, created_at, uid),
+            )
+            self.conn.execute(
+                "INSERT OR IGNORE INTO labels_in_force "
+                "(item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (item_id, annotator, label, action, judgment_id, uid, created_at),
+            )
+        elif action == REVERT_ACTION and reverts_id is not None:
+            reverted = self.conn.execute(
+                "DELETE FROM labels_in_force WHERE item_id = ? AND annotator = ? "
+                "AND annotation_uid = (SELECT uid FROM annotations WHERE id = ?)",
+                (item_id, annotator, reverts_id),
+            ).rowcount
+            if reverted:
+                self.conn.execute(
+                    "INSERT INTO labels_in_force (item_id, annotator, label, action, judgment_id, annotation_uid, decided_at) "
+                    "SELECT a.item_id, a.annotator, a.label, a.action, a.judgment_id, a.uid, a.created_at "
+                    f"FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND {LABELLED} AND {IN_FORCE} "
+                    "ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                    (item_id, annotator, LABELS_JSON),
+                )
+        return cursor.lastrowid
+
+    def undo_last(self, annotator: str, among: Collection[str] | None = None) -> Annotation | None:
+        """Reverse the annotator's latest decision still in force (only those whose uid is in
+        `among`, when given: one browser tab undoes only its own decisions) by appending an
+        `undo` row that names it and carries the label left in force. Returns the reversed row."""
+        with self.transaction():
+            sql = (f"SELECT * FROM annotations a WHERE a.annotator = ? "
+                   f"AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE}")
+            params: list = [annotator, DECIDES_JSON]
+            if among is not None:
+                sql += " AND a.uid IN (SELECT value FROM json_each(?))"
+                params.append(dump_json(sorted(among)))
+            row = self.conn.execute(sql + " ORDER BY a.id DESC LIMIT 1", params).fetchone()
+            if row is None:
+                return None
+            undone = annotation_from_row(row)
+            restored = self.conn.execute(
+                f"SELECT a.label FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.id != ? "
+                f"AND {LABELLED} AND {IN_FORCE} ORDER BY a.created_at DESC, a.uid DESC LIMIT 1",
+                (undone.item_id, annotator, undone.id, LABELS_JSON),
+            ).fetchone()
+            self.annotate(
+                undone.item_id, annotator, REVERT_ACTION, label=restored["label"] if restored else None,
+                reverts_id=undone.id, judgment_id=undone.judgment_id, blind=bool(undone.blind),
+            )
+            return undone
+
+    def add_imported_labels(self, rows: Iterable[tuple]) -> int:
+        """Labels made elsewhere: (uid, item_id, annotator, label, note). A uid already present
+        is skipped, so importing the same file twice adds nothing. Returns rows added."""
+        stamp = now_iso()
+        added = 0
+        with self.transaction():
+            for uid, item_id, annotator, label, note in rows:
+                added += self._append_annotation(uid, item_id, None, annotator, "label", label, None, note, 0, None,
+                                                 stamp) is not None
+        return added
+
+    def current_label(self, item_id: int, annotator: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT label FROM current_labels WHERE item_id = ? AND annotator = ?", (item_id, annotator)
+        ).fetchone()
+        return row["label"] if row else None
+
+    def current_labels(self, annotator: str | None = None) -> list[dict]:
+        """Every annotator's label in force per item (latest labelling row), with task and lang."""
+        sql = (
+            "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.system, i.source_id "
+            "FROM current_labels c JOIN items i ON i.id = c.item_id"
+        )
+        params: list = []
+        if annotator:
+            sql += " WHERE c.annotator = ?"
+            params.append(annotator)
+        return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def labels_in_force(self) -> list[tuple[int, str, str]]:
+        """(item_id, annotator, label) for every annotator's label in force: current_labels
+        without the join to items, for figures that need only the labels."""
+        return [tuple(r) for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels")]
+
+    def note_texts(self, item_id: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT annotator, note FROM annotations WHERE item_id = ? AND note IS NOT NULL ORDER BY id",
+            (item_id,),
+        )
+        return [f"{r['annotator']}: {r['note']}" for r in rows]
+
+    def listening(self) -> dict[tuple[int, str], float]:
+        """(item id, annotator) -> the longest listening recorded with one of their decisions on an
+        item with audio (0.0: decided without playing it)."""
+        rows = self.conn.execute(
+            "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) AS seconds FROM annotations "
+            "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator"
+        )
+        return {(r["item_id"], r["annotator"]): r["seconds"] for r in rows}
+
+    def decisions(self, item_ids: Collection[int]) -> dict[int, list[dict]]:
+        """Per item of `item_ids`: each annotator's label in force (annotator, label, action,
+        decided_at) with the notes that annotator wrote on the item, oldest first."""
+        found: dict[int, list[dict]] = {}
+        for chunk in chunks(sorted(set(item_ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            notes: dict[tuple[int, str], list[str]] = {}
+            for r in self.conn.execute(
+                f"SELECT item_id, annotator, note FROM annotations WHERE item_id IN ({marks}) AND note IS NOT NULL "
+                "ORDER BY id", chunk,
+            ):
+                notes.setdefault((r["item_id"], r["annotator"]), []).append(r["note"])
+            for r in self.conn.execute(
+                f"SELECT item_id, annotator, label, action, decided_at FROM labels_in_force WHERE item_id IN ({marks}) "
+                "ORDER BY item_id, annotator", chunk,
+            ):
+                found.setdefault(r["item_id"], []).append(
+                    {**dict(r), "notes": notes.get((r["item_id"], r["annotator"]), [])})
+        return found

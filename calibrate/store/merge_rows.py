@@ -1,0 +1,86 @@
+"""The rows `calibrate merge` moves: reading another database's items, judgments and
+annotations as rows (with the uids and content hashes that identify them across files), and
+writing the rows that passed validation, keeping the labels in force in step."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+
+from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks
+
+
+class MergeRowsMixin:
+    """Rows read from and written by merge (part of Store)."""
+
+    # -- merging: reading another database, writing what passed validation ---------------------
+
+    def item_rows(self) -> Iterator[sqlite3.Row]:
+        """Every item row in id order, streamed (merge reads another database with it)."""
+        yield from self.conn.execute(f"SELECT * FROM items i WHERE {VISIBLE} ORDER BY id")
+
+    def judgment_rows(self) -> Iterator[sqlite3.Row]:
+        """Every judgment row with its item's content hash, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT j.*, i.content_hash FROM judgments j LEFT JOIN items i ON i.id = j.item_id ORDER BY j.id"
+        )
+
+    def annotation_rows(self) -> Iterator[sqlite3.Row]:
+        """Every annotation row with its item's content hash, its judgment's uid and the uid of
+        the row it reverts, in id order, streamed."""
+        yield from self.conn.execute(
+            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
+            "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
+        )
+
+    def items_by_hash(self, hashes: Iterable[str]) -> dict[str, tuple[int, str, str]]:
+        """content hash -> (id, task, lang) of the stored items among `hashes`."""
+        found: dict[str, tuple[int, str, str]] = {}
+        for chunk in chunks(list(set(hashes)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                f"SELECT id, task, lang, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}", chunk
+            ):
+                found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
+        return found
+
+    def ids_by_uid(self, table: str, uids: Iterable[str]) -> dict[str, int]:
+        """uid -> id of the stored judgments or annotations among `uids`."""
+        if table not in ("judgments", "annotations"):
+            raise ValueError(f"no uids in table {table!r}")
+        found: dict[str, int] = {}
+        for chunk in chunks([u for u in set(uids) if u], 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT uid, id FROM {table} WHERE uid IN ({marks})", chunk):
+                found[r["uid"]] = r["id"]
+        return found
+
+    def add_judgment_rows(self, rows: Sequence[dict]) -> int:
+        """Judgments as complete rows (every JUDGMENT_COLUMNS value), skipping uids already
+        present. Returns rows added."""
+        with self.transaction():
+            return self.conn.executemany(
+                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                [[row[c] for c in JUDGMENT_COLUMNS] for row in rows],
+            ).rowcount
+
+    def add_annotation_rows(self, rows: Sequence[dict]) -> int:
+        """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
+        reverts_uid, note, blind, seconds_spent, created_at, and optionally audio_plays and
+        listened_seconds; an undo names the row it reverts by
+        uid, which may be written earlier in `rows`), skipping uids already present and keeping
+        the labels in force in step. Returns rows added."""
+        added = 0
+        with self.transaction():
+            for row in rows:
+                reverts_id = None
+                if row["reverts_uid"] is not None:
+                    reverts_id = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
+                added += self._append_annotation(
+                    row["uid"], row["item_id"], row["judgment_id"], row["annotator"], row["action"], row["label"],
+                    reverts_id, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
+                    row.get("audio_plays"), row.get("listened_seconds"),
+                ) is not None
+        return added

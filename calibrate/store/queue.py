@@ -1,0 +1,197 @@
+"""The annotation queue's store side: leasing the next item to an annotator (with overlap,
+so several people can share a database without colliding), and the item ids and counts a queue
+is built from (decided, contested, unstable)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from calibrate.model import DECISION_ACTIONS, dump_json
+from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
+
+DEFAULT_LEASE_SECONDS = 30 * 60
+
+
+class QueueMixin:
+    """Leases and the queue's reads (part of Store)."""
+
+    def count_decided(
+        self, annotator: str, *, task: str | None = None, lang: str | None = None, system: str | None = None
+    ) -> int:
+        """Items this annotator has a decision in force on (label, skip or flag)."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        return self.conn.execute(
+            f"SELECT count(DISTINCT a.item_id) FROM annotations a JOIN items i ON i.id = a.item_id "
+            f"WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE} AND {where}",
+            [annotator, DECIDES_JSON, *params],
+        ).fetchone()[0]
+
+    def count_labelled(self, annotator: str, *, task: str | None = None, lang: str | None = None,
+                       system: str | None = None) -> int:
+        """Items on which this annotator has a label in force (skips and flags are not labels)."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        return self.conn.execute(
+            f"SELECT count(*) FROM current_labels c JOIN items i ON i.id = c.item_id WHERE c.annotator = ? AND {where}",
+            [annotator, *params],
+        ).fetchone()[0]
+
+    def decided_item_ids(self, annotator: str, action: str, *, task: str | None = None,
+                         lang: str | None = None, system: str | None = None) -> list[int]:
+        """Items whose latest decision in force by this annotator is `action` (skip or flag),
+        in the order those decisions were made."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        sql = f"""
+        SELECT d.item_id FROM (
+            SELECT a.item_id, a.action, max(a.id) AS latest FROM annotations a
+            WHERE a.annotator = ? AND a.action IN (SELECT value FROM json_each(?)) AND {IN_FORCE}
+            GROUP BY a.item_id) d
+        JOIN items i ON i.id = d.item_id WHERE d.action = ? AND {where} ORDER BY d.latest
+        """
+        return [r[0] for r in self.conn.execute(sql, [annotator, DECIDES_JSON, action, *params])]
+
+    def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
+                           system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
+        """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
+        item ids within `between` (inclusive) when given, so a queue can read them in slices."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        if between:
+            judge_clause += " AND item_id BETWEEN ? AND ?"
+            judge_params += list(between)
+        sql = f"""
+        WITH latest AS (SELECT item_id, status, verdict FROM verdicts_in_force WHERE 1{judge_clause})
+        SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
+        GROUP BY l.item_id
+        HAVING sum(l.status != 'verdict') > 0 OR count(DISTINCT l.verdict) > 1
+        ORDER BY l.item_id
+        """
+        return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
+
+    def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
+                          system: str | None = None) -> list[int]:
+        """Items on which one judge configuration gave different parsed verdicts over its
+        repeats (`judge --repeat`), newest judgment per sample."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        sql = f"""
+        WITH latest AS (SELECT max(id) AS id FROM judgments WHERE status != 'error'{judge_clause}
+                        GROUP BY item_id, judge_key, sample)
+        SELECT j.item_id FROM judgments j JOIN latest l ON l.id = j.id JOIN items i ON i.id = j.item_id
+        WHERE j.status = 'verdict' AND {where}
+        GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
+        """
+        return sorted({r[0] for r in self.conn.execute(sql, [*judge_params, *params])})
+
+    # -- leases ---------------------------------------------------------------------------
+
+    _ELIGIBLE = f"""
+        NOT EXISTS (
+            SELECT 1 FROM annotations a WHERE a.item_id = i.id AND a.annotator = :me
+            AND a.action IN (SELECT value FROM json_each(:decides)) AND {IN_FORCE})
+        AND (
+            SELECT count(DISTINCT a.annotator) FROM annotations a
+            WHERE a.item_id = i.id AND a.annotator != :me AND a.action IN (SELECT value FROM json_each(:labels)) AND {IN_FORCE})
+          + (SELECT count(*) FROM leases l
+             WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now) < :overlap
+        AND NOT EXISTS (
+            SELECT 1 FROM leases l WHERE l.item_id = i.id AND l.annotator != :holder AND l.expires_at > :now
+            AND (l.annotator = :me OR substr(l.annotator, 1, length(:me) + 2) = :me || ' @'))
+    """
+
+    def claim_next(
+        self,
+        annotator: str,
+        *,
+        overlap: int = 1,
+        task: str | None = None,
+        lang: str | None = None,
+        system: str | None = None,
+        after_id: int = 0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        holder: str | None = None,
+    ) -> int | None:
+        """Lease the next item (in id order, after `after_id`, wrapping round) that this
+        annotator has not decided, that fewer than `overlap` other annotators have labelled
+        or hold, and that no other session of this annotator holds (`holder`, see
+        lease_holder). A lease expires, so a crashed annotator's items come back."""
+        clauses = ["i.id > :after", "i.current = 1"]
+        # with task and lang, the (task, lang) index walks in id order; with one of them alone it
+        # would sort every match of the cell, so walk the id order instead (the unary +)
+        plus = "" if task and lang else "+"
+        if task:
+            clauses.append(f"{plus}i.task = :task")
+        if lang:
+            clauses.append(f"{plus}i.lang = :lang")
+        if system is not None:
+            clauses.append("i.system = :system")
+        sql = (f"SELECT i.id FROM items i WHERE {' AND '.join(clauses)} AND {VISIBLE} AND {self._ELIGIBLE} "
+               "ORDER BY i.id LIMIT 1")
+        recheck = f"SELECT 1 FROM items i WHERE i.id = :id AND {VISIBLE} AND {self._ELIGIBLE}"
+        params = {"me": annotator, "holder": holder or annotator, "overlap": overlap, "task": task, "lang": lang,
+                  "system": system, "decides": DECIDES_JSON, "labels": LABELS_JSON}
+        after, wrapped = after_id, not after_id
+        while True:
+            # find a candidate outside the write lock, then lease it if it is still free: the
+            # lock is held for a lookup by id, not for the search
+            row = self.conn.execute(sql, {**params, "now": time.time(), "after": after}).fetchone()
+            if row is None:
+                if wrapped:
+                    return None
+                after, wrapped = 0, True
+                continue
+            with self.transaction():
+                now = time.time()
+                if self.conn.execute(recheck, {**params, "now": now, "id": row[0]}).fetchone():
+                    self._lease(row[0], holder or annotator, now + lease_seconds)
+                    return row[0]
+            after = row[0]
+
+    def claim_first(
+        self,
+        annotator: str,
+        candidates: Sequence[int],
+        *,
+        overlap: int = 1,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        skipped_too: bool = False,
+        holder: str | None = None,
+    ) -> int | None:
+        """Lease the first eligible item of `candidates` (a queue in the caller's order);
+        `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
+        8 at a time, then in chunks doubling up to 256: the first is usually eligible, and
+        each check of an item scattered over a large table costs page reads."""
+        decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
+        with self.transaction():
+            now = time.time()
+            start, size = 0, 8
+            while start < len(candidates):
+                chunk = list(candidates[start : start + size])
+                start, size = start + size, min(2 * size, 256)
+                marks = ",".join(f":c{k}" for k in range(len(chunk)))
+                params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
+                          "decides": decides, "labels": LABELS_JSON}
+                params.update({f"c{k}": v for k, v in enumerate(chunk)})
+                eligible = {
+                    r[0]
+                    for r in self.conn.execute(
+                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {VISIBLE} AND {self._ELIGIBLE}", params
+                    )
+                }
+                for item_id in chunk:
+                    if item_id in eligible:
+                        self._lease(item_id, holder or annotator, now + lease_seconds)
+                        return item_id
+            return None
+
+    def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
+            (item_id, holder, expires_at),
+        )
+
+    def release_all(self, holder: str) -> None:
+        """Give back every item this lease holder (an annotator, or one session of one) holds."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))

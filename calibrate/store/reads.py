@@ -1,0 +1,195 @@
+"""The reads behind the report, the scores and the exports: each gathers, in a few
+statements, everything one of them needs (counts kept by the triggers of migration 0008, the
+labels of items several people labelled, the jury's rows, each item's labels and verdicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from calibrate.model import AgreementData
+from calibrate.store.sql import IN_FORCE
+
+
+class ReadsMixin:
+    """Report, score and export reads (part of Store)."""
+
+    # -- agreement -----------------------------------------------------------------------------
+
+    def agreement_data(self, judge: str | None = None, system: str | None = None, *,
+                       gold_from: str | None = None) -> AgreementData:
+        """Everything the agreement report needs: judge verdict x human label counts per
+        annotator and against the gold label, human x human pair counts, and the per-item labels
+        of items that several annotators labelled. `system` keeps only that system's items.
+
+        The judge x annotator counts and the judged counts are kept up to date by the triggers
+        of migration 0008 (agreement_counts, verdict_counts), so they cost a few hundred rows
+        whatever the number of labels; only items labelled by two or more people are read one
+        by one. Only the current version of an item counts: labels made on an earlier version
+        stay attached to it, but one source item is never counted twice."""
+        counts_filter, params = "n != 0", []
+        if system is not None:
+            counts_filter += " AND system = ?"
+            params.append(system)
+        if judge:
+            counts_filter += " AND judge_name = ?"
+            params.append(judge)
+        c = self.conn
+        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
+        judge_vs_human = rows(
+            "SELECT task, lang, judge_name, annotator, status, nullif(verdict, ''), label, sum(n) FROM agreement_counts "
+            f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
+        judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
+                      "GROUP BY 1, 2, 3, 4", params)
+        temporary = ("shared_items", "labels_now", "verdicts_now", "gold_now")
+        for table in temporary:
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        c.execute(
+            "CREATE TEMP TABLE shared_items AS SELECT s.item_id, i.task, i.lang FROM "
+            "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
+            f"JOIN counted_items i ON i.id = s.item_id{' WHERE i.system = ?' if system is not None else ''}",
+            [system] if system is not None else [],
+        )
+        c.execute("CREATE TEMP TABLE labels_now (item_id INTEGER, annotator TEXT, label TEXT, task TEXT, lang TEXT, "
+                  "PRIMARY KEY (item_id, annotator)) WITHOUT ROWID")
+        c.execute("INSERT INTO labels_now SELECT l.item_id, l.annotator, l.label, s.task, s.lang FROM shared_items s "
+                  "JOIN labels_in_force l ON l.item_id = s.item_id")
+        c.execute(
+            "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
+            f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
+            [judge] if judge else [],
+        )
+        # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
+        # where they labelled it, else the strict majority; NULL for a tie, counted in `ties`.
+        c.execute(
+            """CREATE TEMP TABLE gold_now AS
+            WITH counted AS (SELECT item_id, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
+            ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
+            majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
+                         WHERE votes = top GROUP BY item_id)
+            SELECT s.item_id, s.task, s.lang, coalesce(a.label, m.label) AS label FROM shared_items s
+            JOIN majority m ON m.item_id = s.item_id
+            LEFT JOIN labels_now a ON a.item_id = s.item_id AND a.annotator = ?""",
+            (gold_from,),
+        )
+        try:
+            return AgreementData(
+                judge_vs_human=judge_vs_human,
+                judge_vs_gold=rows(
+                    "SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
+                    "FROM gold_now g JOIN verdicts_now v ON v.item_id = g.item_id WHERE g.label IS NOT NULL "
+                    "GROUP BY 1, 2, 3, 4, 5, 6"
+                ),
+                ties=rows("SELECT task, lang, count(*) FROM gold_now WHERE label IS NULL GROUP BY 1, 2"),
+                human_pairs=rows(
+                    "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM labels_now x "
+                    "JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
+                ),
+                shared_labels=rows("SELECT item_id, task, lang, annotator, label FROM labels_now ORDER BY item_id"),
+                shared_verdicts=rows("SELECT item_id, judge_name, status, verdict FROM verdicts_now"),
+                judged=judged,
+            )
+        finally:
+            for table in temporary:
+                c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+    def jury_rows(self, exclude: str, system: str | None = None) -> tuple[list[str], dict[str, list[tuple]]]:
+        """What a jury of the judges needs, over the counted items (current, visible) that two or
+        more judges judged (an error is no judgment): the judges (all but `exclude`, each with a
+        judgment in force that is not an error, in name order) and rows in which `verdicts` is one
+        column per judge in that order, the parsed verdict or NULL (unparsed, or not judged):
+        - judged: task, lang, verdicts..., n (items);
+        - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
+        - shared: item_id, task, lang, verdicts..., annotator, label, one row per label of the
+          items two or more people labelled.
+        With `system`, only that system's items. Items whose judges gave the same verdicts are
+        counted together, so the work in Python grows with the distinct rows of verdicts, not
+        with the items."""
+        judges = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND status != 'error' AND judge_name != ? "
+            "AND (? IS NULL OR system = ?) ORDER BY 1", (exclude, system, system))]
+        if len(judges) < 2:
+            return judges, {}
+        pivot = ", ".join(f"max(CASE WHEN judge_name = ?{k} THEN CASE WHEN status = 'verdict' THEN verdict END END)"
+                          for k in range(1, len(judges) + 1))
+        columns = ", ".join(f"j.v{k}" for k in range(1, len(judges) + 1))
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.juried")
+        c.execute(f"CREATE TEMP TABLE juried (item_id INTEGER PRIMARY KEY, task TEXT, lang TEXT, "
+                  f"{', '.join(f'v{k}' for k in range(1, len(judges) + 1))})")
+        c.execute(
+            f"INSERT INTO juried SELECT v.item_id, i.task, i.lang, {pivot} FROM verdicts_in_force v "
+            "JOIN counted_items i ON i.id = v.item_id "
+            f"WHERE v.status != 'error' AND v.judge_name IN ({', '.join(f'?{k}' for k in range(1, len(judges) + 1))}) "
+            f"{'AND i.system = ?' + str(len(judges) + 1) if system is not None else ''} "
+            "GROUP BY v.item_id HAVING count(*) >= 2",
+            [*judges, system] if system is not None else judges,
+        )
+        rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
+        try:
+            return judges, {
+                "judged": rows(f"SELECT j.task, j.lang, {columns}, count(*) FROM juried j GROUP BY j.task, j.lang, {columns}"),
+                "versus_human": rows(
+                    f"SELECT j.task, j.lang, {columns}, l.annotator, l.label, count(*) FROM juried j "
+                    f"JOIN labels_in_force l ON l.item_id = j.item_id GROUP BY j.task, j.lang, {columns}, l.annotator, l.label"),
+                "shared": rows(
+                    f"SELECT j.item_id, j.task, j.lang, {columns}, l.annotator, l.label FROM "
+                    "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
+                    "JOIN juried j ON j.item_id = s.item_id JOIN labels_in_force l ON l.item_id = s.item_id "
+                    "ORDER BY j.item_id"),
+            }
+        finally:
+            c.execute("DROP TABLE IF EXISTS temp.juried")
+
+    def export_rows(self, system: str | None = None) -> Iterator[dict]:
+        """Per item (of `system`, if given): its fields, every annotator's current label, notes,
+        and each judge's latest verdict, for gold-label exports."""
+        labels: dict[int, dict[str, str]] = {}
+        for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
+            labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
+        notes: dict[int, list[dict]] = {}
+        for r in self.conn.execute("SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL ORDER BY id"):
+            notes.setdefault(r["item_id"], []).append({"annotator": r["annotator"], "note": r["note"], "action": r["action"]})
+        flags: dict[int, set[str]] = {}
+        for r in self.conn.execute(
+            f"SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' AND {IN_FORCE}"
+        ):
+            flags.setdefault(r["item_id"], set()).add(r["annotator"])
+        verdicts: dict[int, dict[str, dict]] = {}
+        for v in self.latest_verdicts():
+            verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
+                "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
+        listened = self.listening()
+        with_audio = {item_id for item_id, clips in self.audio_by_item().items() if any(c.usable for c in clips)}
+        for item in self.iter_items(system=system):
+            yield {
+                "item": item,
+                "listened": {a: listened.get((item.id, a), 0.0) for a in labels.get(item.id, {})}
+                if item.id in with_audio else None,
+                "labels": labels.get(item.id, {}),
+                "notes": notes.get(item.id, []),
+                "flagged_by": sorted(flags.get(item.id, ())),
+                "verdicts": verdicts.get(item.id, {}),
+            }
+
+    def score_data(self, *, judge: str | None = None, system: str | None = None) -> dict[str, list[tuple]]:
+        """What `calibrate scores` needs, for the current version of every item: the items
+        (id, task, lang, system, source_id, reference), each judge's latest judgment per item
+        (item_id, judge, status, verdict, correct, raw_output) and every label in force
+        (item_id, annotator, label)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        judge_clause, judge_params = (" AND v.judge_name = ?", [judge]) if judge else ("", [])
+        items = self.conn.execute(
+            f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
+        ).fetchall()
+        judgments = self.conn.execute(
+            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM verdicts_in_force v "
+            f"JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id WHERE {where}{judge_clause} "
+            "ORDER BY v.item_id",
+            [*params, *judge_params],
+        ).fetchall()
+        labels = self.conn.execute(
+            f"SELECT c.item_id, c.annotator, c.label FROM current_labels c JOIN items i ON i.id = c.item_id WHERE {where}",
+            params,
+        ).fetchall()
+        return {"items": [tuple(r) for r in items], "judgments": [tuple(r) for r in judgments],
+                "labels": [tuple(r) for r in labels]}

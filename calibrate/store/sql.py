@@ -1,0 +1,60 @@
+"""What the store's modules share: the SQL conditions every read repeats (an item's visibility,
+an annotation in force), the judgment columns, and the conversion of rows to record types.
+
+Each condition is written once here and pasted into statements by the modules that need it;
+values never are (they are bound as parameters)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+
+from calibrate.model import (
+    DECISION_ACTIONS,
+    LABEL_ACTIONS,
+    Annotation,
+    Item,
+    Judgment,
+    dump_json,
+)
+
+# An item `i` is visible unless the import run that is writing it has not finished.
+VISIBLE = "(i.import_run IS NULL OR i.import_run NOT IN (SELECT id FROM import_runs WHERE finished_at IS NULL))"
+# An annotation row `a` is in force until an undo row reverts it.
+IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+# Row `a` gives a label (its action one of the JSON array bound to the next `?`).
+LABELLED = "a.action IN (SELECT value FROM json_each(?)) AND a.label IS NOT NULL"
+# The action sets of calibrate.model reach SQL as parameters (JSON arrays read by json_each),
+# never pasted into the statement text.
+DECIDES_JSON = dump_json(DECISION_ACTIONS)
+LABELS_JSON = dump_json(LABEL_ACTIONS)
+
+JUDGMENT_COLUMNS = [
+    "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
+    "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
+    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at", "sample",
+]
+
+
+def chunks(values: list, size: int) -> Iterator[list]:
+    """`values` in consecutive slices of at most `size` (SQLite limits the parameters of one statement)."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def item_from_row(row: sqlite3.Row) -> Item:
+    return Item(
+        row["id"], row["task"], row["lang"], row["source_id"], json.loads(row["fields"]), row["reference"],
+        row["content_hash"], row["system"], row["version"],
+    )
+
+
+def judgment_from_row(row: sqlite3.Row) -> Judgment:
+    values = {k: row[k] for k in row.keys() if k != "uid"}
+    values["params"] = json.loads(values["params"] or "{}")
+    return Judgment(**values)
+
+
+def annotation_from_row(row: sqlite3.Row) -> Annotation:
+    return Annotation(**{k: row[k] for k in row.keys()})

@@ -1,0 +1,205 @@
+"""A database that SQLite cannot use (not a database, damaged, from a newer calibrate, in a
+read-only folder, on a full disk, locked for too long) is `Error: PATH: reason` with exit 1 from
+every command, never a traceback; nothing already saved is lost, and a file calibrate refuses is
+never written."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from calibrate import cli as cli_module
+from calibrate.model import NewItem
+from calibrate.store import MIGRATION_NAMES, Store
+from tests.conftest import Calibrate
+from tests.test_formats import counts, lexical_lines, write_jsonl
+from tests.tui_helpers import make_app, rows
+
+IMPORT = ("--task", "c3/lexical", "--lang", "en")
+
+
+def commands(tmp_path: Path) -> list[tuple[str, ...]]:
+    """A command of each kind: reading, writing, the app, and merging into the file."""
+    other = tmp_path / "other.db"
+    if not other.exists():
+        Store(other).add_items([NewItem("c3/lexical", "en", "o", {"content": "other"})])
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3))
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label,note\nc3/lexical,en,s0,ana,yes,\n", encoding="utf-8")
+    return [("status",), ("items",), ("render", "1"), ("report",), ("scores",), ("trust",), ("export",),
+            ("parse",), ("judge", "--judge", "rule"), ("annotate", "--annotator", "ana"), ("import", "runs"),
+            ("import", "jsonl", str(lines), *IMPORT), ("import", "labels", str(labels)), ("merge", str(other))]
+
+
+def state(path: Path) -> tuple[str, list[str]]:
+    """The file's bytes (as a digest) and the files beside it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), sorted(p.name for p in path.parent.glob(f"{path.name}*"))
+
+
+def a_calibrate_database(path: Path) -> Path:
+    store = Store(path)
+    store.add_items([NewItem("c3/lexical", "en", f"s{k}", {"content": f"c{k} " + "x" * 300}) for k in range(400)])
+    store.close()
+    return path
+
+
+def not_a_database(path: Path) -> Path:
+    path.write_text("a text file someone named .db\n" * 200, encoding="utf-8")
+    return path
+
+
+def truncated(path: Path) -> Path:
+    a_calibrate_database(path)
+    with path.open("r+b") as handle:
+        handle.truncate(16384)
+    return path
+
+
+def from_a_newer_calibrate(path: Path) -> Path:
+    a_calibrate_database(path)
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('calibrate', '9999_future', 'x')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def another_programs_database(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (not_a_database, "not an SQLite database"),
+    (truncated, "the database file is damaged (truncated or corrupt)"),
+    (from_a_newer_calibrate, "schema version 9999_future is unknown to this calibrate (made by a newer version? "
+                             f"this one knows up to {MIGRATION_NAMES[-1]})"),
+    (another_programs_database, "an SQLite database, but not a calibrate one"),
+], ids=["not-a-database", "truncated", "newer-schema", "foreign"])
+def test_every_command_refuses_a_file_it_cannot_use_naming_it_and_leaves_it_unchanged(tmp_path, make, reason):
+    db = make(tmp_path / "x.db")
+    before = state(db)
+    run = Calibrate(db)
+    for command in commands(tmp_path):
+        out = run(*command, ok=False)
+        assert out.exit_code == 1, f"{command}: {out.output}"
+        assert out.output.startswith(f"Error: {db}: {reason}"), f"{command}: {out.output}"
+        assert state(db) == before, f"{command} changed the file or created one beside it"
+
+
+def test_a_damaged_page_met_half_way_through_a_read_is_a_message(tmp_path):
+    db = a_calibrate_database(tmp_path / "x.db")
+    size = db.stat().st_size
+    with db.open("r+b") as handle:  # the file's first pages (the schema) stay intact
+        handle.seek(size * 2 // 3)
+        handle.write(bytes(range(256)) * 64)
+    for command in (("items", "--limit", "1000"), ("export",), ("status",)):
+        out = Calibrate(db)(*command, ok=False)
+        assert out.exit_code == 1, out.output
+        assert any(line.startswith(f"Error: {db}: the database file is damaged") for line in out.output.splitlines())
+
+
+def test_a_database_locked_by_another_program_beyond_the_wait_is_a_message(tmp_path):
+    db = a_calibrate_database(tmp_path / "x.db")
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3, start=1000))
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # another program keeps the file to itself
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("UPDATE items SET reference = 'held' WHERE id = 1")
+    try:
+        for command in (("status",), ("import", "jsonl", str(lines), *IMPORT)):
+            out = Calibrate(db)(*command, ok=False)
+            assert out.exit_code == 1 and out.output.startswith(f"Error: {db}: locked by another process"), out.output
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert Calibrate(db)("import", "jsonl", str(lines), *IMPORT).exit_code == 0, "works once the lock is gone"
+
+
+@contextlib.contextmanager
+def read_only_folder(folder: Path):
+    """`folder` made read-only: by its permissions, or for root (whom permissions do not stop)
+    by a read-only bind mount, where the system allows one."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True).returncode == 0
+    if not mounted:
+        pytest.skip("running as root without permission to mount: cannot make a read-only folder")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only")
+        yield
+    finally:
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "--lazy", str(folder)], check=True)
+            raise AssertionError(f"{folder} was still open after the commands ended")
+
+
+def test_a_database_in_a_read_only_folder_is_read_and_writing_it_is_a_message(tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = a_calibrate_database(folder / "x.db")
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3))
+    before = state(db)
+    with read_only_folder(folder):
+        run = Calibrate(db)
+        assert "c3/lexical" in run("status").output, "commands that only read still work"
+        out = run("import", "jsonl", str(lines), *IMPORT, ok=False)
+        assert out.exit_code == 1 and out.output.startswith(f"Error: {db}: cannot open the file: its folder is read-only")
+        out = Calibrate(folder / "new.db")("import", "jsonl", str(lines), *IMPORT, ok=False)
+        assert out.exit_code == 1 and "its folder is read-only" in out.output
+    assert state(db) == before
+
+
+def test_an_import_on_a_full_disk_is_a_message_and_keeps_what_was_saved(calibrate, tmp_path, monkeypatch):
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "first.jsonl", lexical_lines(5))), *IMPORT)
+    saved = counts(calibrate.db)
+    big = write_jsonl(tmp_path / "big.jsonl", [{**line, "content": "y" * 20_000} for line in lexical_lines(50, start=5)])
+
+    class FullDiskStore(Store):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.conn.execute("PRAGMA max_page_count = 1")  # SQLite raises it to the current size: no growth
+
+    monkeypatch.setattr(cli_module, "Store", FullDiskStore)
+    out = calibrate("import", "jsonl", str(big), *IMPORT, ok=False)
+    assert out.exit_code == 1 and out.output.startswith(f"Error: {calibrate.db}: the disk is full"), out.output
+    monkeypatch.undo()
+    assert counts(calibrate.db) == saved and Store(calibrate.db).import_runs(unfinished=True) == []
+    assert Store(calibrate.db).count_items() == 5
+
+
+async def test_the_app_on_a_full_disk_shows_the_error_keeps_what_was_saved_and_goes_on(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("y")
+        assert rows(demo_db, "SELECT action, label FROM annotations") == [("label", "yes")]
+        assert app.store.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0, "no free page to take"
+        app.store.conn.execute("PRAGMA max_page_count = 1")  # SQLite raises it to the current size: no growth
+        await pilot.press("a")
+        app.screen.query_one(Input).value = "a long note " * 2000  # needs new pages
+        await pilot.press("enter")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert any(m.startswith(f"{demo_db}: the disk is full") for m in messages), messages
+        assert app.is_running and app.screen.view is not None, "the app goes on"
+        app.store.conn.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        await pilot.press("a", *"short", "enter")
+        await pilot.press("y")
+    assert rows(demo_db, "SELECT action, coalesce(label, note) FROM annotations") == [
+        ("label", "yes"), ("note", "short"), ("label", "yes")], "the decision before the error is kept"

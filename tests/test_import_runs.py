@@ -1,0 +1,178 @@
+"""Import runs are isolated: one import at a time (a second one waits), a dead run is told from a
+running one by its heartbeat on any host, whatever its process id now belongs to, and what a
+dead run wrote is removed by the next import or by `calibrate import abandon RUN`."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from calibrate.model import NewItem
+from calibrate.store import Store
+from calibrate.store.imports import IMPORT_STALE_SECONDS, ImportRunLost
+from tests.test_formats import lexical_lines, write_jsonl
+
+IMPORT = ("--task", "c3/lexical", "--lang", "en")
+
+
+def lexical_items(n: int) -> list[NewItem]:
+    """The items `lexical_lines(n)` imports (same identity and content)."""
+    return [NewItem("c3/lexical", "en", str(line.pop("id")), line) for line in lexical_lines(n)]
+
+
+def leave_unfinished_run(db, *, items: int, host: str | None = None, pid: int | None = None,
+                         heartbeat_age: float = 0.0) -> int:
+    """An import run that wrote `items` items and never finished, as a killed import leaves it."""
+    store = Store(db)
+    run = store.begin_import("calibrate import jsonl killed.jsonl")
+    store.add_items(lexical_items(items), run=run)
+    store.conn.execute("UPDATE import_runs SET heartbeat_at = ?, host = coalesce(?, host), pid = coalesce(?, pid) "
+                       "WHERE id = ?", (time.time() - heartbeat_age, host, pid, run))
+    store.close()
+    return run
+
+
+def python_calibrate(db, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def visible_and_stored(db) -> tuple[int, int]:
+    store = Store(db)
+    try:
+        return store.count_items(), store.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    finally:
+        store.close()
+
+
+def test_two_concurrent_imports_of_one_file_never_count_the_others_hidden_rows(calibrate, tmp_path):
+    n = 30_000
+    big = write_jsonl(tmp_path / "big.jsonl", lexical_lines(n))
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1))), *IMPORT)  # creates the file
+    first = python_calibrate(calibrate.db, "import", "jsonl", str(big), *IMPORT)
+    store = Store(calibrate.db)
+    deadline = time.monotonic() + 60
+    while not store.import_runs(unfinished=True) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (running,) = store.import_runs(unfinished=True)
+    # hold the write lock until the second import is waiting for it, so both are under way at once
+    # (the first has written at most a few of its 15 batches)
+    store.conn.execute("BEGIN IMMEDIATE")
+    second = python_calibrate(calibrate.db, "import", "jsonl", str(big), *IMPORT)
+    assert select.select([second.stderr], [], [], 60)[0], "the second import waits for the database"
+    assert "waiting for the database" in second.stderr.readline()
+    store.conn.execute("ROLLBACK")
+    (out1, err1), (out2, err2) = first.communicate(timeout=300), second.communicate(timeout=300)
+    assert (first.returncode, second.returncode) == (0, 0), err1 + err2
+    assert f"{n} records: {n - 1} items added, 1 already present" in out1
+    assert f"waiting for import run {running['id']} to finish (calibrate import jsonl {big}; pid {first.pid}" in err2
+    assert f"{n} records: 0 items added, {n} already present" in out2, "present once the first import had finished"
+    assert visible_and_stored(calibrate.db) == (n, n)
+
+
+def test_a_dead_run_whose_process_id_is_alive_again_is_removed_once_its_heartbeat_is_stale(calibrate, tmp_path):
+    # the run's pid is this test's own process: alive, as when the id has been given to another process
+    run = leave_unfinished_run(calibrate.db, items=50, heartbeat_age=IMPORT_STALE_SECONDS + 1)
+    assert [r["state"] for r in Store(calibrate.db).import_runs()] == ["dead"]
+    assert visible_and_stored(calibrate.db) == (0, 50), "its items are hidden"
+    lines = write_jsonl(tmp_path / "in.jsonl", lexical_lines(50))
+    out = calibrate("import", "jsonl", str(lines), *IMPORT, "--update")
+    assert f"removing what import run {run} left unfinished (calibrate import jsonl killed.jsonl" in out.output
+    assert "50 records: 50 items added, 0 already present" in out.output
+    assert visible_and_stored(calibrate.db) == (50, 50)
+    assert [r["source"] for r in Store(calibrate.db).import_runs()] == [f"calibrate import jsonl {lines}"]
+
+
+def test_a_run_from_another_host_is_waited_for_while_its_heartbeat_is_fresh_then_removed(calibrate, tmp_path):
+    run = leave_unfinished_run(calibrate.db, items=30, host="another-host", pid=1,
+                               heartbeat_age=IMPORT_STALE_SECONDS - 3)
+    assert [r["state"] for r in Store(calibrate.db).import_runs()] == ["running"]
+    lines = write_jsonl(tmp_path / "in.jsonl", lexical_lines(30))
+    importing = python_calibrate(calibrate.db, "import", "jsonl", str(lines), *IMPORT)
+    out, err = importing.communicate(timeout=120)
+    assert importing.returncode == 0, err
+    assert (f"waiting for import run {run} to finish (calibrate import jsonl killed.jsonl; pid 1 on another-host"
+            in err), "the message names the running import"
+    assert f"calibrate import abandon {run}" in err
+    assert "30 records: 30 items added, 0 already present" in out, "counted only once the dead run was removed"
+    assert visible_and_stored(calibrate.db) == (30, 30)
+
+
+def test_import_abandon_removes_a_dead_or_named_run_and_refuses_others(calibrate, tmp_path):
+    running = leave_unfinished_run(calibrate.db, items=20, host="another-host")
+    out = calibrate("import", "runs")
+    assert "another-host" in out.output and "running" in out.output
+    out = calibrate("import", "abandon", str(running), ok=False)
+    assert out.exit_code == 1 and f"import run {running} is running" in out.output and "--force" in out.output
+    assert visible_and_stored(calibrate.db) == (0, 20), "nothing removed"
+    out = calibrate("import", "abandon", str(running), "--force")
+    assert f"abandoned import run {running} (calibrate import jsonl killed.jsonl): 20 items removed" in out.output
+    assert visible_and_stored(calibrate.db) == (0, 0)
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(2))), *IMPORT)
+    (finished,) = [r["id"] for r in Store(calibrate.db).import_runs()]
+    out = calibrate("import", "abandon", str(finished), ok=False)
+    assert out.exit_code == 1 and "its items are imported, nothing to abandon" in out.output
+    out = calibrate("import", "abandon", "999", ok=False)
+    assert out.exit_code == 1 and "no import run 999" in out.output
+    assert calibrate("import", "runs").output.strip() == "no import is running or left unfinished"
+    assert visible_and_stored(calibrate.db) == (2, 2)
+
+
+def test_an_import_whose_run_was_removed_under_it_stops_and_keeps_nothing(tmp_path):
+    path = tmp_path / "x.db"
+    importer, other = Store(path), Store(path)
+    run = importer.begin_import("suspended import")
+    importer.add_items(lexical_items(10), run=run)
+    other.abandon_import(run)  # as the next import does when this one's heartbeat is stale
+    assert other.begin_import("the next import") == run, "the next run may get the same id"
+    with pytest.raises(ImportRunLost, match=f"import run {run} was removed by another process"):
+        importer.add_items(lexical_items(20)[10:], run=run)
+    with pytest.raises(ImportRunLost):
+        importer.finish_import(run)
+    other.finish_import(run)
+    assert visible_and_stored(path) == (0, 0), "nothing of the removed run, nothing written into the newer one"
+
+
+def test_a_running_import_renews_its_heartbeat_every_few_seconds(tmp_path, monkeypatch):
+    from calibrate.store import imports
+
+    store = Store(tmp_path / "x.db")
+    run = store.begin_import("import")
+    store.conn.execute("UPDATE import_runs SET heartbeat_at = heartbeat_at - 50 WHERE id = ?", (run,))
+    writes = []
+    store.conn.set_trace_callback(lambda sql: writes.append(sql) if sql.startswith("UPDATE") else None)
+    store.keep_import_alive(run)
+    assert writes == [], "renewed at most every IMPORT_HEARTBEAT_SECONDS (it was just begun)"
+    monkeypatch.setattr(imports, "IMPORT_HEARTBEAT_SECONDS", 0.0)
+    store.keep_import_alive(run)
+    (row,) = store.import_runs()
+    assert len(writes) == 1 and row["heartbeat_age"] < 5 and row["state"] == "running"
+    assert row["pid"] == os.getpid()
+
+
+def test_the_clean_up_never_touches_a_run_that_finished_or_came_back_alive(tmp_path, monkeypatch):
+    from calibrate.store import imports
+
+    path = tmp_path / "x.db"
+    importer, cleaner = Store(path), Store(path)
+    finished = importer.begin_import("finished import")
+    importer.add_items(lexical_items(10), run=finished)
+    importer.finish_import(finished)
+    assert cleaner.abandon_import(finished) == 0 and cleaner.abandon_import(finished, dead_only=True) == 0
+    assert visible_and_stored(path) == (10, 10), "a finished run's items are never removed"
+
+    suspended = importer.begin_import("suspended import")
+    importer.add_items(lexical_items(20)[10:], run=suspended)
+    importer.conn.execute("UPDATE import_runs SET heartbeat_at = heartbeat_at - 3600 WHERE id = ?", (suspended,))
+    (seen,) = cleaner.import_runs(unfinished=True)
+    assert seen["state"] == "dead"
+    monkeypatch.setattr(imports, "IMPORT_HEARTBEAT_SECONDS", 0.0)
+    importer.keep_import_alive(suspended)  # it resumes before the clean-up starts
+    assert cleaner.abandon_import(suspended, dead_only=True) == 0
+    importer.finish_import(suspended)
+    assert visible_and_stored(path) == (20, 20)
