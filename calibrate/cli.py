@@ -152,7 +152,9 @@ class DeclaresDatabase:
 
     def invoke(self, ctx: click.Context):
         shared = ctx.find_object(Context)
-        if shared is not None and self.database is not None:
+        # a group that runs a subcommand leaves the database to it (`export c3 --help` needs none)
+        runs_subcommand = isinstance(self, click.Group) and bool(ctx._protected_args)
+        if shared is not None and self.database is not None and not runs_subcommand:
             shared.access = self.database
             if self.database in (READS, WRITES):
                 shared.open_store()

@@ -1,0 +1,43 @@
+"""The documentation: docs/cli.md is every command's own help, regenerated with cog, and it is
+up to date; every command and subcommand has its section and its `--help` works anywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+from cogapp import Cog
+
+from calibrate.cli import cli
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def command_paths(command: click.Command = cli, path: tuple[str, ...] = ()):
+    yield path
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from command_paths(sub, (*path, name))
+
+
+def test_the_cli_reference_is_what_the_commands_say_today():
+    status = Cog().main(["cog", "--check", str(DOCS / "cli.md")])
+    assert status == 0, "docs/cli.md is out of date: run `.venv/bin/cog -r docs/cli.md`"
+
+
+def test_every_command_and_subcommand_has_its_section():
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    headings = {line[3:].strip() for line in text.splitlines() if line.startswith("## ")}
+    wanted = {" ".join(("calibrate", *path)) for path in command_paths()}
+    assert len(wanted) > 25
+    assert wanted <= headings, f"missing from docs/cli.md: {sorted(wanted - headings)}"
+
+
+def test_every_help_works_in_a_folder_without_a_database(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for path in command_paths():
+        result = CliRunner().invoke(cli, [*path, "--help"], prog_name="calibrate")
+        assert result.exit_code == 0, f"calibrate {' '.join(path)} --help: {result.output}"
+        assert result.output.startswith(f"Usage: calibrate {' '.join(path)}".rstrip()), result.output
+    assert list(tmp_path.iterdir()) == []
