@@ -3,8 +3,10 @@ export) as a scriptable subcommand over one SQLite file."""
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,8 +31,8 @@ from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import Settings
-from calibrate.store import Store
-from calibrate.templates import TemplateSet
+from calibrate.store import Store, UnknownFilter
+from calibrate.templates import LANGS, TemplateSet
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -55,6 +57,21 @@ class Context:
         self.access: str | None = None  # the running command's declaration
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
+
+    def add_flags(self, **flags) -> None:
+        """The global options given after the subcommand (`calibrate status --db x.db`): the
+        same settings as before it. --templates folders add up; two different --db values are
+        a usage error."""
+        db = flags.get("db")
+        given, source = self.settings.lookup("db")
+        if db and source == "command line" and str(given) != db:
+            raise click.UsageError(f"--db given twice ({given} and {db}): give it once")
+        before = self.settings.lookup("templates")
+        folders = (*(before[0] if before[1] == "command line" else ()), *flags.get("templates", ()))
+        self.settings = self.settings.with_flags(db=db, templates=folders)
+        self.db_path = str(self.settings.get("db"))
+        self.template_dirs = self.settings.get("templates")
+        self._templates = None
 
     @property
     def store(self) -> Store:
@@ -94,6 +111,12 @@ class Context:
             self._store.close()
             self._store = None
 
+    def remove_database(self) -> None:
+        """Remove the database file this command created (and SQLite's files beside it)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(self.db_path + suffix).unlink(missing_ok=True)
+
 
 def _say_waiting(seconds: float) -> None:
     """Another writer holds the database: say so when a wait starts (the first call of each wait
@@ -105,24 +128,59 @@ def _say_waiting(seconds: float) -> None:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+DB_HELP = "The SQLite file [default: calibrate.db; or $CALIBRATE_DB, or db in calibrate.toml]."
+TEMPLATES_HELP = "An extra template folder (same manifest format); may be repeated [or $CALIBRATE_TEMPLATES]."
+
+
+def global_options(*, on_subcommand: bool) -> list[click.Option]:
+    """--db and --templates. The top-level group passes them to `cli`; every command and
+    group below it takes them too (before or after the subcommand's name mean the same), and
+    hands them to the shared Context as they are parsed (eagerly, so option checks that read
+    the templates see them)."""
+    extra = {"expose_value": False, "is_eager": True, "callback": _global_flag} if on_subcommand else {}
+    return [
+        click.Option(["--db", "db_path"], help=DB_HELP, **extra),
+        click.Option(["--templates", "template_dirs"], multiple=True, type=click.Path(exists=True, file_okay=False),
+                     help=TEMPLATES_HELP, **extra),
+    ]
+
+
+def _global_flag(ctx: click.Context, param: click.Parameter, value) -> None:
+    shared = ctx.find_object(Context)
+    if shared is not None and value:
+        shared.add_flags(**{"db" if param.name == "db_path" else "templates": value})
+
+
 class DeclaresDatabase:
     """A command or group that declares what it does with the database: `database=READS`,
     WRITES or CREATES, or None for one that never opens it. A command that reads or writes
-    opens the database before it runs, so a missing one is refused before anything happens."""
+    opens the database before it runs, so a missing one is refused before anything happens
+    (a group that runs without a subcommand opens it on first use). A command that creates
+    the database and fails removes the file it created. Every command takes the global
+    options (global_options)."""
 
     def __init__(self, *args, database: str | None, **kwargs):
         super().__init__(*args, **kwargs)
         if database not in (None, READS, WRITES, CREATES):
             raise ValueError(f"database={database!r}: use READS, WRITES, CREATES or None")
         self.database = database
+        if not any(param.name == "db_path" for param in self.params):  # the top-level group has its own
+            self.params += global_options(on_subcommand=True)
 
     def invoke(self, ctx: click.Context):
         shared = ctx.find_object(Context)
-        if shared is not None and self.database is not None:
-            shared.access = self.database
-            if self.database in (READS, WRITES):
-                shared.open_store()
-        return super().invoke(ctx)
+        if shared is None or self.database is None:
+            return super().invoke(ctx)
+        shared.access = self.database
+        if self.database in (READS, WRITES) and not isinstance(self, click.Group):
+            shared.open_store()
+        new_file = self.database == CREATES and shared.db_path != ":memory:" and not Path(shared.db_path).exists()
+        try:
+            return super().invoke(ctx)
+        except BaseException as exc:
+            if new_file and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+                shared.remove_database()
+            raise
 
 
 class CalibrateCommand(DeclaresDatabase, click.Command):
@@ -144,32 +202,49 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
-        except CalibrateError as exc:
-            raise click.ClickException(safe(str(exc))) from None
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(safe(f"{where}{exc.strerror or exc}")) from None
+            try:
+                return super().invoke(ctx)
+            except CalibrateError as exc:
+                raise click.ClickException(str(exc)) from None
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
         except click.ClickException as exc:
             exc.message = safe(exc.message)
+            fitted = fit_error(exc.format_message())
+            exc.format_message = lambda: fitted  # shown as "Error: …" within the terminal's width
             raise
 
 
-@click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db", "db_path", help="The SQLite file [default: calibrate.db; or $CALIBRATE_DB, or db in calibrate.toml].",
-)
-@click.option(
-    "--templates", "template_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-    help="An extra template folder (same manifest format); may be repeated [or $CALIBRATE_TEMPLATES].",
-)
+def fit_error(message: str) -> str:
+    """An error message folded at spaces to $COLUMNS or the terminal's width, after the "Error: "
+    click puts before it; paths and other long words are never broken. Piped without $COLUMNS
+    (a log), it stays one line per paragraph."""
+    import textwrap
+
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() else err_console.width if err_console.is_terminal else None
+    if not width:
+        return message
+    lines = []
+    for paragraph in message.split("\n"):
+        indent = " " * len("Error: ") if not lines else ""
+        folded = textwrap.wrap(paragraph, width, initial_indent=indent, break_long_words=False,
+                               break_on_hyphens=False) or [""]
+        lines += [folded[0][len(indent):], *folded[1:]]
+    return "\n".join(lines)
+
+
+@click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             params=global_options(on_subcommand=False))
 @click.version_option(package_name="calibrate")
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, template_dirs: tuple[str, ...]) -> None:
     """Can this LLM judge be trusted? Import items, run judges, label, measure agreement.
 
-    Settings come from flags, then environment variables, then ./calibrate.toml, then the
-    user config file: `calibrate config` shows which."""
+    --db and --templates go before or after the command. Settings come from flags, then
+    environment variables, then ./calibrate.toml, then the user config file: `calibrate
+    config` shows which."""
     ctx.obj = Context(Settings({"db": db_path, "templates": template_dirs}))
     ctx.call_on_close(ctx.obj.close)
 
@@ -179,6 +254,77 @@ def main() -> None:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+def closest(value: str, known: list[str]) -> str | None:
+    """The known name closest to a misspelt one (difflib's ratio, case aside), if any is close."""
+    by_folded = {name.casefold(): name for name in known}
+    found = difflib.get_close_matches(value.casefold(), list(by_folded), n=1, cutoff=0.75)
+    return by_folded[found[0]] if found else None
+
+
+def listing(names: list[str]) -> str:
+    return ", ".join(name or "(none)" for name in names) or "none yet"
+
+
+def unknown_value(what: str, value: str, known: list[str], known_as: str) -> str:
+    """"unknown task 'c3/lexcal' (did you mean c3/lexical?); known tasks: …": a value no
+    list holds, the closest match and every valid value."""
+    match = closest(value, known)
+    return f"unknown {what} {value!r}" + (f" (did you mean {match}?)" if match else "") + f"; {known_as}: {listing(known)}"
+
+
+def option_error(option: str, message: str) -> click.BadParameter:
+    """A usage error (exit 2) about the value of `option` of the running command."""
+    return click.BadParameter(message, ctx=click.get_current_context(silent=True), param_hint=f"'{option}'")
+
+
+def _checked_lang(ctx: click.Context, param: click.Parameter, lang: str | None) -> str | None:
+    if lang is not None and lang not in LANGS:
+        raise click.BadParameter(unknown_value("language", lang, list(LANGS), "languages"), ctx=ctx, param=param)
+    return lang
+
+
+def lang_option(help_text: str = "Only this language.", required: bool = False):
+    """--lang, checked as an option value (en or zh)."""
+    return click.option("--lang", required=required, metavar="en|zh", callback=_checked_lang, help=help_text)
+
+
+TEMPLATES_HINT = "a task of your own needs its template folder: --templates DIR"
+
+
+def check_template_task(ctx: Context, task: str, lang: str) -> None:
+    """A task an import names must have a template in its language (bundled or --templates)."""
+    served = ctx.templates.tasks()
+    if (task, lang) in served:
+        return
+    elsewhere = sorted(language for name, language in served if name == task)
+    if elsewhere:
+        raise option_error("--task", f"task {task} has no template in {lang} (it has in {', '.join(elsewhere)})")
+    in_lang = sorted(name for name, language in served if language == lang)
+    raise option_error("--task", f"{unknown_value('task', task, in_lang, f'tasks in {lang}')}; {TEMPLATES_HINT}")
+
+
+def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = None, system: str | None = None,
+                  judge: str | None = None) -> None:
+    """Filters that select nothing in the database, refused before anything is done. A value
+    nothing knows (a misspelt task, language, system or judge) is a usage error naming the
+    closest match and the valid values; a valid task or language this database holds no item
+    of is an error saying what it holds."""
+    template_tasks = {name for name, _ in ctx.templates.tasks()}
+    for what, option, value in (("task", "--task", task), ("language", "--lang", lang), ("system", "--system", system),
+                                ("judge", "--judge", judge)):
+        if not value:
+            continue
+        try:
+            ctx.store.check_filter(**{"lang" if what == "language" else what: value})
+        except UnknownFilter:
+            here = ctx.store.known(what)
+            if what == "language" or value in template_tasks and what == "task":
+                raise click.ClickException(f"no items of {what} {value!r} in {ctx.db_path}; it has {listing(here)}") from None
+            if what == "task":
+                raise option_error(option, unknown_value(what, value, sorted({*here, *template_tasks}), "known tasks")) from None
+            raise option_error(option, unknown_value(what, value, here, f"{ctx.db_path} has")) from None
 
 
 class RateColumn(ProgressColumn):
@@ -322,7 +468,6 @@ update_option = click.option(
     help="Record changed content under a known (task, lang, system, source id) as a new version "
          "(earlier labels stay with their version) instead of refusing it.",
 )
-lang_choice = click.Choice(["en", "zh"])
 
 
 def _system_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -352,7 +497,7 @@ def import_group() -> None:
 @import_group.command(name="jsonl", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--task", required=True, help="Task id, e.g. c3/heterograph or superglue/boolq.")
-@click.option("--lang", required=True, help="Language: en or zh.")
+@lang_option("Language: en or zh.", required=True)
 @click.option("--id-field", default="id", show_default=True, help="The line field holding the source id.")
 @click.option("--map", "field_map", multiple=True, metavar="ITEM_FIELD=LINE_FIELD", help="Rename a field; may be repeated.")
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
@@ -373,6 +518,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
         raise click.UsageError("--judge-output needs --judge-name")
     if system is not None and system_field:
         raise click.UsageError("give --system or --system-field, not both")
+    check_template_task(ctx, task, lang)
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = jsonl_records(
@@ -388,7 +534,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
               help="C3's text root for the language (C3/english/text or C3/chinese/text).")
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The spoken dialogue model's response tree.")
-@click.option("--lang", required=True, type=lang_choice)
+@lang_option("Language: en or zh.", required=True)
 @system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
 @skip_bad_option
 @update_option
@@ -403,7 +549,7 @@ def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update)
 
 @import_group.command(name="c3-results", database=CREATES)
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--lang", required=True, type=lang_choice)
+@lang_option("Language: en or zh.", required=True)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
                "folder's name", "The spoken dialogue model whose answers were judged")
@@ -471,7 +617,7 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 
 @cli.command(name="items", database=READS)
 @click.option("--task")
-@click.option("--lang")
+@lang_option()
 @click.option("--status", type=click.Choice(STATUSES))
 @system_filter_option
 @click.option("--limit", type=int, default=50, show_default=True)
@@ -481,7 +627,7 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     """List items, filtered by task, language, system and status."""
     rows = []
-    ctx.store.check_filter(task=task, lang=lang, system=system)
+    check_filters(ctx, task=task, lang=lang, system=system)
     for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
@@ -498,6 +644,7 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @pass_ctx
 def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+    check_filters(ctx, system=system)
     counts = ctx.store.status_counts(system=system)
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     if as_json:
@@ -559,8 +706,7 @@ def render_command(ctx, item_id, variant, judge):
     item = ctx.store.item(item_id)
     if item is None:
         raise click.ClickException(f"no item {item_id} in {ctx.db_path}")
-    if judge:
-        ctx.store.check_filter(judge=judge)
+    check_filters(ctx, judge=judge)
     judged = None if variant else next((j for j in ctx.store.judgments_for_item(item_id, judge) if j.prompt), None)
     template = ctx.templates.for_task(item.task, item.lang, variant)
     if judged is not None:
@@ -586,6 +732,7 @@ def parse_command(ctx, judge):
     For after a parser change: raw outputs are never rewritten, only the verdicts."""
     from calibrate.judgments import reparse
 
+    check_filters(ctx, judge=judge)
     changes = reparse(ctx.store, ctx.templates, judge)
     if not changes:
         console.print("no verdict changed")
@@ -639,7 +786,7 @@ def annotate_options(command):
     for option in reversed([
         click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
         click.option("--task", help="Only this task."),
-        click.option("--lang", help="Only this language."),
+        lang_option(),
         click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
@@ -676,7 +823,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    ctx.store.check_filter(task=task, lang=lang, system=system, judge=judge)
+    check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
     ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
@@ -704,6 +851,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
     from calibrate.serve import CalibrateServer, Logins, is_loopback
 
+    check_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
     annotator = options.pop("annotator")
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
@@ -741,7 +889,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True)
 @click.option("--task")
-@click.option("--lang")
+@lang_option()
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
@@ -770,6 +918,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     from calibrate.judge_runner import export_batch as write_batch
     from calibrate.judge_runner import import_batch as read_batch
 
+    check_filters(ctx, task=task, lang=lang)
     if judge_kind == "rule":
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
         _print_judge_summary(summary)
@@ -879,7 +1028,7 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from, families=families,
                                     reliability=reliability)
-    ctx.store.check_filter(system=system, judge=None if judge == JURY else judge)
+    check_filters(ctx, system=system, judge=None if judge == JURY else judge)
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
@@ -904,6 +1053,7 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 
+    check_filters(ctx, system=system, judge=judge)
     result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
 
@@ -928,8 +1078,7 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
     with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
     from calibrate import trust
 
-    if judge:
-        ctx.store.check_filter(judge=judge)
+    check_filters(ctx, judge=judge)
     result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                gold_from=gold_from)
     emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
@@ -1002,6 +1151,7 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     from calibrate.reliability_cells import accepted_items
 
     ctx = click_ctx.find_object(Context)
+    check_filters(ctx, system=system)
     writer = write_jsonl if fmt == "jsonl" else write_csv
     accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
@@ -1014,7 +1164,7 @@ def export_group(click_ctx, fmt, out, system, target, risk):
 
 @export_group.command(name="c3", database=READS)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--lang", required=True, type=lang_choice)
+@lang_option("Language: en or zh.", required=True)
 @click.option("--judge", "judges", multiple=True,
               help="Whose raw output fills check_answer for judged phenomena; may be repeated (then one result "
                    "tree per judge, OUT_DIR/<judge>/). Name judges dpsk and gpt to get C3's exact statistics keys.")
@@ -1031,7 +1181,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     from calibrate.scores.model import ScoresError
 
     for judge in judges:
-        ctx.store.check_filter(judge=judge)
+        check_filters(ctx, judge=judge)
     known = c3_systems(ctx.store, lang)
     if system is None:
         if len(known) > 1:

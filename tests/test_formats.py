@@ -81,14 +81,18 @@ def test_skip_bad_reports_every_skipped_line(calibrate, tmp_path):
     assert counts(calibrate.db)[0] == 2
 
 
-@pytest.mark.parametrize(("task", "lang", "message"), [("c3/nonsense", "en", "unknown task 'c3/nonsense'"),
-                                                      ("c3/lexical", "fr", "unknown language 'fr': use en or zh"),
-                                                      ("c3/lexical", "english", "unknown language 'english': use en or zh")])
-def test_unknown_task_or_language(calibrate, tmp_path, task, lang, message):
+@pytest.mark.parametrize(("task", "lang", "message"), [
+    ("c3/nonsense", "en", "Invalid value for '--task': unknown task 'c3/nonsense'; tasks in en: c3/coreference-detection"),
+    ("c3/lexcal", "en", "unknown task 'c3/lexcal' (did you mean c3/lexical?); tasks in en:"),
+    ("c3/tone", "en", "task c3/tone has no template in en (it has in zh)"),
+    ("c3/lexical", "fr", "Invalid value for '--lang': unknown language 'fr'; languages: en, zh"),
+    ("c3/lexical", "EN", "unknown language 'EN' (did you mean en?); languages: en, zh"),
+    ("c3/lexical", "english", "unknown language 'english'; languages: en, zh")])
+def test_unknown_task_or_language_is_a_usage_error_naming_the_valid_ones(calibrate, tmp_path, task, lang, message):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}])
     out = calibrate("import", "jsonl", str(f), "--task", task, "--lang", lang, ok=False)
-    assert out.exit_code != 0 and message in out.output
-    assert counts(calibrate.db) == (0, 0, 0)
+    assert out.exit_code == 2 and message in out.output and "--skip-bad" not in out.output
+    assert not calibrate.db.exists()
 
 
 def test_non_utf8_and_empty_files(calibrate, tmp_path):
