@@ -32,7 +32,7 @@ from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import Settings
 from calibrate.store import Store, UnknownFilter
-from calibrate.templates import LANGS, TemplateSet
+from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -290,9 +290,6 @@ def lang_option(help_text: str = "Only this language.", required: bool = False):
     return click.option("--lang", required=required, metavar="en|zh", callback=_checked_lang, help=help_text)
 
 
-TEMPLATES_HINT = "a task of your own needs its template folder: --templates DIR"
-
-
 def check_template_task(ctx: Context, task: str, lang: str) -> None:
     """A task an import names must have a template in its language (bundled or --templates)."""
     served = ctx.templates.tasks()
@@ -311,6 +308,8 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
     nothing knows (a misspelt task, language, system or judge) is a usage error naming the
     closest match and the valid values; a valid task or language this database holds no item
     of is an error saying what it holds."""
+    if system == "" and "" not in ctx.store.systems():
+        raise click.ClickException(f"no items without a system in {ctx.db_path}; it has {listing(ctx.store.known('system'))}")
     template_tasks = {name for name, _ in ctx.templates.tasks()}
     for what, option, value in (("task", "--task", task), ("language", "--lang", lang), ("system", "--system", system),
                                 ("judge", "--judge", judge)):
@@ -634,6 +633,13 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
         else:  # the terminal gets a one-line preview of the fields; --json has the item whole
             rows.append([item.id, item.task, item.lang, item.system, item.source_id,
                          json.dumps(item.fields, ensure_ascii=False)[:200]])
+    if not rows:
+        given = [f"--{name} {value!r}" for name, value in (("task", task), ("lang", lang), ("system", system),
+                                                            ("status", status)) if value is not None]
+        matching = ctx.store.count_items(task=task, lang=lang, system=system) if status is None else 0
+        raise click.ClickException(f"no items in {ctx.db_path}" + (f" match {' '.join(given)}" if given else "")
+                                   + (f" after the first {offset} ({matching} match)" if matching else "")
+                                   + ("" if given or matching else ": import items first (calibrate import …)"))
     columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
     print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)
 
@@ -646,6 +652,8 @@ def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
     check_filters(ctx, system=system)
     counts = ctx.store.status_counts(system=system)
+    if not counts:
+        raise click.ClickException(f"no items in {ctx.db_path}: import items first (calibrate import …)")
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     if as_json:
         print_table("status", columns, [[c[k] for k in columns] for c in counts], as_json)
@@ -733,6 +741,9 @@ def parse_command(ctx, judge):
     from calibrate.judgments import reparse
 
     check_filters(ctx, judge=judge)
+    if not ctx.store.known("judge"):
+        raise click.ClickException(f"no judgments in {ctx.db_path} to parse: run calibrate judge, or import "
+                                   "judgments run elsewhere (--judge-output)")
     changes = reparse(ctx.store, ctx.templates, judge)
     if not changes:
         console.print("no verdict changed")
@@ -921,6 +932,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     check_filters(ctx, task=task, lang=lang)
     if judge_kind == "rule":
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
+        if not summary.stored and not summary.skipped_done:
+            raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
+                                       (f" of task {task}" if task else "") + ": import them with "
+                                       "calibrate import superglue FILE --task NAME --predictions FILE")
         _print_judge_summary(summary)
         return
     if not model:
@@ -938,11 +953,14 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _print_judge_summary(summary)
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
-    for problem in summary.not_renderable:
-        err_console.print(safe_text(f"cannot render {problem}", style="yellow"))
+    left_out = _items_left_out(summary)
+    if not jobs:
+        _nothing_to_judge(ctx, summary, left_out, config.name)
+        return
     if export_batch:
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
+        _refuse_left_out(left_out)
         return
     if repeat == 1:
         console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
@@ -968,6 +986,45 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
     _print_judge_summary(summary)
+    _refuse_left_out(left_out)
+
+
+def _items_left_out(summary) -> list[str]:
+    """Why items the run was asked to judge were left out, each reason once with its count,
+    printed on stderr: tasks no template serves, prompts that cannot be rendered."""
+    lines = []
+    if summary.no_template:
+        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.no_template.items()))
+        lines.append(f"{sum(summary.no_template.values())} items of tasks no template serves were not judged "
+                     f"({cells}); add their template folder with --templates DIR (calibrate templates list "
+                     "shows the templates loaded)")
+    for reason, ids in summary.not_renderable.items():
+        shown = ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        lines.append(f"{len(ids)} items cannot be rendered ({reason}): item {shown}; fix the template or "
+                     "the items' fields (calibrate render ID shows one)")
+    for line in lines:
+        err_console.print(safe_text(line, style="yellow"))
+    return lines
+
+
+def _refuse_left_out(left_out: list[str]) -> None:
+    if left_out:
+        raise click.ClickException("some items were not judged (see above); the next run asks only for them")
+
+
+def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> None:
+    """No request to make: every item is judged already (done, exit 0), or nothing could be
+    asked (an error saying why)."""
+    if left_out:
+        raise click.ClickException("nothing was judged (see above)")
+    if summary.skipped_done:
+        console.print(safe_text(f"nothing to judge: {name} has judged all {summary.skipped_done} "
+                                "(--force judges them again)"))
+        return
+    if summary.no_prompt:
+        raise click.ClickException(f"nothing to judge: the {summary.no_prompt} items selected are of tasks people "
+                                   "decide (no judge prompt); label them with calibrate annotate")
+    raise click.ClickException(f"nothing to judge: no items in {ctx.db_path}; import items first (calibrate import …)")
 
 
 def _print_judge_summary(summary, check: bool = True) -> None:
@@ -1030,8 +1087,22 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     reliability=reliability)
     check_filters(ctx, system=system, judge=None if judge == JURY else judge)
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
+    if not any(line.n for cell in result.cells for line in cell.lines):
+        raise click.ClickException(_nothing_to_report(ctx, result.cells))
     emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
+
+
+def _nothing_to_report(ctx: Context, cells) -> str:
+    """Why the report has no line with a number, and what to do."""
+    if not cells:
+        return f"no judge verdicts in {ctx.db_path} to compare with people: run calibrate judge first"
+    labelled = [c for c in cells if c.lines]
+    if not labelled:
+        return (f"no agreement to report yet: none of the {len(cells)} judged cells has an item labelled by people. "
+                "Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
+    return (f"no agreement to report: every labelled item's verdict is unparsed in the {len(labelled)} labelled "
+            "cells; see --unparsed, or calibrate parse after a parser change")
 
 
 @cli.command(name="scores", database=READS)
@@ -1081,6 +1152,14 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
     check_filters(ctx, judge=judge)
     result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                gold_from=gold_from)
+    if not result.rows:
+        raise click.ClickException(f"no judge verdicts with a yes/no or label verdict in {ctx.db_path}: "
+                                   "run calibrate judge first")
+    if not any(row.found.n for row in result.rows):
+        raise click.ClickException(
+            f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "
+            f"({len(result.rows)} cells). Judge with --logprobs (or --repeat K) for a confidence, and label items "
+            "(calibrate annotate, or calibrate import labels FILE)")
     emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
 
 
@@ -1152,6 +1231,8 @@ def export_group(click_ctx, fmt, out, system, target, risk):
 
     ctx = click_ctx.find_object(Context)
     check_filters(ctx, system=system)
+    if not ctx.store.count_items(system=system):
+        raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
     accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:

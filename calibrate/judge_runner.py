@@ -104,7 +104,9 @@ class Job:
 @dataclass
 class RunSummary:
     skipped_done: int = 0
-    not_renderable: list[str] = field(default_factory=list)
+    not_renderable: dict[str, list[int]] = field(default_factory=dict)  # why -> ids of the items it stops
+    no_template: Counter = field(default_factory=Counter)  # (task, lang) no template serves -> items
+    no_prompt: int = 0  # items of tasks people decide (no judge prompt)
     stored: int = 0
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
@@ -150,8 +152,10 @@ def plan_jobs(
         try:
             template = templates.for_task(item.task, item.lang)
         except TemplateError:
+            summary.no_template[(item.task, item.lang)] += 1
             continue
         if not template.has_prompt:
+            summary.no_prompt += 1
             continue
         key = judge_key(config.name, config.model, template.version, params, config.server)
         if key not in done_by_key:
@@ -164,7 +168,7 @@ def plan_jobs(
         try:
             prompt = template.render(item.task, item.fields)
         except TemplateError as exc:
-            summary.not_renderable.append(f"item {item.id} ({item.source_id}): {exc}")
+            summary.not_renderable.setdefault(str(exc), []).append(item.id)
             continue
         jobs += [Job(item, template, prompt, key, sample) for sample in missing]
         items_asked += 1

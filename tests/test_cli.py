@@ -94,7 +94,7 @@ def test_a_file_that_is_not_a_calibrate_database_is_refused_and_left_as_it_is(tm
     assert "Traceback" not in result.output
 
 
-def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_db, tmp_path, monkeypatch):
+def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(labelled_demo_db, tmp_path, monkeypatch):
     import calibrate.cli as cli_module
 
     seen = []
@@ -105,7 +105,7 @@ def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_
         real_emit(result, fmt, out, what, *args, **kwargs)
 
     monkeypatch.setattr(cli_module, "emit", recording_emit)
-    run = Calibrate(demo_db)
+    run = Calibrate(labelled_demo_db)
     expected = []
     for command, what, extra in (("report", "report", ["--resamples", "200"]), ("scores", "scores", []),
                                  ("trust", "trust thresholds", [])):

@@ -315,7 +315,7 @@ def test_a_duplicate_prediction_idx_is_an_error(calibrate, tmp_path):
     assert counts(calibrate.db) == (0, 0, 0)
 
 
-def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
+def test_a_declared_field_type_must_be_known_and_an_undeclared_field_is_text(tmp_path):
     from calibrate.templates import TemplateError, TemplateSet
 
     folder = tmp_path / "mine" / "custom"
@@ -328,8 +328,7 @@ def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
     (folder / "manifest.toml").write_text(
         'family = "custom"\n[[template]]\nid = "custom/en/x"\nlang = "en"\ntasks = ["c3/lexical"]\n'
         'required = ["content"]\nverdict = "yes_no_en"\n')
-    with pytest.raises(TemplateError, match="required field 'content' has no type"):
-        TemplateSet([tmp_path / "mine"])
+    assert TemplateSet([tmp_path / "mine"]).get("custom/en/x").field_types == {"content": "text"}
 
 
 # -- imports are recorded runs in short transactions ---------------------------------------------
