@@ -422,7 +422,9 @@ out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Pat
                           help="Write to a file instead of the terminal.")
 
 
-def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> ImportReport:
+def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "") -> ImportReport:
+    """Store the records and print what happened; `system` says whose items they are (and how
+    the name was chosen), at the end of the summary."""
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update)
     for bad in report.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
@@ -435,8 +437,17 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False) -> I
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, {len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
+        + (f"; system {system}" if system else "")
     )
     return report
+
+
+def named_system(system: str | None, default: str, how: str) -> tuple[str, str]:
+    """The system an import stores its items under, and how the summary names it: as given,
+    or the default with where it came from (and the flag to change it)."""
+    if system is not None:
+        return system, system
+    return default, f"{default} ({how}; --system names another)"
 
 
 def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -525,7 +536,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
             reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, audio_field=audio_field,
             system=system or "", system_field=system_field, progress=advance,
         )
-        run_import(ctx, records, skip_bad, update)
+        run_import(ctx, records, skip_bad, update, system or "")
 
 
 @import_group.command(name="c3", database=CREATES)
@@ -534,16 +545,18 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @click.option("--responses", "responses_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The spoken dialogue model's response tree.")
 @lang_option("Language: en or zh.", required=True)
-@system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
+@system_option("the --responses folder's name, or the one above it when that is english/ or chinese/",
+               "The spoken dialogue model that wrote the responses")
 @skip_bad_option
 @update_option
 @pass_ctx
 def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update):
     """Import the C3 reference tree paired with a response tree."""
-    from calibrate.formats.c3 import c3_parts, c3_records
+    from calibrate.formats.c3 import c3_parts, c3_records, default_system
 
+    system, shown = named_system(system, default_system(responses_dir), "the responses' folder")
     with byte_progress(len(c3_parts(reference_dir, lang)), "importing C3", unit="files") as advance:
-        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update)
+        run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system), skip_bad, update, shown)
 
 
 @import_group.command(name="c3-results", database=CREATES)
@@ -551,7 +564,8 @@ def import_c3(ctx, reference_dir, responses_dir, lang, system, skip_bad, update)
 @lang_option("Language: en or zh.", required=True)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
-               "folder's name", "The spoken dialogue model whose answers were judged")
+               "folder's name, or the one above it when that is english/ or chinese/",
+               "The spoken dialogue model whose answers were judged")
 @skip_bad_option
 @update_option
 @pass_ctx
@@ -559,13 +573,15 @@ def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, upda
     """Import the C3 script's result files: check_answer becomes a judgment.
 
     Items not imported yet are created from the records (content, reference, answer)."""
-    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems
+    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems, default_system
 
-    if system is None:
-        known = c3_systems(ctx.store, lang)
-        system = known[0] if len(known) == 1 else None
+    known = c3_systems(ctx.store, lang) if system is None else []
+    if len(known) == 1:
+        system, shown = named_system(None, known[0], f"the one system with C3 {lang} items")
+    else:
+        system, shown = named_system(system, default_system(results_dir), "the results' folder")
     with byte_progress(len(c3_result_parts(results_dir, lang)), "importing C3 results", unit="files") as advance:
-        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update)
+        run_import(ctx, c3_result_records(results_dir, lang, judge_name, advance, system), skip_bad, update, shown)
 
 
 @import_group.command(name="superglue", database=CREATES)
@@ -573,20 +589,27 @@ def import_c3_results(ctx, results_dir, lang, judge_name, system, skip_bad, upda
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
-@system_option("the --predictions file's name up to its first dot; none without --predictions",
+@system_option("the name of the folder holding --predictions (required where that folder is the working "
+               "folder, FILE's folder or a task's); none without --predictions",
                "The model whose --predictions these are")
 @skip_bad_option
 @update_option
 @pass_ctx
 def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update):
     """Import a SuperGLUE task's published JSONL."""
-    from calibrate.formats.superglue import superglue_records
+    from calibrate.formats.superglue import default_system, superglue_records
 
-    if system is None:
-        system = predictions.name.split(".", 1)[0] if predictions else ""
+    shown = system or ""
+    if system is None and predictions:
+        default = default_system(predictions, file)
+        if default is None:
+            raise click.UsageError(f"--system is required: the folder of {predictions} does not say whose answers "
+                                   "these are (name the model with --system, or keep each model's predictions in a "
+                                   "folder named after it)")
+        system, shown = named_system(None, default, "the predictions' folder")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, superglue_records(file, task_name, predictions, advance, system), skip_bad, update)
+        run_import(ctx, superglue_records(file, task_name, predictions, advance, system or ""), skip_bad, update, shown)
 
 
 @import_group.command(name="rubric", database=CREATES)
@@ -606,7 +629,7 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = rubric_records(file, judge_output=judge_output, judge_name=judge_name, system=system or "", progress=advance)
-        run_import(ctx, records, skip_bad, update)
+        run_import(ctx, records, skip_bad, update, system or "")
 
 
 # -- look around -------------------------------------------------------------------------------
@@ -1171,10 +1194,11 @@ def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
     from calibrate.formats.labels import import_labels
 
-    added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
-    for bad in skipped:
+    done = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
+    for bad in done.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
-    console.print(f"{added} labels added, {len(skipped)} skipped")
+    console.print(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
+                  + (f", {done.without_gold} items without a gold label left out" if done.without_gold else ""))
 
 
 @cli.command(name="merge", database=CREATES)

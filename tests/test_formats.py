@@ -187,14 +187,16 @@ SG = DEMO_DIR / "superglue"
 
 @pytest.mark.parametrize("task", ["boolq", "copa", "cb", "rte", "wic", "wsc", "multirc", "record", "axb", "axg"])
 def test_superglue_every_task(calibrate, task):
-    calibrate("import", "superglue", "--task", task, str(SG / f"{task}.jsonl"), "--predictions", str(SG / f"{task}.predictions.jsonl"))
+    calibrate("import", "superglue", "--task", task, str(SG / f"{task}.jsonl"), "--predictions", str(SG / f"{task}.predictions.jsonl"),
+              "--system", "m")
     store = Store(calibrate.db)
     items = store.items()
     assert items and all(i.task == f"superglue/{task}" and "response" in i.fields for i in items)
 
 
 def test_superglue_multirc_is_one_item_per_answer_and_copa_gold_is_shifted(calibrate):
-    calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(SG / "multirc.predictions.jsonl"))
+    calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(SG / "multirc.predictions.jsonl"),
+              "--system", "m")
     calibrate("import", "superglue", "--task", "copa", str(SG / "copa.jsonl"))
     store = Store(calibrate.db)
     multirc = store.items(task="superglue/multirc")
@@ -310,7 +312,7 @@ def test_an_unterminated_csv_quote_is_an_error_naming_its_line(demo_db, tmp_path
 def test_a_duplicate_prediction_idx_is_an_error(calibrate, tmp_path):
     data = write_jsonl(tmp_path / "boolq.jsonl", [{"idx": 0, "question": "q", "passage": "p", "label": True}])
     preds = write_jsonl(tmp_path / "preds.jsonl", [{"idx": 0, "response": "yes"}, {"idx": 0, "response": "no"}])
-    out = calibrate("import", "superglue", "--task", "boolq", str(data), "--predictions", str(preds), ok=False)
+    out = calibrate("import", "superglue", "--task", "boolq", str(data), "--predictions", str(preds), "--system", "m", ok=False)
     assert out.exit_code == 1 and "preds.jsonl:2: prediction idx \"0\" repeats" in out.output and "preds.jsonl:1" in out.output
     assert counts(calibrate.db) == (0, 0, 0)
 
