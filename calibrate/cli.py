@@ -883,7 +883,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 
     Prints the URL to open (…/?token=…); anything without the token gets 403. Each tab is one
     annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
-    from calibrate.serve import CalibrateServer, Logins, is_loopback
+    from calibrate.serve import CalibrateServer, Logins, is_loopback, url_host
 
     check_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
@@ -901,7 +901,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     if not is_loopback(host):
         err_console.print(f"warning: binding {host} lets anyone who can reach this machine try to connect; "
                           "the token is the only protection and travels unencrypted over http", style="bold yellow")
-    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    base = f"http://{url_host(host)}:{port}"
     console.print("serving calibrate (Ctrl-C stops); open:")
     for person, url in logins.urls(base):
         console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
