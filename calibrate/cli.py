@@ -21,11 +21,11 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import safe, safe_json
+from calibrate.fit import Columns, fit_table
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
 from calibrate.redact import redact_url
@@ -34,8 +34,15 @@ from calibrate.settings import Settings
 from calibrate.store import Store, UnknownFilter
 from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+def width_given(stream) -> bool:
+    """Whether output to `stream` has a width to fit: a terminal's, or $COLUMNS. Prose is folded
+    to it; piped without $COLUMNS (a log, grep), a line stays one line. Tables always fit the
+    width (80 columns when none is given)."""
+    return os.environ.get("COLUMNS", "").isdigit() or stream.isatty()
+
+
+console = Console(soft_wrap=not width_given(sys.stdout))
+err_console = Console(stderr=True, soft_wrap=not width_given(sys.stderr))
 
 
 READS, WRITES, CREATES = "reads", "writes", "creates"
@@ -217,15 +224,13 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
 
 
 def fit_error(message: str) -> str:
-    """An error message folded at spaces to $COLUMNS or the terminal's width, after the "Error: "
-    click puts before it; paths and other long words are never broken. Piped without $COLUMNS
-    (a log), it stays one line per paragraph."""
+    """An error message folded at spaces to the width stderr is given (width_given), after the
+    "Error: " click puts before it; paths and other long words are never broken."""
     import textwrap
 
-    columns = os.environ.get("COLUMNS", "")
-    width = int(columns) if columns.isdigit() else err_console.width if err_console.is_terminal else None
-    if not width:
+    if err_console.soft_wrap:
         return message
+    width = err_console.width
     lines = []
     for paragraph in message.split("\n"):
         indent = " " * len("Error: ") if not lines else ""
@@ -349,43 +354,21 @@ def safe_text(text, style: str = "") -> Text:
 
 
 def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
-    """Rows as JSON, or as a table on the console: short values keep their width, free text
-    folds, previews end in "…"; a table that cannot fit the console this way is printed as one
-    block of "column: value" lines per row instead (never with columns squeezed away)."""
+    """Rows as JSON, or as a table fitted to the console (calibrate.fit): short values keep
+    their width, free text folds, previews end in "…"; a table that cannot fit is printed as
+    one block of "column  value" lines per row instead (never with columns squeezed away)."""
     if as_json:
         click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
-    from rich import box
-
-    cells = [[safe(v) for v in row] for row in rows]
-    widths = []
-    for n, column in enumerate(columns):
-        widest = max([len(column), *(len(row[n]) for row in cells)])
-        widths.append(min(widest, PREVIEW_WIDTH if column in PREVIEWS else FREE_TEXT_WIDTH if column in FREE_TEXT
-                          else widest))
-    if sum(widths) + 3 * (len(columns) - 1) > console.width:
-        console.print(Text(safe(title), style="bold"))
-        name_width = max(map(len, columns))
-        for row in cells:
-            console.print()
-            for column, value in zip(columns, row, strict=True):
-                console.print(Text.assemble((f"{column:>{name_width}}  ", "dim"), value), soft_wrap=False)
-        return
-    table = Table(title=safe(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column, width in zip(columns, widths, strict=True):
-        if column in PREVIEWS:
-            table.add_column(safe(column), overflow="ellipsis", no_wrap=True, max_width=width)
-        else:  # free text may wrap; short values (numbers, codes, ids) keep their width and never fold
-            table.add_column(safe(column), overflow="fold", no_wrap=column not in FREE_TEXT, min_width=width)
-    for row in cells:
-        table.add_row(*[Text(v) for v in row])
-    console.print(table)
+    how = Columns(texts=tuple(c for c in columns if c in FREE_TEXT), previews={c: PREVIEW_WIDTH for c in PREVIEWS},
+                  names=tuple(c for c in columns if c in NAMES))
+    console.print(fit_table(columns, [[safe(v) for v in row] for row in rows], console.width, how, title=safe(title)))
 
 
 FREE_TEXT = {"task", "tasks", "source_id", "required fields", "value", "from", "to"}
 PREVIEWS = {"fields", "reference"}  # one line each; `items --json` gives them whole
 PREVIEW_WIDTH = 24
-FREE_TEXT_WIDTH = 14  # free text folds, but never below this width
+NAMES = {"system", "id"}  # shortened in the middle where the table needs it (distinct ones stay distinct)
 
 
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
