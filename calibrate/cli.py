@@ -34,6 +34,7 @@ from calibrate.settings import Settings
 from calibrate.store import Store, UnknownFilter
 from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
 
+
 def width_given(stream) -> bool:
     """Whether output to `stream` has a width to fit: a terminal's, or $COLUMNS. Prose is folded
     to it; piped without $COLUMNS (a log, grep), a line stays one line. Tables always fit the
@@ -807,8 +808,9 @@ def annotate_options(command):
         click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
-        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
-                     help="The queue's order. Items you skip come back once, after the rest of the queue. "
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True, metavar="ORDER",
+                     help=f"The queue's order: {', '.join(ORDERS)}. Items you skip come back once, after the rest "
+                          "of the queue. "
                           "informative: next the label that most narrows the corrected scores' intervals "
                           "(cells with wide intervals and contested verdicts first; random within a cell)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
