@@ -3,7 +3,6 @@ export) as a scriptable subcommand over one SQLite file."""
 
 from __future__ import annotations
 
-import difflib
 import io
 import json
 import os
@@ -28,6 +27,7 @@ from calibrate.escape import safe, safe_json
 from calibrate.fit import Columns, fit_table
 from calibrate.formats import ImportReport, import_records
 from calibrate.model import CalibrateError, check_system
+from calibrate.names import listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import Settings
@@ -260,24 +260,6 @@ def main() -> None:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def closest(value: str, known: list[str]) -> str | None:
-    """The known name closest to a misspelt one (difflib's ratio, case aside), if any is close."""
-    by_folded = {name.casefold(): name for name in known}
-    found = difflib.get_close_matches(value.casefold(), list(by_folded), n=1, cutoff=0.75)
-    return by_folded[found[0]] if found else None
-
-
-def listing(names: list[str]) -> str:
-    return ", ".join(name or "(none)" for name in names) or "none yet"
-
-
-def unknown_value(what: str, value: str, known: list[str], known_as: str) -> str:
-    """"unknown task 'c3/lexcal' (did you mean c3/lexical?); known tasks: …": a value no
-    list holds, the closest match and every valid value."""
-    match = closest(value, known)
-    return f"unknown {what} {value!r}" + (f" (did you mean {match}?)" if match else "") + f"; {known_as}: {listing(known)}"
 
 
 def option_error(option: str, message: str) -> click.BadParameter:
