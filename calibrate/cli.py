@@ -1178,7 +1178,7 @@ def merge_command(ctx, other):
     For an offline annotator's copy: items by content hash, judgments and annotations by uid, so
     running it twice adds nothing. OTHER is only read, never changed; rows that fail validation
     are refused and listed. The label in force is the latest decision by time, whichever file
-    it came from."""
+    it came from. Refused rows make the exit status 1 (the rest is merged)."""
     from calibrate.merge import merge_database
 
     if Path(other).resolve() == Path(ctx.db_path).resolve():
@@ -1198,6 +1198,8 @@ def merge_command(ctx, other):
             err_console.print(safe_text(f"  {example}"))
         if sum(report.refused.values()) > len(report.examples):
             err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
+        raise click.ClickException(f"{sum(report.refused.values())} rows of {other} were refused (listed above) and "
+                                   "not merged; the rest is merged, and merging again adds only what is fixed")
 
 
 @cli.group(name="export", invoke_without_command=True, database=READS)
