@@ -262,6 +262,11 @@ def main() -> None:
 # -- helpers -----------------------------------------------------------------------------------
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 item', '2 items'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def option_error(option: str, message: str) -> click.BadParameter:
     """A usage error (exit 2) about the value of `option` of the running command."""
     return click.BadParameter(message, ctx=click.get_current_context(silent=True), param_hint=f"'{option}'")
@@ -985,12 +990,12 @@ def _items_left_out(summary) -> list[str]:
     lines = []
     if summary.no_template:
         cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.no_template.items()))
-        lines.append(f"{sum(summary.no_template.values())} items of tasks no template serves were not judged "
+        lines.append(f"{counted(sum(summary.no_template.values()), 'item')} of tasks no template serves not judged "
                      f"({cells}); add their template folder with --templates DIR (calibrate templates list "
                      "shows the templates loaded)")
     for reason, ids in summary.not_renderable.items():
         shown = ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        lines.append(f"{len(ids)} items cannot be rendered ({reason}): item {shown}; fix the template or "
+        lines.append(f"{counted(len(ids), 'item')} cannot be rendered ({reason}): id {shown}; fix the template or "
                      "the items' fields (calibrate render ID shows one)")
     for line in lines:
         err_console.print(safe_text(line, style="yellow"))
@@ -1166,7 +1171,7 @@ def import_labels_command(ctx, file, skip_bad):
     for bad in done.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     console.print(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
-                  + (f", {done.without_gold} items without a gold label left out" if done.without_gold else ""))
+                  + (f", {counted(done.without_gold, 'item')} without a gold label left out" if done.without_gold else ""))
 
 
 @cli.command(name="merge", database=CREATES)

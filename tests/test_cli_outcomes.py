@@ -71,7 +71,7 @@ def test_judge_without_the_templates_of_a_task_names_the_task_and_the_flag(mine_
         out = mine_db("judge", "--model", "m", "--base-url", server.url, ok=False)
         assert server.requests == []
     assert out.exit_code == 1 and "Error: nothing was judged" in out.output
-    assert "4 items of tasks no template serves were not judged (mine/broken (en): 2, mine/factcheck (en): 2)" in out.output
+    assert "4 items of tasks no template serves not judged (mine/broken (en): 2, mine/factcheck (en): 2)" in out.output
     assert "--templates DIR" in out.output
     assert fingerprint(mine_db.db.parent) == before
 
@@ -82,7 +82,7 @@ def test_a_template_that_cannot_render_is_an_error_naming_the_items(mine_db, my_
         assert len(server.requests) == 2, "the items that render are judged"
     assert out.exit_code == 1
     assert ("2 items cannot be rendered (template mine/en/broken: missing field ('undefined_thing' is undefined)): "
-            "item 3, 4") in out.output
+            "id 3, 4") in out.output
     assert "some items were not judged (see above); the next run asks only for them" in out.output
     assert {j.judge_name for j in Store(mine_db.db).judgments()} == {"m"} and len(list(Store(mine_db.db).judgments())) == 2
 
