@@ -1203,7 +1203,7 @@ def merge_command(ctx, other):
             err_console.print(safe_text(f"  {example}"))
         if sum(report.refused.values()) > len(report.examples):
             err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
-        raise click.ClickException(f"{sum(report.refused.values())} rows of {other} were refused (listed above) and "
+        raise click.ClickException(f"{counted(sum(report.refused.values()), 'row')} of {other} refused (listed above), "
                                    "not merged; the rest is merged, and merging again adds only what is fixed")
 
 

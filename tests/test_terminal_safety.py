@@ -107,8 +107,8 @@ def test_import_and_merge_messages_show_escapes_visibly(nasty_db, tmp_path, demo
     store = Store(nasty_db)
     store.annotate(1, f"x{NASTY}", "label", label=NASTY)
     store.close()
-    merged = Calibrate(demo_db)("merge", str(nasty_db))
-    assert "refused" in merged.output
+    merged = Calibrate(demo_db)("merge", str(nasty_db), ok=False)
+    assert merged.exit_code == 1 and "refused" in merged.output
     assert_safe(merged.output)
 
 
