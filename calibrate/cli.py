@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import sys
 from contextlib import contextmanager
@@ -20,22 +21,31 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
+from calibrate.fit import Columns, fit_table
 from calibrate.formats import ImportReport, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
+from calibrate.names import listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
-from calibrate.store import Store
-from calibrate.templates import TemplateSet
+from calibrate.store import Store, UnknownFilter
+from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+
+def width_given(stream) -> bool:
+    """Whether output to `stream` has a width to fit: a terminal's, or $COLUMNS. Prose is folded
+    to it; piped without $COLUMNS (a log, grep), a line stays one line. Tables always fit the
+    width (80 columns when none is given)."""
+    return os.environ.get("COLUMNS", "").isdigit() or stream.isatty()
+
+
+console = Console(soft_wrap=not width_given(sys.stdout))
+err_console = Console(stderr=True, soft_wrap=not width_given(sys.stderr))
 
 
 READS, WRITES, CREATES = "reads", "writes", "creates"
@@ -56,6 +66,20 @@ class Context:
         self.access: str | None = None  # the running command's declaration
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
+
+    def add_flags(self, **flags) -> None:
+        """The global options given after the subcommand (`calibrate status --db x.db`): the
+        same settings as before it. --templates folders add up; two different --db values are
+        a usage error."""
+        db = flags.get("db")
+        given, source = self.settings.lookup("db")
+        if db and source == "command line" and str(given) != db:
+            raise click.UsageError(f"--db given twice ({given} and {db}): give it once")
+        before = self.settings.lookup("templates")
+        folders = (*(before[0] if before[1] == "command line" else ()), *flags.get("templates", ()))
+        self.settings = self.settings.with_flags(db=db, templates=folders)
+        self.db_path = str(self.settings.get("db"))
+        self._templates = None
 
     @property
     def store(self) -> Store:
@@ -113,6 +137,14 @@ class Context:
             self._store.close()
             self._store = None
 
+    def remove_database(self) -> None:
+        """Remove the database file this command created (and SQLite's files beside it)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path = Path(self.db_path + suffix)
+            if path.exists():  # (unlinking a missing file in a read-only folder fails too)
+                path.unlink()
+
 
 def _say_waiting(seconds: float) -> None:
     """Another writer holds the database: say so when a wait starts (the first call of each wait
@@ -139,26 +171,59 @@ def _describe_import_run(run: dict) -> str:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+DB_HELP = "The SQLite file [default: calibrate.db; or $CALIBRATE_DB, or db in calibrate.toml]."
+TEMPLATES_HELP = "An extra template folder (same manifest format); may be repeated [or $CALIBRATE_TEMPLATES]."
+
+
+def global_options(*, on_subcommand: bool) -> list[click.Option]:
+    """--db and --templates. The top-level group passes them to `cli`; every command and
+    group below it takes them too (before or after the subcommand's name mean the same), and
+    hands them to the shared Context as they are parsed (eagerly, so option checks that read
+    the templates see them)."""
+    extra = {"expose_value": False, "is_eager": True, "callback": _global_flag} if on_subcommand else {}
+    return [
+        click.Option(["--db", "db_path"], help=DB_HELP, **extra),
+        click.Option(["--templates", "template_dirs"], multiple=True, type=click.Path(exists=True, file_okay=False),
+                     help=TEMPLATES_HELP, **extra),
+    ]
+
+
+def _global_flag(ctx: click.Context, param: click.Parameter, value) -> None:
+    shared = ctx.find_object(Context)
+    if shared is not None and value:
+        shared.add_flags(**{"db" if param.name == "db_path" else "templates": value})
+
+
 class DeclaresDatabase:
     """A command or group that declares what it does with the database: `database=READS`,
     WRITES or CREATES, or None for one that never opens it. A command that reads or writes
-    opens the database before it runs, so a missing one is refused before anything happens."""
+    opens the database before it runs, so a missing one is refused before anything happens
+    (a group that runs without a subcommand opens it on first use). A command that creates
+    the database and fails removes the file it created. Every command takes the global
+    options (global_options)."""
 
     def __init__(self, *args, database: str | None, **kwargs):
         super().__init__(*args, **kwargs)
         if database not in (None, READS, WRITES, CREATES):
             raise ValueError(f"database={database!r}: use READS, WRITES, CREATES or None")
         self.database = database
+        if not any(param.name == "db_path" for param in self.params):  # the top-level group has its own
+            self.params += global_options(on_subcommand=True)
 
     def invoke(self, ctx: click.Context):
         shared = ctx.find_object(Context)
-        # a group that runs a subcommand leaves the database to it (`export c3 --help` needs none)
-        runs_subcommand = isinstance(self, click.Group) and bool(ctx._protected_args)
-        if shared is not None and self.database is not None and not runs_subcommand:
-            shared.access = self.database
-            if self.database in (READS, WRITES):
-                shared.open_store()
-        return super().invoke(ctx)
+        if shared is None or self.database is None:
+            return super().invoke(ctx)
+        shared.access = self.database
+        if self.database in (READS, WRITES) and not isinstance(self, click.Group):
+            shared.open_store()
+        new_file = self.database == CREATES and shared.db_path != ":memory:" and not Path(shared.db_path).exists()
+        try:
+            return super().invoke(ctx)
+        except BaseException as exc:
+            if new_file and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+                shared.remove_database()
+            raise
 
 
 class CalibrateCommand(DeclaresDatabase, click.Command):
@@ -191,32 +256,47 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
-        except CalibrateError as exc:
-            raise click.ClickException(safe(str(exc))) from None
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(safe(f"{where}{exc.strerror or exc}")) from None
+            try:
+                return super().invoke(ctx)
+            except CalibrateError as exc:
+                raise click.ClickException(str(exc)) from None
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
         except click.ClickException as exc:
             exc.message = safe(exc.message)
+            fitted = fit_error(exc.format_message())
+            exc.format_message = lambda: fitted  # shown as "Error: …" within the terminal's width
             raise
 
 
-@click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db", "db_path", help="The SQLite file [default: calibrate.db; or $CALIBRATE_DB, or db in calibrate.toml].",
-)
-@click.option(
-    "--templates", "template_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-    help="An extra template folder (same manifest format); may be repeated [or $CALIBRATE_TEMPLATES].",
-)
+def fit_error(message: str) -> str:
+    """An error message folded at spaces to the width stderr is given (width_given), after the
+    "Error: " click puts before it; paths and other long words are never broken."""
+    import textwrap
+
+    if err_console.soft_wrap:
+        return message
+    width = err_console.width
+    lines = []
+    for paragraph in message.split("\n"):
+        indent = " " * len("Error: ") if not lines else ""
+        folded = textwrap.wrap(paragraph, width, initial_indent=indent, break_long_words=False,
+                               break_on_hyphens=False) or [""]
+        lines += [folded[0][len(indent):], *folded[1:]]
+    return "\n".join(lines)
+
+
+@click.group(cls=CalibrateGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             params=global_options(on_subcommand=False))
 @click.version_option(package_name="calibrate")
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, template_dirs: tuple[str, ...]) -> None:
     """Can this LLM judge be trusted? Import items, run judges, label, measure agreement.
 
-    Settings come from flags, then environment variables, then ./calibrate.toml, then the
-    user config file: `calibrate config` shows which."""
+    --db and --templates go before or after the command. Settings come from flags, then
+    environment variables, then ./calibrate.toml, then the user config file: `calibrate
+    config` shows which."""
     ctx.obj = Context(Settings({"db": db_path, "templates": template_dirs}))
     ctx.call_on_close(ctx.obj.close)
 
@@ -226,6 +306,64 @@ def main() -> None:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 item', '2 items'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def option_error(option: str, message: str) -> click.BadParameter:
+    """A usage error (exit 2) about the value of `option` of the running command."""
+    return click.BadParameter(message, ctx=click.get_current_context(silent=True), param_hint=f"'{option}'")
+
+
+def _checked_lang(ctx: click.Context, param: click.Parameter, lang: str | None) -> str | None:
+    if lang is not None and lang not in LANGS:
+        raise click.BadParameter(unknown_value("language", lang, list(LANGS), "languages"), ctx=ctx, param=param)
+    return lang
+
+
+def lang_option(help_text: str = "Only this language.", required: bool = False, default: str | None = None):
+    """--lang, checked as an option value (en or zh)."""
+    return click.option("--lang", required=required, default=default, show_default=default is not None,
+                        metavar="en|zh", callback=_checked_lang, help=help_text)
+
+
+def check_template_task(ctx: Context, task: str, lang: str) -> None:
+    """A task an import names must have a template in its language (bundled or --templates)."""
+    served = ctx.templates.tasks()
+    if (task, lang) in served:
+        return
+    elsewhere = sorted(language for name, language in served if name == task)
+    if elsewhere:
+        raise option_error("--task", f"task {task} has no template in {lang} (it has in {', '.join(elsewhere)})")
+    in_lang = sorted(name for name, language in served if language == lang)
+    raise option_error("--task", f"{unknown_value('task', task, in_lang, f'tasks in {lang}')}; {TEMPLATES_HINT}")
+
+
+def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = None, system: str | None = None,
+                  judge: str | None = None) -> None:
+    """Filters that select nothing in the database, refused before anything is done. A value
+    nothing knows (a misspelt task, language, system or judge) is a usage error naming the
+    closest match and the valid values; a valid task or language this database holds no item
+    of is an error saying what it holds."""
+    if system == "" and "" not in ctx.store.systems():
+        raise click.ClickException(f"no items without a system in {ctx.db_path}; it has {listing(ctx.store.known('system'))}")
+    template_tasks = {name for name, _ in ctx.templates.tasks()}
+    for what, option, value in (("task", "--task", task), ("language", "--lang", lang), ("system", "--system", system),
+                                ("judge", "--judge", judge)):
+        if not value:
+            continue
+        try:
+            ctx.store.check_filter(**{"lang" if what == "language" else what: value})
+        except UnknownFilter:
+            here = ctx.store.known(what)
+            if what == "language" or value in template_tasks and what == "task":
+                raise click.ClickException(f"no items of {what} {value!r} in {ctx.db_path}; it has {listing(here)}") from None
+            if what == "task":
+                raise option_error(option, unknown_value(what, value, sorted({*here, *template_tasks}), "known tasks")) from None
+            raise option_error(option, unknown_value(what, value, here, f"{ctx.db_path} has")) from None
 
 
 class RateColumn(ProgressColumn):
@@ -251,43 +389,21 @@ def safe_text(text, style: str = "") -> Text:
 
 
 def print_table(title: str, columns: list[str], rows: list[list], as_json: bool) -> None:
-    """Rows as JSON, or as a table on the console: short values keep their width, free text
-    folds, previews end in "…"; a table that cannot fit the console this way is printed as one
-    block of "column: value" lines per row instead (never with columns squeezed away)."""
+    """Rows as JSON, or as a table fitted to the console (calibrate.fit): short values keep
+    their width, free text folds, previews end in "…"; a table that cannot fit is printed as
+    one block of "column  value" lines per row instead (never with columns squeezed away)."""
     if as_json:
         click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
-    from rich import box
-
-    cells = [[safe(v) for v in row] for row in rows]
-    widths = []
-    for n, column in enumerate(columns):
-        widest = max([len(column), *(len(row[n]) for row in cells)])
-        widths.append(min(widest, PREVIEW_WIDTH if column in PREVIEWS else FREE_TEXT_WIDTH if column in FREE_TEXT
-                          else widest))
-    if sum(widths) + 3 * (len(columns) - 1) > console.width:
-        console.print(Text(safe(title), style="bold"))
-        name_width = max(map(len, columns))
-        for row in cells:
-            console.print()
-            for column, value in zip(columns, row, strict=True):
-                console.print(Text.assemble((f"{column:>{name_width}}  ", "dim"), value), soft_wrap=False)
-        return
-    table = Table(title=safe(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column, width in zip(columns, widths, strict=True):
-        if column in PREVIEWS:
-            table.add_column(safe(column), overflow="ellipsis", no_wrap=True, max_width=width)
-        else:  # free text may wrap; short values (numbers, codes, ids) keep their width and never fold
-            table.add_column(safe(column), overflow="fold", no_wrap=column not in FREE_TEXT, min_width=width)
-    for row in cells:
-        table.add_row(*[Text(v) for v in row])
-    console.print(table)
+    how = Columns(texts=tuple(c for c in columns if c in FREE_TEXT), previews={c: PREVIEW_WIDTH for c in PREVIEWS},
+                  names=tuple(c for c in columns if c in NAMES))
+    console.print(fit_table(columns, [[safe(v) for v in row] for row in rows], console.width, how, title=safe(title)))
 
 
 FREE_TEXT = {"task", "tasks", "source_id", "required fields", "value", "from", "to"}
 PREVIEWS = {"fields", "reference"}  # one line each; `items --json` gives them whole
 PREVIEW_WIDTH = 24
-FREE_TEXT_WIDTH = 14  # free text folds, but never below this width
+NAMES = {"system", "id"}  # shortened in the middle where the table needs it (distinct ones stay distinct)
 
 
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
@@ -324,8 +440,12 @@ out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Pat
                           help="Write to a file instead of the terminal.")
 
 
-def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, data_tasks=()) -> ImportReport:
-    command = click.get_current_context()  # the run is recorded as its command and the paths it reads
+def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
+               data_tasks=()) -> ImportReport:
+    """Store the records and print what happened; `system` says whose items they are (and how
+    the name was chosen), at the end of the summary; `data_tasks` are the tasks the records bring
+    (Inspect logs). The run is recorded as its command and the paths it reads."""
+    command = click.get_current_context()
     source = " ".join(["calibrate", *command.command_path.split()[1:],
                        *(str(v) for v in command.params.values() if isinstance(v, Path))])
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, source=source,
@@ -343,8 +463,17 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, data
         + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
+        + (f"; system {system}" if system else "")
     )
     return report
+
+
+def named_system(system: str | None, default: str, how: str) -> tuple[str, str]:
+    """The system an import stores its items under, and how the summary names it: as given,
+    or the default with where it came from (and the flag to change it)."""
+    if system is not None:
+        return system, system
+    return default, f"{default} ({how}; --system names another)"
 
 
 def parse_field_map(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -375,7 +504,6 @@ update_option = click.option(
     help="Record changed content under a known (task, lang, system, source id) as a new version "
          "(earlier labels stay with their version) instead of refusing it.",
 )
-lang_choice = click.Choice(["en", "zh"])
 
 
 def _system_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -405,7 +533,7 @@ def import_group() -> None:
 @import_group.command(name="jsonl", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--task", required=True, help="Task id, e.g. c3/heterograph or superglue/boolq.")
-@click.option("--lang", required=True, help="Language: en or zh.")
+@lang_option("Language: en or zh.", required=True)
 @click.option("--id-field", default="id", show_default=True, help="The line field holding the source id.")
 @click.option("--map", "field_map", multiple=True, metavar="ITEM_FIELD=LINE_FIELD", help="Rename a field; may be repeated.")
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
@@ -426,6 +554,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
         raise click.UsageError("--judge-output needs --judge-name")
     if system is not None and system_field:
         raise click.UsageError("give --system or --system-field, not both")
+    check_template_task(ctx, task, lang)
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = jsonl_records(
@@ -433,7 +562,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
             reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, audio_field=audio_field,
             system=system or "", system_field=system_field, progress=advance,
         )
-        run_import(ctx, records, skip_bad, update)
+        run_import(ctx, records, skip_bad, update, system or "")
 
 
 @import_group.command(name="c3", database=CREATES)
@@ -444,8 +573,9 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
 @click.option("--audio", "audio_dir", type=click.Path(file_okay=False, path_type=Path),
               help="A tree of the responses' .wav files, at the same relative paths as the .txt files "
                    "[default: beside the .txt files].")
-@click.option("--lang", required=True, type=lang_choice)
-@system_option("the --responses folder's name", "The spoken dialogue model that wrote the responses")
+@lang_option("Language: en or zh.", required=True)
+@system_option("the --responses folder's name, or the one above it when that is english/ or chinese/",
+               "The spoken dialogue model that wrote the responses")
 @skip_bad_option
 @update_option
 @pass_ctx
@@ -455,13 +585,14 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
     Responses are read as C3's evaluate.py reads them (CRLF line endings become LF). That
     script counts every file of a response folder as a response, so keep the .wav files in a
     tree of their own for it and name that tree with --audio."""
-    from calibrate.formats.c3 import c3_audio_root, c3_parts, c3_records
+    from calibrate.formats.c3 import c3_audio_root, c3_parts, c3_records, default_system
 
+    system, shown = named_system(system, default_system(responses_dir), "the responses' folder")
     parts = c3_parts(reference_dir, lang)
     audio_root = c3_audio_root(responses_dir, audio_dir) if responses_dir.is_dir() else None
     with byte_progress(len(parts), "importing C3", unit="files") as advance:
         report = run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system, audio_root,
-                                            with_audio=audio_root is not None), skip_bad, update)
+                                            with_audio=audio_root is not None), skip_bad, update, shown)
     if audio_root is None:
         err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {report.records} items imported "
                                     "without audio (text only; --audio names a tree of .wav files)", style="yellow"))
@@ -469,12 +600,13 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
 
 @import_group.command(name="c3-results", database=CREATES)
 @click.argument("results_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--lang", required=True, type=lang_choice)
+@lang_option("Language: en or zh.", required=True)
 @click.option("--judge-name", required=True, help="Name for the judge that wrote these results.")
 @click.option("--annotator", default=C3_RESULT_ANNOTATOR, show_default=True,
               help="Who the people's verdicts filled into generation records are stored as.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
-               "folder's name", "The spoken dialogue model whose answers were judged")
+               "folder's name, or the one above it when that is english/ or chinese/",
+               "The spoken dialogue model whose answers were judged")
 @skip_bad_option
 @update_option
 @pass_ctx
@@ -487,18 +619,19 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     label (--annotator); an empty one waits for a person."""
     from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems, default_system
 
-    if system is None:
-        known = c3_systems(ctx.store, lang)
-        system = known[0] if len(known) == 1 else None
+    known = c3_systems(ctx.store, lang) if system is None else []
+    if len(known) == 1:
+        system, shown = named_system(None, known[0], f"the one system with C3 {lang} items")
+    else:
+        system, shown = named_system(system, default_system(results_dir), "the results' folder")
     parts = c3_result_parts(results_dir, lang)
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
-                                                   annotator), skip_bad, update)
+                                                   annotator), skip_bad, update, shown)
     for path, cell, source_ids in report.unmatched:
-        shown = ", ".join(source_ids[:10]) + (f" and {len(source_ids) - 10} more" if len(source_ids) > 10 else "")
-        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {len(source_ids)} {cell} items: {shown}",
+        listed = ", ".join(source_ids[:10]) + (f" and {len(source_ids) - 10} more" if len(source_ids) > 10 else "")
+        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {len(source_ids)} {cell} items: {listed}",
                                     style="yellow"))
-    system = system if system is not None else default_system(results_dir)
     for part in (p for p in parts if p.people_decide):
         waiting = sum(1 for _ in ctx.store.iter_items(task=part.task, lang=lang, system=system, status="unlabelled"))
         if waiting:
@@ -511,20 +644,27 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
-@system_option("the --predictions file's name up to its first dot; none without --predictions",
+@system_option("the name of the folder holding --predictions (required where that folder is the working "
+               "folder, FILE's folder or a task's); none without --predictions",
                "The model whose --predictions these are")
 @skip_bad_option
 @update_option
 @pass_ctx
 def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update):
     """Import a SuperGLUE task's published JSONL."""
-    from calibrate.formats.superglue import superglue_records
+    from calibrate.formats.superglue import default_system, superglue_records
 
-    if system is None:
-        system = predictions.name.split(".", 1)[0] if predictions else ""
+    shown = system or ""
+    if system is None and predictions:
+        default = default_system(predictions, file)
+        if default is None:
+            raise click.UsageError(f"--system is required: the folder of {predictions} does not say whose answers "
+                                   "these are (name the model with --system, or keep each model's predictions in a "
+                                   "folder named after it)")
+        system, shown = named_system(None, default, "the predictions' folder")
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, superglue_records(file, task_name, predictions, advance, system), skip_bad, update)
+        run_import(ctx, superglue_records(file, task_name, predictions, advance, system or ""), skip_bad, update, shown)
 
 
 @import_group.command(name="rubric", database=CREATES)
@@ -544,12 +684,12 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
     size = file.stat().st_size if file.is_file() else 0
     with byte_progress(size, f"importing {file.name}") as advance:
         records = rubric_records(file, judge_output=judge_output, judge_name=judge_name, system=system or "", progress=advance)
-        run_import(ctx, records, skip_bad, update)
+        run_import(ctx, records, skip_bad, update, system or "")
 
 
 @import_group.command(name="inspect", database=CREATES)
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--lang", type=lang_choice, default="en", show_default=True, help="The language of the samples.")
+@lang_option("The language of the samples.", default="en")
 @system_option("the log's evaluated model", "The model whose outputs were scored")
 @click.option("--scorer", help="The scorer whose scores to import [default: the log's only scorer].")
 @skip_bad_option
@@ -578,7 +718,7 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     data_tasks = [(task, lang, FAMILY, labels) for task, labels in tasks.items()]
     ctx.templates.add_data_tasks(data_tasks)
     records = chain.from_iterable(inspect_records(log, lang=lang, system=system) for log in opened)
-    run_import(ctx, records, skip_bad, update, data_tasks)
+    run_import(ctx, records, skip_bad, update, data_tasks=data_tasks)
 
 
 @import_group.command(name="runs", database=READS)
@@ -627,7 +767,7 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 
 @cli.command(name="items", database=READS)
 @click.option("--task")
-@click.option("--lang")
+@lang_option()
 @click.option("--status", type=click.Choice(STATUSES))
 @system_filter_option
 @click.option("--limit", type=int, default=50, show_default=True)
@@ -637,13 +777,20 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     """List items, filtered by task, language, system and status."""
     rows = []
-    ctx.store.check_filter(task=task, lang=lang, system=system)
+    check_filters(ctx, task=task, lang=lang, system=system)
     for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:  # the terminal gets a one-line preview of the fields; --json has the item whole
             rows.append([item.id, item.task, item.lang, item.system, item.source_id,
                          json.dumps(item.fields, ensure_ascii=False)[:200]])
+    if not rows:
+        given = [f"--{name} {value!r}" for name, value in (("task", task), ("lang", lang), ("system", system),
+                                                            ("status", status)) if value is not None]
+        matching = ctx.store.count_items(task=task, lang=lang, system=system) if status is None else 0
+        raise click.ClickException(f"no items in {ctx.db_path}" + (f" match {' '.join(given)}" if given else "")
+                                   + (f" after the first {offset} ({matching} match)" if matching else "")
+                                   + ("" if given or matching else ": import items first (calibrate import …)"))
     columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
     print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)
 
@@ -654,7 +801,10 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @pass_ctx
 def status_command(ctx, system=None, as_json=False):
     """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+    check_filters(ctx, system=system)
     counts = ctx.store.status_counts(system=system)
+    if not counts:
+        raise click.ClickException(f"no items in {ctx.db_path}: import items first (calibrate import …)")
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     if as_json:
         print_table("status", columns, [[c[k] for k in columns] for c in counts], as_json)
@@ -715,8 +865,7 @@ def render_command(ctx, item_id, variant, judge):
     item = ctx.store.item(item_id)
     if item is None:
         raise click.ClickException(f"no item {item_id} in {ctx.db_path}")
-    if judge:
-        ctx.store.check_filter(judge=judge)
+    check_filters(ctx, judge=judge)
     judged = None if variant else next((j for j in ctx.store.judgments_for_item(item_id, judge) if j.prompt), None)
     if judged is None and not ctx.templates.for_task(item.task, item.lang).has_prompt:
         click.echo(safe(f"item {item_id} ({item.task}, {item.lang}) has no judge prompt in any family: people decide "
@@ -749,6 +898,10 @@ def parse_command(ctx, judge):
     For after a parser change: raw outputs are never rewritten, only the verdicts."""
     from calibrate.judgments import reparse
 
+    check_filters(ctx, judge=judge)
+    if not ctx.store.known("judge"):
+        raise click.ClickException(f"no judgments in {ctx.db_path} to parse: run calibrate judge, or import "
+                                   "judgments run elsewhere (--judge-output)")
     changes = reparse(ctx.store, ctx.templates, judge)
     if not changes:
         console.print("no verdict changed")
@@ -816,12 +969,13 @@ def annotate_options(command):
     for option in reversed([
         click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
         click.option("--task", help="Only this task."),
-        click.option("--lang", help="Only this language."),
+        lang_option(),
         click.option("--system", help="Only this system under test."),
         click.option("--judge", help="Show this judge's verdicts (default: the latest judgment)."),
         click.option("--blind", is_flag=True, help="Hide the judge's verdict until you have labelled."),
-        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True,
-                     help="The queue's order. Items you skip come back once, after the rest of the queue. "
+        click.option("--order", type=click.Choice(ORDERS), default="in-order", show_default=True, metavar="ORDER",
+                     help=f"The queue's order: {', '.join(ORDERS)}. Items you skip come back once, after the rest "
+                          "of the queue. "
                           "informative: next the label that most narrows the corrected scores' intervals "
                           "(cells with wide intervals and contested verdicts first; random within a cell)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
@@ -853,7 +1007,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    ctx.store.check_filter(task=task, lang=lang, system=system, judge=judge)
+    check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
     ctx.close()
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
@@ -879,8 +1033,9 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 
     Prints the URL to open (…/?token=…); anything without the token gets 403. Each tab is one
     annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
-    from calibrate.serve import CalibrateServer, Logins, is_loopback
+    from calibrate.serve import CalibrateServer, Logins, is_loopback, url_host
 
+    check_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
     annotator = options.pop("annotator")
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
@@ -896,7 +1051,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     if not is_loopback(host):
         err_console.print(f"warning: binding {host} lets anyone who can reach this machine try to connect; "
                           "the token is the only protection and travels unencrypted over http", style="bold yellow")
-    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    base = f"http://{url_host(host)}:{port}"
     console.print("serving calibrate (Ctrl-C stops); open:")
     for person, url in logins.urls(base):
         console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
@@ -918,7 +1073,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True)
 @click.option("--task")
-@click.option("--lang")
+@lang_option()
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
@@ -951,8 +1106,13 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     from calibrate.judge_runner import export_batch as write_batch
     from calibrate.judge_runner import import_batch as read_batch
 
+    check_filters(ctx, task=task, lang=lang)
     if judge_kind == "rule":
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
+        if not summary.stored and not summary.skipped_done:
+            raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
+                                       (f" of task {task}" if task else "") + ": import them with "
+                                       "calibrate import superglue FILE --task NAME --predictions FILE")
         _print_judge_summary(summary)
         return
     if not model:
@@ -975,14 +1135,21 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _print_judge_summary(summary)
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
-    for problem in summary.not_renderable:
-        err_console.print(safe_text(f"cannot render {problem}", style="yellow"))
-    if variant and not jobs and not summary.skipped_done:
+    left_out = _items_left_out(summary)
+    if summary.outside_family:
+        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.outside_family.items()))
+        err_console.print(safe_text(f"{counted(sum(summary.outside_family.values()), 'item')} of tasks {variant} has no "
+                                    f"template for left out ({cells})"))
+    if variant and not jobs and not summary.skipped_done and not left_out:
         raise click.ClickException(f"no {'item' if not (task or lang) else 'item of the --task/--lang asked'} has a "
                                    f"{variant} template: nothing to judge")
+    if not jobs:
+        _nothing_to_judge(ctx, summary, left_out, config.name)
+        return
     if export_batch:
         n = write_batch(jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
+        _refuse_left_out(left_out)
         return
     if repeat == 1:
         console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
@@ -1008,6 +1175,46 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
     _print_judge_summary(summary)
+    _refuse_left_out(left_out)
+
+
+def _items_left_out(summary) -> list[str]:
+    """Why items the run was asked to judge were left out, each reason once with its count,
+    printed on stderr: tasks no template serves, prompts that cannot be rendered."""
+    lines = []
+    if summary.no_template:
+        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.no_template.items()))
+        lines.append(f"{counted(sum(summary.no_template.values()), 'item')} of tasks no template serves not judged "
+                     f"({cells}); add their template folder with --templates DIR (calibrate templates list "
+                     "shows the templates loaded)")
+    for reason, ids in summary.not_renderable.items():
+        shown = ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        lines.append(f"{counted(len(ids), 'item')} cannot be rendered ({reason}): id {shown}; fix the template or "
+                     "the items' fields (calibrate render ID shows one)")
+    for line in lines:
+        err_console.print(safe_text(line, style="yellow"))
+    return lines
+
+
+def _refuse_left_out(left_out: list[str]) -> None:
+    if left_out:
+        raise click.ClickException("some items were not judged (see above); the next run asks only for them")
+
+
+def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> None:
+    """No request to make: every item is judged already (done, exit 0), or nothing could be
+    asked (an error saying why)."""
+    if left_out:
+        raise click.ClickException("nothing was judged (see above)")
+    if summary.skipped_done:
+        console.print(safe_text(f"nothing to judge: {name} has judged all {summary.skipped_done} "
+                                "(--force judges them again)"))
+        return
+    if summary.no_prompt:
+        what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
+        raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
+                                   "label them with calibrate annotate")
+    raise click.ClickException(f"nothing to judge: no items in {ctx.db_path}; import items first (calibrate import …)")
 
 
 def _print_judge_summary(summary, check: bool = True) -> None:
@@ -1068,10 +1275,24 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from, families=families,
                                     reliability=reliability)
-    ctx.store.check_filter(system=system, judge=None if judge == JURY else judge)
+    check_filters(ctx, system=system, judge=None if judge == JURY else judge)
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
+    if not any(line.n for cell in result.cells for line in cell.lines):
+        raise click.ClickException(_nothing_to_report(ctx, result.cells))
     emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
+
+
+def _nothing_to_report(ctx: Context, cells) -> str:
+    """Why the report has no line with a number, and what to do."""
+    if not cells:
+        return f"no judge verdicts in {ctx.db_path} to compare with people: run calibrate judge first"
+    labelled = [c for c in cells if c.lines]
+    if not labelled:
+        return (f"no agreement to report yet: none of the {len(cells)} judged cells has an item labelled by people. "
+                "Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
+    return (f"no agreement to report: every labelled item's verdict is unparsed in the {len(labelled)} labelled "
+            "cells; see --unparsed, or calibrate parse after a parser change")
 
 
 @cli.command(name="scores", database=READS)
@@ -1093,6 +1314,7 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 
+    check_filters(ctx, system=system, judge=judge)
     result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
 
@@ -1117,10 +1339,17 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
     with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
     from calibrate import trust
 
-    if judge:
-        ctx.store.check_filter(judge=judge)
+    check_filters(ctx, judge=judge)
     result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                gold_from=gold_from)
+    if not result.rows:
+        raise click.ClickException(f"no judge verdicts with a yes/no or label verdict in {ctx.db_path}: "
+                                   "run calibrate judge first")
+    if not any(row.found.n for row in result.rows):
+        raise click.ClickException(
+            f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "
+            f"({len(result.rows)} cells). Judge with --logprobs (or --repeat K) for a confidence, and label items "
+            "(calibrate annotate, or calibrate import labels FILE)")
     emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
 
 
@@ -1132,10 +1361,11 @@ def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
     from calibrate.formats.labels import import_labels
 
-    added, skipped = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
-    for bad in skipped:
+    done = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
+    for bad in done.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
-    console.print(f"{added} labels added, {len(skipped)} skipped")
+    console.print(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
+                  + (f", {counted(done.without_gold, 'item')} without a gold label left out" if done.without_gold else ""))
 
 
 @cli.command(name="merge", database=CREATES)
@@ -1147,7 +1377,7 @@ def merge_command(ctx, other):
     For an offline annotator's copy: items by content hash, judgments and annotations by uid, so
     running it twice adds nothing. OTHER is only read, never changed; rows that fail validation
     are refused and listed. The label in force is the latest decision by time, whichever file
-    it came from."""
+    it came from. Refused rows make the exit status 1 (the rest is merged)."""
     from calibrate.merge import merge_database
 
     if Path(other).resolve() == Path(ctx.db_path).resolve():
@@ -1169,6 +1399,8 @@ def merge_command(ctx, other):
             err_console.print(safe_text(f"  {example}"))
         if sum(report.refused.values()) > len(report.examples):
             err_console.print(f"  … and {sum(report.refused.values()) - len(report.examples)} more")
+        raise click.ClickException(f"{counted(sum(report.refused.values()), 'row')} of {other} refused (listed above), "
+                                   "not merged; the rest is merged, and merging again adds only what is fixed")
 
 
 @cli.group(name="export", invoke_without_command=True, database=READS)
@@ -1193,6 +1425,9 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     from calibrate.reliability_cells import accepted_items
 
     ctx = click_ctx.find_object(Context)
+    check_filters(ctx, system=system)
+    if not ctx.store.count_items(system=system):
+        raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
     accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
@@ -1209,7 +1444,7 @@ def export_group(click_ctx, fmt, out, system, target, risk):
 
 @export_group.command(name="c3", database=READS)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--lang", required=True, type=lang_choice)
+@lang_option("Language: en or zh.", required=True)
 @click.option("--judge", "judges", multiple=True,
               help="Whose raw output fills check_answer for judged phenomena; may be repeated. Each judge's result "
                    "tree goes to OUT_DIR/<judge>/, the statistics files to OUT_DIR/statistics/. Name judges dpsk "
@@ -1237,7 +1472,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     from calibrate.scores.model import ScoresError
 
     for judge in judges:
-        ctx.store.check_filter(judge=judge)
+        check_filters(ctx, judge=judge)
     folders = {judge: c3_judge_folder(judge) for judge in judges}
     if len(set(folders.values())) < len(folders):
         raise click.UsageError(f"judges {', '.join(judges)} would share a folder ({', '.join(folders.values())})")
@@ -1280,7 +1515,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
               help="The edited log to write (.eval or .json); LOG itself is changed only if --out names it.")
 @click.option("--annotator", help="Write this annotator's labels.")
 @click.option("--gold", is_flag=True, help="Write the consolidated label of everyone who labelled (majority; ties left).")
-@click.option("--lang", type=lang_choice, default="en", show_default=True, help="The language the log was imported as.")
+@lang_option("The language the log was imported as.", default="en")
 @click.option("--system", help="The system the log was imported as [default: the log's evaluated model].")
 @click.option("--scorer", help="The scorer whose scores to edit [default: the log's only scorer].")
 @pass_ctx

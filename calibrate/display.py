@@ -106,11 +106,22 @@ FOLD_CHARS = 240
 response and reference stay within reach on a small terminal."""
 
 
+WORD_CHARS = 200
+"""How far back from a page's end a space is looked for: a longer run of characters is no word."""
+
+
 def page_of(text: str, page: int) -> tuple[str, int]:
-    """Page `page` (from 0, clamped) of `text` in PAGE_CHARS slices, and how many pages it has."""
-    pages = max(1, -(-len(text) // PAGE_CHARS))
-    page = min(max(page, 0), pages - 1)
-    return text[page * PAGE_CHARS : (page + 1) * PAGE_CHARS], pages
+    """Page `page` (from 0, clamped) of `text`, and how many pages it has. A page holds at most
+    PAGE_CHARS characters and ends after a space or a line break in its last WORD_CHARS (so no
+    page starts mid-word), else at PAGE_CHARS (text without spaces, such as Chinese)."""
+    starts = [0]
+    while starts[-1] + PAGE_CHARS < len(text):
+        end = starts[-1] + PAGE_CHARS
+        cut = max(text.rfind(" ", end - WORD_CHARS, end), text.rfind("\n", end - WORD_CHARS, end))
+        starts.append(cut + 1 if cut >= 0 else end)
+    page = min(max(page, 0), len(starts) - 1)
+    end = starts[page + 1] if page + 1 < len(starts) else len(text)
+    return text[starts[page] : end], len(starts)
 
 
 def folded(text: str) -> tuple[str, int]:

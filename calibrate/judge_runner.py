@@ -107,7 +107,10 @@ class Job:
 @dataclass
 class RunSummary:
     skipped_done: int = 0
-    not_renderable: list[str] = field(default_factory=list)
+    not_renderable: dict[str, list[int]] = field(default_factory=dict)  # why -> ids of the items it stops
+    no_template: Counter = field(default_factory=Counter)  # (task, lang) no template serves -> items
+    no_prompt: int = 0  # items of tasks people decide (no judge prompt)
+    outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
     stored: int = 0
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
@@ -155,8 +158,15 @@ def plan_jobs(
         try:
             template = templates.for_task(item.task, item.lang, config.family)
         except TemplateError:
+            if templates.people_decide(item.task, item.lang):
+                summary.no_prompt += 1
+            elif config.family and templates.knows(item.task, item.lang):
+                summary.outside_family[(item.task, item.lang)] += 1
+            else:
+                summary.no_template[(item.task, item.lang)] += 1
             continue
         if not template.has_prompt:
+            summary.no_prompt += 1
             continue
         key = judge_key(config.name, config.model, template.version, params, config.server)
         if key not in done_by_key:
@@ -169,7 +179,7 @@ def plan_jobs(
         try:
             prompt = template.render(item.task, item.fields)
         except TemplateError as exc:
-            summary.not_renderable.append(f"item {item.id} ({item.source_id}): {exc}")
+            summary.not_renderable.setdefault(str(exc), []).append(item.id)
             continue
         jobs += [Job(item, template, prompt, key, sample, judged_after) for sample in missing]
         items_asked += 1

@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,15 @@ def annotator_name(value: str | None, where: str = "name") -> str:
     if not name or len(name) > MAX_NAME or safe(name) != name or "\n" in name or "@" in name:
         raise ServeError(f"{where}: an annotator name is 1-{MAX_NAME} printable characters without '@'")
     return name
+
+
+def url_host(host: str) -> str:
+    """The host of the URL to print for a server bound to `host`: the machine's host name when
+    it listens on every address (0.0.0.0, ::), which a teammate can open and those cannot; an
+    IPv6 address in brackets."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"[{host}]" if ":" in host else host
 
 
 def is_loopback(host: str) -> bool:

@@ -42,6 +42,9 @@ from calibrate.validate import FIELD_TYPES
 LANGS = ("en", "zh")
 REQUEST_PARAMETERS = {"temperature": (int, float), "max_tokens": int}
 """What a manifest's [request] may set for its family (see TemplateSet.request_defaults)."""
+TEMPLATES_HINT = "a task of your own needs its template folder: --templates DIR"
+UNDECLARED_TYPE = "text"
+"""The type of a required field the manifest's [fields] does not declare."""
 
 
 class TemplateError(CalibrateError, ValueError):
@@ -322,16 +325,15 @@ class TemplateSet:
                 if key not in entry:
                     raise TemplateError(f"{where}: missing {key!r}")
             if entry["verdict"] not in KIND_NAMES:
-                raise TemplateError(f"{where}: unknown verdict kind {entry['verdict']!r}")
+                raise TemplateError(f"{where}: unknown verdict kind {entry['verdict']!r}; verdict kinds: "
+                                    f"{', '.join(KIND_NAMES)} (label_set takes `labels`)")
             if entry["lang"] not in LANGS:
                 raise TemplateError(f"{where}: unknown language {entry['lang']!r}")
-            field_types = {**family_types, **entry.get("fields", {})}
-            for name, declared in field_types.items():
+            declared_types = {**family_types, **entry.get("fields", {})}
+            for name, declared in declared_types.items():
                 if not isinstance(declared, str) or any(t not in FIELD_TYPES for t in declared.split(" or ")):
                     raise TemplateError(f"{where}: field {name!r} has type {declared!r}; use {', '.join(FIELD_TYPES)}")
-            undeclared = [name for name in entry.get("required", ()) if name not in field_types]
-            if undeclared:
-                raise TemplateError(f"{where}: required field {undeclared[0]!r} has no type in [fields]")
+            field_types = {**dict.fromkeys(entry.get("required", ()), UNDECLARED_TYPE), **declared_types}
             template = Template(
                 id=entry["id"],
                 family=family,
@@ -375,7 +377,7 @@ class TemplateSet:
             raise TemplateError(f"no {family} template serves task {task} in {lang}")
         template_id = self._default.get((task, lang))
         if template_id is None:
-            raise TemplateError(f"unknown task {task!r} for language {lang!r}")
+            raise TemplateError(f"unknown task {task!r} for language {lang!r}: no template serves it ({TEMPLATES_HINT})")
         return self.templates[template_id]
 
     def request_defaults(self, family: str) -> dict:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 
 from calibrate.cells import CellKinds
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.fit import Columns, fit_table, hanging, said_once
 from calibrate.reliability_cells import JudgedItem, JudgeReliability, gather
 from calibrate.stats.reliability import Trust
 from calibrate.store import Store
@@ -72,8 +73,8 @@ COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "guar
 
 
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
-    """The columns shown (system only when cut by system), each row as text, and the reason of
-    each row whose target cannot be met."""
+    """The columns shown (system only when cut by system), each row as text, and why the
+    target cannot be met where it cannot (each reason once, with the rows it applies to)."""
     by_system = any(r.system is not None for r in table.rows)
     columns = COLUMNS if by_system else COLUMNS[1:]
     body, refused = [], []
@@ -83,9 +84,9 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
             values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.guaranteed:.3f}", f"{t.agreement:.3f}"]
         else:
             values = ["—"] * 4
-            refused.append(f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''}): {t.reason}")
+            refused.append((f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})", t.reason))
         body.append(([r.system] if by_system else []) + [r.task, r.lang, r.judge, str(t.n), *values])
-    return columns, body, refused
+    return columns, body, said_once(refused)
 
 
 def _heading(table: TrustTable) -> str:
@@ -94,23 +95,18 @@ def _heading(table: TrustTable) -> str:
 
 
 def render_table(table: TrustTable, console) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
+    """The terminal table, fitted to the console's width (calibrate.fit: a heading per cell
+    where the whole row does not fit), and each reason a target cannot be met, once."""
     if not table.rows:
         console.print("no judge verdicts to assess")
         return
-    console.print(_heading(table))
+    console.print(hanging(_heading(table), console.width), soft_wrap=False)
     columns, body, refused = _cells(table)
-    shown = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name in columns:
-        shown.add_column(name, no_wrap=True, justify="left" if name in ("system", "task", "lang", "judge") else "right")
-    for row in body:
-        shown.add_row(*[Text(safe(v)) for v in row])
-    console.print(shown)
+    keys = [name for name in columns if name in ("system", "task", "lang")]
+    how = Columns(names=("system", "task", "judge"), right=tuple(columns[len(keys) + 1 :]), keys=len(keys))
+    console.print(fit_table(columns, [[safe(v) for v in row] for row in body], console.width, how))
     for line in refused:
-        console.print(Text(safe(line)), soft_wrap=False)
+        console.print(hanging(safe(line), console.width), soft_wrap=False)
 
 
 def render_json(table: TrustTable) -> str:

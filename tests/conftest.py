@@ -43,6 +43,25 @@ def demo_db(tmp_path, templates) -> Path:
     return path
 
 
+@pytest.fixture
+def labelled_demo_db(demo_db, templates) -> Path:
+    """The demo database after people's work: annotators ana and bo label every judged item of a
+    categorical task (ana agrees with the latest verdict, bo with it on even ids), and each
+    verdict has a confidence, so every command has something to show."""
+    store = Store(demo_db)
+    store.conn.execute("UPDATE judgments SET confidence = 0.55 + (id % 9) * 0.05 WHERE status = 'verdict'")
+    for item in store.items():
+        kind = templates.for_task(item.task, item.lang).kind
+        verdict = next((j.verdict for j in store.judgments_for_item(item.id) if j.verdict), None)
+        if kind.scored or verdict is None or verdict not in kind.labels:
+            continue
+        other = next(label for label in kind.labels if label != verdict)
+        store.annotate(item.id, "ana", "label", label=verdict)
+        store.annotate(item.id, "bo", "label", label=verdict if item.id % 2 == 0 else other)
+    store.close()
+    return demo_db
+
+
 class Calibrate:
     """Runs `calibrate --db PATH ...` in-process and returns the click Result."""
 

@@ -290,10 +290,11 @@ def test_judgments_on_generation_items_are_never_judge_evidence(calibrate, tmp_p
     store.add_judgments([NewJudgment(item_id=i.id, judge_name="dpsk", judge_key="old", status="verdict", verdict="yes",
                                      raw_output="The answer is: yes.") for i in generation])
     store.close()
-    report = json.loads(calibrate("report", "--format", "json").output)
-    assert not [c for c in report["cells"] if c["task"] == "c3/generation"]
-    trust = json.loads(calibrate("trust", "--format", "json").output)
-    assert "c3/generation" not in json.dumps(trust)
+    # the only labelled items are generation items: no judge has evidence, so nothing to report
+    report = calibrate("report", "--format", "json", ok=False)
+    assert report.exit_code == 1 and "no agreement to report yet" in report.output
+    trust = calibrate("trust", "--format", "json", ok=False)
+    assert trust.exit_code == 1 and "c3/generation" not in trust.output, trust.output
     cells = {c["task"]: c for c in json.loads(calibrate("scores", "--format", "json").output)["cells"]}
     (dpsk,) = [j for j in cells["c3/generation"]["judges"] if j["judge"] == "dpsk"]
     assert dpsk["judged"] == 0 and dpsk["c3_rule"] == {"right": 1, "n": 3, "accuracy": 1 / 3}

@@ -61,7 +61,7 @@ def test_each_command_refuses_a_bad_by_with_the_valid_values(demo_db, command):
 
 
 @pytest.mark.parametrize("command", ["report", "trust"])
-def test_pooling_unlike_kinds_by_system_is_refused_with_advice_that_works(demo_db, command):
-    refused = Calibrate(demo_db)(command, "--by", "system", ok=False)
+def test_pooling_unlike_kinds_by_system_is_refused_with_advice_that_works(labelled_demo_db, command):
+    refused = Calibrate(labelled_demo_db)(command, "--by", "system", ok=False)
     assert refused.exit_code == 1 and "use --by system,task,lang" in refused.output
-    Calibrate(demo_db)(command, "--by", "system,task,lang", "--format", "json")
+    Calibrate(labelled_demo_db)(command, "--by", "system,task,lang", "--format", "json")

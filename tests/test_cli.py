@@ -94,7 +94,7 @@ def test_a_file_that_is_not_a_calibrate_database_is_refused_and_left_as_it_is(tm
     assert "Traceback" not in result.output
 
 
-def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_db, tmp_path, monkeypatch):
+def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(labelled_demo_db, tmp_path, monkeypatch):
     import calibrate.cli as cli_module
 
     seen = []
@@ -105,7 +105,7 @@ def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_
         real_emit(result, fmt, out, what, *args, **kwargs)
 
     monkeypatch.setattr(cli_module, "emit", recording_emit)
-    run = Calibrate(demo_db)
+    run = Calibrate(labelled_demo_db)
     expected = []
     for command, what, extra in (("report", "report", ["--resamples", "200"]), ("scores", "scores", []),
                                  ("trust", "trust thresholds", [])):
@@ -127,14 +127,14 @@ def test_every_format_of_report_scores_and_trust_goes_through_the_one_emit(demo_
 
 def test_filters_name_what_the_database_has(demo_db, tmp_path):
     run = Calibrate(demo_db)
-    out = run("items", "--task", "c3/nonexistent", ok=False).output
-    assert "unknown task 'c3/nonexistent': this database has c3/coreference-detection" in out
-    out = run("items", "--lang", "fr", ok=False).output
-    assert "unknown language 'fr': this database has en, zh" in out
+    out = run("items", "--task", "c3/nonexistent", ok=False)
+    assert out.exit_code == 2 and "unknown task 'c3/nonexistent'; known tasks: c3/coreference-detection" in out.output
+    out = run("items", "--lang", "fr", ok=False)
+    assert out.exit_code == 2 and "unknown language 'fr'; languages: en, zh" in out.output
     out = run("annotate", "--judge", "gpt-9", ok=False).output
-    assert "unknown judge 'gpt-9': this database has demo-judge, demo-judge-2, rule" in out
+    assert f"unknown judge 'gpt-9'; {demo_db} has: demo-judge, demo-judge-2, rule" in out
     out = run("export", "c3", "--lang", "en", str(tmp_path / "c3"), "--judge", "gpt-9", ok=False)
-    assert out.exit_code == 1 and "unknown judge 'gpt-9': this database has demo-judge, demo-judge-2, rule" in out.output
+    assert out.exit_code == 2 and f"unknown judge 'gpt-9'; {demo_db} has: demo-judge, demo-judge-2, rule" in out.output
     assert not (tmp_path / "c3").exists()
 
 

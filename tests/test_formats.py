@@ -81,14 +81,18 @@ def test_skip_bad_reports_every_skipped_line(calibrate, tmp_path):
     assert counts(calibrate.db)[0] == 2
 
 
-@pytest.mark.parametrize(("task", "lang", "message"), [("c3/nonsense", "en", "unknown task 'c3/nonsense'"),
-                                                      ("c3/lexical", "fr", "unknown language 'fr': use en or zh"),
-                                                      ("c3/lexical", "english", "unknown language 'english': use en or zh")])
-def test_unknown_task_or_language(calibrate, tmp_path, task, lang, message):
+@pytest.mark.parametrize(("task", "lang", "message"), [
+    ("c3/nonsense", "en", "Invalid value for '--task': unknown task 'c3/nonsense'; tasks in en: c3/coreference-detection"),
+    ("c3/lexcal", "en", "unknown task 'c3/lexcal' (did you mean c3/lexical?); tasks in en:"),
+    ("c3/tone", "en", "task c3/tone has no template in en (it has in zh)"),
+    ("c3/lexical", "fr", "Invalid value for '--lang': unknown language 'fr'; languages: en, zh"),
+    ("c3/lexical", "EN", "unknown language 'EN' (did you mean en?); languages: en, zh"),
+    ("c3/lexical", "english", "unknown language 'english'; languages: en, zh")])
+def test_unknown_task_or_language_is_a_usage_error_naming_the_valid_ones(calibrate, tmp_path, task, lang, message):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}])
     out = calibrate("import", "jsonl", str(f), "--task", task, "--lang", lang, ok=False)
-    assert out.exit_code != 0 and message in out.output
-    assert counts(calibrate.db) == (0, 0, 0)
+    assert out.exit_code == 2 and message in out.output and "--skip-bad" not in out.output
+    assert not calibrate.db.exists()
 
 
 def test_non_utf8_and_empty_files(calibrate, tmp_path):
@@ -188,14 +192,16 @@ SG = DEMO_DIR / "superglue"
 
 @pytest.mark.parametrize("task", ["boolq", "copa", "cb", "rte", "wic", "wsc", "multirc", "record", "axb", "axg"])
 def test_superglue_every_task(calibrate, task):
-    calibrate("import", "superglue", "--task", task, str(SG / f"{task}.jsonl"), "--predictions", str(SG / f"{task}.predictions.jsonl"))
+    calibrate("import", "superglue", "--task", task, str(SG / f"{task}.jsonl"), "--predictions", str(SG / f"{task}.predictions.jsonl"),
+              "--system", "m")
     store = Store(calibrate.db)
     items = store.items()
     assert items and all(i.task == f"superglue/{task}" and "response" in i.fields for i in items)
 
 
 def test_superglue_multirc_is_one_item_per_answer_and_copa_gold_is_shifted(calibrate):
-    calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(SG / "multirc.predictions.jsonl"))
+    calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(SG / "multirc.predictions.jsonl"),
+              "--system", "m")
     calibrate("import", "superglue", "--task", "copa", str(SG / "copa.jsonl"))
     store = Store(calibrate.db)
     multirc = store.items(task="superglue/multirc")
@@ -319,12 +325,12 @@ def test_an_unterminated_csv_quote_is_an_error_naming_its_line(demo_db, tmp_path
 def test_a_duplicate_prediction_idx_is_an_error(calibrate, tmp_path):
     data = write_jsonl(tmp_path / "boolq.jsonl", [{"idx": 0, "question": "q", "passage": "p", "label": True}])
     preds = write_jsonl(tmp_path / "preds.jsonl", [{"idx": 0, "response": "yes"}, {"idx": 0, "response": "no"}])
-    out = calibrate("import", "superglue", "--task", "boolq", str(data), "--predictions", str(preds), ok=False)
+    out = calibrate("import", "superglue", "--task", "boolq", str(data), "--predictions", str(preds), "--system", "m", ok=False)
     assert out.exit_code == 1 and "preds.jsonl:2: prediction idx \"0\" repeats" in out.output and "preds.jsonl:1" in out.output
     assert counts(calibrate.db) == (0, 0, 0)
 
 
-def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
+def test_a_declared_field_type_must_be_known_and_an_undeclared_field_is_text(tmp_path):
     from calibrate.templates import TemplateError, TemplateSet
 
     folder = tmp_path / "mine" / "custom"
@@ -337,8 +343,7 @@ def test_a_manifest_must_declare_the_type_of_each_required_field(tmp_path):
     (folder / "manifest.toml").write_text(
         'family = "custom"\n[[template]]\nid = "custom/en/x"\nlang = "en"\ntasks = ["c3/lexical"]\n'
         'required = ["content"]\nverdict = "yes_no_en"\n')
-    with pytest.raises(TemplateError, match="required field 'content' has no type"):
-        TemplateSet([tmp_path / "mine"])
+    assert TemplateSet([tmp_path / "mine"]).get("custom/en/x").field_types == {"content": "text"}
 
 
 # -- imports are recorded runs in short transactions ---------------------------------------------

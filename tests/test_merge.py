@@ -102,8 +102,9 @@ def test_merge_refuses_bad_rows_and_reports_them(tmp_path, templates):
     assert "unknown task 'no/such-task'" in reasons and "its item is not in this database" in reasons
     run = Calibrate(tmp_path / "main.db")
     main.close()
-    result = run("merge", str(tmp_path / "offline.db"))
-    assert "refused 3 annotations, 1 items" in result.output
+    result = run("merge", str(tmp_path / "offline.db"), ok=False)
+    assert result.exit_code == 1 and "refused 3 annotations, 1 items" in result.output
+    assert "4 rows of" in result.output and "refused (listed above), not merged" in result.output
 
 
 def files_beside(path) -> dict[str, bytes]:

@@ -280,8 +280,11 @@ def test_a_cell_whose_labelled_verdicts_are_all_unparsed_says_so(tmp_path):
     for i in ids:
         store.annotate(i, "ann", "label", label="yes")
     store.close()
-    text = Calibrate(tmp_path / "u.db")("report").output
-    assert "every labelled item's verdict is unparsed" in text and "no human labels yet" not in text
+    out = Calibrate(tmp_path / "u.db")("report", ok=False)
+    assert out.exit_code == 1 and "every labelled item's verdict is unparsed" in out.output
+    assert "see --unparsed" in out.output and "no human labels yet" not in out.output
+    text = Calibrate(tmp_path / "u.db")("report", "--unparsed", "as-disagreement").output
+    assert "every labelled item's verdict is unparsed" not in text and "vs" in text
 
 
 def test_only_the_current_version_of_an_item_is_counted(tmp_path):
@@ -308,8 +311,8 @@ def test_the_report_commands_draw_count_is_the_statistics_default():
     assert option.default == DEFAULT_RESAMPLES == ReportOptions().resamples
 
 
-def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(demo_db, tmp_path):
+def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(labelled_demo_db, tmp_path):
     missing = tmp_path / "no-such-folder" / "report.html"
-    out = Calibrate(demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
+    out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
     assert out.exit_code == 1 and f"Error: {missing}: No such file or directory" in out.output
     assert "Traceback" not in out.output

@@ -65,7 +65,8 @@ def test_narrow_terminal_gets_a_block_per_cell(demo_db):
 def test_bad_by_and_unknown_system(demo_db):
     run = Calibrate(demo_db)
     assert "Invalid value for '--by': takes system, task, lang" in run("scores", "--by", "judge", ok=False).output
-    assert "no judged items" in run("scores", "--system", "nobody", ok=False).output
+    unknown = run("scores", "--system", "nobody", ok=False)
+    assert unknown.exit_code == 2 and "unknown system 'nobody'" in unknown.output and "sdm-alpha, sdm-beta" in unknown.output
 
 
 def test_export_c3_statistics_agree_with_the_c3_rule_column(demo_db, tmp_path):

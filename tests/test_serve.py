@@ -107,8 +107,11 @@ def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
     monkeypatch.setattr(CalibrateServer, "serve", lambda self: None)  # print, do not run
+    monkeypatch.setattr("socket.gethostname", lambda: "annotation-box")
     out = Calibrate(demo_db)("serve", "--host", "0.0.0.0", "--port", "8123")
-    assert "warning: binding 0.0.0.0" in out.output and "http://0.0.0.0:8123/?token=" in out.output
+    assert "warning: binding 0.0.0.0" in out.output and "http://annotation-box:8123/?token=" in out.output
+    assert "0.0.0.0:8123" not in out.output, "a URL nobody can open"
+    assert "http://[::1]:8123/?token=" in Calibrate(demo_db)("serve", "--host", "::1", "--port", "8123").output
     assert "warning" not in Calibrate(demo_db)("serve").output
 
 

@@ -131,8 +131,7 @@ def test_c3_results_alone_create_items_and_attach_to_a_stored_tree(calibrate, tw
     results = DEMO_DIR / "c3" / "en" / "results"
     out = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-a")
     assert "0 items added" in out.output and "12 judgments added" in out.output
-    assert "--system TEXT" in calibrate("import", "c3-results", "--help").output
-    assert "the one system with C3 items in this language" in calibrate("import", "c3-results", "--help").output
+    assert "the one system with C3 items in this language" in " ".join(calibrate("import", "c3-results", "--help").output.split())
     import_tree(calibrate, two_systems, "model-b")
     before = counts(calibrate.db)
     wrong = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt", "--system", "model-b", ok=False)

@@ -58,7 +58,8 @@ def nasty_db(tmp_path):
                                                     f"field{NASTY}": "x"}) for k in range(3)
     ], with_ids=True)
     store.add_judgments([NewJudgment(item_id=i, judge_name=f"judge{NASTY}", judge_key="k", status="verdict", verdict="yes",
-                                     raw_output=f"{NASTY}\nThe answer is: yes.", template_id=f"t{NASTY}") for i in ids])
+                                     raw_output=f"{NASTY}\nThe answer is: yes.", template_id=f"t{NASTY}",
+                                     confidence=0.9) for i in ids])
     for annotator in (f"ana{NASTY}", "bo"):
         for i in ids:
             store.annotate(i, annotator, "label", label="yes" if i != ids[0] else "no", note=f"note {NASTY}")
@@ -123,8 +124,8 @@ def test_import_and_merge_messages_show_escapes_visibly(nasty_db, tmp_path, demo
     store = Store(nasty_db)
     store.annotate(1, f"x{NASTY}", "label", label=NASTY)
     store.close()
-    merged = Calibrate(demo_db)("merge", str(nasty_db))
-    assert "refused" in merged.output
+    merged = Calibrate(demo_db)("merge", str(nasty_db), ok=False)
+    assert merged.exit_code == 1 and "refused" in merged.output
     assert_safe(merged.output)
 
 

@@ -336,8 +336,15 @@ async def test_footer_shows_only_what_works_and_fits_80_columns(demo_db):
         assert "ok" not in footer and "flip" not in footer and "y yes" in footer
     cb = make_app(demo_db, task="superglue/cb")
     async with cb.run_test(size=SMALL):
-        footer = screen_text(cb).splitlines()[-1]
-        assert "1-3 label" in footer and "y yes" not in footer and "flip" not in footer
+        footer = screen_text(cb).splitlines()[-1].rstrip()
+        assert "1 entailment 2 contradiction 3 neutral" in footer and "y yes" not in footer and "flip" not in footer
+        assert footer.startswith("⏎ ok ") and footer.endswith("q quit") and len(footer) <= 80
+        assert "/ filter" not in footer, "the keys the ? page lists give way to the labels"
+    async with make_app(demo_db, task="superglue/cb").run_test(size=(140, 24)) as pilot:
+        footer = screen_text(pilot.app).splitlines()[-1]
+        assert "1 entailment 2 contradiction 3 neutral" in footer and "/ filter" in footer
+    async with make_app(demo_db, task="superglue/copa").run_test(size=SMALL) as pilot:
+        assert "1-2 label" in screen_text(pilot.app).splitlines()[-1], "labels that are the digits: one range"
 
 
 async def test_help_shows_keys_as_typed(demo_db):
@@ -376,12 +383,19 @@ async def test_filters_are_checked_and_always_shown(demo_db):
     app = make_app(demo_db, task="c3/pause", lang="zh")
     async with app.run_test(size=SIZE) as pilot:
         assert status(app).startswith(" task=c3/pause lang=zh ")
-        await pilot.press("slash", *["backspace"] * 40, *"task=c3/nonexistent", "enter")
+        await pilot.press("slash", *["backspace"] * 40, *"task=c3/lexcal", "enter")
         await pilot.pause()
-        assert any("unknown task 'c3/nonexistent': this database has c3/coreference-detection" in n.message
-                   for n in app._notifications)
+        error = str(app.screen.query_one("#prompt-error").content)
+        assert error == "unknown task 'c3/lexcal': did you mean c3/lexical?", "inline, in one short line"
+        assert not app._notifications
+        await pilot.press(*["backspace"] * 20, *"system=sdm-gamma", "enter")
+        await pilot.pause()
+        assert str(app.screen.query_one("#prompt-error").content) == "unknown system 'sdm-gamma'; here: sdm-alpha, sdm-beta"
+        await pilot.press("x")
+        assert str(app.screen.query_one("#prompt-error").content) == "", "editing clears it"
+        await pilot.press("escape")
         assert status(app).startswith(" task=c3/pause lang=zh "), "the queue is unchanged"
-        await pilot.press("escape", "slash", *["backspace"] * 40, "enter")
+        await pilot.press("slash", *["backspace"] * 40, "enter")
         await pilot.pause()
         assert status(app).startswith(" all items ")
 
@@ -417,6 +431,35 @@ async def test_score_form_title_is_whole_at_80_columns(demo_db):
         await pilot.press("e")
         await pilot.pause()
         assert "Your scores, 0.0-100.0: Enter moves on, Enter on the last saves" in screen_text(app)
+
+
+async def test_the_score_form_error_goes_once_the_scores_are_fixed_and_last_reads_as_scores(demo_db):
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e", "enter", *["backspace"] * 6, *"420", "enter")
+        await pilot.pause()
+        error = app.screen.query_one("#score-error")
+        assert str(error.content) == "score_reasoning = 420.0 is outside 0.0-100.0"
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert str(error.content) == "", "42 is a score: the error goes"
+        await pilot.press("enter")
+        await pilot.pause()
+        last = status(app).splitlines()[1]
+        assert "label → answer 48.5 · reasoning 42.0" in last and "{" not in last
+
+
+async def test_the_header_is_one_line_at_80_columns(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("slash", *["backspace"] * 60, "enter")  # all items: task, language and source id shown
+        await pilot.pause()
+        first = status(app).splitlines()[0]
+        assert first.startswith(" all items  c3/") and first.endswith("labelled 0/62") and len(first) <= 80
+        assert "…" in first, "the source id gives way"
+        await pilot.resize_terminal(140, 24)
+        await pilot.pause()
+        assert "(ambiguity/phonological/generation/0)" in status(app).splitlines()[0], "whole where it fits"
 
 
 async def test_the_app_waits_for_a_writer_holding_the_lock_and_keeps_the_decision(demo_db):

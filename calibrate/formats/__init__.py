@@ -18,6 +18,7 @@ they were made on).
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -260,6 +261,8 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
         for lineno, raw in enumerate(handle, 1):
             if progress:
                 progress(len(raw))
+            if lineno == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)  # written by some Windows editors and exporters
             where = f"{path}:{lineno}"
             try:
                 line = raw.decode("utf-8")
@@ -285,7 +288,7 @@ def read_json_list(path: Path) -> list:
     """A whole JSON list file (C3's layout). Errors name the file."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")
         data = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int, parse_float=finite_float)
         check_value(data, "value")
     except UnicodeDecodeError as exc:

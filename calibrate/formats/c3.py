@@ -208,10 +208,16 @@ def c3_records(
             progress(1)
 
 
+LANGUAGE_FOLDERS = {"english", "chinese", "en", "zh"}
+
+
 def default_system(folder: Path) -> str:
     """The system a response or result tree belongs to when the user names none: the folder's
-    name (of the resolved path, so `.` names the current folder)."""
-    return Path(folder).resolve().name
+    name (of the resolved path, so `.` names the current folder), or the name of the folder
+    above it when it is a language folder (`my-sdm/english` is my-sdm's, as C3 lays out a
+    model's responses)."""
+    folder = Path(folder).resolve()
+    return folder.parent.name if folder.name.casefold() in LANGUAGE_FOLDERS else folder.name
 
 
 C3_RESULTS_FAMILY = "c3-official"

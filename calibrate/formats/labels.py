@@ -1,10 +1,14 @@
-"""`calibrate import labels`: human labels made in another tool or a spreadsheet (JSONL or CSV
-with task, lang, source_id, annotator, label, and optional system and note), joined to items by
-their identity, so they count in the report like labels made in calibrate. Without a system
-column a source id must name one system's item."""
+"""`calibrate import labels`: human labels made in another tool or a spreadsheet (JSONL, or CSV
+with its delimiter found from the header: comma, semicolon or tab; with task, lang, source_id,
+annotator, label, and optional system and note), joined to items by their identity, so they
+count in the report like labels made in calibrate. Without a system column a source id must
+name one system's item. A gold export (`calibrate export`, JSONL or CSV) reads back as labels:
+its gold label, by the annotator who decided it (or "gold" where several agreed); its items
+without a gold label (unlabelled or tied) are counted, not refused."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Iterator
@@ -21,6 +25,7 @@ from calibrate.validate import source_id as valid_id
 
 REQUIRED = ("task", "lang", "source_id", "annotator", "label")
 TEXT = ("task", "lang", "annotator", "system", "note")  # when present
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab"}
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,33 @@ class LabelRow:
     system: str | None = None
 
 
+@dataclass(frozen=True)
+class NoGold:
+    """A row of a gold export whose item has no gold label (unlabelled or tied): not a label."""
+
+    location: str
+
+
+@dataclass
+class LabelImport:
+    """What an import of labels did: labels added, rows already present, bad rows skipped, and
+    rows of a gold export without a gold label."""
+
+    added: int
+    present: int
+    skipped: list[BadInput]
+    without_gold: int
+
+
+def _is_jsonl(path: Path) -> bool:
+    """JSONL or CSV, by the file's first character (after a byte-order mark and blank space)."""
+    with path.open("rb") as handle:
+        head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+    return head[:1] == b"{"
+
+
 def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
-    if path.suffix.lower() != ".csv":
+    if _is_jsonl(path):
         yield from read_jsonl(path)
         return
     try:
@@ -47,8 +77,9 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
         raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise ImportFailed(f"{path}: file is empty")
+    delimiter = _delimiter(path, text.splitlines()[0])
     # Strict: one row per line. A quote left open would otherwise swallow the rows after it.
-    reader = csv.reader(io.StringIO(text), strict=True)
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, strict=True)
     header, line = None, 0
     while True:
         start = line + 1
@@ -68,22 +99,41 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
-            yield BadInput(f"{path}:{start}", f"{len(row)} cells, but the header names {len(header)}")
+            yield BadInput(f"{path}:{start}", f"{len(row)} cells, but the header names {len(header)} "
+                                              f"({DELIMITERS[delimiter]}-separated)")
             continue
         yield f"{path}:{start}", {k: v.strip() for k, v in zip(header, row, strict=True) if k}
 
 
-def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput]:
+def _delimiter(path: Path, header: str) -> str:
+    """The delimiter whose split of the header names the most label columns."""
+    def named(delimiter: str) -> int:
+        cells = {cell.strip() for cell in next(csv.reader([header], delimiter=delimiter), [])}
+        return len(cells & {*REQUIRED, "id", "gold_label", "system", "note"})
+
+    best = max(DELIMITERS, key=named)
+    if not named(best):
+        raise ImportFailed(f"{path}:1: the first row names none of the label columns ({', '.join(REQUIRED)}) "
+                           "with a comma, semicolon or tab between them; a label file starts with a header row, "
+                           "or is JSONL (one object per line)")
+    return best
+
+
+def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput | NoGold]:
     """Label rows from a JSONL or CSV file, each checked against its task's verdict kind."""
     for entry in _rows(path):
         if isinstance(entry, BadInput):
             yield entry
             continue
         where, obj = entry
-        obj = {**obj, "source_id": obj.get("source_id", obj.get("id"))}
+        obj = {**obj, "source_id": obj.get("source_id", obj.get("id")), "label": obj.get("label", obj.get("gold_label"))}
+        if "gold_basis" in obj and obj["label"] in (None, ""):
+            yield NoGold(where)
+            continue
         missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
         if missing:
-            yield BadInput(where, f"missing field {missing[0]!r}")
+            yield BadInput(where, f"missing field {missing[0]!r} (a label row has {', '.join(REQUIRED)}; "
+                                  f"this one has {', '.join(k for k, v in obj.items() if v not in (None, '')) or 'none'})")
             continue
         not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
         if not_text:
@@ -108,15 +158,18 @@ def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadIn
                        system.strip() if system not in (None, "") else None)
 
 
-def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> tuple[int, list[BadInput]]:
-    """Import every row or nothing (unless `skip_bad`). Returns (labels added, skipped rows)."""
+def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> LabelImport:
+    """Import every row or nothing (unless `skip_bad`)."""
     path = Path(path)
     if not path.is_file():
         raise ImportFailed(f"{path}: no such file")
     index = ItemIndex(store)
     hashes: dict[int, str] = {}
-    rows, skipped = [], []
+    rows, skipped, without_gold = [], [], 0
     for row in read_labels(path, templates):
+        if isinstance(row, NoGold):
+            without_gold += 1
+            continue
         problem = row if isinstance(row, BadInput) else None
         if problem is None:
             item_id, reason = _find(index, row)
@@ -132,8 +185,10 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
             skipped.append(problem)
     if not rows:
-        raise ImportFailed(f"{path}: no valid labels; nothing was imported")
-    return store.add_imported_labels(rows), skipped
+        raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
+                           (f" ({without_gold} rows of items without a gold label)" if without_gold else ""))
+    added = store.add_imported_labels(rows)
+    return LabelImport(added, len(rows) - added, skipped, without_gold)
 
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:

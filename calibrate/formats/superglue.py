@@ -121,6 +121,18 @@ def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def default_system(predictions: Path, task_file: Path) -> str | None:
+    """Whose answers a predictions file holds when the user names no system: the name of the
+    folder it is in (`my-llm/boolq.jsonl` is my-llm's), or None where that folder cannot say:
+    the working folder, the task file's own folder, or a folder named after a task (a layout
+    by task, not by model)."""
+    folder = Path(predictions).resolve().parent
+    if folder in (Path.cwd().resolve(), Path(task_file).resolve().parent):
+        return None
+    name = folder.name
+    return None if name.casefold().replace("-", "") in {key.replace("-", "") for key in SUPERGLUE_TASKS} else name
+
+
 def superglue_records(
     path: Path, task_name: str, predictions: Path | None = None, progress: Progress | None = None, system: str = ""
 ) -> Iterator[Record | BadInput]:

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import asdict, fields
 
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.fit import Columns, fit_table
 from calibrate.reliability_cells import JudgeReliability
 from calibrate.report.model import (
     AgreementCell,
@@ -156,15 +157,16 @@ def cells_without_numbers(report: Report) -> list[str]:
 
 
 def render_table(report: Report, console, *, wide: bool = False) -> None:
-    """The terminal report: per cell a heading, a compact table that fits 80 columns (the κ bar
-    from 100), notes in words; `wide` adds a table of the judge's error rates."""
+    """The terminal report: per cell a heading, a compact table fitted to the console's width
+    (calibrate.fit; the κ bar from 100 columns), notes in words; `wide` adds a table of the
+    judge's error rates."""
     from rich.padding import Padding
     from rich.text import Text
 
-
     console.print(Text(f"judge vs human, by {' × '.join(report.options.by)}; unparsed verdicts: {report.options.unparsed}",
-                       style="bold"))
-    with_bar = wide or console.width >= 100
+                       style="bold"), soft_wrap=False)
+    width = console.width
+    with_bar = width >= 100
     for c in report.cells:
         if not any(line.n for line in c.lines):
             continue
@@ -179,13 +181,12 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
             cells = [row.versus, str(row.n), fmt(row.agreement), with_ci(row.kappa, row.kappa_low, row.kappa_high)]
             if with_bar:
                 ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
-                cells.append(kappa_bar(row.kappa, ci, 21 if wide or console.width >= 120 else 15))
+                cells.append(kappa_bar(row.kappa, ci, 21 if width >= 120 else 15))
             body.append([safe(v) for v in (*cells, row.verdict)])
-        table = _fitted_table(headers, body)
-        console.print(table)
+        console.print(fit_table(headers, body, width, Columns(names=("vs",), texts=("verdict",), right=("n", "agree"))))
         if wide:
-            console.print(_details_table(c))
-            reliability = _reliability_table(c)
+            console.print(_details_table(c, width))
+            reliability = _reliability_table(c, width)
             if reliability is not None:
                 console.print(reliability)
         for note in cell_notes(c, report):
@@ -198,27 +199,10 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
         console.print(Text(note, style="dim italic"), soft_wrap=False)
 
 
-def _fitted_table(headers: list[str], body: list[list[str]]):
-    """A borderless rich table whose columns are as wide as their widest cell (none is ever
-    squeezed: a table that fits is never cut; the last column gives way first)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for k, name in enumerate(headers):
-        widest = max([len(name), *(len(row[k]) for row in body)])
-        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=widest if k < len(headers) - 1 else None,
-                         justify="right" if name in ("n", "agree") else "left")
-    for row in body:
-        table.add_row(*[Text(v) for v in row])
-    return table
-
-
 LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "no evidence of a difference": "no evidence"}
 
 
-def _details_table(c: AgreementCell):
+def _details_table(c: AgreementCell, width: int):
 
     body = []
     for line in c.lines:
@@ -232,10 +216,11 @@ def _details_table(c: AgreementCell):
             r.versus, with_ci(r.ac1, r.ac1_low, r.ac1_high), with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
             with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
             f"{fmt(r.bias_index)}/{fmt(r.prevalence_index)}", leniency)])
-    return _fitted_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body)
+    return fit_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body,
+                     width, Columns(names=("vs",), texts=("judge vs people",)))
 
 
-def _reliability_table(c: AgreementCell):
+def _reliability_table(c: AgreementCell, width: int):
     """--wide: the judge's consistency over repeats, calibration and length probe, one measure
     a row (narrow enough for 80 columns)."""
     r = c.reliability
@@ -251,7 +236,7 @@ def _reliability_table(c: AgreementCell):
     if r.length is not None:
         body.append(["length bias (log-odds/sd)", with_ci(row.length_bias, row.length_bias_low, row.length_bias_high)
                      if row.length_bias is not None else "cannot tell"])
-    return _fitted_table(["judge reliability", "estimate [95% CI]"], body)
+    return fit_table(["judge reliability", "estimate [95% CI]"], body, width)
 
 
 MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),

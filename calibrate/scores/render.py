@@ -10,6 +10,7 @@ import json
 from collections import defaultdict
 
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.fit import hanging
 from calibrate.html_page import page
 from calibrate.scores.model import FINAL, Scores
 
@@ -155,9 +156,9 @@ def render_table(scores: Scores, console) -> None:
             table.add_row(*[Text(v) for v in row])
         console.print(table)
     for title, lines in sections(scores, notes):
-        console.print(Text(title, style="bold"))
+        console.print(hanging(title, console.width, style="bold"), soft_wrap=False)
         for line in lines:
-            console.print(Text(f"  {line}"))
+            console.print(hanging(line, console.width, 2, 4), soft_wrap=False)
 
 
 WIDE_TABLE = 180
@@ -175,14 +176,15 @@ def _render_cards(table_rows: list[list[str]], console) -> None:
          note) in table_rows:
         if (system, task, lang) != heading:
             heading = (system, task, lang)
-            console.print(Text(f"{system} · {task} · {lang}", style="bold cyan"), Text(
-                f"  {items} items, {labelled} labelled, people {people}"))
+            console.print(hanging(Text.assemble((f"{system} · {task} · {lang}", "bold cyan"),
+                                                f"   {items} items, {labelled} labelled, people {people}"),
+                                  console.width), soft_wrap=False)
         first = [f"C3 rule {rule}"] if rule != "—" or not parser else []
         if parser:
             first.append(f"parser {parser}" + (f" (unparsed left out {left_out})" if left_out != parser else ""))
         second = [f"corrected {ppi}"] + ([f"R–G {rg}"] if rg else []) + ([f"+labels {more}"] if more else [])
-        console.print(Text(f"  {judge}: " + " · ".join(first)))
-        console.print(Text("    " + " · ".join(second) + (f" {note}" if note else "")))
+        console.print(hanging(f"{judge}: " + " · ".join(first), console.width, 2, 4), soft_wrap=False)
+        console.print(hanging(" · ".join(second) + (f" {note}" if note else ""), console.width, 4, 6), soft_wrap=False)
 
 
 def render_markdown(scores: Scores) -> str:

@@ -53,8 +53,9 @@ SCROLL_BINDINGS = [
 
 class AnnotateScreen(Screen):
     # the key bar shows these in this order, only those that work on the item on screen; at
-    # 80 columns everything up to "quit" fits (the panels name x and ] where they apply; the
-    # rest are on the ? page)
+    # 80 columns everything up to "quit" fits on yes/no items (the panels name x and ] where
+    # they apply; the rest are on the ? page); where the digits' labels make it too long, the
+    # keys of KEY_BAR_DROPS leave it first
     BINDINGS = [
         Binding("enter,space", "confirm", "ok", id="annotate.confirm"),
         Binding("y", "label_yes", "yes", id="annotate.yes"),
@@ -83,6 +84,9 @@ class AnnotateScreen(Screen):
         Binding("t", "stats", "stats", show=False, id="annotate.stats"),
         Binding("g", "guidelines", "guide", show=False, id="annotate.guidelines"),
     ]
+
+    KEY_BAR_DROPS = ("annotate.filter", "annotate.previous", "annotate.next", "annotate.page_next", "annotate.expand",
+                     "annotate.undo", "annotate.flag", "annotate.help")
 
     def __init__(self, session: AnnotationSession):
         super().__init__()
@@ -175,7 +179,7 @@ class AnnotateScreen(Screen):
             self.move_child(strip, before=self.query_one("#main"))
         else:
             self.move_child(strip, after=self.query_one("#main"))
-        self.query_one(KeyBar).show(self, len(view.choices) if view else 0)
+        self.query_one(KeyBar).show(self, view.choices if view else ())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only what works on the item on screen is enabled (and so shown in the key bar); while
@@ -359,14 +363,11 @@ class AnnotateScreen(Screen):
         current = self.session.filter_text()
 
         def done(text: str | None) -> None:
-            if text is None:
-                return
-            try:
+            if text is not None:
                 self.app.refilter(text)
-            except ValueError as exc:
-                self.notify(safe(str(exc)), severity="error", timeout=10, markup=False)
 
-        self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current), done)
+        self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current,
+                                        check=lambda text: safe(self.app.filter_problem(text) or "") or None), done)
 
     def action_stats(self) -> None:
         self.app.push_screen(StatsScreen(self.session.store.path, self.session.templates, self.session.judge))

@@ -8,8 +8,9 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
+from calibrate.names import closest, listing
 from calibrate.session import AnnotationSession
-from calibrate.store import Store
+from calibrate.store import Store, UnknownFilter
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
 from calibrate.tui.flagged_screen import FlaggedScreen
@@ -99,16 +100,32 @@ class CalibrateApp(App):
             return self.guidelines_file.read_text(encoding="utf-8")
         return template.guidelines or "No guidelines in the template manifest for this task."
 
+    def filter_problem(self, text: str) -> str | None:
+        """What is wrong with a filter like 'task=c3/pause lang=zh system=model-a', in a line
+        (the closest known value where one was misspelt), or None."""
+        try:
+            values = _filter_values(text)
+        except ValueError as exc:
+            return str(exc)
+        for what, key in (("task", "task"), ("language", "lang"), ("system", "system")):
+            value = values[key]
+            try:
+                self.store.check_filter(**{key: value})
+            except UnknownFilter:
+                known = self.store.known(what)
+                match = closest(value, known)
+                if match:
+                    return f"unknown {what} {value!r}: did you mean {match}?"
+                return f"unknown {what} {value!r}; here: {listing(known, FILTER_VALUES_SHOWN)}"
+        return None
+
     def refilter(self, text: str) -> None:
         """Start a new queue from a filter like 'task=c3/pause lang=zh system=model-a'; ValueError
         (the current queue untouched) for a filter that is malformed or matches nothing."""
-        values = {"task": None, "lang": None, "system": None}
-        for token in text.split():
-            key, _, value = token.partition("=")
-            if key not in values or not value:
-                raise ValueError(f"unknown filter {token!r}: use task=…, lang=… and system=…")
-            values[key] = value
-        self.store.check_filter(task=values["task"], lang=values["lang"], system=values["system"])
+        problem = self.filter_problem(text)
+        if problem:
+            raise ValueError(problem)
+        values = _filter_values(text)
         self.session.close()
         self.decisions_before += self.session.decisions_here
         self.session = self._session(values["task"], values["lang"], values["system"])
@@ -118,3 +135,17 @@ class CalibrateApp(App):
     def on_unmount(self) -> None:
         self.session.close()
         self.store.close()
+
+
+FILTER_VALUES_SHOWN = 4  # a filter error names the closest value and a few valid ones, in one line
+
+
+def _filter_values(text: str) -> dict[str, str | None]:
+    """task, lang and system of a filter ('task=c3/pause lang=zh'); ValueError if malformed."""
+    values: dict[str, str | None] = {"task": None, "lang": None, "system": None}
+    for token in text.split():
+        key, _, value = token.partition("=")
+        if key not in values or not value:
+            raise ValueError(f"unknown filter {token!r}: use task=…, lang=… and system=…")
+        values[key] = value
+    return values

@@ -1,5 +1,6 @@
 """The rubric score form: enter or accept the two scores (score_answer, score_reasoning),
-0.0-100.0. It opens filled with the judge's scores, so Enter twice accepts them."""
+0.0-100.0. It opens filled with the judge's scores, so Enter twice accepts them. An error
+under the fields goes as soon as the scores are fixed."""
 
 from __future__ import annotations
 
@@ -46,6 +47,18 @@ class ScoreForm(ModalScreen[str | None]):
             self.query_one("#score-error", Label).update(str(exc))
             return
         self.dismiss(label)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """An error shown stays only while the scores are still wrong (and says what is wrong now)."""
+        error = self.query_one("#score-error", Label)
+        if not str(error.content):
+            return
+        try:
+            self.kind.score_label({k: self.query_one(f"#score-{k}", Input).value for k in SCORE_KEYS})
+        except LabelError as exc:
+            error.update(str(exc))
+        else:
+            error.update("")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

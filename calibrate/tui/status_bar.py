@@ -1,18 +1,27 @@
 """The lines above the item: the active filter, where you are (task, language, item), how far
 along (labels only: skips and flags are not labels), what happened to your last decision (the
-blind-mode reveal), and, while another writer holds the database, that a decision waits."""
+blind-mode reveal), and, while another writer holds the database, that a decision waits. The
+first line always fits on one line: where the terminal is narrow the item's source id loses
+its middle, then the rate per hour goes. Labels read as words (a rubric label as its two
+scores, not JSON)."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
 from calibrate.escape import safe
+from calibrate.fit import middle_cut
 from calibrate.session import AnnotationSession, ItemView
+from calibrate.templates import TemplateError
+
+SOURCE_FLOOR = 12  # a source id shortened to fit keeps at least this many cells
 
 
 class StatusBar(Static):
     _text = Text()
+    _shown: tuple[ItemView | None, AnnotationSession] | None = None
 
     def waiting(self, seconds: float | None) -> None:
         """Say that a write waits for another writer to release the database (None: done)."""
@@ -22,37 +31,73 @@ class StatusBar(Static):
                         "your decision is not saved yet", style="bold yellow")
         self.update(text)
 
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
+
     def show(self, view: ItemView | None, session: AnnotationSession) -> None:
+        self._shown = (view, session)
         progress, last = session.progress(), session.last_decision
-        text = Text()
-        text.append(safe(f" {session.filter_text() or 'all items'} "), style="bold reverse")
-        if view is not None:
-            item = view.item
-            if not session.task:
-                text.append(f" {safe(item.task)}", style="bold")
-            if not session.lang:
-                text.append(f" {safe(item.lang)}", style="bold")
-            text.append(f" #{item.id} ", style="bold")
-            text.append(safe(f"({item.source_id})"), style="dim")
-        else:
-            text.append(" queue finished ", style="bold")
-        text.append(f"  labelled {progress.labelled}/{progress.total}")
-        if progress.per_hour is not None:
-            text.append(f" · {progress.per_hour:.0f}/h")
-        if session.blind:
-            text.append("  BLIND", style="bold magenta")
-        if view is not None and view.current_label is not None:
-            text.append(f"  yours: {safe(view.current_label)}", style="bold cyan")
+        text = self._first_line(view, session, progress)
         if last is not None:
             text.append("\n")
             text.append(f" last: #{last.item_id} {last.action}")
+            words = _words_for(session, view, last.item_id)
             if last.label is not None:
-                text.append(f" → {safe(last.label)}")
+                text.append(f" → {safe(words(last.label))}")
             if last.judge_verdict is not None and last.action not in ("skip", "flag"):
                 mark, style = ("✓ agrees", "green") if last.agrees else ("✗ differs", "red")
-                text.append(f"   judge said {safe(last.judge_verdict)} ", style="dim")
+                text.append(f"   judge said {safe(words(last.judge_verdict))} ", style="dim")
                 text.append(mark, style=f"bold {style}")
         if view is None:
             text.append(f"\n {session.finished_summary()}. k goes back.")
         self._text = text
         self.update(text)
+
+    def _first_line(self, view: ItemView | None, session: AnnotationSession, progress) -> Text:
+        """Filter, item and progress in one line of the bar's width."""
+        width = self.size.width or self.app.size.width
+        head = Text()
+        head.append(safe(f" {session.filter_text() or 'all items'} "), style="bold reverse")
+        if view is not None:
+            item = view.item
+            if not session.task:
+                head.append(f" {safe(item.task)}", style="bold")
+            if not session.lang:
+                head.append(f" {safe(item.lang)}", style="bold")
+            head.append(f" #{item.id} ", style="bold")
+        else:
+            head.append(" queue finished ", style="bold")
+        tail = Text(f"  labelled {progress.labelled}/{progress.total}")
+        rate = f" · {progress.per_hour:.0f}/h" if progress.per_hour is not None else ""
+        marks = Text()
+        if session.blind:
+            marks.append("  BLIND", style="bold magenta")
+        if view is not None and view.current_label is not None:
+            yours = view.kind.words(view.current_label) if view.is_scores else view.current_label
+            marks.append(f"  yours: {safe(yours)}", style="bold cyan")
+        source = safe(f"({view.item.source_id})") if view is not None else ""
+        room = width - cell_len(head.plain) - cell_len(tail.plain) - cell_len(marks.plain)
+        if cell_len(source) + cell_len(rate) > room:
+            rate = ""
+        if cell_len(source) > room:
+            source = middle_cut(source, max(room, SOURCE_FLOOR))
+        head.append(source, style="dim")
+        tail.append(rate)
+        line = Text.assemble(head, tail, marks, no_wrap=True, overflow="ellipsis")
+        line.truncate(width, overflow="ellipsis")
+        return line
+
+
+def _words_for(session: AnnotationSession, view: ItemView | None, item_id: int):
+    """How the labels of item `item_id` read in the bar: scores as their kind's words (not
+    JSON), other labels as stored."""
+    if view is not None and view.item.id == item_id:
+        kind = view.kind
+    else:
+        item = session.store.item(item_id)
+        try:
+            kind = session.templates.for_task(item.task, item.lang).kind
+        except (TemplateError, AttributeError):
+            return str
+    return kind.words if kind.scored else str

@@ -1,7 +1,10 @@
 """A small dialog asking for one line of text (a note, a filter). Enter accepts, Escape
-cancels."""
+cancels. Given a `check`, Enter accepts only text it finds nothing wrong with; what is wrong
+shows under the field, short, until the text is edited."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,19 +18,30 @@ class TextPrompt(ModalScreen[str | None]):
     DEFAULT_CSS = """
     TextPrompt { align: center middle; }
     TextPrompt > Vertical { width: 80%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    TextPrompt #prompt-error { color: $error; width: 100%; }
     """
 
-    def __init__(self, title: str, placeholder: str = "", value: str = ""):
+    def __init__(self, title: str, placeholder: str = "", value: str = "",
+                 check: Callable[[str], str | None] | None = None):
         super().__init__()
         self.title_text, self.placeholder, self.value = title, placeholder, value
+        self.check = check
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, markup=False)
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Label("", id="prompt-error", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        problem = self.check(event.value) if self.check else None
+        if problem:
+            self.query_one("#prompt-error", Label).update(problem)
+            return
         self.dismiss(event.value)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#prompt-error", Label).update("")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

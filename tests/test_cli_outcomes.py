@@ -1,0 +1,261 @@
+"""No silent outcome: a command that did nothing, or skipped what it was asked to do, exits
+non-zero and says why and what to do; it creates and changes nothing it should not. One test
+per case a new user ran into (from a fresh clone, the README, a template folder of their own
+and the common mistakes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from calibrate.demo import DEMO_DIR
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI
+from tests.test_formats import write_jsonl
+
+CLAIM = {"id": "1", "claim": "the sky is green", "response": "no"}
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file in the folder, a database by its rows (what SQLite keeps beside it aside)."""
+    out = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".db":
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1")]
+                rows = [(t, sorted(map(repr, conn.execute(f"SELECT * FROM [{t}]")))) for t in tables]
+            out[path.name] = hashlib.sha256(repr(rows).encode()).hexdigest()
+        elif not path.name.endswith(("-wal", "-shm")):
+            out[path.name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+    return out
+
+
+@pytest.fixture
+def my_templates(tmp_path) -> Path:
+    """A user's template folder as people write one: no [fields] table; `broken` refers to a
+    variable no item has."""
+    folder = tmp_path / "tpl" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "mine"\n'
+        '[[template]]\nid = "mine/en/factcheck"\nfile = "factcheck.j2"\nlang = "en"\ntasks = ["mine/factcheck"]\n'
+        'required = ["claim", "response"]\nverdict = "yes_no_en"\n'
+        '[[template]]\nid = "mine/en/broken"\nfile = "broken.j2"\nlang = "en"\ntasks = ["mine/broken"]\n'
+        'required = ["claim"]\nverdict = "yes_no_en"\n', encoding="utf-8")
+    (folder / "factcheck.j2").write_text("Claim: {{ claim }}\nAnswer: {{ response }}\n", encoding="utf-8")
+    (folder / "broken.j2").write_text("Claim: {{ claim }} {{ undefined_thing }}\n", encoding="utf-8")
+    return tmp_path / "tpl"
+
+
+@pytest.fixture
+def mine_db(tmp_path, my_templates) -> Calibrate:
+    """Two items of a task of one's own and two of a task whose template cannot render."""
+    work = tmp_path / "work"
+    work.mkdir()
+    run = Calibrate(work / "mine.db")
+    items = write_jsonl(tmp_path / "mine.jsonl", [CLAIM, {**CLAIM, "id": "2"}])
+    for task in ("mine/factcheck", "mine/broken"):
+        run("--templates", str(my_templates), "import", "jsonl", str(items), "--task", task, "--lang", "en")
+    return run
+
+
+def test_judge_without_the_templates_of_a_task_names_the_task_and_the_flag(mine_db):
+    before = fingerprint(mine_db.db.parent)
+    with FakeOpenAI() as server:
+        out = mine_db("judge", "--model", "m", "--base-url", server.url, ok=False)
+        assert server.requests == []
+    assert out.exit_code == 1 and "Error: nothing was judged" in out.output
+    assert "4 items of tasks no template serves not judged (mine/broken (en): 2, mine/factcheck (en): 2)" in out.output
+    assert "--templates DIR" in out.output
+    assert fingerprint(mine_db.db.parent) == before
+
+
+def test_a_template_that_cannot_render_is_an_error_naming_the_items(mine_db, my_templates):
+    with FakeOpenAI() as server:
+        out = mine_db("judge", "--templates", str(my_templates), "--model", "m", "--base-url", server.url, ok=False)
+        assert len(server.requests) == 2, "the items that render are judged"
+    assert out.exit_code == 1
+    assert ("2 items cannot be rendered (template mine/en/broken: missing field ('undefined_thing' is undefined)): "
+            "id 3, 4") in out.output
+    assert "some items were not judged (see above); the next run asks only for them" in out.output
+    assert {j.judge_name for j in Store(mine_db.db).judgments()} == {"m"} and len(list(Store(mine_db.db).judgments())) == 2
+
+
+def test_render_of_a_task_without_its_templates_says_how_to_add_them(mine_db):
+    out = mine_db("render", "1", ok=False)
+    assert out.exit_code == 1
+    assert "unknown task 'mine/factcheck' for language 'en': no template serves it" in out.output
+    assert "a task of your own needs its template folder: --templates DIR" in out.output
+
+
+def test_global_options_go_before_or_after_the_command(mine_db, my_templates, tmp_path):
+    from click.testing import CliRunner
+
+    from calibrate.cli import cli
+
+    run = lambda *args: CliRunner().invoke(cli, args)  # noqa: E731
+    status = run("status", "--db", str(mine_db.db))
+    assert status.exit_code == 0 and "mine/factcheck" in status.output
+    shown = run("templates", "show", "mine/en/factcheck", "--templates", str(my_templates))
+    assert shown.exit_code == 0 and "Claim: {{ claim }}" in shown.output
+    both = run("--templates", str(my_templates), "--db", str(mine_db.db), "render", "1", "--db", str(mine_db.db))
+    assert both.exit_code == 0 and "Claim: the sky is green" in both.output
+    twice = run("--db", str(tmp_path / "a.db"), "status", "--db", str(tmp_path / "b.db"))
+    assert twice.exit_code == 2 and "--db given twice" in twice.output
+    assert not (tmp_path / "a.db").exists() and not (tmp_path / "b.db").exists()
+    assert "--templates DIRECTORY" in run("judge", "--help").output
+
+
+def test_a_failed_import_into_a_new_file_removes_it_and_leaves_an_old_one_unchanged(demo_db, tmp_path):
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": 1, "content": "c", "notation": "n", "response": "r"}, "{broken"])
+    new = tmp_path / "new.db"
+    out = Calibrate(new)("import", "jsonl", str(bad), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and "bad.jsonl:2: malformed JSON" in out.output
+    assert not list(tmp_path.glob("new.db*"))
+    before = fingerprint(demo_db.parent)
+    Calibrate(demo_db)("import", "jsonl", str(bad), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert fingerprint(demo_db.parent) == before
+
+
+def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
+    Store(tmp_path / "empty.db").close()
+    empty = Calibrate(tmp_path / "empty.db")("status", ok=False)
+    assert empty.exit_code == 1 and "Error: no items in" in empty.output and "import items first" in empty.output
+    nope = Calibrate(demo_db)("status", "--system", "sdm-alfa", ok=False)
+    assert nope.exit_code == 2 and "unknown system 'sdm-alfa' (did you mean sdm-alpha?)" in nope.output
+    assert "sdm-alpha, sdm-beta" in nope.output
+    none = Calibrate(demo_db)("status", "--system", "", ok=False)
+    assert none.exit_code == 1 and "no items without a system" in none.output
+
+
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--task", "c3/lexcal"], 2,
+     "Invalid value for '--task': unknown task 'c3/lexcal' (did you mean c3/lexical?); known tasks: "),
+    (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--lang", "EN"], 2,
+     "Invalid value for '--lang': unknown language 'EN' (did you mean en?); languages: en, zh"),
+    (["items", "--task", "essay/score"], 2, "unknown task 'essay/score'; known tasks: c3/coreference-detection"),
+    (["annotate", "--system", "sdm-gamma"], 2, "unknown system 'sdm-gamma'"),
+    (["report", "--judge", "demo-jugde"], 2, "unknown judge 'demo-jugde' (did you mean demo-judge?)"),
+    (["items", "--status", "flagged"], 1, "no items in"),
+    (["items", "--offset", "500"], 1, "after the first 500 (62 match)"),
+    (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--task", "c3/generation"], 1,
+     "nothing to judge: the 1 item selected is of a task people decide (no judge prompt)"),
+    (["report"], 1, "no agreement to report yet: none of the 70 judged cells has an item labelled by people"),
+    (["trust"], 1, "nothing to assess: no judge verdict in"),
+])
+def test_empty_selections_and_unknown_values_say_so(demo_db, args, code, message):
+    before = fingerprint(demo_db.parent)
+    out = Calibrate(demo_db)(*args, ok=False)
+    assert out.exit_code == code and message in out.output, out.output
+    assert fingerprint(demo_db.parent) == before
+
+
+def test_nothing_left_to_judge_is_done_not_an_error(demo_db):
+    out = Calibrate(demo_db)("judge", "--judge", "rule")
+    assert "0 judgments stored, 14 items already judged (skipped)" in out.output
+
+
+def test_commands_with_nothing_to_work_on_say_what_to_do(tmp_path):
+    Store(tmp_path / "empty.db").close()
+    items = write_jsonl(tmp_path / "items.jsonl", [{"id": 1, "content": "c", "notation": "n", "response": "r"}])
+    run = Calibrate(tmp_path / "one.db")
+    run("import", "jsonl", str(items), "--task", "c3/lexical", "--lang", "en")
+    for db, args, message in (
+        ("one.db", ["parse"], "no judgments in"),
+        ("one.db", ["report"], "no judge verdicts in"),
+        ("one.db", ["trust"], "no judge verdicts with a yes/no or label verdict in"),
+        ("one.db", ["judge", "--judge", "rule"], "no SuperGLUE items with a model response"),
+        ("empty.db", ["export", "--out", str(tmp_path / "gold.jsonl")], "no items to export in"),
+        ("empty.db", ["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "nothing to judge: no items in"),
+    ):
+        before = fingerprint(tmp_path)
+        out = Calibrate(tmp_path / db)(*args, ok=False)
+        assert out.exit_code == 1 and message in out.output, (args, out.output)
+        assert fingerprint(tmp_path) == before, args
+
+
+def test_a_byte_order_mark_and_other_delimiters_are_read(demo_db, tmp_path):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}).encode() + b"\n")
+    assert "1 items added" in Calibrate(tmp_path / "new.db")("import", "jsonl", str(bom), "--task", "c3/lexical",
+                                                              "--lang", "en").output
+    lexical = "c3/lexical\ten\tsdm-alpha\tambiguity/semantic/lexical/0"
+    (tmp_path / "tab.tsv").write_text(f"task\tlang\tsystem\tsource_id\tannotator\tlabel\n{lexical}\tana\tyes\n")
+    (tmp_path / "semi.csv").write_bytes("\ufefftask;lang;system;source_id;annotator;label\n".encode()
+                                        + lexical.replace("\t", ";").encode() + b";bo;no\n")
+    run = Calibrate(demo_db)
+    assert "1 labels added" in run("import", "labels", str(tmp_path / "tab.tsv")).output
+    assert "1 labels added" in run("import", "labels", str(tmp_path / "semi.csv")).output
+    (tmp_path / "pipe.csv").write_text(f"task|lang|source_id|annotator|label\n{lexical.replace(chr(9), '|')}|cy|yes\n")
+    before = fingerprint(demo_db.parent)
+    out = run("import", "labels", str(tmp_path / "pipe.csv"), ok=False)
+    assert out.exit_code == 1 and "pipe.csv:1: the first row names none of the label columns" in out.output
+    assert "with a comma, semicolon or tab between them" in out.output
+    assert fingerprint(demo_db.parent) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_gold_export_reads_back_with_import_labels(labelled_demo_db, tmp_path, fmt):
+    run = Calibrate(labelled_demo_db)
+    Calibrate(labelled_demo_db)("import", "labels", str(write_jsonl(tmp_path / "cy.jsonl", [
+        {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "cy", "label": "2"},
+        {"task": "rubric/reference", "lang": "zh", "system": "sdm-alpha", "source_id": "r1", "annotator": "cy",
+         "label": json.dumps({"score_answer": 80, "score_reasoning": 60})}])))
+    gold = tmp_path / f"gold.{fmt}"
+    run("export", "--format", fmt, "--out", str(gold))
+    exported = {(r["task"], r["lang"], r["system"], r["source_id"]): r for r in map(json.loads, run("export").output.splitlines())}
+    copa, rubric = ("superglue/copa", "en", "sdm-alpha", "0"), ("rubric/reference", "zh", "sdm-alpha", "r1")
+    assert exported[copa]["annotator"] == "gold", "ana and bo agree on it, cy does not: a majority"
+    assert exported[rubric]["annotator"] == "cy"
+    empty = tmp_path / "unlabelled.db"  # the same items, no label yet
+    Calibrate(empty)("demo", "--no-tui")
+    out = Calibrate(empty)("import", "labels", str(gold))
+    with_gold = sum(1 for r in exported.values() if r["gold_label"] is not None)
+    assert f"{with_gold} labels added, 0 already present, 0 skipped" in out.output
+    assert f"{len(exported) - with_gold} items without a gold label left out" in out.output
+    store = Store(empty)
+    labels = {(r["task"], r["lang"], r["system"], r["source_id"]): (r["annotator"], r["label"])
+              for r in store.current_labels()}
+    assert labels[copa] == ("gold", exported[copa]["gold_label"]) and labels[rubric][0] == "cy"
+    assert len(labels) == with_gold
+    again = Calibrate(empty)("import", "labels", str(gold))
+    assert f"0 labels added, {with_gold} already present" in again.output
+
+
+def test_default_systems_follow_the_layout_people_have(tmp_path):
+    c3 = DEMO_DIR / "c3" / "en"
+    responses = tmp_path / "my-sdm" / "english"
+    shutil.copytree(c3 / "responses", responses)
+    run = Calibrate(tmp_path / "s.db")
+    out = run("import", "c3", "--reference", str(c3 / "reference"), "--responses", str(responses), "--lang", "en")
+    assert "system my-sdm (the responses' folder; --system names another)" in out.output
+    assert Store(tmp_path / "s.db").systems() == ["my-sdm"]
+    sg = DEMO_DIR / "superglue"
+    (tmp_path / "my-llm").mkdir()
+    shutil.copy(sg / "boolq.predictions.jsonl", tmp_path / "my-llm" / "boolq.jsonl")
+    out = run("import", "superglue", "--task", "boolq", str(sg / "boolq.jsonl"), "--predictions",
+              str(tmp_path / "my-llm" / "boolq.jsonl"))
+    assert "system my-llm (the predictions' folder" in out.output
+    before = fingerprint(tmp_path)
+    beside = run("import", "superglue", "--task", "cb", str(sg / "cb.jsonl"), "--predictions",
+                 str(sg / "cb.predictions.jsonl"), ok=False)
+    assert beside.exit_code == 2 and "--system is required: the folder of" in beside.output
+    assert fingerprint(tmp_path) == before
+    assert Store(tmp_path / "s.db").systems() == ["my-llm", "my-sdm"]
+
+
+def test_a_template_folder_without_fields_works_and_a_wrong_verdict_kind_lists_the_kinds(my_templates, tmp_path):
+    listing = Calibrate(tmp_path / "x.db")("--templates", str(my_templates), "templates", "list", "--json").output
+    assert {"mine/en/factcheck", "mine/en/broken"} <= {t["id"] for t in json.loads(listing)}
+    manifest = my_templates / "mine" / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('verdict = "yes_no_en"', 'verdict = "yesno"', 1))
+    out = Calibrate(tmp_path / "x.db")("--templates", str(my_templates), "templates", "list", ok=False)
+    assert out.exit_code == 1 and "unknown verdict kind 'yesno'; verdict kinds: yes_no_en, yes_no_zh, rubric_scores, " \
+                                  "label_set, record_entity" in out.output
+    assert not (tmp_path / "x.db").exists()
