@@ -419,9 +419,13 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @cli.command(name="status")
 @system_filter_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--runs", is_flag=True, help="Every judge run (requests, retries, failures by cause) instead of the cells.")
 @pass_ctx
-def status_command(ctx, system=None, as_json=False):
-    """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+def status_command(ctx, system=None, as_json=False, runs=False):
+    """Items, judged, unparsed, errors, labelled per cell (task × language × system); the last judge runs."""
+    if runs:
+        _print_judge_runs(ctx.reader.judge_runs(), as_json)
+        return
     counts = ctx.reader.status_counts(system=system)
     columns = ["system", "task", "lang", "items", "judged", "unparsed", "errors", "labelled"]
     if as_json:
@@ -430,6 +434,41 @@ def status_command(ctx, system=None, as_json=False):
     for name in dict.fromkeys(c["system"] for c in counts):  # a table per system keeps 80 columns readable
         rows = [[c[k] for k in columns[1:]] for c in counts if c["system"] == name]
         print_table(f"status of {ctx.db_path} · system {name or '(none)'}", columns[1:], rows, False)
+    recent = ctx.reader.judge_runs(limit=JUDGE_RUNS_SHOWN)
+    if recent:
+        _print_judge_runs(recent, False, title=f"the last {len(recent)} judge runs (more: status --runs)", full=False)
+
+
+JUDGE_RUNS_SHOWN = 5
+
+
+def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs", full: bool = True) -> None:
+    """Judge runs: what each asked and stored, and what its requests cost (retries, timeouts,
+    429s); `full` adds when, where, errors, truncations, requests, concurrency and why a run stopped."""
+    if as_json:
+        columns = list(runs[0]) if runs else []
+        print_table(title, columns, [[run[c] for c in columns] for run in runs], True)
+        return
+    columns = ["run", "judge", "outcome", "stored", "retries", "timeouts", "429s"]
+    if full:
+        columns[1:1] = ["started", "server"]
+        columns += ["errors", "truncated", "requests", "concurrency"]
+    rows = []
+    for run in runs:
+        lowest = run["concurrency_lowest"]
+        values = {
+            "run": run["id"], "started": run["started_at"][:16].replace("T", " "), "judge": run["judge_name"],
+            "server": run["server"], "outcome": run["outcome"] or "running or died",
+            "stored": f"{run['stored']}/{run['samples']}", "retries": run["retries"],
+            "timeouts": run["failures"].get("timed out", 0), "429s": run["failures"].get("HTTP 429", 0),
+            "errors": run["errors"], "truncated": run["truncated"], "requests": run["requests"],
+            "concurrency": run["concurrency"] if lowest in (None, run["concurrency"]) else f"{run['concurrency']}→{lowest}",
+        }
+        rows.append([values[c] for c in columns])
+    print_table(title, columns, rows, False)
+    for run in runs if full else ():
+        if run["message"]:
+            console.print(safe_text(f"run {run['id']} {run['outcome']}: {run['message']}", style="yellow"))
 
 
 # -- templates -----------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from calibrate.judgments import (
     verdict_confidence,
 )
 from calibrate.model import CalibrateError, Item, NewJudgment, digest, judge_key
-from calibrate.redact import Redactor, url_credentials
+from calibrate.redact import Redactor, redact_url, url_credentials
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.verdicts import BARE
@@ -201,8 +201,9 @@ class RunSummary:
 
     def columns(self) -> list[str]:
         """The per-cell table's columns: bare and truncated only when some output was."""
-        extra = [name for name in (BARE, "truncated") if any(key[2] == name for key in self.cells)]
-        return ["task", "lang", "verdicts", *extra, "unparsed", "errors"]
+        shown = {name for name in (BARE, "truncated") if any(key[2] == name for key in self.cells)}
+        return [c for c in ("task", "lang", "verdicts", BARE, "unparsed", "truncated", "errors")
+                if c not in (BARE, "truncated") or c in shown]
 
     def table(self) -> list[list]:
         cells = sorted({(t, lang) for t, lang, _ in self.cells})
@@ -476,7 +477,7 @@ async def run_jobs(
             answer = await ask(job)
             if answer is None:
                 if len(failures) >= STOP_AFTER_FAILURES:
-                    raise RunStopped(_stop_message(failures, session.url))
+                    raise RunStopped(_stop_message(failures, redact_url(config.url)))
                 continue
             for failed_job, judgment in failures:  # the server answers: earlier failures were the items'
                 stored(failed_job, Answer(judgment))

@@ -48,8 +48,11 @@ BACKOFF_CAP = 30.0
 RETRY_STATUS = {408, 409, 429}
 OVERLOAD_STATUS = {429, 503}
 FATAL_STATUS = {401, 403, 404}  # bad key, no access, no such model: every request would get the same
-# A 400 naming these request fields is a reasoning model's refusal of temperature / max_tokens.
-_REASONING_REFUSAL = re.compile(r"temperature|max_tokens|max_completion_tokens")
+# A 400 saying one of these fields is not supported is a reasoning model's refusal (OpenAI's
+# "Unsupported value: 'temperature' does not support 0 with this model"); a 400 about their
+# values ("max_tokens must be at most 4096") is not.
+_REASONING_FIELD = re.compile(r"\b(temperature|max_tokens)\b")
+_UNSUPPORTED = re.compile(r"unsupported|not supported|does not support", re.IGNORECASE)
 
 
 class JudgeRefused(Exception):
@@ -262,7 +265,11 @@ class ServerSession:
         raise RequestFailed(failure, attempt + 1)
 
     async def _send(self, body: dict, check: Callable):
-        task = asyncio.ensure_future(self.client.chat.completions.create(**body))
+        # the body is sent as it is (as a batch file holds it): every field but the two the
+        # client requires goes through extra_body, so fields the client does not know pass too
+        fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        task = asyncio.ensure_future(self.client.chat.completions.create(
+            model=body["model"], messages=body["messages"], extra_body=fields))
         key, attempt = self._timeouts.add(task)
         try:
             response = await task
@@ -293,7 +300,7 @@ class ServerSession:
         status = exc.status_code
         if status in FATAL_STATUS:
             raise JudgeRefused(status, f"HTTP {status} from {self.url}: {self._short(exc)}") from None
-        if status == 400 and _REASONING_REFUSAL.search(str(exc)):
+        if status == 400 and _REASONING_FIELD.search(str(exc)) and _UNSUPPORTED.search(str(exc)):
             raise ReasoningRefusal(self.redact(self._short(exc))) from None
         retry = status in RETRY_STATUS or status >= 500
         return AttemptFailure(f"HTTP {status}", self._short(exc), retry=retry,

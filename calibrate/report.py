@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 
 from calibrate.display import markdown_safe, safe, safe_json, spreadsheet_safe
+from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, CalibrateError, Estimate
 from calibrate.reliability_cells import JURY, JudgeReliability, jury_data, reliability_by_cell
@@ -106,6 +107,7 @@ class Cell:
     system: str | None = None  # the system under test, when --by cuts by system
     lines: list[Line] = field(default_factory=list)
     unparsed: int = 0
+    truncated: int = 0  # of the unparsed: outputs cut at the judge's token limit
     errors: int = 0
     judged: int = 0
     ceiling: Ceiling | None = None
@@ -254,15 +256,27 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
             for cell in report_from_data(data, templates, options).cells:
                 cell.system = name
                 cells.append(cell)
-        return Report(cells, options)
+        return count_truncations(store, templates, Report(cells, options))
     data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None)
-    report = report_from_data(data, templates, options)
+    report = count_truncations(store, templates, report_from_data(data, templates, options))
     if not (options.reliability or store.has_repeats_or_confidence()):
         return report
     measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
                                    families=dict(options.families), resamples=options.resamples)
     for c in report.cells:
         c.reliability = measured.get((c.key, c.judge))
+    return report
+
+
+def count_truncations(store: Store, templates: TemplateSet, report: Report) -> Report:
+    """Each cell's unparsed verdicts that were outputs cut at the token limit."""
+    kinds = CellKinds(templates, report.options.by)
+    by_cell = {(c.key, c.judge, c.system): c for c in report.cells}
+    for task, lang, system, judge, n in store.unparsed_counts(TRUNCATED):
+        for name in (system, None):
+            c = by_cell.get((kinds.key(task, lang), judge, name))
+            if c is not None:
+                c.truncated += n
     return report
 
 
@@ -619,6 +633,9 @@ def cell_notes(c: Cell, report: Report) -> list[str]:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
                "as-disagreement": "counted as disagreeing with the person"}[mode]
         notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    if c.truncated:
+        notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
+                     "higher --max-tokens")
     undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
         if line.kappa_range and line.unparsed:
