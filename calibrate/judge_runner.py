@@ -416,7 +416,10 @@ async def run_jobs(
 ) -> RunSummary:
     """Ask for every job with up to `config.concurrency` requests in flight; store each judgment
     as it arrives, so an interruption keeps everything completed. Raises RunStopped (the server
-    failed STOP_AFTER_FAILURES items in a row) or JudgeRefused; either way the run is recorded."""
+    failed STOP_AFTER_FAILURES items in a row) or JudgeRefused; either way the run is recorded
+    (a run with nothing to ask is not)."""
+    if not jobs:
+        return summary
     progress = progress or _Quiet()
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for job in jobs:

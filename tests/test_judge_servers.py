@@ -108,9 +108,11 @@ def test_requests_queued_behind_our_own_are_not_timed_out_and_nothing_is_wasted(
     with FakeOpenAI(Reply(delay=0.2), slots=1) as server:
         out = judge(run, server, "--concurrency", "8", "--timeout", "1")
         assert (server.count, server.served, server.abandoned) == (8, 8, 0), "no retry, no abandoned work"
+        judge(run, server)
     assert [j.status for j in stored(run)] == ["verdict"] * 8
     assert "8 requests sent, 0 of them retries" in out.output
     assert (runs(run)[0]["requests"], runs(run)[0]["retries"], runs(run)[0]["failures"]) == (8, 0, {})
+    assert len(runs(run)) == 1, "the second run had nothing to ask: not recorded"
 
 
 def test_a_request_the_server_is_stuck_on_times_out_is_retried_and_counted(db):
