@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -376,14 +377,19 @@ def request_body(job: Job, config: JudgeConfig) -> dict:
     return body
 
 
+_VARIANT = re.compile(r"[-_.:@](v?\d|latest\b)")
+
+
 def same_model(asked: str, reported: str | None) -> bool:
-    """Whether the model a server reports is the one asked for: the same name, or a dated or
-    quantised variant of it (`gpt-4o` answered by `gpt-4o-2024-08-06`); case and a file path
-    (llama.cpp reports the model file) aside."""
+    """Whether the model a server reports is the one asked for: the same name, or the name with
+    a version, date, size or quantisation after it (`gpt-4o` answered by `gpt-4o-2024-08-06`,
+    `llama3` by `llama3:latest`, `qwen2.5-coder` by `qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`),
+    case and a file path (llama.cpp reports the model file) aside; `gpt-4o-mini` is another model."""
     if not reported:
         return True
-    asked, reported = asked.strip().lower(), reported.strip().lower().rsplit("/", 1)[-1]
-    return reported.startswith(asked) or asked.startswith(reported)
+    names = sorted((asked.strip().lower(), reported.strip().lower().rsplit("/", 1)[-1]), key=len)
+    short, long = names
+    return long == short or (long.startswith(short) and bool(_VARIANT.match(long, len(short))))
 
 
 class Progress(Protocol):

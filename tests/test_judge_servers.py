@@ -313,7 +313,8 @@ def test_another_model_answering_is_warned_about_and_stored_beside_the_one_asked
 @pytest.mark.parametrize(("asked", "reported", "same"), [
     ("gpt-4o", "gpt-4o-2024-08-06", True), ("fake-judge", "fake-judge-v1", True), ("Qwen2.5-0.5B", "qwen2.5-0.5b", True),
     ("qwen2.5-coder", "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", True), ("gpt-4o", "qwen2.5", False),
-    ("gpt-4o", "gpt-4o-mini", True), ("gpt-4o", None, True),
+    ("gpt-4o", "gpt-4o-mini", False), ("llama3", "llama3:latest", True), ("gpt-4o-2024-08-06", "gpt-4o", True),
+    ("gpt-4o", None, True),
 ])
 def test_what_counts_as_the_model_asked_for(asked, reported, same):
     assert same_model(asked, reported) is same
