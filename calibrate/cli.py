@@ -449,6 +449,9 @@ def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs"
         columns = list(runs[0]) if runs else []
         print_table(title, columns, [[run[c] for c in columns] for run in runs], True)
         return
+    if not runs:
+        console.print("no judge runs recorded yet (calibrate judge records each run against a server)")
+        return
     columns = ["run", "judge", "outcome", "stored", "retries", "timeouts", "429s"]
     if full:
         columns[1:1] = ["started", "server"]
