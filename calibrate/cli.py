@@ -17,7 +17,6 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
-    ProgressColumn,
     TextColumn,
     TimeRemainingColumn,
 )
@@ -364,13 +363,6 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
             if what == "task":
                 raise option_error(option, unknown_value(what, value, sorted({*here, *template_tasks}), "known tasks")) from None
             raise option_error(option, unknown_value(what, value, here, f"{ctx.db_path} has")) from None
-
-
-class RateColumn(ProgressColumn):
-    """Items per second, once there is a rate to show."""
-
-    def render(self, task) -> Text:
-        return Text(f"{task.speed:.1f} items/s" if task.speed else "", style="progress.data.speed")
 
 
 @contextmanager
@@ -798,9 +790,13 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @cli.command(name="status", database=READS)
 @system_filter_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--runs", is_flag=True, help="Every judge run (requests, retries, failures by cause) instead of the cells.")
 @pass_ctx
-def status_command(ctx, system=None, as_json=False):
-    """Items, judged, unparsed, errors, labelled per cell (task × language × system)."""
+def status_command(ctx, system=None, as_json=False, runs=False):
+    """Items, judged, unparsed, errors, labelled per cell (task × language × system); the last judge runs."""
+    if runs:
+        _print_judge_runs(ctx.store.judge_runs(), as_json)
+        return
     check_filters(ctx, system=system)
     counts = ctx.store.status_counts(system=system)
     if not counts:
@@ -812,6 +808,44 @@ def status_command(ctx, system=None, as_json=False):
     for name in dict.fromkeys(c["system"] for c in counts):  # a table per system keeps 80 columns readable
         rows = [[c[k] for k in columns[1:]] for c in counts if c["system"] == name]
         print_table(f"status of {ctx.db_path} · system {name or '(none)'}", columns[1:], rows, False)
+    recent = ctx.store.judge_runs(limit=JUDGE_RUNS_SHOWN)
+    if recent:
+        _print_judge_runs(recent, False, title=f"the last {len(recent)} judge runs (more: status --runs)", full=False)
+
+
+JUDGE_RUNS_SHOWN = 5
+
+
+def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs", full: bool = True) -> None:
+    """Judge runs: what each asked and stored, and what its requests cost (retries, timeouts,
+    429s); `full` adds when, where, errors, truncations, requests, concurrency and why a run stopped."""
+    if as_json:
+        columns = list(runs[0]) if runs else []
+        print_table(title, columns, [[run[c] for c in columns] for run in runs], True)
+        return
+    if not runs:
+        console.print("no judge runs recorded yet (calibrate judge records each run against a server)")
+        return
+    columns = ["run", "judge", "outcome", "stored", "retries", "timeouts", "429s"]
+    if full:
+        columns[1:1] = ["started", "server"]
+        columns += ["errors", "truncated", "requests", "concurrency"]
+    rows = []
+    for run in runs:
+        lowest = run["concurrency_lowest"]
+        values = {
+            "run": run["id"], "started": run["started_at"][:16].replace("T", " "), "judge": run["judge_name"],
+            "server": run["server"], "outcome": run["outcome"] or "running or died",
+            "stored": f"{run['stored']}/{run['samples']}", "retries": run["retries"],
+            "timeouts": run["failures"].get("timed out", 0), "429s": run["failures"].get("HTTP 429", 0),
+            "errors": run["errors"], "truncated": run["truncated"], "requests": run["requests"],
+            "concurrency": run["concurrency"] if lowest in (None, run["concurrency"]) else f"{run['concurrency']}→{lowest}",
+        }
+        rows.append([values[c] for c in columns])
+    print_table(title, columns, rows, False)
+    for run in runs if full else ():
+        if run["message"]:
+            console.print(safe_text(f"run {run['id']} {run['outcome']}: {run['message']}", style="yellow"))
 
 
 # -- templates -----------------------------------------------------------------------------------
@@ -1071,16 +1105,19 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--base-url", help="OpenAI-compatible server URL [default: $OPENAI_BASE_URL, calibrate.toml, else OpenAI].")
 @click.option("--api-key-env", help="Environment variable holding the API key [default: OPENAI_API_KEY].")
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True,
+              help="Most requests in flight; halved on timeouts and 429s, grown back as answers come.")
 @click.option("--task")
 @lang_option()
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
-@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--temperature", type=float, help="Sampling temperature [default: 0; none with --reasoning].")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Ask each item K times under one judge (test-retest consistency; confidence from the repeats).")
-@click.option("--max-tokens", type=click.IntRange(1))
+@click.option("--max-tokens", type=click.IntRange(1), help="Output token limit (max_completion_tokens with --reasoning).")
 @click.option("--logprobs", is_flag=True, help="Ask for logprobs and store P(verdict) where the server gives them.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per request attempt.")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0, show_default=True,
+              help="Seconds a request may take once the server is on it (counted from when it is the oldest "
+                   "request in flight: waiting behind our own earlier requests does not count).")
 @click.option("--max-retries", type=click.IntRange(0), default=3, show_default=True)
 @click.option("--force", is_flag=True, help="Judge again items already judged by this configuration (a new judgment beside the old).")
 @click.option("--export-batch", type=click.Path(dir_okay=False, path_type=Path), help="Write the requests as OpenAI Batch JSONL instead of calling.")
@@ -1088,18 +1125,34 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--variant", metavar="FAMILY",
               help="Judge with this template family's prompts (e.g. c3-official: C3's own wording, with its "
                    "temperature 0 and max_tokens 2048 unless given) instead of each task's default.")
+@click.option("--seed", type=int, help="Sampling seed sent with each request (servers that honour it repeat answers).")
+@click.option("--top-p", type=click.FloatRange(0, 1), help="Nucleus sampling: top_p sent with each request.")
+@click.option("--stop", multiple=True, metavar="TEXT", help="A stop sequence; may be repeated.")
+@click.option("--system-prompt", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A file whose text replaces every template's system prompt (part of the judge's identity).")
+@click.option("--param", "extra_params", multiple=True, metavar="KEY=VALUE",
+              help="Another request field the server accepts, the value read as JSON if it is JSON (top_k=40); may be repeated.")
+@click.option("--reasoning", is_flag=True,
+              help="A reasoning model: send no temperature, and --max-tokens as max_completion_tokens "
+                   "(chosen by itself when the server refuses temperature).")
+@click.option("--progress-every", type=click.FloatRange(0.1), default=10.0, show_default=True,
+              help="Seconds between progress lines when stderr is not a terminal.")
 @pass_ctx
 def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
                   temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch,
-                  variant):
+                  seed, top_p, stop, system_prompt, extra_params, reasoning, progress_every, variant):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
+    from calibrate.judge_progress import JudgeProgress
     from calibrate.judge_runner import (
         JudgeConfig,
         JudgeRefused,
+        RunStopped,
         RunSummary,
+        parse_param,
         plan_jobs,
+        refusal_message,
         run_jobs,
         run_rule_judge,
     )
@@ -1117,17 +1170,21 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     if not model:
         raise click.UsageError("--model is required (or use --judge rule)")
+    if reasoning and temperature is not None:
+        raise click.UsageError("--reasoning sends no temperature (reasoning models take only their default)")
     settings = ctx.settings.with_flags(base_url=base_url, api_key_env=api_key_env)
     base_url, api_key_env = settings.get("base_url"), settings.get("api_key_env")
     if variant:
         requested = ctx.templates.request_defaults(variant)
         given = click.get_current_context().get_parameter_source("temperature") != click.core.ParameterSource.DEFAULT
-        temperature = temperature if given else float(requested.get("temperature", temperature))
+        temperature = temperature if given else requested.get("temperature", temperature)
         max_tokens = max_tokens if max_tokens is not None else requested.get("max_tokens")
     config = JudgeConfig(
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
-        temperature=temperature, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout, max_retries=max_retries,
-        repeat=repeat, family=variant,
+        temperature=temperature or 0.0, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout,
+        max_retries=max_retries, repeat=repeat, seed=seed, top_p=top_p, stop=stop,
+        system_prompt=system_prompt.read_text(encoding="utf-8") if system_prompt else None,
+        extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
     summary = RunSummary()
     if import_batch:
@@ -1155,22 +1212,24 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     else:
-        console.print(safe_text(f"{len(jobs)} samples to ask ({repeat} per item) with {config.name} at "
-                                f"{redact_url(config.url)}; {summary.skipped_done} already judged (no call)"))
-    columns = (TextColumn("judging"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               RateColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
-        progress_task = bar.add_task("judging", total=len(jobs))
-        refused = None
+        console.print(safe_text(f"{len({job.item.id for job in jobs})} items, {len(jobs)} samples to ask ({repeat} per "
+                                f"item) with {config.name} at {redact_url(config.url)}; {summary.skipped_done} "
+                                "already judged (no call)"))
+    stopped = None
+    with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
-            asyncio.run(run_jobs(ctx.store, jobs, config, summary, lambda: bar.advance(progress_task)))
+            asyncio.run(run_jobs(ctx.store, jobs, config, summary, progress))
         except KeyboardInterrupt:
             summary.interrupted = True
-        except JudgeRefused as exc:
-            refused = exc
-    if refused is not None:
+        except (JudgeRefused, RunStopped) as exc:
+            stopped = exc
+    if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
-        raise click.ClickException(f"the judge server refused: {refused}. {summary.stored} judgments were stored.")
+        raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "
+                                   f"{summary.stored} judgments were stored.")
+    if stopped is not None:
+        _print_judge_summary(summary, check=False)
+        raise click.ClickException(f"{stopped} ({summary.stored} judgments were stored)")
     if summary.interrupted:
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
@@ -1218,17 +1277,35 @@ def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> 
 
 
 def _print_judge_summary(summary, check: bool = True) -> None:
-    """The per-cell table and totals; then, if any item ended in error, the reasons grouped and
-    a non-zero exit (a run with errors did not succeed, even if it stored something)."""
+    """The per-cell table and totals, what the requests cost (retries and timeouts by cause),
+    warnings and advice; then, if any item ended in error, the reasons grouped and a non-zero
+    exit (a run with errors did not succeed, even if it stored something)."""
     rows = summary.table()
     if rows:
-        print_table("judged", ["task", "lang", "verdicts", "unparsed", "errors"], rows, False)
+        print_table("judged", summary.columns(), rows, False)
     console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")
+    requests = summary.requests
+    if requests.attempts:
+        causes = ", ".join(f"{n} × {cause}" for cause, n in requests.failures.most_common())
+        line = f"{requests.attempts} requests sent, {requests.retries} of them retries" + (f"; failed: {causes}" if causes else "")
+        if summary.concurrency_lowest is not None and summary.concurrency_lowest < summary.concurrency[1]:
+            line += f"; concurrency went down to {summary.concurrency_lowest} of {summary.concurrency[1]}"
+        console.print(safe_text(line, style="yellow" if causes else ""))
+    for model, n in summary.other_models.items():
+        err_console.print(safe_text(f"warning: the server reported model {model!r} for {n} answers, not the model asked for",
+                                    style="yellow"))
+    for note in summary.notes:
+        err_console.print(safe_text(f"note: {note}", style="yellow"))
+    for reason, n in summary.no_confidence.most_common():
+        err_console.print(safe_text(f"no confidence for {n} verdicts: {reason}", style="yellow"))
+    truncated = sum(n for key, n in summary.cells.items() if key[2] == "truncated")
+    if truncated:
+        err_console.print(safe_text(f"{truncated} outputs were cut at the token limit (stored as unparsed, "
+                                    "\"truncated at N tokens\"): raise --max-tokens", style="yellow"))
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
-        total = sum(summary.errors.values())
-        raise click.ClickException(f"{total} of {summary.stored} items ended in error (stored as errors; "
+        raise click.ClickException(f"{summary.failed} of {summary.stored} items ended in error (stored as errors; "
                                    "the next run asks for them again)")
 
 

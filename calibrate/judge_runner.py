@@ -1,12 +1,20 @@
 """The judge runner: renders each item's prompt, asks any OpenAI-compatible server through the
-official `openai` client (AsyncOpenAI), parses the verdict and stores a judgment at once.
+official `openai` client (AsyncOpenAI, see calibrate.judge_server), parses the verdict and
+stores a judgment at once.
 
 Runs are resumable: a judgment is keyed by judge name, model, template version and request
-parameters, and an item that already has a non-error judgment under that key is not asked
-again. `repeat` asks each item K times under that one key (test-retest consistency, confidence
-from agreement among repeats); each answer is stored with its sample index 0..K-1, and a resumed
-run asks only the samples still missing. Faults (429, 5xx, timeouts, refused connections, malformed bodies, empty content) get
-bounded retries with backoff; after that the item is stored as an error and the run goes on.
+parameters (sampling controls, extra request fields and the system prompt's digest included),
+and an item that already has a non-error judgment under that key is not asked again. `repeat`
+asks each item K times under that one key (test-retest consistency, confidence from agreement
+among repeats); each answer is stored with its sample index 0..K-1, and a resumed run asks only
+the samples still missing. Faults (429, 5xx, timeouts, refused connections, malformed bodies,
+empty content) get bounded retries with backoff, every one counted; after that the item is
+stored as an error and the run goes on, unless STOP_AFTER_FAILURES items fail in a row with no
+answer in between: then the server is taken to be down or refusing everything, the run stops
+with one message, and nothing is stored for those items or the ones never asked. A server that
+refuses `temperature` (a reasoning model) is asked again without it, with
+`max_completion_tokens`, as `--reasoning` would. Each run is recorded (judge_runs) with its
+requests, retries and failures by cause.
 The API key is read from the environment and never stored: it and any credentials in the base
 URL are blanked out of everything stored or printed (error bodies that echo them included).
 The judge's identity includes the server (host and port). The rule judge (SuperGLUE) parses
@@ -17,29 +25,67 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
-import random
-import time
+import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlsplit
 
-import openai
-
-from calibrate.judgments import judgment_from_output, parse_output
-from calibrate.model import CalibrateError, Item, NewJudgment, judge_key
+from calibrate.judge_server import (
+    JudgeRefused,
+    ReasoningRefusal,
+    RequestCounts,
+    RequestFailed,
+    ServerSession,
+    UnusableAnswer,
+)
+from calibrate.judgments import (
+    is_truncated,
+    judgment_from_output,
+    parse_output,
+    truncated,
+    verdict_confidence,
+)
+from calibrate.model import CalibrateError, Item, NewJudgment, digest, judge_key
 from calibrate.redact import Redactor, redact_url
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
+from calibrate.verdicts import BARE
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RULE_JUDGE = "rule"
 RULE_PARAMS = {"rule": "superglue seed-004 answer parsing"}
+STOP_AFTER_FAILURES = 3
+"""Items failing in a row, with no answer from the server in between, that stop a run."""
+# Request fields set by their own flags, so --param cannot set them (or the key would lie).
+FLAG_FIELDS = {"model": "--model", "messages": "the template", "temperature": "--temperature",
+               "max_tokens": "--max-tokens", "max_completion_tokens": "--max-tokens with --reasoning",
+               "seed": "--seed", "top_p": "--top-p", "stop": "--stop", "logprobs": "--logprobs",
+               "top_logprobs": "--logprobs", "stream": "(not supported)", "n": "--repeat"}
+
+
+class JudgeConfigError(CalibrateError):
+    """Judge options that cannot make a request (a --param that a flag owns, a bad value)."""
+
+
+def parse_param(text: str) -> tuple[str, object]:
+    """`KEY=VALUE` from --param: the value read as JSON where it is JSON (`top_k=40`, `x=true`,
+    `y={"a": 1}`), else as text."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise JudgeConfigError(f"--param {text!r}: write KEY=VALUE, e.g. --param top_k=40")
+    if key in FLAG_FIELDS:
+        raise JudgeConfigError(f"--param {key}: set by {FLAG_FIELDS[key]}, not by --param")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 @dataclass
@@ -48,7 +94,7 @@ class JudgeConfig:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     judge_name: str | None = None
-    concurrency: int = 8
+    concurrency: int = 8  # the ceiling: the run adapts below it (see calibrate.judge_server)
     temperature: float = 0.0
     max_tokens: int | None = None
     logprobs: bool = False
@@ -57,14 +103,34 @@ class JudgeConfig:
     backoff: float = 0.5
     repeat: int = 1  # samples per item; not a parameter of the judge, so K repeats share one key
     family: str | None = None  # the template family to judge with (its version is in the key); None: each task's default
+    seed: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    system_prompt: str | None = None  # replaces every template's system prompt
+    extra: dict = field(default_factory=dict)  # further request fields (--param KEY=VALUE)
+    reasoning: bool = False  # a reasoning model: no temperature, max_completion_tokens
 
     @property
     def name(self) -> str:
         return self.judge_name or self.model
 
     def params(self) -> dict:
-        """The request parameters that define this judge (part of its key; never the key)."""
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "logprobs": self.logprobs}
+        """The request parameters that define this judge (part of its key; never the key). A
+        setting left unset adds nothing, so older judges keep their keys."""
+        if self.reasoning:
+            params: dict = {"reasoning": True, "max_completion_tokens": self.max_tokens, "logprobs": self.logprobs}
+        else:
+            params = {"temperature": self.temperature, "max_tokens": self.max_tokens, "logprobs": self.logprobs}
+        for name in ("seed", "top_p"):
+            if getattr(self, name) is not None:
+                params[name] = getattr(self, name)
+        if self.stop:
+            params["stop"] = list(self.stop)
+        if self.system_prompt is not None:
+            params["system_prompt"] = digest(self.system_prompt)
+        if self.extra:
+            params["extra"] = dict(sorted(self.extra.items()))
+        return params
 
     def api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "not-needed"
@@ -85,6 +151,9 @@ class JudgeConfig:
     def redact(self) -> Redactor:
         """Blanks the API key and the URL's credentials out of text."""
         return Redactor.for_judge(os.environ.get(self.api_key_env), self.url)
+
+    def key_for(self, template: Template) -> str:
+        return judge_key(self.name, self.model, template.version, self.params(), self.server)
 
 
 @dataclass
@@ -112,25 +181,45 @@ class RunSummary:
     no_prompt: int = 0  # items of tasks people decide (no judge prompt)
     outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
     stored: int = 0
-    cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n
+    cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n; also "bare", "truncated"
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
     error_examples: dict = field(default_factory=dict)  # reason -> one full error message
     interrupted: bool = False
+    requests: RequestCounts = field(default_factory=RequestCounts)
+    concurrency: tuple[int, int] | None = None  # (requests allowed in flight now, the ceiling)
+    concurrency_lowest: int | None = None  # the lowest the adaptive limit went
+    other_models: Counter = field(default_factory=Counter)  # model the server reported, other than asked -> n
+    no_confidence: Counter = field(default_factory=Counter)  # why a parsed verdict has no confidence -> n
+    notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode)
+    stopped: str | None = None  # why the run stopped before asking everything
 
-    def count(self, item: Item, status: str, error: str | None = None) -> None:
+    def count(self, item: Item, judgment: NewJudgment, bare: bool = False) -> None:
         self.stored += 1
-        self.cells[(item.task, item.lang, status)] += 1
-        if status == "error":
-            reason = (error or "unknown error").split(":", 1)[0]
+        self.cells[(item.task, item.lang, judgment.status)] += 1
+        if bare:
+            self.cells[(item.task, item.lang, BARE)] += 1
+        if is_truncated(judgment.unparsed_reason):
+            self.cells[(item.task, item.lang, "truncated")] += 1
+        if judgment.status == "error":
+            error = judgment.error or "unknown error"
+            reason = error.split(":", 1)[0]
             self.errors[reason] += 1
-            self.error_examples.setdefault(reason, error or "")
+            self.error_examples.setdefault(reason, error)
+
+    def columns(self) -> list[str]:
+        """The per-cell table's columns: bare and truncated only when some output was."""
+        shown = {name for name in (BARE, "truncated") if any(key[2] == name for key in self.cells)}
+        return [c for c in ("task", "lang", "verdicts", BARE, "unparsed", "truncated", "errors")
+                if c not in (BARE, "truncated") or c in shown]
 
     def table(self) -> list[list]:
         cells = sorted({(t, lang) for t, lang, _ in self.cells})
-        return [
-            [t, lang, self.cells[(t, lang, "verdict")], self.cells[(t, lang, "unparsed")], self.cells[(t, lang, "error")]]
-            for t, lang in cells
-        ]
+        names = {"verdicts": "verdict", "errors": "error"}
+        return [[t, lang, *(self.cells[(t, lang, names.get(c, c))] for c in self.columns()[2:])] for t, lang in cells]
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
 
 
 def plan_jobs(
@@ -149,7 +238,6 @@ def plan_jobs(
     judged by this exact configuration (all of them if `force`). `limit` counts items;
     `summary.skipped_done` counts the samples already judged."""
     summary = summary if summary is not None else RunSummary()
-    params = config.params()
     judged_after = store.newest_judgment_id() if force else 0
     done_by_key: dict[str, dict[int, set[int]]] = {}
     jobs: list[Job] = []
@@ -168,7 +256,7 @@ def plan_jobs(
         if not template.has_prompt:
             summary.no_prompt += 1
             continue
-        key = judge_key(config.name, config.model, template.version, params, config.server)
+        key = config.key_for(template)
         if key not in done_by_key:
             done_by_key[key] = {} if force else store.judged_samples(key)
         done = done_by_key[key].get(item.id, set())
@@ -181,6 +269,8 @@ def plan_jobs(
         except TemplateError as exc:
             summary.not_renderable.setdefault(str(exc), []).append(item.id)
             continue
+        if config.system_prompt is not None:
+            prompt = replace(prompt, system=config.system_prompt)
         jobs += [Job(item, template, prompt, key, sample, judged_after) for sample in missing]
         items_asked += 1
         if limit is not None and items_asked >= limit:
@@ -192,46 +282,47 @@ class BatchFileError(CalibrateError):
     """A batch result file that cannot be read, or a line of it that fits no item of this judge."""
 
 
-class JudgeRefused(Exception):
-    """The server refuses every request alike (bad key, no such model, no access): asking about
-    more items would only store the same error, so the run stops and says why."""
+class RunStopped(Exception):
+    """The run stopped before asking every item: the server failed or refused too often."""
 
 
-FATAL_STATUS = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",
+                 404: "the server has no model {model!r} (or the base URL is wrong)"}
 
 
-class RetryableOutput(Exception):
-    """A 200 response we cannot use (malformed body, empty content): worth asking again."""
+def refusal_message(exc: JudgeRefused, config: JudgeConfig) -> str:
+    hint = REFUSAL_HINTS.get(exc.status, "").format(api_key_env=config.api_key_env, model=config.model)
+    return config.redact(f"{exc}; {hint}" if hint else str(exc))
 
 
-def _content(response) -> str:
+@dataclass
+class Answer:
+    """A judgment from a server's answer, with what the run counts about it."""
+
+    judgment: NewJudgment
+    bare: bool = False
+    no_confidence: str | None = None  # why a parsed verdict has no confidence (asked for logprobs)
+
+
+def _content(response) -> tuple[str, str | None]:
+    """The answer's text and finish reason."""
     try:
         choice = response.choices[0]
         content = choice.message.content
     except (AttributeError, IndexError, TypeError, KeyError) as exc:
-        raise RetryableOutput(f"malformed response body ({type(exc).__name__}: {exc})") from None
+        raise UnusableAnswer("malformed response body", f"{type(exc).__name__}: {exc}") from None
     if content is None or not str(content).strip():
-        raise RetryableOutput("empty content")
-    return str(content)
+        raise UnusableAnswer("empty content")
+    return str(content), getattr(choice, "finish_reason", None)
 
 
-def verdict_probability(response, verdict: str | None) -> float | None:
-    """P(verdict) from the logprob of the last output token that spells the verdict."""
-    if verdict is None:
-        return None
+def _tokens(response) -> list[tuple[str, float | None]] | None:
+    """The output's tokens with their logprobs, if the server sent them."""
     try:
-        tokens = response.choices[0].logprobs.content
+        content = response.choices[0].logprobs.content
     except (AttributeError, IndexError, TypeError):
         return None
-    if not tokens:
-        return None
-    target = verdict.lower()
-    for token in reversed(tokens):
-        text = (getattr(token, "token", "") or "").strip().strip("*").lower()
-        if text and target.startswith(text):  # a multi-token label ends here with its first piece
-            logprob = getattr(token, "logprob", None)
-            return math.exp(logprob) if logprob is not None else None
-    return None
+    return [(getattr(t, "token", "") or "", getattr(t, "logprob", None)) for t in content or []] or None
 
 
 def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
@@ -251,11 +342,18 @@ def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
     )
 
 
-def judgment_from_response(job: Job, config: JudgeConfig, response, latency_ms: float | None) -> NewJudgment:
-    raw = _content(response)
-    verdict, correct = parse_output(job.template, job.item, raw)
+def judgment_from_response(job: Job, config: JudgeConfig, response, latency_ms: float | None) -> Answer:
+    """A server's answer as a judgment: an output cut at the token limit is unparsed
+    ("truncated at N tokens"), whatever it says; otherwise the template's parser reads it."""
+    raw, finish_reason = _content(response)
     usage = getattr(response, "usage", None)
-    return _judgment(
+    completion_tokens = getattr(usage, "completion_tokens", None)
+    if finish_reason == "length":
+        verdict, correct = truncated(config.max_tokens or completion_tokens), None
+    else:
+        verdict, correct = parse_output(job.template, job.item, raw)
+    confidence, no_confidence = verdict_confidence(_tokens(response), raw, verdict) if config.logprobs else (None, None)
+    judgment = _judgment(
         job, config,
         status=verdict.status,
         raw_output=raw,
@@ -263,67 +361,69 @@ def judgment_from_response(job: Job, config: JudgeConfig, response, latency_ms: 
         unparsed_reason=verdict.reason,
         correct=correct,
         model_reported=getattr(response, "model", None),
-        confidence=verdict_probability(response, verdict.value) if config.logprobs else None,
+        confidence=confidence,
         latency_ms=latency_ms,
         prompt_tokens=getattr(usage, "prompt_tokens", None),
-        completion_tokens=getattr(usage, "completion_tokens", None),
+        completion_tokens=completion_tokens,
     )
+    return Answer(judgment, bare=verdict.form == BARE, no_confidence=no_confidence)
 
 
 def request_body(job: Job, config: JudgeConfig) -> dict:
-    body: dict = {"model": config.model, "messages": job.prompt.messages(), "temperature": config.temperature}
-    if config.max_tokens is not None:
-        body["max_tokens"] = config.max_tokens
+    body: dict = {"model": config.model, "messages": job.prompt.messages()}
+    if config.reasoning:
+        if config.max_tokens is not None:
+            body["max_completion_tokens"] = config.max_tokens
+    else:
+        body["temperature"] = config.temperature
+        if config.max_tokens is not None:
+            body["max_tokens"] = config.max_tokens
+    if config.seed is not None:
+        body["seed"] = config.seed
+    if config.top_p is not None:
+        body["top_p"] = config.top_p
+    if config.stop:
+        body["stop"] = list(config.stop)
     if config.logprobs:
         body.update(logprobs=True, top_logprobs=5)
+    body.update(config.extra)
     return body
 
 
-def make_client(config: JudgeConfig) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        base_url=config.base_url,
-        api_key=config.api_key(),
-        timeout=config.timeout,
-        max_retries=config.max_retries,
-    )
+_VARIANT = re.compile(r"[-_.:@](v?\d|latest\b)")
 
 
-async def _ask(client: openai.AsyncOpenAI, job: Job, config: JudgeConfig) -> NewJudgment:
-    """One item: the client retries HTTP faults itself; unusable 200s are retried here."""
-    body = request_body(job, config)
-    started = time.perf_counter()
-
-    def failed(error: str) -> NewJudgment:
-        return _judgment(job, config, status="error", error=error, latency_ms=(time.perf_counter() - started) * 1000)
-
-    last_error = ""
-    for attempt in range(config.max_retries + 1):
-        try:
-            response = await client.chat.completions.create(**body)
-            return judgment_from_response(job, config, response, (time.perf_counter() - started) * 1000)
-        except RetryableOutput as exc:
-            last_error = str(exc)
-        except FATAL_STATUS as exc:
-            hint = {401: f"check the key in ${config.api_key_env}", 403: "the key has no access to this model",
-                    404: f"the server has no model {config.model!r} (or the base URL is wrong)"}.get(exc.status_code, "")
-            raise JudgeRefused(config.redact(
-                f"HTTP {exc.status_code} from {redact_url(str(client.base_url))}: {_short(exc)}; {hint}")) from None
-        except openai.APIStatusError as exc:
-            return failed(f"HTTP {exc.status_code} after retries: {_short(exc)}")
-        except openai.APITimeoutError:
-            return failed(f"timed out after {config.timeout:g}s (and retries)")
-        except openai.APIConnectionError as exc:
-            return failed(f"connection failed after retries: {_short(exc)}")
-        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
-            last_error = f"malformed response body ({_short(exc)})"
-        if attempt < config.max_retries:
-            await asyncio.sleep(config.backoff * (2**attempt) * (0.5 + random.random()))
-    return failed(f"{last_error} after {config.max_retries + 1} attempts")
+def same_model(asked: str, reported: str | None) -> bool:
+    """Whether the model a server reports is the one asked for: the same name, or the name with
+    a version, date, size or quantisation after it (`gpt-4o` answered by `gpt-4o-2024-08-06`,
+    `llama3` by `llama3:latest`, `qwen2.5-coder` by `qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`),
+    case and a file path (llama.cpp reports the model file) aside; `gpt-4o-mini` is another model."""
+    if not reported:
+        return True
+    names = sorted((asked.strip().lower(), reported.strip().lower().rsplit("/", 1)[-1]), key=len)
+    short, long = names
+    return long == short or (long.startswith(short) and bool(_VARIANT.match(long, len(short))))
 
 
-def _short(exc: Exception) -> str:
-    text = str(exc).replace("\n", " ")
-    return text if len(text) <= 200 else text[:200] + "…"
+class Progress(Protocol):
+    """What the runner tells whoever shows a run's progress."""
+
+    def advance(self, job: Job) -> None: ...  # one sample stored (or, for a stopped run, given up)
+
+    def warn(self, message: str) -> None: ...
+
+    def refresh(self) -> None: ...  # called about once a second
+
+
+class _Quiet:
+    def advance(self, job: Job) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+    def refresh(self) -> None:
+        pass
 
 
 async def run_jobs(
@@ -331,19 +431,68 @@ async def run_jobs(
     jobs: list[Job],
     config: JudgeConfig,
     summary: RunSummary,
-    on_done: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> RunSummary:
-    """Ask for every job with `config.concurrency` requests in flight; store each judgment as
-    it arrives, so an interruption keeps everything completed. Each job is claimed in the store
-    before it is asked, so concurrent runs of one judge split the jobs; a job another run has
-    answered or holds counts in `summary.skipped_done`."""
-    client = make_client(config)
-    holder = uuid.uuid4().hex  # this run's name on its claims
-    # a claim outlasts the longest a request can take (the client's retries within each attempt of _ask)
+    """Ask for every job with up to `config.concurrency` requests in flight; store each judgment
+    as it arrives, so an interruption keeps everything completed. Raises RunStopped (the server
+    failed STOP_AFTER_FAILURES items in a row) or JudgeRefused; either way the run is recorded
+    (a run with nothing to ask is not). Each job is claimed in the store
+    before it is asked; a job another run has answered or holds counts in `summary.skipped_done`."""
+    if not jobs:
+        return summary
+    progress = progress or _Quiet()
+    holder = uuid.uuid4().hex  # this run's name on its claims: concurrent runs of one judge split the jobs
+    # a claim outlasts the longest a request can take: every attempt timing out, with backoff between
     claim_seconds = config.timeout * (config.max_retries + 1) ** 2 + 60
     queue: asyncio.Queue[Job] = asyncio.Queue()
     for job in jobs:
         queue.put_nowait(job)
+    run_id = store.begin_judge_run(config.name, config.model, config.server, config.params(),
+                                   items=len({job.item.id for job in jobs}), samples=len(jobs),
+                                   concurrency=config.concurrency)
+    failures: list[tuple[Job, NewJudgment]] = []  # failed items since the last answer, not yet stored
+    outcome, message = "interrupted", None
+    session = ServerSession(base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout,
+                            max_retries=config.max_retries, backoff=config.backoff,
+                            concurrency=config.concurrency, redact=config.redact)
+    summary.requests = session.counts
+    switch = _ReasoningSwitch(store, jobs, config, summary, progress)
+
+    def stored(job: Job, answer: Answer) -> None:
+        with store.transaction():
+            store.add_judgments([answer.judgment])
+            store.release_judging(job.item.id, job.key, job.sample, holder)
+        summary.count(job.item, answer.judgment, answer.bare)
+        if answer.no_confidence:
+            summary.no_confidence[answer.no_confidence] += 1
+        progress.advance(job)
+
+    async def ask(job: Job) -> Answer | None:
+        """The job's answer; None when it failed (held in `failures` until the server answers
+        another) or when, after a switch to reasoning mode, it turns out judged already."""
+        while True:
+            try:
+                response, seconds = await session.create(lambda: request_body(job, config), _content)
+            except ReasoningRefusal as exc:
+                if config.reasoning:
+                    raise RunStopped(f"the server refuses the request even as a reasoning model: {exc}") from None
+                session.counts.failures["HTTP 400"] += 1
+                session.counts.retries += 1  # the same request, asked again in the new mode
+                switch.switch(str(exc))
+                if switch.done(job):
+                    return None
+                continue
+            except RequestFailed as exc:
+                failures.append((job, _judgment(job, config, status="error", error=exc.message)))
+                return None
+            answer = judgment_from_response(job, config, response, seconds * 1000)
+            reported = answer.judgment.model_reported
+            if not same_model(config.model, reported):
+                if not summary.other_models:
+                    progress.warn(f"asked for model {config.model!r}, the server reports {reported!r}: the judgments "
+                                  f"are stored under {config.model!r} (the reported model beside it)")
+                summary.other_models[reported] += 1
+            return answer
 
     async def worker() -> None:
         while True:
@@ -351,26 +500,104 @@ async def run_jobs(
                 job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            if switch.done(job):
+                continue
             if store.claim_judging(job.item.id, job.key, job.sample, holder, seconds=claim_seconds,
                                    judged_after=job.judged_after) != "claimed":
                 summary.skipped_done += 1
-                if on_done:
-                    on_done()
+                progress.advance(job)
                 continue
-            judgment = await _ask(client, job, config)
-            with store.transaction():
-                store.add_judgments([judgment])
-                store.release_judging(job.item.id, job.key, job.sample, holder)
-            summary.count(job.item, judgment.status, judgment.error)
-            if on_done:
-                on_done()
+            answer = await ask(job)
+            if answer is None:
+                if len(failures) >= STOP_AFTER_FAILURES:
+                    raise RunStopped(_stop_message(failures, redact_url(config.url)))
+                continue
+            for failed_job, judgment in failures:  # the server answers: earlier failures were the items'
+                stored(failed_job, Answer(judgment))
+            failures.clear()
+            stored(job, answer)
 
+    def note_concurrency() -> None:
+        summary.concurrency = (session.concurrency.allowed, config.concurrency)
+        summary.concurrency_lowest = session.concurrency.lowest
+
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(1)
+            note_concurrency()
+            progress.refresh()
+
+    beat = None
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(jobs) or 1)))))
+        async with session:
+            beat = asyncio.ensure_future(heartbeat())
+            workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(config.concurrency, len(jobs) or 1)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+        for job, judgment in failures:
+            stored(job, Answer(judgment))
+        outcome = "finished"
+    except RunStopped as exc:
+        outcome, message = "stopped", str(exc)
+        summary.stopped = message
+        raise
+    except JudgeRefused as exc:
+        outcome, message = "refused", refusal_message(exc, config)
+        summary.stopped = message
+        raise
     finally:
+        if beat is not None:
+            beat.cancel()
+        note_concurrency()
         store.release_all_judging(holder)
-        await client.close()
+        store.finish_judge_run(run_id, outcome=outcome, message=message, params=config.params(),
+                               stored=summary.stored, cells=summary.cells, requests=session.counts,
+                               concurrency_lowest=session.concurrency.lowest)
     return summary
+
+
+def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
+    reasons = Counter((judgment.error or "").split(":", 1)[0] for _, judgment in failures)
+    reason, _ = reasons.most_common(1)[0]
+    example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
+    return (f"{len(failures)} items in a row failed with no answer from the server in between "
+            f"({reason}; e.g. {example}). Stopped: is the server at {url} up and serving this model? "
+            "Nothing was stored for those items or the ones not asked; run again to resume")
+
+
+class _ReasoningSwitch:
+    """Turns a run into a reasoning-model run when the server refuses `temperature` or
+    `max_tokens`: the configuration changes, every job not yet stored takes the new key, and
+    jobs already judged under that key are skipped."""
+
+    def __init__(self, store: Store, jobs: list[Job], config: JudgeConfig, summary: RunSummary, progress: Progress):
+        self.store, self.jobs, self.config, self.summary, self.progress = store, jobs, config, summary, progress
+        self.already: dict[str, dict[int, set[int]]] = {}
+
+    def switch(self, refusal: str) -> None:
+        if self.config.reasoning:
+            return
+        self.config.reasoning = True
+        note = (f"the server refused temperature / max_tokens ({refusal}): judging as a reasoning model, without "
+                "temperature and with max_completion_tokens (say --reasoning to start so)")
+        self.summary.notes.append(note)
+        self.progress.warn(note)
+        for job in self.jobs:
+            job.key = self.config.key_for(job.template)
+            if job.key not in self.already:
+                self.already[job.key] = self.store.judged_samples(job.key)
+
+    def done(self, job: Job) -> bool:
+        """Whether the job was judged earlier under its (switched) key: nothing to ask."""
+        if job.sample in self.already.get(job.key, {}).get(job.item.id, ()):
+            self.summary.skipped_done += 1
+            self.progress.advance(job)
+            return True
+        return False
 
 
 # -- batch files -------------------------------------------------------------------------------
@@ -446,14 +673,14 @@ def import_batch(
             status_code = response.get("status_code")
             if record.get("error") or status_code != 200:
                 error = record.get("error") or {"status_code": status_code}
-                judgment = _judgment(job, config, status="error", error=f"batch error: {json.dumps(error)[:200]}")
+                answer = Answer(_judgment(job, config, status="error", error=f"batch error: {json.dumps(error)[:200]}"))
             else:
                 try:
-                    judgment = judgment_from_response(job, config, _wrap(response.get("body")), None)
-                except RetryableOutput as exc:
-                    judgment = _judgment(job, config, status="error", error=f"batch result: {exc}")
-            judgments.append(judgment)
-            summary.count(job.item, judgment.status, judgment.error)
+                    answer = judgment_from_response(job, config, _wrap(response.get("body")), None)
+                except UnusableAnswer as exc:
+                    answer = Answer(_judgment(job, config, status="error", error=f"batch result: {exc}"))
+            judgments.append(answer.judgment)
+            summary.count(job.item, answer.judgment, answer.bare)
     store.add_judgments(judgments)
     return summary
 
@@ -482,7 +709,7 @@ def run_rule_judge(
             continue
         judgment = judgment_from_output(item.id, item, templates, RULE_JUDGE, item.fields["response"], params=RULE_PARAMS)
         judgments.append(judgment)
-        summary.count(item, judgment.status)
+        summary.count(item, judgment)
         if limit is not None and len(judgments) >= limit:
             break
     store.add_judgments(judgments)

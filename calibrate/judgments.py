@@ -1,17 +1,34 @@
 """From an item and a judge's raw output to a storable judgment: the prompt it was judged
-with, the parsed verdict, and (for SuperGLUE) whether that verdict matches the gold label.
+with, the parsed verdict, (for SuperGLUE) whether that verdict matches the gold label, and the
+verdict's probability from the output tokens' logprobs.
 
 Shared by the importers (judgments run elsewhere), the judge runner and `calibrate parse`, so a
-raw output is parsed the same way wherever it came from.
+raw output is parsed the same way wherever it came from. An output the server cut at its token
+limit is unparsed whatever it says ("truncated at N tokens"): its verdict, if any, is not the
+one the judge would have ended with.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Protocol
 
 from calibrate.model import NewJudgment, digest, judge_key
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
-from calibrate.verdicts import Verdict
+from calibrate.verdicts import Verdict, unparsed
+
+TRUNCATED = "truncated at "
+"""How the unparsed reason of a truncated output begins."""
+
+
+def truncated(tokens: int | None) -> Verdict:
+    """The verdict of an output cut at the token limit (`tokens`, when known)."""
+    return unparsed(f"{TRUNCATED}{tokens} tokens" if tokens else f"{TRUNCATED}the server's token limit")
+
+
+def is_truncated(reason: str | None) -> bool:
+    return bool(reason) and reason.startswith(TRUNCATED)
 
 
 class ItemLike(Protocol):
@@ -32,6 +49,56 @@ def parse_output(template: Template, item: ItemLike, raw: str | None) -> tuple[V
         elif template.verdict == "label_set" and item.reference is not None:
             correct = int(verdict.value == item.reference)
     return verdict, correct
+
+
+def verdict_confidence(tokens: Sequence[tuple[str, float | None]] | None, raw: str, verdict: Verdict
+                       ) -> tuple[float | None, str | None]:
+    """P(verdict) from the output's tokens and their logprobs, or None and the reason.
+
+    Rubric scores: the product of the probabilities of the tokens that write both scores'
+    digits (never of syntax such as `{`). A verdict word or label: the probability of the last
+    token that spells it. A ReCoRD verdict (correct / incorrect) is computed from the answer,
+    not written, so it has none."""
+    if not verdict.parsed:
+        return None, None
+    if not tokens:
+        return None, "the server returned no logprobs"
+    detail = verdict.detail or {}
+    if "spans" in detail:
+        return _span_probability(tokens, raw, list(detail["spans"].values()))
+    if "entity" in detail:
+        return None, "a ReCoRD verdict is computed from the answer, not written by the judge"
+    target = verdict.value.lower()
+    for token, logprob in reversed(tokens):
+        text = (token or "").strip().strip("*").lower()
+        if text and target.startswith(text):  # a multi-token label ends here with its first piece
+            return (math.exp(logprob), None) if logprob is not None else (None, "the verdict's token has no logprob")
+    return None, "no output token spells the verdict"
+
+
+def _span_probability(tokens: Sequence[tuple[str, float | None]], raw: str, spans: list) -> tuple[float | None, str | None]:
+    """exp(sum of logprobs) of the tokens overlapping `spans` (character ranges of `raw`)."""
+    if any(span is None for span in spans):
+        return None, "a score's digits were not found in the output"
+    joined = "".join(token or "" for token, _ in tokens)
+    offset = joined.find(raw)
+    if offset < 0:  # a server may trim leading whitespace from the content or from the tokens
+        stripped = raw.lstrip()
+        found = joined.find(stripped)
+        if found < 0:
+            return None, "the logprob tokens do not spell the output"
+        offset = found - (len(raw) - len(stripped))
+    ranges = [(start + offset, end + offset) for start, end in spans]
+    total, position, covered = 0.0, 0, 0
+    for token, logprob in tokens:
+        start, position = position, position + len(token or "")
+        if any(start < end and begin < position for begin, end in ranges):
+            if logprob is None:
+                return None, "a score's token has no logprob"
+            total, covered = total + logprob, covered + 1
+    if not covered:
+        return None, "no output token writes the scores"
+    return math.exp(total), None
 
 
 def render_for(templates: TemplateSet, item: ItemLike, family: str | None = None) -> RenderedPrompt:
@@ -100,11 +167,12 @@ def judgment_from_output(
 
 def reparse(store, templates: TemplateSet, judge: str | None = None) -> dict[tuple[str, str], int]:
     """Parse every stored raw output again (after a parser change) and store what changed.
-    Raw outputs are never rewritten; errors stay errors. Returns {(from, to): count}."""
+    Raw outputs are never rewritten; errors stay errors, truncated outputs stay unparsed.
+    Returns {(from, to): count}."""
     changes: dict[tuple[str, str], int] = {}
     items: dict[int, object] = {}
     for judgment in list(store.judgments(judge=judge)):
-        if judgment.status == "error":
+        if judgment.status == "error" or is_truncated(judgment.unparsed_reason):
             continue
         item = items.get(judgment.item_id) or items.setdefault(judgment.item_id, store.item(judgment.item_id))
         try:

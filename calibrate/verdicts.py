@@ -3,7 +3,9 @@
 One parser per verdict kind (calibrate.kinds says which kind uses which). None of them guesses: text with no
 verdict, or a verdict that only appears inside an echo of the prompt's own instruction, is
 `unparsed` with the reason, never a silent "no". Where several verdict lines appear, the last
-one wins, as the prompts ask for the verdict "at the end".
+one wins, as the prompts ask for the verdict "at the end". An output that is nothing but the
+verdict word (`yes.`, `**否**`) is that verdict in its bare form: small models answer so, and
+there is nothing else it could mean.
 """
 
 from __future__ import annotations
@@ -14,15 +16,19 @@ import string
 from dataclasses import dataclass
 
 UNPARSED = "unparsed"
+BARE = "bare"
+"""The form of a verdict read from an output that is only the verdict word, not a verdict line."""
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A parse result. `value` is the verdict (None when unparsed); `reason` says why not."""
+    """A parse result. `value` is the verdict (None when unparsed); `reason` says why not;
+    `form` is BARE for a verdict given as the bare word, else None."""
 
     value: str | None
     reason: str | None = None
     detail: dict | None = None
+    form: str | None = None
 
     @property
     def parsed(self) -> bool:
@@ -56,28 +62,38 @@ _ZH_VERDICT = re.compile(rf"最终{_BOLD}答案{_BOLD}为{_BOLD}{_COLON}{_BEFORE
 _ZH_ECHO = re.compile(
     rf"最终答案为{_COLON}{_BOLD}是[。.]?{_BOLD}(?:或者|或)[\s\S]{{0,6}}?最终答案为{_COLON}{_BOLD}否[。.]?"
 )
+# The whole output is one verdict word, with optional bold, quotes, whitespace and final punctuation.
+_BARE_END = r"[*_`\s\"'“”‘’「」.。!！]*"
+_EN_BARE = re.compile(rf"{_BEFORE_VALUE}(?P<v>yes|no){_BARE_END}", re.IGNORECASE)
+_ZH_BARE = re.compile(rf"{_BEFORE_VALUE}(?P<v>是|否){_BARE_END}")
 
 
-def _last_verdict(text: str, verdict: re.Pattern, echo: re.Pattern, values: dict[str, str], kind: str) -> Verdict:
+def _last_verdict(text: str, verdict: re.Pattern, echo: re.Pattern, bare: re.Pattern, values: dict[str, str],
+                  kind: str) -> Verdict:
     if not text or not text.strip():
         return unparsed("empty output")
     cleaned = echo.sub(" ", text)
     matches = list(verdict.finditer(cleaned))
-    if not matches:
-        if cleaned != text and verdict.search(text):
-            return unparsed(f"{kind} verdict appears only inside an echo of the instruction")
-        return unparsed(f"no {kind} verdict line found")
-    return Verdict(values[matches[-1].group("v").lower()])
+    if matches:
+        return Verdict(values[matches[-1].group("v").lower()])
+    if cleaned != text and verdict.search(text):
+        return unparsed(f"{kind} verdict appears only inside an echo of the instruction")
+    word = bare.fullmatch(text)
+    if word:
+        return Verdict(values[word.group("v").lower()], form=BARE)
+    return unparsed(f"no {kind} verdict line found")
 
 
 def parse_yes_no_en(text: str) -> Verdict:
-    """`The answer is: yes.` / `no.`: the last one wins; case, bold, full-width colon tolerated."""
-    return _last_verdict(text, _EN_VERDICT, _EN_ECHO, {"yes": "yes", "no": "no"}, "'The answer is:'")
+    """`The answer is: yes.` / `no.`: the last one wins; case, bold, full-width colon tolerated.
+    An output that is only `yes` or `no` (any case, bold, final punctuation) is that verdict, bare."""
+    return _last_verdict(text, _EN_VERDICT, _EN_ECHO, _EN_BARE, {"yes": "yes", "no": "no"}, "'The answer is:'")
 
 
 def parse_yes_no_zh(text: str) -> Verdict:
-    """`最终答案为：是。` / `否。`: the last one wins; half- or full-width colon, bold tolerated."""
-    return _last_verdict(text, _ZH_VERDICT, _ZH_ECHO, {"是": "是", "否": "否"}, "'最终答案为：'")
+    """`最终答案为：是。` / `否。`: the last one wins; half- or full-width colon, bold tolerated.
+    An output that is only `是` or `否` (bold, final punctuation) is that verdict, bare."""
+    return _last_verdict(text, _ZH_VERDICT, _ZH_ECHO, _ZH_BARE, {"是": "是", "否": "否"}, "'最终答案为：'")
 
 
 # -- rubric scores ---------------------------------------------------------------------------
@@ -90,16 +106,17 @@ def parse_rubric_scores(text: str) -> Verdict:
     """A JSON object with score_answer and score_reasoning in 0.0-100.0, fenced or in prose.
 
     The last object that has both scores wins. The verdict value is the two scores as JSON;
-    `evaluation_details` (if any) is kept in `detail`.
+    `detail` keeps `evaluation_details` (if any) and `spans`: where in `text` each score's
+    number is written, as (start, end) character offsets (for its tokens' probability).
     """
     if not text or not text.strip():
         return unparsed("empty output")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    candidates = [(m.group(1), m.start(1)) for m in _FENCE.finditer(text)] + [(text, 0)]
     found = None
-    for chunk in candidates:
-        for obj in _json_objects(chunk):
+    for chunk, offset in candidates:
+        for obj, start, end in _json_objects(chunk):
             if all(k in obj for k in SCORE_KEYS):
-                found = obj
+                found, where = obj, (offset + start, offset + end)
         if found is not None:
             break
     if found is None:
@@ -117,10 +134,26 @@ def parse_rubric_scores(text: str) -> Verdict:
             return unparsed(f"{key} = {number} is outside 0.0-100.0")
         scores[key] = round(number, 1)
     details = found.get("evaluation_details")
-    return Verdict(json.dumps(scores, sort_keys=True), detail={"evaluation_details": details})
+    spans = {key: _number_span(text, where, key, float(found[key])) for key in SCORE_KEYS}
+    return Verdict(json.dumps(scores, sort_keys=True), detail={"evaluation_details": details, "spans": spans})
+
+
+def _number_span(text: str, where: tuple[int, int], key: str, value: float) -> tuple[int, int] | None:
+    """Where the number `value` of `key` is written inside the object at `where`: the last
+    `"key": number` there with that value (JSON's last duplicate wins), quotes left out."""
+    pattern = re.compile(rf'"{key}"\s*:\s*"?\s*([-+0-9.eE]+)')
+    span = None
+    for match in pattern.finditer(text, *where):
+        try:
+            if float(match.group(1)) == value:
+                span = match.span(1)
+        except ValueError:
+            continue
+    return span
 
 
 def _json_objects(text: str):
+    """Each JSON object in `text`, with its start and end offsets."""
     decoder = json.JSONDecoder()
     index = text.find("{")
     while index != -1:
@@ -130,7 +163,7 @@ def _json_objects(text: str):
             index = text.find("{", index + 1)
             continue
         if isinstance(obj, dict):
-            yield obj
+            yield obj, index, end
         index = text.find("{", end)
 
 

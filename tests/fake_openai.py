@@ -1,8 +1,12 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, for tests and
-benchmarks. Each test scripts it: verdict texts, 429s with retry-after, 5xx, delays, garbage
-bodies, empty content, missing logprobs, and a hostile server echoing the credentials it was
-sent (`Reply(echo=True)`). It counts requests, so a test can prove a resumed run repeats no
-call."""
+benchmarks. Each test scripts it: verdict texts (bare ones too), 429s with retry-after, 5xx,
+delays, garbage bodies, empty content, missing logprobs, outputs cut at the token limit
+(finish_reason "length"), another reported model, and a hostile server echoing the credentials it was sent
+(`Reply(echo=True)`). Modes: `slots=1` serves one request at a time
+(the others wait in its queue, as llama.cpp's server does) and counts the work done for clients
+that had gone (abandoned); `rejects_temperature` answers 400 to a request with `temperature` or
+`max_tokens`, as OpenAI's reasoning models do; `refused_url()` is an address where nothing
+listens. It counts requests, so a test can prove a resumed run repeats no call."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import binascii
 import contextlib
 import dataclasses
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -32,15 +37,25 @@ class Reply:
     logprobs: list[tuple[str, float]] | None = None
     model: str = "fake-judge-v1"
     echo: bool = False  # put the request's credentials, in every form, in the content, model and error body
+    finish_reason: str = "stop"  # "length": the output was cut at the token limit
+    completion_tokens: int = 20
 
 
 class FakeOpenAI:
-    def __init__(self, default: Reply | None = None, by_content: dict[str, Reply | list[Reply]] | None = None):
+    def __init__(self, default: Reply | None = None, by_content: dict[str, Reply | list[Reply]] | None = None, *,
+                 slots: int | None = None, rejects_temperature: bool = False):
         """`by_content` maps text in the user message to its reply; a list of replies answers
         successive requests for that text in turn (the last one repeating), e.g. to script
-        the verdicts of repeated samples."""
+        the verdicts of repeated samples. With `slots`, at most that many requests are served
+        at once (a reply's delay is its service time); the rest wait their turn, first come
+        first served, and are served even if their client has gone."""
         self.default = default or Reply()
         self.by_content = by_content or {}
+        self.slots = slots
+        self.rejects_temperature = rejects_temperature
+        self.served = 0  # requests answered (after their service time)
+        self.abandoned = 0  # of those, answered for a client that had already gone: wasted work
+        self._slots: asyncio.Semaphore | None = None
         self._asked: dict[str, int] = {}
         self.script: deque[Reply] = deque()
         self.requests: list[dict] = []
@@ -82,6 +97,8 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._completions)
         runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(runner.setup())
+        if self.slots:
+            self._slots = asyncio.Semaphore(self.slots)
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
@@ -110,11 +127,20 @@ class FakeOpenAI:
     async def _completions(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.headers.append(dict(request.headers))
+        if self.rejects_temperature and ("temperature" in body or "max_tokens" in body):
+            with self._lock:
+                self.requests.append(body)
+            return web.json_response(reasoning_refusal(body), status=400)
         reply = self._pick(body)
         if reply.echo:
             reply = echoed(reply, request)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
+        async with self._slots or contextlib.nullcontext():
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            with self._lock:
+                self.served += 1
+                if request.transport is None or request.transport.is_closing():
+                    self.abandoned += 1
         if reply.raw_body is not None:
             return web.Response(text=reply.raw_body, status=reply.status, content_type="application/json", headers=reply.headers)
         if reply.status != 200:
@@ -140,8 +166,26 @@ def echoed(reply: Reply, request: web.Request) -> Reply:
                                echo=False)
 
 
+def refused_url() -> str:
+    """A loopback address where nothing listens: every connection is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def reasoning_refusal(body: dict) -> dict:
+    """OpenAI's 400 body for a reasoning model asked with temperature or max_tokens."""
+    name = "temperature" if "temperature" in body else "max_tokens"
+    message = (f"Unsupported value: 'temperature' does not support {body.get('temperature')} with this model. "
+               "Only the default (1) value is supported." if name == "temperature" else
+               "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
+    return {"error": {"message": message, "type": "invalid_request_error", "param": name,
+                      "code": "unsupported_value" if name == "temperature" else "unsupported_parameter"}}
+
+
 def completion(body: dict, reply: Reply) -> dict:
-    choice: dict = {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": reply.finish_reason}
     if body.get("logprobs") and reply.logprobs is not None:
         choice["logprobs"] = {"content": [{"token": t, "logprob": lp, "bytes": None, "top_logprobs": []} for t, lp in reply.logprobs]}
     return {
@@ -150,15 +194,20 @@ def completion(body: dict, reply: Reply) -> dict:
         "created": int(time.time()),
         "model": reply.model,
         "choices": [choice],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        "usage": {"prompt_tokens": 100, "completion_tokens": reply.completion_tokens,
+                  "total_tokens": 100 + reply.completion_tokens},
     }
 
 
-if __name__ == "__main__":  # a server in its own process, for benchmarks
+if __name__ == "__main__":  # a server in its own process, for benchmarks: DELAY [SLOTS]
+    import json
     import sys
 
     delay = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
-    with FakeOpenAI(Reply("Reasoning in a sentence or two.\nThe answer is: yes.", delay=delay)) as served:
+    slots = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    with FakeOpenAI(Reply("Reasoning in a sentence or two.\nThe answer is: yes.", delay=delay), slots=slots) as served:
         print(served.port, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            sys.stdin.read()  # serve until the parent closes our stdin
+            sys.stdin.readline()  # serve until the parent writes a line (or closes our stdin)
+        # what the server saw, for the parent: requests received, answered, answered for nobody
+        print(json.dumps({"requests": served.count, "served": served.served, "abandoned": served.abandoned}), flush=True)

@@ -245,7 +245,8 @@ def test_result_files_alone_rebuild_a_chinese_history_holding_u2028(calibrate, t
 
 @pytest.mark.parametrize(("check_answer", "message"), [
     ("The answer is: **yes**", "reads 'yes' to calibrate but the other way to C3's scoring script"),
-    ("yes", "is not a person's verdict: write 'The answer is: yes.' or 'The answer is: no.'"),
+    ("yes", "reads 'yes' to calibrate but the other way to C3's scoring script"),
+    ("maybe", "is not a person's verdict: write 'The answer is: yes.' or 'The answer is: no.'"),
 ])
 def test_a_persons_verdict_c3_would_read_otherwise_is_refused(calibrate, tmp_path, check_answer, message):
     import_tree(calibrate, tmp_path, "en")

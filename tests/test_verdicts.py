@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from calibrate.formats.c3 import c3_right
 from calibrate.kinds import kind_for
 from calibrate.verdicts import (
+    BARE,
     normalize_record,
     parse_label_set,
     parse_record_entity,
@@ -107,6 +108,8 @@ DISAGREEMENTS = [
     ("The answer is: yes.\nNote: earlier I wrote The answer is: no. by mistake", "no", "no", None),
     ("The answer is: \"yes\"", "yes", "no", "calibrate: quoted yes"),
     ("the answer is: no, wait. The Answer Is: yes", "yes", "no", "calibrate: last verdict, any case"),
+    ("Yes.", "yes", "no", "calibrate: a bare verdict word; the script finds no marker and calls it wrong"),
+    ("no", "no", "no", None),
 ]
 
 
@@ -125,11 +128,37 @@ def test_at_least_ten_rows_disagree_with_the_script():
 
 @pytest.mark.parametrize(
     ("text", "ours", "script"),
-    [("最终答案为:是", "是", "否"), ("**最终答案为：是**", "是", "是"), (ZH_ECHO, None, "否"), ("", None, "否")],
+    [("最终答案为:是", "是", "否"), ("**最终答案为：是**", "是", "是"), (ZH_ECHO, None, "否"), ("", None, "否"),
+     ("是。", "是", "否"), ("否。", "否", "否")],
 )
 def test_chinese_calibrate_versus_c3_script_rule(text, ours, script):
     assert parse_yes_no_zh(text).value == ours
     assert c3_script_rule_zh(text) == script
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "expected"),
+    [(parse_yes_no_zh, "是。", "是"), (parse_yes_no_zh, "否", "否"), (parse_yes_no_zh, " **否。** \n", "否"),
+     (parse_yes_no_zh, "「是」！", "是"), (parse_yes_no_en, "yes", "yes"), (parse_yes_no_en, "No.", "no"),
+     (parse_yes_no_en, "**YES**", "yes"), (parse_yes_no_en, '  "no"!\n', "no"), (parse_yes_no_en, "`Yes`", "yes")],
+)
+def test_an_output_that_is_only_the_verdict_word_is_that_verdict_in_bare_form(parse, text, expected):
+    verdict = parse(text)
+    assert (verdict.value, verdict.form) == (expected, BARE)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [(parse_yes_no_zh, "是的"), (parse_yes_no_zh, "不是。"), (parse_yes_no_zh, "是，因为学生说对了。"), (parse_yes_no_zh, "yes"),
+     (parse_yes_no_en, "Yes, because the student is right."), (parse_yes_no_en, "yes no"), (parse_yes_no_en, "是"),
+     (parse_yes_no_en, "Noted."), (parse_yes_no_en, "yes?"), (parse_yes_no_en, "Yes.\nNo.")],
+)
+def test_anything_more_than_the_verdict_word_is_still_no_verdict(parse, text):
+    assert parse(text).value is None
+
+
+def test_a_verdict_line_is_not_a_bare_form():
+    assert parse_yes_no_en("The answer is: yes.").form is None and parse_yes_no_zh("最终答案为：否。").form is None
 
 
 # -- properties --------------------------------------------------------------------------------
@@ -194,6 +223,14 @@ def test_echoed_instruction_alone_is_unparsed_for_both_languages(padding):
 
 
 # -- rubric, SuperGLUE -------------------------------------------------------------------------
+
+
+def test_rubric_spans_point_at_each_scores_digits():
+    text = '想想。\n```json\n{"score_answer": 48.5, "score_reasoning": "42", "evaluation_details": {"score_answer": 48.5}}\n```'
+    spans = kind_for("rubric_scores").parse(text).detail["spans"]
+    assert {key: text[start:end] for key, (start, end) in spans.items()} == {"score_answer": "48.5", "score_reasoning": "42"}
+    prose = 'Scores {"score_answer": 7, "score_reasoning": 100.0} end'
+    assert [prose[a:b] for a, b in parse_rubric_scores(prose).detail["spans"].values()] == ["7", "100.0"]
 
 
 def test_rubric_fenced_json_with_details():

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
+from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData
 from calibrate.reliability_cells import JURY, jury_data, reliability_by_cell
@@ -54,15 +55,27 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
             for cell in report_from_data(data, templates, options).cells:
                 cell.system = name
                 cells.append(cell)
-        return Report(cells, options)
+        return count_truncations(store, templates, Report(cells, options))
     data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None)
-    report = report_from_data(data, templates, options)
+    report = count_truncations(store, templates, report_from_data(data, templates, options))
     if not (options.reliability or store.has_repeats_or_confidence()):
         return report
     measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
                                    families=dict(options.families), resamples=options.resamples)
     for c in report.cells:
         c.reliability = measured.get((c.key, c.judge))
+    return report
+
+
+def count_truncations(store: Store, templates: TemplateSet, report: Report) -> Report:
+    """Each cell's unparsed verdicts that were outputs cut at the token limit."""
+    kinds = CellKinds(templates, report.options.by)
+    by_cell = {(c.key, c.judge, c.system): c for c in report.cells}
+    for task, lang, system, judge, n in store.unparsed_counts(TRUNCATED):
+        for name in (system, None):
+            c = by_cell.get((kinds.key(task, lang), judge, name))
+            if c is not None:
+                c.truncated += n
     return report
 
 

@@ -75,6 +75,7 @@ class AgreementCell:
     system: str | None = None  # the system under test, when --by cuts by system
     lines: list[Line] = field(default_factory=list)
     unparsed: int = 0
+    truncated: int = 0  # of the unparsed: outputs cut at the judge's token limit
     errors: int = 0
     judged: int = 0
     ceiling: Ceiling | None = None

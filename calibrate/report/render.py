@@ -63,6 +63,9 @@ def cell_notes(c: AgreementCell, report: Report) -> list[str]:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
                "as-disagreement": "counted as disagreeing with the person"}[mode]
         notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    if c.truncated:
+        notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
+                     "higher --max-tokens")
     undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
         if line.kappa_range and line.unparsed:

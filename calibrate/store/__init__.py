@@ -28,6 +28,7 @@ from calibrate.resources import bundled
 from calibrate.store.connection import DatabaseFault, connect
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
+from calibrate.store.judge_runs import JudgeRunsMixin
 from calibrate.store.judged import JudgmentsMixin
 from calibrate.store.labels import LabelsMixin
 from calibrate.store.merge_rows import MergeRowsMixin
@@ -132,7 +133,8 @@ class NotACalibrateDatabase(CalibrateError):
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, LabelsMixin, QueueMixin, ReadsMixin, MergeRowsMixin):
+class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsMixin, QueueMixin, ReadsMixin,
+            MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error

@@ -13,6 +13,15 @@ from calibrate.store.sql import IN_FORCE
 class ReadsMixin:
     """Report, score and export reads (part of Store)."""
 
+    def unparsed_counts(self, reason_prefix: str) -> list[tuple[str, str, str, str, int]]:
+        """(task, lang, system, judge, n): unparsed judgments in force whose reason begins with
+        `reason_prefix` (outputs cut at the token limit, say), per cell of the counted items."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT c.task, c.lang, c.system, v.judge_name, count(*) FROM verdicts_in_force v "
+            "JOIN judgments j ON j.id = v.judgment_id JOIN counted_items c ON c.id = v.item_id "
+            "WHERE v.status = 'unparsed' AND substr(j.unparsed_reason, 1, length(?1)) = ?1 "
+            "GROUP BY c.task, c.lang, c.system, v.judge_name", (reason_prefix,))]
+
     # -- agreement -----------------------------------------------------------------------------
 
     def agreement_data(self, judge: str | None = None, system: str | None = None, *,

@@ -1,0 +1,343 @@
+"""Talking to a judge server: one request at a time per job, every attempt counted, concurrency
+fitted to what the server can take, and timeouts that do not punish waiting in its queue.
+
+The openai client is used with `max_retries=0`: it would otherwise retry timeouts, 429s and 5xx
+silently (its default is 2 retries per request), so a run could not say how many requests it
+really sent. Every retry happens here, is counted by cause, and honours `retry-after`.
+
+Concurrency adapts by AIMD (additive increase, multiplicative decrease, as TCP does, and as
+Netflix's concurrency-limits library does for services): it starts at the ceiling
+(`--concurrency`), halves on a sign of overload (a timeout, HTTP 429 or 503) at most once per
+round of requests, and grows by one per round of answers without one, up to the ceiling again.
+
+Timeouts. A chat-completions request gives no sign when the server starts working on it: the
+first byte of a non-streamed answer comes when the whole answer is ready, and a server that
+answers one request at a time (llama.cpp's, with one slot) keeps the others waiting in its queue
+without a word. An httpx read timeout therefore counts the time spent queued behind our own
+other requests, and on such a server requests time out while the server is busy with their
+predecessors; the abandoned ones are still computed (wasted), and their retries queue again.
+Here the clock of a request starts when it becomes the oldest of our requests in flight (or
+when it is sent, if none is older): on a server that answers in order, that is when the server
+starts answering it. A request is abandoned as timed out only when it has been the oldest for
+`timeout` seconds, so a busy server that keeps answering is never timed out, and one that stops
+answering is found as fast as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import random
+import re
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import openai
+
+from calibrate.redact import redact_url
+
+TIMED_OUT = "timed out"
+RETRY_AFTER_CAP = 120.0  # seconds: a longer retry-after is not waited for (the attempt fails)
+BACKOFF_CAP = 30.0
+# HTTP statuses worth asking again (as the openai client's own rule): timeout, conflict, rate
+# limit and server errors; of those, 429 and 503 say the server is overloaded.
+RETRY_STATUS = {408, 409, 429}
+OVERLOAD_STATUS = {429, 503}
+FATAL_STATUS = {401, 403, 404}  # bad key, no access, no such model: every request would get the same
+# A 400 saying one of these fields is not supported is a reasoning model's refusal (OpenAI's
+# "Unsupported value: 'temperature' does not support 0 with this model"); a 400 about their
+# values ("max_tokens must be at most 4096") is not.
+_REASONING_FIELD = re.compile(r"\b(temperature|max_tokens)\b")
+_UNSUPPORTED = re.compile(r"unsupported|not supported|does not support", re.IGNORECASE)
+
+
+class JudgeRefused(Exception):
+    """The server refuses every request alike (bad key, no such model, no access): asking about
+    more items would only store the same error, so the run stops and says why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class ReasoningRefusal(Exception):
+    """The server refuses `temperature` or `max_tokens` (HTTP 400), as reasoning models do."""
+
+
+class UnusableAnswer(Exception):
+    """A 200 response we cannot use (malformed body, empty content): worth asking again."""
+
+    def __init__(self, cause: str, detail: str = ""):
+        super().__init__(f"{cause}: {detail}" if detail else cause)
+        self.cause, self.detail = cause, detail
+
+
+@dataclass
+class AttemptFailure:
+    """Why one attempt failed: the cause (as counted: "timed out", "HTTP 429", …) and what more
+    is known, whether asking again may help, whether it is a sign of overload, and the server's
+    retry-after if it sent one."""
+
+    cause: str
+    detail: str
+    retry: bool
+    overload: bool = False
+    retry_after: float | None = None
+
+    @property
+    def message(self) -> str:
+        return f"{self.cause}: {self.detail}" if self.detail else self.cause
+
+
+@dataclass
+class RequestCounts:
+    """Every attempt a run made, and why the failed ones failed (cause -> n)."""
+
+    attempts: int = 0
+    retries: int = 0
+    failures: Counter = field(default_factory=Counter)
+
+    @property
+    def timeouts(self) -> int:
+        return self.failures[TIMED_OUT]
+
+
+class AdaptiveConcurrency:
+    """How many requests may be in flight: AIMD between 1 and `ceiling`, starting at `ceiling`.
+
+    Decrease: the limit halves on a sign of overload, once per round: only an attempt sent after
+    the last decrease can cause another (the others were sent under the old limit). Increase:
+    each answer without overload adds 1/limit, so a whole round of answers adds one."""
+
+    def __init__(self, ceiling: int):
+        self.ceiling = ceiling
+        self.limit = float(ceiling)
+        self.lowest = ceiling
+        self.in_flight = 0
+        self._last_cut = -math.inf
+        self._changed = asyncio.Condition()
+
+    @property
+    def allowed(self) -> int:
+        return max(1, int(self.limit))
+
+    async def acquire(self) -> float:
+        """Wait for room under the limit; returns when the attempt may be sent (monotonic)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < self.allowed)
+            self.in_flight += 1
+        return time.monotonic()
+
+    async def release(self, sent_at: float, overload: bool | None) -> None:
+        """An attempt sent at `sent_at` is over: overloaded (True), answered (False), or failed
+        in a way that says nothing about load (None)."""
+        async with self._changed:
+            self.in_flight -= 1
+            if overload and sent_at >= self._last_cut:
+                self.limit = max(1.0, self.limit / 2)
+                self._last_cut = time.monotonic()
+                self.lowest = min(self.lowest, self.allowed)
+            elif overload is False:
+                self.limit = min(float(self.ceiling), self.limit + 1 / self.limit)
+            self._changed.notify_all()
+
+
+@dataclass
+class _Attempt:
+    task: asyncio.Future
+    oldest_since: float | None = None  # when it became the oldest request in flight
+    timed_out: bool = False
+
+
+class OldestFirstTimeout:
+    """Abandons the oldest request in flight once it has been the oldest for `timeout` seconds
+    (see the module docstring): a request waiting behind our own earlier requests is not timed
+    out, the one the server is presumably answering is."""
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self._flight: OrderedDict[int, _Attempt] = OrderedDict()
+        self._next = 0
+        self._changed = asyncio.Event()
+        self._watch: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._watch = asyncio.ensure_future(self._watchdog())
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+
+    def add(self, task: asyncio.Future) -> tuple[int, _Attempt]:
+        attempt = _Attempt(task, time.monotonic() if not self._flight else None)
+        key, self._next = self._next, self._next + 1
+        self._flight[key] = attempt
+        self._changed.set()
+        return key, attempt
+
+    def remove(self, key: int) -> None:
+        was_oldest = next(iter(self._flight), None) == key
+        self._flight.pop(key, None)
+        if was_oldest and self._flight:
+            self._flight[next(iter(self._flight))].oldest_since = time.monotonic()
+        self._changed.set()
+
+    async def _watchdog(self) -> None:
+        while True:
+            self._changed.clear()
+            if not self._flight:
+                await self._changed.wait()
+                continue
+            key, oldest = next(iter(self._flight.items()))
+            left = oldest.oldest_since + self.timeout - time.monotonic()
+            if left <= 0:
+                oldest.timed_out = True
+                oldest.task.cancel()
+                self.remove(key)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+
+class ServerSession:
+    """One run's connection to the judge server: sends a request body, with retries, under the
+    adaptive concurrency and the oldest-first timeout, counting every attempt."""
+
+    def __init__(self, *, base_url: str | None, api_key: str, timeout: float, max_retries: int, backoff: float,
+                 concurrency: int, redact: Callable[[str], str]):
+        # httpx's own timeouts guard connecting and sending; waiting for the answer is the
+        # oldest-first timeout's job (a read timeout would count time spent in the server's queue)
+        self.client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, max_retries=0,
+            timeout=openai.Timeout(connect=timeout, read=None, write=timeout, pool=None),
+        )
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.redact = redact
+        self.concurrency = AdaptiveConcurrency(concurrency)
+        self.counts = RequestCounts()
+        self._timeouts = OldestFirstTimeout(timeout)
+
+    @property
+    def url(self) -> str:
+        """The server's URL as it may be shown (credentials blanked)."""
+        return redact_url(str(self.client.base_url))
+
+    async def __aenter__(self) -> ServerSession:
+        self._timeouts.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._timeouts.stop()
+        await self.client.close()
+
+    async def create(self, body: Callable[[], dict], check: Callable) -> tuple[object, float]:
+        """The answer to `body()` (rebuilt for each attempt) that passes `check(response)` (which
+        raises UnusableAnswer otherwise), and the seconds its attempt took. Asks again while an
+        attempt fails in a way worth retrying, up to `max_retries` times; then raises
+        RequestFailed with the last failure."""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.counts.retries += 1
+            sent_at = await self.concurrency.acquire()
+            self.counts.attempts += 1
+            overload: bool | None = None
+            try:
+                response = await self._send(body(), check)
+                overload = False
+                return response, time.monotonic() - sent_at
+            except _Failed as failed:
+                failure = failed.failure
+                overload = failure.overload or None
+            finally:
+                await self.concurrency.release(sent_at, overload)
+            self.counts.failures[failure.cause] += 1
+            if not failure.retry or attempt == self.max_retries:
+                break
+            await asyncio.sleep(failure.retry_after if failure.retry_after is not None
+                                else min(BACKOFF_CAP, self.backoff * 2**attempt * (0.5 + random.random())))
+        raise RequestFailed(failure, attempt + 1)
+
+    async def _send(self, body: dict, check: Callable):
+        # the body is sent as it is (as a batch file holds it): every field but the two the
+        # client requires goes through extra_body, so fields the client does not know pass too
+        fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        task = asyncio.ensure_future(self.client.chat.completions.create(
+            model=body["model"], messages=body["messages"], extra_body=fields))
+        key, attempt = self._timeouts.add(task)
+        try:
+            response = await task
+            check(response)
+            return response
+        except asyncio.CancelledError:
+            if attempt.timed_out:
+                raise _Failed(AttemptFailure(TIMED_OUT, f"no answer {self.timeout:g}s after the server (presumably) "
+                                             "started on it", retry=True, overload=True)) from None
+            raise
+        except openai.APITimeoutError:
+            raise _Failed(AttemptFailure(TIMED_OUT, f"could not connect or send within {self.timeout:g}s",
+                                         retry=True, overload=True)) from None
+        except openai.APIStatusError as exc:
+            raise _Failed(self._status_failure(exc)) from None
+        except openai.APIConnectionError as exc:
+            raise _Failed(AttemptFailure("connection failed", self._short(exc),
+                                         retry=True)) from None
+        except UnusableAnswer as exc:
+            raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=True)) from None
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            raise _Failed(AttemptFailure("malformed response body", self._short(exc),
+                                         retry=True)) from None
+        finally:
+            self._timeouts.remove(key)
+
+    def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
+        status = exc.status_code
+        if status in FATAL_STATUS:
+            raise JudgeRefused(status, f"HTTP {status} from {self.url}: {self._short(exc)}") from None
+        if status == 400 and _REASONING_FIELD.search(str(exc)) and _UNSUPPORTED.search(str(exc)):
+            raise ReasoningRefusal(self.redact(self._short(exc))) from None
+        retry = status in RETRY_STATUS or status >= 500
+        return AttemptFailure(f"HTTP {status}", self._short(exc), retry=retry,
+                              overload=status in OVERLOAD_STATUS, retry_after=_retry_after(exc.response))
+
+    def _short(self, exc: Exception) -> str:
+        text = self.redact(str(exc).replace("\n", " "))
+        return text if len(text) <= 200 else text[:200] + "…"
+
+
+class _Failed(Exception):
+    def __init__(self, failure: AttemptFailure):
+        self.failure = failure
+
+
+class RequestFailed(Exception):
+    """A request that failed on its last attempt (or on one not worth repeating)."""
+
+    def __init__(self, failure: AttemptFailure, attempts: int):
+        super().__init__(failure.message)
+        self.failure = failure
+        self.attempts = attempts
+
+    @property
+    def message(self) -> str:
+        tail = f" (after {self.attempts} attempts)" if self.attempts > 1 else ""
+        return f"{self.failure.message}{tail}"
+
+
+def _retry_after(response) -> float | None:
+    """The server's retry-after(-ms) in seconds, if it sent one we will wait for."""
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            seconds = float(headers.get(name)) / scale
+        except (TypeError, ValueError):
+            continue
+        if 0 <= seconds <= RETRY_AFTER_CAP:
+            return seconds
+    return None

@@ -1,0 +1,353 @@
+"""Judging against servers as they really behave: bare verdicts, outputs cut at the token limit,
+a server that answers one request at a time, dead or refusing servers, rubric confidence from
+the score tokens, sampling controls and reasoning models, another reported model, progress on
+any stream. Each against the local fake chat-completions server (tests/fake_openai.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+
+import pytest
+from rich.console import Console
+
+from calibrate.judge_progress import JudgeProgress
+from calibrate.judge_runner import Job, JudgeConfig, RunSummary, same_model
+from calibrate.judge_server import AdaptiveConcurrency
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI, Reply, refused_url
+
+EN = {"notation": "river bank", "response": "the river bank"}
+ZH = {"annotation": "银行", "response": "河岸"}
+RUBRIC = {"question": "1+1?", "answer": "2", "llm_answer": "2", "llm_reasoning": "adding"}
+
+
+@pytest.fixture
+def db(tmp_path):
+    """make(n, task, lang, fields): a database of n items of one task, and its CLI."""
+
+    def make(n: int, task: str = "c3/lexical", lang: str = "en", fields: dict = EN) -> Calibrate:
+        source = tmp_path / f"{task.replace('/', '_')}_{lang}.jsonl"
+        source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", **fields}, ensure_ascii=False) + "\n"
+                                  for k in range(n)), encoding="utf-8")
+        run = Calibrate(tmp_path / "judge.db")
+        run("import", "jsonl", str(source), "--task", task, "--lang", lang)
+        return run
+
+    return make
+
+
+def judge(run: Calibrate, server: FakeOpenAI | str, *extra: str, ok: bool = True):
+    url = server if isinstance(server, str) else server.url
+    return run("judge", "--model", "fake-judge", "--base-url", url, "--max-retries", "2", *extra, ok=ok)
+
+
+def stored(run: Calibrate):
+    return list(Store(run.db).judgments())
+
+
+def runs(run: Calibrate) -> list[dict]:
+    return json.loads(run("status", "--runs", "--json").output)
+
+
+# -- 1. bare verdicts ------------------------------------------------------------------------
+
+
+def test_a_bare_verdict_word_is_stored_as_that_verdict_and_counted_as_bare(db):
+    run = db(3, "c3/tone", "zh", ZH)
+    replies = {"sentence 0": Reply("是。"), "sentence 1": Reply("**否**"), "sentence 2": Reply("是的，学生说得对。")}
+    with FakeOpenAI(by_content=replies) as server:
+        out = judge(run, server)
+    by_item = {j.item_id: j for j in stored(run)}
+    assert [(by_item[k].status, by_item[k].verdict) for k in (1, 2, 3)] == [("verdict", "是"), ("verdict", "否"), ("unparsed", None)]
+    assert "bare" in out.output and runs(run)[0]["bare"] == 2
+    assert "no verdict changed" in run("parse").output, "a re-parse reads them the same"
+
+
+# -- 2. truncation ---------------------------------------------------------------------------
+
+
+def test_an_output_cut_at_the_token_limit_is_unparsed_as_truncated_even_if_it_holds_a_verdict(db):
+    run = db(2)
+    cut = Reply("The answer is: yes. Wait, let me reconsider whether", finish_reason="length", completion_tokens=16)
+    with FakeOpenAI(by_content={"sentence 0": cut}) as server:
+        out = judge(run, server, "--max-tokens", "16")
+        judge(run, server, "--max-tokens", "16")
+        assert server.count == 2, "a truncated output is an answer: not asked again"
+    truncated = next(j for j in stored(run) if j.item_id == 1)
+    assert (truncated.status, truncated.verdict, truncated.unparsed_reason) == ("unparsed", None, "truncated at 16 tokens")
+    assert "1 outputs were cut at the token limit" in out.output and "raise --max-tokens" in out.output
+    assert runs(run)[-1]["truncated"] == 1
+    run("parse")
+    assert next(j for j in stored(run) if j.item_id == 1).unparsed_reason == "truncated at 16 tokens", "re-parsing keeps it"
+    store = Store(run.db)
+    for item_id in (1, 2):
+        store.annotate(item_id, "ann", "label", label="yes")
+    store.close()
+    assert "1 of the unparsed outputs were cut at the judge's token limit: judge again with a higher --max-tokens" in \
+        " ".join(run("report").output.split())
+
+
+def test_without_max_tokens_the_truncation_names_the_tokens_the_server_gave(db):
+    run = db(1)
+    with FakeOpenAI(Reply("The answer", finish_reason="length", completion_tokens=2048)) as server:
+        judge(run, server)
+    assert stored(run)[0].unparsed_reason == "truncated at 2048 tokens"
+
+
+# -- 3. a server that answers one request at a time ----------------------------------------------
+
+
+def test_requests_queued_behind_our_own_are_not_timed_out_and_nothing_is_wasted(db):
+    """8 at once against one slot: the last is answered after 8 x 0.2 s = 1.6 s, far beyond the
+    1 s timeout, yet each request is answered within 1 s of the server starting on it."""
+    run = db(8)
+    with FakeOpenAI(Reply(delay=0.2), slots=1) as server:
+        out = judge(run, server, "--concurrency", "8", "--timeout", "1")
+        assert (server.count, server.served, server.abandoned) == (8, 8, 0), "no retry, no abandoned work"
+        judge(run, server)
+    assert [j.status for j in stored(run)] == ["verdict"] * 8
+    assert "8 requests sent, 0 of them retries" in out.output
+    assert (runs(run)[0]["requests"], runs(run)[0]["retries"], runs(run)[0]["failures"]) == (8, 0, {})
+    assert len(runs(run)) == 1, "the second run had nothing to ask: not recorded"
+
+
+def test_a_request_the_server_is_stuck_on_times_out_is_retried_and_counted(db):
+    run = db(3)
+    with FakeOpenAI(Reply(delay=0.05)) as server:
+        server.then(Reply(delay=2.0))  # the first request takes too long; its retry is fine
+        out = judge(run, server, "--concurrency", "1", "--timeout", "0.5")
+        assert server.count == 4
+    assert out.exit_code == 0, "every item finally answered: the run succeeded"
+    assert "4 requests sent, 1 of them retries; failed: 1 × timed out" in out.output
+    assert runs(run)[0]["failures"] == {"timed out": 1}
+
+
+def test_a_run_whose_timeouts_leave_an_item_unanswered_fails(db):
+    run = db(2)
+    with FakeOpenAI(by_content={"sentence 0": Reply(delay=3.0)}) as server:
+        out = judge(run, server, "--concurrency", "1", "--timeout", "0.3", "--max-retries", "1", ok=False)
+    assert out.exit_code == 1 and "1 of 2 items ended in error" in out.output and "2 × timed out" in out.output
+    status = run("status").output
+    assert "judge runs" in status and "timeouts" in status
+
+
+def test_concurrency_halves_once_per_round_on_overload_and_grows_back_by_one_per_round():
+    async def scenario():
+        limit = AdaptiveConcurrency(8)
+        sent = [await limit.acquire() for _ in range(8)]
+        for at in sent:  # a whole round overloaded: one halving, not eight
+            await limit.release(at, overload=True)
+        assert limit.allowed == 4
+        again = await limit.acquire()
+        await limit.release(again, overload=True)  # sent after the cut: cuts again
+        assert limit.allowed == 2 and limit.lowest == 2
+        for _ in range(2):  # each answer adds 1/limit: a round of answers adds about one
+            await limit.release(await limit.acquire(), overload=False)
+        assert limit.allowed == 2 and limit.limit == pytest.approx(2.9)
+        await limit.release(await limit.acquire(), overload=False)
+        assert limit.allowed == 3
+        for _ in range(100):
+            await limit.release(await limit.acquire(), overload=False)
+        assert limit.allowed == 8, "never above the ceiling"
+
+    asyncio.run(scenario())
+
+
+def test_429s_lower_the_concurrency_and_are_reported(db):
+    run = db(6)
+    with FakeOpenAI(Reply(delay=0.05)) as server:
+        server.then(*[Reply(status=429, headers={"retry-after": "0.05"})] * 4)
+        out = judge(run, server, "--concurrency", "4")
+    assert len(stored(run)) == 6 and out.exit_code == 0
+    assert "failed: 4 × HTTP 429" in out.output and "concurrency went down to 2 of 4" in out.output
+
+
+# -- 4. a dead or refusing server ---------------------------------------------------------------
+
+
+def test_an_unreachable_server_stops_the_run_with_one_message_and_stores_nothing(db):
+    run = db(20)
+    out = judge(run, refused_url(), "--concurrency", "2", "--max-retries", "1", ok=False)
+    assert out.exit_code == 1
+    assert "3 items in a row failed" in out.output and "connection failed" in out.output and "is the server" in out.output
+    assert out.output.count("Error:") == 1
+    assert stored(run) == [], "nothing stored: not for the failed items, nor for the items never asked"
+    (record,) = runs(run)
+    assert record["outcome"] == "stopped" and record["requests"] <= 8
+
+
+def test_a_server_refusing_every_request_stops_after_three_items(db):
+    run = db(10)
+    with FakeOpenAI(Reply(status=400, raw_body='{"error": {"message": "unknown field top_k"}}')) as server:
+        out = judge(run, server, "--concurrency", "1", "--param", "top_k=40", ok=False)
+        assert server.count == 3, "a 400 is not retried; three in a row stop the run"
+    assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
+
+
+def test_failures_the_server_recovers_from_are_stored_as_the_items_errors(db):
+    run = db(3)
+    with FakeOpenAI() as server:
+        server.then(*[Reply(status=500)] * 3)  # the first item fails all its attempts, then the server answers
+        out = judge(run, server, "--concurrency", "1", ok=False)
+    assert sorted(j.status for j in stored(run)) == ["error", "verdict", "verdict"]
+    assert "1 of 3 items ended in error" in out.output
+
+
+# -- 5. rubric confidence -------------------------------------------------------------------------
+
+RUBRIC_TOKENS = [("```", 0.0), ("json", 0.0), ("\n", 0.0), ('{"', 0.0), ("score", 0.0), ("_answer", 0.0), ('":', 0.0),
+                 (" ", -0.01), ("8", -0.2), ("5", -0.3), (",", 0.0), (' "', 0.0), ("score", 0.0), ("_reason", 0.0),
+                 ("ing", 0.0), ('":', 0.0), (" 7", -0.5), ("0", -0.1), ("}", 0.0), ("\n", 0.0), ("```", 0.0)]
+
+
+def test_rubric_confidence_is_the_probability_of_the_score_digits_not_of_the_brace(db):
+    run = db(1, "rubric/reference", "zh", RUBRIC)
+    text = "".join(token for token, _ in RUBRIC_TOKENS)
+    with FakeOpenAI(Reply(text, logprobs=RUBRIC_TOKENS)) as server:
+        judge(run, server, "--logprobs")
+    (j,) = stored(run)
+    assert json.loads(j.verdict) == {"score_answer": 85.0, "score_reasoning": 70.0}
+    assert math.isclose(j.confidence, math.exp(-0.2 - 0.3 - 0.5 - 0.1)), "the digits of both scores, not '{'"
+
+
+def test_no_confidence_without_logprobs_says_why(db):
+    run = db(1, "rubric/reference", "zh", RUBRIC)
+    with FakeOpenAI(Reply('{"score_answer": 85, "score_reasoning": 70}', logprobs=None)) as server:
+        out = judge(run, server, "--logprobs")
+    assert stored(run)[0].confidence is None
+    assert "no confidence for 1 verdicts: the server returned no logprobs" in out.output
+
+
+def test_tokens_that_do_not_spell_the_output_give_no_confidence(db):
+    run = db(1, "rubric/reference", "zh", RUBRIC)
+    with FakeOpenAI(Reply('{"score_answer": 85, "score_reasoning": 70}', logprobs=[("{", 0.0), ("other", -1.0)])) as server:
+        out = judge(run, server, "--logprobs")
+    assert stored(run)[0].confidence is None and "do not spell the output" in out.output
+
+
+# -- 6. sampling controls, reasoning models, the model that answered -----------------------------------
+
+
+def test_sampling_controls_are_sent_and_make_the_judge(db, tmp_path):
+    run = db(2)
+    system = tmp_path / "system.txt"
+    system.write_text("You are a strict grader.", encoding="utf-8")
+    args = ("--seed", "7", "--top-p", "0.9", "--stop", "###", "--stop", "END", "--param", "top_k=40",
+            "--param", 'chat_template_kwargs={"enable_thinking": false}', "--param", "mode=fast",
+            "--system-prompt", str(system))
+    with FakeOpenAI() as server:
+        judge(run, server, *args)
+        sent = server.requests[0]
+        assert (sent["seed"], sent["top_p"], sent["stop"], sent["top_k"]) == (7, 0.9, ["###", "END"], 40)
+        assert sent["chat_template_kwargs"] == {"enable_thinking": False} and sent["mode"] == "fast"
+        assert sent["messages"][0] == {"role": "system", "content": "You are a strict grader."}
+        judge(run, server, *args)
+        assert server.count == 2, "the same controls are the same judge: resumed"
+        system.write_text("You are a lenient grader.", encoding="utf-8")
+        judge(run, server, *args)
+        assert server.count == 4, "another system prompt is another judge configuration"
+    first = stored(run)[0]
+    assert first.system_prompt == "You are a strict grader."
+    assert first.params["seed"] == 7 and first.params["extra"] == {"chat_template_kwargs": {"enable_thinking": False},
+                                                                     "mode": "fast", "top_k": 40}
+    assert len({j.judge_key for j in stored(run)}) == 2
+
+
+def test_a_param_that_a_flag_owns_is_refused(db):
+    run = db(1)
+    out = run("judge", "--model", "m", "--param", "temperature=1", ok=False)
+    assert out.exit_code == 1 and "--param temperature: set by --temperature" in out.output
+    out = run("judge", "--model", "m", "--param", "top_k", ok=False)
+    assert "write KEY=VALUE" in out.output
+
+
+def test_reasoning_mode_sends_no_temperature_and_max_completion_tokens(db):
+    run = db(1)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        judge(run, server, "--reasoning", "--max-tokens", "500")
+        assert server.count == 1 and "temperature" not in server.requests[0]
+        assert server.requests[0]["max_completion_tokens"] == 500 and "max_tokens" not in server.requests[0]
+    assert stored(run)[0].params == {"reasoning": True, "max_completion_tokens": 500, "logprobs": False}
+    out = run("judge", "--model", "m", "--reasoning", "--temperature", "0", ok=False)
+    assert out.exit_code == 2 and "--reasoning sends no temperature" in out.output
+
+
+def test_a_server_that_refuses_temperature_is_asked_again_as_a_reasoning_model(db):
+    run = db(4)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        out = judge(run, server, "--concurrency", "1")
+        assert server.count == 5, "one refusal, then the four items"
+        assert all("temperature" not in body for body in server.requests[1:])
+        assert "judging as a reasoning model" in out.output and out.exit_code == 0
+        again = judge(run, server, "--concurrency", "1")
+        assert server.count == 6, "a rerun without --reasoning learns it again, then finds every item judged"
+        assert "4 items already judged" in again.output
+    judged = stored(run)
+    assert [j.status for j in judged] == ["verdict"] * 4 and all(j.params["reasoning"] for j in judged)
+    assert len({j.judge_key for j in judged}) == 1
+    assert runs(run)[-1]["params"]["reasoning"] is True
+
+
+def test_a_400_about_a_value_is_not_taken_for_a_reasoning_model(db):
+    run = db(1)
+    with FakeOpenAI(Reply(status=400, raw_body='{"error": {"message": "max_tokens must be at most 4096"}}')) as server:
+        out = judge(run, server, "--max-tokens", "9000", ok=False)
+        assert server.count == 1
+    assert "reasoning" not in out.output and "1 × HTTP 400" in out.output
+    assert stored(run)[0].error.startswith("HTTP 400: ") and "max_tokens must be at most 4096" in stored(run)[0].error
+
+
+def test_another_model_answering_is_warned_about_and_stored_beside_the_one_asked(db):
+    run = db(3)
+    with FakeOpenAI(Reply(model="/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")) as server:
+        out = run("judge", "--model", "gpt-4o", "--base-url", server.url)
+    assert out.output.count("asked for model 'gpt-4o', the server reports") == 1, "warned once, as it happens"
+    assert "reported model '/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf' for 3 answers" in out.output
+    assert {(j.model, j.model_reported) for j in stored(run)} == {("gpt-4o", "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")}
+
+
+@pytest.mark.parametrize(("asked", "reported", "same"), [
+    ("gpt-4o", "gpt-4o-2024-08-06", True), ("fake-judge", "fake-judge-v1", True), ("Qwen2.5-0.5B", "qwen2.5-0.5b", True),
+    ("qwen2.5-coder", "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", True), ("gpt-4o", "qwen2.5", False),
+    ("gpt-4o", "gpt-4o-mini", False), ("llama3", "llama3:latest", True), ("gpt-4o-2024-08-06", "gpt-4o", True),
+    ("gpt-4o", None, True),
+])
+def test_what_counts_as_the_model_asked_for(asked, reported, same):
+    assert same_model(asked, reported) is same
+
+
+# -- 7. progress -----------------------------------------------------------------------------------
+
+
+def test_progress_is_a_plain_line_every_few_seconds_when_not_on_a_terminal(db):
+    run = db(3)
+    with FakeOpenAI(Reply(delay=0.4)) as server:
+        out = judge(run, server, "--concurrency", "1", "--repeat", "2", "--progress-every", "1")
+    lines = [line for line in out.output.splitlines() if line.startswith("judging: ")]
+    assert len(lines) >= 2, out.output
+    assert "3/3 items (6/6 samples)" in lines[-1] and "samples/s" in lines[-1]
+    assert any("items (" in line and "/6 samples)" in line for line in lines[:-1])
+
+
+def test_progress_on_a_terminal_is_a_bar_counting_items_and_samples_apart():
+    from calibrate.model import Item
+
+    items = [Item(k, "c3/lexical", "en", str(k), {}, None, f"h{k}") for k in range(2)]
+    jobs = [Job(item, None, None, "key", sample) for item in items for sample in range(3)]
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120)
+    summary = RunSummary()
+    with JudgeProgress(console, jobs, summary) as progress:
+        for job in jobs[:4]:
+            progress.advance(job)
+        assert progress.counts().startswith("1/2 items (4/6 samples)")
+    assert "━" in screen.getvalue() and "4/6 samples" in screen.getvalue()
+
+
+def test_the_config_of_a_plain_run_keeps_its_judge_key():
+    """Options left unset add nothing to the parameters, so judges stored before keep resuming."""
+    assert JudgeConfig(model="m").params() == {"temperature": 0.0, "max_tokens": None, "logprobs": False}
