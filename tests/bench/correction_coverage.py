@@ -13,13 +13,13 @@ simulation draws those counts, which is exact and fast.
 
 Intervals (95 %):
   stratified   correction.stratified_mean (Jeffreys prior; exact posterior) - the chosen method
-  strat_unif   the same model with a uniform Beta(1, 1) prior (1000 posterior draws)
+  strat_unif   the same model with a uniform Beta(1, 1) prior (500 posterior draws)
   ppi          correction.ppi_mean, PPI++ with normal quantiles (the rate behind the items)
   ppi_finite   correction.ppi_mean(finite_population=True), Cochran's difference estimator
   ppi_fin_t    ppi_finite with Student t quantiles on n - 1 degrees of freedom, clipped to [0, 1]
   ppi_t        ppi with t quantiles, clipped
   boot_fin     percentile bootstrap of the finite-population PPI++ (labelled items resampled,
-               1000 resamples; no interval when every resample gives one value)
+               500 resamples; no interval when every resample gives one value)
   rogan_gladen correction.rogan_gladen (Wald, delta-method variance, clipped)
 The PPI++ and Rogan-Gladen intervals are computed here from the counts, vectorised; `check`
 asserts that they equal the module's on item-level data. The module's random-sample check
@@ -120,7 +120,7 @@ def rogan_gladen_counts(c, fu, total):
     return interval(theta, np.sqrt(np.where(ok, var, 0)), Z, ok), sens, spec, theta
 
 
-def stratified_uniform(rng, c, fu, total, draws=1000):
+def stratified_uniform(rng, c, fu, total, draws=500):
     n = c.sum(1)
     m1, m0 = fu, (total - n) - fu
     q1 = rng.beta(1 + c[:, [0]], 1 + c[:, [2]], size=(len(c), draws))
@@ -129,7 +129,7 @@ def stratified_uniform(rng, c, fu, total, draws=1000):
     return np.quantile(theta, [0.025, 0.975], axis=1).T
 
 
-def bootstrap_finite(rng, c, fu, total, resamples=1000):
+def bootstrap_finite(rng, c, fu, total, resamples=500):
     out = np.full((len(c), 2), np.nan)
     for r in range(len(c)):
         n = int(c[r].sum())

@@ -19,6 +19,7 @@ Intervals (95 %), per statistic where they apply:
   fieller    Spearman with the Fieller SE sqrt(1.06/(n-3))
   jack_z     jackknife on the Fisher z scale: atanh(stat) -+ t_{n-1} SE_jack, back-transformed
   t          MAE: mean |d| -+ t_{n-1} s/sqrt(n), clipped at 0
+  log_t      MAE on the log scale: MAE x exp(-+ t_{n-1} s / (sqrt(n) MAE)) (delta method)
   percentile percentile bootstrap over items (1000 resamples)
   bca        BCa bootstrap over items (1000 resamples; bias-correction z0 with ties split, jackknife
              acceleration)
@@ -49,7 +50,7 @@ METHODS = {
     "pearson": ("fisher", "jack_z", "percentile", "bca"),
     "spearman": ("fisher", "fieller", "jack_z", "percentile", "bca"),
     "kendall": ("fisher", "jack_z", "percentile", "bca"),
-    "mae": ("t", "percentile", "bca"),
+    "mae": ("t", "log_t", "percentile", "bca"),
     "weighted_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
     "pass_fail_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
 }
@@ -229,6 +230,10 @@ def intervals(rng, name, x, y):
             d = np.abs(x - y)
             half = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / np.sqrt(n)
             out[method] = (max(0.0, value - half), value + half) if half > 0 else None
+        elif method == "log_t":
+            d = np.abs(x - y)
+            spread = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / (np.sqrt(n) * value) if value > 0 else 0.0
+            out[method] = (value * np.exp(-spread), value * np.exp(spread)) if spread > 0 else None
         elif method == "dirichlet":
             if name == "weighted_kappa":
                 out[method] = dirichlet_kappa(rng, bins(x), bins(y), int(100 // BIN), True)
