@@ -58,8 +58,8 @@ NOT_RANDOM_P = 0.01
 positive rate (Fisher's exact test per judge, Bonferroni over judges). A truly random sample
 is flagged wrongly in 1 % of cells."""
 
-JEFFREYS = 0.5
-"""Beta(1/2, 1/2) prior of the stratified estimator's per-verdict accuracies. In
+STRATUM_PRIOR = 0.5
+"""The stratified estimator's prior on each verdict's accuracy: Beta(1/2, 1/2), Jeffreys'. In
 tests/bench/correction_coverage.py it keeps 93 % or more on the whole grid; the uniform
 Beta(1, 1) prior fell to 77-89 % at accuracy 0.97 with 20-50 labels (it pulls a stratum whose
 labels are all correct too far from 1)."""
@@ -180,8 +180,8 @@ def labelled_problem(
     (e.g. an "informative" annotation order); fewer than `min_labelled` items are labelled
     (MIN_LABELLED = 10); with `needs_both_classes` (PPI++ and Rogan-Gladen; not the stratified
     estimator) the labels are all one class (every CLT interval then has zero width, and
-    Rogan-Gladen lacks the sensitivity or the specificity); or the judge's positive rate differs between labelled and unlabelled items by
-    Fisher's exact test at NOT_RANDOM_P (Bonferroni over judges), which a random sample would
+    Rogan-Gladen lacks the sensitivity or the specificity); or the judge's positive rate differs
+    between labelled and unlabelled items by Fisher's exact test at NOT_RANDOM_P (Bonferroni over judges), which a random sample would
     show only by chance. Fisher, R. A. (1922). On the interpretation of chi-square from
     contingency tables. J. R. Stat. Soc. 85, 87-94. Accepts one judge (N,) or several (N, J).
     """
@@ -425,7 +425,7 @@ def stratified_mean(
     random_sample: bool,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
-    prior: float = JEFFREYS,
+    prior: float = STRATUM_PRIOR,
 ) -> Corrected:
     """Corrected accuracy over exactly these N items, stratified by the judge's verdict, with a
     Bayesian interval that stays inside [0, 1] and exists for every label set.

@@ -364,8 +364,9 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     sequence of hypotheses independent of the data; thresholds that accept the same items give
     the same test). Leading thresholds that accept fewer than `min_items` items are passed over
     before testing starts. By default min_items = `fewest_certifiable(target, risk)`, the fewest
-    items whose test can reject at all; 22 at target 0.9 and risk 0.1. Without the skip, continuous (logprob) confidences put one or two items above the top
-    thresholds, whose test cannot reject, so testing would stop there and refuse on almost any
+    items whose test can reject at all; 22 at target 0.9 and risk 0.1. Without the skip,
+    continuous (logprob) confidences put one or two items above the top thresholds, whose test
+    cannot reject, so testing would stop there and refuse on almost any
     data (in the simulation in tests/test_reliability.py, on every run). The skip depends only
     on how many items each threshold accepts, not on whether they agree with people; that
     simulation checks that the guarantee still holds; `min_items=1` gives the strict procedure.
@@ -380,8 +381,9 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     What is guaranteed: over repeated calibration sets drawn at random from the same items, the
     probability that the procedure certifies a threshold at which the judge's agreement with
     people on fresh items is below `target` is at most `risk`. It is not the probability that a
-    given certification is right: tests/bench/trust_simulation.py shows that with 20-50 labelled
-    items certifications are rare and most of them miss the target. With `min_calibration`
+    given certification is right: in tests/bench/trust_simulation.py, with 30 labelled items
+    certifications are rare and 89-100 % of them miss the target; with 50, up to 100 % for a
+    judge that meets it only on its most confident items. With `min_calibration`
     (`minimum_calibration(target, risk)` is the simulated choice) fewer labelled items are
     refused with a reason.
     `guaranteed` is the lower bound L at the threshold the data chose, not itself a guarantee;

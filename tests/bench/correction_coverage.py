@@ -146,7 +146,7 @@ def stratified_module(c, fu, total):
     for r, (c11, c10, c01, c00) in enumerate(c):
         n = c11 + c10 + c01 + c00
         strata = [(int(c11 + c01), int(c11), int(fu[r])), (int(c10 + c00), int(c10), int(total - n - fu[r]))]
-        out[r] = _stratified([s for s in strata if s[2] > 0], int(c11 + c10), total, 0.95, correction.JEFFREYS)[1]
+        out[r] = _stratified([s for s in strata if s[2] > 0], int(c11 + c10), total, 0.95, correction.STRATUM_PRIOR)[1]
     return out
 
 
