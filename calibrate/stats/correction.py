@@ -60,9 +60,9 @@ is flagged wrongly in 1 % of cells."""
 
 STRATUM_PRIOR = 0.5
 """The stratified estimator's prior on each verdict's accuracy: Beta(1/2, 1/2), Jeffreys'. In
-tests/bench/correction_coverage.py it keeps 93 % or more on the whole grid; the uniform
-Beta(1, 1) prior fell to 77-89 % at accuracy 0.97 with 20-50 labels (it pulls a stratum whose
-labels are all correct too far from 1)."""
+tests/bench/correction_coverage.py it keeps 93 % or more on the whole grid (lowest 93.2 %); the
+uniform Beta(1, 1) prior fell to 77-89 % at accuracy 0.97 with 20 labels (it pulls a stratum
+whose labels are all correct too far from 1), Beta(1/3, 1/3) to 93 % elsewhere."""
 
 PROMISED_COVERAGE = 0.93
 """A 95 % interval simulated to cover less than this near a cell's setting is marked approximate."""
@@ -284,11 +284,12 @@ def ppi_mean(
     classical estimate from the labels alone with the Wilson interval (see `wilson`) and the raw
     judge accuracy mean_all(f).
 
-    Coverage of the mean over the N items, tests/bench/correction_coverage.py: below 93 % in
-    many settings with 20-100 labels, and no interval at all for most label sets at accuracy 0.97
-    with 20 labels (they are all correct) - the small-sample shortfall of a CLT interval with a
-    tuned lambda. `approximate` carries the simulated figure where it is below 93 %;
-    `stratified_mean` keeps 93 % on that grid.
+    Coverage of the mean over the N items, tests/bench/correction_coverage.py (3000 datasets per
+    setting): below 93 % in 17 of its 96 settings, 16 of them with 20 labels (down to 74 % at
+    accuracy 0.97, Se = Sp = 0.95, among the datasets that get an interval), and no interval at
+    all for 55 % of label sets at accuracy 0.97 with 20 labels (they are all correct) - the
+    small-sample shortfall of a CLT interval with a tuned lambda. `approximate` carries the
+    simulated figure where it is below 93 %; `stratified_mean` keeps 93 % on that grid.
 
     finite_population=True targets the mean of the labels over exactly these N items (the
     benchmark's own score) instead of the rate behind them. The labelled items are then a simple
@@ -348,10 +349,11 @@ def rogan_gladen(
     over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py,
     where the variance above gives 96.2 %; 96-99 % over its grid except 90 % at accuracy 0.95
     with 20 labels; and wider than PPI++).
-    Undefined when J <= MIN_YOUDEN or the labelled items lack either class. Where it is given, the
-    interval covers the mean over the N items in 93 % or more of the simulated datasets except
-    near some settings with few labels, where `approximate` carries the simulated figure
-    (tests/bench/correction_coverage.py).
+    Undefined when J <= MIN_YOUDEN or the labelled items lack either class (57-67 % of label sets
+    at accuracy 0.97 with 20 labels). Where it is given, the interval covers the mean over the N
+    items in 93 % or more of the simulated datasets in 88 of the 96 settings of
+    tests/bench/correction_coverage.py; in the other 8 (20-50 labels, accuracy 0.8-0.97; down to
+    63 %) `approximate` carries the simulated figure.
     """
     f2, y, labelled = _inputs(verdicts, labels)
     f = f2[:, 0]
