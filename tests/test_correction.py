@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import ppi_py
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from calibrate.stats import correction
@@ -27,6 +29,8 @@ from calibrate.stats.correction import (
     ppi_paired_difference,
     rank,
     rogan_gladen,
+    simulated_coverage,
+    stratified_mean,
 )
 from calibrate.stats.intervals import proportion
 
@@ -139,6 +143,157 @@ def test_tuned_ppi_is_narrower_than_classical_with_a_useful_judge():
     f, labels, _ = cell(11, se=0.95, sp=0.95)
     result = ppi_mean(f, labels, random_sample=True)
     assert result.ci[1] - result.ci[0] < 0.8 * (result.classical.ci[1] - result.classical.ci[0])
+
+
+def test_ppi_interval_is_clipped_to_zero_one():
+    # 400 items at accuracy 0.97, 20 random labels with one wrong: ppi_py's interval ends above 100 %
+    f, labels, _ = cell(0, accuracy=0.97, total=400, n=20)
+    y, f_l, f_u = split(f, labels)
+    lo, hi = ppi_py.ppi_mean_ci(y, f_l, f_u, alpha=0.05)
+    assert y.sum() == 19 and hi[0] > 1
+    result = ppi_mean(f, labels, random_sample=True)
+    assert result.ci == pytest.approx((float(lo[0]), 1.0), abs=1e-8)
+
+
+# -- stratified (Bayesian) estimator --------------------------------------------------------------
+
+
+def beta_binomial(m, a, b):
+    """P(X = 0..m), X ~ BetaBinomial(m, a, b), from the definition C(m, x) B(x + a, m - x + b) / B(a, b)."""
+    beta = lambda p, q: math.gamma(p) * math.gamma(q) / math.gamma(p + q)  # noqa: E731
+    return [math.comb(m, x) * beta(x + a, m - x + b) / beta(a, b) for x in range(m + 1)]
+
+
+def test_stratified_mean_equals_the_posterior_written_out_on_a_small_cell():
+    # 8 items. Judge yes on items 0-4: 0, 1, 2 labelled 1, 1, 0 (n = 3, s = 2), items 3, 4 unlabelled;
+    # judge no on items 5-7: item 5 labelled 0 (n = 1, s = 0), items 6, 7 unlabelled. S = 2, N = 8.
+    f = [1, 1, 1, 1, 1, 0, 0, 0]
+    labels = [1, 1, 0, None, None, 0, None, None]
+    yes, no = beta_binomial(2, 0.5 + 2, 0.5 + 1), beta_binomial(2, 0.5 + 0, 0.5 + 1)
+    pmf = {}
+    for x1, p1 in enumerate(yes):
+        for x0, p0 in enumerate(no):
+            pmf[(2 + x1 + x0) / 8] = pmf.get((2 + x1 + x0) / 8, 0) + p1 * p0
+    support = sorted(pmf)
+    cdf = np.cumsum([pmf[t] for t in support])
+    mean = sum(t * p for t, p in pmf.items())
+    sd = math.sqrt(sum((t - mean) ** 2 * p for t, p in pmf.items()))
+    value = (2 + 2 * 2 / 3 + 2 * 0 / 1) / 8  # post-stratified: S + m_k s_k / n_k per stratum
+    for level in (0.5, 0.8, 0.95):
+        quantile = lambda q: support[int(np.searchsorted(cdf, q))]  # noqa: E731
+        result = stratified_mean(f, labels, random_sample=True, min_labelled=2, level=level)
+        assert result.value == pytest.approx(value)
+        assert result.ci == pytest.approx((min(quantile((1 - level) / 2), value), max(quantile((1 + level) / 2), value)))
+        assert result.se == pytest.approx(sd)
+    assert result.lam is None and result.n_labelled == 4 and result.n_total == 8 and not result.notes
+    assert correction._beta_binomial_pmf(7, 2.5, 0.5) == pytest.approx(stats.betabinom.pmf(np.arange(8), 7, 2.5, 0.5))
+
+
+def test_stratified_interval_matches_posterior_draws():
+    # the same model sampled: q_k ~ Beta(1/2 + s_k, 1/2 + n_k - s_k), X_k ~ Binomial(m_k, q_k)
+    f, labels, _ = cell(21, accuracy=0.8, total=1000, n=50)
+    result = stratified_mean(f, labels, random_sample=True)
+    rng = np.random.default_rng(0)
+    lab = ~np.isnan(labels)
+    theta = np.full(200_000, labels[lab].sum())
+    for v in (0, 1):
+        n_k, s_k, m_k = (lab & (f == v)).sum(), labels[lab & (f == v)].sum(), (~lab & (f == v)).sum()
+        theta += rng.binomial(m_k, rng.beta(0.5 + s_k, 0.5 + n_k - s_k, theta.size))
+    draws = theta / len(f)
+    assert result.ci == pytest.approx(tuple(np.quantile(draws, [0.025, 0.975])), abs=0.003)
+    assert result.se == pytest.approx(draws.std(), rel=0.02)
+
+
+def test_stratified_gives_an_interval_for_all_correct_and_all_wrong_labels():
+    f, labels, y = cell(3, accuracy=0.97, total=1000, n=20)
+    lab = ~np.isnan(labels)
+    assert labels[lab].min() == 1  # all 20 labelled items are correct
+    assert ppi_mean(f, labels, random_sample=True).value is None  # PPI++ has no interval here
+    result = stratified_mean(f, labels, random_sample=True)
+    assert result.value == 1.0 and result.ci[1] == 1.0 and 0.7 < result.ci[0] < 0.97
+    assert result.ci[0] <= y.mean()
+    wrong = np.where(lab, 0.0, np.nan)
+    low = stratified_mean(f, wrong, random_sample=True)
+    assert low.value == 0.0 and low.ci[0] == 0.0 and 0.03 < low.ci[1] < 0.3
+
+
+def test_stratified_with_every_item_labelled_is_exact():
+    f, _, y = cell(4, total=300, n=300)
+    result = stratified_mean(f, y, random_sample=True)
+    assert result.value == pytest.approx(y.mean()) and result.ci == (result.value, result.value) and result.se == 0
+    assert result.notes == ["every item is labelled: the accuracy over these items is known exactly"]
+
+
+def test_stratified_with_a_verdict_no_labelled_item_got():
+    f = np.array([1] * 30 + [0] * 10, float)
+    labels = np.array([1, 1, 1, 1, 1, 0] * 2 + [None] * 28, dtype=float)  # the 12 labelled items all got a yes
+    result = stratified_mean(f, labels, random_sample=True)
+    assert result.value == pytest.approx((10 + 18 * 10 / 12 + 10 * 0.5) / 40)
+    assert "10 unlabelled item(s) got a judge verdict that no labelled item got" in result.notes[0]
+    # the 10 items carry the prior's uncertainty around 1/2: lower and wider than had the judge said yes to them
+    said_yes = stratified_mean(np.ones(40), labels, random_sample=True)
+    assert result.ci[1] - result.ci[0] > said_yes.ci[1] - said_yes.ci[0] and result.ci[0] < said_yes.ci[0]
+    assert not said_yes.notes
+
+
+def test_stratified_over_two_judges_stratifies_on_their_mean_verdict():
+    f, labels, _ = cell(7, judges=[(0.9, 0.7), (0.8, 0.85)])
+    result = stratified_mean(f, labels, random_sample=True)
+    lab = ~np.isnan(labels)
+    mean = f.mean(axis=1)
+    expected = labels[lab].sum() + sum(
+        (~lab & (mean == v)).sum() * labels[lab & (mean == v)].mean() for v in (0, 0.5, 1))
+    assert result.value == pytest.approx(expected / len(mean))
+    assert result.raw_judge == pytest.approx(mean.mean())
+
+
+def test_stratified_refuses_what_the_guard_refuses():
+    f, labels, _ = cell(5)
+    assert "not drawn at random" in stratified_mean(f, labels, random_sample=False).reason
+    few = np.where(np.cumsum(~np.isnan(labels)) <= 9, labels, np.nan)
+    assert stratified_mean(f, few, random_sample=True).reason == f"9 labelled item(s): at least {MIN_LABELLED} random human labels are needed"
+    assert labelled_problem(f, np.where(np.isnan(labels), np.nan, 1.0), random_sample=True, needs_both_classes=False) is None
+
+
+@pytest.mark.parametrize(("accuracy", "se", "sp", "total"), [(0.97, 0.9, 0.7, 300), (0.5, 0.95, 0.95, 300), (0.8, 0.7, 0.9, 1000)])
+def test_stratified_coverage_with_20_labels(accuracy, se, sp, total):
+    # 300 datasets, 20 random labels; the target is the mean accuracy over the items. The full grid
+    # is in tests/bench/correction_coverage.py (93 % or more everywhere). PPI++ covers 74 % of the
+    # datasets it gives an interval for at (0.5, .95/.95, 300) and gives none for about half at 0.97.
+    hits = 0
+    for seed in range(300):
+        f, labels, y = cell(50_000 + seed, accuracy=accuracy, se=se, sp=sp, total=total, n=20)
+        result = stratified_mean(f, labels, random_sample=True)
+        hits += result.ci is not None and result.ci[0] <= y.mean() <= result.ci[1]
+    assert hits / 300 >= 0.91
+
+
+def test_simulated_coverage_reads_the_nearest_setting(monkeypatch):
+    table = {"stratified": {}, "ppi": {(0.8, 20, (0.95, 0.95), 1000): 0.76}, "ppi_finite": {}, "rogan_gladen": {}}
+    monkeypatch.setattr(correction, "_under_coverage", lambda: table)
+    assert simulated_coverage("ppi", 0.83, 18, 0.97, 0.93, 1500) == 0.76
+    assert simulated_coverage("ppi", 0.83, 60, 0.97, 0.93, 1500) is None  # nearest is 50 labels
+    assert simulated_coverage("ppi", 0.83, 18, 0.72, 0.9, 1500) is None  # nearest judge is (.7, .9)
+    assert simulated_coverage("ppi", 0.83, 18, None, 0.9, 1500) == 0.76  # a class missing: lowest over judges
+    assert simulated_coverage("stratified", 0.83, 18, 0.97, 0.93, 1500) is None
+
+
+@pytest.mark.parametrize(("method", "estimator"), [("ppi", ppi_mean), ("rogan_gladen", rogan_gladen)])
+def test_intervals_below_93_percent_in_simulation_are_marked_approximate(method, estimator):
+    # the table the module reads, written by tests/bench/correction_coverage.py --write
+    table = correction._under_coverage()[method]
+    (accuracy, n, (se, sp), total), _ = min(table.items(), key=lambda kv: kv[1])
+    marked = 0
+    for seed in range(40):
+        f, labels, _ = cell(seed, accuracy=accuracy, se=se, sp=sp, total=total, n=n)
+        result = estimator(f, labels, random_sample=True)
+        if result.value is None:
+            continue
+        rates = correction._judge_rates(f, labels, ~np.isnan(labels))
+        expected = simulated_coverage(method, result.value, n, *rates, total)
+        assert result.approximate == expected
+        marked += expected is not None and expected < 0.93
+    assert marked >= 5, "cells near the worst simulated setting are marked approximate"
 
 
 # -- Rogan-Gladen --------------------------------------------------------------------------------
@@ -340,10 +495,12 @@ def test_values_outside_zero_one_raise():
 def test_never_raises_nor_returns_nan_on_valid_input(rows):
     f = [v for v, _ in rows]
     labels = [label for _, label in rows]
-    for result in (ppi_mean(f, labels, random_sample=True), rogan_gladen(f, labels, random_sample=True)):
+    for result in (ppi_mean(f, labels, random_sample=True), rogan_gladen(f, labels, random_sample=True),
+                   stratified_mean(f, labels, random_sample=True, min_labelled=1)):
         assert (result.value is None) == (result.reason is not None)
         if result.value is not None:
             assert np.isfinite(result.value) and np.isfinite(result.ci).all()
+            assert 0 <= result.ci[0] <= result.value <= result.ci[1] <= 1
     plan = labels_needed(f, labels, random_sample=True)
     assert plan.more is not None or plan.reason
 

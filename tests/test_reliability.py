@@ -17,11 +17,14 @@ from calibrate.stats.intervals import coincidences
 from calibrate.stats.reliability import (
     calibration,
     consistency,
+    detectable_shortfall,
+    fewest_certifiable,
     jury,
     length_bias,
     leniency,
     logistic_fit,
     majority_confidence,
+    minimum_calibration,
     positive_rate_difference,
     same_family,
     trust_threshold,
@@ -212,6 +215,59 @@ def test_trust_guarantee_holds_in_simulation():
     # strict testing from the very top (min_items=1) stops at a one-item threshold and refuses
     strict = trust_threshold(conf, agree, target=target, risk=risk, min_items=1)
     assert not strict.met and strict.best_guaranteed < 0.8
+
+
+def over_confident_run(rng, n):
+    """Confidence ~ U(0, 1), P(agree | c) = 0.6 + 0.4 c: the agreement above a threshold lambda is
+    0.8 + 0.2 lambda, at least 0.9 exactly when lambda >= 0.5 (half the items can be accepted)."""
+    confidence = rng.random(n)
+    return confidence, (rng.random(n) < 0.6 + 0.4 * confidence).astype(int)
+
+
+def test_below_the_minimum_calibration_size_a_certification_is_usually_wrong():
+    # the mechanism behind minimum_calibration (tests/bench/trust_simulation.py has the full table)
+    rng = np.random.default_rng(17)
+    minimum = minimum_calibration(0.9, 0.1)
+    assert minimum == 9 * fewest_certifiable(0.9, 0.1) == 198
+    share_wrong = {}
+    for n in (30, minimum):
+        thresholds = [r.threshold for r in (trust_threshold(*over_confident_run(rng, n), target=0.9, risk=0.1)
+                                            for _ in range(300)) if r.met]
+        wrong = sum(t < 0.5 for t in thresholds)
+        assert wrong / 300 <= 0.1 + 0.03  # the marginal guarantee holds at both sizes
+        share_wrong[n] = wrong / len(thresholds)
+    assert share_wrong[30] >= 0.8, "with 30 labels the rare certifications miss the target"
+    assert share_wrong[minimum] <= 0.1, "from the minimum on, a certification is usually right"
+
+
+def test_trust_refuses_below_the_minimum_calibration_size_when_asked():
+    conf, agree = trust_data()  # 100 labelled items
+    refused = trust_threshold(conf, agree, target=0.85, risk=0.1, min_calibration=101)
+    assert not refused.met and refused.threshold is None and refused.min_calibration == 101
+    assert refused.reason == ("100 labelled items: at least 101 are needed before a threshold is certified "
+                              "(with fewer, a certification is usually wrong on fresh items)")
+    allowed = trust_threshold(conf, agree, target=0.85, risk=0.1, min_calibration=100)
+    default = trust_threshold(conf, agree, target=0.85, risk=0.1)
+    assert allowed.met and allowed.threshold == default.threshold and allowed.accepted == default.accepted == 70
+    assert default.min_calibration is None
+    assert allowed.shortfall == default.shortfall == detectable_shortfall(70, 0.85, 0.1)
+
+
+@pytest.mark.parametrize("labels", [1, 22, 50, 200, 1000])
+def test_detectable_shortfall_is_the_exact_power_of_the_binomial_test(labels):
+    target, risk, power = 0.9, 0.1, 0.8
+    shortfall = detectable_shortfall(labels, target, risk, power)
+    # the test of "agreement >= 0.9" rejects at level 0.1 when at most c of the labels agree
+    c = max(k for k in range(labels + 1) if stats.binom.cdf(k, labels, target) <= risk)
+    p = target - shortfall
+    assert stats.binom.cdf(c, labels, p) == pytest.approx(power)  # a judge at 0.9 - shortfall is caught 80 % of the time
+    assert stats.binom.cdf(c, labels, p + 0.01) < power  # a smaller shortfall is caught less often
+    normal = (stats.norm.ppf(1 - risk) + stats.norm.ppf(power)) * np.sqrt(target * (1 - target) / labels)
+    if labels >= 1000:
+        assert shortfall == pytest.approx(normal, rel=0.1)
+    assert detectable_shortfall(1, 0.9, 0.01) == 0.9  # one label can never show a shortfall at risk 0.01
+    with pytest.raises(ValueError):
+        detectable_shortfall(0, 0.9, 0.1)
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,299 @@
+"""Simulation: 95 % intervals for the score-agreement statistics (0-100 rubric scores), issue 20.
+
+Statistics: Pearson's r, Spearman's rho, Kendall's tau-b, mean absolute error (MAE), quadratic
+weighted kappa on 10-point bins (score // 10, 100 in the top bin) and Cohen's kappa on pass/fail
+at 60 - as calibrate.stats.agreement.score_agreement computes them (`check` asserts the
+vectorised forms below equal scipy / scikit-learn on sample data).
+
+Data (rubric-like, two scores per item, with ties):
+  close    human ~ N(65, 18) rounded to a multiple of 5 and clipped to 0-100; judge = human +
+           N(0, 8), rounded to a multiple of 5, clipped
+  lenient  human as in close; judge = human + 6 + N(0, 18), rounded to a multiple of 10, clipped
+  ceiling  human = 100 - Exponential(mean 18), rounded to an integer, clipped (many 100s);
+           judge = human + N(0, 10) rounded to an integer, clipped (more ties at 100)
+The population value of each statistic is its value on 2 million items of the generator.
+
+Intervals (95 %), per statistic where they apply:
+  fisher     tanh(atanh(r) -+ 1.96 SE): Pearson SE = 1/sqrt(n-3); Spearman the Bonett-Wright SE
+             sqrt((1 + rho^2/2)/(n-3)); Kendall the Fieller SE sqrt(0.437/(n-4))
+  fieller    Spearman with the Fieller SE sqrt(1.06/(n-3))
+  jack_z     jackknife on the Fisher z scale: atanh(stat) -+ t_{n-1} SE_jack, back-transformed
+  t          MAE: mean |d| -+ t_{n-1} s/sqrt(n), clipped at 0
+  log_t      MAE on the log scale: MAE x exp(-+ t_{n-1} s / (sqrt(n) MAE)) (delta method)
+  percentile percentile bootstrap over items (1000 resamples)
+  bca        BCa bootstrap over items (1000 resamples; bias-correction z0 with ties split, jackknife
+             acceleration)
+  dirichlet  the kappas' current interval: Dirichlet(counts + 1/2) posterior over the k x k table
+             (k = 10 bins or 2), 1000 draws, equal-tailed
+A replicate without an interval (statistic undefined, fewer than 4 or 5 items for Fisher z, or
+more than 2.5 % of resamples or draws undefined) counts as a miss; the share without is
+printed. Monte-Carlo SE at 95 % over R replicates: sqrt(0.95 x 0.05 / R).
+
+    .venv/bin/python tests/bench/score_coverage.py [REPLICATES]   (default 500)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from scipy import stats
+
+SIZES = (5, 10, 20, 50, 120)
+GENERATORS = ("close", "lenient", "ceiling")
+RESAMPLES = 1000
+Z = float(stats.norm.ppf(0.975))
+THRESHOLD, BIN = 60.0, 10.0
+STATISTICS = ("pearson", "spearman", "kendall", "mae", "weighted_kappa", "pass_fail_kappa")
+METHODS = {
+    "pearson": ("fisher", "jack_z", "percentile", "bca"),
+    "spearman": ("fisher", "fieller", "jack_z", "percentile", "bca"),
+    "kendall": ("fisher", "jack_z", "percentile", "bca"),
+    "mae": ("t", "log_t", "percentile", "bca"),
+    "weighted_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
+    "pass_fail_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
+}
+
+
+def generate(rng, name, size):
+    if name == "ceiling":
+        human = np.clip(np.round(100 - rng.exponential(18, size)), 0, 100)
+        judge = np.clip(np.round(human + rng.normal(0, 10, size)), 0, 100)
+    else:
+        human = np.clip(np.round(rng.normal(65, 18, size) / 5) * 5, 0, 100)
+        if name == "close":
+            judge = np.clip(np.round((human + rng.normal(0, 8, size)) / 5) * 5, 0, 100)
+        else:
+            judge = np.clip(np.round((human + 6 + rng.normal(0, 18, size)) / 10) * 10, 0, 100)
+    return human, judge
+
+
+# -- the statistics, vectorised over the rows of (B, n) arrays -----------------------------------
+
+
+def pearson(x, y):
+    xc, yc = x - x.mean(-1, keepdims=True), y - y.mean(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (xc * yc).sum(-1) / np.sqrt((xc**2).sum(-1) * (yc**2).sum(-1))
+
+
+def spearman(x, y):
+    return pearson(stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1))
+
+
+def kendall(x, y, weights=None):
+    """tau-b = sum_{i<j} sgn(x_i - x_j) sgn(y_i - y_j) / sqrt((n0 - n1)(n0 - n2)), n0 - n1 the pairs
+    untied in x (Kendall, M. G. (1945). The treatment of ties in ranking problems. Biometrika 33).
+    With `weights` (B, n), item i counted w_i times (a bootstrap resample or a jackknife sample
+    of the one sample x, y): the pair sums are w' M w / 2, M_ij = sgn sgn, computed by a matrix
+    product instead of B x n x n signs."""
+    sx = np.sign(x[..., :, None] - x[..., None, :])
+    sy = np.sign(y[..., :, None] - y[..., None, :])
+    if weights is None:
+        s, tx, ty = ((sx * sy).sum((-1, -2)), (sx * sx).sum((-1, -2)), (sy * sy).sum((-1, -2)))
+    else:
+        s, tx, ty = (((weights @ m) * weights).sum(-1) for m in (sx * sy, sx * sx, sy * sy))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return s / np.sqrt(tx * ty)
+
+
+def mae(x, y):
+    return np.abs(x - y).mean(-1)
+
+
+def bins(v):
+    return np.minimum(v // BIN, 100 // BIN - 1)
+
+
+def weighted_kappa(x, y):
+    """Quadratic weighted kappa of the bins: 1 - mean((a - b)^2) / (var a + var b + (mean a - mean b)^2)
+    (variances with 1/n): sum w_ij p_ij over sum w_ij p_i. p_.j with w_ij = (i - j)^2 (Cohen 1968)."""
+    a, b = bins(x), bins(y)
+    expected = a.var(-1) + b.var(-1) + (a.mean(-1) - b.mean(-1)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 - ((a - b) ** 2).mean(-1) / expected
+
+
+def pass_fail_kappa(x, y):
+    a, b = (x >= THRESHOLD).astype(float), (y >= THRESHOLD).astype(float)
+    pa, pb = a.mean(-1), b.mean(-1)
+    po = (a * b + (1 - a) * (1 - b)).mean(-1)
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+FUNCTIONS = {"pearson": pearson, "spearman": spearman, "kendall": kendall, "mae": mae,
+             "weighted_kappa": weighted_kappa, "pass_fail_kappa": pass_fail_kappa}
+
+
+def check(rng):
+    from sklearn.metrics import cohen_kappa_score
+
+    x, y = generate(rng, "lenient", 40)
+    assert np.isclose(pearson(x, y), stats.pearsonr(x, y)[0])
+    assert np.isclose(spearman(x, y), stats.spearmanr(x, y)[0])
+    assert np.isclose(kendall(x, y), stats.kendalltau(x, y)[0])
+    idx = rng.integers(0, 40, 40)
+    assert np.isclose(kendall(x, y, np.bincount(idx, minlength=40)[None, :].astype(float))[0], stats.kendalltau(x[idx], y[idx])[0])
+    assert np.isclose(weighted_kappa(x, y), cohen_kappa_score(bins(x), bins(y), weights="quadratic"))
+    assert np.isclose(pass_fail_kappa(x, y), cohen_kappa_score(x >= THRESHOLD, y >= THRESHOLD))
+
+
+# -- intervals -------------------------------------------------------------------------------------
+
+
+def from_draws(draws, value=None):
+    finite = np.isfinite(draws)
+    if finite.mean() < 0.975:
+        return None
+    lo, hi = np.quantile(draws[finite], [0.025, 0.975])
+    if hi - lo <= 1e-12:
+        return None
+    if value is not None:
+        lo, hi = min(lo, value), max(hi, value)
+    return lo, hi
+
+
+def bca(draws, value, jack):
+    finite = np.isfinite(draws)
+    if finite.mean() < 0.975 or not np.isfinite(jack).all():
+        return None
+    d = draws[finite]
+    z0 = stats.norm.ppf(((d < value).sum() + 0.5 * (d == value).sum()) / d.size)
+    centred = jack.mean() - jack
+    denominator = 6 * (centred**2).sum() ** 1.5
+    if denominator == 0 or not np.isfinite(z0):
+        return None
+    a = (centred**3).sum() / denominator
+    q = []
+    for alpha in (0.025, 0.975):
+        za = z0 + stats.norm.ppf(alpha)
+        q.append(stats.norm.cdf(z0 + za / (1 - a * za)))
+    lo, hi = np.quantile(d, q)
+    return None if hi - lo <= 1e-12 else (lo, hi)
+
+
+def jackknife(fn, x, y):
+    n = len(x)
+    keep = ~np.eye(n, dtype=bool)
+    return fn(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1), np.broadcast_to(y, (n, n))[keep].reshape(n, n - 1))
+
+
+def jack_z(value, jack, n):
+    if not (np.isfinite(value) and np.isfinite(jack).all()) or abs(value) >= 1 or np.any(np.abs(jack) >= 1):
+        return None
+    zj = np.arctanh(jack)
+    se = np.sqrt((n - 1) / n * ((zj - zj.mean()) ** 2).sum())
+    if se == 0:
+        return None
+    t = stats.t.ppf(0.975, n - 1)
+    return float(np.tanh(np.arctanh(value) - t * se)), float(np.tanh(np.arctanh(value) + t * se))
+
+
+def dirichlet_kappa(rng, a, b, k, weighted, draws=RESAMPLES):
+    table = np.zeros((k, k))
+    np.add.at(table, (a.astype(int), b.astype(int)), 1)
+    g = rng.gamma(table.ravel() + 0.5, size=(draws, k * k))
+    p = (g / g.sum(1, keepdims=True)).reshape(draws, k, k)
+    i = np.arange(k)
+    w = (i[:, None] - i[None, :]) ** 2 if weighted else (i[:, None] != i[None, :]).astype(float)
+    observed = (p * w).sum((1, 2))
+    expected = np.einsum("di,dj,ij->d", p.sum(2), p.sum(1), w)
+    return from_draws(1 - observed / expected)
+
+
+def intervals(rng, name, x, y):
+    """{method: (lo, hi) or None} for statistic `name` on one sample."""
+    n = len(x)
+    fn = FUNCTIONS[name]
+    value = float(fn(x, y))
+    out = {}
+    if not np.isfinite(value):
+        return {m: None for m in METHODS[name]}
+    idx = rng.integers(0, n, (RESAMPLES, n))
+    if name == "kendall":
+        counts = np.zeros((RESAMPLES, n))
+        np.add.at(counts, (np.repeat(np.arange(RESAMPLES), n), idx.ravel()), 1)
+        boot, jack = kendall(x, y, counts), kendall(x, y, 1 - np.eye(n))
+    else:
+        boot, jack = fn(x[idx], y[idx]), jackknife(fn, x, y)
+    for method in METHODS[name]:
+        if method == "percentile":
+            out[method] = from_draws(boot)
+        elif method == "bca":
+            out[method] = bca(boot, value, jack)
+        elif method == "jack_z":
+            out[method] = jack_z(value, jack, n)
+        elif method == "t":
+            d = np.abs(x - y)
+            half = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / np.sqrt(n)
+            out[method] = (max(0.0, value - half), value + half) if half > 0 else None
+        elif method == "log_t":
+            d = np.abs(x - y)
+            spread = stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / (np.sqrt(n) * value) if value > 0 else 0.0
+            out[method] = (value * np.exp(-spread), value * np.exp(spread)) if spread > 0 else None
+        elif method == "dirichlet":
+            if name == "weighted_kappa":
+                out[method] = dirichlet_kappa(rng, bins(x), bins(y), int(100 // BIN), True)
+            else:
+                out[method] = dirichlet_kappa(rng, (x >= THRESHOLD) * 1, (y >= THRESHOLD) * 1, 2, False)
+        else:  # fisher, fieller
+            shift = 4 if name == "kendall" else 3
+            if n <= shift or abs(value) >= 1:
+                out[method] = None
+                continue
+            variance = {"pearson": 1.0, "kendall": 0.437, "spearman": 1 + value**2 / 2}[name]
+            if method == "fieller":
+                variance = 1.06
+            se = np.sqrt(variance / (n - shift))
+            out[method] = (float(np.tanh(np.arctanh(value) - Z * se)), float(np.tanh(np.arctanh(value) + Z * se)))
+    return out
+
+
+def population(rng, generator, size=2_000_000):
+    x, y = generate(rng, generator, size)
+    truth = {name: float(FUNCTIONS[name](x, y)) for name in STATISTICS if name != "kendall"}
+    truth["kendall"] = float(stats.kendalltau(x, y)[0])
+    return truth
+
+
+def main(replicates: int = 500) -> None:
+    rng = np.random.default_rng(3)
+    check(rng)
+    start = time.perf_counter()
+    print(f"95 % interval coverage, {replicates} replicates per cell, {RESAMPLES} resamples/draws; "
+          f"Monte-Carlo SE at 95 %: {np.sqrt(0.95 * 0.05 / replicates):.2%}")
+    print("coverage (share of replicates without an interval, when any); a replicate without one is a miss\n")
+    for generator in GENERATORS:
+        truth = population(rng, generator)
+        print(f"## {generator}: population " + ", ".join(f"{k} {v:.3f}" for k, v in truth.items()) + "\n")
+        print("| statistic | method | " + " | ".join(f"n={n}" for n in SIZES) + " |")
+        print("| --- | --- |" + " --- |" * len(SIZES))
+        results = {(s, m): [] for s in STATISTICS for m in METHODS[s]}
+        for n in SIZES:
+            hits = {key: 0 for key in results}
+            none = {key: 0 for key in results}
+            widths = {key: [] for key in results}
+            for _ in range(replicates):
+                x, y = generate(rng, generator, n)
+                for name in STATISTICS:
+                    for method, ci in intervals(rng, name, x, y).items():
+                        if ci is None:
+                            none[(name, method)] += 1
+                        else:
+                            hits[(name, method)] += ci[0] <= truth[name] <= ci[1]
+                            widths[(name, method)].append(ci[1] - ci[0])
+            for key in results:
+                share = none[key] / replicates
+                width = f" w{np.mean(widths[key]):.2f}" if widths[key] else ""
+                results[key].append(f"{hits[key] / replicates:.1%}" + (f" ({share:.0%} none)" if share >= 0.005 else "") + width)
+        for (name, method), cells in results.items():
+            print(f"| {name} | {method} | " + " | ".join(cells) + " |")
+        print(flush=True)
+    print(f"runtime {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 500)
