@@ -41,3 +41,27 @@ def test_every_help_works_in_a_folder_without_a_database(tmp_path, monkeypatch):
         assert result.exit_code == 0, f"calibrate {' '.join(path)} --help: {result.output}"
         assert result.output.startswith(f"Usage: calibrate {' '.join(path)}".rstrip()), result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_worked_template_folder_in_docs_templates_md_imports_and_renders(tmp_path):
+    import json
+    import re
+
+    from tests.conftest import Calibrate
+
+    doc = (DOCS / "templates.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"```(toml|jinja)\n(.*?)```", doc, re.S))
+    folder = tmp_path / "my-templates" / "factcheck"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(blocks["toml"], encoding="utf-8")
+    (folder / "claim.j2").write_text(blocks["jinja"], encoding="utf-8")
+    (folder / "system.txt").write_text("You check facts.\n", encoding="utf-8")
+    lines = tmp_path / "claims.jsonl"
+    lines.write_text(json.dumps({"id": "1", "claim": "Water boils at 100 C.", "evidence": ["At 1 atm, 100 C."],
+                                 "response": "Yes.", "gold": "yes"}) + "\n", encoding="utf-8")
+    run = Calibrate(tmp_path / "t.db")
+    run("--templates", str(tmp_path / "my-templates"), "import", "jsonl", str(lines), "--task", "mine/factcheck",
+        "--lang", "en", "--reference-field", "gold")
+    prompt = run("--templates", str(tmp_path / "my-templates"), "render", "1").output
+    assert "Claim: Water boils at 100 C.\nEvidence:\n- At 1 atm, 100 C.\n" in prompt
+    assert "[system]\nYou check facts." in prompt
