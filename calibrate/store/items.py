@@ -148,6 +148,18 @@ class ItemsMixin:
         return [(t, found, s) for t in tasks for found in self._seek_values(lang_after, t) if lang in (None, found)
                 for s in self._seek_values(system_after, t, found) if system in (None, s)]
 
+    def task_langs(self, *, system: str | None = None) -> list[tuple[str, str]]:
+        """The (task, lang) pairs of the current, visible items (of `system`, if given), sorted:
+        the cells found by index seeks, each confirmed by one of its items."""
+        where, params = self._item_filter(None, None, None, None, system)
+        found = []
+        for task, lang, cell_system in self.cells(system=system):
+            if (task, lang) not in found and self.conn.execute(
+                    f"SELECT 1 FROM items i WHERE i.task = ? AND i.lang = ? AND i.system = ? AND {where} LIMIT 1",
+                    [task, lang, cell_system, *params]).fetchone():
+                found.append((task, lang))
+        return found
+
     def _seek_values(self, sql: str, *fixed: str) -> list[str]:
         """Distinct values in order, found by index seeks: the first one >= '', then each one
         after the last found (`sql` has `{op}` for the comparison and takes `fixed`, then the bound)."""

@@ -102,6 +102,13 @@ class JudgmentsMixin:
             "SELECT EXISTS (SELECT 1 FROM judgments WHERE sample > 0 OR confidence IS NOT NULL)").fetchone()[0])
 
 
+    def judge_names(self, *, system: str | None = None) -> list[str]:
+        """The judges with a verdict in force on a current, visible item (of `system`, if given),
+        sorted (read from the counts kept by migration 0008's triggers)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND (? IS NULL OR system = ?) ORDER BY 1",
+            (system, system))]
+
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
         with self.transaction():

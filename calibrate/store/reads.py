@@ -4,10 +4,10 @@ labels of items several people labelled, the jury's rows, each item's labels and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from calibrate.model import AgreementData
-from calibrate.store.sql import IN_FORCE
+from calibrate.model import AgreementData, TextRule, dump_json
+from calibrate.store.sql import IN_FORCE, VISIBLE, gold_of
 
 
 class ReadsMixin:
@@ -58,19 +58,10 @@ class ReadsMixin:
             f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
             [judge] if judge else [],
         )
-        # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
-        # where they labelled it, else the strict majority; NULL for a tie, counted in `ties`.
-        c.execute(
-            """CREATE TEMP TABLE gold_now AS
-            WITH counted AS (SELECT item_id, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
-            ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
-            majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
-                         WHERE votes = top GROUP BY item_id)
-            SELECT s.item_id, s.task, s.lang, coalesce(a.label, m.label) AS label FROM shared_items s
-            JOIN majority m ON m.item_id = s.item_id
-            LEFT JOIN labels_now a ON a.item_id = s.item_id AND a.annotator = ?""",
-            (gold_from,),
-        )
+        # The gold label of an item labelled by two or more people (`calibrate.gold`); NULL for a
+        # tie, counted in `ties`.
+        c.execute("CREATE TEMP TABLE gold_now AS SELECT s.item_id, s.task, s.lang, g.label FROM shared_items s "
+                  f"JOIN ({gold_of('labels_now')}) g ON g.item_id = s.item_id", (gold_from,))
         try:
             return AgreementData(
                 judge_vs_human=judge_vs_human,
@@ -171,25 +162,68 @@ class ReadsMixin:
                 "verdicts": verdicts.get(item.id, {}),
             }
 
-    def score_data(self, *, judge: str | None = None, system: str | None = None) -> dict[str, list[tuple]]:
-        """What `calibrate scores` needs, for the current version of every item: the items
-        (id, task, lang, system, source_id, reference), each judge's latest judgment per item
-        (item_id, judge, status, verdict, correct, raw_output) and every label in force
-        (item_id, annotator, label)."""
-        where, params = self._item_filter(None, None, None, None, system)
-        judge_clause, judge_params = (" AND v.judge_name = ?", [judge]) if judge else ("", [])
-        items = self.conn.execute(
-            f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
-        ).fetchall()
-        judgments = self.conn.execute(
-            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM verdicts_in_force v "
-            f"JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id WHERE {where}{judge_clause} "
-            "ORDER BY v.item_id",
-            [*params, *judge_params],
-        ).fetchall()
-        labels = self.conn.execute(
-            f"SELECT c.item_id, c.annotator, c.label FROM current_labels c JOIN items i ON i.id = c.item_id WHERE {where}",
-            params,
-        ).fetchall()
-        return {"items": [tuple(r) for r in items], "judgments": [tuple(r) for r in judgments],
-                "labels": [tuple(r) for r in labels]}
+    def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
+                     by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
+                     rule: TextRule | None = None) -> list[tuple]:
+        """What `calibrate scores` needs, counted in SQL: the current items of the `scored`
+        (task, lang) pairs (of `system`, if given) grouped by what the scores tell apart, one
+        row per group:
+        (task, lang, system, reference, gold label, then per judge of `judges` its verdict in
+        force as status, verdict, correct, rule, then the number of items).
+        The reference is kept only for the pairs in `by_reference` (NULL elsewhere, so items
+        whose verdict means right or wrong by itself are not split by it); the gold label is the
+        strict majority of the labels in force (`calibrate.gold`; NULL when unlabelled or tied);
+        a judge's columns are NULL where it did not judge the item; `rule` is `rule.check` of the
+        judgment's raw output for tasks starting with `rule.prefix` (NULL elsewhere)."""
+        judges = list(judges)
+        c = self.conn
+        if rule is not None:
+            c.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
+        columns, joins = [], []
+        for k in range(len(judges)):
+            joins.append(f"LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = :judge{k} "
+                         f"LEFT JOIN judgments j{k} ON j{k}.id = v{k}.judgment_id")
+            right = (f"CASE WHEN v{k}.item_id IS NOT NULL AND substr(i.task, 1, length(:prefix)) = :prefix "
+                     f"THEN text_rule(j{k}.raw_output, i.lang) END" if rule is not None else "NULL")
+            columns += [f"v{k}.status", f"v{k}.verdict", f"j{k}.correct", right]
+        named = {f"judge{k}": name for k, name in enumerate(judges)}
+        named.update({"scored": dump_json([list(p) for p in scored]),
+                      "by_reference": dump_json([list(p) for p in by_reference]),
+                      "prefix": rule.prefix if rule is not None else ""})
+        named["system"] = system
+        c.execute("DROP TABLE IF EXISTS temp.gold_shared")
+        c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
+        c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (None,))
+        try:
+            sql = f"""
+            SELECT i.task, i.lang, i.system,
+                   CASE WHEN (i.task, i.lang) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:by_reference))
+                        THEN i.reference END,
+                   CASE (SELECT count(*) FROM labels_in_force l WHERE l.item_id = i.id)
+                       WHEN 0 THEN NULL
+                       WHEN 1 THEN (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id)
+                       ELSE (SELECT g.label FROM temp.gold_shared g WHERE g.item_id = i.id) END
+                   {''.join(', ' + col for col in columns)}, count(*)
+            FROM items i {' '.join(joins)}
+            WHERE i.current = 1 AND {VISIBLE} AND (:system IS NULL OR i.system = :system)
+              AND (i.task, i.lang) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:scored))
+            GROUP BY {', '.join(str(k) for k in range(1, 6 + len(columns)))}
+            """
+            return [tuple(r) for r in c.execute(sql, named)]
+        finally:
+            c.execute("DROP TABLE IF EXISTS temp.gold_shared")
+
+    def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple, rule: TextRule,
+                       value: bool) -> list[tuple[int, str, str | None]]:
+        """(item id, source id, raw output) of the current items of one task, language and system
+        whose verdict in force by `judge` is `stored` (status, verdict, correct) and whose raw
+        output `rule.check` reads as `value`, in item order: what a benchmark's own rule reads
+        differently from calibrate's parser, item by item."""
+        self.conn.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
+        status, verdict, correct = stored
+        return [tuple(r) for r in self.conn.execute(
+            f"SELECT i.id, i.source_id, j.raw_output FROM items i "
+            "JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? JOIN judgments j ON j.id = v.judgment_id "
+            f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
+            "AND v.status IS ? AND v.verdict IS ? AND j.correct IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
+            (judge, task, lang, system, status, verdict, correct, int(value)))]
