@@ -10,7 +10,6 @@ import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.formats.c3 import c3_right
-from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
 from calibrate.model import TextRule
 from calibrate.scores.model import (
