@@ -18,7 +18,7 @@ from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
-from calibrate.reliability_cells import escalation_queue
+from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.validate import InputError, check_field_type
@@ -180,10 +180,14 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            queue = escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), self.store.item_ids(**self._scope),
-                                     judge=self.judge)
-            for k in range(0, len(queue), WINDOW):
-                yield queue[k : k + WINDOW]
+            marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
+            self.store.set_trust_marks([(*key, t) for key, t in marks.thresholds.items()],
+                                       [(*key, ok) for key, ok in marks.irregular.items()], self.judge)
+            for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
+                after = 0
+                while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
+                    after = window[-1]
+                    yield window
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
             first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
             chosen = set(first)

@@ -117,20 +117,6 @@ class JudgmentsMixin:
                 (status, verdict, reason, correct, judgment_id),
             )
 
-    def latest_verdicts(self, judge: str | None = None) -> list[dict]:
-        """The newest judgment per (item, judge): what agreement compares with humans."""
-        sql = f"""
-        SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
-               i.task, i.lang, i.reference
-        FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id
-        WHERE {VISIBLE}
-        """
-        params: list = []
-        if judge:
-            sql += " AND j.judge_name = ?"
-            params.append(judge)
-        return [dict(r) for r in self.conn.execute(sql, params)]
-
     def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
         rows = self.conn.execute(
             "SELECT v.item_id, j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "

@@ -5,8 +5,10 @@ labels of items several people labelled, the jury's rows, each item's labels and
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from calibrate.model import AgreementData, TextRule, dump_json
+from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, VISIBLE, gold_of
 
 
@@ -131,36 +133,59 @@ class ReadsMixin:
         finally:
             c.execute("DROP TABLE IF EXISTS temp.juried")
 
-    def export_rows(self, system: str | None = None) -> Iterator[dict]:
-        """Per item (of `system`, if given): its fields, every annotator's current label, notes,
-        and each judge's latest verdict, for gold-label exports."""
-        labels: dict[int, dict[str, str]] = {}
-        for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
-            labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
-        notes: dict[int, list[dict]] = {}
-        for r in self.conn.execute("SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL ORDER BY id"):
-            notes.setdefault(r["item_id"], []).append({"annotator": r["annotator"], "note": r["note"], "action": r["action"]})
-        flags: dict[int, set[str]] = {}
-        for r in self.conn.execute(
-            f"SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' AND {IN_FORCE}"
-        ):
-            flags.setdefault(r["item_id"], set()).add(r["annotator"])
-        verdicts: dict[int, dict[str, dict]] = {}
-        for v in self.latest_verdicts():
-            verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
-                "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
-        listened = self.listening()
-        with_audio = {item_id for item_id, clips in self.audio_by_item().items() if any(c.usable for c in clips)}
-        for item in self.iter_items(system=system):
-            yield {
-                "item": item,
-                "listened": {a: listened.get((item.id, a), 0.0) for a in labels.get(item.id, {})}
-                if item.id in with_audio else None,
-                "labels": labels.get(item.id, {}),
-                "notes": notes.get(item.id, []),
-                "flagged_by": sorted(flags.get(item.id, ())),
-                "verdicts": verdicts.get(item.id, {}),
-            }
+    def export_rows(self, system: str | None = None) -> Iterator[ExportRow]:
+        """Per current item (of `system`, if given), in id order, for gold-label exports: its
+        columns, every annotator's label in force, notes, who flagged it, each judge's verdict in
+        force, and for items with usable audio how long each labelling annotator listened.
+
+        Streamed: one query per part, each in item order, read side by side, so memory stays
+        flat whatever the number of items."""
+        where, params = self._item_filter(None, None, None, None, system)
+        c = self.conn
+        items = plain_rows(c, f"SELECT i.id, i.task, i.lang, i.system, i.source_id, i.reference, i.fields FROM items i "
+                          f"WHERE {where} ORDER BY i.id", params)
+        parts = {
+            "labels": plain_rows(c, "SELECT item_id, annotator, label FROM labels_in_force ORDER BY item_id, annotator"),
+            "verdicts": plain_rows(c,
+                "SELECT v.item_id, v.judge_name, v.status, v.verdict, j.correct, j.confidence FROM verdicts_in_force v "
+                "JOIN judgments j ON j.id = v.judgment_id ORDER BY v.item_id, v.judge_name"),
+            "notes": plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
+                               "ORDER BY item_id, id"),
+            "flags": plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
+                               f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"),
+            "listened": plain_rows(c,
+                "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
+                "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"),
+            "audio": plain_rows(c, "SELECT DISTINCT item_id, 1 FROM item_audio WHERE problem IS NULL ORDER BY item_id"),
+        }
+        streams = {name: _ByItem(rows) for name, rows in parts.items()}
+        for item_id, task, lang, item_system, source_id, reference, fields in items:
+            found = {name: stream.take(item_id) for name, stream in streams.items()}
+            labels = {annotator: label for annotator, label in found["labels"]}
+            listened = dict(found["listened"])
+            yield ExportRow(
+                item_id, task, lang, item_system, source_id, reference, fields, labels,
+                [{"annotator": a, "note": note, "action": action} for a, note, action in found["notes"]],
+                sorted({a for (a,) in found["flags"]}),
+                {judge: row for judge, *row in found["verdicts"]},
+                {a: listened.get(a, 0.0) for a in labels} if found["audio"] else None,
+            )
+
+    def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
+        """What the columns of a CSV export of the current items (of `system`, if given) are made
+        of: the annotators with a label in force on one of them, the judges with a verdict in
+        force on one (both sorted), and whether one has usable audio. Found by seeks and
+        counts, without reading every item."""
+        where, params = self._item_filter(None, None, None, None, system)
+        annotators = [a for a in self._seek_values(
+            "SELECT annotator FROM labels_in_force WHERE annotator {op} ? ORDER BY annotator LIMIT 1")
+            if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
+                                 f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
+        judges = self.judge_names(system=system)
+        with_audio = bool(self.conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM item_audio a JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
+            f"AND {where})", params).fetchone()[0])
+        return annotators, judges, with_audio
 
     def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
                      by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
@@ -227,3 +252,37 @@ class ReadsMixin:
             f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
             "AND v.status IS ? AND v.verdict IS ? AND j.correct IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
             (judge, task, lang, system, status, verdict, correct, int(value)))]
+
+
+class ExportRow(NamedTuple):
+    """One item as the gold-label exports write it (`ReadsMixin.export_rows`)."""
+
+    item_id: int
+    task: str
+    lang: str
+    system: str
+    source_id: str
+    reference: str | None
+    fields_json: str  # the item's fields as stored (canonical JSON)
+    labels: dict[str, str]  # annotator -> label in force
+    notes: list[dict]  # annotator, note, action: oldest first
+    flagged_by: list[str]
+    verdicts: dict[str, list]  # judge -> [status, verdict, correct, confidence] of its verdict in force
+    listened: dict[str, float] | None  # labelling annotator -> seconds listened, for items with usable audio
+
+
+class _ByItem:
+    """Rows ordered by their first column (an item id), taken item by item in increasing order."""
+
+    def __init__(self, rows):
+        self._rows = iter(rows)
+        self._next = next(self._rows, None)
+
+    def take(self, item_id: int) -> list[tuple]:
+        """The rest of the rows of `item_id` (those of smaller ids are passed over)."""
+        found = []
+        while self._next is not None and self._next[0] <= item_id:
+            if self._next[0] == item_id:
+                found.append(tuple(self._next[1:]))
+            self._next = next(self._rows, None)
+        return found
