@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
 from calibrate.store.imports import process_alive
-from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, judgment_from_row
+from calibrate.store.sql import JUDGMENT_COLUMNS, judgment_from_row
 
 
 class JudgmentsMixin:
