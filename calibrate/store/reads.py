@@ -4,6 +4,7 @@ labels of items several people labelled, the jury's rows, each item's labels and
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -190,7 +191,7 @@ class ReadsMixin:
     def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
                      by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
                      rule: TextRule | None = None) -> list[tuple]:
-        """What `calibrate scores` needs, counted in SQL: the current items of the `scored`
+        """What `calibrate scores` needs, counted: the current items of the `scored`
         (task, lang) pairs (of `system`, if given) grouped by what the scores tell apart, one
         row per group:
         (task, lang, system, reference, gold label, then per judge of `judges` its verdict in
@@ -206,37 +207,39 @@ class ReadsMixin:
             c.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
         columns, joins = [], []
         for k in range(len(judges)):
-            joins.append(f"LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = :judge{k} "
-                         f"LEFT JOIN judgments j{k} ON j{k}.id = v{k}.judgment_id")
+            joins.append(f"LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = :judge{k}")
+            # the judgment's row (large: prompt, raw output) is read only where its correct or raw output counts
+            correct = (f"CASE WHEN v{k}.item_id IS NOT NULL AND t.by_reference "
+                       f"THEN (SELECT j.correct FROM judgments j WHERE j.id = v{k}.judgment_id) END")
             right = (f"CASE WHEN v{k}.item_id IS NOT NULL AND substr(i.task, 1, length(:prefix)) = :prefix "
-                     f"THEN text_rule(j{k}.raw_output, i.lang) END" if rule is not None else "NULL")
-            columns += [f"v{k}.status", f"v{k}.verdict", f"j{k}.correct", right]
+                     f"THEN (SELECT text_rule(j.raw_output, i.lang) FROM judgments j WHERE j.id = v{k}.judgment_id) END"
+                     if rule is not None else "NULL")
+            columns += [f"v{k}.status", f"v{k}.verdict", correct, right]
         named = {f"judge{k}": name for k, name in enumerate(judges)}
-        named.update({"scored": dump_json([list(p) for p in scored]),
-                      "by_reference": dump_json([list(p) for p in by_reference]),
-                      "prefix": rule.prefix if rule is not None else ""})
-        named["system"] = system
-        c.execute("DROP TABLE IF EXISTS temp.gold_shared")
+        named.update({"prefix": rule.prefix if rule is not None else "", "system": system})
+        references = set(by_reference)
+        for table in ("gold_shared", "score_tasks"):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
         c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (None,))
+        c.execute("CREATE TEMP TABLE score_tasks (task TEXT, lang TEXT, by_reference INTEGER, PRIMARY KEY (task, lang)) "
+                  "WITHOUT ROWID")
+        c.executemany("INSERT INTO score_tasks VALUES (?, ?, ?)", [(*p, p in references) for p in scored])
         try:
+            # grouped here rather than by SQL's GROUP BY, which would sort a row per item
             sql = f"""
-            SELECT i.task, i.lang, i.system,
-                   CASE WHEN (i.task, i.lang) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:by_reference))
-                        THEN i.reference END,
-                   CASE (SELECT count(*) FROM labels_in_force l WHERE l.item_id = i.id)
-                       WHEN 0 THEN NULL
-                       WHEN 1 THEN (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id)
-                       ELSE (SELECT g.label FROM temp.gold_shared g WHERE g.item_id = i.id) END
-                   {''.join(', ' + col for col in columns)}, count(*)
-            FROM items i {' '.join(joins)}
+            SELECT i.task, i.lang, i.system, CASE WHEN t.by_reference THEN i.reference END,
+                   CASE WHEN EXISTS (SELECT 1 FROM temp.gold_shared g WHERE g.item_id = i.id)
+                        THEN (SELECT g.label FROM temp.gold_shared g WHERE g.item_id = i.id)
+                        ELSE (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id) END
+                   {''.join(', ' + col for col in columns)}
+            FROM items i JOIN temp.score_tasks t ON t.task = i.task AND t.lang = i.lang {' '.join(joins)}
             WHERE i.current = 1 AND {VISIBLE} AND (:system IS NULL OR i.system = :system)
-              AND (i.task, i.lang) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:scored))
-            GROUP BY {', '.join(str(k) for k in range(1, 6 + len(columns)))}
             """
-            return [tuple(r) for r in c.execute(sql, named)]
+            return [(*key, n) for key, n in Counter(plain_rows(c, sql, named)).items()]
         finally:
-            c.execute("DROP TABLE IF EXISTS temp.gold_shared")
+            for table in ("gold_shared", "score_tasks"):
+                c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
     def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple, rule: TextRule,
                        value: bool) -> list[tuple[int, str, str | None]]:
