@@ -278,10 +278,13 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     from calibrate.stats.reliability import trust_threshold
 
     values: dict[tuple, list[tuple[float, bool, int]]] = {}
+    words_of: dict[tuple[str, str], dict[str, str]] = {}
     for task, lang, judge_name, system, verdict, gold, n, confidence in store.confidence_counts(judge, gold_from):
         if kinds.templates.people_decide(task, lang):
             continue
-        words = _cell_words(kinds, task, lang) or {}
+        if (task, lang) not in words_of:
+            words_of[(task, lang)] = _cell_words(kinds, task, lang) or {}
+        words = words_of[(task, lang)]
         agrees = words.get(verdict, verdict) == words.get(gold, gold)
         key = (kinds.key(task, lang), judge_name, (system or NO_SYSTEM) if by_system else None)
         values.setdefault(key, []).append((confidence, agrees, n))

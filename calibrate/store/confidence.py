@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from calibrate.store.connection import plain_rows
 from calibrate.store.sql import gold_of
 
 # Confidences are counted in buckets of the trust threshold grid (steps of 1/1000); one within
@@ -31,8 +32,8 @@ class ConfidenceMixin:
         c.execute("DROP TABLE IF EXISTS temp.irregular")
         c.execute("CREATE TEMP TABLE irregular (item_id INTEGER, judge_name TEXT, PRIMARY KEY (item_id, judge_name)) "
                   "WITHOUT ROWID")
-        c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM judgments WHERE sample > 0 "
-                  "AND (?1 IS NULL OR judge_name = ?1)", (judge,))
+        c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM judgments INDEXED BY judgments_repeats "
+                  "WHERE sample > 0 AND (?1 IS NULL OR judge_name = ?1)", (judge,))
         c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM verdicts_in_force "
                   "WHERE status = 'error' AND (?1 IS NULL OR judge_name = ?1)", (judge,))
 
@@ -48,8 +49,13 @@ class ConfidenceMixin:
         c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
         c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (gold_from,))
         try:
-            return [tuple(r) for r in c.execute(f"""
-                SELECT i.task, i.lang, v.judge_name, i.system, v.verdict, g.label, count(*), min(j.confidence)
+            rows = plain_rows(c, f"""
+                SELECT i.task || char(31) || i.lang || char(31) || v.judge_name || char(31) || i.system || char(31)
+                       || coalesce(v.verdict, '') || char(31) || g.label,
+                       CAST(j.confidence * {GRID_STEPS} AS INTEGER),
+                       CASE WHEN j.confidence * {GRID_STEPS} - CAST(j.confidence * {GRID_STEPS} AS INTEGER)
+                                 NOT BETWEEN {EDGE} AND {1 - EDGE} THEN j.confidence END,
+                       j.confidence
                 FROM (SELECT l.item_id, CASE WHEN count(*) = 1 THEN max(l.label)
                              ELSE (SELECT s.label FROM temp.gold_shared s WHERE s.item_id = l.item_id) END AS label
                       FROM labels_in_force l GROUP BY l.item_id) g
@@ -59,10 +65,18 @@ class ConfidenceMixin:
                 WHERE g.label IS NOT NULL AND v.status = 'verdict' AND j.confidence BETWEEN 0 AND 1
                   AND (?1 IS NULL OR v.judge_name = ?1)
                   AND NOT EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
-                GROUP BY 1, 2, 3, 4, 5, 6, CAST(j.confidence * {GRID_STEPS} AS INTEGER),
-                         CASE WHEN abs(j.confidence * {GRID_STEPS} - round(j.confidence * {GRID_STEPS})) < {EDGE}
-                              THEN j.confidence END
-                """, (judge,))]
+                """, (judge,))
+            counted: dict[tuple, list] = {}  # counted here rather than by SQL's GROUP BY, which sorts every row
+            for row in rows:  # one text of the six columns a row: Python makes one string, not six
+                key, confidence = row[:3], row[3]
+                found = counted.get(key)
+                if found is None:
+                    counted[key] = [1, confidence]
+                else:
+                    found[0] += 1
+                    if confidence < found[1]:
+                        found[1] = confidence
+            return [(*key[0].split("\x1f"), n, lowest) for key, (n, lowest) in counted.items()]
         finally:
             c.execute("DROP TABLE IF EXISTS temp.gold_shared")
 
@@ -71,11 +85,12 @@ class ConfidenceMixin:
         order (item_id, task, lang, system, judge_name, sample, status, verdict, confidence), and the
         labels in force of their items (item_id, annotator, label)."""
         self._mark_irregular(judge)
-        samples = [tuple(r) for r in self.conn.execute("""
+        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment, in id order)
+        samples = list(plain_rows(self.conn, """
             SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence
-            FROM temp.irregular r JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
+            FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
             JOIN items i ON i.id = j.item_id
-            WHERE j.status != 'error' ORDER BY j.id""")]
+            WHERE j.status != 'error' ORDER BY j.id"""))
         labels = [tuple(r) for r in self.conn.execute(
             "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
             "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)")]

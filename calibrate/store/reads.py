@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from calibrate.model import AgreementData, TextRule, dump_json
+from calibrate.model import AgreementData, TextRule
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, VISIBLE, gold_of
 
