@@ -180,9 +180,7 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
-            self.store.set_trust_marks([(*key, t) for key, t in marks.thresholds.items()],
-                                       [(*key, ok) for key, ok in marks.irregular.items()], self.judge)
+            self.store.set_trust_marks(trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge))
             for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
                 after = 0
                 while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):

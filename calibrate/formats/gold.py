@@ -6,14 +6,14 @@ judge whether each item's verdict is accepted or needs a person.
 
 Items are streamed from the store (`Store.export_rows`) and written as they come, so an export
 of a million items holds a few thousand lines at a time. A JSON line is put together from its
-parts, the item's fields as stored (canonical JSON), not parsed and written again."""
+parts (SQLite writes the item, its labels and verdicts), compact, the item's fields as stored
+(canonical JSON), never parsed and written again."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Iterator
 from json.encoder import encode_basestring
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
@@ -29,48 +29,49 @@ def _marks(row, marks: TrustMarks | None) -> dict[str, str] | None:
     """judge -> ACCEPTED or NEEDS_PERSON for the judges with a verdict in force on the item."""
     if marks is None:
         return None
-    return {judge: ACCEPTED if marks.accepted(row.item_id, row.task, row.lang, judge, status, confidence) else NEEDS_PERSON
+    task, lang = row.item[0], row.item[1]
+    return {judge: ACCEPTED if marks.accepted(row.item_id, task, lang, judge, status, confidence) else NEEDS_PERSON
             for judge, (status, _, _, confidence) in row.verdicts.items()}
 
 
-def _text(value) -> str:
-    return "null" if value is None else encode_basestring(value)
-
-
 def _json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _jsonl_lines(store: Store, system: str | None, marks: TrustMarks | None) -> Iterator[str]:
-    """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
-    gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
-    listened, and with `marks` trust (judge -> ACCEPTED or NEEDS_PERSON)."""
-    for row in store.export_rows(system):
-        gold, how = gold_label(row.labels)
-        labels = ", ".join(f"{encode_basestring(a)}: {encode_basestring(label)}" for a, label in row.labels.items())
-        verdicts = ", ".join(
-            f'{encode_basestring(judge)}: {{"status": {_text(status)}, "verdict": {_text(verdict)}, '
-            f'"correct": {"null" if correct is None else _json(correct)}}}'
-            for judge, (status, verdict, correct, _) in row.verdicts.items())
-        line = (f'{{"item_id": {row.item_id}, "task": {_text(row.task)}, "lang": {_text(row.lang)}, '
-                f'"system": {_text(row.system)}, "source_id": {_text(row.source_id)}, "reference": {_text(row.reference)}, '
-                f'"fields": {row.fields_json}, "labels": {{{labels}}}, "gold_label": {_text(gold)}, '
-                f'"gold_basis": {_text(how)}, "verdicts": {{{verdicts}}}, '
-                f'"notes": {_json(row.notes) if row.notes else "[]"}, '
-                f'"flagged_by": {_json(row.flagged_by) if row.flagged_by else "[]"}, '
-                f'"listened": {"null" if row.listened is None else _json(row.listened)}')
-        trust = _marks(row, marks)
-        yield line + (f', "trust": {_json(trust)}}}\n' if trust is not None else "}\n")
+def _gold(row) -> tuple[str | None, str]:
+    """The item's gold label and its basis (`calibrate.gold`), from its votes where they settle it."""
+    n, distinct, top = row.votes
+    if n == 0:
+        return None, "unlabelled"
+    if n == 1:
+        return top, "single annotator"
+    if distinct == 1:
+        return top, "unanimous"
+    return gold_label(json.loads(row.item)["labels"])
 
 
 def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
+    """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
+    gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
+    listened, and with `marks` trust (judge -> ACCEPTED or NEEDS_PERSON). SQLite writes the item,
+    its labels, verdicts and marks as JSON; the rest is added here."""
+    if marks is not None:
+        store.set_trust_marks(marks)
     n, chunk = 0, []
-    for line in _jsonl_lines(store, system, marks):
-        chunk.append(line)
+    for row in store.export_rows(system, as_json=True, trust=marks is not None):
+        gold, how = _gold(row)
+        line = (f'{row.item[:-1]},"gold_label":{"null" if gold is None else encode_basestring(gold)},'
+                f'"gold_basis":{encode_basestring(how)},"verdicts":{row.verdicts},'
+                f'"notes":{_json(row.notes) if row.notes else "[]"},'
+                f'"flagged_by":{_json(row.flagged_by) if row.flagged_by else "[]"},'
+                f'"listened":{"null" if row.listened is None else _json(row.listened)}')
+        line += "}\n" if marks is None else f',"trust":{row.marks or "{}"}}}\n'
+        # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
+        chunk.append(line if line.isascii() and "\x7f" not in line else json_text_safe(line))
         if len(chunk) == CHUNK:
-            out.write(json_text_safe("".join(chunk)))
+            out.write("".join(chunk))
             n, chunk = n + len(chunk), []
-    out.write(json_text_safe("".join(chunk)))
+    out.write("".join(chunk))
     return n + len(chunk)
 
 
@@ -92,7 +93,7 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
         verdicts = [row.verdicts.get(j) for j in judges]
         trust = _marks(row, marks) or {}
         chunk.append(cells([
-            row.item_id, row.task, row.lang, row.system, row.source_id, row.reference, gold, how,
+            row.item_id, *row.item[:5], gold, how,
             *(row.labels.get(a, "") for a in annotators),
             *((v[1] or v[0]) if v is not None else "" for v in verdicts),
             *(trust.get(j, "") for j in trusted),

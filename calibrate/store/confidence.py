@@ -11,8 +11,6 @@ indexes find them without reading every judgment.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import gold_of
 
@@ -105,22 +103,24 @@ class ConfidenceMixin:
 
     # -- trust marks: thresholds applied in SQL -------------------------------------------------
 
-    def set_trust_marks(self, thresholds: Iterable[tuple[str, str, str, float]],
-                        irregular: Iterable[tuple[int, str, bool]], judge: str | None = None) -> None:
-        """What a judge's verdict needs to be accepted without a person, for `escalation_ids`:
-        per (task, lang, judge) the confidence threshold where one meets the target, and for the
-        irregular verdicts (of `judge`, or all) whether each is accepted."""
+    def set_trust_marks(self, marks) -> None:
+        """What a judge's verdict needs to be accepted without a person, for the reads that apply
+        it (`escalation_ids`, `export_rows` with trust): `marks` (a reliability_cells.TrustMarks)
+        holds per (task, lang, judge) the confidence threshold where one meets the target, per
+        irregular verdict (item id, judge) whether it is accepted, and the judge they are of (None:
+        every judge)."""
         c = self.conn
-        self._mark_irregular(judge)
+        self._mark_irregular(marks.judge)
         for table in ("trust_thresholds", "trust_irregular"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         c.execute("CREATE TEMP TABLE trust_thresholds (task TEXT, lang TEXT, judge_name TEXT, threshold REAL, "
                   "PRIMARY KEY (task, lang, judge_name)) WITHOUT ROWID")
-        c.executemany("INSERT INTO trust_thresholds VALUES (?, ?, ?, ?)", thresholds)
+        c.executemany("INSERT INTO trust_thresholds VALUES (?, ?, ?, ?)",
+                      [(*key, threshold) for key, threshold in marks.thresholds.items()])
         c.execute("CREATE TEMP TABLE trust_irregular (item_id INTEGER, judge_name TEXT, accepted INTEGER, "
                   "PRIMARY KEY (item_id, judge_name)) WITHOUT ROWID")
-        c.executemany("INSERT INTO trust_irregular VALUES (?, ?, ?)", irregular)
-        self._trust_judge = judge
+        c.executemany("INSERT INTO trust_irregular VALUES (?, ?, ?)", [(*key, ok) for key, ok in marks.irregular.items()])
+        self._trust_judge = marks.judge
 
     # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted
     ACCEPTED = """
