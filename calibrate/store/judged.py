@@ -117,11 +117,14 @@ class JudgmentsMixin:
                 (status, verdict, reason, correct, judgment_id),
             )
 
-    def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
+    def latest_raw_outputs(self, judge: str, *, task: str, lang: str, system: str) -> dict[int, str | None]:
+        """item id -> the raw output of `judge`'s judgment in force, for the items of one task,
+        language and system."""
         rows = self.conn.execute(
-            "SELECT v.item_id, j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
-            "WHERE v.judge_name = ?",
-            (judge,),
+            "SELECT v.item_id, j.raw_output FROM items i JOIN verdicts_in_force v ON v.item_id = i.id "
+            "JOIN judgments j ON j.id = v.judgment_id WHERE i.task = ? AND i.lang = ? AND i.system = ? "
+            "AND v.judge_name = ?",
+            (task, lang, system, judge),
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
 

@@ -159,16 +159,19 @@ class LabelsMixin:
         ).fetchone()
         return row["label"] if row else None
 
-    def current_labels(self, annotator: str | None = None) -> list[dict]:
-        """Every annotator's label in force per item (latest labelling row), with task and lang."""
+    def current_labels(self, annotator: str | None = None, *, task: str | None = None, lang: str | None = None,
+                       system: str | None = None) -> list[dict]:
+        """Every annotator's label in force per item (latest labelling row), with task and lang;
+        only `annotator`'s, and only the items of `task`, `lang` and `system`, where given."""
         sql = (
             "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.system, i.source_id "
-            "FROM current_labels c JOIN items i ON i.id = c.item_id"
+            "FROM current_labels c JOIN items i ON i.id = c.item_id WHERE 1"
         )
         params: list = []
-        if annotator:
-            sql += " WHERE c.annotator = ?"
-            params.append(annotator)
+        for column, value in (("c.annotator", annotator), ("i.task", task), ("i.lang", lang), ("i.system", system)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
 
     def labels_in_force(self) -> list[tuple[int, str, str]]:

@@ -15,8 +15,10 @@ Per item k (1-based), deterministic from k:
   logprobs in [0.5, 1]): a verdict, unparsed on ~8 % of items, an error on ~0.5 %; on 2 % of
   items two more samples (`judge --repeat 3`), which disagree on a third of those;
 - judge "r1" (imported, no prompt, no confidence): a verdict on every item, unparsed on ~5 %;
-- labels: ~70 % of items labelled by one of ann0..ann2, 5 % of items by a second one too;
-  the rest unlabelled (what the annotation queue serves).
+- labels: ~70 % of items labelled by one of ann0..ann2 (right 95 % of the time), 5 % of items
+  by a second one too; the rest unlabelled (what the annotation queue serves).
+The judge "gpt" is confident where it is right (its confidence 0.5 + 0.5 u^0.15 then, else
+0.5 + 0.5 u^1.5), so `trust` finds a threshold and the escalate order has both kinds of item.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from calibrate.model import digest, now_iso
 from calibrate.store import Store
 
-TASKS = [  # task, lang, fields, labels, reference of a right response
+TASKS = [  # task, lang, fields, labels, reference of a right response (C3's source ids: its folder / index)
     ("c3/lexical", "en", {"content": "She went to the bank to see the ducks.", "notation": "The bank of a river.",
                           "response": "She means a river bank, where ducks are."}, ["yes", "no"], "The bank of a river."),
     ("c3/semantic", "zh", {"content": "他在银行门口等我。", "annotation": "河岸。", "response": "他在河边等你。"},
@@ -44,6 +46,8 @@ TASKS = [  # task, lang, fields, labels, reference of a right response
                             "response": "The speaker looked through a telescope."}, ["yes", "no"], "I used a telescope."),
 ]
 SYSTEMS = ["sys-a", "sys-b", "sys-c", "sys-d"]
+C3_FOLDERS = {"c3/lexical": "ambiguity/semantic/lexical", "c3/semantic": "ambiguity/semantic",
+              "c3/syntactic": "ambiguity/semantic/syntactic"}  # as C3's import names its items, so `export c3` finds them
 ANNOTATORS = ["ann0", "ann1", "ann2"]
 PROMPT = ("You are an expert evaluator of spoken dialogue models. Read the utterance, the standard answer and the "
           "student's answer below, decide whether the student's answer agrees with the standard answer, reason "
@@ -101,7 +105,8 @@ def build(path: Path, n: int, *, seed: int = 0, log=print) -> None:
             right = labels[0] if rng.random() < 0.7 else labels[1 + int(rng.random() * (len(labels) - 1))]
             truth[k] = right
             reference = right if task.startswith("superglue/") else ref
-            yield (k, task, lang, SYSTEMS[(k // len(TASKS)) % len(SYSTEMS)], str(k), fields[t], reference,
+            source = f"{C3_FOLDERS[task]}/{k}" if task in C3_FOLDERS else str(k)
+            yield (k, task, lang, SYSTEMS[(k // len(TASKS)) % len(SYSTEMS)], source, fields[t], reference,
                    digest(f"million-{k}"), stamp)
 
     write("INSERT INTO items (id, task, lang, system, source_id, fields, reference, content_hash, imported_at) "
@@ -126,7 +131,7 @@ def build(path: Path, n: int, *, seed: int = 0, log=print) -> None:
                     continue
                 agrees = rng.random() < (0.88 if s == 0 or k % 150 != 7 else 0.5)
                 verdict = right if agrees else other(labels, right)
-                confidence = round(0.5 + 0.5 * rng.random() ** (0.4 if agrees else 1.5), 4)
+                confidence = round(0.5 + 0.5 * rng.random() ** (0.15 if agrees else 1.5), 4)
                 yield (f"g{k}-{s}", k, "gpt", "gpt-key", s, "verdict", verdict, confidence, answer(lang, verdict), None,
                        PROMPT, stamp)
             r = rng.random()
@@ -150,7 +155,7 @@ def build(path: Path, n: int, *, seed: int = 0, log=print) -> None:
             first = k % len(ANNOTATORS)
             people = [first] + ([(first + 1) % len(ANNOTATORS)] if r < 0.05 else [])
             for a in people:
-                label = truth[k] if rng.random() < 0.92 else other(labels, truth[k])
+                label = truth[k] if rng.random() < 0.95 else other(labels, truth[k])
                 uid = f"a{k}-{a}"
                 labelled.append((k, ANNOTATORS[a], label, uid))
                 yield (uid, k, ANNOTATORS[a], "label", label, stamp)
