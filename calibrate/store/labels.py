@@ -174,6 +174,14 @@ class LabelsMixin:
                 params.append(value)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
 
+    def labelled_item_ids(self):
+        """Ids of the items someone has a label in force on, as a sorted numpy array (read as one
+        string along the table's key)."""
+        import numpy as np
+
+        text = self.conn.execute("SELECT group_concat(item_id) FROM (SELECT DISTINCT item_id FROM labels_in_force)").fetchone()[0]
+        return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
     def labels_in_force(self) -> list[tuple[int, str, str]]:
         """(item_id, annotator, label) for every annotator's label in force: current_labels
         without the join to items, for figures that need only the labels."""
