@@ -46,7 +46,7 @@ class _Group:
     n: int
     verdicts: dict[str, tuple[float, bool | None]] = field(default_factory=dict)
     # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3)
-    stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict, correct) as stored
+    stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict) as stored
 
 
 def _repeat(values, groups: list[_Group], dtype=float) -> np.ndarray:
@@ -117,7 +117,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
             else:
                 parsed = float(_right(kind, verdict, reference))
             group.verdicts[name] = (parsed, None if rule is None else bool(rule))
-            group.stored[name] = (status, verdict, correct)
+            group.stored[name] = (status, verdict)
         found.append(group)
     notes = [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
     return found, notes
@@ -233,16 +233,16 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
 
 def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
     """Why the C3-rule column differs from the parser column: each output the two read
-    differently, with its last line, item by item."""
+    differently, with its last line, item by item. On C3's tasks (yes/no) the parser's reading
+    is the stored status and verdict's, so those and the rule's reading find the items."""
     differing = {(g.task, g.lang, g.stored_system, judge, *g.stored[judge], rule)
                  for g in groups for judge, (parsed, rule) in g.verdicts.items()
                  if rule is not None and (parsed == 1) != rule}
     found = []
-    for task, lang, system, judge, status, verdict, correct, rule in sorted(differing, key=str):
+    for task, lang, system, judge, status, verdict, rule in sorted(differing, key=str):
         parsed = next(g.verdicts[judge][0] for g in groups if (g.task, g.lang, g.stored_system) == (task, lang, system)
-                      and g.stored.get(judge) == (status, verdict, correct))
-        for item_id, source_id, raw in store.rule_judgments(task, lang, system, judge, (status, verdict, correct),
-                                                            C3_RULE, rule):
+                      and g.stored.get(judge) == (status, verdict))
+        for item_id, source_id, raw in store.rule_judgments(task, lang, system, judge, (status, verdict), C3_RULE, rule):
             found.append((item_id, judge, system or NO_SYSTEM, task, lang, source_id, parsed, rule, raw))
     out = []
     for _, judge, system, task, lang, source_id, parsed, rule, raw in sorted(found, key=lambda f: (f[0], f[1])):

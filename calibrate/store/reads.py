@@ -278,20 +278,20 @@ class ReadsMixin:
             for table in ("gold_shared", "score_tasks"):
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
-    def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple, rule: TextRule,
-                       value: bool) -> list[tuple[int, str, str | None]]:
+    def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple[str, str | None],
+                       rule: TextRule, value: bool) -> list[tuple[int, str, str | None]]:
         """(item id, source id, raw output) of the current items of one task, language and system
-        whose verdict in force by `judge` is `stored` (status, verdict, correct) and whose raw
-        output `rule.check` reads as `value`, in item order: what a benchmark's own rule reads
+        whose verdict in force by `judge` is `stored` (status, verdict) and whose raw output
+        `rule.check` reads as `value`, in item order: what a benchmark's own rule reads
         differently from calibrate's parser, item by item."""
         self.conn.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
-        status, verdict, correct = stored
+        status, verdict = stored
         return [tuple(r) for r in self.conn.execute(
-            f"SELECT i.id, i.source_id, j.raw_output FROM items i "
+            "SELECT i.id, i.source_id, j.raw_output FROM items i "
             "JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? JOIN judgments j ON j.id = v.judgment_id "
             f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
-            "AND v.status IS ? AND v.verdict IS ? AND j.correct IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
-            (judge, task, lang, system, status, verdict, correct, int(value)))]
+            "AND v.status IS ? AND v.verdict IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
+            (judge, task, lang, system, status, verdict, int(value)))]
 
 
 class ExportRow(NamedTuple):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import pty
 import select
@@ -38,7 +39,7 @@ rows: list[tuple] = []
 
 
 def load() -> str:
-    return "load %.1f" % os.getloadavg()[0]
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def report(name: str, target: float | None, value: float, unit: str, extra: str = "") -> None:
@@ -66,9 +67,8 @@ def run_process(args: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, f
 
 
 async def _app_figures(path: Path, order: str, annotator: str, decisions: int) -> tuple[float, list[float]]:
-    from tests.bench.bench_tui import hook_paint, wait_paint
-
     from calibrate.tui import CalibrateApp
+    from tests.bench.bench_tui import hook_paint, wait_paint
 
     t0 = time.perf_counter()
     app = CalibrateApp(str(path), annotator=annotator, order=order)
@@ -99,17 +99,14 @@ def app_in_fresh_interpreter(path: Path, order: str, annotator: str, decisions: 
     included), and that process's peak memory."""
     code = (f"import asyncio, json; from tests.bench.bench_million import _app_figures; "
             f"print(json.dumps(asyncio.run(_app_figures({str(path)!r}, {order!r}, {annotator!r}, {decisions}))))")
-    out = tempfile.TemporaryFile()
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=out, env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"the app for order {order} failed")
-    out.seek(0)
-    import json
-
-    start, timings = json.loads(out.read())
-    _ = time.perf_counter() - started
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=out,
+                                 env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})
+        _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status):
+            raise RuntimeError(f"the app for order {order} failed")
+        out.seek(0)
+        start, timings = json.loads(out.read())
     return start, timings, usage.ru_maxrss / 1024
 
 
@@ -190,7 +187,8 @@ def commands(path: Path) -> None:
         ("trust", ["trust"]),
         ("export --format jsonl", ["export", "--format", "jsonl", "--out", str(out / "gold.jsonl")]),
         ("export --format csv", ["export", "--format", "csv", "--out", str(out / "gold.csv")]),
-        ("export c3 (en, judge gpt)", ["export", "c3", str(out / "c3"), "--lang", "en", "--judge", "gpt", "--system", "sys-a"]),
+        ("export c3 (en, judge gpt, one system)",
+         ["export", "c3", str(out / "c3"), "--lang", "en", "--judge", "gpt", "--system", "sys-a"]),
     ]:
         took, peak, code = run_process(["--db", str(path), *args])
         report(f"{name}{'' if code == 0 else ' (FAILED)'}", 5.0, took, "s", f"peak {peak:.0f} MB (target 300)")
@@ -201,7 +199,6 @@ def commands(path: Path) -> None:
 
 
 def import_figures(n: int) -> None:
-    import json
     import sqlite3
 
     from calibrate.model import now_iso
