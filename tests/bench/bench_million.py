@@ -4,8 +4,10 @@ the report with two judges and their jury, `scores`, `trust`, every `export` for
 against raw executemany and `sqlite-utils insert`, and the clean-up of a killed import.
 
 Each command also runs as a whole process (`python -m calibrate ...`), timed from spawn to exit,
-with its peak memory (the child's ru_maxrss from os.wait4). Each line prints the target, the
-figure, the ratio figure / target (<= 1 meets it) and the machine's load average.
+with its peak memory (the child's ru_maxrss from os.wait4; in-process figures are measured in a
+fresh interpreter too, so that this script stays small and no child inherits its memory). Each
+line prints the target, the figure, the ratio figure / target (<= 1 meets it) and the machine's
+load average.
 
     PYTHONPATH=. .venv/bin/python tests/bench/bench_million.py [--n N] [--db PATH] [--only NAME,...]
 
@@ -164,7 +166,7 @@ def orders(path: Path) -> None:
 # -- the commands that read everything -----------------------------------------------------------
 
 
-def report_figures(path: Path) -> None:
+def _report_in_process(path: str) -> tuple[float, list[str]]:
     from calibrate.report import build_report
     from calibrate.store import Store
     from calibrate.templates import TemplateSet
@@ -172,10 +174,22 @@ def report_figures(path: Path) -> None:
     store, templates = Store(path, read_only=True), TemplateSet()
     t0 = time.perf_counter()
     result = build_report(store, templates)
-    took = time.perf_counter() - t0
-    store.close()
-    judges = sorted({c.judge for c in result.cells})
-    report("report (two judges and their jury), in-process", 2.0, took, "s", f"judges {', '.join(judges)}")
+    return time.perf_counter() - t0, sorted({c.judge for c in result.cells})
+
+
+def report_figures(path: Path) -> None:
+    """The report built in a fresh interpreter (timed around build_report) and as a process: a
+    child forked from a large parent would report the parent's memory as its own peak."""
+    code = (f"import json; from tests.bench.bench_million import _report_in_process; "
+            f"print(json.dumps(_report_in_process({str(path)!r})))")
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=out,
+                                 env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})
+        _, _, usage = os.wait4(child.pid, 0)
+        out.seek(0)
+        took, judges = json.loads(out.read())
+    report("report (two judges and their jury), in-process", 2.0, took, "s",
+           f"judges {', '.join(judges)}; that process's peak {usage.ru_maxrss / 1024:.0f} MB")
     took, peak, _ = run_process(["--db", str(path), "report"])
     report("report (two judges and their jury), as a process", 2.0, took, "s", f"peak {peak:.0f} MB")
 
