@@ -1,6 +1,8 @@
 """The reads behind the report, the scores and the exports: each gathers, in a few
 statements, everything one of them needs (counts kept by the triggers of migration 0008, the
-labels of items several people labelled, the jury's rows, each item's labels and verdicts)."""
+labels of items several people labelled, the jury's rows), and none holds a Python object per
+item: the scores' items are counted in groups that the scores cannot tell apart, and the
+exports' items are streamed in id order, each part of them read side by side."""
 
 from __future__ import annotations
 
