@@ -1499,24 +1499,24 @@ def export_group(click_ctx, fmt, out, system, target, risk):
         return
     from calibrate.cells import CellKinds
     from calibrate.formats.gold import write_csv, write_jsonl
-    from calibrate.reliability_cells import accepted_items
+    from calibrate.reliability_cells import trust_marks
 
     ctx = click_ctx.find_object(Context)
     check_filters(ctx, system=system)
     if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
-    accepted = accepted_items(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
+    marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle, system, accepted)
+            n = writer(ctx.store, handle, system, marks)
         console.print(f"wrote {n} items to {out}")
     elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
         buffer = io.StringIO(newline="")
-        writer(ctx.store, buffer, system, accepted)
+        writer(ctx.store, buffer, system, marks)
         click.echo(safe(buffer.getvalue()), nl=False)
     else:
-        writer(ctx.store, sys.stdout, system, accepted)
+        writer(ctx.store, sys.stdout, system, marks)
 
 
 @export_group.command(name="c3", database=READS)

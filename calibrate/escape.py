@@ -46,7 +46,12 @@ def safe(text) -> str:
 def safe_json(value, indent: int | None = 2) -> str:
     """`value` as JSON that is also terminal-safe: the characters `safe` shows differently are
     written as JSON \\u escapes, so the text stays valid JSON with exactly the same value."""
-    text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    return json_text_safe(json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False))
+
+
+def json_text_safe(text: str) -> str:
+    """JSON text (any number of documents, such as JSON lines) with the characters `safe` shows
+    differently written as JSON \\u escapes: the same values, terminal-safe (see `safe_json`)."""
     return _INVISIBLE.sub(_json_escape, _UNSAFE.sub(_json_escape, text))
 
 

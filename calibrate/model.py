@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,6 +222,15 @@ class NewJudgment:
 
 
 # -- annotations --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextRule:
+    """A benchmark's own reading of right or wrong from a judge's raw output (C3's rule), for
+    the judgments of tasks whose id starts with `prefix`: `check(raw_output, lang)`."""
+
+    prefix: str
+    check: Callable[[str | None, str], bool]
 
 
 @dataclass

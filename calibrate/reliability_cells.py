@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from calibrate.stats.reliability import Calibration, Consistency, Probe, Trust
 
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
+NO_SYSTEM = "(none)"  # the system of items that name none, where trust is cut by system
 
 
 @dataclass(slots=True)
@@ -140,17 +141,22 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
     return out
 
 
-def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
-    """Verdicts and human labels of one (task, lang) in the labels of the cell it is pooled in
-    (English yes/no and Chinese 是/否 meet on their polarity); nothing to do when they are the
-    cell's own labels."""
+def _cell_words(kinds: CellKinds, task: str, lang: str) -> dict[str, str] | None:
+    """The labels of one (task, lang) in the words of the cell it is pooled in (English yes/no
+    and Chinese 是/否 meet on their polarity); None when they are the cell's own labels."""
     kinds.key(task, lang)
     try:
         own = kinds.templates.for_task(task, lang).kind.labels
     except TemplateError:
-        return
+        return None
     words = {label: kinds.label(task, lang, label) for label in own}
-    if all(label == word for label, word in words.items()):
+    return None if all(label == word for label, word in words.items()) else words
+
+
+def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
+    """Verdicts and human labels of one (task, lang) in the labels of its cell (`_cell_words`)."""
+    words = _cell_words(kinds, task, lang)
+    if words is None:
         return
     for item in items:
         item.human = words.get(item.human, item.human)
@@ -230,30 +236,115 @@ def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = N
             for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
 
 
-def accepted_items(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                   judge: str | None = None, gold_from: str | None = None) -> dict[str, dict[int, bool]]:
-    """judge -> item id -> whether that judge's verdict on the item can be accepted without a
-    person: its confidence reaches the threshold `trust_threshold` finds for the item's cell
-    from the human-labelled items (False where no threshold meets the target, or the item has
-    no verdict or confidence)."""
-    out: dict[str, dict[int, bool]] = {}
-    for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items():
-        found = JudgeReliability(key, name, kinds.kind(key), items).trust(target, risk)
-        marks = out.setdefault(name, {})
-        for item in items:
-            marks[item.item_id] = bool(found.met and item.verdict is not None and item.confidence is not None
-                                       and item.confidence >= found.threshold)
+def _irregular_items(store: Store, kinds: CellKinds, *, judge: str | None,
+                     gold_from: str | None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
+    """(cell, judge) -> the irregular verdicts (`Store.irregular_samples`: repeats, or an error in
+    force) as `gather` sets them, one JudgedItem each: they are few."""
+    samples, labels = store.irregular_samples(judge)
+    people: dict[int, dict[str, str]] = {}
+    for item_id, annotator, label in labels:
+        people.setdefault(item_id, {})[annotator] = label
+    humans = gold_by_item(people, gold_from)
+    cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
+    for item_id, task, lang, system, judge_name, sample, status, verdict, confidence in samples:
+        item = cells.setdefault((task, lang, judge_name), {}).setdefault(
+            item_id, JudgedItem(item_id, human=humans.get(item_id), system=system or None))
+        item.samples[sample] = verdict if status == "verdict" else None
+        item.logprobs[sample] = confidence if confidence is not None and 0 <= confidence <= 1 else None
+    out: dict[tuple[tuple[str, str], str], list[JudgedItem]] = {}
+    for (task, lang, judge_name), items in cells.items():
+        if kinds.templates.people_decide(task, lang):
+            continue
+        _in_cell_words(kinds, task, lang, items.values())
+        _set_verdicts(list(items.values()))
+        out.setdefault((kinds.key(task, lang), judge_name), []).extend(items.values())
     return out
 
 
-def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, judge: str | None = None,
-                     target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK) -> list[int]:
-    """`item_ids` with the items that need a person first: those whose verdict (from `judge`, or
-    from every judge when none is named) cannot be accepted, in the given order; then the items
-    some judge's verdict is accepted on."""
-    accepted = {item_id for marks in accepted_items(store, kinds, target=target, risk=risk, judge=judge).values()
-                for item_id, ok in marks.items() if ok}
-    return [i for i in item_ids if i not in accepted] + [i for i in item_ids if i in accepted]
+def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                  judge: str | None = None, gold_from: str | None = None, by_system: bool = False
+                  ) -> tuple[dict[tuple[tuple[str, str], str, str | None], Trust], dict]:
+    """(cell, judge, system) -> the threshold `trust_threshold` finds there from the human-labelled
+    items (system None unless `by_system`), for every cell and judge with a judged item; and the
+    irregular verdicts by (cell, judge), for the trust marks.
+
+    The items with a verdict, a confidence and a gold label are what `JudgeReliability.scored`
+    keeps. The store counts them per step of the threshold grid (`Store.confidence_counts`),
+    so each is one value here: the lowest confidence of its step. The procedure only compares
+    confidences with the grid's steps and reports the lowest accepted confidence, so these give
+    exactly the threshold the items' own confidences give."""
+    import numpy as np
+
+    from calibrate.stats.reliability import trust_threshold
+
+    values: dict[tuple, list[tuple[float, bool, int]]] = {}
+    words_of: dict[tuple[str, str], dict[str, str]] = {}
+    for task, lang, judge_name, system, verdict, gold, n, confidence in store.confidence_counts(judge, gold_from):
+        if kinds.templates.people_decide(task, lang):
+            continue
+        if (task, lang) not in words_of:
+            words_of[(task, lang)] = _cell_words(kinds, task, lang) or {}
+        words = words_of[(task, lang)]
+        agrees = words.get(verdict, verdict) == words.get(gold, gold)
+        key = (kinds.key(task, lang), judge_name, (system or NO_SYSTEM) if by_system else None)
+        values.setdefault(key, []).append((confidence, agrees, n))
+    irregular = _irregular_items(store, kinds, judge=judge, gold_from=gold_from)
+    for (key, judge_name), items in irregular.items():
+        for item in items:
+            system = (item.system or NO_SYSTEM) if by_system else None
+            scored = item.verdict is not None and item.confidence is not None and item.human is not None
+            values.setdefault((key, judge_name, system), []).extend(
+                [(item.confidence, item.verdict == item.human, 1)] if scored else [])
+    for task, lang, system, judge_name in store.judged_cells(judge):
+        if not kinds.templates.people_decide(task, lang):
+            values.setdefault((kinds.key(task, lang), judge_name, (system or NO_SYSTEM) if by_system else None), [])
+    found = {}
+    for key, rows in values.items():
+        counts = [n for _, _, n in rows]
+        confidence = np.repeat(np.array([c for c, _, _ in rows], dtype=float), counts)
+        correct = np.repeat(np.array([a for _, a, _ in rows], dtype=bool), counts)
+        found[key] = trust_threshold(confidence, correct, target=target, risk=risk)
+    return found, irregular
+
+
+@dataclass
+class TrustMarks:
+    """Which judge verdicts can be accepted without a person: per (task, lang, judge) the
+    confidence threshold where one meets the target (absent: none does), and the irregular
+    verdicts' marks one by one (item id, judge) -> accepted. A regular verdict is accepted when
+    it is parsed and its stored confidence, in [0, 1], reaches its cell's threshold."""
+
+    thresholds: dict[tuple[str, str, str], float]
+    irregular: dict[tuple[int, str], bool]
+    judge: str | None = None
+
+    def accepted(self, item_id: int, task: str, lang: str, judge: str, status: str, confidence: float | None) -> bool:
+        """Whether `judge`'s verdict in force on the item (its status and stored confidence) is accepted."""
+        if (item_id, judge) in self.irregular:
+            return self.irregular[(item_id, judge)]
+        threshold = self.thresholds.get((task, lang, judge))
+        return (threshold is not None and status == "verdict" and confidence is not None
+                and 0 <= confidence <= 1 and confidence >= threshold)
+
+
+def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                judge: str | None = None, gold_from: str | None = None) -> TrustMarks:
+    """Which verdicts (from `judge`, or every judge) can be accepted without a person: those
+    whose confidence reaches the threshold `trust_by_cell` finds for the item's cell (none where
+    no threshold meets the target, or without a verdict or confidence)."""
+    found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from)
+    pairs = store.task_langs()
+    thresholds = {(task, lang, judge_name): trust.threshold
+                  for (key, judge_name, _), trust in found.items() if trust.met
+                  for task, lang in pairs if kinds.key(task, lang) == key}
+    marks = {}
+    for (key, judge_name), items in irregular.items():
+        trust = found.get((key, judge_name, None))
+        for item in items:
+            marks[(item.item_id, judge_name)] = bool(
+                trust is not None and trust.met and item.verdict is not None and item.confidence is not None
+                and item.confidence >= trust.threshold)
+    return TrustMarks(thresholds, marks, judge)
 
 
 # -- the jury ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
-from calibrate.reliability_cells import escalation_queue
+from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.validate import InputError, check_field_type
@@ -170,7 +170,11 @@ class AnnotationSession:
 
         rng = np.random.default_rng(self.seed)
         if self.order == "random":
-            shuffled = rng.permutation(self.store.item_id_array(**self._scope))
+            # the filter's items in random order: where they are most ids up to the highest, every
+            # id shuffled (the claim passes over ids outside the filter), without reading them
+            top = self.store.max_item_id()
+            ids = np.arange(1, top + 1) if 2 * self.total >= top else self.store.item_id_array(**self._scope)
+            shuffled = rng.permutation(ids)
             for k in range(0, len(shuffled), WINDOW):
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
@@ -180,10 +184,12 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            queue = escalation_queue(self.store, CellKinds(self.templates, BY_CHOICES), self.store.item_ids(**self._scope),
-                                     judge=self.judge)
-            for k in range(0, len(queue), WINDOW):
-                yield queue[k : k + WINDOW]
+            self.store.set_trust_marks(trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge))
+            for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
+                after = 0
+                while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
+                    after = window[-1]
+                    yield window
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
             first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
             chosen = set(first)
@@ -194,11 +200,16 @@ class AnnotationSession:
                 after = rest[-1]
                 yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
-            lanes = {cell: [int(i) for i in rng.permutation(self.store.item_id_array(
-                         task=cell[0], lang=cell[1], system=cell[2]))] for cell in self.store.cells(**self._scope)}
-            queue = self._informative(lanes)
-            for k in range(0, len(queue), WINDOW):
-                yield queue[k : k + WINDOW]
+            lanes = {cell: rng.permutation(self.store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+                     for cell in self.store.cells(**self._scope)}
+            window = []
+            for item_id in self._informative(lanes):
+                window.append(item_id)
+                if len(window) == WINDOW:
+                    yield window
+                    window = []
+            if window:
+                yield window
         else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
             top, step, low = self.store.max_item_id(), 50_000, 1
             while low <= top:
@@ -211,7 +222,7 @@ class AnnotationSession:
                 after = rest[-1]
                 yield rest
 
-    def _informative(self, lanes: dict[tuple[str, str, str], list[int]]) -> list[int]:
+    def _informative(self, lanes) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
         `calibrate scores`, with every cell's labels still a random sample of it.
 
@@ -220,27 +231,29 @@ class AnnotationSession:
         its labelled items (people's labels in force plus those already queued) and
         w = 1 + the share of its items whose judges disagree, failed or gave no verdict (where
         the judges are unsure, a label tells more). Within a cell items come in random order
-        (`lanes`), so the labels stay the random sample PPI++ and Rogan-Gladen assume; which
-        items the judges disagree on steers which cells get labels, never which items."""
+        (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
+        and Rogan-Gladen assume; which items the judges disagree on steers which cells get
+        labels, never which items. The queue is produced as it is taken."""
         import heapq
 
-        labelled = {row["item_id"] for row in self.store.current_labels()}
-        contested = set(self.store.contested_item_ids(**self._scope, judge=self.judge))
+        import numpy as np
+
+        labelled = self.store.labelled_item_ids()
+        contested = np.array(self.store.contested_item_ids(**self._scope, judge=self.judge), dtype=np.int64)
         heap, pending = [], {}
         for cell, lane in lanes.items():
-            weight = 1 + sum(i in contested for i in lane) / len(lane)
-            n = sum(i in labelled for i in lane)
-            pending[cell] = [i for i in lane if i not in labelled]
-            if pending[cell]:
-                heapq.heappush(heap, (-(weight / (n + 1)), cell, n, weight))
-        queue, taken = [], dict.fromkeys(pending, 0)
+            weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
+            done = np.isin(lane, labelled)
+            pending[cell] = lane[~done]
+            if len(pending[cell]):
+                heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
+        taken = dict.fromkeys(pending, 0)
         while heap:
             _, cell, n, weight = heapq.heappop(heap)
-            queue.append(pending[cell][taken[cell]])
+            yield int(pending[cell][taken[cell]])
             taken[cell] += 1
             if taken[cell] < len(pending[cell]):
                 heapq.heappush(heap, (-(weight / (n + 2)), cell, n + 1, weight))
-        return queue
 
     def _claim(self) -> int | None:
         """Lease the next item of the queue; once it is exhausted, the items this annotator
@@ -277,7 +290,7 @@ class AnnotationSession:
                     self._window = []
                     return None
             item_id = self.store.claim_first(self.annotator, self._window, overlap=self.overlap,
-                                             lease_seconds=self.lease_seconds, holder=self.holder)
+                                             lease_seconds=self.lease_seconds, holder=self.holder, **self._scope)
             if item_id is not None:
                 del self._window[: self._window.index(item_id) + 1]
                 return item_id

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections import defaultdict
 from dataclasses import dataclass, fields
 
 from calibrate.cells import CellKinds
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, hanging, said_once
-from calibrate.reliability_cells import JudgedItem, JudgeReliability, gather
+from calibrate.reliability_cells import trust_by_cell
 from calibrate.stats.reliability import Trust
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
-
-NO_SYSTEM = "(none)"
 
 
 @dataclass
@@ -54,17 +51,10 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     """The threshold of every judge in every categorical cell `by` names (scored cells have no
     verdict to accept or escalate)."""
     kinds = CellKinds(templates, by)
-    rows = []
-    for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items():
-        kind = kinds.kind(key)
-        if kind is not None and kind.scored:
-            continue
-        groups: dict[str | None, list[JudgedItem]] = defaultdict(list)
-        for item in items:
-            groups[(item.system or NO_SYSTEM) if "system" in by else None].append(item)
-        for system, members in groups.items():
-            found = JudgeReliability(key, name, kind, members).trust(target, risk)
-            rows.append(TrustRow(system, key[0], key[1], name, found))
+    found, _ = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
+                             by_system="system" in by)
+    rows = [TrustRow(system, key[0], key[1], name, trust) for (key, name, system), trust in found.items()
+            if not kinds.scored(key)]
     rows.sort(key=lambda r: (r.system or "", r.task, r.lang, r.judge))
     return TrustTable(target, risk, rows)
 

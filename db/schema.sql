@@ -298,6 +298,8 @@ CREATE INDEX judgments_by_item ON judgments (item_id, judge_name);
 CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
 CREATE INDEX judgments_repeated_or_confident ON judgments (id) WHERE sample > 0 OR confidence IS NOT NULL;
+CREATE INDEX judgments_repeats ON judgments (item_id, judge_name) WHERE sample > 0;
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);
 CREATE INDEX labels_in_force_by_judgment ON labels_in_force (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX verdicts_in_force_by_judgment ON verdicts_in_force (judgment_id);
+CREATE INDEX verdicts_in_force_errors ON verdicts_in_force (item_id, judge_name) WHERE status = 'error';

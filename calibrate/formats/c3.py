@@ -391,10 +391,6 @@ def export_c3(
     ("" when nobody labelled them). Without a judge every judged phenomenon's check_answer is
     empty."""
     out_dir = Path(out_dir)
-    raw = store.latest_raw_outputs(judge) if judge else {}
-    labels: dict[int, dict[str, str]] = {}
-    for row in store.current_labels():
-        labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
     written: dict[str, list[dict]] = {}
     left_out: dict[str, int] = {}
     for part in C3_LAYOUT[lang]:
@@ -405,6 +401,11 @@ def export_c3(
         )
         if not items:
             continue
+        # read per phenomenon: the judge's outputs where it judges, people's labels where they decide
+        raw = store.latest_raw_outputs(judge, task=part.task, lang=lang, system=system) if judge else {}
+        labels: dict[int, dict[str, str]] = {}
+        for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
+            labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
         records = []
         rel = f"{part.responses}.json"
         for _, item_id in items:

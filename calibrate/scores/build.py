@@ -10,8 +10,8 @@ import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.formats.c3 import c3_right
-from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
+from calibrate.model import TextRule
 from calibrate.scores.model import (
     ALL,
     NO_SYSTEM,
@@ -32,16 +32,26 @@ from calibrate.templates import TemplateError, TemplateSet
 
 
 @dataclass
-class _Item:
-    id: int
+class _Group:
+    """Items that the scores cannot tell apart, counted: one system's items of one task and
+    language with the same human answer and the same verdicts (read in SQL by
+    `Store.score_groups`, so nothing here grows with the number of items)."""
+
     task: str
     lang: str
-    system: str
-    source_id: str
+    system: str  # as shown (NO_SYSTEM for items without one)
+    stored_system: str  # as stored
     human: float  # 1 right, 0 wrong, nan unlabelled
     people_decide: bool  # the task has no judge prompt
-    verdicts: dict[str, tuple[float, bool | None, str]] = field(default_factory=dict)
-    # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3, raw output)
+    n: int
+    verdicts: dict[str, tuple[float, bool | None]] = field(default_factory=dict)
+    # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3)
+    stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict) as stored
+
+
+def _repeat(values, groups: list[_Group], dtype=float) -> np.ndarray:
+    """One value per item: each group's value repeated for its items."""
+    return np.repeat(np.asarray(values, dtype=dtype), [g.n for g in groups])
 
 
 def build_scores(
@@ -50,68 +60,67 @@ def build_scores(
 ) -> Scores:
     """Every figure of `calibrate scores`, for the cells `by` names and per system overall."""
     check_by(by)
-    items, notes = _gather(store, templates, judge, system)
-    if not any(i.verdicts for i in items):
+    groups_found, notes = _gather(store, templates, judge, system)
+    if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
-    groups: dict[tuple[str, str, str], list[_Item]] = defaultdict(list)
-    for item in items:
-        key = tuple(getattr(item, d) if d in by else ALL for d in BY_CHOICES)
-        groups[key].append(item)
+    groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
+    for group in groups_found:
+        key = tuple(getattr(group, d) if d in by else ALL for d in BY_CHOICES)
+        groups[key].append(group)
         if "system" in by and len(by) > 1:
-            groups[(item.system, ALL, ALL)].append(item)
+            groups[(group.system, ALL, ALL)].append(group)
     family_judges: dict[tuple[str, str], set[str]] = defaultdict(set)  # (system, benchmark) -> its judges
-    for item in items:
-        family_judges[(item.system, _family(item.task))].update(item.verdicts)
+    for group in groups_found:
+        family_judges[(group.system, _family(group.task))].update(group.verdicts)
     cells = [_cell(key, members, target, family_judges) for key, members in sorted(groups.items())]
-    return Scores(by, target, cells, _rankings(cells, by), _judge_pairs(items, by), _rule_differences(items), notes)
+    return Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by),
+                  _rule_differences(store, groups_found), notes)
 
 
-def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str | None) -> tuple[list[_Item], list[str]]:
-    data = store.score_data(judge=judge, system=system)
-    labels: dict[int, dict[str, str]] = defaultdict(dict)
-    for item_id, annotator, label in data["labels"]:
-        labels[item_id][annotator] = label
+C3_RULE = TextRule("c3/", c3_right)
+
+
+def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str | None) -> tuple[list[_Group], list[str]]:
     kinds: dict[tuple[str, str], object] = {}
     prompted: dict[tuple[str, str], bool] = {}
     skipped: dict[str, str] = {}
-    items: dict[int, _Item] = {}
-    references: dict[int, str | None] = {}
-    for item_id, task, lang, item_system, source_id, reference in data["items"]:
-        if (task, lang) not in kinds:
-            try:
-                template = templates.for_task(task, lang)
-                kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.judged
-            except TemplateError as exc:
-                kinds[(task, lang)] = None
-                skipped[task] = str(exc)
+    for task, lang in store.task_langs(system=system):
+        try:
+            template = templates.for_task(task, lang)
+            kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.judged
+        except TemplateError as exc:
+            skipped[task] = str(exc)
+            continue
         kind = kinds[(task, lang)]
-        if kind is None or not kind.right_or_wrong:
-            if kind is not None:
-                skipped[task] = ("scores, not right/wrong" if kind.scored else
-                                 f"its values ({', '.join(kind.labels)}) say more than right or wrong")
-                skipped[task] += " (see `calibrate report`)"
-            continue
-        gold, _ = gold_label(labels.get(item_id, {}))
-        human = np.nan if gold is None else float(_right(kind, gold, reference))
-        items[item_id] = _Item(item_id, task, lang, item_system or NO_SYSTEM, source_id, human,
-                               not prompted[(task, lang)])
-        references[item_id] = reference
-    for item_id, judge_name, status, verdict, correct, raw in data["judgments"]:
-        item = items.get(item_id)
-        if item is None or item.people_decide:
-            continue
-        kind = kinds[(item.task, item.lang)]
-        if status != "verdict":
-            parsed = np.nan
-        elif correct is not None and kind.positive is None:
-            parsed = float(correct)
-        else:
-            parsed = float(_right(kind, verdict, references[item_id]))
-        rule = c3_right(raw, item.lang) if item.task.startswith("c3/") else None
-        item.verdicts[judge_name] = (parsed, rule, raw or "")
+        if not kind.right_or_wrong:
+            skipped[task] = ("scores, not right/wrong" if kind.scored else
+                             f"its values ({', '.join(kind.labels)}) say more than right or wrong")
+            skipped[task] += " (see `calibrate report`)"
+            del kinds[(task, lang)]
+    judges = [judge] if judge else store.judge_names(system=system)
+    rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.positive is None],
+                              system=system, rule=C3_RULE)
+    found = []
+    for task, lang, item_system, reference, gold, *rest in rows:
+        kind, people_decide = kinds[(task, lang)], not prompted[(task, lang)]
+        group = _Group(task, lang, item_system or NO_SYSTEM, item_system,
+                       np.nan if gold is None else float(_right(kind, gold, reference)), people_decide, rest[-1])
+        for k, name in enumerate(judges):
+            status, verdict, correct, rule = rest[4 * k : 4 * k + 4]
+            if status is None or people_decide:
+                continue
+            if status != "verdict":
+                parsed = np.nan
+            elif correct is not None and kind.positive is None:
+                parsed = float(correct)
+            else:
+                parsed = float(_right(kind, verdict, reference))
+            group.verdicts[name] = (parsed, None if rule is None else bool(rule))
+            group.stored[name] = (status, verdict)
+        found.append(group)
     notes = [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
-    return list(items.values()), notes
+    return found, notes
 
 
 def _right(kind, label: str, reference: str | None) -> bool:
@@ -124,28 +133,29 @@ def _right(kind, label: str, reference: str | None) -> bool:
 PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts to correct"
 
 
-def _cell(key: tuple[str, str, str], members: list[_Item], target: float,
+def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
           family_judges: dict[tuple[str, str], set[str]]) -> ScoreCell:
-    y = np.array([m.human for m in members])
+    y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
-    cell = ScoreCell(*key, items=len(members), judged=sum(bool(m.verdicts) for m in members),
+    cell = ScoreCell(*key, items=len(y), judged=sum(m.n for m in members if m.verdicts),
                      labelled=int(labelled.sum()), people=people)
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
-        judged = len(rows)
+        judged = sum(m.n for m in rows)
         # as C3's statistics: the items people decide count for every judge of their system's
         # benchmark, by the human label (wrong while unlabelled), beside the judge's own items
         decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task))]]
-        verdicts = np.array([m.verdicts[name][0] for m in rows], dtype=float)
-        parsed = np.concatenate([verdicts, [np.nan_to_num(m.human, nan=0.0) for m in decided]])
-        rules = [m.verdicts[name][1] for m in rows] + [m.human == 1 for m in decided]
+        verdicts = _repeat([m.verdicts[name][0] for m in rows], rows)
+        parsed = np.concatenate([verdicts, _repeat([np.nan_to_num(m.human, nan=0.0) for m in decided], decided)])
+        rule_known = all(m.verdicts[name][1] is not None for m in rows)
+        rules_right = sum(m.n for m in rows if m.verdicts[name][1]) + sum(m.n for m in decided if m.human == 1)
         f = np.nan_to_num(parsed, nan=0.0)
         ok = ~np.isnan(parsed)
         # the judge's evidence: only the items it judged
-        fj, yj = np.nan_to_num(verdicts, nan=0.0), np.array([m.human for m in rows], dtype=float)
+        fj, yj = np.nan_to_num(verdicts, nan=0.0), _repeat([m.human for m in rows], rows)
         corrected = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
         plan = correction.labels_needed(fj, yj, random_sample=True, target=target)
@@ -154,7 +164,7 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float,
             plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
         cell.judges.append(JudgeScores(
             judge=name, judged=judged, unparsed=int((~ok).sum()),
-            c3_rule=Accuracy(sum(bool(r) for r in rules), len(rules)) if all(r is not None for r in rules) else None,
+            c3_rule=Accuracy(rules_right, len(parsed)) if rule_known else None,
             parser_unparsed_wrong=Accuracy(int(f.sum()), len(parsed)),
             parser_unparsed_left_out=Accuracy(int(parsed[ok].sum()), int(ok.sum())),
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan,
@@ -163,10 +173,11 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float,
     c3_judges = sorted({j for m in c3 for j in m.verdicts})
     common = [m for m in c3 if m.verdicts and all(j in m.verdicts for j in c3_judges)]
     if len(c3_judges) > 1 and common:
-        f = np.array([[np.nan_to_num(m.verdicts[j][0], nan=0.0) for j in c3_judges] for m in common])
+        f = np.repeat(np.array([[np.nan_to_num(m.verdicts[j][0], nan=0.0) for j in c3_judges] for m in common]),
+                      [m.n for m in common], axis=0)
         raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
-        corrected = correction.ppi_mean(f, np.array([m.human for m in common]), random_sample=True)
+        corrected = correction.ppi_mean(f, _repeat([m.human for m in common], common), random_sample=True)
         cell.final = Final(c3_judges, raw, corrected)
     return cell
 
@@ -194,40 +205,49 @@ def _scope(task: str, lang: str, judge: str) -> str:
     return f"{where}, by {judge}"
 
 
-def _judge_pairs(items: list[_Item], by: tuple[str, ...]) -> list[JudgePair]:
+def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     """Every pair of judges over all items both judged, and per language (C3's judges are
     compared per language in its paper)."""
-    judges = sorted({j for i in items for j in i.verdicts})
-    items = [i for i in items if i.verdicts]
+    judges = sorted({j for g in groups for j in g.verdicts})
+    groups = [g for g in groups if g.verdicts]
     pairs = []
-    scopes = [("all items", items)] + [(lang, [i for i in items if i.lang == lang]) for lang in sorted({i.lang for i in items})]
+    scopes = [("all items", groups)] + [(lang, [g for g in groups if g.lang == lang])
+                                        for lang in sorted({g.lang for g in groups})]
     for k, a in enumerate(judges):
         for b in judges[k + 1:]:
             for scope, members in scopes:
-                both = [i for i in members if a in i.verdicts and b in i.verdicts]
+                both = [g for g in members if a in g.verdicts and b in g.verdicts]
                 if not both:
                     continue
-                va = ["right" if i.verdicts[a][0] == 1 else "wrong" for i in both]
-                vb = ["right" if i.verdicts[b][0] == 1 else "wrong" for i in both]
-                kappa = two_raters(va, vb, ["right", "wrong"]).kappa
-                lab = [i for i in both if not np.isnan(i.human)]
-                agree_a = [i.verdicts[a][0] == i.human for i in lab]
-                agree_b = [i.verdicts[b][0] == i.human for i in lab]
+                table = np.zeros((2, 2), dtype=np.int64)  # right / wrong of a x of b
+                for g in both:
+                    table[int(g.verdicts[a][0] != 1), int(g.verdicts[b][0] != 1)] += g.n
+                kappa = two_raters(table=table, labels=["right", "wrong"]).kappa
+                lab = [g for g in both if not np.isnan(g.human)]
+                agree_a = _repeat([g.verdicts[a][0] == g.human for g in lab], lab, bool)
+                agree_b = _repeat([g.verdicts[b][0] == g.human for g in lab], lab, bool)
                 tracks = positive_rate_difference(agree_a, agree_b)
-                pairs.append(JudgePair(scope, a, b, len(both), kappa, len(lab), tracks))
+                pairs.append(JudgePair(scope, a, b, sum(g.n for g in both), kappa, len(agree_a), tracks))
     return pairs
 
 
-def _rule_differences(items: list[_Item]) -> list[str]:
+def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
     """Why the C3-rule column differs from the parser column: each output the two read
-    differently, with its last line."""
+    differently, with its last line, item by item. On C3's tasks (yes/no) the parser's reading
+    is the stored status and verdict's, so those and the rule's reading find the items."""
+    differing = {(g.task, g.lang, g.stored_system, judge, *g.stored[judge], rule)
+                 for g in groups for judge, (parsed, rule) in g.verdicts.items()
+                 if rule is not None and (parsed == 1) != rule}
+    found = []
+    for task, lang, system, judge, status, verdict, rule in sorted(differing, key=str):
+        parsed = next(g.verdicts[judge][0] for g in groups if (g.task, g.lang, g.stored_system) == (task, lang, system)
+                      and g.stored.get(judge) == (status, verdict))
+        for item_id, source_id, raw in store.rule_judgments(task, lang, system, judge, (status, verdict), C3_RULE, rule):
+            found.append((item_id, judge, system or NO_SYSTEM, task, lang, source_id, parsed, rule, raw))
     out = []
-    for item in items:
-        for judge, (parsed, rule, raw) in sorted(item.verdicts.items()):
-            if rule is None or (parsed == 1) == rule:
-                continue
-            last = next((line.strip() for line in reversed(raw.splitlines()) if line.strip()), "(empty output)")
-            parser = "unparsed" if np.isnan(parsed) else ("right" if parsed == 1 else "wrong")
-            out.append(f"{item.system} {item.task} ({item.lang}) {item.source_id}, {judge}: C3's rule says "
-                       f"{'right' if rule else 'wrong'}, calibrate's parser {parser}; last line: {last}")
+    for _, judge, system, task, lang, source_id, parsed, rule, raw in sorted(found, key=lambda f: (f[0], f[1])):
+        last = next((line.strip() for line in reversed((raw or "").splitlines()) if line.strip()), "(empty output)")
+        parser = "unparsed" if np.isnan(parsed) else ("right" if parsed == 1 else "wrong")
+        out.append(f"{system} {task} ({lang}) {source_id}, {judge}: C3's rule says "
+                   f"{'right' if rule else 'wrong'}, calibrate's parser {parser}; last line: {last}")
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
+from calibrate.store.confidence import ConfidenceMixin
 from calibrate.store.connection import DatabaseFault, connect
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
@@ -134,7 +135,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsMixin, QueueMixin, ReadsMixin,
-            MergeRowsMixin):
+            ConfidenceMixin, MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error

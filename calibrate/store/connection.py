@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from calibrate.model import CalibrateError
@@ -136,3 +137,14 @@ class Cursor(sqlite3.Cursor):
             return super().fetchall()
         except sqlite3.Error as exc:
             raise self._fault(exc) from None
+
+
+def plain_rows(conn: Connection, sql: str, parameters=(), size: int = 2000) -> Iterator[tuple]:
+    """The rows of one statement as plain tuples, fetched `size` at a time: for reads of a row
+    per item, where building an sqlite3.Row and a Python call for each row would cost more than
+    the query."""
+    cursor = conn.cursor(Cursor)
+    cursor.row_factory = None
+    cursor.execute(sql, parameters)
+    while batch := cursor.fetchmany(size):
+        yield from batch

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
 from calibrate.store.imports import process_alive
-from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, judgment_from_row
+from calibrate.store.sql import JUDGMENT_COLUMNS, judgment_from_row
 
 
 class JudgmentsMixin:
@@ -102,6 +102,13 @@ class JudgmentsMixin:
             "SELECT EXISTS (SELECT 1 FROM judgments WHERE sample > 0 OR confidence IS NOT NULL)").fetchone()[0])
 
 
+    def judge_names(self, *, system: str | None = None) -> list[str]:
+        """The judges with a verdict in force on a current, visible item (of `system`, if given),
+        sorted (read from the counts kept by migration 0008's triggers)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND (? IS NULL OR system = ?) ORDER BY 1",
+            (system, system))]
+
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""
         with self.transaction():
@@ -110,25 +117,14 @@ class JudgmentsMixin:
                 (status, verdict, reason, correct, judgment_id),
             )
 
-    def latest_verdicts(self, judge: str | None = None) -> list[dict]:
-        """The newest judgment per (item, judge): what agreement compares with humans."""
-        sql = f"""
-        SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.id AS judgment_id,
-               i.task, i.lang, i.reference
-        FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id
-        WHERE {VISIBLE}
-        """
-        params: list = []
-        if judge:
-            sql += " AND j.judge_name = ?"
-            params.append(judge)
-        return [dict(r) for r in self.conn.execute(sql, params)]
-
-    def latest_raw_outputs(self, judge: str) -> dict[int, str | None]:
+    def latest_raw_outputs(self, judge: str, *, task: str, lang: str, system: str) -> dict[int, str | None]:
+        """item id -> the raw output of `judge`'s judgment in force, for the items of one task,
+        language and system."""
         rows = self.conn.execute(
-            "SELECT v.item_id, j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
-            "WHERE v.judge_name = ?",
-            (judge,),
+            "SELECT v.item_id, j.raw_output FROM items i JOIN verdicts_in_force v ON v.item_id = i.id "
+            "JOIN judgments j ON j.id = v.judgment_id WHERE i.task = ? AND i.lang = ? AND i.system = ? "
+            "AND v.judge_name = ?",
+            (task, lang, system, judge),
         )
         return {r["item_id"]: r["raw_output"] for r in rows}
 

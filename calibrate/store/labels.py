@@ -159,17 +159,28 @@ class LabelsMixin:
         ).fetchone()
         return row["label"] if row else None
 
-    def current_labels(self, annotator: str | None = None) -> list[dict]:
-        """Every annotator's label in force per item (latest labelling row), with task and lang."""
+    def current_labels(self, annotator: str | None = None, *, task: str | None = None, lang: str | None = None,
+                       system: str | None = None) -> list[dict]:
+        """Every annotator's label in force per item (latest labelling row), with task and lang;
+        only `annotator`'s, and only the items of `task`, `lang` and `system`, where given."""
         sql = (
             "SELECT c.item_id, c.annotator, c.label, i.task, i.lang, i.system, i.source_id "
-            "FROM current_labels c JOIN items i ON i.id = c.item_id"
+            "FROM current_labels c JOIN items i ON i.id = c.item_id WHERE 1"
         )
         params: list = []
-        if annotator:
-            sql += " WHERE c.annotator = ?"
-            params.append(annotator)
+        for column, value in (("c.annotator", annotator), ("i.task", task), ("i.lang", lang), ("i.system", system)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def labelled_item_ids(self):
+        """Ids of the items someone has a label in force on, as a sorted numpy array (read as one
+        string along the table's key)."""
+        import numpy as np
+
+        text = self.conn.execute("SELECT group_concat(item_id) FROM (SELECT DISTINCT item_id FROM labels_in_force)").fetchone()[0]
+        return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
 
     def labels_in_force(self) -> list[tuple[int, str, str]]:
         """(item_id, annotator, label) for every annotator's label in force: current_labels

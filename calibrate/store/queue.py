@@ -74,9 +74,12 @@ class QueueMixin:
         repeats (`judge --repeat`), newest judgment per sample."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        # only items with a repeat (a sample > 0, found by migration 0014's index) can be unstable
         sql = f"""
-        WITH latest AS (SELECT max(id) AS id FROM judgments WHERE status != 'error'{judge_clause}
-                        GROUP BY item_id, judge_key, sample)
+        WITH repeated AS (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats WHERE sample > 0),
+        latest AS (SELECT max(j.id) AS id FROM repeated r CROSS JOIN judgments j ON j.item_id = r.item_id
+                   WHERE j.status != 'error'{judge_clause.replace('judge_name', 'j.judge_name')}
+                   GROUP BY j.item_id, j.judge_key, j.sample)
         SELECT j.item_id FROM judgments j JOIN latest l ON l.id = j.id JOIN items i ON i.id = j.item_id
         WHERE j.status = 'verdict' AND {where}
         GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
@@ -156,12 +159,17 @@ class QueueMixin:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         skipped_too: bool = False,
         holder: str | None = None,
+        task: str | None = None,
+        lang: str | None = None,
+        system: str | None = None,
     ) -> int | None:
-        """Lease the first eligible item of `candidates` (a queue in the caller's order);
+        """Lease the first eligible item of `candidates` (a queue in the caller's order) that is
+        a current item of the filter (`task`, `lang`, `system`: candidates may be any ids);
         `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
         8 at a time, then in chunks doubling up to 256: the first is usually eligible, and
         each check of an item scattered over a large table costs page reads."""
         decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
+        where, filters = self._item_filter(task, lang, None, None, system)
         with self.transaction():
             now = time.time()
             start, size = 0, 8
@@ -172,10 +180,14 @@ class QueueMixin:
                 params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
                           "decides": decides, "labels": LABELS_JSON}
                 params.update({f"c{k}": v for k, v in enumerate(chunk)})
+                params.update({f"f{k}": v for k, v in enumerate(filters)})
+                named = where
+                for k in range(len(filters)):  # the filter's positional marks, named
+                    named = named.replace("?", f":f{k}", 1)
                 eligible = {
                     r[0]
                     for r in self.conn.execute(
-                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {VISIBLE} AND {self._ELIGIBLE}", params
+                        f"SELECT i.id FROM items i WHERE i.id IN ({marks}) AND {named} AND {self._ELIGIBLE}", params
                     )
                 }
                 for item_id in chunk:

@@ -1,13 +1,19 @@
 """The reads behind the report, the scores and the exports: each gathers, in a few
 statements, everything one of them needs (counts kept by the triggers of migration 0008, the
-labels of items several people labelled, the jury's rows, each item's labels and verdicts)."""
+labels of items several people labelled, the jury's rows), and none holds a Python object per
+item: the scores' items are counted in groups that the scores cannot tell apart, and the
+exports' items are streamed in id order, each part of them read side by side."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
-from calibrate.model import AgreementData
-from calibrate.store.sql import IN_FORCE
+from calibrate.model import AgreementData, TextRule
+from calibrate.store.connection import plain_rows
+from calibrate.store.sql import IN_FORCE, VISIBLE, gold_of
 
 
 class ReadsMixin:
@@ -67,19 +73,10 @@ class ReadsMixin:
             f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
             [judge] if judge else [],
         )
-        # The gold label of an item labelled by two or more people: the adjudicator's (`gold_from`)
-        # where they labelled it, else the strict majority; NULL for a tie, counted in `ties`.
-        c.execute(
-            """CREATE TEMP TABLE gold_now AS
-            WITH counted AS (SELECT item_id, label, count(*) AS votes FROM labels_now GROUP BY item_id, label),
-            ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
-            majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
-                         WHERE votes = top GROUP BY item_id)
-            SELECT s.item_id, s.task, s.lang, coalesce(a.label, m.label) AS label FROM shared_items s
-            JOIN majority m ON m.item_id = s.item_id
-            LEFT JOIN labels_now a ON a.item_id = s.item_id AND a.annotator = ?""",
-            (gold_from,),
-        )
+        # The gold label of an item labelled by two or more people (`calibrate.gold`); NULL for a
+        # tie, counted in `ties`.
+        c.execute("CREATE TEMP TABLE gold_now AS SELECT s.item_id, s.task, s.lang, g.label FROM shared_items s "
+                  f"JOIN ({gold_of('labels_now')}) g ON g.item_id = s.item_id", (gold_from,))
         try:
             return AgreementData(
                 judge_vs_human=judge_vs_human,
@@ -149,56 +146,194 @@ class ReadsMixin:
         finally:
             c.execute("DROP TABLE IF EXISTS temp.juried")
 
-    def export_rows(self, system: str | None = None) -> Iterator[dict]:
-        """Per item (of `system`, if given): its fields, every annotator's current label, notes,
-        and each judge's latest verdict, for gold-label exports."""
-        labels: dict[int, dict[str, str]] = {}
-        for r in self.conn.execute("SELECT item_id, annotator, label FROM current_labels"):
-            labels.setdefault(r["item_id"], {})[r["annotator"]] = r["label"]
-        notes: dict[int, list[dict]] = {}
-        for r in self.conn.execute("SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL ORDER BY id"):
-            notes.setdefault(r["item_id"], []).append({"annotator": r["annotator"], "note": r["note"], "action": r["action"]})
-        flags: dict[int, set[str]] = {}
-        for r in self.conn.execute(
-            f"SELECT a.item_id, a.annotator FROM annotations a WHERE a.action = 'flag' AND {IN_FORCE}"
-        ):
-            flags.setdefault(r["item_id"], set()).add(r["annotator"])
-        verdicts: dict[int, dict[str, dict]] = {}
-        for v in self.latest_verdicts():
-            verdicts.setdefault(v["item_id"], {})[v["judge_name"]] = {
-                "status": v["status"], "verdict": v["verdict"], "correct": v["correct"]}
-        listened = self.listening()
-        with_audio = {item_id for item_id, clips in self.audio_by_item().items() if any(c.usable for c in clips)}
-        for item in self.iter_items(system=system):
-            yield {
-                "item": item,
-                "listened": {a: listened.get((item.id, a), 0.0) for a in labels.get(item.id, {})}
-                if item.id in with_audio else None,
-                "labels": labels.get(item.id, {}),
-                "notes": notes.get(item.id, []),
-                "flagged_by": sorted(flags.get(item.id, ())),
-                "verdicts": verdicts.get(item.id, {}),
-            }
+    def export_rows(self, system: str | None = None, *, as_json: bool = False, trust: bool = False) -> Iterator[ExportRow]:
+        """Per current item (of `system`, if given), in id order, for gold-label exports: its
+        columns, every annotator's label in force, notes, who flagged it, each judge's verdict in
+        force (status, verdict, correct, confidence), and for items with usable audio how long
+        each labelling annotator listened.
 
-    def score_data(self, *, judge: str | None = None, system: str | None = None) -> dict[str, list[tuple]]:
-        """What `calibrate scores` needs, for the current version of every item: the items
-        (id, task, lang, system, source_id, reference), each judge's latest judgment per item
-        (item_id, judge, status, verdict, correct, raw_output) and every label in force
-        (item_id, annotator, label)."""
+        With `as_json`, SQLite writes the item, its labels and its verdicts as JSON text (the
+        record's `item` is the object up to its labels, `verdicts` an object, `labels` None and
+        `votes` the number of labels, of distinct labels, the highest label and the highest
+        annotator name, which is the only one's where there is one label); with `trust`
+        as well, `marks` is the object of judge -> whether `set_trust_marks` accepts its verdict.
+
+        Streamed: one query for the items and their dense parts (labels, verdicts), one per sparse
+        part (notes, flags, listening), each in item order and read side by side, so memory stays
+        flat whatever the number of items."""
         where, params = self._item_filter(None, None, None, None, system)
-        judge_clause, judge_params = (" AND v.judge_name = ?", [judge]) if judge else ("", [])
-        items = self.conn.execute(
-            f"SELECT id, task, lang, system, source_id, reference FROM items i WHERE {where} ORDER BY id", params
-        ).fetchall()
-        judgments = self.conn.execute(
-            "SELECT j.item_id, j.judge_name, j.status, j.verdict, j.correct, j.raw_output FROM verdicts_in_force v "
-            f"JOIN judgments j ON j.id = v.judgment_id JOIN items i ON i.id = v.item_id WHERE {where}{judge_clause} "
-            "ORDER BY v.item_id",
-            [*params, *judge_params],
-        ).fetchall()
-        labels = self.conn.execute(
-            f"SELECT c.item_id, c.annotator, c.label FROM current_labels c JOIN items i ON i.id = c.item_id WHERE {where}",
-            params,
-        ).fetchall()
-        return {"items": [tuple(r) for r in items], "judgments": [tuple(r) for r in judgments],
-                "labels": [tuple(r) for r in labels]}
+        c = self.conn
+        if as_json:
+            marks = (f"(SELECT json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED} THEN 'accepted' "
+                     "ELSE 'needs a person' END) FROM verdicts_in_force v WHERE v.item_id = i.id)") if trust else "NULL"
+            items = plain_rows(c, f"""
+                SELECT i.id, json_object('item_id', i.id, 'task', i.task, 'lang', i.lang, 'system', i.system,
+                           'source_id', i.source_id, 'reference', i.reference, 'fields', json(i.fields),
+                           'labels', json(coalesce((SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l
+                                                    WHERE l.item_id = i.id), '{{}}'))),
+                       (SELECT json_array(count(*), count(DISTINCT l.label), max(l.label), max(l.annotator)) FROM labels_in_force l
+                        WHERE l.item_id = i.id),
+                       coalesce((SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict,
+                                    'correct', (SELECT j.correct FROM judgments j WHERE j.id = v.judgment_id)))
+                                 FROM verdicts_in_force v WHERE v.item_id = i.id), '{{}}'),
+                       {marks}
+                FROM items i WHERE {where} ORDER BY i.id""", params)
+            dense = None
+        else:
+            items = plain_rows(c, f"SELECT i.id, i.task, i.lang, i.system, i.source_id, i.reference, i.fields "
+                                  f"FROM items i WHERE {where} ORDER BY i.id", params)
+            # with a filter, the dense parts read only the filtered items' rows
+            only = ("JOIN items i ON i.id = {0}.item_id WHERE i.system = ?", [system]) if system is not None else ("", [])
+            dense = (_ByItem(plain_rows(c, f"SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
+                                           f"{only[0].format('l')} ORDER BY l.item_id, l.annotator", only[1])),
+                     _ByItem(plain_rows(
+                         c, "SELECT v.item_id, v.judge_name, v.status, v.verdict, j.correct, j.confidence "
+                            f"FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id {only[0].format('v')} "
+                            "ORDER BY v.item_id, v.judge_name", only[1])))
+        notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
+                                      "ORDER BY item_id, id"))
+        flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
+                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
+        listening = _ByItem(plain_rows(
+            c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
+               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
+        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
+        for item_id, *columns in items:
+            if dense is None:
+                item, votes, verdicts, marked = columns
+                in_force, votes = None, json.loads(votes)
+            else:
+                item, votes, marked = columns, None, None
+                in_force = dict(dense[0].take(item_id))
+                verdicts = {judge: row for judge, *row in dense[1].take(item_id)}
+            # the sparse parts (notes, flags, audio) are looked at only when their next row is this item's
+            listened = None
+            if audio.next_id <= item_id and audio.take(item_id):
+                seconds = dict(listening.take(item_id))
+                if in_force is None:
+                    in_force = json.loads(item)["labels"]
+                listened = {a: seconds.get(a, 0.0) for a in in_force}
+            yield ExportRow(
+                item_id, item, in_force, votes,
+                [{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)]
+                if notes.next_id <= item_id else [],
+                sorted({a for (a,) in flags.take(item_id)}) if flags.next_id <= item_id else [],
+                verdicts, listened, marked,
+            )
+
+    def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
+        """What the columns of a CSV export of the current items (of `system`, if given) are made
+        of: the annotators with a label in force on one of them, the judges with a verdict in
+        force on one (both sorted), and whether one has usable audio. Found by seeks and
+        counts, without reading every item."""
+        where, params = self._item_filter(None, None, None, None, system)
+        annotators = [a for a in self._seek_values(
+            "SELECT annotator FROM labels_in_force WHERE annotator {op} ? ORDER BY annotator LIMIT 1")
+            if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
+                                 f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
+        judges = self.judge_names(system=system)
+        with_audio = bool(self.conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM item_audio a JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
+            f"AND {where})", params).fetchone()[0])
+        return annotators, judges, with_audio
+
+    def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
+                     by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
+                     rule: TextRule | None = None) -> list[tuple]:
+        """What `calibrate scores` needs, counted: the current items of the `scored`
+        (task, lang) pairs (of `system`, if given) grouped by what the scores tell apart, one
+        row per group:
+        (task, lang, system, reference, gold label, then per judge of `judges` its verdict in
+        force as status, verdict, correct, rule, then the number of items).
+        The reference is kept only for the pairs in `by_reference` (NULL elsewhere, so items
+        whose verdict means right or wrong by itself are not split by it); the gold label is the
+        strict majority of the labels in force (`calibrate.gold`; NULL when unlabelled or tied);
+        a judge's columns are NULL where it did not judge the item; `rule` is `rule.check` of the
+        judgment's raw output for tasks starting with `rule.prefix` (NULL elsewhere)."""
+        judges = list(judges)
+        c = self.conn
+        if rule is not None:
+            c.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
+        columns, joins = [], []
+        for k in range(len(judges)):
+            joins.append(f"LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = :judge{k}")
+            # the judgment's row (large: prompt, raw output) is read only where its correct or raw output counts
+            correct = (f"CASE WHEN v{k}.item_id IS NOT NULL AND t.by_reference "
+                       f"THEN (SELECT j.correct FROM judgments j WHERE j.id = v{k}.judgment_id) END")
+            right = (f"CASE WHEN v{k}.item_id IS NOT NULL AND substr(i.task, 1, length(:prefix)) = :prefix "
+                     f"THEN (SELECT text_rule(j.raw_output, i.lang) FROM judgments j WHERE j.id = v{k}.judgment_id) END"
+                     if rule is not None else "NULL")
+            columns += [f"v{k}.status", f"v{k}.verdict", correct, right]
+        named = {f"judge{k}": name for k, name in enumerate(judges)}
+        named.update({"prefix": rule.prefix if rule is not None else "", "system": system})
+        references = set(by_reference)
+        for table in ("gold_shared", "score_tasks"):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
+        c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (None,))
+        c.execute("CREATE TEMP TABLE score_tasks (task TEXT, lang TEXT, by_reference INTEGER, PRIMARY KEY (task, lang)) "
+                  "WITHOUT ROWID")
+        c.executemany("INSERT INTO score_tasks VALUES (?, ?, ?)", [(*p, p in references) for p in scored])
+        try:
+            # grouped here rather than by SQL's GROUP BY, which would sort a row per item
+            sql = f"""
+            SELECT i.task, i.lang, i.system, CASE WHEN t.by_reference THEN i.reference END,
+                   CASE WHEN EXISTS (SELECT 1 FROM temp.gold_shared g WHERE g.item_id = i.id)
+                        THEN (SELECT g.label FROM temp.gold_shared g WHERE g.item_id = i.id)
+                        ELSE (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id) END
+                   {''.join(', ' + col for col in columns)}
+            FROM items i JOIN temp.score_tasks t ON t.task = i.task AND t.lang = i.lang {' '.join(joins)}
+            WHERE i.current = 1 AND {VISIBLE} AND (:system IS NULL OR i.system = :system)
+            """
+            return [(*key, n) for key, n in Counter(plain_rows(c, sql, named)).items()]
+        finally:
+            for table in ("gold_shared", "score_tasks"):
+                c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+    def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple[str, str | None],
+                       rule: TextRule, value: bool) -> list[tuple[int, str, str | None]]:
+        """(item id, source id, raw output) of the current items of one task, language and system
+        whose verdict in force by `judge` is `stored` (status, verdict) and whose raw output
+        `rule.check` reads as `value`, in item order: what a benchmark's own rule reads
+        differently from calibrate's parser, item by item."""
+        self.conn.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
+        status, verdict = stored
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT i.id, i.source_id, j.raw_output FROM items i "
+            "JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? JOIN judgments j ON j.id = v.judgment_id "
+            f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
+            "AND v.status IS ? AND v.verdict IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
+            (judge, task, lang, system, status, verdict, int(value)))]
+
+
+class ExportRow(NamedTuple):
+    """One item as the gold-label exports write it (`ReadsMixin.export_rows`)."""
+
+    item_id: int
+    item: tuple | str  # (task, lang, system, source_id, reference, fields as stored); as_json: the JSON text
+    labels: dict[str, str] | None  # annotator -> label in force (None as_json, unless the item has audio)
+    votes: list | None  # as_json: [labels, distinct labels, the highest label, the highest annotator]
+    notes: list[dict]  # annotator, note, action: oldest first
+    flagged_by: list[str]
+    verdicts: dict[str, list] | str  # judge -> [status, verdict, correct, confidence]; as_json: the JSON text
+    listened: dict[str, float] | None  # labelling annotator -> seconds listened, for items with usable audio
+    marks: str | None  # as_json with trust: judge -> accepted or needs a person, as JSON text
+
+
+class _ByItem:
+    """Rows ordered by their first column (an item id), taken item by item in increasing order."""
+
+    def __init__(self, rows):
+        self._rows = iter(rows)
+        self._next = next(self._rows, None)
+        self.next_id = self._next[0] if self._next is not None else float("inf")  # the item id of the next row
+
+    def take(self, item_id: int) -> list[tuple]:
+        """The rest of the rows of `item_id` (those of smaller ids are passed over)."""
+        found = []
+        while self.next_id <= item_id:
+            if self.next_id == item_id:
+                found.append(self._next[1:])
+            self._next = next(self._rows, None)
+            self.next_id = self._next[0] if self._next is not None else float("inf")
+        return found

@@ -30,6 +30,24 @@ LABELLED = "a.action IN (SELECT value FROM json_each(?)) AND a.label IS NOT NULL
 DECIDES_JSON = dump_json(DECISION_ACTIONS)
 LABELS_JSON = dump_json(LABEL_ACTIONS)
 
+
+
+def gold_of(labels: str, *, shared_only: bool = False) -> str:
+    """A SELECT of (item_id, label): the gold label (`calibrate.gold`) of each item that has two
+    or more rows in the table `labels` (item_id, annotator, label; every row of it, unless
+    `shared_only` keeps the items with two or more): the adjudicator's label (bound to the one
+    `?`) where they labelled the item, else the strict majority, NULL on a tie."""
+    rows = (f"(SELECT * FROM {labels} WHERE item_id IN (SELECT item_id FROM {labels} GROUP BY item_id "
+            "HAVING count(*) >= 2))") if shared_only else labels
+    return f"""
+    WITH counted AS (SELECT item_id, label, count(*) AS votes FROM {rows} GROUP BY item_id, label),
+    ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
+    majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
+                 WHERE votes = top GROUP BY item_id)
+    SELECT m.item_id, coalesce(a.label, m.label) AS label FROM majority m
+    LEFT JOIN {labels} a ON a.item_id = m.item_id AND a.annotator = ?"""
+
+
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",

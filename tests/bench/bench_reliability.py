@@ -17,7 +17,7 @@ from calibrate.reliability_cells import reliability_by_cell
 from calibrate.report import report_from_data
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
-from tests.bench.bench_report import make_db
+from tests.bench.million import build_forty_cells as make_db
 
 
 def main(n: int) -> None:

@@ -20,45 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from calibrate.model import digest, now_iso
+from calibrate.model import now_iso
 from calibrate.report import build_report
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
-
-TASKS = [f"bench/task-{k:02d}" for k in range(20)]
-LANGS = ["en", "zh"]
-
-
-def make_db(path: Path, n: int) -> None:
-    store = Store(path)
-    rng = np.random.default_rng(0)
-    cells = rng.integers(0, 40, n)
-    truth = rng.random(n) < 0.7
-    judge = np.where(rng.random(n) < 0.85, truth, ~truth)
-    human = np.where(rng.random(n) < 0.9, truth, ~truth)
-    stamp = now_iso()
-    c = store.conn
-    c.execute("BEGIN IMMEDIATE")
-    c.executemany(
-        "INSERT INTO items (id, task, lang, source_id, fields, reference, content_hash, imported_at) VALUES (?,?,?,?,?,?,?,?)",
-        ((k + 1, TASKS[cells[k] // 2], LANGS[cells[k] % 2], str(k), "{}", None, digest(str(k)), stamp) for k in range(n)),
-    )
-    c.executemany(
-        "INSERT INTO judgments (uid, item_id, judge_name, judge_key, status, verdict, params, created_at) VALUES (?,?,?,?,?,?,?,?)",
-        ((f"j{k}", k + 1, "gpt", "key", "verdict", "yes" if judge[k] else "no", "{}", stamp) for k in range(n)),
-    )
-    c.executemany(
-        "INSERT INTO annotations (uid, item_id, annotator, action, label, created_at) VALUES (?,?,?,?,?,?)",
-        ((f"a{k}", k + 1, f"ann{k % 3}", "label", "yes" if human[k] else "no", stamp) for k in range(n)),
-    )
-    # the store keeps each annotator's label in force beside every appended annotation: these
-    # raw inserts add the rows it would (one label per item and annotator here)
-    c.executemany(
-        "INSERT INTO labels_in_force (item_id, annotator, label, action, annotation_uid, decided_at) VALUES (?,?,?,?,?,?)",
-        ((k + 1, f"ann{k % 3}", "yes" if human[k] else "no", "label", f"a{k}", stamp) for k in range(n)),
-    )
-    c.execute("COMMIT")
-    store.close()
+from tests.bench.million import build_forty_cells as make_db
 
 
 def naive(path: Path, resamples: int) -> dict:
