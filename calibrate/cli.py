@@ -1186,6 +1186,11 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         system_prompt=system_prompt.read_text(encoding="utf-8") if system_prompt else None,
         extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
+    if repeat > 1 and not reasoning and not config.temperature:
+        err_console.print(safe_text(
+            f"warning: --repeat {repeat} at temperature 0: the repeats will agree by construction unless the server "
+            "samples anyway, so they measure little consistency and their majority adds nothing; give --temperature "
+            "(e.g. 0.7) to sample", style="yellow"))
     summary = RunSummary()
     if import_batch:
         read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)

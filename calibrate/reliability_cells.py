@@ -69,6 +69,7 @@ class JudgeReliability:
     kind: VerdictKind | None
     items: list[JudgedItem]
     repeats: int = 1  # the most samples any item has
+    temperatures: str | None = None  # the temperature(s) the repeats were asked at, in words
     consistency: Consistency | None = None
     unstable_items: list[int] = field(default_factory=list)  # item ids whose repeats disagree
     calibration: Calibration | None = None

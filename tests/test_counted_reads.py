@@ -27,6 +27,7 @@ from calibrate.scores import render as scores_render
 from calibrate.scores.model import NO_SYSTEM
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
+from tests.majority_reference import in_force
 
 TEMPLATES = TemplateSet()
 TASKS = [("c3/lexical", "en", ("yes", "no")), ("c3/semantic", "zh", ("是", "否")),
@@ -156,20 +157,21 @@ def _per_item_gather(store, templates, judge, system):
 
         group = scores_build._Group(it.task, it.lang, it.system or NO_SYSTEM, it.system,
                                     np.nan if gold is None else float(right(gold)), not template.judged, 1)
-        newest = {}
+        by_judge = defaultdict(list)
         for j in store.judgments_for_item(it.id, judge):
-            newest.setdefault(j.judge_name, j)
-        for name, j in newest.items():
+            by_judge[j.judge_name].append(j)
+        for name, judgments in by_judge.items():
             if group.people_decide:
                 continue
-            if j.status != "verdict":
+            j, status, verdict = in_force(judgments)  # the majority of repeats, computed in Python
+            if status != "verdict":
                 parsed = np.nan
             elif j.correct is not None and kind.positive is None:
                 parsed = float(j.correct)
             else:
-                parsed = float(right(j.verdict))
+                parsed = float(right(verdict))
             group.verdicts[name] = (parsed, c3_right(j.raw_output, it.lang) if it.task.startswith("c3/") else None)
-            group.stored[name] = (j.status, j.verdict)
+            group.stored[name] = (status, verdict)
         groups.append(group)
     return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
 

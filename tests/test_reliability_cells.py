@@ -49,13 +49,18 @@ def test_flip_rate_equals_the_scripted_one_and_confidence_comes_from_repeats(tmp
     store.close()
     flipping = {f"sentence {k}": [YES, NO, YES] for k in range(3)}  # 3 of 10 items change their verdict
     with FakeOpenAI(YES, by_content=flipping) as server:
-        judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+        out = judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+    assert "--repeat 3 at temperature 0: the repeats will agree by construction" in out.output
     cell = report_cell(path)
+    table = " ".join(Calibrate(path)("report", "--reliability").output.split())
+    assert "consistency over 3 repeats at temperature 0 on 10 items (at temperature 0 repeats agree by construction" \
+        in table
     consistency = cell["reliability"]["consistency"]
     assert consistency["items"] == 10 and consistency["flip_rate"]["value"] == pytest.approx(0.3)
     assert cell["reliability"]["unstable_items"] == ids[:3]
     row = cell["lines"][0]
     assert row["repeats"] == 3 and row["flip_rate"] == pytest.approx(0.3) and row["unstable_items"] == 3
+    assert row["repeat_temperature"] == "temperature 0"
     assert row["flip_rate_low"] < 0.3 < row["flip_rate_high"]
     # confidence = share of the 3 repeats giving the majority: 2/3 on the unstable items, 1 elsewhere;
     # every majority verdict is "yes" as people said, so ECE = 3/10 * |1 - 2/3| = 0.1

@@ -213,6 +213,7 @@ class ReportRow:
     spearman: float | None = None
     mae: float | None = None
     repeats: int | None = None
+    repeat_temperature: str | None = None
     flip_rate: float | None = None
     flip_rate_low: float | None = None
     flip_rate_high: float | None = None
@@ -272,7 +273,7 @@ def report_row(c: AgreementCell, line: Line) -> ReportRow:
         row.spearman, row.mae = rho.spearman.value, rho.mae
     r = c.reliability
     if r is not None and not (c.kind and c.kind.scored):
-        row.repeats = r.repeats
+        row.repeats, row.repeat_temperature = r.repeats, r.temperatures
         if r.consistency is not None:
             row.flip_rate, row.flip_rate_low, row.flip_rate_high = split_estimate(r.consistency.flip_rate)
             row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high = split_estimate(r.consistency.alpha)

@@ -122,8 +122,11 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
     if r.consistency is not None:
         alpha = r.consistency.alpha
         ids = ", ".join(map(str, r.unstable_items[:SHOWN_IDS])) + (" …" if len(r.unstable_items) > SHOWN_IDS else "")
+        at = f" at {r.temperatures}" if r.temperatures else ""
+        by_construction = (" (at temperature 0 repeats agree by construction unless the server samples anyway: "
+                           "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
-            f"consistency over {r.repeats} repeats on {r.consistency.items} items: flip rate "
+            f"consistency over {r.repeats} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
             f"{with_ci(*split_estimate(r.consistency.flip_rate))}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
             + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
