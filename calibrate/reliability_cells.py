@@ -79,12 +79,15 @@ class JudgeReliability:
         """Items with a verdict, a confidence and a human label: what calibration and trust use."""
         return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
 
-    def trust(self, target: float, risk: float) -> Trust:
-        from calibrate.stats.reliability import trust_threshold
+    def trust(self, target: float, risk: float, min_labels: int | None = None) -> Trust:
+        """The confidence threshold of `trust_threshold`, certified only from `min_labels`
+        labelled items (None: `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1)."""
+        from calibrate.stats.reliability import minimum_calibration, trust_threshold
 
         items = self.scored()
-        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
-                               target=target, risk=risk)
+        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items], target=target,
+                               risk=risk,
+                               min_calibration=minimum_calibration(target, risk) if min_labels is None else min_labels)
 
     def as_dict(self) -> dict:
         return {
@@ -230,27 +233,59 @@ def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = N
             for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
 
 
-def accepted_items(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                   judge: str | None = None, gold_from: str | None = None) -> dict[str, dict[int, bool]]:
-    """judge -> item id -> whether that judge's verdict on the item can be accepted without a
-    person: its confidence reaches the threshold `trust_threshold` finds for the item's cell
-    from the human-labelled items (False where no threshold meets the target, or the item has
-    no verdict or confidence)."""
-    out: dict[str, dict[int, bool]] = {}
+@dataclass
+class TrustMarks:
+    """Per judge and item whether the judge's verdict can be accepted without a person, and why
+    no verdict is accepted in the cells where no threshold was certified."""
+
+    accepted: dict[str, dict[int, bool]]  # judge -> item id -> accepted
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (cell and judge, why no threshold)
+
+
+def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustMarks:
+    """Whether each judge's verdict on each item can be accepted without a person: its
+    confidence reaches the threshold `JudgeReliability.trust` certifies for the item's cell from
+    the human-labelled items (no verdict is accepted where none is certified, by default below
+    `minimum_calibration` labelled items, nor where the item has no verdict or confidence).
+    Cells of scored verdicts have no verdict to accept and are left out of the refusals."""
+    out = TrustMarks({})
     for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items():
-        found = JudgeReliability(key, name, kinds.kind(key), items).trust(target, risk)
-        marks = out.setdefault(name, {})
+        found = JudgeReliability(key, name, kinds.kind(key), items).trust(target, risk, min_labels)
+        marks = out.accepted.setdefault(name, {})
         for item in items:
             marks[item.item_id] = bool(found.met and item.verdict is not None and item.confidence is not None
                                        and item.confidence >= found.threshold)
+        kind = kinds.kind(key)
+        if not found.met and found.n and not (kind is not None and kind.scored):
+            out.refused.append((f"{key[0]} {key[1]} ({name})", refusal_words(found)))
     return out
+
+
+def refusal_words(found: Trust) -> str:
+    """Why no threshold was certified, in words that are the same from cell to cell (so they
+    can be said once with the cells they apply to)."""
+    if found.min_calibration is not None and found.n < found.min_calibration:
+        return (f"fewer than {found.min_calibration} labelled items with a confidence, the minimum to certify "
+                "(--min-labels N certifies from fewer; most such certifications are wrong on fresh items)")
+    return str(found.reason).split(":")[0]
+
+
+def accepted_items(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
+                   judge: str | None = None, gold_from: str | None = None,
+                   min_labels: int | None = None) -> dict[str, dict[int, bool]]:
+    """judge -> item id -> whether that judge's verdict on the item can be accepted without a
+    person (`trust_marks`)."""
+    return trust_marks(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
+                       min_labels=min_labels).accepted
 
 
 def escalation_queue(store: Store, kinds: CellKinds, item_ids: list[int], *, judge: str | None = None,
                      target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK) -> list[int]:
     """`item_ids` with the items that need a person first: those whose verdict (from `judge`, or
     from every judge when none is named) cannot be accepted, in the given order; then the items
-    some judge's verdict is accepted on."""
+    some judge's verdict is accepted on. The same rule as `calibrate trust` and the export's
+    trust marks, with the default minimum of labelled items."""
     accepted = {item_id for marks in accepted_items(store, kinds, target=target, risk=risk, judge=judge).values()
                 for item_id, ok in marks.items() if ok}
     return [i for i in item_ids if i not in accepted] + [i for i in item_ids if i in accepted]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from calibrate.stats import correction
+from calibrate.stats import correction, simulated
 from calibrate.stats.correction import (
     MIN_LABELLED,
     Corrected,
@@ -29,10 +29,10 @@ from calibrate.stats.correction import (
     ppi_paired_difference,
     rank,
     rogan_gladen,
-    simulated_coverage,
     stratified_mean,
 )
 from calibrate.stats.intervals import proportion
+from calibrate.stats.simulated import simulated_coverage
 
 
 def cell(seed, accuracy=0.5, se=0.9, sp=0.7, total=1000, n=200, judges=None):
@@ -270,7 +270,7 @@ def test_stratified_coverage_with_20_labels(accuracy, se, sp, total):
 
 def test_simulated_coverage_reads_the_nearest_setting(monkeypatch):
     table = {"stratified": {}, "ppi": {(0.8, 20, (0.95, 0.95), 1000): 0.76}, "ppi_finite": {}, "rogan_gladen": {}}
-    monkeypatch.setattr(correction, "_under_coverage", lambda: table)
+    monkeypatch.setattr(simulated, "_under_coverage", lambda: table)
     assert simulated_coverage("ppi", 0.83, 18, 0.97, 0.93, 1500) == 0.76
     assert simulated_coverage("ppi", 0.83, 60, 0.97, 0.93, 1500) is None  # nearest is 50 labels
     assert simulated_coverage("ppi", 0.83, 18, 0.72, 0.9, 1500) is None  # nearest judge is (.7, .9)
@@ -281,7 +281,7 @@ def test_simulated_coverage_reads_the_nearest_setting(monkeypatch):
 @pytest.mark.parametrize(("method", "estimator"), [("ppi", ppi_mean), ("rogan_gladen", rogan_gladen)])
 def test_intervals_below_93_percent_in_simulation_are_marked_approximate(method, estimator):
     # the table the module reads, written by tests/bench/correction_coverage.py --write
-    table = correction._under_coverage()[method]
+    table = simulated._under_coverage()[method]
     (accuracy, n, (se, sp), total), _ = min(table.items(), key=lambda kv: kv[1])
     marked = 0
     for seed in range(40):
@@ -632,4 +632,5 @@ def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_a
     modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     outside = {m for m in modules if m.split(".")[0] not in sys.stdlib_module_names}
     assert {m.split(".")[0] for m in outside} == {"numpy", "scipy", "calibrate"}
-    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals"}
+    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals",
+                                                               "calibrate.stats.simulated"}

@@ -103,7 +103,7 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     (cell,) = json.loads(Calibrate(tmp_path / "rubric.db")("report", "--format", "json").output)["cells"]
     line = next(line for line in cell["lines"] if line["versus"] == "b")
     assert line["scores"]["score_answer"]["spearman"]["value"] == pytest.approx(1.0)
-    assert line["scores"]["score_answer"]["mae"] == pytest.approx(5.0)
+    assert line["scores"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
     assert cell["ceiling"] is None, "labels that are score pairs are not categories to compute kappa on"
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
 

@@ -29,7 +29,7 @@ def test_demo_c3_rule_and_parser_columns_differ_and_the_report_says_why(demo_db)
         (judge,) = [j for j in cells[("sdm-alpha", "(all)", lang)]["judges"] if j["judge"] == "demo-judge"]
         assert (judge["c3_rule"]["right"], judge["c3_rule"]["n"]) == rule
         assert (judge["parser_unparsed_wrong"]["right"], judge["parser_unparsed_wrong"]["n"]) == parser
-        assert judge["corrected_ppi"]["value"] is None and "at least 10" in judge["corrected_ppi"]["reason"]
+        assert judge["corrected"]["value"] is None and "at least 10" in judge["corrected"]["reason"]
     why = result["why_the_c3_rule_differs"]
     assert any("c3/intonation (en)" in line and "the answer is：yes" in line for line in why)
     assert any("c3/heterograph (zh)" in line and "最终答案为:是" in line for line in why)
@@ -140,14 +140,17 @@ def test_corrected_scores_final_ranking_and_judge_pairs(two_systems_two_judges, 
     cells = {c.key: c for c in result.cells}
     strong = cells[("strong", "c3/lexical", "en")]
     by_judge = {j.judge: j for j in strong.judges}
-    expected = correction.ppi_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
+    expected = correction.stratified_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
     assert by_judge["gpt"].corrected.value == pytest.approx(expected.value)
     assert by_judge["gpt"].corrected.ci == pytest.approx(expected.ci)
+    ppi = correction.ppi_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
+    assert by_judge["gpt"].ppi.value == pytest.approx(ppi.value), "PPI++ stays beside it (JSON)"
     assert by_judge["gpt"].rogan_gladen.value is not None
     assert by_judge["gpt"].plan.half_width == pytest.approx((expected.ci[1] - expected.ci[0]) / 2)
     both = np.stack([verdicts[("strong", "dpsk")], verdicts[("strong", "gpt")]], axis=1)
-    final = correction.ppi_mean(both, labels["strong"], random_sample=True)
+    final = correction.stratified_mean(both, labels["strong"], random_sample=True)
     assert strong.final.judges == ["dpsk", "gpt"] and strong.final.corrected.value == pytest.approx(final.value)
+    assert strong.final.corrected.ci == pytest.approx(final.ci)
     assert strong.final.raw == pytest.approx(np.mean([by_judge[j].c3_rule.value for j in ("dpsk", "gpt")]))
     assert strong.people.value == pytest.approx(np.nanmean(labels["strong"]))
 
