@@ -1333,7 +1333,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @by_option("task,lang")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @out_option
-@click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
+@click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency; "
+              "for rubric scores, Pearson, Kendall, weighted κ and pass/fail κ beside Spearman and MAE.")
 @click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
               show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
               "or count as disagreeing with the person.")
@@ -1357,7 +1358,9 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
-    human–human ceiling on the same items, in five formats."""
+    human–human ceiling on the same items; for rubric scores Spearman, Pearson, Kendall, MAE,
+    weighted κ and pass/fail κ with 95 % intervals; in five formats. An interval simulated to
+    cover less than 93 % in data like these is marked ~ with the figure."""
     from calibrate import report as reports
     from calibrate.reliability_cells import JURY
 
@@ -1399,8 +1402,9 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
 
     Per system × task × language and per system overall: the judge's accuracy three ways (C3's
     own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
-    accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
-    score (mean over judges); the ranking of systems; judge against judge."""
+    accuracy, and the corrected accuracy (stratified by the judge's verdict; Rogan–Gladen
+    beside it) with 95 % intervals; C3's final score (mean over judges); the ranking of
+    systems; judge against judge."""
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 

@@ -74,7 +74,7 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     return TrustTable(target, risk, rows, min_labels)
 
 
-COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts (labels)", "lower bound", "agree", "shortfall"]
+COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lower bound", "agree", "shortfall"]
 
 
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
@@ -114,8 +114,8 @@ def guarantee_words(table: TrustTable) -> list[str]:
         f"A threshold is certified only from {table.min_labels} labelled items on"
         + (f" (--min-labels; the simulated minimum is {fewest}: with fewer, most certifications are wrong on fresh "
            "items)." if table.min_labels < fewest else " (with fewer, most certifications are wrong on fresh items)."),
-        "accepts (labels): the share of labelled items at or above the threshold, and how many: the labels behind "
-        f"it. lower bound: the one-sided {1 - risk:.0%} Clopper-Pearson bound on their agreement, at a threshold the "
+        "accepts: the share of labelled items at or above the threshold and, in brackets, how many: the labels "
+        f"behind it. lower bound: the one-sided {1 - risk:.0%} Clopper-Pearson bound on their agreement, at a threshold the "
         "data chose: not a guarantee. shortfall: with that many labels, an agreement short of the target by less "
         "than this goes unnoticed more than 1 time in 5.",
     ]

@@ -180,3 +180,54 @@ def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
     assert beta["final"]["raw"] == pytest.approx((rule["demo-judge"] + rule["demo-judge-2"]) / 2)
     (pair,) = [p for p in result["judge_pairs"] if p["scope"] == "all items"]
     assert (pair["a"], pair["b"], pair["n"]) == ("demo-judge", "demo-judge-2", 20) and pair["kappa"]["value"] is not None
+
+
+def test_export_c3_statistics_carry_the_final_corrected_score_of_two_judges(two_systems_two_judges, templates):
+    from calibrate.formats.c3 import c3_corrected
+
+    path, _, _ = two_systems_two_judges
+    store = Store(path)
+    per_task, overall = (build_scores(store, templates, by=by, system="strong").cells
+                         for by in (("system", "task", "lang"), ("system", "lang")))
+    store.close()
+    stats = c3_corrected(per_task, overall, "en", ["gpt", "dpsk"])
+    (cell,) = [c for c in overall if c.lang == "en"]
+    final = cell.final.corrected
+    assert stats["overall"]["corrected_accuracy"] == round(final.value, 4)
+    assert stats["overall"]["corrected_ci"] == [round(v, 4) for v in final.ci]
+    assert stats["overall"]["corrected_method"] == "stratified by the judges' mean verdict"
+    assert stats["overall"]["corrected_approximate"] == final.approximate
+    one = c3_corrected(per_task, overall, "en", ["gpt"])["overall"]
+    (gpt,) = [j for j in cell.judges if j.judge == "gpt"]
+    assert one["corrected_accuracy"] == round(gpt.corrected.value, 4) and one["corrected_method"].endswith("judge's verdict")
+
+
+def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_shown(tmp_path, templates):
+    """Rogan-Gladen at accuracy 0.8 with 20 labels and a judge of Se = Sp = 0.95 covered 75 % in
+    tests/bench/correction_coverage.py: the table marks it and says the figure."""
+    for seed in range(50):  # a sample near that setting (the estimates are near the truth)
+        rng = np.random.default_rng(seed)
+        right = rng.random(1000) < 0.8
+        says = np.where(right, rng.random(1000) < 0.95, rng.random(1000) > 0.95)
+        chosen = rng.choice(1000, 20, replace=False)
+        labels = np.full(1000, np.nan)
+        labels[chosen] = right[chosen]
+        if correction.rogan_gladen(says.astype(float), labels, random_sample=True).approximate is not None:
+            break
+    path = tmp_path / "rg.db"
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": str(k), "notation": "n", "response": "r"},
+                                      system="s") for k in range(1000)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="j", status="verdict",
+                                     verdict="yes" if s else "no") for i, s in zip(ids, says, strict=True)])
+    for k in chosen:
+        store.annotate(ids[k], "ana", "label", label="yes" if right[k] else "no")
+    (judge,) = [c for c in build_scores(store, templates, by=("system", "task", "lang")).cells if c.task != "(all)"][0].judges
+    store.close()
+    assert judge.rogan_gladen.value is not None and judge.rogan_gladen.approximate is not None
+    text = Calibrate(path)("scores").output
+    assert "]~" in text and f"Rogan–Gladen: ~ approximate: covers about {round(judge.rogan_gladen.approximate * 100)} % here" \
+        in " ".join(text.split())
+    assert judge.corrected.approximate is None, "the stratified interval keeps 93 % there"
+    markdown = Calibrate(path)("scores", "--format", "markdown").output
+    assert "approximate: covers about" in markdown

@@ -302,6 +302,7 @@ def _scores_table(c: AgreementCell, width: int, wide: bool):
     """A rubric cell: per person and score, Spearman's rho and the MAE with their intervals;
     `wide` adds a table of Pearson, Kendall and the kappas, a statistic a row (80 columns)."""
     from rich.console import Group
+    from rich.text import Text
 
     rows = [row for line in c.lines if line.n for row in line_rows(c, line)]
     headers = ["vs", "n", "scores"] + [f"{STATISTIC_NAMES[name]} [95% CI]" for name in SCORE_COLUMNS]
@@ -312,8 +313,8 @@ def _scores_table(c: AgreementCell, width: int, wide: bool):
         return table
     more = [[safe(v) for v in (row.versus, row.scores or "", STATISTIC_NAMES[name], score_text(row, name))]
             for row in rows for name in STATISTICS if name not in SCORE_COLUMNS]
-    return Group(table, fit_table(["vs", "scores", "statistic", "estimate [95% CI]"], more, width,
-                                  Columns(names=("vs", "scores"))))
+    return Group(table, Text(), fit_table(["vs", "scores", "statistic", "estimate [95% CI]"], more, width,
+                                          Columns(names=("vs", "scores"))))
 
 
 LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "no evidence of a difference": "no evidence"}
