@@ -149,7 +149,7 @@ def _cell(key: tuple[str, str, str], members: list[_Item], target: float,
         corrected = correction.stratified_mean(fj, yj, random_sample=True)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
-        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target)
+        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected)
         if not rows:
             corrected, ppi = replace(corrected, reason=PEOPLE_DECIDE), replace(ppi, reason=PEOPLE_DECIDE)
             rogan_gladen = replace(rogan_gladen, reason=PEOPLE_DECIDE)

@@ -635,9 +635,10 @@ def stratified_labels_needed(
     target: float = 0.05,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
+    now: Corrected | None = None,
 ) -> LabelPlan:
     """Fewest further random human labels after which `stratified_mean`'s half-width is
-    projected to be at most `target`.
+    projected to be at most `target` (`now`: that estimate on these data, when the caller has it).
 
     The half-width now is that of the stratified interval. For n' random labels out of N, the
     post-stratified estimator over the judge-verdict strata (weights W_k = N_k / N) has variance
@@ -650,7 +651,8 @@ def stratified_labels_needed(
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     total = len(y)
-    now = stratified_mean(f2, y, random_sample=random_sample, level=level, min_labelled=min_labelled)
+    if now is None:
+        now = stratified_mean(f2, y, random_sample=random_sample, level=level, min_labelled=min_labelled)
     if now.value is None:
         return LabelPlan(None, None, None, target, now.reason)
     half = (now.ci[1] - now.ci[0]) / 2
