@@ -151,10 +151,11 @@ def test_ac1_interval_is_the_union_of_the_jeffreys_and_quarter_posteriors():
 
 
 def test_ac1_is_marked_approximate_at_few_items_and_high_prevalence():
-    most, least, covered = AC1_APPROXIMATE
+    assert AC1_APPROXIMATE == ((20, 0.95, 0.905), (50, 0.97, 0.905))
     skewed = two_raters(table=np.array([[19, 1], [0, 0]]), labels=["yes", "no"])  # yes at 97.5 %, 20 items
-    assert skewed.ac1.ci is not None and skewed.ac1.approximate == covered and most == 20 and least == 0.95
-    assert two_raters(table=np.array([[20, 1], [0, 0]]), labels=["yes", "no"]).ac1.approximate is None, "21 items"
+    assert skewed.ac1.ci is not None and skewed.ac1.approximate == 0.905
+    assert two_raters(table=np.array([[19, 1], [1, 0]]), labels=["yes", "no"]).ac1.approximate is None, "21 at 95 %"
+    assert two_raters(table=np.array([[49, 1], [0, 0]]), labels=["yes", "no"]).ac1.approximate == 0.905, "50 at 99 %"
     assert two_raters(table=np.array([[17, 1], [1, 1]]), labels=["yes", "no"]).ac1.approximate is None, "yes at 90 %"
 
 

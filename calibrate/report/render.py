@@ -143,8 +143,8 @@ def general_notes(c: AgreementCell) -> list[str]:
         if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
             undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
         if line.stats and line.stats.n and line.stats.ac1.approximate is not None:
-            undefined[f"AC1's interval {marked(line.stats.ac1)} (20 items or fewer, one label at 95 % "
-                      "or more)"].append(line.versus)
+            undefined[f"AC1's interval {marked(line.stats.ac1)} (few items, nearly all of one label)"].append(
+                line.versus)
         notes += score_notes(line)
     notes += [f"vs {', '.join(who)}: {why}" for why, who in undefined.items()]
     alt = c.alt_test
