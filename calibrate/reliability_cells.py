@@ -81,12 +81,15 @@ class JudgeReliability:
         """Items with a verdict, a confidence and a human label: what calibration and trust use."""
         return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
 
-    def trust(self, target: float, risk: float) -> Trust:
-        from calibrate.stats.reliability import trust_threshold
+    def trust(self, target: float, risk: float, min_labels: int | None = None) -> Trust:
+        """The confidence threshold of `trust_threshold`, certified only from `min_labels`
+        labelled items (None: `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1)."""
+        from calibrate.stats.reliability import minimum_calibration, trust_threshold
 
         items = self.scored()
-        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items],
-                               target=target, risk=risk)
+        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items], target=target,
+                               risk=risk,
+                               min_calibration=minimum_calibration(target, risk) if min_labels is None else min_labels)
 
     def as_dict(self) -> dict:
         return {
@@ -263,11 +266,13 @@ def _irregular_items(store: Store, kinds: CellKinds, *, judge: str | None,
 
 
 def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                  judge: str | None = None, gold_from: str | None = None, by_system: bool = False
+                  judge: str | None = None, gold_from: str | None = None, by_system: bool = False,
+                  min_labels: int | None = None
                   ) -> tuple[dict[tuple[tuple[str, str], str, str | None], Trust], dict]:
     """(cell, judge, system) -> the threshold `trust_threshold` finds there from the human-labelled
-    items (system None unless `by_system`), for every cell and judge with a judged item; and the
-    irregular verdicts by (cell, judge), for the trust marks.
+    items (system None unless `by_system`), certified only from `min_labels` labelled items (None:
+    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell and judge with a
+    judged item; and the irregular verdicts by (cell, judge), for the trust marks.
 
     The items with a verdict, a confidence and a gold label are what `JudgeReliability.scored`
     keeps. The store counts them per step of the threshold grid (`Store.confidence_counts`),
@@ -276,8 +281,10 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     exactly the threshold the items' own confidences give."""
     import numpy as np
 
-    from calibrate.stats.reliability import trust_threshold
+    from calibrate.stats.reliability import minimum_calibration, trust_threshold
 
+    if min_labels is None:
+        min_labels = minimum_calibration(target, risk)
     values: dict[tuple, list[tuple[float, bool, int]]] = {}
     words_of: dict[tuple[str, str], dict[str, str]] = {}
     for task, lang, judge_name, system, verdict, gold, n, confidence in store.confidence_counts(judge, gold_from):
@@ -304,7 +311,7 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
         counts = [n for _, _, n in rows]
         confidence = np.repeat(np.array([c for c, _, _ in rows], dtype=float), counts)
         correct = np.repeat(np.array([a for _, a, _ in rows], dtype=bool), counts)
-        found[key] = trust_threshold(confidence, correct, target=target, risk=risk)
+        found[key] = trust_threshold(confidence, correct, target=target, risk=risk, min_calibration=min_labels)
     return found, irregular
 
 
@@ -313,11 +320,13 @@ class TrustMarks:
     """Which judge verdicts can be accepted without a person: per (task, lang, judge) the
     confidence threshold where one meets the target (absent: none does), and the irregular
     verdicts' marks one by one (item id, judge) -> accepted. A regular verdict is accepted when
-    it is parsed and its stored confidence, in [0, 1], reaches its cell's threshold."""
+    it is parsed and its stored confidence, in [0, 1], reaches its cell's threshold. `refused`
+    says why no verdict is accepted in the cells where no threshold was certified."""
 
     thresholds: dict[tuple[str, str, str], float]
     irregular: dict[tuple[int, str], bool]
     judge: str | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (cell and judge, why no threshold)
 
     def accepted(self, item_id: int, task: str, lang: str, judge: str, status: str, confidence: float | None) -> bool:
         """Whether `judge`'s verdict in force on the item (its status and stored confidence) is accepted."""
@@ -329,11 +338,14 @@ class TrustMarks:
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                judge: str | None = None, gold_from: str | None = None) -> TrustMarks:
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustMarks:
     """Which verdicts (from `judge`, or every judge) can be accepted without a person: those
     whose confidence reaches the threshold `trust_by_cell` finds for the item's cell (none where
-    no threshold meets the target, or without a verdict or confidence)."""
-    found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from)
+    no threshold is certified, by default below `minimum_calibration` labelled items, nor
+    without a verdict or confidence). Cells of scored verdicts have no verdict to accept and
+    are left out of the refusals."""
+    found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
+                                     min_labels=min_labels)
     pairs = store.task_langs()
     thresholds = {(task, lang, judge_name): trust.threshold
                   for (key, judge_name, _), trust in found.items() if trust.met
@@ -345,7 +357,19 @@ def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGE
             marks[(item.item_id, judge_name)] = bool(
                 trust is not None and trust.met and item.verdict is not None and item.confidence is not None
                 and item.confidence >= trust.threshold)
-    return TrustMarks(thresholds, marks, judge)
+    refused = [(f"{key[0]} {key[1]} ({judge_name})", refusal_words(trust))
+               for (key, judge_name, _), trust in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+               if not trust.met and trust.n and not kinds.scored(key)]
+    return TrustMarks(thresholds, marks, judge, refused)
+
+
+def refusal_words(found: Trust) -> str:
+    """Why no threshold was certified, in words that are the same from cell to cell (so they
+    can be said once with the cells they apply to)."""
+    if found.min_calibration is not None and found.n < found.min_calibration:
+        return (f"fewer than {found.min_calibration} labelled items with a confidence, the minimum to certify "
+                "(--min-labels N certifies from fewer; most such certifications are wrong on fresh items)")
+    return str(found.reason).split(":")[0]
 
 
 # -- the jury ------------------------------------------------------------------------------------

@@ -183,7 +183,8 @@ def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, o
             pairs[(counted_as, label)] = pairs.get((counted_as, label), 0) + n
     labels = list(kind.labels) if kind else []
     table, labels = _pair_table(pairs, labels)
-    stats = two_raters(table=table, labels=labels, resamples=options.resamples)
+    person = "the gold label" if versus == gold_name(options) else versus
+    stats = two_raters(table=table, labels=labels, resamples=options.resamples, raters=("the judge", person))
     plan = items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width) if stats.kappa.value is not None else None
     line = Line(versus, stats=stats, unparsed=sum(unparsed.values()), more_items=plan)
     if kind is not None and kind.positive is not None and stats.n:
