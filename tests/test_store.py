@@ -20,7 +20,7 @@ SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0004_systems", "0005_audio",
               "0006_judgment_samples", "0007_import_runs", "0008_counts_in_force", "0009_cleanup_indexes",
               "0010_run_leases", "0011_judge_runs", "0013_inspect", "0014_irregular_verdicts",
-              "0015_verdicts_by_majority"]
+              "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -307,7 +307,7 @@ def test_the_verdict_in_force_of_repeats_is_their_majority_through_every_kind_of
     """After any sequence of judgments (two configurations, three sample indexes, parsed,
     unparsed and failed samples, scores), re-parses and removals, each item's verdict in force is
     what the Python reference (tests/majority_reference.py) computes from its judgments."""
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
     from tests.majority_reference import in_force
@@ -319,8 +319,10 @@ def test_the_verdict_in_force_of_repeats_is_their_majority_through_every_kind_of
     step = st.one_of(st.tuples(st.just("judge"), judgment), st.tuples(st.just("reparse"), st.integers(0, 50), verdicts),
                      st.tuples(st.just("remove"), st.integers(0, 50)))
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=150, deadline=None, derandomize=True)
     @given(st.lists(step, min_size=1, max_size=25))
+    @example([("judge", (0, "k1", 0, "verdict", "yes")), ("judge", (0, "k1", 1, "verdict", "yes")),
+              ("judge", (0, "k1", 0, "verdict", "no")), ("remove", 1)])  # the last repeat removed: one sample left
     def check(steps):
         store = Store(":memory:")
         ids, _ = store.add_items(items(3), with_ids=True)
