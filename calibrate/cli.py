@@ -1011,7 +1011,10 @@ def annotate_options(command):
                      help=f"The queue's order: {', '.join(ORDERS)}. Items you skip come back once, after the rest "
                           "of the queue. "
                           "informative: next the label that most narrows the corrected scores' intervals "
-                          "(cells with wide intervals and contested verdicts first; random within a cell)."),
+                          "(cells with wide intervals and contested verdicts first; random within a cell). "
+                          "escalate: first the items whose judge verdict `trust` cannot accept (none in a cell "
+                          "with fewer labelled items than its minimum, 198 at the defaults; said when the app "
+                          "closes)."),
         click.option("--overlap", type=click.IntRange(1), default=1, show_default=True,
                      help="How many different annotators each item should get (2+ for human-human agreement)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random and stratified orders."),
@@ -1051,6 +1054,16 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
+    if order == "escalate":
+        from calibrate.cells import CellKinds
+        from calibrate.reliability_cells import trust_marks
+
+        store = Store(ctx.db_path, read_only=True)
+        try:
+            say_trust_refusals(trust_marks(store, CellKinds(ctx.templates, BY_CHOICES), judge=judge),
+                               "the escalate order sent all their items to people first")
+        finally:
+            store.close()
 
 
 @cli.command(name="serve", database=WRITES)
@@ -1186,6 +1199,11 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         system_prompt=system_prompt.read_text(encoding="utf-8") if system_prompt else None,
         extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
+    if repeat > 1 and not reasoning and not config.temperature:
+        err_console.print(safe_text(
+            f"warning: --repeat {repeat} at temperature 0: the repeats will agree by construction unless the server "
+            "samples anyway, so they measure little consistency and their majority adds nothing; give --temperature "
+            "(e.g. 0.7) to sample", style="yellow"))
     summary = RunSummary()
     if import_batch:
         read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
@@ -1320,7 +1338,8 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @by_option("task,lang")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @out_option
-@click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency.")
+@click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency; "
+              "for rubric scores, Pearson, Kendall, weighted κ and pass/fail κ beside Spearman and MAE.")
 @click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
               show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
               "or count as disagreeing with the person.")
@@ -1344,7 +1363,9 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     """Judge-vs-human agreement per task × language.
 
     κ, AC1 and agreement with 95 % intervals, sensitivity and specificity, beside the
-    human–human ceiling on the same items, in five formats."""
+    human–human ceiling on the same items; for rubric scores Spearman, Pearson, Kendall, MAE,
+    weighted κ and pass/fail κ with 95 % intervals; in five formats. An interval simulated to
+    cover less than 93 % in data like these is marked ~ with the figure."""
     from calibrate import report as reports
     from calibrate.reliability_cells import JURY
 
@@ -1386,14 +1407,37 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
 
     Per system × task × language and per system overall: the judge's accuracy three ways (C3's
     own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
-    accuracy, and the corrected accuracy (PPI++, Rogan–Gladen) with 95 % intervals; C3's final
-    score (mean over judges); the ranking of systems; judge against judge."""
+    accuracy, and the corrected accuracy (stratified by the judge's verdict; Rogan–Gladen
+    beside it) with 95 % intervals; C3's final score (mean over judges); the ranking of
+    systems; judge against judge."""
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 
     check_filters(ctx, system=system, judge=judge)
     result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
+
+
+def min_labels_option(what: str):
+    """--min-labels of `trust` and the export's trust marks (the default is
+    `calibrate.stats.reliability.minimum_calibration`, computed where the statistics are loaded)."""
+    return click.option("--min-labels", type=click.IntRange(0), default=None, metavar="N",
+                        help=f"{what}. [default: 9 × the fewest the exact test can certify at --target and --risk, "
+                             "198 at 0.9 and 0.1, chosen by simulation: with fewer, most certifications are wrong on "
+                             "fresh items]")
+
+
+def say_trust_refusals(marks, consequence: str) -> None:
+    """Where no confidence threshold was certified (too few labelled items, or the target not
+    met), say so on stderr, each reason once with its cells: a mark never changes silently."""
+    from calibrate.fit import said_once
+
+    if not marks.refused:
+        return
+    err_console.print(safe_text(f"no confidence threshold certified in {counted(len(marks.refused), 'cell')} "
+                                f"({consequence}; see calibrate trust):", style="yellow"))
+    for line in said_once(marks.refused):
+        err_console.print(safe_text(f"  {line}"))
 
 
 @cli.command(name="trust", database=READS)
@@ -1406,19 +1450,23 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True)
+@min_labels_option("Certify a threshold only from N labelled items (0: from as few as the test allows)")
 @out_option
 @pass_ctx
-def trust_command(ctx, target, risk, judge, by, gold_from, fmt, out):
+def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out):
     """The confidence above which a judge's verdicts can be accepted without a person.
 
     Per cell and judge, from the human-labelled items: the threshold, the share of items it
-    accepts and the agreement with people it guarantees at this risk (fixed-sequence testing
-    with an exact binomial bound; Jung et al., ICLR 2025), or that no threshold meets the target."""
+    accepts and how many labels stand behind it, the lower bound on their agreement, and the
+    smallest shortfall that many labels could detect (fixed-sequence testing with an exact
+    binomial bound; Jung et al., ICLR 2025), or why no threshold is certified. The guarantee:
+    repeating the calibration on fresh labelled items, at most a share `risk` of the
+    repetitions would certify a threshold where the judge misses the target."""
     from calibrate import trust
 
     check_filters(ctx, judge=judge)
     result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
-                               gold_from=gold_from)
+                               gold_from=gold_from, min_labels=min_labels)
     if not result.rows:
         raise click.ClickException(f"no judge verdicts with a yes/no or label verdict in {ctx.db_path}: "
                                    "run calibrate judge first")
@@ -1488,8 +1536,9 @@ def merge_command(ctx, other):
               show_default=True, help="Trust marks: agreement with people an accepted verdict must reach (see `trust`).")
 @click.option("--risk", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_RISK,
               show_default=True, help="Trust marks: the risk allowed (see `trust`).")
+@min_labels_option("Trust marks: no verdict is accepted in a cell with fewer labelled items (see `trust`)")
 @click.pass_context
-def export_group(click_ctx, fmt, out, system, target, risk):
+def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
     Items with every annotator's label, the consolidated (majority) label, judge verdicts,
@@ -1506,7 +1555,8 @@ def export_group(click_ctx, fmt, out, system, target, risk):
     if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
-    marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk)
+    marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
+    say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
     if out:
         with out.open("w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.store, handle, system, marks)

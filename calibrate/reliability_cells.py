@@ -108,6 +108,7 @@ class JudgeReliability:
     judge: str
     kind: VerdictKind | None
     repeats: int = 1  # the most samples any item has
+    temperatures: str | None = None  # the temperature(s) the repeats were asked at, in words
     consistency: Consistency | None = None
     unstable_items: list[int] = field(default_factory=list)  # item ids whose repeats disagree
     calibration: Calibration | None = None
@@ -241,7 +242,9 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
     import numpy as np
 
     polar = [g for g in verdicts.groups if kind.polarity(g.verdict) and kind.polarity(g.human)]
-    sized = [g for g in polar if g.length is not None]
+    # in one order whatever the reading order (the fit's iterations, near separation, depend on it)
+    sized = sorted((g for g in polar if g.length is not None),
+                   key=lambda g: (kind.polarity(g.verdict) == POSITIVE, kind.polarity(g.human) == POSITIVE, g.length))
     if sized:
         counts = [g.n for g in sized]
         result.length = length_bias(np.repeat([kind.polarity(g.verdict) == POSITIVE for g in sized], counts),
@@ -291,13 +294,18 @@ def _irregular_items(store: Store, kinds: CellKinds, *, judge: str | None,
 
 
 def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                  judge: str | None = None, gold_from: str | None = None, by_system: bool = False
+                  judge: str | None = None, gold_from: str | None = None, by_system: bool = False,
+                  min_labels: int | None = None
                   ) -> tuple[dict[tuple[tuple[str, str], str, str | None], Trust], dict]:
     """(cell, judge, system) -> the threshold `trust_threshold` finds there from the items with a
     verdict, a confidence and a gold label (`JudgeVerdicts.scored`; system None unless
-    `by_system`), for every cell, judge and system with a judged item; and the irregular
-    verdicts by (cell, judge), for the trust marks."""
-    from calibrate.stats.reliability import trust_threshold
+    `by_system`), certified only from `min_labels` labelled items (None:
+    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
+    with a judged item; and the irregular verdicts by (cell, judge), for the trust marks."""
+    from calibrate.stats.reliability import minimum_calibration, trust_threshold
+
+    if min_labels is None:
+        min_labels = minimum_calibration(target, risk)
 
     gathered = gather(store, kinds, judge=judge, gold_from=gold_from)
     judged: dict[tuple[tuple[str, str], str], set[str]] = {}
@@ -307,12 +315,14 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     found = {}
     for (key, judge_name), verdicts in gathered.items():
         if not by_system:
-            found[(key, judge_name, None)] = trust_threshold(*verdicts.scored(), target=target, risk=risk)
+            found[(key, judge_name, None)] = trust_threshold(*verdicts.scored(), target=target, risk=risk,
+                                                             min_calibration=min_labels)
             continue
         systems = (judged.get((key, judge_name), set()) | {g.system or NO_SYSTEM for g in verdicts.groups}
                    | {i.system or NO_SYSTEM for i in verdicts.irregular})
         for system in sorted(systems):
-            found[(key, judge_name, system)] = trust_threshold(*verdicts.scored(system), target=target, risk=risk)
+            found[(key, judge_name, system)] = trust_threshold(*verdicts.scored(system), target=target, risk=risk,
+                                                               min_calibration=min_labels)
     return found, {cell: verdicts.irregular for cell, verdicts in gathered.items() if verdicts.irregular}
 
 
@@ -321,11 +331,13 @@ class TrustMarks:
     """Which judge verdicts can be accepted without a person: per (task, lang, judge) the
     confidence threshold where one meets the target (absent: none does), and the irregular
     verdicts' marks one by one (item id, judge) -> accepted. A regular verdict is accepted when
-    it is parsed and its stored confidence, in [0, 1], reaches its cell's threshold."""
+    it is parsed and its stored confidence, in [0, 1], reaches its cell's threshold. `refused`
+    says why no verdict is accepted in the cells where no threshold was certified."""
 
     thresholds: dict[tuple[str, str, str], float]
     irregular: dict[tuple[int, str], bool]
     judge: str | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (cell and judge, why no threshold)
 
     def accepted(self, item_id: int, task: str, lang: str, judge: str, status: str, confidence: float | None) -> bool:
         """Whether `judge`'s verdict in force on the item (its status and stored confidence) is accepted."""
@@ -337,11 +349,14 @@ class TrustMarks:
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                judge: str | None = None, gold_from: str | None = None) -> TrustMarks:
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustMarks:
     """Which verdicts (from `judge`, or every judge) can be accepted without a person: those
     whose confidence reaches the threshold `trust_by_cell` finds for the item's cell (none where
-    no threshold meets the target, or without a verdict or confidence)."""
-    found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from)
+    no threshold is certified, by default below `minimum_calibration` labelled items, nor
+    without a verdict or confidence). Cells of scored verdicts have no verdict to accept and
+    are left out of the refusals."""
+    found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
+                                     min_labels=min_labels)
     pairs = store.task_langs()
     thresholds = {(task, lang, judge_name): trust.threshold
                   for (key, judge_name, _), trust in found.items() if trust.met
@@ -353,7 +368,19 @@ def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGE
             marks[(item.item_id, judge_name)] = bool(
                 trust is not None and trust.met and item.verdict is not None and item.confidence is not None
                 and item.confidence >= trust.threshold)
-    return TrustMarks(thresholds, marks, judge)
+    refused = [(f"{key[0]} {key[1]} ({judge_name})", refusal_words(trust))
+               for (key, judge_name, _), trust in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
+               if not trust.met and trust.n and not kinds.scored(key)]
+    return TrustMarks(thresholds, marks, judge, refused)
+
+
+def refusal_words(found: Trust) -> str:
+    """Why no threshold was certified, in words that are the same from cell to cell (so they
+    can be said once with the cells they apply to)."""
+    if found.min_calibration is not None and found.n < found.min_calibration:
+        return (f"fewer than {found.min_calibration} labelled items with a confidence, the minimum to certify "
+                "(--min-labels N certifies from fewer; most such certifications are wrong on fresh items)")
+    return str(found.reason).split(":")[0]
 
 
 # -- the jury ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from calibrate.audio import PLAYER_HINT, Playback, audio_url, find_player
@@ -47,6 +47,7 @@ class ItemView:
     notes: list[str]
     audio: list[AudioClip] = field(default_factory=list)
     problem: str | None = None  # why this item cannot be labelled (no template, fields of the wrong type)
+    repeats: list[tuple[str, str | None]] = field(default_factory=list)  # (status, verdict) of each sample, with repeats
 
     @property
     def playable(self) -> list[AudioClip]:
@@ -345,12 +346,29 @@ class AnnotationSession:
         # one character more than a page, so the view can tell that the output goes on
         judgments = self.store.judgments_for_item(item_id, self.judge, output_chars=PAGE_CHARS + 1)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
+        judgment, repeats = self._in_force(item_id, judgment, judgments)
         choices = template.kind.labels
         audio = self.store.item_audio(item_id)
         if self.audio_root is not None:
             audio = [clip.moved_to(self.audio_root) for clip in audio]
         return ItemView(item, template, judgment, choices, self.store.current_label(item_id, self.annotator),
-                        self.store.note_texts(item_id), audio, problem)
+                        self.store.note_texts(item_id), audio, problem, repeats)
+
+    def _in_force(self, item_id: int, shown: Judgment | None, judgments: list[Judgment]):
+        """The judgment to show as the judge's verdict, and its samples when it has repeats: under
+        `judge --repeat` the verdict in force is the majority of the samples (a tie or no parsed
+        sample: unparsed, with the reason), shown on the judgment that gave it; without repeats
+        `shown` itself. A verdict in force that is an error leaves `shown` (the newest answer)."""
+        if shown is None:
+            return None, []
+        in_force = self.store.verdict_in_force(item_id, shown.judge_name)
+        if in_force is None or in_force["status"] == "error":
+            return shown, []
+        base = next((j for j in judgments if j.id == in_force["judgment_id"]), shown)
+        judgment = replace(base, status=in_force["status"], verdict=in_force["verdict"],
+                           unparsed_reason=in_force["reason"] or base.unparsed_reason)
+        samples = self.store.samples_in_force(item_id, shown.judge_name)
+        return judgment, [(status, verdict) for _, status, verdict in samples] if len(samples) > 1 else []
 
     # -- listening ---------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, fields
 from calibrate.cells import CellKinds
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, hanging, said_once
-from calibrate.reliability_cells import trust_by_cell
-from calibrate.stats.reliability import Trust
+from calibrate.reliability_cells import refusal_words, trust_by_cell
+from calibrate.stats.reliability import Trust, minimum_calibration
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -39,27 +39,32 @@ class TrustRow:
 
 @dataclass
 class TrustTable:
-    """Every cell's row, with the target and risk they were found at."""
+    """Every cell's row, with the target and risk they were found at and the fewest labelled
+    items a threshold was certified from."""
 
     target: float
     risk: float
     rows: list[TrustRow]
+    min_labels: int
 
 
 def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], target: float, risk: float,
-                judge: str | None = None, gold_from: str | None = None) -> TrustTable:
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustTable:
     """The threshold of every judge in every categorical cell `by` names (scored cells have no
-    verdict to accept or escalate)."""
+    verdict to accept or escalate), certified only from `min_labels` labelled items (None:
+    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1)."""
+    if min_labels is None:
+        min_labels = minimum_calibration(target, risk)
     kinds = CellKinds(templates, by)
     found, _ = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
-                             by_system="system" in by)
+                             by_system="system" in by, min_labels=min_labels)
     rows = [TrustRow(system, key[0], key[1], name, trust) for (key, name, system), trust in found.items()
             if not kinds.scored(key)]
     rows.sort(key=lambda r: (r.system or "", r.task, r.lang, r.judge))
-    return TrustTable(target, risk, rows)
+    return TrustTable(target, risk, rows, min_labels)
 
 
-COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"]
+COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lower bound", "agree", "shortfall"]
 
 
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
@@ -71,26 +76,51 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
     for r in table.rows:
         t = r.found
         if t.met:
-            values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.guaranteed:.3f}", f"{t.agreement:.3f}"]
+            values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.lower_bound:.3f}",
+                      f"{t.agreement:.3f}", f"{t.shortfall:.3f}"]
         else:
-            values = ["—"] * 4
-            refused.append((f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})", t.reason))
+            values = ["—"] * 5
+            refused.append((f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})",
+                            refusal_words(t)))
         body.append(([r.system] if by_system else []) + [r.task, r.lang, r.judge, str(t.n), *values])
     return columns, body, said_once(refused)
 
 
-def _heading(table: TrustTable) -> str:
-    return (f"accept a judge's verdict when its confidence reaches the threshold: agreement with people "
-            f">= {table.target:g}, guaranteed with probability {1 - table.risk:g}")
+def _one_in(risk: float) -> str:
+    """A risk as people say it: 1 in 10, or 2.5 %."""
+    share = 1 / risk
+    return f"1 in {round(share)}" if abs(share - round(share)) < 1e-9 else f"{risk:.1%}"
+
+
+def guarantee_words(table: TrustTable) -> list[str]:
+    """What `trust` guarantees and what its columns mean, in plain words."""
+    target, risk, fewest = table.target, table.risk, minimum_calibration(table.target, table.risk)
+    words = [
+        "Accept a judge's verdict when its confidence reaches the threshold.",
+        f"Guarantee: were this calibration repeated on a fresh random sample of labelled items, at most "
+        f"{_one_in(risk)} of the repetitions would certify a threshold at which the judge agrees with people less "
+        f"than {target:.0%} of the time. A property of the procedure over calibration samples, not the chance that "
+        "this threshold is right.",
+        f"A threshold is certified only from {table.min_labels} labelled items on"
+        + (f" (--min-labels; the simulated minimum is {fewest}: with fewer, most certifications are wrong on fresh "
+           "items)." if table.min_labels < fewest else " (with fewer, most certifications are wrong on fresh items)."),
+        "accepts: the share of labelled items at or above the threshold and, in brackets, how many: the labels "
+        f"behind it. lower bound: the one-sided {1 - risk:.0%} Clopper-Pearson bound on their agreement, at a threshold the "
+        "data chose: not a guarantee. shortfall: with that many labels, an agreement short of the target by less "
+        "than this goes unnoticed more than 1 time in 5.",
+    ]
+    return words
 
 
 def render_table(table: TrustTable, console) -> None:
     """The terminal table, fitted to the console's width (calibrate.fit: a heading per cell
-    where the whole row does not fit), and each reason a target cannot be met, once."""
+    where the whole row does not fit), the guarantee in words, and each reason a target cannot
+    be met, once."""
     if not table.rows:
         console.print("no judge verdicts to assess")
         return
-    console.print(hanging(_heading(table), console.width), soft_wrap=False)
+    for paragraph in guarantee_words(table):
+        console.print(hanging(paragraph, console.width), soft_wrap=False)
     columns, body, refused = _cells(table)
     keys = [name for name in columns if name in ("system", "task", "lang")]
     how = Columns(names=("system", "task", "judge"), right=tuple(columns[len(keys) + 1 :]), keys=len(keys))
@@ -116,7 +146,8 @@ def render_csv(table: TrustTable) -> str:
 
 def render_markdown(table: TrustTable) -> str:
     columns, body, refused = _cells(table)
-    out = ["# Trust or escalate", "", _heading(table), "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out = ["# Trust or escalate", "", *(f"{markdown_safe(p)}\n" for p in guarantee_words(table)),
+           "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     out += ["| " + " | ".join(markdown_safe(v) for v in row) + " |" for row in body]
     if refused:
         out += ["", *(f"- {markdown_safe(line)}" for line in refused)]

@@ -17,6 +17,12 @@ WHERE i.current = 1 AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = i.i
 CREATE VIEW current_labels AS
 SELECT item_id, annotator, label, action, judgment_id, decided_at AS created_at
 FROM labels_in_force;
+CREATE VIEW samples_in_force AS
+SELECT s.* FROM judgments s
+WHERE s.id = (SELECT max(k.id) FROM judgments k
+              WHERE k.judge_key = s.judge_key AND k.item_id = s.item_id AND k.sample = s.sample)
+  AND s.judge_key = (SELECT k.judge_key FROM judgments k
+                     WHERE k.item_id = s.item_id AND k.judge_name = s.judge_name ORDER BY k.id DESC LIMIT 1);
 CREATE VIEW verdict_set_rows AS
 SELECT c.id AS item_id, c.task, c.lang, c.system,
        (SELECT group_concat(v.judge_name || char(31) || CASE WHEN v.status = 'verdict' THEN 'v' || v.verdict ELSE 'u' END,
@@ -24,6 +30,50 @@ SELECT c.id AS item_id, c.task, c.lang, c.system,
         FROM verdicts_in_force v WHERE v.item_id = c.id AND v.status != 'error') AS verdicts
 FROM counted_items c
 WHERE EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = c.id AND v.status != 'error');
+CREATE VIEW verdicts_by_majority AS
+SELECT item_id, judge_name,
+       CASE WHEN samples > 1 AND mean IS NOT NULL THEN top_id
+            WHEN top_n > second_n THEN top_id ELSE newest END AS judgment_id,
+       CASE WHEN samples > 1 AND mean IS NOT NULL THEN 'verdict'
+            WHEN top_n > second_n THEN 'verdict'
+            WHEN samples = 1 THEN newest_status
+            WHEN top_n > 0 THEN 'unparsed'
+            WHEN errors = samples THEN 'error'
+            ELSE 'unparsed' END AS status,
+       CASE WHEN samples > 1 AND mean IS NOT NULL THEN mean
+            WHEN top_n > second_n THEN top_verdict END AS verdict,
+       CASE WHEN samples = 1 OR top_n > second_n OR mean IS NOT NULL THEN NULL
+            WHEN top_n > 0 THEN printf('the %d repeats tie: %d each for the most frequent verdicts', samples, top_n)
+            WHEN errors = samples THEN printf('all %d repeats failed', samples)
+            ELSE printf('none of the %d repeats gave a verdict', samples) END AS reason
+FROM (
+    SELECT n.item_id, n.judge_name, n.id AS newest, n.status AS newest_status,
+           (SELECT count(*) FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name) AS samples,
+           (SELECT count(*) FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'error') AS errors,
+           (SELECT s.verdict FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
+            GROUP BY s.verdict ORDER BY count(*) DESC, max(s.id) DESC LIMIT 1) AS top_verdict,
+           coalesce((SELECT count(*) FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
+            GROUP BY s.verdict ORDER BY count(*) DESC, max(s.id) DESC LIMIT 1), 0) AS top_n,
+           (SELECT max(s.id) FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
+            GROUP BY s.verdict ORDER BY count(*) DESC, max(s.id) DESC LIMIT 1) AS top_id,
+           coalesce((SELECT count(*) FROM samples_in_force s
+            WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
+            GROUP BY s.verdict ORDER BY count(*) DESC, max(s.id) DESC LIMIT 1 OFFSET 1), 0) AS second_n,
+           (SELECT CASE WHEN count(*) > 0 THEN json_group_object(key, mean) END FROM (
+                SELECT e.key AS key, avg(e.value) AS mean
+                FROM samples_in_force s,
+                     json_each(CASE WHEN json_valid(s.verdict) AND json_type(s.verdict) = 'object' THEN s.verdict
+                               ELSE '{}' END) e
+                WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
+                GROUP BY e.key)) AS mean
+    FROM judgments n
+    WHERE n.id = (SELECT max(k.id) FROM judgments k WHERE k.item_id = n.item_id AND k.judge_name = n.judge_name)
+);
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
@@ -124,29 +174,69 @@ BEGIN
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
 CREATE TRIGGER judgment_added AFTER INSERT ON judgments
+WHEN NOT EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+                 WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
 BEGIN
     DELETE FROM verdicts_in_force
     WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id < new.id;
     INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
     VALUES (new.item_id, new.judge_name, new.id, new.status, new.verdict);
 END;
+CREATE TRIGGER judgment_added_to_repeats AFTER INSERT ON judgments
+WHEN EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+             WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
+BEGIN
+    DELETE FROM verdicts_in_force WHERE item_id = new.item_id AND judge_name = new.judge_name;
+    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict, reason)
+    SELECT item_id, judge_name, judgment_id, status, verdict, reason FROM verdicts_by_majority
+    WHERE item_id = new.item_id AND judge_name = new.judge_name;
+END;
 CREATE TRIGGER judgment_removed AFTER DELETE ON judgments
+WHEN NOT EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+                 WHERE r.item_id = old.item_id AND r.judge_name = old.judge_name AND r.sample > 0)
 BEGIN
     DELETE FROM verdicts_in_force
-    WHERE item_id = old.item_id AND judge_name = old.judge_name AND judgment_id = old.id;
+    WHERE item_id = old.item_id AND judge_name = old.judge_name
+      AND NOT EXISTS (SELECT 1 FROM judgments j
+                      WHERE j.id = verdicts_in_force.judgment_id
+                        AND j.id = (SELECT max(k.id) FROM judgments k
+                                    WHERE k.item_id = old.item_id AND k.judge_name = old.judge_name)
+                        AND j.status IS verdicts_in_force.status AND j.verdict IS verdicts_in_force.verdict
+                        AND verdicts_in_force.reason IS NULL);
     INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
     SELECT item_id, judge_name, id, status, verdict FROM judgments
     WHERE item_id = old.item_id AND judge_name = old.judge_name ORDER BY id DESC LIMIT 1
     ON CONFLICT DO NOTHING;
 END;
+CREATE TRIGGER judgment_removed_from_repeats AFTER DELETE ON judgments
+WHEN EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+             WHERE r.item_id = old.item_id AND r.judge_name = old.judge_name AND r.sample > 0)
+BEGIN
+    DELETE FROM verdicts_in_force WHERE item_id = old.item_id AND judge_name = old.judge_name;
+    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict, reason)
+    SELECT item_id, judge_name, judgment_id, status, verdict, reason FROM verdicts_by_majority
+    WHERE item_id = old.item_id AND judge_name = old.judge_name;
+END;
 CREATE TRIGGER judgment_reparsed AFTER UPDATE OF status, verdict ON judgments
-WHEN old.status IS NOT new.status OR old.verdict IS NOT new.verdict
+WHEN (old.status IS NOT new.status OR old.verdict IS NOT new.verdict)
+ AND NOT EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+                 WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
 BEGIN
     DELETE FROM verdicts_in_force
     WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id = new.id;
     INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
     SELECT new.item_id, new.judge_name, new.id, new.status, new.verdict
     WHERE NOT EXISTS (SELECT 1 FROM judgments WHERE item_id = new.item_id AND judge_name = new.judge_name AND id > new.id);
+END;
+CREATE TRIGGER judgment_reparsed_in_repeats AFTER UPDATE OF status, verdict ON judgments
+WHEN (old.status IS NOT new.status OR old.verdict IS NOT new.verdict)
+ AND EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
+             WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
+BEGIN
+    DELETE FROM verdicts_in_force WHERE item_id = new.item_id AND judge_name = new.judge_name;
+    INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict, reason)
+    SELECT item_id, judge_name, judgment_id, status, verdict, reason FROM verdicts_by_majority
+    WHERE item_id = new.item_id AND judge_name = new.judge_name;
 END;
 CREATE TRIGGER label_in_force_added AFTER INSERT ON labels_in_force
 BEGIN
@@ -472,7 +562,7 @@ CREATE TABLE verdicts_in_force (
     judge_name TEXT NOT NULL,
     judgment_id INTEGER NOT NULL REFERENCES judgments (id),
     status TEXT NOT NULL,
-    verdict TEXT,
+    verdict TEXT, reason TEXT,
     PRIMARY KEY (item_id, judge_name)
 ) WITHOUT ROWID;
 CREATE INDEX annotations_by_annotator ON annotations (annotator, id);

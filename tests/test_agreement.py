@@ -10,11 +10,21 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from calibrate.stats.agreement import (
+    AC1_APPROXIMATE,
+    TOO_UNCERTAIN,
+    ac1_from_tables,
     confusion,
     interpret_kappa,
     items_for_half_width,
+    kappa_band,
     kappa_from_tables,
     two_raters,
+)
+from calibrate.stats.intervals import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    estimate_from_draws,
+    posterior_tables,
 )
 
 
@@ -110,6 +120,43 @@ def test_degenerate_cells_have_a_value_or_a_reason_never_nan(a, b, reason):
     text = json.dumps(result.as_dict(), allow_nan=False)  # raises on NaN or inf
     assert reason in text
     assert result.kappa.value is None or np.isfinite(result.kappa.value)
+
+
+def test_reasons_name_the_raters_and_the_class():
+    result = two_raters(["yes"] * 5, ["yes", "no", "yes", "no", "yes"], ["yes", "no"], raters=("the judge", "ana"))
+    assert result.kappa.reason == "the judge used a single class ('yes'): kappa is 0 by construction"
+
+
+@pytest.mark.parametrize(("value", "ci", "words"), [
+    (0.7, (0.55, 0.83), "substantial"),  # moderate to almost perfect: the neighbours of the band
+    (0.5, (0.45, 0.58), "moderate"),
+    (1.0, (-0.09, 1.0), f"{TOO_UNCERTAIN} (poor to almost perfect)"),  # three agreeing items
+    (0.3, (0.05, 0.65), f"{TOO_UNCERTAIN} (slight to substantial)"),
+    (0.7, (0.35, 0.83), f"{TOO_UNCERTAIN} (fair to almost perfect)"),
+    (0.5, None, f"{TOO_UNCERTAIN} (no interval)"),
+    (None, None, "undefined"),
+])
+def test_a_band_is_named_only_where_the_interval_can_tell_it(value, ci, words):
+    assert kappa_band(value, ci) == words
+
+
+def test_ac1_interval_is_the_union_of_the_jeffreys_and_quarter_posteriors():
+    table = np.array([[30, 4], [3, 13]])
+    result = two_raters(table=table, labels=["yes", "no"])
+    value = float(ac1_from_tables(table))
+    cis = [estimate_from_draws(value, ac1_from_tables(posterior_tables(table, DEFAULT_RESAMPLES, DEFAULT_SEED, prior))).ci
+           for prior in (0.5, 0.25)]
+    assert result.ac1.ci == pytest.approx((min(c[0] for c in cis), max(c[1] for c in cis)))
+    assert result.ac1.approximate is None
+
+
+def test_ac1_is_marked_approximate_at_few_items_and_high_prevalence():
+    assert AC1_APPROXIMATE == ((20, 0.95, 0.905), (50, 0.97, 0.905))
+    skewed = two_raters(table=np.array([[19, 1], [0, 0]]), labels=["yes", "no"])  # yes at 97.5 %, 20 items
+    assert skewed.ac1.ci is not None and skewed.ac1.approximate == 0.905
+    assert two_raters(table=np.array([[19, 1], [1, 0]]), labels=["yes", "no"]).ac1.approximate is None, "21 at 95 %"
+    assert two_raters(table=np.array([[49, 1], [0, 0]]), labels=["yes", "no"]).ac1.approximate == 0.905, "50 at 99 %"
+    assert two_raters(table=np.array([[17, 1], [1, 1]]), labels=["yes", "no"]).ac1.approximate is None, "yes at 90 %"
 
 
 def test_confusion_and_vectorised_kappa_agree():

@@ -299,7 +299,7 @@ def test_judgments_on_generation_items_are_never_judge_evidence(calibrate, tmp_p
     cells = {c["task"]: c for c in json.loads(calibrate("scores", "--format", "json").output)["cells"]}
     (dpsk,) = [j for j in cells["c3/generation"]["judges"] if j["judge"] == "dpsk"]
     assert dpsk["judged"] == 0 and dpsk["c3_rule"] == {"right": 1, "n": 3, "accuracy": 1 / 3}
-    assert dpsk["corrected_ppi"]["value"] is None and "people decide these items" in dpsk["corrected_ppi"]["reason"]
+    assert dpsk["corrected"]["value"] is None and "people decide these items" in dpsk["corrected"]["reason"]
     assert dpsk["more_labels_for_target"] is None
     lines = tmp_path / "gen.jsonl"
     lines.write_text(json.dumps({"id": "x", "content": "c", "notation": "n", "response": "r", "out": "yes"}) + "\n")

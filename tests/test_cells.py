@@ -42,11 +42,11 @@ def test_trust_by_system_gives_a_row_per_system(tmp_path):
     path = tmp_path / "t.db"
     two_systems_db(path)
     run = Calibrate(path)
-    rows = json.loads(run("trust", "--by", "system", "--format", "json").output)
+    rows = json.loads(run("trust", "--by", "system", "--min-labels", "22", "--format", "json").output)
     assert [(r["system"], r["task"], r["lang"], r["n"]) for r in rows] == [("alpha", "*", "*", 30), ("beta", "*", "*", 20)]
     alpha, beta = rows
     assert alpha["met"] is True and alpha["accepted"] == 30 and beta["met"] is False
-    pooled = json.loads(run("trust", "--format", "json").output)
+    pooled = json.loads(run("trust", "--min-labels", "22", "--format", "json").output)
     assert [(r["system"], r["n"], r["met"]) for r in pooled] == [(None, 50, False)]
     table = run("trust", "--by", "system,task,lang").output
     assert "alpha" in table and "beta" in table and "c3/lexical" in table

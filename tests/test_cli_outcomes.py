@@ -209,7 +209,7 @@ def test_a_gold_export_reads_back_with_import_labels(labelled_demo_db, tmp_path,
          "label": json.dumps({"score_answer": 80, "score_reasoning": 60})}])))
     gold = tmp_path / f"gold.{fmt}"
     run("export", "--format", fmt, "--out", str(gold))
-    exported = {(r["task"], r["lang"], r["system"], r["source_id"]): r for r in map(json.loads, run("export").output.splitlines())}
+    exported = {(r["task"], r["lang"], r["system"], r["source_id"]): r for r in map(json.loads, run("export").stdout.splitlines())}
     copa, rubric = ("superglue/copa", "en", "sdm-alpha", "0"), ("rubric/reference", "zh", "sdm-alpha", "r1")
     assert exported[copa]["annotator"] == "gold", "ana and bo agree on it, cy does not: a majority"
     assert exported[rubric]["annotator"] == "cy"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from calibrate.stats import correction
+from calibrate.stats import correction, simulated
 from calibrate.stats.correction import (
     MIN_LABELLED,
     Corrected,
@@ -29,10 +29,11 @@ from calibrate.stats.correction import (
     ppi_paired_difference,
     rank,
     rogan_gladen,
-    simulated_coverage,
+    stratified_labels_needed,
     stratified_mean,
 )
 from calibrate.stats.intervals import proportion
+from calibrate.stats.simulated import simulated_coverage
 
 
 def cell(seed, accuracy=0.5, se=0.9, sp=0.7, total=1000, n=200, judges=None):
@@ -270,7 +271,7 @@ def test_stratified_coverage_with_20_labels(accuracy, se, sp, total):
 
 def test_simulated_coverage_reads_the_nearest_setting(monkeypatch):
     table = {"stratified": {}, "ppi": {(0.8, 20, (0.95, 0.95), 1000): 0.76}, "ppi_finite": {}, "rogan_gladen": {}}
-    monkeypatch.setattr(correction, "_under_coverage", lambda: table)
+    monkeypatch.setattr(simulated, "_under_coverage", lambda: table)
     assert simulated_coverage("ppi", 0.83, 18, 0.97, 0.93, 1500) == 0.76
     assert simulated_coverage("ppi", 0.83, 60, 0.97, 0.93, 1500) is None  # nearest is 50 labels
     assert simulated_coverage("ppi", 0.83, 18, 0.72, 0.9, 1500) is None  # nearest judge is (.7, .9)
@@ -281,7 +282,7 @@ def test_simulated_coverage_reads_the_nearest_setting(monkeypatch):
 @pytest.mark.parametrize(("method", "estimator"), [("ppi", ppi_mean), ("rogan_gladen", rogan_gladen)])
 def test_intervals_below_93_percent_in_simulation_are_marked_approximate(method, estimator):
     # the table the module reads, written by tests/bench/correction_coverage.py --write
-    table = correction._under_coverage()[method]
+    table = simulated._under_coverage()[method]
     (accuracy, n, (se, sp), total), _ = min(table.items(), key=lambda kv: kv[1])
     marked = 0
     for seed in range(40):
@@ -535,6 +536,31 @@ def test_rank_orders_systems_and_says_which_differences_are_real():
     assert all(p.difference.value >= 0 for p in ranking.pairs)
 
 
+def test_difference_of_stratified_cells_is_the_difference_of_their_posteriors():
+    a = stratified_mean(*cell(1, accuracy=0.97, total=400, n=20)[:2], random_sample=True)
+    b = stratified_mean(*cell(2, accuracy=0.9, total=400, n=20)[:2], random_sample=True)
+    d = difference(a, b)
+    assert d.value == pytest.approx(a.value - b.value) and d.ci[0] <= d.value <= d.ci[1]
+    rng = np.random.default_rng(5)  # the same posterior convolved by independent draws
+    draws = rng.choice(a.posterior[0], 200_000, p=a.posterior[1]) - rng.choice(b.posterior[0], 200_000, p=b.posterior[1])
+    assert d.ci == pytest.approx(tuple(np.quantile(draws, [0.025, 0.975])), abs=0.006)
+    assert d.se == pytest.approx(np.hypot(a.se, b.se), rel=0.03)
+    assert difference(a, b).ci == d.ci, "a fixed seed: the same data give the same interval"
+    assert d.ci[0] >= -1 and d.ci[1] <= 1 and "posterior" not in a.as_dict()
+
+
+def test_difference_of_stratified_cells_covers_at_20_labels():
+    """The difference of two systems' accuracies over their items, 20 random labels each (the
+    bench, correction_coverage.py --differences, runs more settings): 150 pairs of cells."""
+    hits = 0
+    for seed in range(150):
+        fa, la, ya = cell(seed, accuracy=0.8, total=300, n=20)
+        fb, lb, yb = cell(10_000 + seed, accuracy=0.9, total=300, n=20)
+        ci = difference(stratified_mean(fa, la, random_sample=True), stratified_mean(fb, lb, random_sample=True)).ci
+        hits += ci[0] <= ya.mean() - yb.mean() <= ci[1]
+    assert 0.9 <= hits / 150 <= 1
+
+
 def test_ppi_paired_difference_is_ppi_on_the_item_differences():
     rng = np.random.default_rng(8)
     total = 1000
@@ -578,6 +604,45 @@ def test_labels_needed_projects_the_half_width():
     assert everything.more is None and everything.reason.startswith("every item is labelled and the half-width is")
     now = ppi_mean(f, labels, random_sample=True, finite_population=True)
     assert finite.half_width == pytest.approx(now.ci[1] - now.value)
+
+
+def test_stratified_labels_needed_projects_cochrans_post_stratified_variance():
+    f, labels, _ = cell(6, total=1000, n=40)
+    now = stratified_mean(f, labels, random_sample=True)
+    plan = stratified_labels_needed(f, labels, random_sample=True, target=0.05)
+    assert plan.half_width == pytest.approx((now.ci[1] - now.ci[0]) / 2) and plan.more > 0
+    labelled = ~np.isnan(labels)
+    first = second = 0.0  # by hand: W_k, q_k = (s_k + 1/2) / (n_k + 1) per verdict
+    for v in (0.0, 1.0):
+        stratum = f == v
+        q = (labels[stratum & labelled].sum() + 0.5) / ((stratum & labelled).sum() + 1)
+        first += stratum.mean() * q * (1 - q)
+        second += (1 - stratum.mean()) * q * (1 - q)
+    m = 40 + plan.more
+    projected = 1.959964 * np.sqrt((1 - m / 1000) * (first / m + second / m**2))
+    assert plan.projected_half_width == pytest.approx(projected, rel=1e-5) and projected <= 0.05
+    m -= 1
+    assert 1.959964 * np.sqrt((1 - m / 1000) * (first / m + second / m**2)) > 0.05, "the fewest that reach it"
+    assert stratified_labels_needed(f, labels, random_sample=True, target=0.3).more == 0
+    few = stratified_labels_needed(f[:50], np.where(np.arange(50) < 5, 1.0, np.nan), random_sample=True)
+    assert few.more is None and "at least 10" in few.reason
+
+
+def test_stratified_over_two_judges_is_marked_where_its_simulation_fell_short():
+    rows = simulated._under_coverage()["stratified_judges"]
+    (accuracy, n, (se, sp), total), covered = min(rows.items(), key=lambda kv: kv[1])
+    assert covered < 0.93
+    marked = 0
+    for seed in range(30):
+        f, labels, _ = cell(seed, accuracy=accuracy, total=total, n=n, judges=[(se, sp), (se, sp)])
+        result = stratified_mean(f, labels, random_sample=True)
+        rates = correction._judge_rates(f.mean(axis=1), labels, ~np.isnan(labels))
+        assert result.approximate == simulated_coverage("stratified_judges", result.value, n, *rates, total)
+        marked += result.approximate is not None
+        one = stratified_mean(f[:, 0], labels, random_sample=True)
+        assert one.approximate == simulated_coverage("stratified", one.value, n, *correction._judge_rates(
+            f[:, 0], labels, ~np.isnan(labels)), total), "one judge reads its own rows"
+    assert marked >= 5
 
 
 def test_labels_needed_roughly_delivers_the_target():
@@ -632,4 +697,5 @@ def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_a
     modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     outside = {m for m in modules if m.split(".")[0] not in sys.stdlib_module_names}
     assert {m.split(".")[0] for m in outside} == {"numpy", "scipy", "calibrate"}
-    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals"}
+    assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals",
+                                                               "calibrate.stats.simulated"}

@@ -2,7 +2,7 @@
 item-by-item computation gives, on random data: `calibrate scores` (groups of items counted by
 `Store.score_groups`), the judges' reliability figures and trust thresholds (verdicts read in
 groups from `cell_verdicts` by `Store.verdict_groups`), what the thresholds accept (the escalate
-order in SQL, the export's marks), and the jury (sets of verdicts counted by migration 0017's
+order in SQL, the export's marks), and the jury (sets of verdicts counted by migration 0018's
 triggers); and the tables the triggers keep equal what their views compute afresh after any
 sequence of writes."""
 
@@ -39,6 +39,7 @@ from calibrate.scores.model import NO_SYSTEM
 from calibrate.stats import reliability as stats
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
+from tests.majority_reference import in_force
 
 TEMPLATES = TemplateSet()
 TASKS = [("c3/lexical", "en", ("yes", "no")), ("c3/semantic", "zh", ("是", "否")),
@@ -141,7 +142,8 @@ def reliability_one_by_one(key, judge, kind, items: list[JudgedItem]) -> dict:
     if kind is None or kind.positive is None:
         return figures
     polar = [i for i in items if kind.polarity(i.verdict) and kind.polarity(i.human)]
-    sized = [i for i in polar if i.length is not None]
+    sized = sorted((i for i in polar if i.length is not None),  # the order `measure` fits in
+                   key=lambda i: (kind.polarity(i.verdict) == POSITIVE, kind.polarity(i.human) == POSITIVE, i.length))
     if sized:
         figures["length_bias"] = stats.length_bias([kind.polarity(i.verdict) == POSITIVE for i in sized],
                                                    [kind.polarity(i.human) == POSITIVE for i in sized],
@@ -269,7 +271,8 @@ def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
             for system, group in groups.items():
                 scored = [m for m in group if m.verdict is not None and m.confidence is not None and m.human is not None]
                 expected[(key, name, system)] = stats.trust_threshold(
-                    [m.confidence for m in scored], [m.verdict == m.human for m in scored], target=target, risk=risk)
+                    [m.confidence for m in scored], [m.verdict == m.human for m in scored], target=target, risk=risk,
+                    min_calibration=stats.minimum_calibration(target, risk))
         assert found.keys() == expected.keys()
         for key, trust in expected.items():
             assert found[key].as_dict() == pytest.approx(trust.as_dict()), key
@@ -316,14 +319,15 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
         judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), set()
         judges = set()
         for it in store.iter_items(system=system):
-            newest = {}
+            by_judge = defaultdict(list)
             for j in store.judgments_for_item(it.id):
-                newest.setdefault(j.judge_name, j)
-            said = {name: j for name, j in newest.items() if j.status != "error"}
+                by_judge[j.judge_name].append(j)
+            said = {name: (status, verdict) for name, (_, status, verdict) in
+                    ((name, in_force(found)) for name, found in by_judge.items()) if status != "error"}
             judges |= set(said)
             if len(said) < 2:
                 continue
-            votes = Counter(j.verdict for j in said.values() if j.status == "verdict").most_common()
+            votes = Counter(verdict for status, verdict in said.values() if status == "verdict").most_common()
             verdict = votes[0][0] if votes and (len(votes) == 1 or votes[0][1] > votes[1][1]) else None
             status = "verdict" if verdict is not None else "unparsed"
             cell = (it.task, it.lang, JURY)
@@ -372,20 +376,21 @@ def _per_item_gather(store, templates, judge, system):
 
         group = scores_build._Group(it.task, it.lang, it.system or NO_SYSTEM, it.system,
                                     np.nan if gold is None else float(right(gold)), not template.judged, 1)
-        newest = {}
+        by_judge = defaultdict(list)
         for j in store.judgments_for_item(it.id, judge):
-            newest.setdefault(j.judge_name, j)
-        for name, j in newest.items():
+            by_judge[j.judge_name].append(j)
+        for name, judgments in by_judge.items():
             if group.people_decide:
                 continue
-            if j.status != "verdict":
+            j, status, verdict = in_force(judgments)  # the majority of repeats, computed in Python
+            if status != "verdict":
                 parsed = np.nan
             elif j.correct is not None and kind.positive is None:
                 parsed = float(j.correct)
             else:
-                parsed = float(right(j.verdict))
+                parsed = float(right(verdict))
             group.verdicts[name] = (parsed, c3_right(j.raw_output, it.lang) if it.task.startswith("c3/") else None)
-            group.stored[name] = (j.status, j.verdict)
+            group.stored[name] = (status, verdict)
         groups.append(group)
     return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
 

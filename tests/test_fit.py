@@ -10,11 +10,11 @@ from rich.console import Console
 
 from calibrate.fit import Columns, fit_table, hanging, middle_cut, said_once, shorten_distinct
 
-HEADERS = ["task", "lang", "judge", "n", "threshold", "accepts", "guaranteed", "agree"]
+HEADERS = ["task", "lang", "judge", "n", "threshold", "accepts", "bound", "agree"]
 ROWS = [["c3/coreference-detection", "en", "demo-judge", "12", "0.850", "80% (10)", "0.912", "0.950"],
         ["c3/coreference-detection", "en", "demo-judge-2", "12", "—", "—", "—", "—"],
         ["c3/pause", "zh", "demo-judge", "3", "—", "—", "—", "—"]]
-TRUST = Columns(names=("task", "judge"), right=("n", "threshold", "accepts", "guaranteed", "agree"), keys=2)
+TRUST = Columns(names=("task", "judge"), right=("n", "threshold", "accepts", "bound", "agree"), keys=2)
 
 
 def drawn(renderable, width: int) -> list[str]:

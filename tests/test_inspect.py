@@ -169,7 +169,7 @@ async def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(lo
     scores = json.loads(calibrate("scores", "--by", "task", "--format", "json").output)
     (cell,) = [c for c in scores["cells"] if c["task"] == TASK]
     assert cell["judges"][0]["parser_unparsed_wrong"] == {"right": 8, "n": 12, "accuracy": pytest.approx(8 / 12)}
-    assert cell["judges"][0]["corrected_ppi"]["value"] == pytest.approx(0.75)
+    assert cell["judges"][0]["corrected"]["value"] == pytest.approx(0.75)  # every item labelled: 9 of 12
 
     again = calibrate("export", "inspect", str(edited), "--out", str(edited), "--annotator", "ana", ok=False)
     assert again.exit_code == 1 and "every label by ana is in it already; nothing was written" in again.output

@@ -168,12 +168,12 @@ def test_trust_threshold_equals_the_hand_computation():
     result = trust_threshold(conf, agree, target=target, risk=risk, thresholds=[1.0, 0.8, 0.6])
     assert result.met and result.threshold == 0.8
     assert result.accepted == 70 and result.coverage == 0.7
-    assert result.guaranteed == pytest.approx(guaranteed, abs=1e-12)
+    assert result.lower_bound == pytest.approx(guaranteed, abs=1e-12)
     assert result.agreement == pytest.approx(65 / 70)
     # the default fixed grid (step 0.001) accepts the same items; its smallest rejected value is 0.601
     grid = trust_threshold(conf, agree, target=target, risk=risk)
     assert grid.threshold == 0.601 and grid.lowest_accepted == 0.8 and grid.accepted == 70
-    assert grid.guaranteed == pytest.approx(guaranteed, abs=1e-12)
+    assert grid.lower_bound == pytest.approx(guaranteed, abs=1e-12)
 
 
 def test_trust_refuses_when_the_target_cannot_be_met():
@@ -184,12 +184,12 @@ def test_trust_refuses_when_the_target_cannot_be_met():
     assert stats.binomtest(83, 100, 0.97, alternative="greater").pvalue > 0.1
     result = trust_threshold(conf, agree, target=0.97, risk=0.1)
     assert not result.met and result.threshold is None and result.coverage is None
-    assert result.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 83, 18), abs=1e-12)
+    assert result.best_lower_bound == pytest.approx(stats.beta.ppf(0.1, 83, 18), abs=1e-12)
     assert "no threshold meets the target" in result.reason
     # strict testing from the top: the 40 items at 1.0 (39 agree) already fail
     assert stats.binomtest(39, 40, 0.97, alternative="greater").pvalue > 0.1
     strict = trust_threshold(conf, agree, target=0.97, risk=0.1, min_items=1)
-    assert not strict.met and strict.best_guaranteed == pytest.approx(stats.beta.ppf(0.1, 39, 2), abs=1e-12)
+    assert not strict.met and strict.best_lower_bound == pytest.approx(stats.beta.ppf(0.1, 39, 2), abs=1e-12)
     assert "accepts 101 or more" in trust_threshold(conf, agree, min_items=101).reason
     assert trust_threshold([], [], target=0.9).reason
     with pytest.raises(ValueError):
@@ -214,7 +214,7 @@ def test_trust_guarantee_holds_in_simulation():
     assert failures / runs <= risk
     # strict testing from the very top (min_items=1) stops at a one-item threshold and refuses
     strict = trust_threshold(conf, agree, target=target, risk=risk, min_items=1)
-    assert not strict.met and strict.best_guaranteed < 0.8
+    assert not strict.met and strict.best_lower_bound < 0.8
 
 
 def over_confident_run(rng, n):
@@ -280,10 +280,10 @@ def test_trust_answer_is_consistent(pairs_, target):
     if result.met:
         accepted = [a for c, a in zip(conf, agree, strict=True) if c >= result.threshold]
         assert result.accepted == len(accepted) and result.agreement == pytest.approx(np.mean(accepted))
-        assert result.guaranteed >= target and result.guaranteed <= result.agreement
+        assert result.lower_bound >= target and result.lower_bound <= result.agreement
         assert stats.binomtest(sum(accepted), len(accepted), target, alternative="greater").pvalue <= 0.1 + 1e-9
     else:
-        assert result.reason and result.best_guaranteed < target
+        assert result.reason and result.best_lower_bound < target
 
 
 # -- length bias ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from calibrate.model import NewItem, NewJudgment
+from calibrate.stats.reliability import detectable_shortfall, minimum_calibration
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply
@@ -49,13 +50,18 @@ def test_flip_rate_equals_the_scripted_one_and_confidence_comes_from_repeats(tmp
     store.close()
     flipping = {f"sentence {k}": [YES, NO, YES] for k in range(3)}  # 3 of 10 items change their verdict
     with FakeOpenAI(YES, by_content=flipping) as server:
-        judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+        out = judge(Calibrate(path), server, "--repeat", "3", "--concurrency", "1")
+    assert "--repeat 3 at temperature 0: the repeats will agree by construction" in out.output
     cell = report_cell(path)
+    table = " ".join(Calibrate(path)("report", "--reliability").output.split())
+    assert "consistency over 3 repeats at temperature 0 on 10 items (at temperature 0 repeats agree by construction" \
+        in table
     consistency = cell["reliability"]["consistency"]
     assert consistency["items"] == 10 and consistency["flip_rate"]["value"] == pytest.approx(0.3)
     assert cell["reliability"]["unstable_items"] == ids[:3]
     row = cell["lines"][0]
     assert row["repeats"] == 3 and row["flip_rate"] == pytest.approx(0.3) and row["unstable_items"] == 3
+    assert row["repeat_temperature"] == "temperature 0"
     assert row["flip_rate_low"] < 0.3 < row["flip_rate_high"]
     # confidence = share of the 3 repeats giving the majority: 2/3 on the unstable items, 1 elsewhere;
     # every majority verdict is "yes" as people said, so ECE = 3/10 * |1 - 2/3| = 0.1
@@ -107,25 +113,55 @@ def confident_db(path, groups) -> None:
 def test_trust_finds_the_hand_computed_threshold(tmp_path):
     path = tmp_path / "t.db"
     confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])
-    (found,) = json.loads(Calibrate(path)("trust", "--target", "0.9", "--risk", "0.1", "--format", "json").output)
+    run = Calibrate(path)
+    (found,) = json.loads(run("trust", "--target", "0.9", "--risk", "0.1", "--min-labels", "22", "--format", "json").output)
     # by hand: above 0.95 no item (fewer than ceil(log .1 / log .9) = 22, passed over); at 0.95 ... 0.701
     # the 40 items all agree: Clopper-Pearson lower bound .1^(1/40) = 0.944 >= 0.9, rejected; at 0.700 the
     # 60 items with 50 agreeing give Beta(.1; 50, 11) < 0.9, so testing stops: the threshold is 0.701
     assert stats.beta.ppf(0.1, 50, 11) < 0.9
     assert found["met"] is True and found["threshold"] == pytest.approx(0.701)
     assert found["accepted"] == 40 and found["coverage"] == pytest.approx(40 / 60)
-    assert found["guaranteed"] == pytest.approx(0.1 ** (1 / 40))
-    table = Calibrate(path)("trust").output
-    assert "0.701" in table and "67% (40)" in table and "0.944" in table
+    assert found["lower_bound"] == pytest.approx(0.1 ** (1 / 40)) and "guaranteed" not in found
+    assert found["shortfall"] == pytest.approx(detectable_shortfall(40, 0.9, 0.1)) and found["min_calibration"] == 22
+    table = run("trust", "--min-labels", "22").output
+    assert "0.701" in table and "67% (40)" in table and "0.944" in table and "0.118" in table
+    assert "lower bound" in table and "guaranteed" not in table
+    assert "the simulated minimum is 198" in " ".join(table.split()), "an override below the minimum is said"
+
+
+def test_trust_refuses_below_the_minimum_calibration_by_default(tmp_path):
+    """60 labelled items are too few to certify by default (198 at target 0.9, risk 0.1); the
+    table says what is guaranteed, and why there is no threshold."""
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])
+    run = Calibrate(path)
+    assert minimum_calibration(0.9, 0.1) == 198
+    (found,) = json.loads(run("trust", "--format", "json").output)
+    assert found["met"] is False and found["threshold"] is None and found["min_calibration"] == 198
+    assert found["reason"].startswith("60 labelled items: at least 198 are needed")
+    table = " ".join(run("trust").output.split())
+    assert "at most 1 in 10 of the repetitions would certify a threshold at which the judge agrees with people " \
+           "less than 90% of the time" in table
+    assert "not the chance that this threshold is right" in table and "fewer than 198 labelled items" in table
+    assert "198 at 0.9 and 0.1" in " ".join(run("trust", "--help").output.split()), "--help names the default"
+
+
+def test_trust_certifies_from_the_minimum_calibration(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(160, 0.95, 160), (80, 0.7, 40)])
+    (found,) = json.loads(Calibrate(path)("trust", "--format", "json").output)
+    assert found["met"] is True and found["threshold"] == pytest.approx(0.701) and found["accepted"] == 160
+    assert found["lower_bound"] == pytest.approx(0.1 ** (1 / 160))
+    assert found["shortfall"] == pytest.approx(detectable_shortfall(160, 0.9, 0.1))
 
 
 def test_trust_refuses_when_the_target_cannot_be_met(tmp_path):
     path = tmp_path / "t.db"
     confident_db(path, [(40, 0.95, 32), (20, 0.7, 10)])
-    (found,) = json.loads(Calibrate(path)("trust", "--format", "json").output)
+    (found,) = json.loads(Calibrate(path)("trust", "--min-labels", "0", "--format", "json").output)
     assert found["met"] is False and found["threshold"] is None
-    assert found["best_guaranteed"] == pytest.approx(stats.beta.ppf(0.1, 32, 9))
-    assert "no threshold meets the target 0.9 at risk 0.1" in Calibrate(path)("trust").output
+    assert found["best_lower_bound"] == pytest.approx(stats.beta.ppf(0.1, 32, 9))
+    assert "no threshold meets the target 0.9 at risk 0.1" in Calibrate(path)("trust", "--min-labels", "0").output
 
 
 def length_db(path, *, biased: bool, n: int = 80) -> None:
@@ -207,32 +243,54 @@ def test_family_flag_needs_name_and_family(tmp_path):
     assert result.exit_code == 2 and "NAME=FAMILY" in result.output
 
 
-def test_escalate_order_and_export_marks_follow_the_trust_threshold(tmp_path, templates):
+def escalate_order(store: Store, templates) -> list[int]:
+    """The item ids in the order `annotate --order escalate` shows them."""
     from calibrate.session import AnnotationSession
 
-    path = tmp_path / "t.db"
-    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])  # threshold 0.701: the first 40 items are accepted
-    store = Store(path)
-    ids = store.item_ids()
     session = AnnotationSession(store, templates, "bob", order="escalate", overlap=2)
     seen = [session.start().item.id]
     while True:
         session.decide("flag")  # flagged items, unlike skipped ones, do not come back at the end
         view = session.forward()
         if view is None:
-            break
+            return seen
         seen.append(view.item.id)
-    assert seen == ids[40:] + ids[:40], "the 20 items below the threshold go to a person first"
+
+
+def test_escalate_order_and_export_marks_follow_the_trust_threshold(tmp_path, templates):
+    path = tmp_path / "t.db"
+    confident_db(path, [(160, 0.95, 160), (80, 0.7, 40)])  # threshold 0.701: the first 160 items are accepted
+    store = Store(path)
+    ids = store.item_ids()
+    assert escalate_order(store, templates) == ids[160:] + ids[:160], "the 80 items below the threshold go first"
     store.close()
-    records = [json.loads(line) for line in Calibrate(path)("export").output.splitlines()]
+    records = [json.loads(line) for line in Calibrate(path)("export").stdout.splitlines()]
     marks = [r["trust"]["gpt"] for r in records]
-    assert marks == ["accepted"] * 40 + ["needs a person"] * 20
-    strict = [json.loads(line) for line in Calibrate(path)("export", "--target", "0.97").output.splitlines()]
-    assert {r["trust"]["gpt"] for r in strict} == {"needs a person"}, "no threshold meets 0.97: every item to a person"
+    assert marks == ["accepted"] * 160 + ["needs a person"] * 80
+    strict = Calibrate(path)("export", "--target", "0.97")
+    assert {json.loads(line)["trust"]["gpt"] for line in strict.stdout.splitlines()} == {"needs a person"}
+    assert "fewer than 684 labelled items" in strict.stderr, "the minimum follows the target; said"
     out = tmp_path / "gold.csv"
     Calibrate(path)("export", "--format", "csv", "--out", str(out))
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert [r["trust:gpt"] for r in rows] == marks
+
+
+def test_escalate_and_export_refuse_below_the_minimum_calibration_and_say_so(tmp_path, templates):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.7, 10)])  # certified from 22 labels, refused by default
+    store = Store(path)
+    ids = store.item_ids()
+    assert escalate_order(store, templates) == ids, "every item needs a person: in id order"
+    store.close()
+    default = Calibrate(path)("export")
+    assert {json.loads(line)["trust"]["gpt"] for line in default.stdout.splitlines()} == {"needs a person"}
+    said = " ".join(default.stderr.split())
+    assert "no confidence threshold certified in 1 cell" in said and "fewer than 198 labelled items" in said
+    fewer = Calibrate(path)("export", "--min-labels", "22")
+    assert [json.loads(line)["trust"]["gpt"] for line in fewer.stdout.splitlines()] == \
+        ["accepted"] * 40 + ["needs a person"] * 20
+    assert fewer.stderr == ""
 
 
 def test_jury_is_one_more_judge_in_the_report(tmp_path):
@@ -346,8 +404,8 @@ def test_jury_of_scores_is_the_mean(tmp_path):
     store.close()
     cells = {c["judge"]: c for c in json.loads(Calibrate(path)("report", "--format", "json").output)["cells"]}
     jury = cells["jury"]["lines"][0]["scores"]
-    assert jury["score_answer"]["mae"] == 0 and jury["score_reasoning"]["mae"] == 0, "the jury is the judges' mean"
-    assert cells["a"]["lines"][0]["scores"]["score_answer"]["mae"] == pytest.approx(10)
+    assert jury["score_answer"]["mae"]["value"] == 0 and jury["score_reasoning"]["mae"]["value"] == 0, "the judges' mean"
+    assert cells["a"]["lines"][0]["scores"]["score_answer"]["mae"]["value"] == pytest.approx(10)
 
 
 def test_a_stored_confidence_outside_0_1_is_not_used(tmp_path):

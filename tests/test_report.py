@@ -103,7 +103,7 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     (cell,) = json.loads(Calibrate(tmp_path / "rubric.db")("report", "--format", "json").output)["cells"]
     line = next(line for line in cell["lines"] if line["versus"] == "b")
     assert line["scores"]["score_answer"]["spearman"]["value"] == pytest.approx(1.0)
-    assert line["scores"]["score_answer"]["mae"] == pytest.approx(5.0)
+    assert line["scores"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
     assert cell["ceiling"] is None, "labels that are score pairs are not categories to compute kappa on"
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
 
@@ -316,3 +316,101 @@ def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(label
     out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
     assert out.exit_code == 1 and f"Error: {missing}: No such file or directory" in out.output
     assert "Traceback" not in out.output
+
+
+def rubric_db(path, n: int = 24):
+    """A rubric cell of `n` items: the judge's scores follow the person's with some noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    human = np.clip(np.round(rng.normal(65, 18, n) / 5) * 5, 0, 100)
+    judge = np.clip(np.round((human + rng.normal(0, 8, n)) / 5) * 5, 0, 100)
+    store = Store(path)
+    fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(n)], with_ids=True)
+    scores = lambda a, r: json.dumps({"score_answer": float(a), "score_reasoning": float(r)}, sort_keys=True)  # noqa: E731
+    store.add_judgments([NewJudgment(item_id=i, judge_name="ds", judge_key="k", status="verdict",
+                                     verdict=scores(judge[k], 100 - judge[k])) for k, i in enumerate(ids)])
+    for k, i in enumerate(ids):
+        store.annotate(i, "ana", "label", label=scores(human[k], 100 - human[k]))
+    store.close()
+    return human, judge
+
+
+def test_every_score_statistic_with_its_interval_in_every_format(tmp_path):
+    from scipy import stats
+
+    human, judge = rubric_db(tmp_path / "r.db")
+    run = Calibrate(tmp_path / "r.db")
+    rows = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert [r["scores"] for r in rows] == ["score_answer", "score_reasoning"], "a CSV row per score"
+    answer = rows[0]
+    for name in ("spearman", "pearson", "kendall", "mae", "weighted_kappa", "pass_fail_kappa"):
+        low, value, high = (float(answer[f"{name}{end}"]) for end in ("_low", "", "_high"))
+        assert low <= value <= high, name
+    assert float(answer["kendall"]) == pytest.approx(stats.kendalltau(judge, human)[0])
+    assert float(answer["mae"]) == pytest.approx(abs(judge - human).mean())
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert line["scores"]["score_reasoning"]["weighted_kappa"]["ci"] is not None
+    markdown = run("report", "--format", "markdown").output
+    assert all(name in markdown for name in ("Spearman ρ [95% CI]", "Kendall τb [95% CI]", "pass/fail κ [95% CI]"))
+    page = run("report", "--format", "html").output
+    assert "<th>weighted κ</th>" in page and "<th>Pearson r</th>" in page and f"{float(answer['spearman_low']):.2f}" in page
+    table, wide = run("report").output, run("report", "--wide").output
+    assert "Spearman ρ [95% CI]" in table and "MAE [95% CI]" in table and "Kendall τb" not in table
+    assert all(name in wide for name in ("Pearson r", "Kendall τb", "weighted κ", "pass/fail κ"))
+
+
+def test_score_statistics_fit_80_columns_and_say_why_an_interval_is_missing(tmp_path):
+    from tests.test_cli_widths import run_at
+
+    rubric_db(tmp_path / "r.db")
+    rubric_db(tmp_path / "few.db", n=6)
+    outputs = run_at(80, [["--db", str(tmp_path / db), "report", *wide] for db in ("r.db", "few.db")
+                          for wide in ([], ["--wide"])], tmp_path)
+    for code, text in outputs.values():
+        assert code == 0 and max(map(len, text.splitlines())) <= 80, text
+    few = " ".join(outputs[f"--db {tmp_path / 'few.db'} report"][1].split())
+    assert "no interval: fewer than 10 items" in few
+
+
+def yes_no_db(path, rows: list[tuple[str, str]]):
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(len(rows))], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict=v,
+                                     confidence=0.9) for i, (v, _) in zip(ids, rows, strict=True)])
+    for i, (_, label) in zip(ids, rows, strict=True):
+        store.annotate(i, "ann", "label", label=label)
+    store.close()
+
+
+def test_why_kappa_is_zero_is_said_next_to_it(tmp_path):
+    yes_no_db(tmp_path / "k.db", [("yes", "yes")] * 19 + [("yes", "no")])  # the judge always says yes
+    table = " ".join(Calibrate(tmp_path / "k.db")("report").output.split())
+    assert "0.00 [" in table and "κ is 0 by construction: the judge used a single class ('yes')" in table
+    assert "slight" not in table
+
+
+def test_no_band_word_for_an_interval_wider_than_a_band_can_mean(tmp_path):
+    yes_no_db(tmp_path / "three.db", [("yes", "yes"), ("no", "no"), ("yes", "yes")])
+    run = Calibrate(tmp_path / "three.db")
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert line["kappa"] == 1 and line["band"].startswith("too uncertain to name a band")
+    table = " ".join(run("report").output.split())
+    assert "too uncertain to name a band" in table and "almost perfect" not in table.split("too uncertain")[0]
+
+
+def test_ece_has_no_interval_and_the_report_says_why(tmp_path):
+    yes_no_db(tmp_path / "e.db", [("yes", "yes"), ("no", "no")] * 8 + [("yes", "no"), ("no", "yes")])
+    run = Calibrate(tmp_path / "e.db")
+    (cell,) = json.loads(run("report", "--format", "json").output)["cells"]
+    ece = cell["reliability"]["calibration"]["ece"]
+    assert ece["ci"] is None and ece["ci_reason"].startswith("ECE is biased upward at small n")
+    assert "ECE has no interval: ECE is biased upward" in " ".join(run("report").output.split())
+
+
+def test_notes_every_cell_shares_are_said_once_with_a_count(labelled_demo_db):
+    text = " ".join(Calibrate(labelled_demo_db)("report").output.split())
+    once = "alternative annotator test not run: needs 3 or more annotators"
+    assert text.count(once) == 1 and "Notes on several cells" in text

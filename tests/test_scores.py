@@ -29,7 +29,7 @@ def test_demo_c3_rule_and_parser_columns_differ_and_the_report_says_why(demo_db)
         (judge,) = [j for j in cells[("sdm-alpha", "(all)", lang)]["judges"] if j["judge"] == "demo-judge"]
         assert (judge["c3_rule"]["right"], judge["c3_rule"]["n"]) == rule
         assert (judge["parser_unparsed_wrong"]["right"], judge["parser_unparsed_wrong"]["n"]) == parser
-        assert judge["corrected_ppi"]["value"] is None and "at least 10" in judge["corrected_ppi"]["reason"]
+        assert judge["corrected"]["value"] is None and "at least 10" in judge["corrected"]["reason"]
     why = result["why_the_c3_rule_differs"]
     assert any("c3/intonation (en)" in line and "the answer is：yes" in line for line in why)
     assert any("c3/heterograph (zh)" in line and "最终答案为:是" in line for line in why)
@@ -140,14 +140,17 @@ def test_corrected_scores_final_ranking_and_judge_pairs(two_systems_two_judges, 
     cells = {c.key: c for c in result.cells}
     strong = cells[("strong", "c3/lexical", "en")]
     by_judge = {j.judge: j for j in strong.judges}
-    expected = correction.ppi_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
+    expected = correction.stratified_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
     assert by_judge["gpt"].corrected.value == pytest.approx(expected.value)
     assert by_judge["gpt"].corrected.ci == pytest.approx(expected.ci)
+    ppi = correction.ppi_mean(verdicts[("strong", "gpt")], labels["strong"], random_sample=True)
+    assert by_judge["gpt"].ppi.value == pytest.approx(ppi.value), "PPI++ stays beside it (JSON)"
     assert by_judge["gpt"].rogan_gladen.value is not None
     assert by_judge["gpt"].plan.half_width == pytest.approx((expected.ci[1] - expected.ci[0]) / 2)
     both = np.stack([verdicts[("strong", "dpsk")], verdicts[("strong", "gpt")]], axis=1)
-    final = correction.ppi_mean(both, labels["strong"], random_sample=True)
+    final = correction.stratified_mean(both, labels["strong"], random_sample=True)
     assert strong.final.judges == ["dpsk", "gpt"] and strong.final.corrected.value == pytest.approx(final.value)
+    assert strong.final.corrected.ci == pytest.approx(final.ci)
     assert strong.final.raw == pytest.approx(np.mean([by_judge[j].c3_rule.value for j in ("dpsk", "gpt")]))
     assert strong.people.value == pytest.approx(np.nanmean(labels["strong"]))
 
@@ -177,3 +180,54 @@ def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
     assert beta["final"]["raw"] == pytest.approx((rule["demo-judge"] + rule["demo-judge-2"]) / 2)
     (pair,) = [p for p in result["judge_pairs"] if p["scope"] == "all items"]
     assert (pair["a"], pair["b"], pair["n"]) == ("demo-judge", "demo-judge-2", 20) and pair["kappa"]["value"] is not None
+
+
+def test_export_c3_statistics_carry_the_final_corrected_score_of_two_judges(two_systems_two_judges, templates):
+    from calibrate.formats.c3 import c3_corrected
+
+    path, _, _ = two_systems_two_judges
+    store = Store(path)
+    per_task, overall = (build_scores(store, templates, by=by, system="strong").cells
+                         for by in (("system", "task", "lang"), ("system", "lang")))
+    store.close()
+    stats = c3_corrected(per_task, overall, "en", ["gpt", "dpsk"])
+    (cell,) = [c for c in overall if c.lang == "en"]
+    final = cell.final.corrected
+    assert stats["overall"]["corrected_accuracy"] == round(final.value, 4)
+    assert stats["overall"]["corrected_ci"] == [round(v, 4) for v in final.ci]
+    assert stats["overall"]["corrected_method"] == "stratified by the judges' mean verdict"
+    assert stats["overall"]["corrected_approximate"] == final.approximate
+    one = c3_corrected(per_task, overall, "en", ["gpt"])["overall"]
+    (gpt,) = [j for j in cell.judges if j.judge == "gpt"]
+    assert one["corrected_accuracy"] == round(gpt.corrected.value, 4) and one["corrected_method"].endswith("judge's verdict")
+
+
+def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_shown(tmp_path, templates):
+    """Rogan-Gladen at accuracy 0.8 with 20 labels and a judge of Se = Sp = 0.95 covered 75 % in
+    tests/bench/correction_coverage.py: the table marks it and says the figure."""
+    for seed in range(50):  # a sample near that setting (the estimates are near the truth)
+        rng = np.random.default_rng(seed)
+        right = rng.random(1000) < 0.8
+        says = np.where(right, rng.random(1000) < 0.95, rng.random(1000) > 0.95)
+        chosen = rng.choice(1000, 20, replace=False)
+        labels = np.full(1000, np.nan)
+        labels[chosen] = right[chosen]
+        if correction.rogan_gladen(says.astype(float), labels, random_sample=True).approximate is not None:
+            break
+    path = tmp_path / "rg.db"
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": str(k), "notation": "n", "response": "r"},
+                                      system="s") for k in range(1000)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="j", status="verdict",
+                                     verdict="yes" if s else "no") for i, s in zip(ids, says, strict=True)])
+    for k in chosen:
+        store.annotate(ids[k], "ana", "label", label="yes" if right[k] else "no")
+    (judge,) = [c for c in build_scores(store, templates, by=("system", "task", "lang")).cells if c.task != "(all)"][0].judges
+    store.close()
+    assert judge.rogan_gladen.value is not None and judge.rogan_gladen.approximate is not None
+    text = Calibrate(path)("scores").output
+    assert "]~" in text and f"Rogan–Gladen: ~ approximate: covers about {round(judge.rogan_gladen.approximate * 100)} % here" \
+        in " ".join(text.split())
+    assert judge.corrected.approximate is None, "the stratified interval keeps 93 % there"
+    markdown = Calibrate(path)("scores", "--format", "markdown").output
+    assert "approximate: covers about" in markdown

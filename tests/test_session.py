@@ -218,3 +218,24 @@ def test_informative_order_spreads_labels_over_systems_favouring_contested_cells
     assert b_order != sorted(b_order)  # random within the cell, not in id order
     again = [i for window in session(store, templates, order="informative", overlap=2, seed=0)._queue_windows() for i in window]
     assert again == queue  # the seed makes it repeatable
+
+
+def test_an_item_judged_with_repeats_shows_and_confirms_their_majority(two_cells, templates):
+    """`judge --repeat 3` answered no, no, yes (the yes last): the app shows "no", lists the three
+    repeats, and Enter confirms "no"; a tie shows as unparsed with the reason, nothing to confirm."""
+    store, ids = two_cells
+    store.add_judgments([NewJudgment(item_id=ids[0], judge_name="j", judge_key="k", status="verdict", verdict=v, sample=s)
+                         for s, v in enumerate(["no", "no", "yes"])])
+    store.add_judgments([NewJudgment(item_id=ids[1], judge_name="j", judge_key="k", status="verdict", verdict=v, sample=s)
+                         for s, v in enumerate(["no", "yes"])])
+    s = session(store, templates)
+    view = s.start()
+    assert view.item.id == ids[0]
+    assert view.verdict == "no" and view.repeats == [("verdict", "no"), ("verdict", "no"), ("verdict", "yes")]
+    s.decide("confirm")
+    assert store.current_label(ids[0], "ana") == "no"
+    view = s.forward()
+    assert view.verdict is None and view.judgment.status == "unparsed"
+    assert view.judgment.unparsed_reason == "the 2 repeats tie: 1 each for the most frequent verdicts"
+    with pytest.raises(SessionError, match="no verdict to confirm"):
+        s.decide("confirm")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_in_force", "0004_systems", "0005_audio",
               "0006_judgment_samples", "0007_import_runs", "0008_counts_in_force", "0009_cleanup_indexes",
               "0010_run_leases", "0011_judge_runs", "0013_inspect", "0014_irregular_verdicts",
-              "0016_cell_verdicts", "0017_verdict_sets", "0018_unparsed_reasons"]
+              "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
+              "0018_verdict_sets", "0019_unparsed_reasons"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -298,3 +300,70 @@ def test_rows_in_force_are_replaced_never_updated(store):
     for table in ("labels_in_force", "verdicts_in_force"):
         with pytest.raises(sqlite3.IntegrityError, match="replaced"):
             store.conn.execute(f"UPDATE {table} SET item_id = item_id")
+
+
+# -- the verdict in force under repeats: their majority (migration 0015) ---------------------------
+
+def test_the_verdict_in_force_of_repeats_is_their_majority_through_every_kind_of_write():
+    """After any sequence of judgments (two configurations, three sample indexes, parsed,
+    unparsed and failed samples, scores), re-parses and removals, each item's verdict in force is
+    what the Python reference (tests/majority_reference.py) computes from its judgments."""
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+
+    from tests.majority_reference import in_force
+
+    verdicts = st.sampled_from(["yes", "no", '{"score_answer": 40.0, "score_reasoning": 60.0}',
+                                '{"score_answer": 70.0, "score_reasoning": 30.0}'])
+    judgment = st.tuples(st.integers(0, 2), st.sampled_from(["k1", "k2"]), st.integers(0, 2),
+                         st.sampled_from(["verdict", "verdict", "unparsed", "error"]), verdicts)
+    step = st.one_of(st.tuples(st.just("judge"), judgment), st.tuples(st.just("reparse"), st.integers(0, 50), verdicts),
+                     st.tuples(st.just("remove"), st.integers(0, 50)))
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(step, min_size=1, max_size=25))
+    @example([("judge", (0, "k1", 0, "verdict", "yes")), ("judge", (0, "k1", 1, "verdict", "yes")),
+              ("judge", (0, "k1", 0, "verdict", "no")), ("remove", 1)])  # the last repeat removed: one sample left
+    def check(steps):
+        store = Store(":memory:")
+        ids, _ = store.add_items(items(3), with_ids=True)
+        for kind, *args in steps:
+            stored = [r[0] for r in store.conn.execute("SELECT id FROM judgments ORDER BY id")]
+            if kind == "judge":
+                item, key, sample, status, verdict = args[0]
+                store.add_judgments([NewJudgment(item_id=ids[item], judge_name="j", judge_key=key, status=status,
+                                                 sample=sample, verdict=verdict if status == "verdict" else None)])
+            elif stored and kind == "reparse":
+                store.update_parse(stored[args[0] % len(stored)], "verdict", args[1], None, None)
+            elif stored:
+                with store.transaction():
+                    store.conn.execute("DELETE FROM judgments WHERE id = ?", (stored[args[0] % len(stored)],))
+        for item_id in ids:
+            expected = in_force(store.judgments_for_item(item_id, "j"))
+            row = store.conn.execute("SELECT judgment_id, status, verdict FROM verdicts_in_force "
+                                     "WHERE item_id = ? AND judge_name = 'j'", (item_id,)).fetchone()
+            if expected is None:
+                assert row is None
+                continue
+            judgment, status, verdict = expected
+            assert (row["judgment_id"], row["status"]) == (judgment.id, status), steps
+            stored_verdict = json.loads(row["verdict"]) if isinstance(verdict, dict) else row["verdict"]
+            assert stored_verdict == verdict, steps
+        store.close()
+
+    check()
+
+
+def test_the_majority_of_repeats_wins_over_the_newest_and_a_tie_or_no_parsed_repeat_says_why(store):
+    ids, _ = store.add_items(items(3), with_ids=True)
+    store.add_judgments([NewJudgment(item_id=ids[2], judge_name="j", judge_key="k", status="verdict", verdict=v, sample=s)
+                         for s, v in enumerate(["yes", "yes", "no"])])
+    row = store.conn.execute("SELECT status, verdict, reason FROM verdicts_in_force WHERE item_id = ?", (ids[2],)).fetchone()
+    assert tuple(row) == ("verdict", "yes", None), "two of three repeats said yes; the newest said no"
+    store.add_judgments([NewJudgment(item_id=ids[0], judge_name="j", judge_key="k", status="verdict", verdict=v, sample=s)
+                         for s, v in enumerate(["yes", "no"])])
+    store.add_judgments([NewJudgment(item_id=ids[1], judge_name="j", judge_key="k", status="unparsed", sample=s,
+                                     unparsed_reason="no verdict line") for s in range(3)])
+    reasons = dict(store.conn.execute("SELECT item_id, reason FROM verdicts_in_force WHERE item_id != ?", (ids[2],)).fetchall())
+    assert reasons == {ids[0]: "the 2 repeats tie: 1 each for the most frequent verdicts",
+                       ids[1]: "none of the 3 repeats gave a verdict"}

@@ -507,9 +507,12 @@ def _c3_record(item: Item, part: C3Part, lang: str, check_answer: str, templates
 
 def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, dict]:
     """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
-    exported `judges` (their mean when several, as C3's final score), for `c3_statistics`.
-    `per_task` and `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task
-    and language and by language alone."""
+    exported `judges` (stratified by the judge's verdict, or by the judges' mean verdict when
+    several, as C3's final score; see `calibrate scores`), for `c3_statistics`: the value, its
+    95 % interval, `corrected_approximate` (the interval's simulated coverage near this setting
+    where it is below 93 %, else null) and the reason where there is no value. `per_task` and
+    `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task and language and
+    by language alone."""
     categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
     named = [(categories[c.task], c) for c in per_task if c.lang == lang and c.task in categories]
     named += [("overall", c) for c in overall if c.lang == lang]
@@ -525,6 +528,9 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
         out[name] = {
             "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
             "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
+            "corrected_method": "stratified by the judges' mean verdict" if len(judges) > 1 else
+                                "stratified by the judge's verdict",
+            "corrected_approximate": estimate.approximate,
             "corrected_note": estimate.reason,
             "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
             "labelled": cell.labelled,

@@ -62,9 +62,23 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
         return report
     measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
                                    families=dict(options.families), resamples=options.resamples)
+    temperatures = store.repeat_temperatures()
+    for r in measured.values():
+        r.temperatures = temperature_words(temperatures.get(r.judge, []))
     for c in report.cells:
         c.reliability = measured.get((c.key, c.judge))
     return report
+
+
+def temperature_words(temperatures: list) -> str | None:
+    """How the repeats were sampled, in words: "temperature 0.7", "temperatures 0, 0.7", "the
+    model's default temperature" (none sent); None without repeats."""
+    if not temperatures:
+        return None
+    shown = [f"{t:g}" if t is not None else "the model's default" for t in temperatures]
+    if shown == ["the model's default"]:
+        return "the model's default temperature"
+    return ("temperature " if len(shown) == 1 else "temperatures ") + ", ".join(shown)
 
 
 def count_truncations(store: Store, templates: TemplateSet, report: Report) -> Report:
@@ -169,7 +183,8 @@ def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, o
             pairs[(counted_as, label)] = pairs.get((counted_as, label), 0) + n
     labels = list(kind.labels) if kind else []
     table, labels = _pair_table(pairs, labels)
-    stats = two_raters(table=table, labels=labels, resamples=options.resamples)
+    person = "the gold label" if versus == gold_name(options) else versus
+    stats = two_raters(table=table, labels=labels, resamples=options.resamples, raters=("the judge", person))
     plan = items_for_half_width(stats.n, stats.kappa.ci, options.target_half_width) if stats.kappa.value is not None else None
     line = Line(versus, stats=stats, unparsed=sum(unparsed.values()), more_items=plan)
     if kind is not None and kind.positive is not None and stats.n:

@@ -10,17 +10,27 @@ from calibrate.escape import safe
 from calibrate.html_page import page
 from calibrate.model import Estimate
 from calibrate.report.model import (
+    STATISTIC_NAMES,
     AgreementCell,
     Line,
     Report,
     ReportOptions,
     gold_name,
+    line_rows,
     multiplicity_note,
     report_row,
     split_estimate,
 )
-from calibrate.report.render import cell_notes, cells_without_numbers, fmt, with_ci
+from calibrate.report.render import (
+    APPROXIMATE_MARK,
+    cell_notes,
+    cells_without_numbers,
+    fmt,
+    score_text,
+    with_ci,
+)
 from calibrate.stats.alt_test import EPSILON_GUIDANCE
+from calibrate.stats.score_agreement import STATISTICS
 
 _PLOT_W = 260
 
@@ -98,12 +108,14 @@ def _reliability_html(c: AgreementCell) -> str:
     rows = []
     if r.consistency is not None:
         rows.append(("flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
-                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats} repeats"))
+                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats} repeats"
+                     + (f" at {r.temperatures}" if r.temperatures else "")))
         alpha = r.consistency.alpha
         rows.append(("α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high),
                      alpha.reason or ""))
     if r.calibration is not None and r.calibration.n:
-        rows.append(("ECE", fmt(row.ece, 3), f"on {r.calibration.n} items with a confidence and a human label"))
+        rows.append(("ECE", fmt(row.ece, 3), f"on {r.calibration.n} items with a confidence and a human label; "
+                     f"no interval: {row.ece_note}"))
         rows.append(("Brier", with_ci(row.brier, row.brier_low, row.brier_high), "0 is perfect; 0.25 is a coin"))
     if r.length is not None:
         rows.append(("length bias", with_ci(row.length_bias, row.length_bias_low, row.length_bias_high),
@@ -133,12 +145,27 @@ def _headline(c: AgreementCell, options: ReportOptions) -> Line | None:
     return gold[0] if gold else (lines[0] if len(lines) == 1 else None)
 
 
+def _scores_section(c: AgreementCell, lines: list[Line], notes: str) -> str:
+    """A rubric cell: per person and score, every score statistic with its interval."""
+    e = lambda value: html.escape(safe(value))  # noqa: E731
+    head = "".join(f"<th>{e(STATISTIC_NAMES[name])}</th>" for name in STATISTICS)
+    rows = "".join(
+        f"<tr><td>{e(r.versus)}</td><td class='num'>{r.n}</td><td>{e(r.scores or '')}</td>"
+        + "".join(f"<td class='num'>{e(score_text(r, name))}</td>" for name in STATISTICS) + "</tr>"
+        for line in lines for r in line_rows(c, line))
+    return (f"<h2>{e(c.task)} · {e(c.lang)} · {e(c.judge)}</h2><table class='forest'><tr><th>vs</th><th>n</th>"
+            f"<th>scores</th>{head}</tr>{rows}</table>" + (f"<ul class='notes'>{notes}</ul>" if notes else ""))
+
+
 def render_html(report: Report) -> str:
     e = lambda value: html.escape(safe(value))  # noqa: E731
     sections = []
     for c in report.cells:
         lines = [line for line in c.lines if line.n]
         if not lines:
+            continue
+        if c.kind is not None and c.kind.scored:
+            sections.append(_scores_section(c, lines, "".join(f"<li>{e(note)}</li>" for note in cell_notes(c, report))))
             continue
         rows = []
         for line in lines:
@@ -148,7 +175,7 @@ def render_html(report: Report) -> str:
                 f"<tr><td>{e(r.versus)}</td><td class='num'>{r.n}</td><td class='num'>{fmt(r.agreement)}</td>"
                 f"<td class='num'>{e(with_ci(r.kappa, r.kappa_low, r.kappa_high))}</td>"
                 f"<td>{_forest(kappa, c.ceiling.humans if c.ceiling else None)}</td>"
-                f"<td class='num'>{e(with_ci(r.ac1, r.ac1_low, r.ac1_high))}</td>"
+                f"<td class='num'>{e(with_ci(r.ac1, r.ac1_low, r.ac1_high, r.ac1_approximate))}</td>"
                 f"<td class='num'>{e(with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high))}</td>"
                 f"<td class='num'>{e(with_ci(r.specificity, r.specificity_low, r.specificity_high))}</td>"
                 f"<td>{e(r.verdict)}</td></tr>"
@@ -195,7 +222,8 @@ def render_html(report: Report) -> str:
     return page("Judge vs human agreement", (
         "<p class='muted key'><span style='color:#1f5fa8'>● judge κ with its 95 % interval</span>"
         "<span style='color:#c0392b'>● human–human ceiling on the same items</span>"
-        "<span>dashed line: κ = 0</span></p>"
+        "<span>dashed line: κ = 0</span>"
+        f"<span>{APPROXIMATE_MARK} after an interval: approximate (see the notes)</span></p>"
         f"<p class='muted'>Unparsed verdicts: {e(report.options.unparsed)}. Alternative annotator test ε guidance "
         f"(Calderon et al. 2025): {e(guidance)}.</p>"
         + overview + "".join(sections) + tail + (f"<p class='muted'>{e(note)}</p>" if note else "")

@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 from calibrate.kinds import VerdictKind
 from calibrate.model import Estimate
 from calibrate.reliability_cells import JudgeReliability
-from calibrate.stats.agreement import JudgeVsHuman, TwoRaters, interpret_kappa
+from calibrate.stats.agreement import JudgeVsHuman, TwoRaters, kappa_band
 from calibrate.stats.alt_test import AltTest
 from calibrate.stats.ceiling import Ceiling
 from calibrate.stats.intervals import DEFAULT_RESAMPLES
-from calibrate.stats.score_agreement import ScoreAgreement
+from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement
 
 
 @dataclass(frozen=True)
@@ -93,17 +93,17 @@ class AgreementCell:
         return self.key[1]
 
     def verdict_words(self, line: Line) -> str:
-        """The line's finding in words: kappa and its band, and where it stands against the
-        human ceiling measured on the same items (by the interval of the difference)."""
+        """The line's finding in words: kappa's band where its interval can tell one (else that
+        it cannot), or why kappa is 0 or undefined, and where it stands against the human
+        ceiling measured on the same items (by the interval of the difference)."""
         if line.stats is None:
-            rho = line.scores.get("score_answer")
-            if rho and rho.spearman.value is not None:
-                return f"Spearman {rho.spearman.value:.2f}, MAE {rho.mae:.1f} on score_answer"
-            return "not enough scored items"
+            return "" if line.scores else "not enough scored items"
         kappa = line.stats.kappa
         if kappa.value is None:
-            return "κ undefined (see note)"
-        words = interpret_kappa(kappa.value)
+            return f"κ undefined: {kappa.reason}"
+        if kappa.reason and "by construction" in kappa.reason:
+            return f"κ is 0 by construction: {kappa.reason.split(': kappa')[0]}"
+        words = kappa_band(kappa.value, kappa.ci)
         if self.ceiling and self.ceiling.verdict:
             words += f"; {self.ceiling.verdict.split()[0]} ceiling"  # below / within / above, by the paired interval
         elif self.ceiling is None:
@@ -178,6 +178,7 @@ class ReportRow:
     ac1: float | None = None
     ac1_low: float | None = None
     ac1_high: float | None = None
+    ac1_approximate: float | None = None
     pabak: float | None = None
     prevalence_label: str | None = None
     prevalence: float | None = None
@@ -210,9 +211,34 @@ class ReportRow:
     ceiling_verdict: str | None = None
     gold_ties: int = 0
     more_items: int | None = None
+    scores: str | None = None  # which score of a rubric line (score_answer, score_reasoning)
     spearman: float | None = None
+    spearman_low: float | None = None
+    spearman_high: float | None = None
+    spearman_approximate: float | None = None
+    pearson: float | None = None
+    pearson_low: float | None = None
+    pearson_high: float | None = None
+    pearson_approximate: float | None = None
+    kendall: float | None = None
+    kendall_low: float | None = None
+    kendall_high: float | None = None
+    kendall_approximate: float | None = None
     mae: float | None = None
+    mae_low: float | None = None
+    mae_high: float | None = None
+    mae_approximate: float | None = None
+    weighted_kappa: float | None = None
+    weighted_kappa_low: float | None = None
+    weighted_kappa_high: float | None = None
+    weighted_kappa_approximate: float | None = None
+    pass_fail_kappa: float | None = None
+    pass_fail_kappa_low: float | None = None
+    pass_fail_kappa_high: float | None = None
+    pass_fail_kappa_approximate: float | None = None
+    score_note: str | None = None
     repeats: int | None = None
+    repeat_temperature: str | None = None
     flip_rate: float | None = None
     flip_rate_low: float | None = None
     flip_rate_high: float | None = None
@@ -222,6 +248,7 @@ class ReportRow:
     unstable_items: int | None = None
     calibration_items: int | None = None
     ece: float | None = None
+    ece_note: str | None = None
     brier: float | None = None
     brier_low: float | None = None
     brier_high: float | None = None
@@ -240,7 +267,30 @@ def split_estimate(estimate: Estimate | None) -> tuple[float | None, float | Non
     return estimate.value, low, high
 
 
-def report_row(c: AgreementCell, line: Line) -> ReportRow:
+def score_note(scores: ScoreAgreement) -> str | None:
+    """Why a score statistic has no value or no interval, and which intervals are approximate,
+    in words ("Pearson: approximate: covers about 91 % here")."""
+    notes = []
+    for name in STATISTICS:
+        e = scores.estimate(name)
+        title = STATISTIC_NAMES[name]
+        if e.value is None:
+            notes.append(f"{title}: {e.reason}")
+        elif e.ci is None:
+            notes.append(f"{title}: no interval: {e.ci_reason}")
+        elif e.approximate is not None:
+            notes.append(f"{title}: approximate: covers about {e.approximate:.0%} here")
+    return "; ".join(notes) or None
+
+
+STATISTIC_NAMES = {"spearman": "Spearman ρ", "pearson": "Pearson r", "kendall": "Kendall τb", "mae": "MAE",
+                   "weighted_kappa": "weighted κ", "pass_fail_kappa": "pass/fail κ"}
+"""How outputs name the score statistics."""
+
+
+def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> ReportRow:
+    """The line's named values; for a rubric line, those of one of its scores (`dimension`,
+    by default the first)."""
     row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
                     more_items=line.more_items, gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
     if line.stats is not None and line.stats.n:
@@ -248,8 +298,9 @@ def report_row(c: AgreementCell, line: Line) -> ReportRow:
         row.agreement, row.agreement_low, row.agreement_high = split_estimate(s.agreement)
         row.kappa, row.kappa_low, row.kappa_high = split_estimate(s.kappa)
         row.kappa_note = s.kappa.reason if s.kappa.value is None else (s.kappa.ci_reason or s.kappa.reason)
-        row.band = interpret_kappa(s.kappa.value) if s.kappa.value is not None else None
+        row.band = kappa_band(s.kappa.value, s.kappa.ci) if s.kappa.value is not None else None
         row.ac1, row.ac1_low, row.ac1_high = split_estimate(s.ac1)
+        row.ac1_approximate = s.ac1.approximate
         row.pabak = s.pabak
         if s.prevalence:
             row.prevalence_label, row.prevalence = max(s.prevalence.items(), key=lambda kv: kv[1])
@@ -267,18 +318,27 @@ def report_row(c: AgreementCell, line: Line) -> ReportRow:
         row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(c.ceiling.judge)
         row.difference, row.difference_low, row.difference_high = split_estimate(c.ceiling.difference)
         row.ceiling_verdict = c.ceiling.verdict
-    rho = line.scores.get("score_answer")
-    if rho is not None:
-        row.spearman, row.mae = rho.spearman.value, rho.mae
+    if line.scores:
+        row.scores = dimension or next(iter(line.scores))
+        scores = line.scores[row.scores]
+        for name in STATISTICS:
+            estimate = scores.estimate(name)
+            value, low, high = split_estimate(estimate)
+            setattr(row, name, value)
+            setattr(row, f"{name}_low", low)
+            setattr(row, f"{name}_high", high)
+            setattr(row, f"{name}_approximate", estimate.approximate)
+        row.score_note = score_note(scores)
     r = c.reliability
     if r is not None and not (c.kind and c.kind.scored):
-        row.repeats = r.repeats
+        row.repeats, row.repeat_temperature = r.repeats, r.temperatures
         if r.consistency is not None:
             row.flip_rate, row.flip_rate_low, row.flip_rate_high = split_estimate(r.consistency.flip_rate)
             row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high = split_estimate(r.consistency.alpha)
             row.unstable_items = len(r.unstable_items)
         if r.calibration is not None:
             row.calibration_items, row.ece = r.calibration.n, r.calibration.ece.value
+            row.ece_note = r.calibration.ece.ci_reason
             row.brier, row.brier_low, row.brier_high = split_estimate(r.calibration.brier)
         if r.length is not None:
             row.length_bias, row.length_bias_low, row.length_bias_high = split_estimate(r.length.estimate)
@@ -286,6 +346,11 @@ def report_row(c: AgreementCell, line: Line) -> ReportRow:
     return row
 
 
+def line_rows(c: AgreementCell, line: Line) -> list[ReportRow]:
+    """The named values of a line: one row, or for a rubric line one per score it measures."""
+    return [report_row(c, line, dimension) for dimension in line.scores] or [report_row(c, line)]
+
+
 def rows_of(report: Report) -> list[tuple[AgreementCell, Line, ReportRow]]:
-    """Every line of the report with its cell and its named values."""
-    return [(c, line, report_row(c, line)) for c in report.cells for line in c.lines]
+    """Every line of the report (a rubric line once per score) with its cell and its named values."""
+    return [(c, line, row) for c in report.cells for line in c.lines for row in line_rows(c, line)]

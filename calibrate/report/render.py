@@ -10,32 +10,55 @@ from collections import defaultdict
 from dataclasses import asdict, fields
 
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
-from calibrate.fit import Columns, fit_table
+from calibrate.fit import Columns, fit_table, said_once
+from calibrate.model import Estimate
 from calibrate.reliability_cells import JudgeReliability
 from calibrate.report.model import (
+    STATISTIC_NAMES,
     AgreementCell,
     Report,
     ReportRow,
     gold_name,
+    line_rows,
     multiplicity_note,
     report_row,
     rows_of,
     split_estimate,
 )
+from calibrate.stats.score_agreement import STATISTICS
+from calibrate.stats.simulated import approximate_words
+
+APPROXIMATE_MARK = "~"
+"""After an interval whose simulated coverage near this setting is below 93 % (a note gives the figure)."""
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def with_ci(value: float | None, low: float | None, high: float | None) -> str:
-    """A value with its interval. A statistic undefined on the observed table (e.g. kappa when
-    both raters used one label) can still have an interval for its population value, which is
-    defined: it is shown after the dash, as in the CSV and JSON."""
-    ci = f"[{low:.2f}, {high:.2f}]" if low is not None else None
+def with_ci(value: float | None, low: float | None, high: float | None, approximate: float | None = None,
+            digits: int = 2) -> str:
+    """A value with its interval (APPROXIMATE_MARK after an approximate one). A statistic
+    undefined on the observed table (e.g. kappa when both raters used one label) can still have
+    an interval for its population value, which is defined: it is shown after the dash, as in
+    the CSV and JSON."""
+    ci = f"[{low:.{digits}f}, {high:.{digits}f}]" if low is not None else None
+    if ci and approximate is not None:
+        ci += APPROXIMATE_MARK
     if value is None:
         return f"— {ci}" if ci else "—"
-    return f"{value:.2f} {ci}" if ci else f"{value:.2f} (no CI)"
+    return f"{value:.{digits}f} {ci}" if ci else f"{value:.{digits}f} (no CI)"
+
+
+def score_text(row: ReportRow, name: str) -> str:
+    """One score statistic of a rubric row with its interval (MAE in score points, one decimal)."""
+    return with_ci(getattr(row, name), getattr(row, f"{name}_low"), getattr(row, f"{name}_high"),
+                   getattr(row, f"{name}_approximate"), digits=1 if name == "mae" else 2)
+
+
+def marked(estimate: Estimate) -> str:
+    """The mark of an approximate interval, in words."""
+    return f"{APPROXIMATE_MARK} {approximate_words(estimate.approximate)}"
 
 
 def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 21) -> str:
@@ -55,8 +78,14 @@ def kappa_bar(value: float | None, ci: tuple[float, float] | None, width: int = 
 
 
 def cell_notes(c: AgreementCell, report: Report) -> list[str]:
-    """What a reader must know about a cell beyond its lines: unparsed verdicts and how they
-    were counted, intervals that could not be computed, the ceiling, ties, the alt-test."""
+    """What a reader must know about a cell beyond its lines: its own figures in words
+    (`own_notes`), then the caveats that recur from cell to cell (`general_notes`)."""
+    return own_notes(c, report) + general_notes(c)
+
+
+def own_notes(c: AgreementCell, report: Report) -> list[str]:
+    """A cell's own figures in words: unparsed verdicts and how they were counted, the labels a
+    narrower interval needs, the ceiling, ties, the alternative annotator test, reliability."""
     notes = []
     mode = report.options.unparsed
     if c.unparsed:
@@ -66,17 +95,11 @@ def cell_notes(c: AgreementCell, report: Report) -> list[str]:
     if c.truncated:
         notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
                      "higher --max-tokens")
-    undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
         if line.kappa_range and line.unparsed:
             worst, best = line.kappa_range
             notes.append(f"vs {line.versus}: {line.unparsed} labelled item(s) with an unparsed verdict: κ between "
                          f"{fmt(worst)} (all wrong) and {fmt(best)} (all right)")
-        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
-            undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
-        elif line.stats and line.stats.kappa.value is None and line.stats.n:
-            undefined[str(line.stats.kappa.reason)].append(line.versus)
-    notes += [f"vs {', '.join(who)}: {why}" for why, who in undefined.items()]
     plans = [f"{line.versus} {line.more_items}" for line in c.lines if line.more_items]
     if plans:
         notes.append(f"more labels for a κ interval of ±{report.options.target_half_width} (80 % assurance): "
@@ -105,10 +128,52 @@ def cell_notes(c: AgreementCell, report: Report) -> list[str]:
             f"{'passes' if alt.passed else 'does not pass'}"
             + (f"; left out: {', '.join(f'{a} ({why})' for a, why in alt.left_out.items())}" if alt.left_out else "")
         )
-    elif alt is not None and c.lines and not (c.kind and c.kind.scored):
-        notes.append(f"alternative annotator test not run: {alt.reason}")
     if c.reliability is not None:
         notes += reliability_notes(c.reliability)
+    return notes
+
+
+def general_notes(c: AgreementCell) -> list[str]:
+    """The caveats that recur from cell to cell (the terminal says each once, with the cells it
+    applies to): intervals not given and why, approximate intervals, the alternative annotator
+    test not run, ECE without an interval."""
+    notes = []
+    undefined: dict[str, list[str]] = defaultdict(list)
+    for line in c.lines:
+        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
+            undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
+        if line.stats and line.stats.n and line.stats.ac1.approximate is not None:
+            undefined[f"AC1's interval {marked(line.stats.ac1)} (few items, nearly all of one label)"].append(
+                line.versus)
+        notes += score_notes(line)
+    notes += [f"vs {', '.join(who)}: {why}" for why, who in undefined.items()]
+    alt = c.alt_test
+    if alt is not None and not alt.ran and c.lines and not (c.kind and c.kind.scored):
+        notes.append(f"alternative annotator test not run: {alt.reason}")
+    r = c.reliability
+    if r is not None and r.calibration is not None and r.calibration.n:
+        notes.append(f"ECE has no interval: {r.calibration.ece.ci_reason}")
+    return notes
+
+
+def score_notes(line) -> list[str]:
+    """Per score of a rubric line: the statistics without a value or an interval, and the
+    approximate intervals, each reason once with the statistics it applies to."""
+    notes = []
+    for dimension, scores in line.scores.items():
+        reasons: dict[str, list[str]] = defaultdict(list)
+        for name in STATISTICS:
+            e = scores.estimate(name)
+            if e.value is None:
+                why = str(e.reason)
+            elif e.ci is None:
+                why = f"no interval: {e.ci_reason}"
+            elif e.approximate is not None:
+                why = f"interval {marked(e)} ({scores.shape} scores)"
+            else:
+                continue
+            reasons[why].append(STATISTIC_NAMES[name])
+        notes += [f"vs {line.versus}, {dimension}: {', '.join(names)}: {why}" for why, names in reasons.items()]
     return notes
 
 
@@ -122,14 +187,17 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
     if r.consistency is not None:
         alpha = r.consistency.alpha
         ids = ", ".join(map(str, r.unstable_items[:SHOWN_IDS])) + (" …" if len(r.unstable_items) > SHOWN_IDS else "")
+        at = f" at {r.temperatures}" if r.temperatures else ""
+        by_construction = (" (at temperature 0 repeats agree by construction unless the server samples anyway: "
+                           "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
-            f"consistency over {r.repeats} repeats on {r.consistency.items} items: flip rate "
+            f"consistency over {r.repeats} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
             f"{with_ci(*split_estimate(r.consistency.flip_rate))}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
             + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
     if r.calibration is not None and r.calibration.n:
         cal = r.calibration
-        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f}, Brier "
+        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f} (no interval), Brier "
                      f"{with_ci(*split_estimate(cal.brier))}")
     if r.length is not None:
         b = r.length.estimate
@@ -170,36 +238,86 @@ def render_table(report: Report, console, *, wide: bool = False) -> None:
                        style="bold"), soft_wrap=False)
     width = console.width
     with_bar = width >= 100
-    for c in report.cells:
-        if not any(line.n for line in c.lines):
-            continue
+    shown = [c for c in report.cells if any(line.n for line in c.lines)]
+    general = {_cell_name(c): general_notes(c) for c in shown}
+    repeated = _repeated(general)
+    for c in shown:
         console.print()
-        console.print(Text(safe(f"{c.task} · {c.lang} · {c.judge}"), style="bold cyan"))
-        headers = ["vs", "n", "agree", "κ [95% CI]"] + (["−1 ┊ 1"] if with_bar else []) + ["verdict"]
-        body = []
-        for line in c.lines:
-            if not line.n:
-                continue
-            row = report_row(c, line)
-            cells = [row.versus, str(row.n), fmt(row.agreement), with_ci(row.kappa, row.kappa_low, row.kappa_high)]
-            if with_bar:
-                ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
-                cells.append(kappa_bar(row.kappa, ci, 21 if width >= 120 else 15))
-            body.append([safe(v) for v in (*cells, row.verdict)])
-        console.print(fit_table(headers, body, width, Columns(names=("vs",), texts=("verdict",), right=("n", "agree"))))
-        if wide:
-            console.print(_details_table(c, width))
-            reliability = _reliability_table(c, width)
-            if reliability is not None:
-                console.print(reliability)
-        for note in cell_notes(c, report):
+        console.print(Text(safe(_cell_name(c)), style="bold cyan"))
+        if c.kind is not None and c.kind.scored:
+            console.print(_scores_table(c, width, wide))
+        else:
+            console.print(_kappa_table(c, width, with_bar))
+            if wide:
+                console.print(_details_table(c, width))
+                reliability = _reliability_table(c, width)
+                if reliability is not None:
+                    console.print(reliability)
+        for note in own_notes(c, report) + [note for note in general[_cell_name(c)] if note not in repeated]:
             console.print(Padding(Text(safe(note), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
+    if repeated:
+        console.print()
+        console.print(Text("Notes on several cells", style="bold"))
+        places = [(where, note) for where, cell in general.items() for note in cell if note in repeated]
+        for line in said_once(places):
+            console.print(Padding(Text(safe(line), style="dim"), (0, 0, 0, 2)), soft_wrap=False)
     for why in cells_without_numbers(report):
         console.print()
         console.print(Text(safe(why), style="dim"), soft_wrap=False)
     note = multiplicity_note(report)
     if note:
         console.print(Text(note, style="dim italic"), soft_wrap=False)
+
+
+def _cell_name(c: AgreementCell) -> str:
+    return f"{c.task} · {c.lang} · {c.judge}"
+
+
+def _repeated(notes: dict[str, list[str]]) -> set[str]:
+    """The notes that several cells share, said once below them all (calibrate.fit.said_once)."""
+    counts: dict[str, int] = defaultdict(int)
+    for cell in notes.values():
+        for note in set(cell):
+            counts[note] += 1
+    return {note for note, n in counts.items() if n > 1}
+
+
+def _kappa_table(c: AgreementCell, width: int, with_bar: bool):
+    headers = ["vs", "n", "agree", "κ [95% CI]"] + (["−1 ┊ 1"] if with_bar else []) + ["verdict"]
+    body = []
+    for line in c.lines:
+        if not line.n:
+            continue
+        row = report_row(c, line)
+        cells = [row.versus, str(row.n), fmt(row.agreement), with_ci(row.kappa, row.kappa_low, row.kappa_high)]
+        if with_bar:
+            ci = (row.kappa_low, row.kappa_high) if row.kappa_low is not None else None
+            cells.append(kappa_bar(row.kappa, ci, 21 if width >= 120 else 15))
+        body.append([safe(v) for v in (*cells, row.verdict)])
+    return fit_table(headers, body, width, Columns(names=("vs",), texts=("verdict",), right=("n", "agree")))
+
+
+SCORE_COLUMNS = ("spearman", "mae")
+"""The score statistics of the terminal table; `--wide` adds the others below it."""
+
+
+def _scores_table(c: AgreementCell, width: int, wide: bool):
+    """A rubric cell: per person and score, Spearman's rho and the MAE with their intervals;
+    `wide` adds a table of Pearson, Kendall and the kappas, a statistic a row (80 columns)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    rows = [row for line in c.lines if line.n for row in line_rows(c, line)]
+    headers = ["vs", "n", "scores"] + [f"{STATISTIC_NAMES[name]} [95% CI]" for name in SCORE_COLUMNS]
+    body = [[safe(v) for v in (row.versus, str(row.n), row.scores or "", *(score_text(row, n) for n in SCORE_COLUMNS))]
+            for row in rows]
+    table = fit_table(headers, body, width, Columns(names=("vs", "scores"), right=("n",)))
+    if not wide:
+        return table
+    more = [[safe(v) for v in (row.versus, row.scores or "", STATISTIC_NAMES[name], score_text(row, name))]
+            for row in rows for name in STATISTICS if name not in SCORE_COLUMNS]
+    return Group(table, Text(), fit_table(["vs", "scores", "statistic", "estimate [95% CI]"], more, width,
+                                          Columns(names=("vs", "scores"))))
 
 
 LENIENCY_WORDS = {"judge more lenient": "lenient", "judge harsher": "harsher", "no evidence of a difference": "no evidence"}
@@ -216,7 +334,8 @@ def _details_table(c: AgreementCell, width: int):
         leniency = "—" if r.leniency is None else LENIENCY_WORDS.get(r.leniency, r.leniency) + (
             "" if r.homogeneity_p is None else f" (p {r.homogeneity_p:.2f})")
         body.append([safe(v) for v in (
-            r.versus, with_ci(r.ac1, r.ac1_low, r.ac1_high), with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
+            r.versus, with_ci(r.ac1, r.ac1_low, r.ac1_high, r.ac1_approximate),
+            with_ci(r.sensitivity, r.sensitivity_low, r.sensitivity_high),
             with_ci(r.specificity, r.specificity_low, r.specificity_high), prevalence,
             f"{fmt(r.bias_index)}/{fmt(r.prevalence_index)}", leniency)])
     return fit_table(["vs", "AC1 [95% CI]", "sensitivity", "specificity", "prevalence", "BI/PI", "judge vs people"], body,
@@ -235,7 +354,7 @@ def _reliability_table(c: AgreementCell, width: int):
         body += [["flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high)],
                  ["α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high)]]
     if r.calibration is not None and r.calibration.n:
-        body += [["ECE", fmt(row.ece, 3)], ["Brier", with_ci(row.brier, row.brier_low, row.brier_high)]]
+        body += [["ECE", f"{fmt(row.ece, 3)} (no CI)"], ["Brier", with_ci(row.brier, row.brier_low, row.brier_high)]]
     if r.length is not None:
         body.append(["length bias (log-odds/sd)", with_ci(row.length_bias, row.length_bias_low, row.length_bias_high)
                      if row.length_bias is not None else "cannot tell"])
@@ -243,25 +362,42 @@ def _reliability_table(c: AgreementCell, width: int):
 
 
 MARKDOWN_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"), ("vs", "versus"), ("n", "n"),
-                    ("agree", "agreement"), ("κ [95% CI]", None), ("AC1", "ac1"), ("sensitivity", "sensitivity"),
-                    ("specificity", "specificity"), ("unparsed", "unparsed"), ("verdict", "verdict")]
+                    ("agree", "agreement"), ("κ [95% CI]", "kappa"), ("AC1 [95% CI]", "ac1"),
+                    ("sensitivity", "sensitivity"), ("specificity", "specificity"), ("unparsed", "unparsed"),
+                    ("verdict", "verdict")]
+MARKDOWN_SCORE_COLUMNS = [("system", "system"), ("task", "task"), ("lang", "lang"), ("judge", "judge"),
+                          ("vs", "versus"), ("n", "n"), ("scores", "scores"),
+                          *((f"{STATISTIC_NAMES[name]} [95% CI]", name) for name in STATISTICS)]
 
+
+def _markdown_table(columns: list[tuple[str, str]], rows: list[ReportRow]) -> str:
+    out = ["| " + " | ".join(name for name, _ in columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        values = []
+        for _name, attr in columns:
+            if attr in STATISTICS:
+                values.append(score_text(row, attr))
+            elif attr in ("kappa", "ac1"):
+                values.append(with_ci(getattr(row, attr), getattr(row, f"{attr}_low"), getattr(row, f"{attr}_high"),
+                                      row.ac1_approximate if attr == "ac1" else None))
+            else:
+                value = getattr(row, attr)
+                values.append(fmt(value) if isinstance(value, float) else value)
+        out.append("| " + " | ".join(markdown_safe(v) for v in values) + " |")
+    return "\n".join(out) + "\n"
 
 
 def render_markdown(report: Report) -> str:
     out = io.StringIO()
     out.write("# calibrate agreement report\n\n")
-    out.write(f"Unparsed verdicts: {report.options.unparsed}. Intervals are 95 %.\n\n")
-    out.write("| " + " | ".join(name for name, _ in MARKDOWN_COLUMNS) + " |\n|" + "---|" * len(MARKDOWN_COLUMNS) + "\n")
-    for _c, _line, row in rows_of(report):
-        values = []
-        for _name, attr in MARKDOWN_COLUMNS:
-            if attr is None:
-                values.append(with_ci(row.kappa, row.kappa_low, row.kappa_high))
-            else:
-                value = getattr(row, attr)
-                values.append(fmt(value) if isinstance(value, float) else value)
-        out.write("| " + " | ".join(markdown_safe(v) for v in values) + " |\n")
+    out.write(f"Unparsed verdicts: {report.options.unparsed}. Intervals are 95 %; {APPROXIMATE_MARK} marks an "
+              "approximate one (see the notes).\n\n")
+    rows = [row for _c, _line, row in rows_of(report)]
+    categorical, scored = [r for r in rows if r.scores is None], [r for r in rows if r.scores is not None]
+    if categorical:
+        out.write(_markdown_table(MARKDOWN_COLUMNS, categorical))
+    if scored:
+        out.write(("\n" if categorical else "") + _markdown_table(MARKDOWN_SCORE_COLUMNS, scored))
     for c in report.cells:
         notes = cell_notes(c, report)
         if notes:

@@ -156,18 +156,20 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         ok = ~np.isnan(parsed)
         # the judge's evidence: only the items it judged
         fj, yj = np.nan_to_num(verdicts, nan=0.0), _repeat([m.human for m in rows], rows)
-        corrected = correction.ppi_mean(fj, yj, random_sample=True)
+        corrected = correction.stratified_mean(fj, yj, random_sample=True)
+        ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
-        plan = correction.labels_needed(fj, yj, random_sample=True, target=target)
+        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected)
         if not rows:
-            corrected, rogan_gladen = replace(corrected, reason=PEOPLE_DECIDE), replace(rogan_gladen, reason=PEOPLE_DECIDE)
+            corrected, ppi = replace(corrected, reason=PEOPLE_DECIDE), replace(ppi, reason=PEOPLE_DECIDE)
+            rogan_gladen = replace(rogan_gladen, reason=PEOPLE_DECIDE)
             plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
         cell.judges.append(JudgeScores(
             judge=name, judged=judged, unparsed=int((~ok).sum()),
             c3_rule=Accuracy(rules_right, len(parsed)) if rule_known else None,
             parser_unparsed_wrong=Accuracy(int(f.sum()), len(parsed)),
             parser_unparsed_left_out=Accuracy(int(parsed[ok].sum()), int(ok.sum())),
-            corrected=corrected, rogan_gladen=rogan_gladen, plan=plan,
+            corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi,
         ))
     c3 = [m for m in members if _family(m.task) == "c3"]
     c3_judges = sorted({j for m in c3 for j in m.verdicts})
@@ -177,7 +179,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
                       [m.n for m in common], axis=0)
         raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
-        corrected = correction.ppi_mean(f, _repeat([m.human for m in common], common), random_sample=True)
+        corrected = correction.stratified_mean(f, _repeat([m.human for m in common], common), random_sample=True)
         cell.final = Final(c3_judges, raw, corrected)
     return cell
 

@@ -47,9 +47,10 @@ class JudgeScores:
     c3_rule: Accuracy | None  # None outside C3
     parser_unparsed_wrong: Accuracy
     parser_unparsed_left_out: Accuracy
-    corrected: correction.Corrected
+    corrected: correction.Corrected  # stratified by the judge's verdict (correction.stratified_mean)
     rogan_gladen: correction.RoganGladen
-    plan: correction.LabelPlan
+    plan: correction.LabelPlan  # labels for the corrected interval to reach the target half-width
+    ppi: correction.Corrected | None = None  # PPI++, kept in JSON for comparison (marked approximate)
 
     def as_dict(self) -> dict:
         return {
@@ -57,7 +58,8 @@ class JudgeScores:
             "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
             "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),
             "parser_unparsed_left_out": self.parser_unparsed_left_out.as_dict(),
-            "corrected_ppi": self.corrected.as_dict(), "rogan_gladen": self.rogan_gladen.as_dict(),
+            "corrected": self.corrected.as_dict(), "corrected_ppi": self.ppi.as_dict() if self.ppi else None,
+            "rogan_gladen": self.rogan_gladen.as_dict(),
             "more_labels_for_target": self.plan.more, "plan_reason": self.plan.reason,
         }
 
@@ -65,15 +67,15 @@ class JudgeScores:
 @dataclass
 class Final:
     """C3's final score: the mean over its judges, raw (each judge's accuracy by C3's rule) and
-    corrected (PPI++ with the judges' mean verdict as the prediction, on the C3 items every one
-    of them judged)."""
+    corrected (stratified by the judges' mean verdict, on the C3 items every one of them
+    judged)."""
 
     judges: list[str]
     raw: float | None
     corrected: correction.Corrected
 
     def as_dict(self) -> dict:
-        return {"judges": self.judges, "raw": self.raw, "corrected_ppi": self.corrected.as_dict()}
+        return {"judges": self.judges, "raw": self.raw, "corrected": self.corrected.as_dict()}
 
 
 @dataclass

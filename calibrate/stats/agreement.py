@@ -36,6 +36,20 @@ from calibrate.stats.intervals import (
 
 MIN_PLANNING_N = 30
 
+AC1_WIDER_PRIOR = 0.25
+"""AC1's interval is the union of the equal-tailed posterior intervals under Dirichlet(n_ij + 1/2)
+(Jeffreys) and Dirichlet(n_ij + 1/4): in tests/bench/ac1_coverage.py, over 125 judge-vs-people
+populations at n = 20, the Jeffreys interval alone fell to 82.6 % at prevalence 0.95 (78.9 %
+at 0.98), the 1/4 prior's to 90.4 %, their union to 90.5 % at worst (below 93 % in 2 % of the
+populations) while keeping 94.5-98.6 % on the equal-margin grid of tests/bench/coverage.py."""
+
+AC1_APPROXIMATE = ((20, 0.95, 0.905), (50, 0.97, 0.905))
+"""(most items, least prevalence, simulated coverage) where AC1's union interval is marked
+approximate with that figure: in tests/bench/ac1_coverage.py (exact, 125 judge-vs-people
+populations) it covered as little as 90.5 % at n = 20 with people's prevalence 0.95 (Se 1,
+Sp 0.9), and at n = 50 with prevalence 0.98; at n = 50 and prevalence 0.95, 95.3 % or more. The
+prevalence compared is that of the most frequent label, both raters pooled."""
+
 
 # -- two raters ----------------------------------------------------------------------------------
 
@@ -108,10 +122,35 @@ def interpret_kappa(value: float | None) -> str:
         return "undefined"
     if value < 0:
         return "poor"
-    for bound, word in ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+    for bound, word in KAPPA_BANDS:
         if value <= bound:
             return word
     return "almost perfect"
+
+
+KAPPA_BANDS = ((0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial"))
+"""Landis and Koch's upper band limits; below 0 is "poor", above 0.8 "almost perfect"."""
+
+TOO_UNCERTAIN = "too uncertain to name a band"
+
+
+def kappa_band(value: float | None, ci: tuple[float, float] | None) -> str:
+    """The Landis-Koch word for kappa (`interpret_kappa`) only where the data can tell the band:
+    when the 95 % interval reaches no further than the bands next to the point estimate's, e.g.
+    "substantial" for 0.70 [0.55, 0.83] (moderate to almost perfect). An interval reaching
+    further, e.g. [-0.09, 1.00] from three agreeing items, gives TOO_UNCERTAIN with the bands it
+    spans; no interval at all gives the same, since nothing shows how far kappa could be from
+    its estimate."""
+    if value is None:
+        return "undefined"
+    if ci is None:
+        return f"{TOO_UNCERTAIN} (no interval)"
+    words = ["poor", *(word for _, word in KAPPA_BANDS), "almost perfect"]
+    band = words.index(interpret_kappa(value))
+    low, high = words.index(interpret_kappa(ci[0])), words.index(interpret_kappa(ci[1]))
+    if low >= band - 1 and high <= band + 1:
+        return interpret_kappa(value)
+    return f"{TOO_UNCERTAIN} ({words[low]} to {words[high]})"
 
 
 @dataclass
@@ -163,6 +202,7 @@ def two_raters(
     ordinal: bool = False,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    raters: tuple[str, str] = ("rater A", "rater B"),
 ) -> TwoRaters:
     """n, raw agreement, Cohen's kappa (from the table, equal to scikit-learn's
     cohen_kappa_score, which the tests check; analytic SE), Gwet's
@@ -170,15 +210,17 @@ def two_raters(
     linear and quadratic weighted kappa. Give the paired labels (None = missing: the pair is
     left out and counted in `notes`), or a confusion `table` in `labels` order.
 
-    Intervals (95 %). Raw agreement: Wilson score interval (see `wilson_interval`). Kappa and
-    AC1: equal-tailed posterior interval over the contingency table, Dirichlet(n_ij + 1/2)
+    Intervals (95 %). Raw agreement: Wilson score interval (see `wilson_interval`). Kappa:
+    equal-tailed posterior interval over the contingency table, Dirichlet(n_ij + 1/2)
     (Jeffreys prior; see `posterior_tables`), `resamples` draws, the statistic computed on each
-    draw. This is the Bayesian multinomial approach of Basu, S., Banerjee, M., & Sen, A. (2000).
+    draw. AC1: the union of that interval and the one under Dirichlet(n_ij + 1/4)
+    (AC1_WIDER_PRIOR), marked approximate where AC1_APPROXIMATE says. This is the Bayesian multinomial approach of Basu, S., Banerjee, M., & Sen, A. (2000).
     Bayesian inference for kappa from single and multiple studies. Biometrics 56, 577-582. It
     is chosen over the percentile bootstrap because it keeps close to 95 % coverage at small n
     and skewed prevalence, where the bootstrap resamples only the observed cells
     (tests/bench/coverage.py prints the simulated coverage). It exists even where the point
     estimate does not (a one-class table), since every posterior draw has all cells positive.
+    Reasons name the raters as `raters` says (the report: the judge and the person).
 
     PABAK = (K p_o - 1) / (K - 1): Byrt, T., Bishop, J., & Carlin, J. B. (1993). Bias,
     prevalence and kappa. J. Clin. Epidemiol. 46, 423-429.
@@ -221,13 +263,14 @@ def two_raters(
     if kappa_value is None:
         kappa.reason = f"both raters used only '{labels[int(used_a[0])]}': kappa is undefined (chance agreement is 1)"
     elif len(used_a) == 1 or len(used_b) == 1:
-        kappa.reason = f"{'rater A' if len(used_a) == 1 else 'rater B'} used a single class: kappa is 0 by construction"
+        who, used = (raters[0], used_a) if len(used_a) == 1 else (raters[1], used_b)
+        kappa.reason = f"{who} used a single class ('{labels[int(used[0])]}'): kappa is 0 by construction"
     elif po == 1:
         kappa.reason = "perfect agreement"
     if k < 2:
         ac1 = Estimate(None, reason="AC1 needs at least two categories in the label set")
     else:
-        ac1 = estimate_from_draws(finite_or_none(ac1_from_tables(table)), ac1_from_tables(draws))
+        ac1 = _ac1(table, draws, resamples, seed, n, max(prevalence.values()))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, agreement, notes=notes)
     if ordinal and kappa_value is not None:
         a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
@@ -236,6 +279,19 @@ def two_raters(
             value = finite_or_none(cohen_kappa_score(a_codes, b_codes, labels=list(range(k)), weights=weights))
             setattr(result, f"kappa_{weights}", Estimate(value))
     return result
+
+
+def _ac1(table: np.ndarray, draws: np.ndarray, resamples: int, seed: int, n: int, prevalence: float) -> Estimate:
+    """AC1 with the union of its Jeffreys and AC1_WIDER_PRIOR posterior intervals, marked
+    approximate where AC1_APPROXIMATE says."""
+    value = finite_or_none(ac1_from_tables(table))
+    ac1 = estimate_from_draws(value, ac1_from_tables(draws))
+    wider = estimate_from_draws(value, ac1_from_tables(posterior_tables(table, resamples, seed, AC1_WIDER_PRIOR)))
+    if ac1.ci is not None and wider.ci is not None:
+        ac1.ci = (min(ac1.ci[0], wider.ci[0]), max(ac1.ci[1], wider.ci[1]))
+        ac1.approximate = next((covered for most, least, covered in AC1_APPROXIMATE
+                                if n <= most and prevalence >= least), None)
+    return ac1
 
 
 # -- the judge against the human label -----------------------------------------------------------

@@ -1,6 +1,8 @@
 """Intervals shared by every statistic: the Wilson interval of a proportion, posterior draws of a
 contingency table, resampled units, the equal-tailed interval from draws (undefined draws
-counted), and Krippendorff's per-unit coincidence matrices, which the unit bootstrap reweights.
+counted), the Fisher z interval of a correlation-like statistic (with a given standard error,
+or the jackknife's), and Krippendorff's per-unit coincidence matrices, which the unit bootstrap
+reweights.
 
 Each has one definition here; agreement, the human ceiling, reliability and corrected scores
 call them, so an interval means the same thing in every report. The defaults (draws, seed, the
@@ -130,6 +132,46 @@ def estimate_from_draws(value: float | None, draws: np.ndarray, **extra) -> Esti
     if ci is not None and value is not None:
         ci = (min(ci[0], value), max(ci[1], value))
     return Estimate(value, ci, undefined_share=share, ci_reason=why, **extra)
+
+
+# -- correlation-like statistics on the Fisher z scale ----------------------------------------------
+
+
+def fisher_z_interval(value: float, se: float, quantile: float) -> tuple[float, float]:
+    """tanh(atanh(value) -+ quantile x se): an interval for a statistic in (-1, 1) built on
+    Fisher's z = atanh(r), where its sampling distribution is close to normal and its variance
+    nearly free of the true value. Fisher, R. A. (1921). On the "probable error" of a
+    coefficient of correlation deduced from a small sample. Metron 1, 3-32."""
+    z = math.atanh(value)
+    return math.tanh(z - quantile * se), math.tanh(z + quantile * se)
+
+
+def jackknife_fisher_z(value: float | None, leave_one_out: np.ndarray,
+                       level: float = LEVEL) -> tuple[tuple[float, float] | None, float | None, str | None]:
+    """(interval, se, reason) for a statistic in (-1, 1) by the jackknife on the Fisher z scale:
+    with z_(i) = atanh of the statistic on the n items without item i,
+        SE = sqrt( (n - 1)/n sum_i (z_(i) - mean z)^2 ),
+        interval tanh( atanh(value) -+ t_{n-1, (1+level)/2} SE ).
+    Quenouille, M. H. (1956). Notes on bias in estimation. Biometrika 43, 353-360; Tukey, J. W.
+    (1958). Bias and confidence in not-quite large samples. Ann. Math. Statist. 29, 614; Efron,
+    B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap, ch. 11 (the jackknife
+    estimate of standard error). No interval, with the reason, where the statistic or a
+    leave-one-out value is undefined or at +-1 (z infinite), or where every leave-one-out value
+    is the same (a zero standard error would claim certainty)."""
+    n = len(leave_one_out)
+    if value is None or not np.isfinite(value):
+        return None, None, "the statistic is undefined"
+    if abs(value) >= 1:
+        return None, None, f"the statistic is {value:+.0f}: its Fisher z is infinite, so no interval is built on it"
+    if not np.all(np.isfinite(leave_one_out)):
+        return None, None, "leaving out one item makes the statistic undefined (one rater then has no spread)"
+    if np.any(np.abs(leave_one_out) >= 1):
+        return None, None, "leaving out one item gives a statistic of +-1: the jackknife on Fisher z is undefined"
+    z = np.arctanh(leave_one_out)
+    se = float(np.sqrt((n - 1) / n * ((z - z.mean()) ** 2).sum()))
+    if se <= 1e-12:
+        return None, None, "every leave-one-out value is the same: a zero-width interval says nothing"
+    return fisher_z_interval(value, se, float(stats.t.ppf((1 + level) / 2, n - 1))), se, None
 
 
 # -- units of several raters ---------------------------------------------------------------------

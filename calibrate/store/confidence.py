@@ -1,6 +1,6 @@
 """The reads behind the reliability figures, the trust thresholds and what they accept: the
 judges' verdicts in force against the gold label, read in groups from `cell_verdicts` (kept by
-migration 0016's triggers), and the thresholds applied back in SQL (the escalate order, the
+migration 0017's triggers), and the thresholds applied back in SQL (the escalate order, the
 trust marks of an export), so that none reads one Python object per item.
 
 Most verdicts are simply a judge's judgment in force with its stored confidence. The others,

@@ -15,7 +15,7 @@ from calibrate.store.sql import IN_FORCE, VISIBLE, chunks, item_from_row
 
 def response_length(fields: dict) -> int | None:
     """The number of characters of an item's `response` field when it is a string, else None:
-    stored beside the item for the length-bias probe (migration 0016)."""
+    stored beside the item for the length-bias probe (migration 0017)."""
     response = fields.get("response")
     return len(response) if isinstance(response, str) else None
 

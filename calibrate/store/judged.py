@@ -117,6 +117,30 @@ class JudgmentsMixin:
                 (status, verdict, reason, correct, judgment_id),
             )
 
+    def repeat_temperatures(self) -> dict[str, list]:
+        """judge -> the temperatures its repeats (`judge --repeat`) were asked at, sorted (None:
+        none was sent, as for a reasoning model)."""
+        found: dict[str, set] = {}
+        for judge, temperature in self.conn.execute(
+                "SELECT DISTINCT judge_name, json_extract(params, '$.temperature') FROM judgments "
+                "INDEXED BY judgments_repeats WHERE sample > 0"):
+            found.setdefault(judge, set()).add(temperature)
+        return {judge: sorted(values, key=lambda t: (t is not None, t or 0)) for judge, values in found.items()}
+
+    def verdict_in_force(self, item_id: int, judge: str) -> dict | None:
+        """The judge's verdict in force on the item (judgment_id, status, verdict, reason): its
+        one judgment, or under `judge --repeat` the majority of its samples (migration 0015)."""
+        row = self.conn.execute("SELECT judgment_id, status, verdict, reason FROM verdicts_in_force "
+                                "WHERE item_id = ? AND judge_name = ?", (item_id, judge)).fetchone()
+        return dict(row) if row else None
+
+    def samples_in_force(self, item_id: int, judge: str) -> list[tuple[int, str, str | None]]:
+        """(sample, status, verdict) of each sample the verdict in force is taken from, in
+        sample order: one without repeats."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT sample, status, verdict FROM samples_in_force WHERE item_id = ? AND judge_name = ? ORDER BY sample",
+            (item_id, judge))]
+
     def latest_raw_outputs(self, judge: str, *, task: str, lang: str, system: str) -> dict[int, str | None]:
         """item id -> the raw output of `judge`'s judgment in force, for the items of one task,
         language and system."""

@@ -22,7 +22,7 @@ class ReadsMixin:
     def unparsed_counts(self, reason_prefix: str) -> list[tuple[str, str, str, str, int]]:
         """(task, lang, system, judge, n): unparsed judgments in force whose reason begins with
         `reason_prefix` (outputs cut at the token limit, say), per cell of the counted items; found
-        along migration 0018's index of the unparsed reasons."""
+        along migration 0019's index of the unparsed reasons."""
         beyond = reason_prefix[:-1] + chr(ord(reason_prefix[-1]) + 1)  # the first text after every one with the prefix
         return [tuple(r) for r in self.conn.execute(
             "SELECT c.task, c.lang, c.system, v.judge_name, count(*) FROM judgments j INDEXED BY judgments_unparsed "
@@ -111,7 +111,7 @@ class ReadsMixin:
         - versus_gold: task, lang, verdicts..., gold label, n (items two or more people labelled,
           with a gold label: `calibrate.gold`, `gold_from` the adjudicator);
         - shared: item_id, task, lang, verdicts..., one row per item two or more people labelled.
-        With `system`, only that system's items. Read from the sets of verdicts migration 0017's
+        With `system`, only that system's items. Read from the sets of verdicts migration 0018's
         triggers keep per item and count, so the work grows with the distinct sets of verdicts
         (and the items several people labelled), not with the items."""
         judges = [r[0] for r in self.conn.execute(

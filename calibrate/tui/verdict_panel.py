@@ -57,6 +57,9 @@ class VerdictPanel(Vertical):
         if judgment.confidence is not None:
             details.append(f"P={judgment.confidence:.2f}")
         info = Text(" · ".join(details), style="dim")
+        if view.repeats:
+            said = [view.kind.words(v) if status == "verdict" else status for status, v in view.repeats]
+            info.append(f"\n{len(said)} repeats: {safe(' · '.join(said))} (the verdict is their majority)", style="dim")
         if judgment.unparsed_reason:
             info.append(f"\nwhy unparsed: {safe(judgment.unparsed_reason)}", style="yellow")
         if judgment.error:

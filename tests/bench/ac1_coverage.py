@@ -7,6 +7,7 @@ Intervals (each widened to contain the point estimate, as `two_raters` does):
              (4000 draws, seed DEFAULT_SEED)
   quarter    the same under Dirichlet(counts + 1/4)
   union      the union of the two intervals (lowest lower end, highest upper end)
+  shipped    what calibrate ships: two_raters' AC1 interval (the union, from its own draws)
 Populations:
   equal      coverage.py's: both raters with prevalence p of the first label and kappa k,
              p {.5, .8, .95} x k {.3, .6, .8}
@@ -28,9 +29,9 @@ import time
 import numpy as np
 from coverage_exact import all_tables, population, probabilities
 
-from calibrate.stats.agreement import DEFAULT_SEED, ac1_from_tables, posterior_tables
+from calibrate.stats.agreement import DEFAULT_SEED, ac1_from_tables, posterior_tables, two_raters
 
-METHODS = ("jeffreys", "quarter", "union")
+METHODS = ("jeffreys", "quarter", "union", "shipped")
 
 
 def intervals(tables: np.ndarray) -> dict[str, np.ndarray]:
@@ -46,6 +47,8 @@ def intervals(tables: np.ndarray) -> dict[str, np.ndarray]:
         out[name] = cis
     out["union"] = np.stack([np.minimum(out["jeffreys"][:, 0], out["quarter"][:, 0]),
                              np.maximum(out["jeffreys"][:, 1], out["quarter"][:, 1])], 1)
+    shipped = [two_raters(table=table.reshape(2, 2), labels=["yes", "no"]).ac1.ci for table in tables]
+    out["shipped"] = np.array([ci if ci is not None else (np.nan, np.nan) for ci in shipped], dtype=float)
     return out
 
 

@@ -1,5 +1,5 @@
 """Simulation: coverage of corrected-accuracy intervals, the candidates measured and the ones in
-calibrate.stats.correction, on the grid of correction.COVERAGE_GRID (issue 20): true accuracy
+calibrate.stats.correction, on the grid of simulated.COVERAGE_GRID (issue 20): true accuracy
 {.3, .5, .8, .97} x random labels {20, 50, 100, 200} x judge (Se, Sp) {(.9, .7), (.95, .95),
 (.7, .9)} x items N {300, 1000}.
 
@@ -31,9 +31,21 @@ sqrt(0.95 x 0.05 / R), printed.
 
     .venv/bin/python tests/bench/correction_coverage.py [DATASETS] [--write]
 
---write writes correction.COVERAGE_TABLE (calibrate/stats/correction_coverage.json: the settings
+--write writes simulated.COVERAGE_TABLE (calibrate/stats/correction_coverage.json: the settings
 where a method in the module covers less than 93 %, with the figure), which the module reads to
 mark an interval approximate.
+
+--judges simulates C3's final score instead: stratified_mean with two judges (strata = their mean
+verdict, three at most), both of the grid's kind (Se, Sp), their errors independent given the
+truth ("independent") or with judge 2 copying judge 1 on half the items ("shared", the same
+Se and Sp each); the coverage per setting is the lower of the two. With --write it replaces the
+"stratified_judges" rows of the table (the other methods' rows are kept).
+
+--differences simulates `correction.difference` of two systems' stratified estimates (one judge
+(.9, .7) each, independent cells) against the true difference of their accuracies over their items.
+
+    .venv/bin/python tests/bench/correction_coverage.py --judges [DATASETS] [--write]   (default 1000)
+    .venv/bin/python tests/bench/correction_coverage.py --differences [DATASETS]       (default 1000)
 """
 
 from __future__ import annotations
@@ -46,14 +58,8 @@ import numpy as np
 from scipy import stats
 
 from calibrate.stats import correction
-from calibrate.stats.correction import (
-    COVERAGE_GRID,
-    COVERAGE_TABLE,
-    PROMISED_COVERAGE,
-    _stratified,
-    ppi_mean,
-    rogan_gladen,
-)
+from calibrate.stats.correction import _stratified, ppi_mean, rogan_gladen, stratified_mean
+from calibrate.stats.simulated import COVERAGE_GRID, COVERAGE_TABLE, PROMISED_COVERAGE
 
 Z = float(stats.norm.ppf(0.975))
 MODULE_METHODS = ("stratified", "ppi", "ppi_finite", "rogan_gladen")
@@ -207,8 +213,102 @@ def run(datasets: int, seed: int = 20):
     return rows
 
 
+def simulate_two_judges(rng, datasets, accuracy, se, sp, total, n, shared):
+    """Counts over the strata of the two judges' mean verdict (1, 1/2, 0): labelled (datasets,
+    3, 2) as [stratum, (correct, wrong)], unlabelled (datasets, 3), and the target mean of y."""
+    def cells(y_p, says):  # P(judge says 1 | y) = says; the two judges' joint verdicts
+        both = says * says if not shared else 0.5 * says + 0.5 * says * says
+        none = (1 - says) ** 2 if not shared else 0.5 * (1 - says) + 0.5 * (1 - says) ** 2
+        return y_p * np.array([both, 1 - both - none, none])
+    p = np.concatenate([cells(accuracy, se), cells(1 - accuracy, 1 - sp)])  # y=1 strata, then y=0 strata
+    lab = rng.multinomial(n, p, size=datasets)
+    unl = rng.multinomial(total - n, p, size=datasets)
+    truth = (lab[:, :3].sum(1) + unl[:, :3].sum(1)) / total
+    return np.stack([lab[:, :3], lab[:, 3:]], 2), unl[:, :3] + unl[:, 3:], truth
+
+
+def stratified_judges(lab, unl, total):
+    out = np.empty((len(lab), 2))
+    for r in range(len(lab)):
+        strata = [(int(lab[r, k].sum()), int(lab[r, k, 0]), int(unl[r, k])) for k in range(3) if unl[r, k] > 0]
+        out[r] = _stratified(strata, int(lab[r, :, 0].sum()), total, 0.95, correction.STRATUM_PRIOR)[1]
+    return out
+
+
+def write_table(below: dict[str, list], datasets: int) -> None:
+    """Replace the rows of the methods in `below` in COVERAGE_TABLE, keeping the others, and
+    record how many datasets per setting each method's rows rest on."""
+    current = json.loads(COVERAGE_TABLE.read_text(encoding="utf-8")) if COVERAGE_TABLE.exists() else {"below": {}}
+    merged = {**current["below"], **below}
+    counts = {**current.get("datasets", {}), **dict.fromkeys(below, datasets)}
+    methods = ",\n".join(f'  "{k}": [' + ",".join(f"\n   {json.dumps(row)}" for row in v) + ("\n  ]" if v else "]")
+                          for k, v in merged.items())
+    COVERAGE_TABLE.write_text(f'{{\n "datasets": {json.dumps(counts)},\n "grid": {json.dumps(COVERAGE_GRID)},\n '
+                              f'"promised": {PROMISED_COVERAGE},\n "below": {{\n{methods}\n }}\n}}\n', encoding="utf-8")
+    print(f"\nwrote {COVERAGE_TABLE}")
+
+
+def main_judges(datasets: int) -> None:
+    rng = np.random.default_rng(21)
+    start = time.perf_counter()
+    print(f"C3's final score: stratified_mean with two judges of one kind, {datasets} datasets per setting; "
+          f"Monte-Carlo SE at 95 %: {np.sqrt(0.95 * 0.05 / datasets):.2%}\n")
+    print("| accuracy | labels | Se/Sp | N | independent | shared | width |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    below = []
+    for total in COVERAGE_GRID["items"]:
+        for se, sp in COVERAGE_GRID["judge"]:
+            for accuracy in COVERAGE_GRID["accuracy"]:
+                for n in COVERAGE_GRID["labels"]:
+                    figures = []
+                    for shared in (False, True):
+                        lab, unl, truth = simulate_two_judges(rng, datasets, accuracy, se, sp, total, n, shared)
+                        figures.append(coverage(stratified_judges(lab, unl, total), truth))
+                    lowest = min(c for c, _, _ in figures)
+                    mark = "!" if lowest < PROMISED_COVERAGE else ""
+                    print(f"| {accuracy} | {n} | {se}/{sp} | {total} | {figures[0][0]:.1%}{mark} | {figures[1][0]:.1%} | "
+                          f"{figures[0][2]:.3f} |", flush=True)
+                    if lowest < PROMISED_COVERAGE:
+                        below.append([accuracy, n, se, sp, total, round(float(lowest), 3)])
+    print(f"\nbelow 93 % in {len(below)} of 96 settings: {below}; {time.perf_counter() - start:.0f} s")
+    if "--write" in sys.argv:
+        write_table({"stratified_judges": below}, datasets)
+
+
+def main_differences(datasets: int) -> None:
+    """Coverage of the difference of two independent cells' stratified estimates."""
+    rng = np.random.default_rng(22)
+    start = time.perf_counter()
+    print(f"difference of two systems' stratified estimates (judge .9/.7 on each), {datasets} datasets per setting\n")
+    print("| accuracies | labels each | N each | coverage (cells the random-sample check refused) | width |")
+    print("| --- | --- | --- | --- | --- |")
+    for accuracy_a, accuracy_b in ((0.5, 0.6), (0.8, 0.9), (0.9, 0.97), (0.97, 0.97), (0.3, 0.5)):
+        for n in (20, 50):
+            for total in (300, 1000):
+                hits, widths = 0, []
+                a_lab, a_unl, a_truth = simulate(rng, datasets, accuracy_a, 0.9, 0.7, total, n)
+                b_lab, b_unl, b_truth = simulate(rng, datasets, accuracy_b, 0.9, 0.7, total, n)
+                for r in range(datasets):
+                    a = stratified_mean(*items(a_lab[r], a_unl[r]), random_sample=True)
+                    b = stratified_mean(*items(b_lab[r], b_unl[r]), random_sample=True)
+                    ci = correction.difference(a, b).ci
+                    if ci is None:  # the random-sample check refused a cell (about 1 % of cells)
+                        continue
+                    hits += ci[0] - 1e-12 <= a_truth[r] - b_truth[r] <= ci[1] + 1e-12
+                    widths.append(ci[1] - ci[0])
+                print(f"| {accuracy_a} - {accuracy_b} | {n} | {total} | {hits / len(widths):.1%} "
+                      f"({datasets - len(widths)} refused) | {np.mean(widths):.3f} |", flush=True)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--judges" in sys.argv:
+        main_judges(int(args[0]) if args else 1000)
+        return
+    if "--differences" in sys.argv:
+        main_differences(int(args[0]) if args else 1000)
+        return
     datasets = int(args[0]) if args else 2000
     start = time.perf_counter()
     rows = run(datasets)
@@ -232,14 +332,9 @@ def main() -> None:
         print(f"  {k:13} min {np.nanmin(values):.1%}, below 93 % in {sum(v < PROMISED_COVERAGE for v in values)} of {len(rows)}, "
               f"no interval in {np.mean([cov[k][1] for _, cov in rows]):.1%} of datasets")
     if "--write" in sys.argv:
-        below = {k: [[accuracy, n, se, sp, total, round(cov[k][0], 3)]
-                     for (accuracy, n, (se, sp), total), cov in rows if cov[k][0] < PROMISED_COVERAGE]
-                 for k in MODULE_METHODS}
-        methods = ",\n".join(f'  "{k}": [' + ",".join(f"\n   {json.dumps(row)}" for row in v) + ("\n  ]" if v else "]")
-                              for k, v in below.items())
-        COVERAGE_TABLE.write_text(f'{{\n "datasets": {datasets},\n "grid": {json.dumps(COVERAGE_GRID)},\n '
-                                  f'"promised": {PROMISED_COVERAGE},\n "below": {{\n{methods}\n }}\n}}\n', encoding="utf-8")
-        print(f"\nwrote {COVERAGE_TABLE}")
+        write_table({k: [[accuracy, n, se, sp, total, round(cov[k][0], 3)]
+                         for (accuracy, n, (se, sp), total), cov in rows if cov[k][0] < PROMISED_COVERAGE]
+                     for k in MODULE_METHODS}, datasets)
 
 if __name__ == "__main__":
     main()

@@ -30,6 +30,16 @@ more than 2.5 % of resamples or draws undefined) counts as a miss; the share wit
 printed. Monte-Carlo SE at 95 % over R replicates: sqrt(0.95 x 0.05 / R).
 
     .venv/bin/python tests/bench/score_coverage.py [REPLICATES]   (default 500)
+
+--shipped measures what calibrate ships instead of the candidates: the intervals of
+calibrate.stats.score_agreement.score_agreement itself, per generator and size, and per shape
+as score_shape classifies each sample ("symmetric" or "skewed": the setting the output looks
+its mark up for), coverage among the samples that get an interval (the share without one
+printed beside it). With --write it also writes SCORE_COVERAGE_TABLE
+(calibrate/stats/score_coverage.json: per statistic, the (shape, size) settings below 93 %),
+which the output reads to mark an interval "approximate: covers about X % here".
+
+    PYTHONPATH=. .venv/bin/python tests/bench/score_coverage.py --shipped [REPLICATES] [--write]   (default 2000)
 """
 
 from __future__ import annotations
@@ -295,5 +305,66 @@ def main(replicates: int = 500) -> None:
     print(f"runtime {time.perf_counter() - start:.0f} s")
 
 
+def shipped(replicates: int = 2000, write: bool = False) -> None:
+    """Coverage of the intervals score_agreement gives, per generator and per classified shape."""
+    import json
+
+    from calibrate.stats.score_agreement import STATISTICS as SHIPPED
+    from calibrate.stats.score_agreement import score_agreement, score_shape
+    from calibrate.stats.simulated import PROMISED_COVERAGE, SCORE_COVERAGE_TABLE
+
+    rng = np.random.default_rng(5)
+    start = time.perf_counter()
+    truths = {g: population(rng, g) for g in GENERATORS}
+    print(f"score_agreement's 95 % intervals, {replicates} samples per generator and size; Monte-Carlo SE at 95 %: "
+          f"{np.sqrt(0.95 * 0.05 / replicates):.2%}. Coverage among samples with an interval (share without one)\n")
+    # (statistic, group, n) -> [hits, with an interval, samples]; group = a generator or a shape
+    tally: dict[tuple[str, str, int], list[int]] = {}
+    for n in SIZES:
+        for generator in GENERATORS:
+            for _ in range(replicates):
+                human, judge = generate(rng, generator, n)
+                result = score_agreement(judge, human, threshold=THRESHOLD, bin_width=BIN)
+                shape = score_shape(judge, human, THRESHOLD)
+                for name in SHIPPED:
+                    ci = result.estimate(name).ci
+                    for group in (generator, shape):
+                        cell = tally.setdefault((name, group, n), [0, 0, 0])
+                        cell[2] += 1
+                        if ci is not None:
+                            cell[1] += 1
+                            cell[0] += ci[0] - 1e-12 <= truths[generator][name] <= ci[1] + 1e-12
+    groups = (*GENERATORS, "symmetric", "skewed")
+    print("| statistic | data | " + " | ".join(f"n={n}" for n in SIZES) + " |")
+    print("| --- | --- |" + " --- |" * len(SIZES))
+    below: dict[str, list] = {name: [] for name in SHIPPED}
+    for name in SHIPPED:
+        for group in groups:
+            cells = []
+            for n in SIZES:
+                hits, given, total = tally.get((name, group, n), [0, 0, 0])
+                if not given:
+                    cells.append(f"— ({total} samples, none with an interval)" if total else "—")
+                    continue
+                share = 1 - given / total
+                cells.append(f"{hits / given:.1%}" + (f" ({share:.0%} none)" if share >= 0.005 else ""))
+                if group in ("symmetric", "skewed") and hits / given < PROMISED_COVERAGE and given >= 50:
+                    below[name].append([group, n, round(hits / given, 3)])
+            print(f"| {name} | {group} | " + " | ".join(cells) + " |")
+    print(f"\nbelow {PROMISED_COVERAGE:.0%} by shape (marked approximate): {json.dumps(below)}")
+    print(f"runtime {time.perf_counter() - start:.0f} s")
+    if write:
+        items = [n for n in SIZES if n >= 10]
+        body = ",\n".join(f'  "{name}": {json.dumps(rows)}' for name, rows in below.items())
+        SCORE_COVERAGE_TABLE.write_text(
+            f'{{\n "replicates": {replicates},\n "grid": {{"shapes": ["symmetric", "skewed"], "items": {json.dumps(items)}}},'
+            f'\n "promised": {PROMISED_COVERAGE},\n "below": {{\n{body}\n }}\n}}\n', encoding="utf-8")
+        print(f"wrote {SCORE_COVERAGE_TABLE}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 500)
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--shipped" in sys.argv:
+        shipped(int(arguments[0]) if arguments else 2000, write="--write" in sys.argv)
+    else:
+        main(int(arguments[0]) if arguments else 500)

@@ -22,7 +22,7 @@ missed when A(threshold) < 0.9. Per scenario and n, over RUNS runs:
   miss|cert     share of certified runs whose threshold misses the target on fresh items
   by > 0.02     share of certified runs that miss the target by more than 0.02
   miss&cert     share of all runs that certify and miss (the procedure's guarantee: <= risk)
-  bound>truth   share of all runs that certify with a printed "guaranteed" value above A(threshold)
+  bound>truth   share of all runs that certify with a printed "lower_bound" value above A(threshold)
   accepted      median share of the n items the certified threshold accepts
   shortfall     `detectable_shortfall` at the median number of accepted items (certified runs)
 Monte-Carlo SE of a share p over R runs: sqrt(p (1 - p) / R); miss|cert uses the certified runs.
@@ -103,7 +103,7 @@ def run(runs: int, target: float, sizes, seed: int = 7):
                 truth = curve(result.threshold)
                 missed += truth < target
                 far += truth < target - 0.02
-                above += result.guaranteed > truth
+                above += result.lower_bound > truth
                 shares.append(result.coverage)
                 accepted.append(result.accepted)
             rows.append({

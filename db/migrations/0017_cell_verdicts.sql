@@ -1,4 +1,4 @@
--- 0016_cell_verdicts: each judge's verdict in force on each counted item, filed by cell with what
+-- 0017_cell_verdicts: each judge's verdict in force on each counted item, filed by cell with what
 -- the reliability figures and trust thresholds read of it (the item's label in force when it
 -- has one, the judgment's confidence, the response's length), so that they read a few hundred
 -- groups of rows in key order instead of joining items, judgments and labels per item. Triggers

@@ -1,4 +1,4 @@
--- 0017_verdict_sets: what the judges said of each counted item, all of them at once, and those
+-- 0018_verdict_sets: what the judges said of each counted item, all of them at once, and those
 -- sets counted, so that the report's jury (several judges combined per item) reads a few hundred
 -- counted rows instead of pivoting every verdict in force. Triggers keep them in step with
 -- every write, in the writer's transaction, as migration 0008's triggers keep the counts.

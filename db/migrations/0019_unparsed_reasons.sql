@@ -1,4 +1,4 @@
--- 0018_unparsed_reasons: the unparsed judgments by their reason, so that the report counts those
+-- 0019_unparsed_reasons: the unparsed judgments by their reason, so that the report counts those
 -- of one kind (outputs cut at the token limit, say) from the few it names instead of joining
 -- every verdict in force to its judgment. Applied once, never edited.
 
