@@ -1157,6 +1157,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
+    from calibrate.formats.openai_batch import export_batch as write_batch
+    from calibrate.formats.openai_batch import import_batch as read_batch
     from calibrate.judge_progress import JudgeProgress
     from calibrate.judge_runner import (
         JudgeConfig,
@@ -1169,8 +1171,6 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         run_jobs,
         run_rule_judge,
     )
-    from calibrate.judge_runner import export_batch as write_batch
-    from calibrate.judge_runner import import_batch as read_batch
 
     check_filters(ctx, task=task, lang=lang)
     if judge_kind == "rule":
