@@ -1157,6 +1157,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
 
+    from calibrate.formats.openai_batch import export_batch as write_batch
+    from calibrate.formats.openai_batch import import_batch as read_batch
     from calibrate.judge_progress import JudgeProgress
     from calibrate.judge_runner import (
         JudgeConfig,
@@ -1169,8 +1171,6 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         run_jobs,
         run_rule_judge,
     )
-    from calibrate.judge_runner import export_batch as write_batch
-    from calibrate.judge_runner import import_batch as read_batch
 
     check_filters(ctx, task=task, lang=lang)
     if judge_kind == "rule":
@@ -1430,14 +1430,18 @@ def min_labels_option(what: str):
 def say_trust_refusals(marks, consequence: str) -> None:
     """Where no confidence threshold was certified (too few labelled items, or the target not
     met), say so on stderr, each reason once with its cells: a mark never changes silently."""
-    from calibrate.fit import said_once
+    from calibrate.fit import hanging, said_once
 
     if not marks.refused:
         return
-    err_console.print(safe_text(f"no confidence threshold certified in {counted(len(marks.refused), 'cell')} "
-                                f"({consequence}; see calibrate trust):", style="yellow"))
-    for line in said_once(marks.refused):
-        err_console.print(safe_text(f"  {line}"))
+    lines = [(safe_text(f"no confidence threshold certified in {counted(len(marks.refused), 'cell')} "
+                        f"({consequence}; see calibrate trust):", style="yellow"), 0, 2)]
+    lines += [(safe_text(line), 2, 4) for line in said_once(marks.refused)]
+    for text, first, rest in lines:
+        if err_console.soft_wrap:  # a log or a pipe: one line each
+            err_console.print(Text(" " * first) + text)
+        else:
+            err_console.print(hanging(text, err_console.width, first, rest), soft_wrap=False)
 
 
 @cli.command(name="trust", database=READS)

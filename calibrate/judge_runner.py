@@ -29,10 +29,8 @@ import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -278,10 +276,6 @@ def plan_jobs(
     return jobs
 
 
-class BatchFileError(CalibrateError):
-    """A batch result file that cannot be read, or a line of it that fits no item of this judge."""
-
-
 class RunStopped(Exception):
     """The run stopped before asking every item: the server failed or refused too often."""
 
@@ -325,7 +319,9 @@ def _tokens(response) -> list[tuple[str, float | None]] | None:
     return [(getattr(t, "token", "") or "", getattr(t, "logprob", None)) for t in content or []] or None
 
 
-def _judgment(job: Job, config: JudgeConfig, **values) -> NewJudgment:
+def judgment_for(job: Job, config: JudgeConfig, **values) -> NewJudgment:
+    """The judgment of `job` under `config` with `values` (status, output, verdict, error, ...),
+    with what the server sent redacted of credentials."""
     values = config.redact.fields(values)  # what the server sent: output, reported model, errors
     return NewJudgment(
         item_id=job.item.id,
@@ -353,7 +349,7 @@ def judgment_from_response(job: Job, config: JudgeConfig, response, latency_ms: 
     else:
         verdict, correct = parse_output(job.template, job.item, raw)
     confidence, no_confidence = verdict_confidence(_tokens(response), raw, verdict) if config.logprobs else (None, None)
-    judgment = _judgment(
+    judgment = judgment_for(
         job, config,
         status=verdict.status,
         raw_output=raw,
@@ -483,7 +479,7 @@ async def run_jobs(
                     return None
                 continue
             except RequestFailed as exc:
-                failures.append((job, _judgment(job, config, status="error", error=exc.message)))
+                failures.append((job, judgment_for(job, config, status="error", error=exc.message)))
                 return None
             answer = judgment_from_response(job, config, response, seconds * 1000)
             reported = answer.judgment.model_reported
@@ -598,91 +594,6 @@ class _ReasoningSwitch:
             self.progress.advance(job)
             return True
         return False
-
-
-# -- batch files -------------------------------------------------------------------------------
-
-
-def export_batch(jobs: Iterable[Job], config: JudgeConfig, path: Path) -> int:
-    """Write OpenAI Batch API JSONL (also what vLLM's run-batch reads)."""
-    n = 0
-    with Path(path).open("w", encoding="utf-8") as out:
-        for job in jobs:
-            line = {"custom_id": job.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": request_body(job, config)}
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            n += 1
-    return n
-
-
-class _Obj:
-    """Attribute access over a batch result's JSON, shaped like the client's response objects."""
-
-    def __init__(self, data):
-        self._data = data
-
-    def __getattr__(self, name):
-        if not isinstance(self._data, dict) or name not in self._data:
-            raise AttributeError(name)
-        return _wrap(self._data[name])
-
-
-def _wrap(value):
-    if isinstance(value, dict):
-        return _Obj(value)
-    if isinstance(value, list):
-        return [_wrap(v) for v in value]
-    return value
-
-
-def import_batch(
-    store: Store, templates: TemplateSet, config: JudgeConfig, path: Path, summary: RunSummary, *, force: bool = False
-) -> RunSummary:
-    """Store the results of a batch exported with the same configuration. Lines for items
-    already judged by it are skipped unless `force`; a line from another configuration is an
-    error naming the line."""
-    path = Path(path)
-    jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
-    done: dict[str, dict[int, set[int]]] = {}
-    judgments: list[NewJudgment] = []
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise BatchFileError(f"{path}: {exc.strerror or exc}") from None
-    with handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line.decode("utf-8"))
-                custom_id = record["custom_id"]
-            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise BatchFileError(f"{where}: not a batch result line ({exc})") from None
-            job = jobs.get(custom_id)
-            if job is None:
-                raise BatchFileError(
-                    f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
-                    "parameters (was the batch exported with another --model, template or parameters?)"
-                )
-            if not force:
-                already = done.setdefault(job.key, store.judged_samples(job.key))
-                if job.sample in already.get(job.item.id, ()):
-                    summary.skipped_done += 1
-                    continue
-            response = (record.get("response") or {})
-            status_code = response.get("status_code")
-            if record.get("error") or status_code != 200:
-                error = record.get("error") or {"status_code": status_code}
-                answer = Answer(_judgment(job, config, status="error", error=f"batch error: {json.dumps(error)[:200]}"))
-            else:
-                try:
-                    answer = judgment_from_response(job, config, _wrap(response.get("body")), None)
-                except UnusableAnswer as exc:
-                    answer = Answer(_judgment(job, config, status="error", error=f"batch result: {exc}"))
-            judgments.append(answer.judgment)
-            summary.count(job.item, answer.judgment, answer.bare)
-    store.add_judgments(judgments)
-    return summary
 
 
 # -- rule judge --------------------------------------------------------------------------------

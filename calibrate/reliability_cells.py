@@ -370,7 +370,7 @@ def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGE
                 and item.confidence >= trust.threshold)
     refused = [(f"{key[0]} {key[1]} ({judge_name})", refusal_words(trust))
                for (key, judge_name, _), trust in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
-               if not trust.met and trust.n and not kinds.scored(key)]
+               if not trust.met and not kinds.scored(key)]
     return TrustMarks(thresholds, marks, judge, refused)
 
 

@@ -298,12 +298,12 @@ def test_gold_exports_say_whether_the_person_listened(demo_db, templates, fake_p
         session.decide("label", "yes")
     store.close()
     run = Calibrate(demo_db)
-    records = [json.loads(line) for line in run("export").output.splitlines()]
+    records = [json.loads(line) for line in run("export").stdout.splitlines()]
     pause = next(r for r in records if r["task"] == "c3/pause" and r["lang"] == "en")
     assert set(pause["listened"]) == {"ana", "bo"} and pause["listened"]["bo"] == 0.0 and pause["listened"]["ana"] > 0
     boolq = next(r for r in records if r["task"] == "superglue/boolq")
     assert boolq["listened"] is None
-    csv_text = run("export", "--format", "csv").output
+    csv_text = run("export", "--format", "csv").stdout
     assert "listened:ana" in csv_text.splitlines()[0]
 
 

@@ -15,8 +15,12 @@ def test_export_jsonl_and_csv(labelled_db, tmp_path):
     store.annotate(1, "a", "note", note="ambiguous sentence")
     store.close()
     run = Calibrate(path)
-    records = [json.loads(line) for line in run("export", "--format", "jsonl").output.splitlines()]
+    exported = run("export", "--format", "jsonl")
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
     assert len(records) == 60
+    assert {r["trust"]["gpt"] for r in records} == {"needs a person"}
+    assert "no confidence threshold certified in 1 cell" in exported.stderr, "the marks without confidences are said"
+    assert "no items have both a judge confidence and a human label" in " ".join(exported.stderr.split())
     first = records[0]
     assert set(first["labels"]) == {"a", "b", "c"} and first["gold_basis"] in ("unanimous", "majority 2/3")
     assert first["verdicts"]["gpt"]["status"] == "unparsed"

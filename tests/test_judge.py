@@ -266,7 +266,7 @@ def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
 
 
 def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
-    run = lexical_db(12)
+    run = lexical_db(40)  # 10 s of answers one at a time: room for the interrupt on a busy machine
     with FakeOpenAI(Reply(delay=0.25)) as server:
         env = {**os.environ, "CALIBRATE_DB": str(run.db)}
         cmd = [sys.executable, "-m", "calibrate", "judge", "--model", "fake-judge", "--base-url", server.url, "--concurrency", "1"]
@@ -278,11 +278,11 @@ def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
         output, _ = proc.communicate(timeout=20)
         assert proc.returncode != 0 and "interrupted" in output
         kept = len(judgments(run))
-        assert 3 <= kept < 12
+        assert 3 <= kept < 40
         asked_before_resume = server.count
         judge(run, server)
-        assert len(judgments(run)) == 12
-        assert server.count - asked_before_resume == 12 - kept, "the resumed run asks only for what is missing"
+        assert len(judgments(run)) == 40
+        assert server.count - asked_before_resume == 40 - kept, "the resumed run asks only for what is missing"
 
 
 def test_repeat_stores_k_samples_per_item_under_one_judge_and_resumes(lexical_db):
