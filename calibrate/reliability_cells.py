@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from calibrate.cells import CellKinds
-from calibrate.gold import gold_by_item, gold_label
+from calibrate.gold import gold_by_item
 from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import AgreementData
 from calibrate.store import Store
@@ -40,6 +40,8 @@ from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from calibrate.stats.reliability import Calibration, Consistency, Probe, Trust
 
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
@@ -48,7 +50,8 @@ NO_SYSTEM = "(none)"  # the system of items that name none, where trust is cut b
 
 @dataclass(slots=True)
 class JudgedItem:
-    """One item as one judge saw it, in its cell's labels."""
+    """One irregular verdict (repeats, or an error in force) as one judge gave it, in its cell's
+    labels: read sample by sample, and few."""
 
     item_id: int
     samples: dict[int, str | None] = field(default_factory=dict)  # sample index -> verdict (None: unparsed)
@@ -60,6 +63,43 @@ class JudgedItem:
     confidence: float | None = None
 
 
+class VerdictGroup(NamedTuple):
+    """Items of one cell and judge that the reliability figures cannot tell apart: the same
+    verdict and gold label (in the cell's labels; None: unparsed, or unlabelled or tied), system
+    (None: none named) and response length (None: none), with the stored confidences of those
+    that have one (every item of the group when it has a verdict, a gold label and a confidence)."""
+
+    verdict: str | None
+    human: str | None
+    system: str | None
+    length: int | None
+    n: int
+    confidences: np.ndarray
+
+
+@dataclass
+class JudgeVerdicts:
+    """One judge's verdicts in one cell: the labelled ones counted in groups (`VerdictGroup`),
+    and the irregular ones (repeats, or an error in force) item by item, which are in the
+    groups too as groups of one."""
+
+    groups: list[VerdictGroup] = field(default_factory=list)
+    irregular: list[JudgedItem] = field(default_factory=list)
+
+    def scored(self, system: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(confidence, agrees with the gold label) of the items with a verdict, a confidence and
+        a gold label (of `system` only, when given; NO_SYSTEM for items that name none): what
+        calibration and trust take."""
+        import numpy as np
+
+        groups = [g for g in self.groups if g.verdict is not None and g.human is not None and len(g.confidences)
+                  and (system is None or (g.system or NO_SYSTEM) == system)]
+        if not groups:
+            return np.zeros(0), np.zeros(0, dtype=bool)
+        return (np.concatenate([g.confidences for g in groups]),
+                np.repeat([g.verdict == g.human for g in groups], [len(g.confidences) for g in groups]))
+
+
 @dataclass
 class JudgeReliability:
     """The reliability figures of one judge in one cell."""
@@ -67,7 +107,6 @@ class JudgeReliability:
     key: tuple[str, str]
     judge: str
     kind: VerdictKind | None
-    items: list[JudgedItem]
     repeats: int = 1  # the most samples any item has
     temperatures: str | None = None  # the temperature(s) the repeats were asked at, in words
     consistency: Consistency | None = None
@@ -76,20 +115,6 @@ class JudgeReliability:
     length: Probe | None = None
     systems: dict[str, Probe] = field(default_factory=dict)
     same_family: dict[str, bool | None] = field(default_factory=dict)  # system -> judge of its family?
-
-    def scored(self) -> list[JudgedItem]:
-        """Items with a verdict, a confidence and a human label: what calibration and trust use."""
-        return [i for i in self.items if i.verdict is not None and i.confidence is not None and i.human is not None]
-
-    def trust(self, target: float, risk: float, min_labels: int | None = None) -> Trust:
-        """The confidence threshold of `trust_threshold`, certified only from `min_labels`
-        labelled items (None: `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1)."""
-        from calibrate.stats.reliability import minimum_calibration, trust_threshold
-
-        items = self.scored()
-        return trust_threshold([i.confidence for i in items], [i.verdict == i.human for i in items], target=target,
-                               risk=risk,
-                               min_calibration=minimum_calibration(target, risk) if min_labels is None else min_labels)
 
     def as_dict(self) -> dict:
         return {
@@ -103,45 +128,39 @@ class JudgeReliability:
         }
 
 
-def gold_labels(store: Store, gold_from: str | None = None) -> dict[int, str]:
-    """item id -> the human label reliability is measured against (see the module docstring)."""
-    labels: dict[int, dict[str, str]] = {}
-    for item_id, annotator, label in store.labels_in_force():
-        labels.setdefault(item_id, {})[annotator] = label
-    return gold_by_item(labels, gold_from)
-
-
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
-           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
-    """(cell, judge) -> its judged items, with verdict and confidence set. Judgments arrive in
-    id order, so a newer judgment of the same item, judge and sample replaces an older one."""
-    humans = gold_labels(store, gold_from)
-    systems = store.item_systems()
-    cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
-    for item_id, task, lang, judge_name, sample, status, verdict, confidence, length in store.judge_samples(judge):
-        if confidence is not None and not 0 <= confidence <= 1:
-            confidence = None
-        items = cells.get((task, lang, judge_name))
-        if items is None:
-            items = cells[(task, lang, judge_name)] = {}
-        item = items.get(item_id)
-        if item is None:
-            item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length,
-                                               system=systems.get(item_id))
-        item.samples[sample] = verdict if status == "verdict" else None
-        item.logprobs[sample] = confidence
-    pooled: dict[tuple[tuple[str, str], str], dict[int, JudgedItem]] = {}
-    for (task, lang, judge_name), items in cells.items():
+           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+    """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
+    error on a counted item of the cell: the regular ones on labelled items counted in groups
+    (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`)
+    with their verdict and confidence set as the module docstring says."""
+    out: dict[tuple[tuple[str, str], str], JudgeVerdicts] = {}
+    words_of: dict[tuple[str, str], dict[str, str]] = {}
+
+    def words(task: str, lang: str) -> dict[str, str] | None:
         if kinds.templates.people_decide(task, lang):
-            continue  # people decide these items: a judgment there is no evidence about the judge
-        _in_cell_words(kinds, task, lang, items.values())
-        pooled.setdefault((kinds.key(task, lang), judge_name), {}).update(items)
-    cells = pooled
-    out = {}
-    for cell, items in cells.items():
-        listed = list(items.values())
-        _set_verdicts(listed)
-        out[cell] = listed
+            return None  # people decide these items: a judgment there is no evidence about the judge
+        if (task, lang) not in words_of:
+            words_of[(task, lang)] = _cell_words(kinds, task, lang) or {}
+        return words_of[(task, lang)]
+
+    for task, lang, _, judge_name in store.judged_cells(judge):
+        if words(task, lang) is not None:
+            out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts())
+    for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in store.verdict_groups(judge, gold_from):
+        mapped = words(task, lang)
+        if mapped is None:
+            continue
+        group = VerdictGroup(mapped.get(verdict, verdict), mapped.get(gold, gold), system or None, length, n, confidences)
+        out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts()).groups.append(group)
+    import numpy as np
+
+    for (key, judge_name), items in _irregular_items(store, kinds, judge=judge, gold_from=gold_from).items():
+        found = out.setdefault((key, judge_name), JudgeVerdicts())
+        found.irregular = items
+        found.groups += [VerdictGroup(i.verdict, i.human, i.system, i.length, 1,
+                                      np.array([i.confidence] if i.confidence is not None else [], dtype=float))
+                         for i in items if i.human is not None]
     return out
 
 
@@ -193,7 +212,7 @@ def _set_verdicts(items: list[JudgedItem]) -> None:
             item.confidence = share
 
 
-def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: list[JudgedItem], *,
+def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts: JudgeVerdicts, *,
             families: Mapping[str, str] | None = None, resamples: int | None = None) -> JudgeReliability:
     """Every reliability figure of one judge in one cell that its data allow (`resamples` for
     the bootstrap of alpha across repeats; None: the statistics module's default)."""
@@ -205,29 +224,38 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, items: l
         same_family,
     )
 
-    result = JudgeReliability(key, judge, kind, items)
+    result = JudgeReliability(key, judge, kind)
     if kind is not None and kind.scored:
         return result  # consistency, calibration and the probes here are for categorical verdicts
+    items = sorted(verdicts.irregular, key=lambda i: i.item_id)  # only these have repeats
     result.repeats = max((len(i.samples) for i in items), default=1)
     if result.repeats >= 2:
         width = max(max(i.samples) + 1 for i in items)
         table = [[i.samples.get(k) for k in range(width)] for i in items]
         result.consistency = consistency(table, **({"resamples": resamples} if resamples else {}))
         result.unstable_items = [items[row].item_id for row in result.consistency.unstable]
-    scored = result.scored()
-    if scored:
-        result.calibration = calibration([i.confidence for i in scored], [i.verdict == i.human for i in scored])
+    confidence, correct = verdicts.scored()
+    if len(confidence):
+        result.calibration = calibration(confidence, correct)
     if kind is None or kind.positive is None:
         return result
-    polar = [i for i in items if kind.polarity(i.verdict) and kind.polarity(i.human)]
-    sized = [i for i in polar if i.length is not None]
+    import numpy as np
+
+    polar = [g for g in verdicts.groups if kind.polarity(g.verdict) and kind.polarity(g.human)]
+    # in one order whatever the reading order (the fit's iterations, near separation, depend on it)
+    sized = sorted((g for g in polar if g.length is not None),
+                   key=lambda g: (kind.polarity(g.verdict) == POSITIVE, kind.polarity(g.human) == POSITIVE, g.length))
     if sized:
-        result.length = length_bias([kind.polarity(i.verdict) == POSITIVE for i in sized],
-                                    [kind.polarity(i.human) == POSITIVE for i in sized], [i.length for i in sized])
-    named = [i for i in polar if i.system]
+        counts = [g.n for g in sized]
+        result.length = length_bias(np.repeat([kind.polarity(g.verdict) == POSITIVE for g in sized], counts),
+                                    np.repeat([kind.polarity(g.human) == POSITIVE for g in sized], counts),
+                                    np.repeat([g.length for g in sized], counts))
+    named = [g for g in polar if g.system]
     if named:
-        result.systems = leniency([kind.polarity(i.verdict) == POSITIVE for i in named],
-                                  [kind.polarity(i.human) == POSITIVE for i in named], [i.system for i in named])
+        counts = [g.n for g in named]
+        result.systems = leniency(np.repeat([kind.polarity(g.verdict) == POSITIVE for g in named], counts),
+                                  np.repeat([kind.polarity(g.human) == POSITIVE for g in named], counts),
+                                  np.repeat(np.array([g.system for g in named], dtype=object), counts))
         result.same_family = {name: same_family(judge, name, families or {}) for name in result.systems}
     return result
 
@@ -236,23 +264,23 @@ def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = N
                         families: Mapping[str, str] | None = None,
                         resamples: int | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
     """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
-    return {(key, name): measure(key, name, kinds.kind(key), items, families=families, resamples=resamples)
-            for (key, name), items in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
+    return {(key, name): measure(key, name, kinds.kind(key), verdicts, families=families, resamples=resamples)
+            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
 
 
 def _irregular_items(store: Store, kinds: CellKinds, *, judge: str | None,
                      gold_from: str | None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
     """(cell, judge) -> the irregular verdicts (`Store.irregular_samples`: repeats, or an error in
-    force) as `gather` sets them, one JudgedItem each: they are few."""
+    force), one JudgedItem each with its verdict and confidence set: they are few."""
     samples, labels = store.irregular_samples(judge)
     people: dict[int, dict[str, str]] = {}
     for item_id, annotator, label in labels:
         people.setdefault(item_id, {})[annotator] = label
     humans = gold_by_item(people, gold_from)
     cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
-    for item_id, task, lang, system, judge_name, sample, status, verdict, confidence in samples:
+    for item_id, task, lang, system, judge_name, sample, status, verdict, confidence, length in samples:
         item = cells.setdefault((task, lang, judge_name), {}).setdefault(
-            item_id, JudgedItem(item_id, human=humans.get(item_id), system=system or None))
+            item_id, JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None))
         item.samples[sample] = verdict if status == "verdict" else None
         item.logprobs[sample] = confidence if confidence is not None and 0 <= confidence <= 1 else None
     out: dict[tuple[tuple[str, str], str], list[JudgedItem]] = {}
@@ -269,50 +297,33 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
                   judge: str | None = None, gold_from: str | None = None, by_system: bool = False,
                   min_labels: int | None = None
                   ) -> tuple[dict[tuple[tuple[str, str], str, str | None], Trust], dict]:
-    """(cell, judge, system) -> the threshold `trust_threshold` finds there from the human-labelled
-    items (system None unless `by_system`), certified only from `min_labels` labelled items (None:
-    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell and judge with a
-    judged item; and the irregular verdicts by (cell, judge), for the trust marks.
-
-    The items with a verdict, a confidence and a gold label are what `JudgeReliability.scored`
-    keeps. The store counts them per step of the threshold grid (`Store.confidence_counts`),
-    so each is one value here: the lowest confidence of its step. The procedure only compares
-    confidences with the grid's steps and reports the lowest accepted confidence, so these give
-    exactly the threshold the items' own confidences give."""
-    import numpy as np
-
+    """(cell, judge, system) -> the threshold `trust_threshold` finds there from the items with a
+    verdict, a confidence and a gold label (`JudgeVerdicts.scored`; system None unless
+    `by_system`), certified only from `min_labels` labelled items (None:
+    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
+    with a judged item; and the irregular verdicts by (cell, judge), for the trust marks."""
     from calibrate.stats.reliability import minimum_calibration, trust_threshold
 
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
-    values: dict[tuple, list[tuple[float, bool, int]]] = {}
-    words_of: dict[tuple[str, str], dict[str, str]] = {}
-    for task, lang, judge_name, system, verdict, gold, n, confidence in store.confidence_counts(judge, gold_from):
-        if kinds.templates.people_decide(task, lang):
-            continue
-        if (task, lang) not in words_of:
-            words_of[(task, lang)] = _cell_words(kinds, task, lang) or {}
-        words = words_of[(task, lang)]
-        agrees = words.get(verdict, verdict) == words.get(gold, gold)
-        key = (kinds.key(task, lang), judge_name, (system or NO_SYSTEM) if by_system else None)
-        values.setdefault(key, []).append((confidence, agrees, n))
-    irregular = _irregular_items(store, kinds, judge=judge, gold_from=gold_from)
-    for (key, judge_name), items in irregular.items():
-        for item in items:
-            system = (item.system or NO_SYSTEM) if by_system else None
-            scored = item.verdict is not None and item.confidence is not None and item.human is not None
-            values.setdefault((key, judge_name, system), []).extend(
-                [(item.confidence, item.verdict == item.human, 1)] if scored else [])
-    for task, lang, system, judge_name in store.judged_cells(judge):
+
+    gathered = gather(store, kinds, judge=judge, gold_from=gold_from)
+    judged: dict[tuple[tuple[str, str], str], set[str]] = {}
+    for task, lang, system, judge_name in store.judged_cells(judge) if by_system else ():
         if not kinds.templates.people_decide(task, lang):
-            values.setdefault((kinds.key(task, lang), judge_name, (system or NO_SYSTEM) if by_system else None), [])
+            judged.setdefault((kinds.key(task, lang), judge_name), set()).add(system or NO_SYSTEM)
     found = {}
-    for key, rows in values.items():
-        counts = [n for _, _, n in rows]
-        confidence = np.repeat(np.array([c for c, _, _ in rows], dtype=float), counts)
-        correct = np.repeat(np.array([a for _, a, _ in rows], dtype=bool), counts)
-        found[key] = trust_threshold(confidence, correct, target=target, risk=risk, min_calibration=min_labels)
-    return found, irregular
+    for (key, judge_name), verdicts in gathered.items():
+        if not by_system:
+            found[(key, judge_name, None)] = trust_threshold(*verdicts.scored(), target=target, risk=risk,
+                                                             min_calibration=min_labels)
+            continue
+        systems = (judged.get((key, judge_name), set()) | {g.system or NO_SYSTEM for g in verdicts.groups}
+                   | {i.system or NO_SYSTEM for i in verdicts.irregular})
+        for system in sorted(systems):
+            found[(key, judge_name, system)] = trust_threshold(*verdicts.scored(system), target=target, risk=risk,
+                                                               min_calibration=min_labels)
+    return found, {cell: verdicts.irregular for cell, verdicts in gathered.items() if verdicts.irregular}
 
 
 @dataclass
@@ -398,7 +409,7 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
     adjudicator's where given, else the strict majority. Only items two or more judges judged
     count; with `system`, only that system's items. None with fewer than two judges."""
-    judges, rows = store.jury_rows(exclude=JURY, system=system)
+    judges, rows = store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)
     if len(judges) < 2:
         return None
     k = len(judges)
@@ -423,17 +434,11 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     for row in rows["versus_human"]:
         task, lang, verdicts, (annotator, label, n) = row[0], row[1], tuple(row[2:2 + k]), row[2 + k:]
         versus_human[(task, lang, JURY, annotator, *verdict_of(task, lang, verdicts), label)] += n
-    cells: dict[int, tuple[str, str, tuple]] = {}
-    people: dict[int, dict[str, str]] = {}
-    for item_id, task, lang, *rest in rows["shared"]:
-        cells[item_id] = (task, lang, tuple(rest[:k]))
-        people.setdefault(item_id, {})[rest[k]] = rest[k + 1]
-    for item_id, (task, lang, verdicts) in cells.items():
-        status, verdict = verdict_of(task, lang, verdicts)
-        shared.append((item_id, JURY, status, verdict))
-        gold, _ = gold_label(people[item_id], gold_from)
-        if gold is not None:
-            versus_gold[(task, lang, JURY, status, verdict, gold)] += 1
+    for row in rows["versus_gold"]:
+        task, lang, verdicts, (gold, n) = row[0], row[1], tuple(row[2:2 + k]), row[2 + k:]
+        versus_gold[(task, lang, JURY, *verdict_of(task, lang, verdicts), gold)] += n
+    for item_id, task, lang, *verdicts in rows["shared"]:
+        shared.append((item_id, JURY, *verdict_of(task, lang, tuple(verdicts))))
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
     return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold), human_pairs=[],
                          shared_labels=[], shared_verdicts=shared, judged=counted(judged))

@@ -1,3 +1,16 @@
+CREATE VIEW cell_verdict_rows AS
+SELECT (SELECT min(count(*), 2) FROM labels_in_force l WHERE l.item_id = v.item_id) AS labelled,
+       i.task, i.lang, v.judge_name,
+       EXISTS (SELECT 1 FROM judgments r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name
+               AND r.sample > 0) AS repeated,
+       i.system, v.status, coalesce(v.verdict, '') AS verdict,
+       (SELECT CASE WHEN count(*) = 1 THEN max(l.label) ELSE '' END FROM labels_in_force l
+        WHERE l.item_id = v.item_id) AS label,
+       coalesce(i.response_length, -1) AS response_length, v.item_id, j.confidence
+FROM verdicts_in_force v
+JOIN items i ON i.id = v.item_id
+JOIN judgments j ON j.id = v.judgment_id
+WHERE i.current = 1 AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = i.import_run AND r.finished_at IS NULL);
 CREATE VIEW counted_items AS
 SELECT i.id, i.task, i.lang, i.system FROM items i
 WHERE i.current = 1 AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = i.import_run AND r.finished_at IS NULL);
@@ -10,6 +23,13 @@ WHERE s.id = (SELECT max(k.id) FROM judgments k
               WHERE k.judge_key = s.judge_key AND k.item_id = s.item_id AND k.sample = s.sample)
   AND s.judge_key = (SELECT k.judge_key FROM judgments k
                      WHERE k.item_id = s.item_id AND k.judge_name = s.judge_name ORDER BY k.id DESC LIMIT 1);
+CREATE VIEW verdict_set_rows AS
+SELECT c.id AS item_id, c.task, c.lang, c.system,
+       (SELECT group_concat(v.judge_name || char(31) || CASE WHEN v.status = 'verdict' THEN 'v' || v.verdict ELSE 'u' END,
+                            char(30))
+        FROM verdicts_in_force v WHERE v.item_id = c.id AND v.status != 'error') AS verdicts
+FROM counted_items c
+WHERE EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = c.id AND v.status != 'error');
 CREATE VIEW verdicts_by_majority AS
 SELECT item_id, judge_name,
        CASE WHEN samples > 1 AND mean IS NOT NULL THEN top_id
@@ -61,6 +81,53 @@ END;
 CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
+END;
+CREATE TRIGGER cell_verdict_added AFTER INSERT ON verdicts_in_force
+BEGIN
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows WHERE item_id = new.item_id AND judge_name = new.judge_name;
+END;
+CREATE TRIGGER cell_verdict_removed AFTER DELETE ON verdicts_in_force
+BEGIN
+    DELETE FROM cell_verdicts WHERE item_id = old.item_id AND judge_name = old.judge_name;
+END;
+CREATE TRIGGER cell_verdicts_confidence_changed AFTER UPDATE OF confidence ON judgments
+WHEN old.confidence IS NOT new.confidence
+BEGIN
+    DELETE FROM cell_verdicts WHERE item_id = new.item_id AND judge_name = new.judge_name;
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows WHERE item_id = new.item_id AND judge_name = new.judge_name;
+END;
+CREATE TRIGGER cell_verdicts_import_shown AFTER UPDATE OF finished_at ON import_runs
+WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
+BEGIN
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows
+    WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id);
+END;
+CREATE TRIGGER cell_verdicts_item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
+WHEN old.current IS NOT new.current OR old.task IS NOT new.task OR old.lang IS NOT new.lang
+  OR old.system IS NOT new.system OR old.import_run IS NOT new.import_run
+BEGIN
+    DELETE FROM cell_verdicts WHERE item_id = old.id;
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows WHERE item_id = new.id;
+END;
+CREATE TRIGGER cell_verdicts_label_added AFTER INSERT ON labels_in_force
+BEGIN
+    DELETE FROM cell_verdicts WHERE item_id = new.item_id;
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows WHERE item_id = new.item_id;
+END;
+CREATE TRIGGER cell_verdicts_label_removed AFTER DELETE ON labels_in_force
+BEGIN
+    DELETE FROM cell_verdicts WHERE item_id = old.item_id;
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows WHERE item_id = old.item_id;
+END;
+CREATE TRIGGER cell_verdicts_repeat_added AFTER INSERT ON judgments WHEN new.sample > 0
+BEGIN
+    UPDATE cell_verdicts SET repeated = 1 WHERE item_id = new.item_id AND judge_name = new.judge_name AND repeated = 0;
+END;
+CREATE TRIGGER cell_verdicts_repeat_removed AFTER DELETE ON judgments WHEN old.sample > 0
+BEGIN
+    UPDATE cell_verdicts SET repeated = EXISTS (
+        SELECT 1 FROM judgments r WHERE r.item_id = old.item_id AND r.judge_name = old.judge_name AND r.sample > 0)
+    WHERE item_id = old.item_id AND judge_name = old.judge_name;
 END;
 CREATE TRIGGER import_run_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
@@ -209,6 +276,91 @@ BEGIN
     FROM counted_items c JOIN labels_in_force l ON l.item_id = c.id WHERE c.id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
+CREATE TRIGGER verdict_set_import_shown AFTER UPDATE OF finished_at ON import_runs
+WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
+BEGIN
+    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id);
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, count(*) FROM verdict_sets
+    WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id) GROUP BY 1, 2, 3, 4
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, count(*)
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id
+    WHERE s.item_id IN (SELECT id FROM items WHERE import_run = new.id) GROUP BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_set_item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
+WHEN old.current IS NOT new.current OR old.task IS NOT new.task OR old.lang IS NOT new.lang
+  OR old.system IS NOT new.system OR old.import_run IS NOT new.import_run
+BEGIN
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, -1 FROM verdict_sets WHERE item_id = old.id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, -1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = old.id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    DELETE FROM verdict_sets WHERE item_id = old.id;
+    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows WHERE item_id = new.id;
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, 1 FROM verdict_sets WHERE item_id = new.id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, 1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = new.id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_set_label_added AFTER INSERT ON labels_in_force
+BEGIN
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT task, lang, system, verdicts, new.annotator, new.label, 1 FROM verdict_sets WHERE item_id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_set_label_removed AFTER DELETE ON labels_in_force
+BEGIN
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT task, lang, system, verdicts, old.annotator, old.label, -1 FROM verdict_sets WHERE item_id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_set_verdict_added AFTER INSERT ON verdicts_in_force
+BEGIN
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, -1 FROM verdict_sets WHERE item_id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, -1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    DELETE FROM verdict_sets WHERE item_id = new.item_id;
+    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows WHERE item_id = new.item_id;
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, 1 FROM verdict_sets WHERE item_id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, 1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = new.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER verdict_set_verdict_removed AFTER DELETE ON verdicts_in_force
+BEGIN
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, -1 FROM verdict_sets WHERE item_id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, -1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    DELETE FROM verdict_sets WHERE item_id = old.item_id;
+    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows WHERE item_id = old.item_id;
+    INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
+    SELECT task, lang, system, verdicts, 1 FROM verdict_sets WHERE item_id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
+    SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, 1
+    FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id WHERE s.item_id = old.item_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
 CREATE TRIGGER verdicts_in_force_no_update BEFORE UPDATE ON verdicts_in_force
 BEGIN
     SELECT RAISE(ABORT, 'verdicts_in_force rows are replaced (delete, insert), never updated');
@@ -244,6 +396,21 @@ CREATE TABLE audio_roots (
     root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
     imported_at TEXT NOT NULL
 );
+CREATE TABLE cell_verdicts (
+    labelled INTEGER NOT NULL,
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    judge_name TEXT NOT NULL,
+    repeated INTEGER NOT NULL,
+    system TEXT NOT NULL,
+    status TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    label TEXT NOT NULL,
+    response_length INTEGER NOT NULL,
+    item_id INTEGER NOT NULL,
+    confidence REAL,
+    PRIMARY KEY (labelled, task, lang, judge_name, repeated, system, status, verdict, label, response_length, item_id)
+) WITHOUT ROWID;
 CREATE TABLE data_tasks (
     task TEXT NOT NULL,
     lang TEXT NOT NULL,
@@ -280,7 +447,7 @@ CREATE TABLE items (
     reference TEXT,                     -- reference answer or gold label, as text
     content_hash TEXT NOT NULL UNIQUE,  -- sha256 of task, lang, source_id, fields: a re-import is a no-op
     imported_at TEXT NOT NULL
-, system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1, import_run INTEGER REFERENCES import_runs (id));
+, system TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 1, current INTEGER NOT NULL DEFAULT 1, import_run INTEGER REFERENCES import_runs (id), response_length INTEGER);
 CREATE TABLE judge_claims (
     item_id INTEGER NOT NULL REFERENCES items (id),
     judge_key TEXT NOT NULL,
@@ -365,6 +532,31 @@ CREATE TABLE verdict_counts (
     n INTEGER NOT NULL,
     PRIMARY KEY (task, lang, system, judge_name, status)
 ) WITHOUT ROWID;
+CREATE TABLE verdict_set_counts (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (task, lang, system, verdicts)
+) WITHOUT ROWID;
+CREATE TABLE verdict_set_labels (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    label TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (task, lang, system, verdicts, annotator, label)
+) WITHOUT ROWID;
+CREATE TABLE verdict_sets (
+    item_id INTEGER PRIMARY KEY,
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    verdicts TEXT NOT NULL
+);
 CREATE TABLE verdicts_in_force (
     item_id INTEGER NOT NULL REFERENCES items (id),
     judge_name TEXT NOT NULL,
@@ -377,6 +569,7 @@ CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_judgment ON annotations (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX cell_verdicts_by_item ON cell_verdicts (item_id, judge_name);
 CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
 CREATE INDEX item_audio_by_root ON item_audio (root_id);
 CREATE INDEX items_by_cell ON items (task, lang, system) WHERE current = 1;
@@ -389,6 +582,7 @@ CREATE INDEX judgments_by_key ON judgments (judge_key, item_id);
 CREATE INDEX judgments_by_key_sample ON judgments (judge_key, item_id, sample);
 CREATE INDEX judgments_repeated_or_confident ON judgments (id) WHERE sample > 0 OR confidence IS NOT NULL;
 CREATE INDEX judgments_repeats ON judgments (item_id, judge_name) WHERE sample > 0;
+CREATE INDEX judgments_unparsed ON judgments (unparsed_reason) WHERE status = 'unparsed';
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);
 CREATE INDEX labels_in_force_by_judgment ON labels_in_force (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX verdicts_in_force_by_judgment ON verdicts_in_force (judgment_id);

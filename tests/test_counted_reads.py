@@ -1,30 +1,42 @@
 """The reads that count in SQL instead of building one Python object per item give what the
 item-by-item computation gives, on random data: `calibrate scores` (groups of items counted by
-`Store.score_groups`), the trust thresholds (confidences counted per step of the threshold grid
-by `Store.confidence_counts`), and what the thresholds accept (the escalate order in SQL, the
-export's marks)."""
+`Store.score_groups`), the judges' reliability figures and trust thresholds (verdicts read in
+groups from `cell_verdicts` by `Store.verdict_groups`), what the thresholds accept (the escalate
+order in SQL, the export's marks), and the jury (sets of verdicts counted by migration 0018's
+triggers); and the tables the triggers keep equal what their views compute afresh after any
+sequence of writes."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.formats.c3 import c3_right
-from calibrate.gold import gold_label
+from calibrate.gold import gold_by_item, gold_label
 from calibrate.kinds import POSITIVE
 from calibrate.model import NewItem, NewJudgment
-from calibrate.reliability_cells import JudgeReliability, gather, trust_by_cell, trust_marks
+from calibrate.reliability_cells import (
+    JURY,
+    JudgedItem,
+    _in_cell_words,
+    _set_verdicts,
+    jury_data,
+    reliability_by_cell,
+    trust_by_cell,
+    trust_marks,
+)
 from calibrate.scores import build as scores_build
 from calibrate.scores import render as scores_render
 from calibrate.scores.model import NO_SYSTEM
+from calibrate.stats import reliability as stats
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 from tests.majority_reference import in_force
@@ -53,13 +65,15 @@ item = st.fixed_dictionaries({
     "repeats": st.booleans(),  # the samples are repeats (judge --repeat), else judgments one after another
     "labels": st.lists(st.integers(0, 1), max_size=3),
     "correct": st.sampled_from([None, 0, 1]),
+    "padding": st.integers(0, 4),  # spaces after the response: lengths vary
 })
 
 
 def fill(store: Store, items: list[dict], serial) -> list[int]:
     k = next(serial)
     ids, _ = store.add_items([
-        NewItem(TASKS[it["task"]][0], TASKS[it["task"]][1], f"{k}-{n}", FIELDS[TASKS[it["task"]][0]],
+        NewItem(TASKS[it["task"]][0], TASKS[it["task"]][1], f"{k}-{n}",
+                {**(fields := FIELDS[TASKS[it["task"]][0]]), "response": fields["response"] + " " * it["padding"]},
                 reference=TASKS[it["task"]][2][it["reference"]], system=it["system"])
         for n, it in enumerate(items)], with_ids=True)
     judgments = []
@@ -78,14 +92,161 @@ def fill(store: Store, items: list[dict], serial) -> list[int]:
     return ids
 
 
-# -- trust ---------------------------------------------------------------------------------------
+# -- reliability and trust ----------------------------------------------------------------------
 
 
-def test_trust_from_counted_confidences_equals_trust_from_every_items_confidence():
-    """Thresholds found from the counted confidences (and the irregular verdicts one by one)
+def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = None) -> dict[tuple, list[JudgedItem]]:
+    """(cell, judge) -> every counted item the judge judged, read item by item: its samples (the
+    newest judgment that is not an error per sample index), gold label, response length and
+    system, with its verdict and confidence set by the module's rule (`_set_verdicts`)."""
+    labels = defaultdict(dict)
+    for row in store.current_labels():
+        labels[row["item_id"]][row["annotator"]] = row["label"]
+    gold = gold_by_item(labels, gold_from)
+    cells: dict[tuple, dict[int, JudgedItem]] = defaultdict(dict)
+    for it in store.iter_items():
+        if TEMPLATES.people_decide(it.task, it.lang):
+            continue
+        for j in sorted(store.judgments_for_item(it.id), key=lambda j: j.id):
+            if j.status == "error":
+                continue
+            response = it.fields.get("response")
+            found = cells[(it.task, it.lang, j.judge_name)].setdefault(it.id, JudgedItem(
+                it.id, human=gold.get(it.id), length=len(response) if isinstance(response, str) else None,
+                system=it.system or None))
+            found.samples[j.sample] = j.verdict if j.status == "verdict" else None
+            found.logprobs[j.sample] = j.confidence if j.confidence is not None and 0 <= j.confidence <= 1 else None
+    out: dict[tuple, list[JudgedItem]] = defaultdict(list)
+    for (task, lang, name), members in cells.items():
+        _in_cell_words(kinds, task, lang, members.values())
+        _set_verdicts(list(members.values()))
+        out[(kinds.key(task, lang), name)] += members.values()
+    return {cell: sorted(members, key=lambda i: i.item_id) for cell, members in out.items()}
+
+
+def reliability_one_by_one(key, judge, kind, items: list[JudgedItem]) -> dict:
+    """Every reliability figure from a list of items, as the statistics take them item by item."""
+    figures = {"repeats": max(len(i.samples) for i in items), "consistency": None, "unstable_items": [],
+               "calibration": None, "length_bias": None, "systems": {}}
+    if kind is not None and kind.scored:
+        return {**figures, "repeats": 1}
+    if figures["repeats"] >= 2:
+        width = max(max(i.samples) + 1 for i in items)
+        found = stats.consistency([[i.samples.get(k) for k in range(width)] for i in items])
+        figures["consistency"], figures["unstable_items"] = found.as_dict(), [items[r].item_id for r in found.unstable]
+    scored = [i for i in items if i.verdict is not None and i.confidence is not None and i.human is not None]
+    if scored:
+        figures["calibration"] = stats.calibration([i.confidence for i in scored],
+                                                   [i.verdict == i.human for i in scored]).as_dict()
+    if kind is None or kind.positive is None:
+        return figures
+    polar = [i for i in items if kind.polarity(i.verdict) and kind.polarity(i.human)]
+    sized = sorted((i for i in polar if i.length is not None),  # the order `measure` fits in
+                   key=lambda i: (kind.polarity(i.verdict) == POSITIVE, kind.polarity(i.human) == POSITIVE, i.length))
+    if sized:
+        figures["length_bias"] = stats.length_bias([kind.polarity(i.verdict) == POSITIVE for i in sized],
+                                                   [kind.polarity(i.human) == POSITIVE for i in sized],
+                                                   [i.length for i in sized]).as_dict()
+    named = [i for i in polar if i.system]
+    if named:
+        figures["systems"] = {name: {**probe.as_dict(), "same_family": None} for name, probe in stats.leniency(
+            [kind.polarity(i.verdict) == POSITIVE for i in named], [kind.polarity(i.human) == POSITIVE for i in named],
+            [i.system for i in named]).items()}
+    return figures
+
+
+more = st.lists(st.tuples(st.sampled_from(["relabel", "undo", "reparse", "judge again", "new version"]),
+                          st.integers(0, 10**6), st.integers(0, 1)), max_size=6)
+
+
+def shake(store: Store, ids: list[int], changes) -> None:
+    """Writes after the first ones: a label changed, a decision undone, a judgment re-parsed or
+    judged again, a new version of an item (the old one stops counting)."""
+    for what, pick, value in changes:
+        item_id = ids[pick % len(ids)]
+        it = store.item(item_id)
+        if it is None:
+            continue
+        words = next(t[2] for t in TASKS if t[0] == it.task)
+        if what == "relabel":
+            store.annotate(item_id, ("ann0", "ann1", "ann2")[pick % 3], "label", label=words[value])
+        elif what == "undo":
+            store.undo_last(("ann0", "ann1", "ann2")[pick % 3])
+        elif what in ("reparse", "judge again"):
+            found = store.judgments_for_item(item_id)
+            if not found:
+                continue
+            if what == "reparse":
+                store.update_parse(found[pick % len(found)].id, "verdict", words[value], None, None)
+            else:
+                store.add_judgments([NewJudgment(item_id=item_id, judge_name=found[0].judge_name, judge_key="again",
+                                                 status="verdict", verdict=words[value], confidence=0.5 + value / 3,
+                                                 sample=pick % 2)])
+        else:
+            store.add_items([NewItem(it.task, it.lang, it.source_id, {**it.fields, "response": "new " * value},
+                                     reference=it.reference, system=it.system, version=it.version + 1)])
+
+
+def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
+    """cell_verdicts and verdict_sets, and the sets' counts, equal what their views and a count
+    over them give afresh, whatever was written: labels, undo, re-parses, judgments added
+    (repeats too), new item versions."""
+    store = Store(":memory:")
+    serial = itertools.count()
+    c = store.conn
+
+    def rows(sql: str) -> list[tuple]:
+        return sorted(tuple(r) for r in c.execute(sql))
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=12), more)
+    def check(items, changes):
+        shake(store, fill(store, items, serial), changes)
+        assert rows("SELECT * FROM cell_verdicts") == rows("SELECT * FROM cell_verdict_rows")
+        assert rows("SELECT * FROM verdict_sets") == rows("SELECT * FROM verdict_set_rows")
+        assert rows("SELECT task, lang, system, verdicts, n FROM verdict_set_counts WHERE n != 0") == rows(
+            "SELECT task, lang, system, verdicts, count(*) FROM verdict_set_rows GROUP BY 1, 2, 3, 4")
+        assert rows("SELECT * FROM verdict_set_labels WHERE n != 0") == rows(
+            "SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, count(*) FROM verdict_set_rows s "
+            "JOIN labels_in_force l ON l.item_id = s.item_id GROUP BY 1, 2, 3, 4, 5, 6")
+
+    try:
+        check()
+    finally:
+        store.close()
+
+
+def test_reliability_from_verdict_groups_equals_reliability_item_by_item():
+    """Every reliability figure (repeats, consistency and its unstable items, calibration, the
+    length and per-system probes) from the verdicts read in groups equals the figures the
+    statistics give on each item's own verdict, confidence, gold label, length and system, in
+    every cell and for every judge, with or without an adjudicator."""
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=20, deadline=None, phases=[Phase.generate])  # the store grows: nothing to shrink
+    @given(st.lists(item, min_size=1, max_size=30), more, st.sampled_from([("task", "lang"), ("task",)]),
+           st.sampled_from([None, "ann1"]))
+    def check(items, changes, by, gold_from):
+        shake(store, fill(store, items, serial), changes)
+        kinds = CellKinds(TEMPLATES, by)
+        grouped = {cell: r.as_dict() for cell, r in reliability_by_cell(store, kinds, gold_from=gold_from).items()}
+        one_by_one = {(key, name): reliability_one_by_one(key, name, kinds.kind(key), members)
+                      for (key, name), members in items_one_by_one(store, kinds, gold_from).items()}
+        assert grouped.keys() == one_by_one.keys()
+        assert not _differences(grouped, one_by_one), _differences(grouped, one_by_one)[:5]
+
+    try:
+        check()
+    finally:
+        store.close()
+
+
+def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
+    """Thresholds found from the verdicts read in groups (and the irregular ones one by one)
     are those `trust_threshold` finds on each item's own confidence, verdict and gold label
-    (`gather`, item by item), in every cell, for every judge and system; and an item's verdict
-    is accepted (the export's marks, the escalate order in SQL) exactly when its own confidence
+    (read item by item), in every cell, for every judge and system; and an item's verdict is
+    accepted (the export's marks, the escalate order in SQL) exactly when its own confidence
     reaches its cell's threshold."""
     store = Store(":memory:")
     serial = itertools.count()
@@ -99,22 +260,24 @@ def test_trust_from_counted_confidences_equals_trust_from_every_items_confidence
         kinds = CellKinds(TEMPLATES, by)
         found, _ = trust_by_cell(store, kinds, target=target, risk=risk, by_system="system" in by)
         expected = {}
-        for (key, name), members in gather(store, kinds).items():
+        for (key, name), members in items_one_by_one(store, kinds).items():
             groups = defaultdict(list)
             for m in members:
                 groups[(m.system or NO_SYSTEM) if "system" in by else None].append(m)
             for system, group in groups.items():
-                expected[(key, name, system)] = JudgeReliability(key, name, kinds.kind(key), group).trust(target, risk)
+                scored = [m for m in group if m.verdict is not None and m.confidence is not None and m.human is not None]
+                expected[(key, name, system)] = stats.trust_threshold(
+                    [m.confidence for m in scored], [m.verdict == m.human for m in scored], target=target, risk=risk,
+                    min_calibration=stats.minimum_calibration(target, risk))
+        assert found.keys() == expected.keys()
         for key, trust in expected.items():
             assert found[key].as_dict() == pytest.approx(trust.as_dict()), key
-        assert set(found) >= set(expected)
-        assert all(found[key].n == 0 for key in set(found) - set(expected))
 
         kinds = CellKinds(TEMPLATES, BY_CHOICES)
         marks = trust_marks(store, kinds, target=target, risk=risk)
         cell_trust, _ = trust_by_cell(store, kinds, target=target, risk=risk)
         accepted = set()
-        for (key, name), members in gather(store, kinds).items():
+        for (key, name), members in items_one_by_one(store, kinds).items():
             t = cell_trust[(key, name, None)]
             accepted |= {m.item_id for m in members if t.met and m.verdict is not None and m.confidence is not None
                          and m.confidence >= t.threshold}
@@ -127,6 +290,58 @@ def test_trust_from_counted_confidences_equals_trust_from_every_items_confidence
             marks.accepted(i, r.item[0], r.item[1], judge, status, confidence)
             for judge, (status, _, _, confidence) in r.verdicts.items())}
         assert in_python == accepted
+
+    try:
+        check()
+    finally:
+        store.close()
+
+
+def test_jury_from_counted_sets_equals_the_jury_item_by_item():
+    """The jury's rows (judged, against each annotator, against the gold label, on shared items)
+    from the counted sets of verdicts equal the plurality of each item's verdicts in force, read
+    item by item, overall and per system."""
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=20, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=30), more, st.sampled_from([None, "s1"]))
+    def check(items, changes, system):
+        shake(store, fill(store, items, serial), changes)
+        data = jury_data(store, TEMPLATES, system=system)
+        labels = defaultdict(dict)
+        for row in store.current_labels():
+            labels[row["item_id"]][row["annotator"]] = row["label"]
+        judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), set()
+        judges = set()
+        for it in store.iter_items(system=system):
+            by_judge = defaultdict(list)
+            for j in store.judgments_for_item(it.id):
+                by_judge[j.judge_name].append(j)
+            said = {name: (status, verdict) for name, (_, status, verdict) in
+                    ((name, in_force(found)) for name, found in by_judge.items()) if status != "error"}
+            judges |= set(said)
+            if len(said) < 2:
+                continue
+            votes = Counter(verdict for status, verdict in said.values() if status == "verdict").most_common()
+            verdict = votes[0][0] if votes and (len(votes) == 1 or votes[0][1] > votes[1][1]) else None
+            status = "verdict" if verdict is not None else "unparsed"
+            cell = (it.task, it.lang, JURY)
+            judged[(*cell, status)] += 1
+            for annotator, label in labels.get(it.id, {}).items():
+                versus_human[(*cell, annotator, status, verdict, label)] += 1
+            if len(labels.get(it.id, {})) >= 2:
+                shared.add((it.id, JURY, status, verdict))
+                gold = gold_label(labels[it.id]).label
+                if gold is not None:
+                    versus_gold[(*cell, status, verdict, gold)] += 1
+        if len(judges) < 2:
+            assert data is None
+            return
+        assert Counter({r[:-1]: r[-1] for r in data.judged}) == judged
+        assert Counter({r[:-1]: r[-1] for r in data.judge_vs_human}) == versus_human
+        assert Counter({r[:-1]: r[-1] for r in data.judge_vs_gold}) == versus_gold
+        assert set(data.shared_verdicts) == shared
 
     try:
         check()

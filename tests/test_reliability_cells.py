@@ -224,7 +224,7 @@ def test_per_system_leniency_lights_up_when_items_name_their_system(tmp_path):
     store.add_judgments([NewJudgment(item_id=i, judge_name="gpt-4o", judge_key="g", status="verdict", verdict=v)
                          for i, v in zip(ids, judged, strict=True)])
     label_all(store, ids, human)
-    assert store.item_systems() == {}, "no item names a system: no per-system probe"
+    assert report_cell(path)["reliability"]["systems"] == {}, "no item names a system: no per-system probe"
     store.conn.executemany("UPDATE items SET system = ? WHERE id = ?",
                            [("gpt-4o-mini" if k < 40 else "llama", i) for k, i in enumerate(ids)])
     store.close()

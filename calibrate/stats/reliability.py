@@ -61,8 +61,9 @@ class Consistency:
     unstable: list[int] = field(default_factory=list)  # row indices whose repeats disagree
 
     def as_dict(self) -> dict:
-        return {"items": self.items, "flip_rate": self.flip_rate.as_dict(), "alpha": self.alpha.as_dict(),
-                "unstable": self.unstable}
+        """The figures; `unstable` (row indices of the caller's table) is left to the caller, who
+        knows which items the rows are."""
+        return {"items": self.items, "flip_rate": self.flip_rate.as_dict(), "alpha": self.alpha.as_dict()}
 
 
 def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Consistency:

@@ -1,6 +1,7 @@
-"""The reads behind trust thresholds and what they accept: the judges' confidences against the
-gold label, counted in SQL, and the thresholds applied back in SQL (the escalate order, the
-trust marks of an export), so that neither reads one Python object per item.
+"""The reads behind the reliability figures, the trust thresholds and what they accept: the
+judges' verdicts in force against the gold label, read in groups from `cell_verdicts` (kept by
+migration 0017's triggers), and the thresholds applied back in SQL (the escalate order, the
+trust marks of an export), so that none reads one Python object per item.
 
 Most verdicts are simply a judge's judgment in force with its stored confidence. The others,
 "irregular" here, are read one by one and left to the caller's rule: an item and judge with
@@ -14,15 +15,13 @@ from __future__ import annotations
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import gold_of
 
-# Confidences are counted in buckets of the trust threshold grid (steps of 1/1000); one within
-# this distance of a grid step is counted on its own, by its exact value, so that every bucket
-# lies strictly between two steps.
-GRID_STEPS = 1000
-EDGE = 1e-6
+# a group's confidences, written by SQLite with 17 significant digits (exact) and read by numpy
+CONFIDENCES = "group_concat(CASE WHEN c.status = 'verdict' AND c.confidence BETWEEN 0 AND 1 " \
+              "THEN printf('%!.17g', c.confidence) END)"
 
 
 class ConfidenceMixin:
-    """Confidence counts, irregular verdicts and trust marks (part of Store)."""
+    """Verdict groups, irregular verdicts and trust marks (part of Store)."""
 
     def _mark_irregular(self, judge: str | None) -> None:
         """temp.irregular: the (item, judge) pairs whose verdict is not the judgment in force."""
@@ -35,59 +34,64 @@ class ConfidenceMixin:
         c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM verdicts_in_force "
                   "WHERE status = 'error' AND (?1 IS NULL OR judge_name = ?1)", (judge,))
 
-    def confidence_counts(self, judge: str | None = None, gold_from: str | None = None) -> list[tuple]:
-        """The judges' parsed verdicts that carry a confidence in [0, 1], on items with a gold label
-        (`calibrate.gold`, `gold_from` the adjudicator), counted: rows of (task, lang, judge,
-        system, verdict, gold label, n, confidence), where `confidence` is the lowest of the n
-        (they share one step of the grid of GRID_STEPS, strictly inside it) or their exact value
-        (one close to a step). Irregular verdicts are left out: `irregular_samples` reads them."""
+    def _shared_gold(self, gold_from: str | None) -> None:
+        """temp.shared_gold (item_id, label): the gold label (`calibrate.gold`, `gold_from` the
+        adjudicator; NULL on a tie) of each counted item that two or more people labelled and a
+        judge judged (found along cell_verdicts' key)."""
         c = self.conn
-        self._mark_irregular(judge)
-        c.execute("DROP TABLE IF EXISTS temp.gold_shared")
-        c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
-        c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (gold_from,))
+        for table in ("shared_labels", "shared_gold"):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        c.execute("CREATE TEMP TABLE shared_labels (item_id INTEGER, annotator TEXT, label TEXT, "
+                  "PRIMARY KEY (item_id, annotator)) WITHOUT ROWID")
+        c.execute("INSERT INTO shared_labels SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
+                  "WHERE l.item_id IN (SELECT item_id FROM cell_verdicts WHERE labelled = 2)")
+        c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
+        c.execute(f"INSERT INTO shared_gold {gold_of('temp.shared_labels')}", (gold_from,))
+        c.execute("DROP TABLE temp.shared_labels")
+
+    def verdict_groups(self, judge: str | None = None, gold_from: str | None = None) -> list[tuple]:
+        """The judges' regular verdicts in force (not irregular) on counted items with a gold
+        label (`calibrate.gold`, `gold_from` the adjudicator), in groups of items that share
+        everything the reliability figures tell apart: rows of (task, lang, judge, system,
+        status, verdict (None unless parsed), gold label, response length (None: none), n,
+        confidences), `confidences` the group's stored confidences in [0, 1] of parsed verdicts
+        as numpy array (the group's other items have none). Read from cell_verdicts in its key
+        order: items with one label as they are filed, items several people labelled with the
+        gold label of their labels."""
+        import numpy as np
+
+        c = self.conn
+        columns = f"c.task, c.lang, c.judge_name, c.repeated, c.system, c.status, c.verdict, {{label}}, c.response_length, " \
+                  f"count(*), {CONFIDENCES}"
+        grouping = "c.task, c.lang, c.judge_name, c.repeated, c.system, c.status, c.verdict, {label}, c.response_length"
+        # one label: the groups are runs of the key, read without sorting
+        found = list(plain_rows(c, f"SELECT {columns.format(label='c.label')} FROM cell_verdicts c WHERE c.labelled = 1 "
+                                   f"GROUP BY {grouping.format(label='c.label')}"))
+        self._shared_gold(gold_from)
         try:
-            rows = plain_rows(c, f"""
-                SELECT i.task || char(31) || i.lang || char(31) || v.judge_name || char(31) || i.system || char(31)
-                       || coalesce(v.verdict, '') || char(31) || g.label,
-                       CAST(j.confidence * {GRID_STEPS} AS INTEGER),
-                       CASE WHEN j.confidence * {GRID_STEPS} - CAST(j.confidence * {GRID_STEPS} AS INTEGER)
-                                 NOT BETWEEN {EDGE} AND {1 - EDGE} THEN j.confidence END,
-                       j.confidence
-                FROM (SELECT l.item_id, CASE WHEN count(*) = 1 THEN max(l.label)
-                             ELSE (SELECT s.label FROM temp.gold_shared s WHERE s.item_id = l.item_id) END AS label
-                      FROM labels_in_force l GROUP BY l.item_id) g
-                JOIN verdicts_in_force v ON v.item_id = g.item_id
-                JOIN items i ON i.id = g.item_id
-                JOIN judgments j ON j.id = v.judgment_id
-                WHERE g.label IS NOT NULL AND v.status = 'verdict' AND j.confidence BETWEEN 0 AND 1
-                  AND (?1 IS NULL OR v.judge_name = ?1)
-                  AND NOT EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
-                """, (judge,))
-            counted: dict[tuple, list] = {}  # counted here rather than by SQL's GROUP BY, which sorts every row
-            for row in rows:  # one text of the six columns a row: Python makes one string, not six
-                key, confidence = row[:3], row[3]
-                found = counted.get(key)
-                if found is None:
-                    counted[key] = [1, confidence]
-                else:
-                    found[0] += 1
-                    if confidence < found[1]:
-                        found[1] = confidence
-            return [(*key[0].split("\x1f"), n, lowest) for key, (n, lowest) in counted.items()]
+            found += plain_rows(c, f"SELECT {columns.format(label='g.label')} FROM cell_verdicts c "
+                                   "JOIN temp.shared_gold g ON g.item_id = c.item_id WHERE c.labelled = 2 AND g.label IS NOT NULL "
+                                   f"GROUP BY {grouping.format(label='g.label')}")
         finally:
-            c.execute("DROP TABLE IF EXISTS temp.gold_shared")
+            c.execute("DROP TABLE IF EXISTS temp.shared_gold")
+        empty = np.zeros(0)
+        return [(task, lang, name, system, status, verdict if status == "verdict" else None, gold,
+                 None if length < 0 else length, n, np.fromstring(confidences, sep=",") if confidences else empty)
+                for task, lang, name, repeated, system, status, verdict, gold, length, n, confidences in found
+                if not repeated and status != "error" and judge in (None, name)]
 
     def irregular_samples(self, judge: str | None = None) -> tuple[list[tuple], list[tuple]]:
-        """The irregular verdicts one by one: every judgment of theirs that is not an error, in id
-        order (item_id, task, lang, system, judge_name, sample, status, verdict, confidence), and the
-        labels in force of their items (item_id, annotator, label)."""
+        """The irregular verdicts on counted items one by one: every judgment of theirs that is not
+        an error, in id order (item_id, task, lang, system, judge_name, sample, status, verdict,
+        confidence, response_length), and the labels in force of their items (item_id, annotator,
+        label)."""
         self._mark_irregular(judge)
         # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment, in id order)
         samples = list(plain_rows(self.conn, """
-            SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence
+            SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+                   i.response_length
             FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
-            JOIN items i ON i.id = j.item_id
+            JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id
             WHERE j.status != 'error' ORDER BY j.id"""))
         labels = [tuple(r) for r in self.conn.execute(
             "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "

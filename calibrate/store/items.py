@@ -13,6 +13,13 @@ from calibrate.model import AudioClip, CalibrateError, Item, NewItem, dump_json,
 from calibrate.store.sql import IN_FORCE, VISIBLE, chunks, item_from_row
 
 
+def response_length(fields: dict) -> int | None:
+    """The number of characters of an item's `response` field when it is a string, else None:
+    stored beside the item for the length-bias probe (migration 0017)."""
+    response = fields.get("response")
+    return len(response) if isinstance(response, str) else None
+
+
 class UnknownFilter(CalibrateError, ValueError):
     """A task, language or judge filter naming something the database does not hold."""
 
@@ -33,15 +40,15 @@ class ItemsMixin:
             hashes.append(item.content_hash)
             rows.append(
                 (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
-                 item.content_hash, stamp, run)
+                 item.content_hash, stamp, run, response_length(item.fields))
             )
         with self.transaction():
             if run is not None:
                 self._renew_import(run)
             added = self.conn.executemany(
                 "INSERT OR IGNORE INTO items "
-                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(task, lang, system, source_id, version, fields, reference, content_hash, imported_at, import_run, "
+                "response_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             ).rowcount  # rows this statement inserted (rowcount leaves out what triggers write)
             newer = [(*item.identity, item.version) for item in items if item.version > 1] if run is None else []
@@ -252,11 +259,6 @@ class ItemsMixin:
         FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
         """
         return [dict(r) for r in self.conn.execute(sql, params)]
-
-    def item_systems(self) -> dict[int, str]:
-        """item id -> the system under test that produced its response, for items that name one."""
-        rows = self.conn.execute("SELECT id, system FROM items WHERE system != ''")
-        return {r[0]: r[1] for r in rows}
 
     def count_items(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> int:
         """The current, visible items of the filter, counted along the items' cell index when no

@@ -80,21 +80,6 @@ class JudgmentsMixin:
             done.setdefault(item_id, set()).add(sample)
         return done
 
-    def judge_samples(self, judge: str | None = None) -> list[tuple]:
-        """Every judgment that is not an error, in id order (so the newest of an item, judge and
-        sample comes last), for reliability: (item_id, task, lang, judge_name, sample, status,
-        verdict, confidence, response_length), the length in characters of the item's
-        `response` field (None when it has none)."""
-        judge_clause, params = (" AND j.judge_name = ?", [judge]) if judge else ("", [])
-        sql = f"""
-        SELECT j.item_id, i.task, i.lang, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
-               length(json_extract(i.fields, '$.response'))
-        FROM judgments j JOIN items i ON i.id = j.item_id
-        WHERE j.status != 'error'{judge_clause}
-        ORDER BY j.id
-        """
-        return [tuple(r) for r in self.conn.execute(sql, params)]
-
     def has_repeats_or_confidence(self) -> bool:
         """Whether any judgment is a repeat (`judge --repeat`) or carries a confidence: without
         either, a judge's consistency and calibration cannot be measured."""

@@ -21,12 +21,14 @@ class ReadsMixin:
 
     def unparsed_counts(self, reason_prefix: str) -> list[tuple[str, str, str, str, int]]:
         """(task, lang, system, judge, n): unparsed judgments in force whose reason begins with
-        `reason_prefix` (outputs cut at the token limit, say), per cell of the counted items."""
+        `reason_prefix` (outputs cut at the token limit, say), per cell of the counted items; found
+        along migration 0019's index of the unparsed reasons."""
+        beyond = reason_prefix[:-1] + chr(ord(reason_prefix[-1]) + 1)  # the first text after every one with the prefix
         return [tuple(r) for r in self.conn.execute(
-            "SELECT c.task, c.lang, c.system, v.judge_name, count(*) FROM verdicts_in_force v "
-            "JOIN judgments j ON j.id = v.judgment_id JOIN counted_items c ON c.id = v.item_id "
-            "WHERE v.status = 'unparsed' AND substr(j.unparsed_reason, 1, length(?1)) = ?1 "
-            "GROUP BY c.task, c.lang, c.system, v.judge_name", (reason_prefix,))]
+            "SELECT c.task, c.lang, c.system, v.judge_name, count(*) FROM judgments j INDEXED BY judgments_unparsed "
+            "JOIN verdicts_in_force v ON v.judgment_id = j.id JOIN counted_items c ON c.id = v.item_id "
+            "WHERE j.status = 'unparsed' AND j.unparsed_reason >= ? AND j.unparsed_reason < ? AND v.status = 'unparsed' "
+            "GROUP BY c.task, c.lang, c.system, v.judge_name", (reason_prefix, beyond))]
 
     # -- agreement -----------------------------------------------------------------------------
 
@@ -98,53 +100,67 @@ class ReadsMixin:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
-    def jury_rows(self, exclude: str, system: str | None = None) -> tuple[list[str], dict[str, list[tuple]]]:
+    def jury_rows(self, exclude: str, system: str | None = None,
+                  gold_from: str | None = None) -> tuple[list[str], dict[str, list[tuple]]]:
         """What a jury of the judges needs, over the counted items (current, visible) that two or
         more judges judged (an error is no judgment): the judges (all but `exclude`, each with a
         judgment in force that is not an error, in name order) and rows in which `verdicts` is one
         column per judge in that order, the parsed verdict or NULL (unparsed, or not judged):
         - judged: task, lang, verdicts..., n (items);
         - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
-        - shared: item_id, task, lang, verdicts..., annotator, label, one row per label of the
-          items two or more people labelled.
-        With `system`, only that system's items. Items whose judges gave the same verdicts are
-        counted together, so the work in Python grows with the distinct rows of verdicts, not
-        with the items."""
+        - versus_gold: task, lang, verdicts..., gold label, n (items two or more people labelled,
+          with a gold label: `calibrate.gold`, `gold_from` the adjudicator);
+        - shared: item_id, task, lang, verdicts..., one row per item two or more people labelled.
+        With `system`, only that system's items. Read from the sets of verdicts migration 0018's
+        triggers keep per item and count, so the work grows with the distinct sets of verdicts
+        (and the items several people labelled), not with the items."""
         judges = [r[0] for r in self.conn.execute(
             "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND status != 'error' AND judge_name != ? "
             "AND (? IS NULL OR system = ?) ORDER BY 1", (exclude, system, system))]
         if len(judges) < 2:
             return judges, {}
-        pivot = ", ".join(f"max(CASE WHEN judge_name = ?{k} THEN CASE WHEN status = 'verdict' THEN verdict END END)"
-                          for k in range(1, len(judges) + 1))
-        columns = ", ".join(f"j.v{k}" for k in range(1, len(judges) + 1))
-        c = self.conn
-        c.execute("DROP TABLE IF EXISTS temp.juried")
-        c.execute(f"CREATE TEMP TABLE juried (item_id INTEGER PRIMARY KEY, task TEXT, lang TEXT, "
-                  f"{', '.join(f'v{k}' for k in range(1, len(judges) + 1))})")
-        c.execute(
-            f"INSERT INTO juried SELECT v.item_id, i.task, i.lang, {pivot} FROM verdicts_in_force v "
-            "JOIN counted_items i ON i.id = v.item_id "
-            f"WHERE v.status != 'error' AND v.judge_name IN ({', '.join(f'?{k}' for k in range(1, len(judges) + 1))}) "
-            f"{'AND i.system = ?' + str(len(judges) + 1) if system is not None else ''} "
-            "GROUP BY v.item_id HAVING count(*) >= 2",
-            [*judges, system] if system is not None else judges,
-        )
-        rows = lambda sql: [tuple(r) for r in c.execute(sql)]  # noqa: E731
+        position = {name: k for k, name in enumerate(judges)}
+        columns: dict[str, tuple | None] = {}
+
+        def verdicts(text: str) -> tuple | None:
+            """A set of verdicts as one column per judge; None when fewer than two of them judged."""
+            if text not in columns:
+                values, judged = [None] * len(judges), 0
+                for part in text.split("\x1e"):
+                    name, _, said = part.partition("\x1f")
+                    if name in position:
+                        judged += 1
+                        values[position[name]] = said[1:] if said.startswith("v") else None
+                columns[text] = tuple(values) if judged >= 2 else None
+            return columns[text]
+
+        def counted(sql: str) -> list[tuple]:
+            found: Counter = Counter()
+            for task, lang, text, *rest, n in plain_rows(self.conn, sql, (system,)):
+                row = verdicts(text)
+                if row is not None:
+                    found[(task, lang, *row, *rest)] += n
+            return [(*key, n) for key, n in found.items() if n]
+
+        shared_items = "s.item_id IN (SELECT item_id FROM cell_verdicts WHERE labelled = 2) AND (?1 IS NULL OR s.system = ?1)"
+        shared = [(item_id, task, lang, *row) for item_id, task, lang, text in plain_rows(
+            self.conn, f"SELECT s.item_id, s.task, s.lang, s.verdicts FROM verdict_sets s WHERE {shared_items} "
+                       "ORDER BY s.item_id", (system,)) if (row := verdicts(text)) is not None]
+        self._shared_gold(gold_from)
         try:
-            return judges, {
-                "judged": rows(f"SELECT j.task, j.lang, {columns}, count(*) FROM juried j GROUP BY j.task, j.lang, {columns}"),
-                "versus_human": rows(
-                    f"SELECT j.task, j.lang, {columns}, l.annotator, l.label, count(*) FROM juried j "
-                    f"JOIN labels_in_force l ON l.item_id = j.item_id GROUP BY j.task, j.lang, {columns}, l.annotator, l.label"),
-                "shared": rows(
-                    f"SELECT j.item_id, j.task, j.lang, {columns}, l.annotator, l.label FROM "
-                    "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
-                    "JOIN juried j ON j.item_id = s.item_id JOIN labels_in_force l ON l.item_id = s.item_id "
-                    "ORDER BY j.item_id"),
-            }
+            versus_gold = counted("SELECT s.task, s.lang, s.verdicts, g.label, count(*) FROM verdict_sets s "
+                                  "JOIN temp.shared_gold g ON g.item_id = s.item_id "
+                                  "WHERE g.label IS NOT NULL AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3, 4")
         finally:
-            c.execute("DROP TABLE IF EXISTS temp.juried")
+            self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")
+        return judges, {
+            "judged": counted("SELECT task, lang, verdicts, n FROM verdict_set_counts WHERE n != 0 "
+                              "AND (?1 IS NULL OR system = ?1)"),
+            "versus_human": counted("SELECT task, lang, verdicts, annotator, label, n FROM verdict_set_labels "
+                                    "WHERE n != 0 AND (?1 IS NULL OR system = ?1)"),
+            "versus_gold": versus_gold,
+            "shared": shared,
+        }
 
     def export_rows(self, system: str | None = None, *, as_json: bool = False, trust: bool = False) -> Iterator[ExportRow]:
         """Per current item (of `system`, if given), in id order, for gold-label exports: its

@@ -32,6 +32,7 @@ import numpy as np
 
 from calibrate.model import digest, now_iso
 from calibrate.store import Store
+from calibrate.store.items import response_length
 
 TASKS = [  # task, lang, fields, labels, reference of a right response (C3's source ids: its folder / index)
     ("c3/lexical", "en", {"content": "She went to the bank to see the ducks.", "notation": "The bank of a river.",
@@ -109,10 +110,11 @@ def build(path: Path, n: int, *, seed: int = 0, log=print) -> None:
             reference = right if task.startswith("superglue/") else ref
             source = f"{C3_FOLDERS[task]}/{k}" if task in C3_FOLDERS else str(k)
             yield (k, task, lang, SYSTEMS[(k // len(TASKS)) % len(SYSTEMS)], source, fields[t], reference,
-                   digest(f"million-{k}"), stamp)
+                   digest(f"million-{k}"), stamp, lengths[t])
 
-    write("INSERT INTO items (id, task, lang, system, source_id, fields, reference, content_hash, imported_at) "
-          "VALUES (?,?,?,?,?,?,?,?,?)", items(), f"{n:,} items")
+    lengths = [response_length(f) for _, _, f, _, _ in TASKS]
+    write("INSERT INTO items (id, task, lang, system, source_id, fields, reference, content_hash, imported_at, "
+          "response_length) VALUES (?,?,?,?,?,?,?,?,?,?)", items(), f"{n:,} items")
 
     def other(labels, label):
         return labels[(labels.index(label) + 1 + int(rng.random() * (len(labels) - 1))) % len(labels)]
