@@ -1420,7 +1420,7 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
 
 def min_labels_option(what: str):
     """--min-labels of `trust` and the export's trust marks (the default is
-    `calibrate.stats.reliability.minimum_calibration`, computed where the statistics are loaded)."""
+    `calibrate.stats.trust_or_escalate.minimum_calibration`, computed where the statistics are loaded)."""
     return click.option("--min-labels", type=click.IntRange(0), default=None, metavar="N",
                         help=f"{what}. [default: 9 × the fewest the exact test can certify at --target and --risk, "
                              "198 at 0.9 and 0.1, chosen by simulation: with fewer, most certifications are wrong on "

@@ -42,7 +42,8 @@ from calibrate.verdicts import SCORE_KEYS
 if TYPE_CHECKING:
     import numpy as np
 
-    from calibrate.stats.reliability import Calibration, Consistency, Probe, Trust
+    from calibrate.stats.reliability import Calibration, Consistency, Probe
+    from calibrate.stats.trust_or_escalate import Trust
 
 DEFAULT_TARGET, DEFAULT_RISK = 0.9, 0.1  # agreement with people to guarantee, and the risk allowed
 NO_SYSTEM = "(none)"  # the system of items that name none, where trust is cut by system
@@ -302,7 +303,7 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     `by_system`), certified only from `min_labels` labelled items (None:
     `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
     with a judged item; and the irregular verdicts by (cell, judge), for the trust marks."""
-    from calibrate.stats.reliability import minimum_calibration, trust_threshold
+    from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
 
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)

@@ -3,7 +3,7 @@ which the judge's verdicts can be accepted without a person, and how to write it
 table, JSON, CSV, Markdown).
 
 The items of each cell come from calibrate.reliability_cells (its verdict, confidence and human
-label per item); the statistic is calibrate.stats.reliability.trust_threshold (fixed-sequence
+label per item); the statistic is calibrate.stats.trust_or_escalate.trust_threshold (fixed-sequence
 testing with an exact binomial bound; Jung et al., ICLR 2025).
 """
 
@@ -17,7 +17,7 @@ from calibrate.cells import CellKinds
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, hanging, said_once
 from calibrate.reliability_cells import refusal_words, trust_by_cell
-from calibrate.stats.reliability import Trust, minimum_calibration
+from calibrate.stats.trust_or_escalate import Trust, minimum_calibration
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 

@@ -37,6 +37,7 @@ from calibrate.scores import build as scores_build
 from calibrate.scores import render as scores_render
 from calibrate.scores.model import NO_SYSTEM
 from calibrate.stats import reliability as stats
+from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 from tests.majority_reference import in_force
@@ -266,9 +267,9 @@ def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
                 groups[(m.system or NO_SYSTEM) if "system" in by else None].append(m)
             for system, group in groups.items():
                 scored = [m for m in group if m.verdict is not None and m.confidence is not None and m.human is not None]
-                expected[(key, name, system)] = stats.trust_threshold(
+                expected[(key, name, system)] = trust_threshold(
                     [m.confidence for m in scored], [m.verdict == m.human for m in scored], target=target, risk=risk,
-                    min_calibration=stats.minimum_calibration(target, risk))
+                    min_calibration=minimum_calibration(target, risk))
         assert found.keys() == expected.keys()
         for key, trust in expected.items():
             assert found[key].as_dict() == pytest.approx(trust.as_dict()), key

@@ -17,16 +17,18 @@ from calibrate.stats.intervals import coincidences
 from calibrate.stats.reliability import (
     calibration,
     consistency,
-    detectable_shortfall,
-    fewest_certifiable,
     jury,
     length_bias,
     leniency,
     logistic_fit,
     majority_confidence,
-    minimum_calibration,
     positive_rate_difference,
     same_family,
+)
+from calibrate.stats.trust_or_escalate import (
+    detectable_shortfall,
+    fewest_certifiable,
+    minimum_calibration,
     trust_threshold,
 )
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from calibrate.model import NewItem, NewJudgment
-from calibrate.stats.reliability import detectable_shortfall, minimum_calibration
+from calibrate.stats.trust_or_escalate import detectable_shortfall, minimum_calibration
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply

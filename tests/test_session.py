@@ -192,6 +192,29 @@ def test_domain_modules_import_without_textual():
     assert result.returncode == 0, result.stderr
 
 
+def test_the_escalate_order_starts_without_scipy_stats_or_scikit_learn(tmp_path):
+    """Their imports take seconds; the trust thresholds need only numpy and scipy.special."""
+    store = Store(tmp_path / "e.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(2)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=0.9) for i in ids])
+    store.annotate(ids[0], "ana", "label", label="yes")
+    store.close()
+    code = (
+        "import sys\n"
+        "from calibrate.session import AnnotationSession\n"
+        "from calibrate.store import Store\n"
+        "from calibrate.templates import TemplateSet\n"
+        f"view = AnnotationSession(Store({str(tmp_path / 'e.db')!r}), TemplateSet(), 'bo', order='escalate').start()\n"
+        "assert view is not None\n"
+        "heavy = sorted(m for m in sys.modules if m in ('scipy.stats', 'sklearn'))\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 def test_informative_order_spreads_labels_over_systems_favouring_contested_cells(templates):
     """Two systems' cells of 10 items; the judges disagree on half of system b's items. The
     informative queue starts in the cell whose labels tell more, alternates between cells as

@@ -42,7 +42,7 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from calibrate.stats.reliability import (
+from calibrate.stats.trust_or_escalate import (
     detectable_shortfall,
     fewest_certifiable,
     minimum_calibration,
