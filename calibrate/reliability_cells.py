@@ -188,7 +188,7 @@ def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
 
 
 def _set_verdicts(items: list[JudgedItem]) -> None:
-    from calibrate.stats.reliability import majority_confidence
+    from calibrate.stats.trust_or_escalate import majority_confidence
 
     repeated = []
     for item in items:

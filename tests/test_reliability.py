@@ -21,13 +21,13 @@ from calibrate.stats.reliability import (
     length_bias,
     leniency,
     logistic_fit,
-    majority_confidence,
     positive_rate_difference,
     same_family,
 )
 from calibrate.stats.trust_or_escalate import (
     detectable_shortfall,
     fewest_certifiable,
+    majority_confidence,
     minimum_calibration,
     trust_threshold,
 )

@@ -199,6 +199,8 @@ def test_the_escalate_order_starts_without_scipy_stats_or_scikit_learn(tmp_path)
                               for k in range(2)], with_ids=True)
     store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
                                      confidence=0.9) for i in ids])
+    store.add_judgments([NewJudgment(item_id=ids[1], judge_name="gpt", judge_key="k", status="verdict", verdict="no",
+                                     sample=1)])  # a repeat: the majority of the samples
     store.annotate(ids[0], "ana", "label", label="yes")
     store.close()
     code = (

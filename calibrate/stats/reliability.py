@@ -16,7 +16,6 @@ confidences outside [0, 1]) raises ValueError.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -32,21 +31,14 @@ from calibrate.stats.intervals import (
     proportion,
     wilson_interval,
 )
-from calibrate.stats.trust_or_escalate import confidence_and_outcome
+from calibrate.stats.trust_or_escalate import (
+    confidence_and_outcome,
+    is_missing,
+    majority_confidence,
+    verdict_table,
+)
 
 Z95 = normal_quantile(0.95)  # 1.959964...
-
-
-def _missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _matrix(verdicts) -> list[list]:
-    """Rows of plain Python values (numpy scalars unwrapped, so results serialise as JSON)."""
-    rows = [[v.item() if isinstance(v, np.generic) else v for v in row] for row in verdicts]
-    if len({len(row) for row in rows}) > 1:
-        raise ValueError("verdicts must be an items x repeats (or items x judges) table: rows differ in length")
-    return rows
 
 
 # -- consistency (test-retest) -------------------------------------------------------------------
@@ -79,8 +71,8 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13) and gives none below
     MIN_BOOTSTRAP_UNITS items; `alpha.reason` then says why.
     """
-    rows = _matrix(verdicts)
-    present = [[v for v in row if not _missing(v)] for row in rows]
+    rows = verdict_table(verdicts)
+    present = [[v for v in row if not is_missing(v)] for row in rows]
     rated = [i for i, values in enumerate(present) if len(values) >= 2]
     unstable = [i for i in rated if len(set(present[i])) > 1]
     flip = proportion(len(unstable), len(rated), none_reason="no item has two or more repeats")
@@ -91,7 +83,7 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     codes = np.full((len(rated), len(rows[0])), -1)
     for r, i in enumerate(rated):
         for j, v in enumerate(rows[i]):
-            if not _missing(v):
+            if not is_missing(v):
                 codes[r, j] = index[v]
     reliability = np.where(codes >= 0, codes, np.nan).T  # raters (repeats) x units (items)
     alpha = krippendorff_alpha(reliability, resamples=resamples, seed=seed)
@@ -103,45 +95,6 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
 
 
 # -- confidence from repeats ---------------------------------------------------------------------
-
-
-@dataclass
-class MajorityVerdicts:
-    """The majority verdict per item and the share of its repeats (or judges) that gave it."""
-
-    verdicts: list  # the majority label, or None on a tie or with no repeats
-    confidence: list[float | None]  # share of the item's repeats giving its most frequent label
-    ties: int
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-
-def majority_confidence(verdicts) -> MajorityVerdicts:
-    """Confidence from K repeats when the server gives no logprobs: for item i with m_i
-    non-missing verdicts, confidence_i = max_c n_ic / m_i, the share of repeats that gave the
-    most frequent label (self-consistency: Wang et al. (2023). Self-consistency improves chain
-    of thought reasoning in language models. ICLR 2023).
-
-    Ties: when two or more labels share the top count the majority verdict is None (the item is
-    undecided and counted in `ties`) and the confidence is still that top share (e.g. 0.5 for
-    one "yes" and one "no"), so a tied item never looks confident. An item with no verdicts has
-    verdict None and confidence None.
-    """
-    out_verdicts, confidence, ties = [], [], 0
-    for row in _matrix(verdicts):
-        values = [v for v in row if not _missing(v)]
-        if not values:
-            out_verdicts.append(None)
-            confidence.append(None)
-            continue
-        ranked = Counter(values).most_common()
-        top = ranked[0][1]
-        tied = len(ranked) > 1 and ranked[1][1] == top
-        ties += tied
-        out_verdicts.append(None if tied else ranked[0][0])
-        confidence.append(top / len(values))
-    return MajorityVerdicts(out_verdicts, confidence, ties)
 
 
 # -- calibration against people ------------------------------------------------------------------
@@ -415,8 +368,8 @@ def jury(verdicts, *, scores: bool = False) -> Jury:
     """
     if scores:
         out, unjudged = [], 0
-        for row in _matrix(verdicts):
-            values = [float(v) for v in row if not _missing(v)]
+        for row in verdict_table(verdicts):
+            values = [float(v) for v in row if not is_missing(v)]
             unjudged += not values
             out.append(sum(values) / len(values) if values else None)
         return Jury(out, 0, unjudged)

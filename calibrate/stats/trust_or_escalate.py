@@ -1,6 +1,7 @@
 """Trust or escalate: which of a judge's verdicts can be accepted without a person, with a
 guarantee of agreement with people (fixed-sequence testing with an exact binomial bound), how
-many labelled items a certification needs, and the shortfall a number of labels can detect.
+many labelled items a certification needs, the shortfall a number of labels can detect, and
+the confidence a verdict has from its repeats when the server gives no logprobs.
 
 Apart from the other reliability statistics because it is on the start path of the annotation
 app's escalate order and of `calibrate trust`: it needs numpy and `scipy.special` only (the
@@ -10,11 +11,64 @@ Beta quantile and the binomial distribution function), not scipy.stats or scikit
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import bdtr, betaincinv
+
+
+def is_missing(x) -> bool:
+    """A verdict that is not there: None or NaN."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def verdict_table(verdicts) -> list[list]:
+    """Rows of plain Python values (numpy scalars unwrapped, so results serialise as JSON)."""
+    rows = [[v.item() if isinstance(v, np.generic) else v for v in row] for row in verdicts]
+    if len({len(row) for row in rows}) > 1:
+        raise ValueError("verdicts must be an items x repeats (or items x judges) table: rows differ in length")
+    return rows
+
+
+@dataclass
+class MajorityVerdicts:
+    """The majority verdict per item and the share of its repeats (or judges) that gave it."""
+
+    verdicts: list  # the majority label, or None on a tie or with no repeats
+    confidence: list[float | None]  # share of the item's repeats giving its most frequent label
+    ties: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def majority_confidence(verdicts) -> MajorityVerdicts:
+    """Confidence from K repeats when the server gives no logprobs: for item i with m_i
+    non-missing verdicts, confidence_i = max_c n_ic / m_i, the share of repeats that gave the
+    most frequent label (self-consistency: Wang et al. (2023). Self-consistency improves chain
+    of thought reasoning in language models. ICLR 2023).
+
+    Ties: when two or more labels share the top count the majority verdict is None (the item is
+    undecided and counted in `ties`) and the confidence is still that top share (e.g. 0.5 for
+    one "yes" and one "no"), so a tied item never looks confident. An item with no verdicts has
+    verdict None and confidence None.
+    """
+    out_verdicts, confidence, ties = [], [], 0
+    for row in verdict_table(verdicts):
+        values = [v for v in row if not is_missing(v)]
+        if not values:
+            out_verdicts.append(None)
+            confidence.append(None)
+            continue
+        ranked = Counter(values).most_common()
+        top = ranked[0][1]
+        tied = len(ranked) > 1 and ranked[1][1] == top
+        ties += tied
+        out_verdicts.append(None if tied else ranked[0][0])
+        confidence.append(top / len(values))
+    return MajorityVerdicts(out_verdicts, confidence, ties)
 
 
 def confidence_and_outcome(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
