@@ -1,12 +1,16 @@
-"""Shared fixtures: an in-memory store, the bundled templates, the demo database, the CLI."""
+"""Shared fixtures: an in-memory store, the bundled templates, the demo database, the CLI; and
+the property tests' settings: the same examples on every run (HYPOTHESIS_PROFILE=explore draws
+new ones, to look for failures on purpose)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from calibrate.cli import cli
 from calibrate.demo import load_demo
@@ -15,6 +19,10 @@ from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
+
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 @pytest.fixture(scope="session")
