@@ -1054,16 +1054,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
-    if order == "escalate":
-        from calibrate.cells import CellKinds
-        from calibrate.reliability_cells import trust_marks
-
-        store = Store(ctx.db_path, read_only=True)
-        try:
-            say_trust_refusals(trust_marks(store, CellKinds(ctx.templates, BY_CHOICES), judge=judge),
-                               "the escalate order sent all their items to people first")
-        finally:
-            store.close()
+    if app.session.trust_marks is not None:  # the escalate order's, as built when the queue started
+        say_trust_refusals(app.session.trust_marks, "the escalate order sent all their items to people first")
 
 
 @cli.command(name="serve", database=WRITES)

@@ -153,6 +153,7 @@ class AnnotationSession:
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
+        self.trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once built
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
@@ -185,7 +186,8 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            self.store.set_trust_marks(trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge))
+            self.trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
+            self.store.set_trust_marks(self.trust_marks)
             for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
                 after = 0
                 while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):

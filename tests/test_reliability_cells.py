@@ -282,6 +282,12 @@ def test_escalate_and_export_refuse_below_the_minimum_calibration_and_say_so(tmp
     store = Store(path)
     ids = store.item_ids()
     assert escalate_order(store, templates) == ids, "every item needs a person: in id order"
+    from calibrate.session import AnnotationSession
+
+    session = AnnotationSession(store, templates, "cy", order="escalate")
+    session.start()
+    (refused,) = session.trust_marks.refused  # what `annotate` says on stderr when the app closes
+    assert refused[0] == "c3/lexical en (gpt)" and "fewer than 198 labelled items" in refused[1]
     store.close()
     default = Calibrate(path)("export")
     assert {json.loads(line)["trust"]["gpt"] for line in default.stdout.splitlines()} == {"needs a person"}
