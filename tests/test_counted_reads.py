@@ -434,3 +434,26 @@ def test_scores_counted_in_groups_equal_scores_item_by_item(monkeypatch):
         check()
     finally:
         store.close()
+
+
+def test_scores_leave_out_the_items_of_an_import_still_running():
+    """Items an unfinished import wrote (and verdicts on them) are not in the scores until the
+    import finishes."""
+    store = Store(":memory:")
+    try:
+        serial = itertools.count()
+        judged = {"task": 0, "system": "s1", "reference": 0, "repeats": False, "labels": [0], "correct": None,
+                  "padding": 0, "judges": [[("verdict", 0, 0.9, "The answer is: yes")], None]}
+        fill(store, [judged, {**judged, "labels": [1]}], serial)
+        before = scores_render.render_json(scores_build.build_scores(store, TEMPLATES))
+        run = store.begin_import("an import still running")
+        ids, _ = store.add_items([NewItem("c3/lexical", "en", "running", FIELDS["c3/lexical"], system="s1")],
+                                 with_ids=True, run=run)
+        store.add_judgments([NewJudgment(item_id=ids[0], judge_name="gpt", judge_key="gpt", status="verdict",
+                                         verdict="no", raw_output="The answer is: no")])
+        assert scores_render.render_json(scores_build.build_scores(store, TEMPLATES)) == before
+        store.finish_import(run)
+        after = json.loads(scores_render.render_json(scores_build.build_scores(store, TEMPLATES)))
+        assert {c["items"] for c in after["cells"]} == {3}
+    finally:
+        store.close()

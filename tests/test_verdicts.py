@@ -311,3 +311,18 @@ def test_record_normalisation_matches_the_metric():
 ])
 def test_c3_rule_reads_each_output_as_c3s_scoring_script_did(text, lang, right):
     assert c3_right(text, lang) is right
+
+
+def c3_script_rule(text: str, lang: str) -> bool:
+    """C3's process_results.py as written: split on each marker, and the last piece starts with the yes word."""
+    starts = {"en": ("Yes", "yes"), "zh": ("是",)}[lang]
+    markers = {"en": ("The answer is: ", "the answer is: "), "zh": ("最终答案为：",)}[lang]
+    return any(len(pieces := text.split(marker)) > 1 and pieces[-1].startswith(starts) for marker in markers)
+
+
+@given(st.lists(st.sampled_from(["The answer is: ", "the answer is: ", "最终答案为：", "Yes", "yes", "是", "否", "no",
+                                 "The answer is", ": ", " ", "：", "\n", "T", "x"]), max_size=12).map("".join),
+       st.sampled_from(["en", "zh"]))
+@settings(max_examples=400)
+def test_c3_rule_reads_any_output_as_the_scripts_split_does(text, lang):
+    assert c3_right(text, lang) is c3_script_rule(text, lang)

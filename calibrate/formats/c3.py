@@ -233,10 +233,15 @@ def c3_right(check_answer: str | None, lang: str) -> bool:
     output holds the marker and the piece after its last occurrence starts with "Yes"/"yes"
     ("是"). Everything else is wrong: no marker, a bold "**yes**", a full-width or space-less
     colon, an empty output (a failed call). calibrate's own parser is more tolerant; `calibrate
-    scores` shows both."""
+    scores` shows both. No marker overlaps itself (none begins with its own ending), so the piece
+    after the last one `str.split` finds starts at the marker's last occurrence (`str.rfind`)."""
     text = check_answer or ""
-    return any(len(pieces := text.split(marker)) > 1 and pieces[-1].startswith(C3_RIGHT_START[lang])
-               for marker in C3_ANSWER_SPLIT[lang])
+    start = C3_RIGHT_START[lang]
+    for marker in C3_ANSWER_SPLIT[lang]:
+        at = text.rfind(marker)
+        if at >= 0 and text.startswith(start, at + len(marker)):
+            return True
+    return False
 
 
 def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
@@ -199,14 +200,21 @@ def _problem(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, random_sample: 
     if n < len(y):
         for j in range(f.shape[1]):
             pos_l, pos_u = f[labelled, j].sum(), f[~labelled, j].sum()
-            table = [[pos_l, n - pos_l], [pos_u, (len(y) - n) - pos_u]]
-            p = stats.fisher_exact(table).pvalue
+            p = _fisher_p(int(pos_l), int(n - pos_l), int(pos_u), int((len(y) - n) - pos_u))
             if p < NOT_RANDOM_P / f.shape[1]:
                 return (
                     f"the judge says yes on {pos_l / n:.0%} of labelled items but {pos_u / (len(y) - n):.0%} "
                     f"of unlabelled ones (Fisher p = {p:.2g}): the labelled items do not look like a random sample"
                 )
     return None
+
+
+@lru_cache(maxsize=1024)
+def _fisher_p(a: int, b: int, c: int, d: int) -> float:
+    """The two-sided p-value of Fisher's exact test of the table [[a, b], [c, d]], kept for the
+    next estimator of the same cell (each one tests the same table; a large one takes
+    milliseconds)."""
+    return float(stats.fisher_exact([[a, b], [c, d]]).pvalue)
 
 
 # -- estimators ----------------------------------------------------------------------------------

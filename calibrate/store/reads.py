@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from calibrate.model import AgreementData, TextRule
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import IN_FORCE, VISIBLE, gold_of
+from calibrate.store.sql import IN_FORCE, VISIBLE, VISIBLE_BY_ID, gold_of
 
 
 class ReadsMixin:
@@ -291,15 +291,17 @@ class ReadsMixin:
                   "WITHOUT ROWID")
         c.executemany("INSERT INTO score_tasks VALUES (?, ?, ?)", [(*p, p in references) for p in scored])
         try:
-            # grouped here rather than by SQL's GROUP BY, which would sort a row per item
+            # grouped here rather than by SQL's GROUP BY, which would sort a row per item; the items
+            # are walked along their cell index, so an item's row (large: its fields) is read only
+            # for its reference, where that counts
             sql = f"""
             SELECT i.task, i.lang, i.system, CASE WHEN t.by_reference THEN i.reference END,
-                   CASE WHEN EXISTS (SELECT 1 FROM temp.gold_shared g WHERE g.item_id = i.id)
-                        THEN (SELECT g.label FROM temp.gold_shared g WHERE g.item_id = i.id)
+                   CASE WHEN g.item_id IS NOT NULL THEN g.label
                         ELSE (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id) END
                    {''.join(', ' + col for col in columns)}
-            FROM items i JOIN temp.score_tasks t ON t.task = i.task AND t.lang = i.lang {' '.join(joins)}
-            WHERE i.current = 1 AND {VISIBLE} AND (:system IS NULL OR i.system = :system)
+            FROM temp.score_tasks t CROSS JOIN items i INDEXED BY items_by_cell ON i.task = t.task AND i.lang = t.lang
+            LEFT JOIN temp.gold_shared g ON g.item_id = i.id {' '.join(joins)}
+            WHERE i.current = 1 AND {VISIBLE_BY_ID} AND (:system IS NULL OR i.system = :system)
             """
             return [(*key, n) for key, n in Counter(plain_rows(c, sql, named)).items()]
         finally:

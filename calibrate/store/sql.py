@@ -21,6 +21,10 @@ from calibrate.model import (
 
 # An item `i` is visible unless the import run that is writing it has not finished.
 VISIBLE = "(i.import_run IS NULL OR i.import_run NOT IN (SELECT id FROM import_runs WHERE finished_at IS NULL))"
+# The same condition read from the indexes of unfinished runs and of their items, not from the
+# item's row: a read that walks an index of the items then loads no row it does not need.
+VISIBLE_BY_ID = ("i.id NOT IN (SELECT w.id FROM items w WHERE w.import_run IN "
+                 "(SELECT id FROM import_runs WHERE finished_at IS NULL))")
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
 # Row `a` gives a label (its action one of the JSON array bound to the next `?`).
