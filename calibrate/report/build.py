@@ -43,8 +43,14 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
                  options: ReportOptions = DEFAULT_OPTIONS, system: str | None = None) -> Report:
     """The report over every item, or cut by system (`options.by`) or for one `system`, with
     the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
-    is measured over every system at once, so a report cut by system leaves it out."""
+    is measured over every system at once, so a report cut by system leaves it out. The gold
+    labels of the items several people labelled are computed once for all of its reads."""
+    with store.shared_gold_kept(options.gold_from):
+        return _build_report(store, templates, judge=judge, options=options, system=system)
 
+
+def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,
+                  system: str | None) -> Report:
     def with_jury(data: AgreementData, name: str | None) -> AgreementData:
         jury = jury_data(store, templates, gold_from=options.gold_from, system=name) if judge in (None, JURY) else None
         return AgreementData.combine([data, jury]) if jury is not None else data
@@ -244,20 +250,21 @@ class _SharedCells:
     (`CellKinds.label`), as the codes of `SharedVotes`."""
 
     def __init__(self, data: AgreementData, kinds: CellKinds):
+        self.kinds = kinds
         self.rows: dict[tuple, dict[int, int]] = {}  # cell -> item id -> row
         self.annotators: dict[tuple, dict[str, int]] = {}
         self.labels: dict[tuple, dict[str, int]] = {}
-        self._words: dict[tuple, tuple] = {}  # (task, lang, value) -> (cell, value in the cell's labels)
-        self._cell_of: dict[int, tuple] = {}  # item id -> (task, lang, row)
+        self._coded: dict[tuple, tuple] = {}  # (task, lang, value) -> (cell, code of the value in the cell's labels)
+        cell_of: dict[int, tuple] = {}  # item id -> (task, lang, cell, row)
         entries: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
-        self.kinds = kinds
+        coded = self._coded
         for item_id, task, lang, annotator, label in data.shared_labels:
-            key, word = self._word(task, lang, label)
-            rows = self.rows.setdefault(key, {})
+            key, code = coded.get((task, lang, label)) or self._code_of(task, lang, label)
+            rows = self.rows[key] if key in self.rows else self.rows.setdefault(key, {})
             row = rows.setdefault(item_id, len(rows))
-            self._cell_of[item_id] = (task, lang, row)
-            columns = self.annotators.setdefault(key, {})
-            entries[key].append((row, columns.setdefault(annotator, len(columns)), self.code(key, word)))
+            cell_of[item_id] = (task, lang, key, row)
+            columns = self.annotators[key] if key in self.annotators else self.annotators.setdefault(key, {})
+            entries[key].append((row, columns.setdefault(annotator, len(columns)), code))
         self.votes = {}
         for key, found in entries.items():
             votes = np.full((len(self.rows[key]), len(self.annotators[key])), NO_VOTE, dtype=np.int64)
@@ -266,18 +273,19 @@ class _SharedCells:
             self.votes[key] = votes
         self.verdicts: dict[tuple, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))  # (cell, judge)
         for item_id, judge, status, verdict in data.shared_verdicts:
-            if status not in ("verdict", "unparsed") or item_id not in self._cell_of:
+            if status not in ("verdict", "unparsed") or item_id not in cell_of:
                 continue
-            task, lang, row = self._cell_of[item_id]
-            key, word = self._word(task, lang, verdict)
+            task, lang, key, row = cell_of[item_id]
+            if status == "verdict":
+                key, code = coded.get((task, lang, verdict)) or self._code_of(task, lang, verdict)
             rows, codes = self.verdicts[(key, judge)]
             rows.append(row)
-            codes.append(self.code(key, word) if status == "verdict" else UNPARSED)
+            codes.append(code if status == "verdict" else UNPARSED)
 
-    def _word(self, task: str, lang: str, value: str) -> tuple:
-        if (task, lang, value) not in self._words:
-            self._words[(task, lang, value)] = (self.kinds.key(task, lang), self.kinds.label(task, lang, value))
-        return self._words[(task, lang, value)]
+    def _code_of(self, task: str, lang: str, value: str) -> tuple:
+        key = self.kinds.key(task, lang)
+        self._coded[(task, lang, value)] = found = (key, self.code(key, self.kinds.label(task, lang, value)))
+        return found
 
     def code(self, key: tuple, label: str) -> int:
         labels = self.labels.setdefault(key, {})

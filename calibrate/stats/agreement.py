@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 from sklearn.metrics import cohen_kappa_score
 
 from calibrate.model import Estimate
@@ -395,7 +395,10 @@ def items_for_half_width(n: int, ci: tuple[float, float] | None, target: float =
     sigma = (ci[1] - ci[0]) / 2 * math.sqrt(n) / z
 
     def half_width(total: int) -> float:
-        return z * sigma * math.sqrt(stats.chi2.ppf(assurance, total - 1) / (total - 1)) / math.sqrt(total)
+        # the chi-square quantile chi2.ppf(assurance, total - 1), as scipy.stats computes it,
+        # without its argument checks (called some twenty times per plan)
+        chi2 = 2 * special.gammaincinv((total - 1) / 2, assurance)
+        return z * sigma * math.sqrt(chi2 / (total - 1)) / math.sqrt(total)
 
     total = max(n, MIN_PLANNING_N)
     step = total

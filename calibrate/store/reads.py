@@ -51,7 +51,7 @@ class ReadsMixin:
             counts_filter += " AND judge_name = ?"
             params.append(judge)
         c = self.conn
-        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
+        rows = lambda sql, params=(): list(plain_rows(c, sql, params))  # noqa: E731
         judge_vs_human = rows(
             "SELECT task, lang, judge_name, annotator, status, nullif(verdict, ''), label, sum(n) FROM agreement_counts "
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
@@ -152,7 +152,7 @@ class ReadsMixin:
                                   "JOIN temp.shared_gold g ON g.item_id = s.item_id "
                                   "WHERE g.label IS NOT NULL AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3, 4")
         finally:
-            self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")
+            self._drop_shared_gold()
         return judges, {
             "judged": counted("SELECT task, lang, verdicts, n FROM verdict_set_counts WHERE n != 0 "
                               "AND (?1 IS NULL OR system = ?1)"),
