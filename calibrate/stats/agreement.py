@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special, stats
-from sklearn.metrics import cohen_kappa_score
 
 from calibrate.model import Estimate
 from calibrate.stats.intervals import (
@@ -273,6 +272,9 @@ def two_raters(
         ac1 = _ac1(table, draws, resamples, seed, n, max(prevalence.values()))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, agreement, notes=notes)
     if ordinal and kappa_value is not None:
+        # imported here only: importing scikit-learn takes a second
+        from sklearn.metrics import cohen_kappa_score
+
         a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
         b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
         for weights in ("linear", "quadratic"):

@@ -122,9 +122,8 @@ class ConfidenceMixin:
             FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
             JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id
             WHERE j.status != 'error' ORDER BY j.id"""))
-        labels = [tuple(r) for r in self.conn.execute(
-            "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
-            "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)")]
+        labels = list(plain_rows(self.conn, "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
+                                            "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)"))
         return samples, labels
 
     def judged_cells(self, judge: str | None = None) -> list[tuple[str, str, str, str]]:
