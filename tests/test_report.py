@@ -425,5 +425,8 @@ def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(label
         kept = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
         with pytest.raises(ValueError, match="kept are from 'boss', not None"):
             store.verdict_groups()
-    assert repr(kept) == repr(alone) and "yes" in repr(alone)
+    with store.shared_gold_kept("boss"):  # taken from the agreement read's gold labels
+        store.agreement_data(gold_from="boss")
+        offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
+    assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
     assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()

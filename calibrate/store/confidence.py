@@ -53,6 +53,20 @@ class ConfidenceMixin:
             self._gold_kept = None
             self._drop_shared_gold()
 
+    def _offer_shared_gold(self, table: str, gold_from: str | None) -> None:
+        """While `shared_gold_kept` is open for `gold_from` and has not computed temp.shared_gold
+        yet: take it from `table` (item_id, label), the gold labels (`gold_of`, `gold_from` the
+        adjudicator) of every counted item two or more people labelled (more items than
+        `_shared_gold` keeps; its readers join it on their items)."""
+        kept = self._gold_kept
+        if kept is None or kept[1] or kept[0] != gold_from:
+            return
+        kept[1] = True
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.shared_gold")
+        c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
+        c.execute(f"INSERT INTO shared_gold SELECT item_id, label FROM {table}")
+
     def _drop_shared_gold(self) -> None:
         if self._gold_kept is None:
             self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")

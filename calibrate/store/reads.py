@@ -79,6 +79,8 @@ class ReadsMixin:
         # tie, counted in `ties`.
         c.execute("CREATE TEMP TABLE gold_now AS SELECT s.item_id, s.task, s.lang, g.label FROM shared_items s "
                   f"JOIN ({gold_of('labels_now')}) g ON g.item_id = s.item_id", (gold_from,))
+        if system is None:  # every counted item several people labelled: the gold a report's other reads join
+            self._offer_shared_gold("temp.gold_now", gold_from)
         try:
             return AgreementData(
                 judge_vs_human=judge_vs_human,
