@@ -242,20 +242,22 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
         return result
     import numpy as np
 
-    polar = [g for g in verdicts.groups if kind.polarity(g.verdict) and kind.polarity(g.human)]
+    polarity = {label: kind.polarity(label) for g in verdicts.groups for label in (g.verdict, g.human)}
+    positive = {label: side == POSITIVE for label, side in polarity.items()}
+    polar = [g for g in verdicts.groups if polarity[g.verdict] and polarity[g.human]]
     # in one order whatever the reading order (the fit's iterations, near separation, depend on it)
     sized = sorted((g for g in polar if g.length is not None),
-                   key=lambda g: (kind.polarity(g.verdict) == POSITIVE, kind.polarity(g.human) == POSITIVE, g.length))
+                   key=lambda g: (positive[g.verdict], positive[g.human], g.length))
     if sized:
         counts = [g.n for g in sized]
-        result.length = length_bias(np.repeat([kind.polarity(g.verdict) == POSITIVE for g in sized], counts),
-                                    np.repeat([kind.polarity(g.human) == POSITIVE for g in sized], counts),
+        result.length = length_bias(np.repeat([positive[g.verdict] for g in sized], counts),
+                                    np.repeat([positive[g.human] for g in sized], counts),
                                     np.repeat([g.length for g in sized], counts))
     named = [g for g in polar if g.system]
     if named:
         counts = [g.n for g in named]
-        result.systems = leniency(np.repeat([kind.polarity(g.verdict) == POSITIVE for g in named], counts),
-                                  np.repeat([kind.polarity(g.human) == POSITIVE for g in named], counts),
+        result.systems = leniency(np.repeat([positive[g.verdict] for g in named], counts),
+                                  np.repeat([positive[g.human] for g in named], counts),
                                   np.repeat(np.array([g.system for g in named], dtype=object), counts))
         result.same_family = {name: same_family(judge, name, families or {}) for name in result.systems}
     return result

@@ -414,3 +414,19 @@ def test_notes_every_cell_shares_are_said_once_with_a_count(labelled_demo_db):
     text = " ".join(Calibrate(labelled_demo_db)("report").output.split())
     once = "alternative annotator test not run: needs 3 or more annotators"
     assert text.count(once) == 1 and "Notes on several cells" in text
+
+
+def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(labelled_db):
+    path, _, _ = labelled_db
+    store = Store(path)
+    store.annotate(1, "boss", "label", label="no")
+    alone = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
+    with store.shared_gold_kept("boss"):
+        kept = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
+        with pytest.raises(ValueError, match="kept are from 'boss', not None"):
+            store.verdict_groups()
+    with store.shared_gold_kept("boss"):  # taken from the agreement read's gold labels
+        store.agreement_data(gold_from="boss")
+        offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
+    assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
+    assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()

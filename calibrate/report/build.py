@@ -29,9 +29,10 @@ from calibrate.stats.agreement import (
     kappa_from_tables,
     two_raters,
 )
-from calibrate.stats.alt_test import AltTest, alternative_annotator_test
-from calibrate.stats.ceiling import human_ceiling
+from calibrate.stats.alt_test import AltTest, alternative_annotator_test_coded
+from calibrate.stats.ceiling import human_ceiling_coded
 from calibrate.stats.score_agreement import ScoreAgreement, score_agreement
+from calibrate.stats.shared_votes import NO_VOTE, NOT_JUDGED, UNPARSED, SharedVotes
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 from calibrate.verdicts import SCORE_KEYS
@@ -42,8 +43,14 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
                  options: ReportOptions = DEFAULT_OPTIONS, system: str | None = None) -> Report:
     """The report over every item, or cut by system (`options.by`) or for one `system`, with
     the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
-    is measured over every system at once, so a report cut by system leaves it out."""
+    is measured over every system at once, so a report cut by system leaves it out. The gold
+    labels of the items several people labelled are computed once for all of its reads."""
+    with store.shared_gold_kept(options.gold_from):
+        return _build_report(store, templates, judge=judge, options=options, system=system)
 
+
+def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,
+                  system: str | None) -> Report:
     def with_jury(data: AgreementData, name: str | None) -> AgreementData:
         jury = jury_data(store, templates, gold_from=options.gold_from, system=name) if judge in (None, JURY) else None
         return AgreementData.combine([data, jury]) if jury is not None else data
@@ -148,12 +155,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
         c.ties = ties.get(key, 0)
         c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))
 
-    per_item: dict[tuple, dict[int, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    item_cells: dict[int, tuple[str, str]] = {}
-    for item_id, task, lang, annotator, label in data.shared_labels:
-        per_item[kinds.key(task, lang)][item_id][annotator] = kinds.label(task, lang, label)
-        item_cells[item_id] = (task, lang)
-    _add_ceilings_and_alt_tests(data, per_item, item_cells, cells, kinds, options)
+    _add_ceilings_and_alt_tests(data, cells, kinds, options)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
     return Report(ordered, options)
 
@@ -161,13 +163,18 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
 def judge_evidence(data: AgreementData, templates: TemplateSet) -> AgreementData:
     """`data` without the judgments on tasks people decide (no judge prompt: C3's generation
     phenomena): whatever stored them, they say nothing about a judge. People's labels stay."""
-    cells = {item_id: (task, lang) for item_id, task, lang, *_ in data.shared_labels}
+    decided = {(task, lang): templates.people_decide(task, lang)
+               for task, lang in {*((r[0], r[1]) for rows in (data.judged, data.judge_vs_human, data.judge_vs_gold)
+                                    for r in rows), *((r[1], r[2]) for r in data.shared_labels)}}
+    if not any(decided.values()):
+        return data
+    people = {item_id for item_id, task, lang, *_ in data.shared_labels if decided[(task, lang)]}
     return replace(
         data,
         judge_vs_human=[r for r in data.judge_vs_human if not templates.people_decide(r[0], r[1])],
         judge_vs_gold=[r for r in data.judge_vs_gold if not templates.people_decide(r[0], r[1])],
         judged=[r for r in data.judged if not templates.people_decide(r[0], r[1])],
-        shared_verdicts=[r for r in data.shared_verdicts if not templates.people_decide(*cells.get(r[0], ("", "")))],
+        shared_verdicts=[r for r in data.shared_verdicts if r[0] not in people],
     )
 
 
@@ -237,33 +244,79 @@ def _score_lines(kind: VerdictKind, pairs: dict[tuple[str, str], int], threshold
     return out
 
 
-def _add_ceilings_and_alt_tests(data: AgreementData, per_item: dict, item_cells: dict, cells: dict,
-                                kinds: CellKinds, options: ReportOptions) -> None:
+class _SharedCells:
+    """Per cell, the items two or more people labelled (in item order, as `data.shared_labels`
+    lists them) with their labels, and each judge's verdicts on them, in the cell's labels
+    (`CellKinds.label`), as the codes of `SharedVotes`."""
+
+    def __init__(self, data: AgreementData, kinds: CellKinds):
+        self.kinds = kinds
+        self.rows: dict[tuple, dict[int, int]] = {}  # cell -> item id -> row
+        self.annotators: dict[tuple, dict[str, int]] = {}
+        self.labels: dict[tuple, dict[str, int]] = {}
+        self._coded: dict[tuple, tuple] = {}  # (task, lang, value) -> (cell, code of the value in the cell's labels)
+        cell_of: dict[int, tuple] = {}  # item id -> (task, lang, cell, row)
+        entries: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
+        coded = self._coded
+        for item_id, task, lang, annotator, label in data.shared_labels:
+            key, code = coded.get((task, lang, label)) or self._code_of(task, lang, label)
+            rows = self.rows[key] if key in self.rows else self.rows.setdefault(key, {})
+            row = rows.setdefault(item_id, len(rows))
+            cell_of[item_id] = (task, lang, key, row)
+            columns = self.annotators[key] if key in self.annotators else self.annotators.setdefault(key, {})
+            entries[key].append((row, columns.setdefault(annotator, len(columns)), code))
+        self.votes = {}
+        for key, found in entries.items():
+            votes = np.full((len(self.rows[key]), len(self.annotators[key])), NO_VOTE, dtype=np.int64)
+            row, column, code = np.array(found, dtype=np.int64).T
+            votes[row, column] = code
+            self.votes[key] = votes
+        self.verdicts: dict[tuple, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))  # (cell, judge)
+        for item_id, judge, status, verdict in data.shared_verdicts:
+            if status not in ("verdict", "unparsed") or item_id not in cell_of:
+                continue
+            task, lang, key, row = cell_of[item_id]
+            if status == "verdict":
+                key, code = coded.get((task, lang, verdict)) or self._code_of(task, lang, verdict)
+            rows, codes = self.verdicts[(key, judge)]
+            rows.append(row)
+            codes.append(code if status == "verdict" else UNPARSED)
+
+    def _code_of(self, task: str, lang: str, value: str) -> tuple:
+        key = self.kinds.key(task, lang)
+        self._coded[(task, lang, value)] = found = (key, self.code(key, self.kinds.label(task, lang, value)))
+        return found
+
+    def code(self, key: tuple, label: str) -> int:
+        labels = self.labels.setdefault(key, {})
+        return labels.setdefault(label, len(labels))
+
+    def votes_for(self, key: tuple, judge: str, kind: VerdictKind | None, unparsed: str) -> SharedVotes:
+        """The cell's items and `judge`'s verdicts on them, unparsed verdicts as `unparsed` says:
+        counted as the negative label (as-negative, for a kind with a positive label), left out
+        as not judged (exclude), or kept as unparsed."""
+        rows, codes = self.verdicts[(key, judge)]
+        found = np.array(codes, dtype=np.int64)
+        if unparsed == "as-negative" and kind is not None and kind.positive:
+            found[found == UNPARSED] = self.code(key, kind.labels[1])
+        elif unparsed == "exclude":
+            found[found == UNPARSED] = NOT_JUDGED
+        verdicts = np.full(len(self.rows[key]), NOT_JUDGED, dtype=np.int64)
+        verdicts[np.array(rows, dtype=np.int64)] = found
+        return SharedVotes(self.votes[key], verdicts, list(self.annotators[key]), list(self.labels[key]))
+
+
+def _add_ceilings_and_alt_tests(data: AgreementData, cells: dict, kinds: CellKinds, options: ReportOptions) -> None:
     """Per categorical cell, on the items two or more people labelled: the judge beside the
     humans (same items, same statistic family, a paired interval for the difference), and the
     alternative annotator test. Unparsed verdicts follow `options.unparsed`."""
-    verdicts: dict[str, dict[int, str | None]] = defaultdict(dict)
-    for item_id, judge, status, verdict in data.shared_verdicts:
-        if status == "verdict":
-            verdicts[judge][item_id] = kinds.label(*item_cells[item_id], verdict)
-        elif status == "unparsed":
-            verdicts[judge][item_id] = None
+    shared = _SharedCells(data, kinds)
     for (key, judge), c in cells.items():
         if kinds.scored(key):
             c.alt_test = AltTest(False, epsilon=options.epsilon, reason="the test compares categorical labels, not scores")
             continue
-        items = per_item.get(key, {})
-        if not items:
+        if key not in shared.rows:
             continue
-        shown = {}
-        for item_id in items:
-            if item_id not in verdicts[judge]:
-                continue
-            verdict = verdicts[judge][item_id]
-            if verdict is None and options.unparsed == "as-negative" and c.kind is not None and c.kind.positive:
-                verdict = c.kind.labels[1]
-            if verdict is not None or options.unparsed != "exclude":
-                shown[item_id] = verdict
-        c.ceiling = human_ceiling(items, shown, resamples=options.resamples)
-        c.alt_test = alternative_annotator_test(items, shown, epsilon=options.epsilon)
-
+        votes = shared.votes_for(key, judge, c.kind, options.unparsed)
+        c.ceiling = human_ceiling_coded(votes, resamples=options.resamples)
+        c.alt_test = alternative_annotator_test_coded(votes, epsilon=options.epsilon)

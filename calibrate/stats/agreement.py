@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score
+from scipy import special, stats
 
 from calibrate.model import Estimate
 from calibrate.stats.intervals import (
@@ -273,6 +272,9 @@ def two_raters(
         ac1 = _ac1(table, draws, resamples, seed, n, max(prevalence.values()))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, agreement, notes=notes)
     if ordinal and kappa_value is not None:
+        # imported here only: importing scikit-learn takes a second
+        from sklearn.metrics import cohen_kappa_score
+
         a_codes = np.repeat(np.repeat(np.arange(k), k), table.ravel())
         b_codes = np.repeat(np.tile(np.arange(k), k), table.ravel())
         for weights in ("linear", "quadratic"):
@@ -395,7 +397,10 @@ def items_for_half_width(n: int, ci: tuple[float, float] | None, target: float =
     sigma = (ci[1] - ci[0]) / 2 * math.sqrt(n) / z
 
     def half_width(total: int) -> float:
-        return z * sigma * math.sqrt(stats.chi2.ppf(assurance, total - 1) / (total - 1)) / math.sqrt(total)
+        # the chi-square quantile chi2.ppf(assurance, total - 1), as scipy.stats computes it,
+        # without its argument checks (called some twenty times per plan)
+        chi2 = 2 * special.gammaincinv((total - 1) / 2, assurance)
+        return z * sigma * math.sqrt(chi2 / (total - 1)) / math.sqrt(total)
 
     total = max(n, MIN_PLANNING_N)
     step = total

@@ -8,11 +8,12 @@ result says why it did not run.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+
+from calibrate.stats.shared_votes import NO_VOTE, NOT_JUDGED, SharedVotes
 
 ALT_TEST_MIN_ITEMS = 30
 EPSILON_GUIDANCE = {"experts": 0.2, "skilled annotators": 0.15, "crowd workers": 0.1}
@@ -62,27 +63,38 @@ def alternative_annotator_test(
 
     epsilon: the paper's guidance is 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd
     workers (`EPSILON_GUIDANCE`); the paper asks for three or more annotators."""
-    humans = sorted({a for votes in items.values() for a, v in votes.items() if v is not None}, key=str)
+    return alternative_annotator_test_coded(SharedVotes.from_dicts(items, judge), epsilon=epsilon, alpha=alpha,
+                                            min_items=min_items)
+
+
+def alternative_annotator_test_coded(shared_votes: SharedVotes, *, epsilon: float = 0.2, alpha: float = 0.05,
+                                     min_items: int = ALT_TEST_MIN_ITEMS) -> AltTest:
+    """`alternative_annotator_test` of the items and verdicts in `shared_votes` (rows in the
+    order of the items), the alignments computed on arrays."""
+    voted = shared_votes.votes != NO_VOTE
+    columns = {shared_votes.annotators[a]: a for a in np.flatnonzero(voted.any(axis=0))}
+    humans = sorted(columns, key=str)
     if len(humans) < 3:
         return AltTest(False, epsilon=epsilon, annotators=len(humans), min_items=min_items,
                        reason=f"needs 3 or more annotators on shared items; this cell has {len(humans)}")
-    usable = {i: {a: v for a, v in votes.items() if v is not None} for i, votes in items.items() if i in judge}
-    usable = {i: votes for i, votes in usable.items() if len(votes) >= 2}
+    usable = np.flatnonzero((shared_votes.judge != NOT_JUDGED) & (voted.sum(axis=1) >= 2))
+    votes, verdicts = shared_votes.votes[usable], shared_votes.judge[usable]
+    every_label = np.arange(len(shared_votes.labels))
+    tally = shared_votes.label_counts(usable, every_label).astype(np.int64)
     # S(f, i) for annotator j has the denominator m_i - 1 on both sides, so the comparisons are
     # made on the numerators: how many other annotators gave the judge's label, and j's label
-    judge_wins: dict = {j: [] for j in humans}
-    human_wins: dict = {j: [] for j in humans}
-    for item, votes in usable.items():
-        tally = Counter(votes.values())
-        verdict = judge[item]
-        for j, label in votes.items():
-            judge_hits = tally[verdict] - (label == verdict) if verdict is not None else 0
-            human_hits = tally[label] - 1
-            judge_wins[j].append(judge_hits >= human_hits)
-            human_wins[j].append(human_hits >= judge_hits)
+    judge_wins: dict = {}
+    human_wins: dict = {}
+    for j in humans:
+        rows = np.flatnonzero(votes[:, columns[j]] != NO_VOTE)  # j's items, in item order
+        label, verdict = votes[rows, columns[j]], verdicts[rows]
+        parsed = verdict >= 0
+        judge_hits = np.where(parsed, tally[rows, np.where(parsed, verdict, 0)] - (label == verdict), 0)
+        human_hits = tally[rows, label] - 1
+        judge_wins[j], human_wins[j] = judge_hits >= human_hits, human_hits >= judge_hits
     p_values, detail, left_out, advantages = [], {}, {}, []
     for j in humans:
-        if not judge_wins[j]:
+        if not len(judge_wins[j]):
             left_out[j] = "no item shared with another annotator and the judge"
             continue
         d = np.asarray(human_wins[j], dtype=float) - np.asarray(judge_wins[j], dtype=float)

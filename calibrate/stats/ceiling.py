@@ -25,6 +25,7 @@ from calibrate.stats.intervals import (
     finite_or_none,
     resample_units,
 )
+from calibrate.stats.shared_votes import NO_VOTE, UNPARSED, SharedVotes
 
 # -- Krippendorff's alpha --------------------------------------------------------------------------
 
@@ -129,31 +130,39 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
     "above" when above 0, else "within"; resamples where either statistic is undefined are
     counted in `difference.undefined_share`. With fewer than MIN_BOOTSTRAP_UNITS items the three
     estimates come without intervals (the reason is given) and there is no verdict."""
+    return human_ceiling_coded(SharedVotes.from_dicts(items, judge), resamples=resamples, seed=seed)
+
+
+def human_ceiling_coded(shared_votes: SharedVotes, *, resamples: int = DEFAULT_RESAMPLES,
+                        seed: int = DEFAULT_SEED) -> Ceiling:
+    """`human_ceiling` of the items and verdicts in `shared_votes` (rows in the order of the
+    items), computed on arrays."""
     notes: list[str] = []
-    unparsed = [i for i, votes in items.items() if i in judge and judge[i] is None
-                and sum(v is not None for v in votes.values()) >= 2]
-    shared = {i: {a: v for a, v in votes.items() if v is not None} for i, votes in items.items()
-              if judge.get(i) is not None and sum(v is not None for v in votes.values()) >= 2}
+    labelled = (shared_votes.votes != NO_VOTE).sum(axis=1) >= 2
+    unparsed = int((labelled & (shared_votes.judge == UNPARSED)).sum())
+    rows = np.flatnonzero(labelled & (shared_votes.judge >= 0))
     if unparsed:
-        notes.append(f"{len(unparsed)} item(s) with an unparsed judge verdict left out")
-    people = sorted({a for votes in shared.values() for a in votes}, key=str)
+        notes.append(f"{unparsed} item(s) with an unparsed judge verdict left out")
+    votes, verdicts = shared_votes.votes[rows], shared_votes.judge[rows]
+    columns = np.flatnonzero((votes != NO_VOTE).any(axis=0))
+    people = sorted((shared_votes.annotators[a] for a in columns), key=str)
     none = Estimate(None, reason="fewer than 2 items labelled by two or more people and judged")
-    if len(shared) < 2:
-        return Ceiling(len(shared), len(people), none, none, "", none, None, notes)
-    labels = sorted({v for votes in shared.values() for v in votes.values()} | {judge[i] for i in shared}, key=str)
-    index = {label: k for k, label in enumerate(labels)}
-    k = len(labels)
-    counts = np.zeros((len(shared), k))
-    judge_pairs = np.zeros((len(shared), k, k))
-    human_pairs = np.zeros((len(shared), k, k))
-    for row, (item, votes) in enumerate(shared.items()):
-        for label in votes.values():
-            counts[row, index[label]] += 1
-        judge_pairs[row, index[judge[item]]] = counts[row]
-        if len(people) == 2 and len(votes) == 2:
-            human_pairs[row, index[votes[people[0]]], index[votes[people[1]]]] = 1
-    units = np.hstack([judge_pairs.reshape(len(shared), -1), human_pairs.reshape(len(shared), -1), counts])
-    first, frequency, resampled = resample_units(units, resamples if len(shared) >= MIN_BOOTSTRAP_UNITS else 0, seed)
+    if len(rows) < 2:
+        return Ceiling(len(rows), len(people), none, none, "", none, None, notes)
+    used = np.unique(np.concatenate([votes[votes != NO_VOTE], verdicts]))
+    order = np.array(sorted(used, key=lambda code: str(shared_votes.labels[code])), dtype=np.int64)
+    index = np.full(len(shared_votes.labels), -1, dtype=np.int64)
+    index[order] = np.arange(len(order))
+    k, n = len(order), len(rows)
+    counts = shared_votes.label_counts(rows, order)
+    judge_pairs = np.zeros((n, k, k))
+    judge_pairs[np.arange(n), index[verdicts]] = counts
+    human_pairs = np.zeros((n, k, k))
+    if len(people) == 2:  # then every item has the two people's labels
+        first_person, second_person = (shared_votes.annotators.index(name) for name in people)
+        human_pairs[np.arange(n), index[votes[:, first_person]], index[votes[:, second_person]]] = 1
+    units = np.hstack([judge_pairs.reshape(n, -1), human_pairs.reshape(n, -1), counts])
+    first, frequency, resampled = resample_units(units, resamples if n >= MIN_BOOTSTRAP_UNITS else 0, seed)
     weights = np.vstack([frequency, resampled])  # row 0: the items as observed
     judge_k = kappa_from_tables(np.tensordot(weights, judge_pairs[first], axes=1))
     if len(people) == 2:
@@ -162,8 +171,8 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
         name = "Krippendorff's alpha (nominal)"
         human_k = alpha_from_coincidences(np.tensordot(weights, coincidences(counts[first]), axes=1), np.arange(k))
     diff = judge_k - human_k
-    if len(shared) < MIN_BOOTSTRAP_UNITS:
-        why = f"{len(shared)} items: too few to resample for an interval (needs {MIN_BOOTSTRAP_UNITS})"
+    if n < MIN_BOOTSTRAP_UNITS:
+        why = f"{n} items: too few to resample for an interval (needs {MIN_BOOTSTRAP_UNITS})"
         judge_est, human_est, difference = (Estimate(finite_or_none(x[0]), ci_reason=why) for x in (judge_k, human_k, diff))
     else:
         judge_est, human_est, difference = (estimate_from_draws(finite_or_none(x[0]), x[1:]) for x in (judge_k, human_k, diff))
@@ -179,4 +188,4 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
         verdict = "above the human ceiling"
     else:
         verdict = "within the human ceiling"
-    return Ceiling(len(shared), len(people), judge_est, human_est, name, difference, verdict, notes)
+    return Ceiling(n, len(people), judge_est, human_est, name, difference, verdict, notes)

@@ -11,6 +11,7 @@ fewest units for a bootstrap) live here too.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,6 +30,7 @@ JEFFREYS = 0.5
 MIN_BOOTSTRAP_UNITS = 10
 
 
+@functools.cache
 def normal_quantile(level: float = LEVEL) -> float:
     """z = Phi^-1((1 + level) / 2), the standard normal quantile of a two-sided `level`
     interval (1.959964... at 0.95)."""

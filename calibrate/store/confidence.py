@@ -12,6 +12,9 @@ indexes find them without reading every judgment.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import gold_of
 
@@ -34,10 +37,50 @@ class ConfidenceMixin:
         c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM verdicts_in_force "
                   "WHERE status = 'error' AND (?1 IS NULL OR judge_name = ?1)", (judge,))
 
+    _gold_kept: list | None = None  # [gold_from, computed] while `shared_gold_kept` is open
+
+    @contextmanager
+    def shared_gold_kept(self, gold_from: str | None) -> Iterator[None]:
+        """While open, temp.shared_gold (`_shared_gold`) is computed once, when first read, and
+        kept for every read that joins it (`verdict_groups`, `jury_rows`): a report reads it
+        two or more times."""
+        if self._gold_kept is not None:
+            raise ValueError("the shared gold labels are kept already")
+        self._gold_kept = [gold_from, False]
+        try:
+            yield
+        finally:
+            self._gold_kept = None
+            self._drop_shared_gold()
+
+    def _offer_shared_gold(self, table: str, gold_from: str | None) -> None:
+        """While `shared_gold_kept` is open for `gold_from` and has not computed temp.shared_gold
+        yet: take it from `table` (item_id, label), the gold labels (`gold_of`, `gold_from` the
+        adjudicator) of every counted item two or more people labelled (more items than
+        `_shared_gold` keeps; its readers join it on their items)."""
+        kept = self._gold_kept
+        if kept is None or kept[1] or kept[0] != gold_from:
+            return
+        kept[1] = True
+        c = self.conn
+        c.execute("DROP TABLE IF EXISTS temp.shared_gold")
+        c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
+        c.execute(f"INSERT INTO shared_gold SELECT item_id, label FROM {table}")
+
+    def _drop_shared_gold(self) -> None:
+        if self._gold_kept is None:
+            self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")
+
     def _shared_gold(self, gold_from: str | None) -> None:
         """temp.shared_gold (item_id, label): the gold label (`calibrate.gold`, `gold_from` the
         adjudicator; NULL on a tie) of each counted item that two or more people labelled and a
-        judge judged (found along cell_verdicts' key)."""
+        judge judged (found along cell_verdicts' key); computed once while `shared_gold_kept` is open."""
+        if self._gold_kept is not None:
+            if self._gold_kept[0] != gold_from:
+                raise ValueError(f"the shared gold labels kept are from {self._gold_kept[0]!r}, not {gold_from!r}")
+            if self._gold_kept[1]:
+                return
+            self._gold_kept[1] = True
         c = self.conn
         for table in ("shared_labels", "shared_gold"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -73,7 +116,7 @@ class ConfidenceMixin:
                                    "JOIN temp.shared_gold g ON g.item_id = c.item_id WHERE c.labelled = 2 AND g.label IS NOT NULL "
                                    f"GROUP BY {grouping.format(label='g.label')}")
         finally:
-            c.execute("DROP TABLE IF EXISTS temp.shared_gold")
+            self._drop_shared_gold()
         empty = np.zeros(0)
         return [(task, lang, name, system, status, verdict if status == "verdict" else None, gold,
                  None if length < 0 else length, n, np.fromstring(confidences, sep=",") if confidences else empty)
@@ -93,9 +136,8 @@ class ConfidenceMixin:
             FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
             JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id
             WHERE j.status != 'error' ORDER BY j.id"""))
-        labels = [tuple(r) for r in self.conn.execute(
-            "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
-            "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)")]
+        labels = list(plain_rows(self.conn, "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
+                                            "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)"))
         return samples, labels
 
     def judged_cells(self, judge: str | None = None) -> list[tuple[str, str, str, str]]:

@@ -51,7 +51,7 @@ class ReadsMixin:
             counts_filter += " AND judge_name = ?"
             params.append(judge)
         c = self.conn
-        rows = lambda sql, params=(): [tuple(r) for r in c.execute(sql, params)]  # noqa: E731
+        rows = lambda sql, params=(): list(plain_rows(c, sql, params))  # noqa: E731
         judge_vs_human = rows(
             "SELECT task, lang, judge_name, annotator, status, nullif(verdict, ''), label, sum(n) FROM agreement_counts "
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
@@ -79,6 +79,8 @@ class ReadsMixin:
         # tie, counted in `ties`.
         c.execute("CREATE TEMP TABLE gold_now AS SELECT s.item_id, s.task, s.lang, g.label FROM shared_items s "
                   f"JOIN ({gold_of('labels_now')}) g ON g.item_id = s.item_id", (gold_from,))
+        if system is None:  # every counted item several people labelled: the gold a report's other reads join
+            self._offer_shared_gold("temp.gold_now", gold_from)
         try:
             return AgreementData(
                 judge_vs_human=judge_vs_human,
@@ -152,7 +154,7 @@ class ReadsMixin:
                                   "JOIN temp.shared_gold g ON g.item_id = s.item_id "
                                   "WHERE g.label IS NOT NULL AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3, 4")
         finally:
-            self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")
+            self._drop_shared_gold()
         return judges, {
             "judged": counted("SELECT task, lang, verdicts, n FROM verdict_set_counts WHERE n != 0 "
                               "AND (?1 IS NULL OR system = ?1)"),
