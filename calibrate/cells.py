@@ -89,7 +89,8 @@ class CellKinds:
 
     def label(self, task: str, lang: str, value: str | None) -> str | None:
         """`value` (a verdict or label of this task and language) in its cell's labels."""
-        own, cell = self._own.get((task, lang)), self._cell.get(self.key(task, lang))
+        cell = self._cell.get(self.key(task, lang))  # key() looks up the pair's own kind first
+        own = self._own[(task, lang)]
         if own is None or cell is None or own is cell or value not in own.labels:
             return value
         outcome = own.canonical(value)  # yes and 是 are one outcome

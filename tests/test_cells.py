@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from calibrate.cells import BY_CHOICES, ReportError, parse_by
+from calibrate.cells import BY_CHOICES, CellKinds, ReportError, parse_by
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
+from calibrate.templates import TemplateSet
 from tests.conftest import Calibrate
 
 
@@ -65,3 +66,12 @@ def test_pooling_unlike_kinds_by_system_is_refused_with_advice_that_works(labell
     refused = Calibrate(labelled_demo_db)(command, "--by", "system", ok=False)
     assert refused.exit_code == 1 and "use --by system,task,lang" in refused.output
     Calibrate(labelled_demo_db)(command, "--by", "system,task,lang", "--format", "json")
+
+
+def test_a_pooled_cell_shows_each_label_in_its_first_members_words_from_the_first_lookup():
+    """English yes/no and Chinese 是/否 pool into one cell when --by leaves out task and
+    language: 是 is shown as yes even when it is the first label looked up for its pair."""
+    kinds = CellKinds(TemplateSet(), ())
+    assert kinds.label("c3/lexical", "en", "yes") == "yes"
+    assert kinds.label("c3/semantic", "zh", "是") == "yes"
+    assert kinds.label("c3/semantic", "zh", "否") == "no"

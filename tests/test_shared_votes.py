@@ -157,8 +157,6 @@ def test_report_cells_hold_the_items_and_verdicts_item_by_item(data, unparsed):
     templates = TemplateSet()
     kinds = CellKinds(templates, ())  # pools c3/lexical en (yes/no) with c3/semantic zh (是/否)
     pairs = [("c3/lexical", "en", ["yes", "no"]), ("c3/semantic", "zh", ["是", "否"])]
-    for task, lang, _ in pairs:
-        kinds.key(task, lang)  # the report names every cell before it maps labels (CellKinds.label)
     annotators = ["a", "b", "c", "d"]
     rows = data.draw(st.lists(st.tuples(st.sampled_from(pairs), st.lists(st.integers(-1, 1), min_size=4, max_size=4),
                                         st.lists(st.sampled_from(["verdict0", "verdict1", "unparsed", "error", "none"]),
