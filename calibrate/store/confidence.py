@@ -132,8 +132,11 @@ class ConfidenceMixin:
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
              ELSE v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
-                 FROM temp.trust_thresholds t, judgments j WHERE t.task = i.task AND t.lang = i.lang
-                 AND t.judge_name = v.judge_name AND j.id = v.judgment_id), 0) END"""
+                 FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
+                 AND t.judge_name = v.judge_name{joined}), 0) END"""
+    # the same, where the statement has joined the verdict's judgment as `j` already (one lookup fewer)
+    ACCEPTED_JOINED = ACCEPTED.format(judgments="", joined="")
+    ACCEPTED = ACCEPTED.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:
