@@ -109,8 +109,8 @@ class ConfidenceMixin:
 
     def set_trust_marks(self, marks) -> None:
         """What a judge's verdict needs to be accepted without a person, for the reads that apply
-        it (`escalation_ids`, `export_rows` with trust): `marks` (a reliability_cells.TrustMarks)
-        holds per (task, lang, judge) the confidence threshold where one meets the target, per
+        it (`escalation_ids`, `export_lines` and `export_cells` with trust): `marks` (a
+        reliability_cells.TrustMarks) holds per (task, lang, judge) the confidence threshold where one meets the target, per
         irregular verdict (item id, judge) whether it is accepted, and the judge they are of (None:
         every judge)."""
         c = self.conn
