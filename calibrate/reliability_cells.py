@@ -342,14 +342,6 @@ class TrustMarks:
     judge: str | None = None
     refused: list[tuple[str, str]] = field(default_factory=list)  # (cell and judge, why no threshold)
 
-    def accepted(self, item_id: int, task: str, lang: str, judge: str, status: str, confidence: float | None) -> bool:
-        """Whether `judge`'s verdict in force on the item (its status and stored confidence) is accepted."""
-        if (item_id, judge) in self.irregular:
-            return self.irregular[(item_id, judge)]
-        threshold = self.thresholds.get((task, lang, judge))
-        return (threshold is not None and status == "verdict" and confidence is not None
-                and 0 <= confidence <= 1 and confidence >= threshold)
-
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
                 judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustMarks:

@@ -8,6 +8,8 @@ sequence of writes."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
 import math
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.formats.c3 import c3_right
+from calibrate.formats.gold import write_csv, write_jsonl
 from calibrate.gold import gold_by_item, gold_label
 from calibrate.kinds import POSITIVE
 from calibrate.model import NewItem, NewJudgment
@@ -286,11 +289,14 @@ def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
         in_sql = set(store.escalation_ids(accepted=True, limit=10**9))
         assert in_sql == accepted
         assert not in_sql & set(store.escalation_ids(accepted=False, limit=10**9))
-        rows = {r.item_id: r for r in store.export_rows()}
-        in_python = {i for i, r in rows.items() if any(
-            marks.accepted(i, r.item[0], r.item[1], judge, status, confidence)
-            for judge, (status, _, _, confidence) in r.verdicts.items())}
-        assert in_python == accepted
+        jsonl, table = io.StringIO(), io.StringIO()
+        write_jsonl(store, jsonl, marks=marks)
+        lines = [json.loads(line) for line in jsonl.getvalue().splitlines()]
+        assert {r["item_id"] for r in lines if "accepted" in r["trust"].values()} == accepted
+        write_csv(store, table, marks=marks)
+        rows = list(csv.DictReader(io.StringIO(table.getvalue())))
+        assert {int(r["item_id"]) for r in rows if "accepted" in [v for k, v in r.items() if k.startswith("trust:")]} \
+            == accepted
 
     try:
         check()

@@ -411,18 +411,25 @@ def export_c3(
         labels: dict[int, dict[str, str]] = {}
         for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
             labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-        records = []
         rel = f"{part.responses}.json"
-        for _, item_id in items:
+        # the cell's items read in one pass (id order), their records put in source order after
+        wanted = {item_id for _, item_id in items}
+        built: dict[int, dict | None] = {}
+        for item in store.iter_items(task=part.task, lang=lang, system=system):
+            if item.id not in wanted:
+                continue
             if part.people_decide:
-                gold, _ = gold_label(labels.get(item_id, {}))
+                gold, _ = gold_label(labels.get(item.id, {}))
                 check = templates.for_task(part.task, lang).kind.c3_wording(gold)
-            elif judge and item_id not in raw:
-                left_out[rel] = left_out.get(rel, 0) + 1
+            elif judge and item.id not in raw:
+                built[item.id] = None
                 continue
             else:
-                check = raw.get(item_id) or ""
-            records.append(_c3_record(store.item(item_id), part, lang, check, templates))
+                check = raw.get(item.id) or ""
+            built[item.id] = _c3_record(item, part, lang, check, templates)
+        records = [record for _, item_id in items if (record := built.get(item_id)) is not None]
+        if len(records) < len(items):
+            left_out[rel] = len(items) - len(records)
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")

@@ -5,10 +5,12 @@ neutralised); for items with audio whether each annotator listened (seconds play
 they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
 judge whether each item's verdict is accepted or needs a person.
 
-Items are streamed from the store (`Store.export_rows`) and written as they come, so an export
-of a million items holds a few thousand lines at a time. A JSON line is put together from its
-parts (SQLite writes the item, its labels and verdicts), compact, the item's fields as stored
-(canonical JSON), never parsed and written again."""
+Items are streamed from the store (`Store.export_lines`, `Store.export_cells`), which writes
+each line or row in SQL, and written as they come, so an export of a million items holds a few
+thousand lines at a time. Here only what few items need is added: the gold label where the
+labels disagree (`calibrate.gold`) and the notes, flags and listening of the items that have
+them. A JSON line is compact, the item's fields minified by SQLite from the stored text, never parsed
+into Python objects."""
 
 from __future__ import annotations
 
@@ -21,64 +23,50 @@ from calibrate.escape import json_text_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
+from calibrate.store.export_rows import CONTESTED_JSON, NO_SPARSE_JSON, Sparse
 
-ACCEPTED, NEEDS_PERSON = "accepted", "needs a person"  # an item's trust mark per judge
 CHUNK = 2000  # lines written at once
-
-
-def _marks(row, marks: TrustMarks | None) -> dict[str, str] | None:
-    """judge -> ACCEPTED or NEEDS_PERSON for the judges with a verdict in force on the item."""
-    if marks is None:
-        return None
-    task, lang = row.item[0], row.item[1]
-    return {judge: ACCEPTED if marks.accepted(row.item_id, task, lang, judge, status, confidence) else NEEDS_PERSON
-            for judge, (status, _, _, confidence) in row.verdicts.items()}
 
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def decided_by(deciders: int, single: str | None, gold: str | None) -> str | None:
-    """Who decided the gold label: the one annotator whose label it is (`single`, when there are
-    `deciders` == 1), or "gold" where several people's labels make it (`import labels` reads an
-    export back under this name)."""
+def _settled(line: str) -> str:
+    """A line the store wrote as contested (`CONTESTED_JSON`) with the gold label its labels
+    give (`calibrate.gold`): a majority, or the tie it is written as."""
+    found = json.loads(line)
+    if found["gold_basis"] != "tie":
+        return line
+    gold, how = gold_label(found["labels"])
     if gold is None:
-        return None
-    return single if deciders == 1 else "gold"
+        return line
+    head, _, tail = line.rpartition(CONTESTED_JSON)
+    return (f'{head},"gold_label":{encode_basestring(gold)},"gold_basis":{encode_basestring(how)},'
+            f'"annotator":"gold","verdicts":{tail}')
 
 
-def _gold(row) -> tuple[str | None, str]:
-    """The item's gold label and its basis (`calibrate.gold`), from its votes where they settle it."""
-    n, distinct, top, _ = row.votes
-    if n == 0:
-        return None, "unlabelled"
-    if n == 1:
-        return top, "single annotator"
-    if distinct == 1:
-        return top, "unanimous"
-    return gold_label(json.loads(row.item)["labels"])
+def _with_sparse(line: str, sparse: Sparse) -> str:
+    """A line with the item's notes, flags and listening in place of `NO_SPARSE_JSON`."""
+    head, _, tail = line.rpartition(NO_SPARSE_JSON)
+    return (f'{head},"notes":{_json(sparse.notes)},"flagged_by":{_json(sparse.flagged_by)},'
+            f'"listened":{_json(sparse.listened)}{tail}')
 
 
 def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
     """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
     gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
-    listened, and with `marks` trust (judge -> ACCEPTED or NEEDS_PERSON). SQLite writes the item,
-    its labels, verdicts and marks as JSON; the rest is added here."""
+    listened, and with `marks` trust (judge -> "accepted" or "needs a person")."""
     if marks is not None:
         store.set_trust_marks(marks)
     n, chunk = 0, []
-    for row in store.export_rows(system, as_json=True, trust=marks is not None):
-        gold, how = _gold(row)
-        line = (f'{row.item[:-1]},"gold_label":{"null" if gold is None else encode_basestring(gold)},'
-                f'"gold_basis":{encode_basestring(how)},"annotator":{_json(decided_by(row.votes[0], row.votes[3], gold))},'
-                f'"verdicts":{row.verdicts},'
-                f'"notes":{_json(row.notes) if row.notes else "[]"},'
-                f'"flagged_by":{_json(row.flagged_by) if row.flagged_by else "[]"},'
-                f'"listened":{"null" if row.listened is None else _json(row.listened)}')
-        line += "}\n" if marks is None else f',"trust":{row.marks or "{}"}}}\n'
+    for _, (_, line), sparse in store.export_lines(system, trust=marks is not None):
+        if CONTESTED_JSON in line:
+            line = _settled(line)
+        if sparse is not None:
+            line = _with_sparse(line, sparse)
         # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
-        chunk.append(line if line.isascii() and "\x7f" not in line else json_text_safe(line))
+        chunk.append(f"{line}\n" if line.isascii() and "\x7f" not in line else f"{json_text_safe(line)}\n")
         if len(chunk) == CHUNK:
             out.write("".join(chunk))
             n, chunk = n + len(chunk), []
@@ -87,32 +75,51 @@ def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, mar
 
 
 def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
+    """One CSV row per item: item_id, task, lang, system, source_id, reference, gold_label,
+    gold_basis, annotator, a label column per annotator, a verdict column per judge, with `marks`
+    a trust column per judge, notes, flagged_by, and where an item has usable audio a listened
+    column per annotator; cells a spreadsheet would run as formulas neutralised."""
     annotators, judges, with_audio = store.export_columns(system)
     listeners = annotators if with_audio else []
     trusted = judges if marks is not None else []
+    if marks is not None:
+        store.set_trust_marks(marks)
     writer = csv.writer(out)
+    writer.writerow([spreadsheet_safe(v) for v in [
+        "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
+        *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
+        "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])
+    column = {a: k for k, a in enumerate(annotators)}
+    unlabelled = ["", "unlabelled", "", *[""] * len(annotators)]
+    no_sparse = ["", "", *[""] * len(listeners)]
+    count = 0
 
-    def cells(values: list) -> list[str]:
-        return [spreadsheet_safe(v) for v in values]
+    def rows():
+        nonlocal count
+        for _, row, sparse in store.export_cells(judges, spreadsheet_safe, system, trust=marks is not None):
+            count += 1
+            labels = row[6]  # after the item id, task, lang, system, source_id and reference
+            if labels is None:
+                decided = unlabelled
+            else:
+                labels = json.loads(labels)
+                if len(labels) == 1:
+                    ((who, label),) = labels.items()
+                    decided = [label, "single annotator", who]
+                else:
+                    label, how = gold_label(labels)
+                    decided = [label, how, "gold" if label is not None else None]
+                cells = [""] * len(annotators)
+                for who, label in labels.items():
+                    cells[column[who]] = label
+                decided = [*map(spreadsheet_safe, decided), *map(spreadsheet_safe, cells)]
+            if sparse is None:
+                tail = no_sparse
+            else:
+                tail = [spreadsheet_safe(value) for value in (
+                    " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes),
+                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners))]
+            yield [*row[:6], *decided, *row[7:], *tail]
 
-    writer.writerow(cells(["item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis",
-                           "annotator", *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges),
-                           *(f"trust:{j}" for j in trusted), "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]))
-    n, chunk = 0, []
-    for row in store.export_rows(system):
-        gold, how = gold_label(row.labels)
-        verdicts = [row.verdicts.get(j) for j in judges]
-        trust = _marks(row, marks) or {}
-        chunk.append(cells([
-            row.item_id, *row.item[:5], gold, how, decided_by(len(row.labels), next(iter(row.labels), None), gold),
-            *(row.labels.get(a, "") for a in annotators),
-            *((v[1] or v[0]) if v is not None else "" for v in verdicts),
-            *(trust.get(j, "") for j in trusted),
-            " | ".join(f"{note['annotator']}: {note['note']}" for note in row.notes), " ".join(row.flagged_by),
-            *((row.listened or {}).get(a, "") for a in listeners),
-        ]))
-        if len(chunk) == CHUNK:
-            writer.writerows(chunk)
-            n, chunk = n + len(chunk), []
-    writer.writerows(chunk)
-    return n + len(chunk)
+    writer.writerows(rows())
+    return count

@@ -9,7 +9,7 @@ This module opens the file (refusing, before anything is written, a schema newer
 calibrate or another program's database), applies the migrations, and holds the transactions
 and the errors; `connection.py` turns SQLite's faults of the file (full disk, read-only, damaged)
 into errors naming it. The queries live in one module per concern (items, import runs,
-judgments, labels, the annotation queue, report reads, merge rows), each a mixin class composed
+judgments, labels, the annotation queue, report reads, export reads, merge rows), each a mixin class composed
 into the one `Store` here, so callers see a single object. Their shared SQL conditions are in
 `sql.py`.
 """
@@ -27,6 +27,7 @@ from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
 from calibrate.store.confidence import ConfidenceMixin
 from calibrate.store.connection import DatabaseFault, connect
+from calibrate.store.export_rows import ExportRowsMixin
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
 from calibrate.store.judge_runs import JudgeRunsMixin
@@ -135,7 +136,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsMixin, QueueMixin, ReadsMixin,
-            ConfidenceMixin, MergeRowsMixin):
+            ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error

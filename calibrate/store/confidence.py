@@ -151,8 +151,8 @@ class ConfidenceMixin:
 
     def set_trust_marks(self, marks) -> None:
         """What a judge's verdict needs to be accepted without a person, for the reads that apply
-        it (`escalation_ids`, `export_rows` with trust): `marks` (a reliability_cells.TrustMarks)
-        holds per (task, lang, judge) the confidence threshold where one meets the target, per
+        it (`escalation_ids`, `export_lines` and `export_cells` with trust): `marks` (a
+        reliability_cells.TrustMarks) holds per (task, lang, judge) the confidence threshold where one meets the target, per
         irregular verdict (item id, judge) whether it is accepted, and the judge they are of (None:
         every judge)."""
         c = self.conn
@@ -174,8 +174,11 @@ class ConfidenceMixin:
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
              ELSE v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
-                 FROM temp.trust_thresholds t, judgments j WHERE t.task = i.task AND t.lang = i.lang
-                 AND t.judge_name = v.judge_name AND j.id = v.judgment_id), 0) END"""
+                 FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
+                 AND t.judge_name = v.judge_name{joined}), 0) END"""
+    # the same, where the statement has joined the verdict's judgment as `j` already (one lookup fewer)
+    ACCEPTED_JOINED = ACCEPTED.format(judgments="", joined="")
+    ACCEPTED = ACCEPTED.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:

@@ -1,19 +1,17 @@
-"""The reads behind the report, the scores and the exports: each gathers, in a few
-statements, everything one of them needs (counts kept by the triggers of migration 0008, the
-labels of items several people labelled, the jury's rows), and none holds a Python object per
-item: the scores' items are counted in groups that the scores cannot tell apart, and the
-exports' items are streamed in id order, each part of them read side by side."""
+"""The reads behind the report and the scores: each gathers, in a few statements, everything
+one of them needs (counts kept by the triggers of migration 0008, the labels of items several
+people labelled, the jury's rows), and none holds a Python object per item: the scores' items
+are counted in groups that the scores cannot tell apart. (The exports' reads are in
+`export_rows.py`.)"""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
 
 from calibrate.model import AgreementData, TextRule
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import IN_FORCE, VISIBLE, VISIBLE_BY_ID, gold_of
+from calibrate.store.sql import VISIBLE, VISIBLE_BY_ID, gold_of
 
 
 class ReadsMixin:
@@ -164,97 +162,6 @@ class ReadsMixin:
             "shared": shared,
         }
 
-    def export_rows(self, system: str | None = None, *, as_json: bool = False, trust: bool = False) -> Iterator[ExportRow]:
-        """Per current item (of `system`, if given), in id order, for gold-label exports: its
-        columns, every annotator's label in force, notes, who flagged it, each judge's verdict in
-        force (status, verdict, correct, confidence), and for items with usable audio how long
-        each labelling annotator listened.
-
-        With `as_json`, SQLite writes the item, its labels and its verdicts as JSON text (the
-        record's `item` is the object up to its labels, `verdicts` an object, `labels` None and
-        `votes` the number of labels, of distinct labels, the highest label and the highest
-        annotator name, which is the only one's where there is one label); with `trust`
-        as well, `marks` is the object of judge -> whether `set_trust_marks` accepts its verdict.
-
-        Streamed: one query for the items and their dense parts (labels, verdicts), one per sparse
-        part (notes, flags, listening), each in item order and read side by side, so memory stays
-        flat whatever the number of items."""
-        where, params = self._item_filter(None, None, None, None, system)
-        c = self.conn
-        if as_json:
-            marks = (f"(SELECT json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED} THEN 'accepted' "
-                     "ELSE 'needs a person' END) FROM verdicts_in_force v WHERE v.item_id = i.id)") if trust else "NULL"
-            items = plain_rows(c, f"""
-                SELECT i.id, json_object('item_id', i.id, 'task', i.task, 'lang', i.lang, 'system', i.system,
-                           'source_id', i.source_id, 'reference', i.reference, 'fields', json(i.fields),
-                           'labels', json(coalesce((SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l
-                                                    WHERE l.item_id = i.id), '{{}}'))),
-                       (SELECT json_array(count(*), count(DISTINCT l.label), max(l.label), max(l.annotator)) FROM labels_in_force l
-                        WHERE l.item_id = i.id),
-                       coalesce((SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict,
-                                    'correct', (SELECT j.correct FROM judgments j WHERE j.id = v.judgment_id)))
-                                 FROM verdicts_in_force v WHERE v.item_id = i.id), '{{}}'),
-                       {marks}
-                FROM items i WHERE {where} ORDER BY i.id""", params)
-            dense = None
-        else:
-            items = plain_rows(c, f"SELECT i.id, i.task, i.lang, i.system, i.source_id, i.reference, i.fields "
-                                  f"FROM items i WHERE {where} ORDER BY i.id", params)
-            # with a filter, the dense parts read only the filtered items' rows
-            only = ("JOIN items i ON i.id = {0}.item_id WHERE i.system = ?", [system]) if system is not None else ("", [])
-            dense = (_ByItem(plain_rows(c, f"SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
-                                           f"{only[0].format('l')} ORDER BY l.item_id, l.annotator", only[1])),
-                     _ByItem(plain_rows(
-                         c, "SELECT v.item_id, v.judge_name, v.status, v.verdict, j.correct, j.confidence "
-                            f"FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id {only[0].format('v')} "
-                            "ORDER BY v.item_id, v.judge_name", only[1])))
-        notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
-                                      "ORDER BY item_id, id"))
-        flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
-                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
-        listening = _ByItem(plain_rows(
-            c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
-               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
-        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
-        for item_id, *columns in items:
-            if dense is None:
-                item, votes, verdicts, marked = columns
-                in_force, votes = None, json.loads(votes)
-            else:
-                item, votes, marked = columns, None, None
-                in_force = dict(dense[0].take(item_id))
-                verdicts = {judge: row for judge, *row in dense[1].take(item_id)}
-            # the sparse parts (notes, flags, audio) are looked at only when their next row is this item's
-            listened = None
-            if audio.next_id <= item_id and audio.take(item_id):
-                seconds = dict(listening.take(item_id))
-                if in_force is None:
-                    in_force = json.loads(item)["labels"]
-                listened = {a: seconds.get(a, 0.0) for a in in_force}
-            yield ExportRow(
-                item_id, item, in_force, votes,
-                [{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)]
-                if notes.next_id <= item_id else [],
-                sorted({a for (a,) in flags.take(item_id)}) if flags.next_id <= item_id else [],
-                verdicts, listened, marked,
-            )
-
-    def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
-        """What the columns of a CSV export of the current items (of `system`, if given) are made
-        of: the annotators with a label in force on one of them, the judges with a verdict in
-        force on one (both sorted), and whether one has usable audio. Found by seeks and
-        counts, without reading every item."""
-        where, params = self._item_filter(None, None, None, None, system)
-        annotators = [a for a in self._seek_values(
-            "SELECT annotator FROM labels_in_force WHERE annotator {op} ? ORDER BY annotator LIMIT 1")
-            if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
-                                 f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
-        judges = self.judge_names(system=system)
-        with_audio = bool(self.conn.execute(
-            f"SELECT EXISTS (SELECT 1 FROM item_audio a JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
-            f"AND {where})", params).fetchone()[0])
-        return annotators, judges, with_audio
-
     def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
                      by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
                      rule: TextRule | None = None) -> list[tuple]:
@@ -324,36 +231,3 @@ class ReadsMixin:
             f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
             "AND v.status IS ? AND v.verdict IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
             (judge, task, lang, system, status, verdict, int(value)))]
-
-
-class ExportRow(NamedTuple):
-    """One item as the gold-label exports write it (`ReadsMixin.export_rows`)."""
-
-    item_id: int
-    item: tuple | str  # (task, lang, system, source_id, reference, fields as stored); as_json: the JSON text
-    labels: dict[str, str] | None  # annotator -> label in force (None as_json, unless the item has audio)
-    votes: list | None  # as_json: [labels, distinct labels, the highest label, the highest annotator]
-    notes: list[dict]  # annotator, note, action: oldest first
-    flagged_by: list[str]
-    verdicts: dict[str, list] | str  # judge -> [status, verdict, correct, confidence]; as_json: the JSON text
-    listened: dict[str, float] | None  # labelling annotator -> seconds listened, for items with usable audio
-    marks: str | None  # as_json with trust: judge -> accepted or needs a person, as JSON text
-
-
-class _ByItem:
-    """Rows ordered by their first column (an item id), taken item by item in increasing order."""
-
-    def __init__(self, rows):
-        self._rows = iter(rows)
-        self._next = next(self._rows, None)
-        self.next_id = self._next[0] if self._next is not None else float("inf")  # the item id of the next row
-
-    def take(self, item_id: int) -> list[tuple]:
-        """The rest of the rows of `item_id` (those of smaller ids are passed over)."""
-        found = []
-        while self.next_id <= item_id:
-            if self.next_id == item_id:
-                found.append(self._next[1:])
-            self._next = next(self._rows, None)
-            self.next_id = self._next[0] if self._next is not None else float("inf")
-        return found

@@ -1,0 +1,171 @@
+"""The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
+current items in id order whose rows SQLite writes as they are written out (a whole JSON line,
+or the text cells of a CSV row), and the sparse parts (notes, flags, listening) read beside it,
+so an export of a million items holds no Python object per item.
+
+A JSON line is complete but for two things left to the caller, which are rare: the gold label
+of an item whose labels disagree (the rule is `calibrate.gold`'s, applied to that item's
+labels; SQLite writes such an item as a tie, `CONTESTED_JSON`) and the sparse parts of the
+items that have some (`Sparse`; SQLite writes the empty ones, `NO_SPARSE_JSON`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+from calibrate.store.connection import plain_rows
+from calibrate.store.sql import IN_FORCE
+
+# what SQLite writes in a JSON line for an item whose labels disagree (the caller settles it)
+CONTESTED_JSON = ',"gold_label":null,"gold_basis":"tie","annotator":null,"verdicts":'
+# and for an item without notes, flags or listening (the caller fills in those it has)
+NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
+
+# a JSON line, for printf: item id, then task, lang, system, source id, reference (each JSON text), fields,
+# then the labels, gold label and verdicts parts
+_LINE = ('{"item_id":%d,"task":%s,"lang":%s,"system":%s,"source_id":%s,"reference":%s,"fields":%s,"labels":%s,'
+         '"verdicts":%s}')
+
+# an item's labels in force `l`: the JSON object of them, then the gold label part of the line
+# (labels are never NULL, so min = max says they are all the same)
+_LABELS_JSON = """(SELECT json_group_object(l.annotator, l.label) || CASE count(*)
+    WHEN 0 THEN ',"gold_label":null,"gold_basis":"unlabelled","annotator":null'
+    WHEN 1 THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"single annotator","annotator":'
+                || json_quote(max(l.annotator))
+    ELSE CASE WHEN min(l.label) = max(l.label)
+              THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"unanimous","annotator":"gold"'
+              ELSE ',"gold_label":null,"gold_basis":"tie","annotator":null' END END
+    FROM labels_in_force l WHERE l.item_id = i.id)"""
+
+
+def _safe(expression: str) -> str:
+    """SQL for a CSV cell of `expression` (a column, evaluated once): text a spreadsheet would run
+    as a formula passed through `cell_safe` (registered on the connection), anything else as it
+    is (NULL stays NULL)."""
+    return (f"CASE WHEN substr({expression}, 1, 1) IN ('=', '+', '-', '@', char(9), char(13)) "
+            f"THEN cell_safe({expression}) ELSE {expression} END")
+
+
+class Sparse(NamedTuple):
+    """What few items have, read beside the rows: notes (annotator, note, action; oldest first),
+    who flagged the item (sorted), and for an item with usable audio how long each labelling
+    annotator listened (annotator -> seconds, 0 for one who never played it; None without audio)."""
+
+    notes: list[dict]
+    flagged_by: list[str]
+    listened: dict[str, float] | None
+
+
+class ExportRowsMixin:
+    """Gold-label export reads (part of Store)."""
+
+    def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
+        """(item id, (item id, JSON line without its newline), sparse parts or None) per current item (of
+        `system`, if given) in id order: item_id, task, lang, system, source_id, reference, fields,
+        labels, gold_label, gold_basis, annotator, verdicts (judge -> status, verdict, correct),
+        notes, flagged_by, listened, and with `trust` (after `set_trust_marks`) trust (judge ->
+        accepted or needs a person). The line holds `CONTESTED_JSON` where the labels disagree
+        and `NO_SPARSE_JSON` in place of the sparse parts."""
+        where, params = self._item_filter(None, None, None, None, system)
+        marks = (f" || ',\"trust\":' || coalesce(json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_JOINED} "
+                 "THEN 'accepted' ELSE 'needs a person' END), '{}')") if trust else ""
+        # one pass over the item's verdicts and their judgments for both the verdicts and the marks
+        verdicts = (f"(SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict, "
+                    f"'correct', j.correct)) || '{NO_SPARSE_JSON}'{marks} "
+                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = i.id)")
+        rows = plain_rows(self.conn, f"""
+            SELECT i.id, printf('{_LINE}',
+                                i.id, json_quote(i.task), json_quote(i.lang), json_quote(i.system),
+                                json_quote(i.source_id), json_quote(i.reference), json(i.fields), {_LABELS_JSON},
+                                {verdicts})
+            FROM items i WHERE {where} ORDER BY i.id""", params)
+        return self._with_sparse(rows)
+
+    def export_cells(self, judges: Sequence[str], safe: Callable[[str], str], system: str | None = None, *,
+                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
+        """(item id, (item id, cells...), sparse parts or None) per current item (of `system`, if
+        given) in id order, for a CSV export: task, lang, system, source_id, reference ("" for
+        none), the JSON object of its labels in force (annotator -> label; None when unlabelled),
+        the verdict (or the status where there is none) of each of `judges` ("" where it did not
+        judge), and with `trust` (after `set_trust_marks`) each judge's mark. Text cells are
+        passed through `safe` (a spreadsheet's formula guard: called only for text starting
+        with = + - @, a tab or a carriage return); the labels are left to the caller."""
+        where, params = self._item_filter(None, None, None, None, system)
+        self.conn.create_function("cell_safe", 1, safe, deterministic=True)
+        columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
+        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id "
+                       "HAVING count(*) > 0)")
+        verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
+        columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
+                    "AND v.judge_name = ?), '')" for _ in judges]
+        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED} THEN 'accepted' ELSE 'needs a person' END "
+                    "FROM verdicts_in_force v WHERE v.item_id = i.id AND v.judge_name = ?), '')"
+                    for _ in (judges if trust else ())]
+        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
+                          [*judges, *(judges if trust else ()), *params])
+        return self._with_sparse(rows)
+
+    def _with_sparse(self, rows) -> Iterator[tuple[int, object, Sparse | None]]:
+        """(item id, its row, its sparse parts or None) for `rows` in item id order: the
+        sparse parts read in streams of their own in item order beside them, looked at only when
+        their next row is this item's."""
+        c = self.conn
+        notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
+                                      "ORDER BY item_id, id"))
+        flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
+                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
+        listening = _ByItem(plain_rows(
+            c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
+               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
+        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
+        sparse = (notes, flags, audio)
+        upcoming = min(part.next_id for part in sparse)  # the next item with a sparse part
+        for row in rows:
+            item_id = row[0]
+            if item_id < upcoming:
+                yield item_id, row, None
+                continue
+            listened = None
+            if audio.take(item_id):
+                seconds = dict(listening.take(item_id))
+                listened = {a: seconds.get(a, 0.0) for (a,) in self.conn.execute(
+                    "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
+            found = Sparse([{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
+                           sorted({a for (a,) in flags.take(item_id)}), listened)
+            upcoming = min(part.next_id for part in sparse)
+            yield item_id, row, found if found.notes or found.flagged_by or listened is not None else None
+
+    def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
+        """What the columns of a CSV export of the current items (of `system`, if given) are made
+        of: the annotators with a label in force on one of them, the judges with a verdict in
+        force on one (both sorted), and whether one has usable audio. Found by seeks and
+        counts, without reading every item."""
+        where, params = self._item_filter(None, None, None, None, system)
+        annotators = [a for a in self._seek_values(
+            "SELECT annotator FROM labels_in_force WHERE annotator {op} ? ORDER BY annotator LIMIT 1")
+            if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
+                                 f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
+        judges = self.judge_names(system=system)
+        with_audio = bool(self.conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM item_audio a JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
+            f"AND {where})", params).fetchone()[0])
+        return annotators, judges, with_audio
+
+
+class _ByItem:
+    """Rows ordered by their first column (an item id), taken item by item in increasing order."""
+
+    def __init__(self, rows):
+        self._rows = iter(rows)
+        self._next = next(self._rows, None)
+        self.next_id = self._next[0] if self._next is not None else float("inf")  # the item id of the next row
+
+    def take(self, item_id: int) -> list[tuple]:
+        """The rest of the rows of `item_id` (those of smaller ids are passed over)."""
+        found = []
+        while self.next_id <= item_id:
+            if self.next_id == item_id:
+                found.append(self._next[1:])
+            self._next = next(self._rows, None)
+            self.next_id = self._next[0] if self._next is not None else float("inf")
+        return found

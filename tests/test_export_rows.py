@@ -1,0 +1,96 @@
+"""The gold exports, whose lines and rows SQLite writes (`Store.export_lines`,
+`Store.export_cells`), give byte for byte what the item-by-item computation gives on random
+data: every item's labels, the gold label by `calibrate.gold`'s rule (contested items
+included), verdicts in force, notes, flags, and text with quotes, controls, invisible
+characters and formula-like starts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibrate.escape import json_text_safe, spreadsheet_safe
+from calibrate.formats.gold import write_csv, write_jsonl
+from calibrate.gold import gold_label
+from calibrate.model import NewItem
+from calibrate.store import Store
+from tests.test_counted_reads import fill, item, more, shake
+
+text = st.text(alphabet=st.sampled_from(['a', 'é', '"', "\\", "\n", "\t", "\x1b", "\x7f", "\u200b", "\u202e", "=",
+                                         "-", "+", "@", ",", " ", "是", "1"]), max_size=6)
+extras = st.lists(st.tuples(text, text, st.sampled_from(["skip", "flag", "label"]), st.integers(0, 10**6)), max_size=5)
+
+
+def expected_items(store: Store, system: str | None) -> list[dict]:
+    """Every current item of the export, as its line must read, computed item by item."""
+    out = []
+    for it in store.iter_items(system=system):
+        labels = {r["annotator"]: r["label"] for r in sorted(store.current_labels(), key=lambda r: r["annotator"])
+                  if r["item_id"] == it.id}
+        gold, basis = gold_label(labels)
+        verdicts = {name: {"status": status, "verdict": verdict, "correct": correct}
+                    for name, status, verdict, correct in store.conn.execute(
+                        "SELECT v.judge_name, v.status, v.verdict, j.correct FROM verdicts_in_force v "
+                        "JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = ? ORDER BY v.judge_name", (it.id,))}
+        notes = [{"annotator": a, "note": n, "action": act} for a, n, act in store.conn.execute(
+            "SELECT annotator, note, action FROM annotations WHERE item_id = ? AND note IS NOT NULL ORDER BY id",
+            (it.id,))]
+        flagged = sorted({a for (a,) in store.conn.execute(
+            "SELECT annotator FROM annotations a WHERE item_id = ? AND action = 'flag' "
+            "AND NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)", (it.id,))})
+        out.append({
+            "item_id": it.id, "task": it.task, "lang": it.lang, "system": it.system, "source_id": it.source_id,
+            "reference": it.reference, "fields": it.fields, "labels": labels, "gold_label": gold, "gold_basis": basis,
+            "annotator": None if gold is None else next(iter(labels)) if len(labels) == 1 else "gold",
+            "verdicts": verdicts, "notes": notes, "flagged_by": flagged, "listened": None,
+        })
+    return out
+
+
+def test_exports_equal_the_item_by_item_export():
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=20), more, extras, st.sampled_from([None, "s1"]))
+    def check(items, changes, odd, system):
+        ids = fill(store, items, serial)
+        shake(store, ids, changes)
+        for content, note, action, pick in odd:  # odd text in items, notes, flags
+            new, _ = store.add_items([NewItem("c3/lexical", "en", f"{next(serial)}{content}",
+                                              {"content": content, "response": note}, reference=content,
+                                              system="s1")], with_ids=True)
+            ids += new
+            store.annotate(ids[pick % len(ids)], f"ann{content}", action, note=note or None,
+                           label="yes" if action == "label" else None)
+        expected = expected_items(store, system)
+
+        out = io.StringIO()
+        assert write_jsonl(store, out, system) == len(expected)
+        assert out.getvalue() == "".join(
+            json_text_safe(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + "\n" for e in expected)
+
+        out = io.StringIO()
+        assert write_csv(store, out, system) == len(expected)
+        rows = list(csv.reader(io.StringIO(out.getvalue())))
+        header = rows[0]
+        annotators = [h.removeprefix("label:") for h in header if h.startswith("label:")]
+        judges = [h.removeprefix("verdict:") for h in header if h.startswith("verdict:")]
+        assert annotators == sorted({a for e in expected for a in e["labels"]})
+        assert judges == sorted({j for e in expected for j in e["verdicts"]})
+        assert rows[1:] == [[spreadsheet_safe(v) for v in [
+            e["item_id"], e["task"], e["lang"], e["system"], e["source_id"], e["reference"], e["gold_label"],
+            e["gold_basis"], e["annotator"], *(e["labels"].get(a, "") for a in annotators),
+            *((e["verdicts"][j]["verdict"] or e["verdicts"][j]["status"]) if j in e["verdicts"] else "" for j in judges),
+            " | ".join(f"{n['annotator']}: {n['note']}" for n in e["notes"]), " ".join(e["flagged_by"])]]
+            for e in expected]
+
+    try:
+        check()
+    finally:
+        store.close()
