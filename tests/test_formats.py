@@ -279,6 +279,35 @@ def test_jsonl_import_streams(tmp_path, templates):
     assert report.counts.items_added == 5000 and peak <= BATCH
 
 
+
+def test_the_progress_of_a_read_reaches_the_file_size_in_few_calls(tmp_path):
+    """The progress bar is told every MiB, and of the rest at the end: it ends at the file's size."""
+    from calibrate.formats import PROGRESS_BYTES, read_jsonl
+
+    f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX, "pad": "x" * 500} for k in range(5000)])
+    told: list[int] = []
+    assert sum(1 for _ in read_jsonl(f, told.append)) == 5000
+    size = f.stat().st_size
+    assert sum(told) == size and len(told) == size // PROGRESS_BYTES + 1
+
+
+def test_an_import_leaves_the_connection_settings_as_they_were(tmp_path, templates):
+    """The bulk settings of an import (cache, checkpoint interval) are undone, also when it fails."""
+    from calibrate.formats import ImportFailed, import_records
+    from calibrate.formats.jsonl import jsonl_records
+
+    store = Store(tmp_path / "s.db")
+    settings = lambda: [store.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]  # noqa: E731
+    before = settings()
+    good = write_jsonl(tmp_path / "good.jsonl", lexical_lines(5))
+    import_records(store, jsonl_records(good, task="c3/lexical", lang="en"), templates)
+    assert settings() == before
+    bad = write_jsonl(tmp_path / "bad.jsonl", [*lexical_lines(5, start=5), "{broken"])
+    with pytest.raises(ImportFailed):
+        import_records(store, jsonl_records(bad, task="c3/lexical", lang="en"), templates)
+    assert settings() == before and store.count_items() == 5
+
+
 # -- malformed input: a message naming file:line, never a traceback, nothing stored -------------
 
 BAD_LINES = {

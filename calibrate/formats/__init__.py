@@ -50,6 +50,7 @@ from calibrate.verdicts import Verdict
 
 BATCH = 2000
 Progress = Callable[[int], None]
+PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
 
 class ImportFailed(CalibrateError):
@@ -257,13 +258,18 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
     if path.stat().st_size == 0:
         raise ImportFailed(f"{path}: file is empty")
     seen_any = False
+    prefix = f"{path}:"
+    unreported = 0  # bytes read since progress was last told (told every PROGRESS_BYTES: a call costs microseconds)
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if progress:
-                progress(len(raw))
+                unreported += len(raw)
+                if unreported >= PROGRESS_BYTES:
+                    progress(unreported)
+                    unreported = 0
             if lineno == 1:
                 raw = raw.removeprefix(codecs.BOM_UTF8)  # written by some Windows editors and exporters
-            where = f"{path}:{lineno}"
+            where = prefix + str(lineno)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -280,6 +286,8 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
                 continue
             yield where, obj
+    if progress and unreported:
+        progress(unreported)
     if not seen_any:
         raise ImportFailed(f"{path}: file has no records")
 
@@ -315,7 +323,7 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
     for name, declared in template.field_types.items():
-        if name in fields:
+        if name in fields and not (declared == "text" and isinstance(fields[name], str)):  # text: the common case
             check_field_type(name, fields[name], declared)
     return template
 
@@ -389,58 +397,59 @@ def import_records(
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
         batch.clear()
 
-    try:
-        for record in records:
-            if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
-                cell = record.item if record.item is not None else record.ref
-                if templates.people_decide(cell.task, cell.lang):
-                    record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
-                                      "it, so a judge's output for it is no judgment (import people's verdicts with "
-                                      "calibrate import labels)")
-            store.keep_import_alive(run)
-            if isinstance(record, Record) and record.ref is not None:
-                found = index.resolve(record.ref, record.location)
-                if isinstance(found, str):
-                    record = BadInput(record.location, found)
-                elif found is not None:
-                    attached.append((found, record))
-                elif record.item is None:
-                    record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
-                else:
-                    record.ref = None
-            if isinstance(record, Record) and record.ref is None:
-                record = _new_item(record, templates, index, update, attached)
-            if isinstance(record, BadInput):
-                if not skip_bad:
-                    raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
-                report.skipped.append(record)
-                continue
-            report.records += 1
-            if record.ref is not None:
-                continue  # attaches to a stored item: written with the finish
-            batch.append(record)
-            if len(batch) >= BATCH:
-                flush()
-        flush()
-        if report.records == 0:
-            raise ImportFailed("no valid records; nothing was imported")
-        with store.transaction():
-            report.counts.items_existing += sum(r.item is not None for _, r in attached)
-            for item, record in attached:
-                store_audio(item.id, record)
-            judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
-            report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
-            store_labels([(item.id, item.content_hash, r) for item, r in attached])
-            for task, lang, family, labels in data_tasks:
-                store.set_data_task(task, lang, family, labels)
-            store.finish_import(run)
-        report.unmatched = index.unmatched()
-    except TemplateError as exc:
-        store.abandon_import(run)
-        raise ImportFailed(str(exc)) from None
-    except BaseException:
-        store.abandon_import(run)
-        raise
+    with store.writing_in_bulk():
+        try:
+            for record in records:
+                if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
+                    cell = record.item if record.item is not None else record.ref
+                    if templates.people_decide(cell.task, cell.lang):
+                        record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
+                                          "it, so a judge's output for it is no judgment (import people's verdicts with "
+                                          "calibrate import labels)")
+                store.keep_import_alive(run)
+                if isinstance(record, Record) and record.ref is not None:
+                    found = index.resolve(record.ref, record.location)
+                    if isinstance(found, str):
+                        record = BadInput(record.location, found)
+                    elif found is not None:
+                        attached.append((found, record))
+                    elif record.item is None:
+                        record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
+                    else:
+                        record.ref = None
+                if isinstance(record, Record) and record.ref is None:
+                    record = _new_item(record, templates, index, update, attached)
+                if isinstance(record, BadInput):
+                    if not skip_bad:
+                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                    report.skipped.append(record)
+                    continue
+                report.records += 1
+                if record.ref is not None:
+                    continue  # attaches to a stored item: written with the finish
+                batch.append(record)
+                if len(batch) >= BATCH:
+                    flush()
+            flush()
+            if report.records == 0:
+                raise ImportFailed("no valid records; nothing was imported")
+            with store.transaction():
+                report.counts.items_existing += sum(r.item is not None for _, r in attached)
+                for item, record in attached:
+                    store_audio(item.id, record)
+                judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
+                report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
+                store_labels([(item.id, item.content_hash, r) for item, r in attached])
+                for task, lang, family, labels in data_tasks:
+                    store.set_data_task(task, lang, family, labels)
+                store.finish_import(run)
+            report.unmatched = index.unmatched()
+        except TemplateError as exc:
+            store.abandon_import(run)
+            raise ImportFailed(str(exc)) from None
+        except BaseException:
+            store.abandon_import(run)
+            raise
     return report
 
 
