@@ -259,24 +259,26 @@ def test_rubric_missing_field(calibrate, tmp_path):
 # -- bounded memory ------------------------------------------------------------------------------
 
 
-def test_jsonl_import_streams(tmp_path, templates):
-    """A generator of 5,000 lines is consumed batch by batch, never held whole."""
-    from calibrate.formats import BATCH, import_records
+def test_jsonl_import_streams(tmp_path, templates, monkeypatch):
+    """A generator of 5,000 lines is consumed batch by batch, never held whole: no transaction
+    takes more than BATCH_MAX records, however fast the batches are written."""
+    from calibrate import formats
     from calibrate.formats.jsonl import jsonl_records
 
+    monkeypatch.setattr(formats, "BATCH", 300)
+    monkeypatch.setattr(formats, "BATCH_MAX", 1000)
     f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX} for k in range(5000)])
     store = Store(tmp_path / "big.db")
-    peak = 0
+    sizes = []
     original = store.add_items
 
     def spy(batch, **kw):
-        nonlocal peak
-        peak = max(peak, len(batch))
+        sizes.append(len(batch))
         return original(batch, **kw)
 
     store.add_items = spy
-    report = import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
-    assert report.counts.items_added == 5000 and peak <= BATCH
+    report = formats.import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
+    assert report.counts.items_added == 5000 and sizes[0] == 300 and max(sizes) <= 1000 and len(sizes) >= 5
 
 
 

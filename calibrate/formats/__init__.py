@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,12 @@ from calibrate.validate import (
 )
 from calibrate.verdicts import Verdict
 
-BATCH = 2000
+BATCH = 2000  # records in an import's first transaction, and the fewest in any
+BATCH_MAX = 20_000  # the most records in one transaction
+# an import's transaction aims to hold the write lock no longer than this: its batches grow from
+# BATCH towards BATCH_MAX while they take less (fewer, larger transactions rewrite fewer pages of
+# the random-keyed content-hash index), and shrink back when they take more
+BATCH_SECONDS = 0.25
 Progress = Callable[[int], None]
 PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
@@ -352,8 +358,8 @@ def import_records(
     the tasks these records bring with them (see TemplateSet.add_data_task), recorded with the
     finish.
 
-    New items (with their judgments and audio) are written in short transactions of BATCH
-    records, so annotators and judge runs are never locked out for long; they stay hidden until
+    New items (with their judgments and audio) are written in short transactions of BATCH to
+    BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never locked out for long; they stay hidden until
     the run finishes. What attaches to items already present (judgments, labels, audio) is written with
     the finish, in the same transaction. A failed or interrupted import is rolled back; one that
     was killed is rolled back by the next import (Store.begin_import), which also waits while
@@ -381,10 +387,14 @@ def import_records(
                 for item_id, content_hash, r in pairs if r.label is not None]
         report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
 
+    batch_size = BATCH
+
     def flush() -> None:
+        nonlocal batch_size
         with_judgments = any(r.has_judgment for r in batch)
         need_ids = with_judgments or any(r.audio or r.label is not None for r in batch)
         with store.transaction():
+            started = time.perf_counter()  # once the write lock is held
             ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
             report.counts.items_added += added
             report.counts.items_existing += len(batch) - added
@@ -395,6 +405,10 @@ def import_records(
                 report.counts.judgments_added += store.add_judgments(new)
             if need_ids:
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
+        took = time.perf_counter() - started
+        if len(batch) >= batch_size:  # a full batch: the next one fits BATCH_SECONDS, at most twice as large
+            fitting = int(batch_size * BATCH_SECONDS / max(took, 1e-3))
+            batch_size = max(BATCH, min(BATCH_MAX, 2 * batch_size, fitting))
         batch.clear()
 
     with store.writing_in_bulk():
@@ -428,7 +442,7 @@ def import_records(
                 if record.ref is not None:
                     continue  # attaches to a stored item: written with the finish
                 batch.append(record)
-                if len(batch) >= BATCH:
+                if len(batch) >= batch_size:
                     flush()
             flush()
             if report.records == 0:
