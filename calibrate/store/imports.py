@@ -27,9 +27,9 @@ CLEAN_UP_SECONDS = 0.4  # a clean-up transaction aims to hold the write lock no 
 # indexes (content hashes, uids) stay cached across their transactions instead of being read
 # and written again in each
 BULK_CACHE_KIB = 64 * 1024
-# pages the write-ahead log may hold meanwhile before it is copied into the database (SQLite's
-# default is 1000: with each short transaction touching a page of the content-hash index per row,
-# the copy ran after almost every transaction, and wrote the same pages again each time)
+# pages the write-ahead log may hold while an import writes before it is copied into the database
+# (SQLite's default is 1000: with each transaction touching a page of the content-hash index per
+# row, the copy ran after every transaction, and wrote the same pages again each time)
 BULK_CHECKPOINT_PAGES = 16384
 
 
@@ -122,7 +122,9 @@ class ImportRunsMixin:
                 return 0  # finished, removed, or alive again meanwhile
             self.conn.execute("UPDATE import_runs SET owner = NULL WHERE id = ?", (run,))
         removed, batch = 0, 500
-        with self.writing_in_bulk():
+        # the log is copied as usual: another writer's commit copies whatever the log holds beyond
+        # its own 1000 pages, so a longer interval here would make that writer wait longer
+        with self.writing_in_bulk(checkpoint_pages=None):
             while True:
                 with self.transaction():
                     started = time.perf_counter()
@@ -140,14 +142,15 @@ class ImportRunsMixin:
                 batch = max(50, min(20_000, int(batch * CLEAN_UP_SECONDS / max(took, 1e-3))))
 
     @contextmanager
-    def writing_in_bulk(self) -> Iterator[None]:
+    def writing_in_bulk(self, *, checkpoint_pages: int | None = BULK_CHECKPOINT_PAGES) -> Iterator[None]:
         """This connection's settings for many short write transactions in a row (an import, a
-        clean-up): a page cache of BULK_CACHE_KIB and a write-ahead log copied into the database
-        every BULK_CHECKPOINT_PAGES pages; restored afterwards."""
+        clean-up): a page cache of BULK_CACHE_KIB and, unless `checkpoint_pages` is None, a
+        write-ahead log copied into the database every `checkpoint_pages` pages; restored afterwards."""
         cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
         checkpoint = self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
         self.conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-        self.conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_CHECKPOINT_PAGES}")
+        if checkpoint_pages is not None:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint_pages)}")
         try:
             yield
         finally:
