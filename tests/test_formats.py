@@ -259,24 +259,55 @@ def test_rubric_missing_field(calibrate, tmp_path):
 # -- bounded memory ------------------------------------------------------------------------------
 
 
-def test_jsonl_import_streams(tmp_path, templates):
-    """A generator of 5,000 lines is consumed batch by batch, never held whole."""
-    from calibrate.formats import BATCH, import_records
+def test_jsonl_import_streams(tmp_path, templates, monkeypatch):
+    """A generator of 5,000 lines is consumed batch by batch, never held whole: no transaction
+    takes more than BATCH_MAX records, however fast the batches are written."""
+    from calibrate import formats
     from calibrate.formats.jsonl import jsonl_records
 
+    monkeypatch.setattr(formats, "BATCH", 300)
+    monkeypatch.setattr(formats, "BATCH_MAX", 1000)
     f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX} for k in range(5000)])
     store = Store(tmp_path / "big.db")
-    peak = 0
+    sizes = []
     original = store.add_items
 
     def spy(batch, **kw):
-        nonlocal peak
-        peak = max(peak, len(batch))
+        sizes.append(len(batch))
         return original(batch, **kw)
 
     store.add_items = spy
-    report = import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
-    assert report.counts.items_added == 5000 and peak <= BATCH
+    report = formats.import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
+    assert report.counts.items_added == 5000 and sizes[0] == 300 and max(sizes) <= 1000 and len(sizes) >= 5
+
+
+
+def test_the_progress_of_a_read_reaches_the_file_size_in_few_calls(tmp_path):
+    """The progress bar is told every MiB, and of the rest at the end: it ends at the file's size."""
+    from calibrate.formats import PROGRESS_BYTES, read_jsonl
+
+    f = write_jsonl(tmp_path / "big.jsonl", [{"id": k, **LEX, "pad": "x" * 500} for k in range(5000)])
+    told: list[int] = []
+    assert sum(1 for _ in read_jsonl(f, told.append)) == 5000
+    size = f.stat().st_size
+    assert sum(told) == size and len(told) == size // PROGRESS_BYTES + 1
+
+
+def test_an_import_leaves_the_connection_settings_as_they_were(tmp_path, templates):
+    """The bulk settings of an import (cache, checkpoint interval) are undone, also when it fails."""
+    from calibrate.formats import ImportFailed, import_records
+    from calibrate.formats.jsonl import jsonl_records
+
+    store = Store(tmp_path / "s.db")
+    settings = lambda: [store.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("cache_size", "wal_autocheckpoint")]  # noqa: E731
+    before = settings()
+    good = write_jsonl(tmp_path / "good.jsonl", lexical_lines(5))
+    import_records(store, jsonl_records(good, task="c3/lexical", lang="en"), templates)
+    assert settings() == before
+    bad = write_jsonl(tmp_path / "bad.jsonl", [*lexical_lines(5, start=5), "{broken"])
+    with pytest.raises(ImportFailed):
+        import_records(store, jsonl_records(bad, task="c3/lexical", lang="en"), templates)
+    assert settings() == before and store.count_items() == 5
 
 
 # -- malformed input: a message naming file:line, never a traceback, nothing stored -------------

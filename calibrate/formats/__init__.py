@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +49,14 @@ from calibrate.validate import (
 )
 from calibrate.verdicts import Verdict
 
-BATCH = 2000
+BATCH = 2000  # records in an import's first transaction, and the fewest in any
+BATCH_MAX = 20_000  # the most records in one transaction
+# an import's transaction aims to hold the write lock no longer than this: its batches grow from
+# BATCH towards BATCH_MAX while they take less (fewer, larger transactions rewrite fewer pages of
+# the random-keyed content-hash index), and shrink back when they take more
+BATCH_SECONDS = 0.25
 Progress = Callable[[int], None]
+PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
 
 class ImportFailed(CalibrateError):
@@ -257,13 +264,18 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
     if path.stat().st_size == 0:
         raise ImportFailed(f"{path}: file is empty")
     seen_any = False
+    prefix = f"{path}:"
+    unreported = 0  # bytes read since progress was last told (told every PROGRESS_BYTES: a call costs microseconds)
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if progress:
-                progress(len(raw))
+                unreported += len(raw)
+                if unreported >= PROGRESS_BYTES:
+                    progress(unreported)
+                    unreported = 0
             if lineno == 1:
                 raw = raw.removeprefix(codecs.BOM_UTF8)  # written by some Windows editors and exporters
-            where = f"{path}:{lineno}"
+            where = prefix + str(lineno)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -280,6 +292,8 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
                 continue
             yield where, obj
+    if progress and unreported:
+        progress(unreported)
     if not seen_any:
         raise ImportFailed(f"{path}: file has no records")
 
@@ -315,7 +329,7 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
     for name, declared in template.field_types.items():
-        if name in fields:
+        if name in fields and not (declared == "text" and isinstance(fields[name], str)):  # text: the common case
             check_field_type(name, fields[name], declared)
     return template
 
@@ -344,8 +358,8 @@ def import_records(
     the tasks these records bring with them (see TemplateSet.add_data_task), recorded with the
     finish.
 
-    New items (with their judgments and audio) are written in short transactions of BATCH
-    records, so annotators and judge runs are never locked out for long; they stay hidden until
+    New items (with their judgments and audio) are written in short transactions of BATCH to
+    BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never locked out for long; they stay hidden until
     the run finishes. What attaches to items already present (judgments, labels, audio) is written with
     the finish, in the same transaction. A failed or interrupted import is rolled back; one that
     was killed is rolled back by the next import (Store.begin_import), which also waits while
@@ -373,10 +387,14 @@ def import_records(
                 for item_id, content_hash, r in pairs if r.label is not None]
         report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
 
+    batch_size = BATCH
+
     def flush() -> None:
+        nonlocal batch_size
         with_judgments = any(r.has_judgment for r in batch)
         need_ids = with_judgments or any(r.audio or r.label is not None for r in batch)
         with store.transaction():
+            started = time.perf_counter()  # once the write lock is held
             ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
             report.counts.items_added += added
             report.counts.items_existing += len(batch) - added
@@ -387,60 +405,65 @@ def import_records(
                 report.counts.judgments_added += store.add_judgments(new)
             if need_ids:
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
+        took = time.perf_counter() - started
+        if len(batch) >= batch_size:  # a full batch: the next one fits BATCH_SECONDS, at most twice as large
+            fitting = int(batch_size * BATCH_SECONDS / max(took, 1e-3))
+            batch_size = max(BATCH, min(BATCH_MAX, 2 * batch_size, fitting))
         batch.clear()
 
-    try:
-        for record in records:
-            if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
-                cell = record.item if record.item is not None else record.ref
-                if templates.people_decide(cell.task, cell.lang):
-                    record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
-                                      "it, so a judge's output for it is no judgment (import people's verdicts with "
-                                      "calibrate import labels)")
-            store.keep_import_alive(run)
-            if isinstance(record, Record) and record.ref is not None:
-                found = index.resolve(record.ref, record.location)
-                if isinstance(found, str):
-                    record = BadInput(record.location, found)
-                elif found is not None:
-                    attached.append((found, record))
-                elif record.item is None:
-                    record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
-                else:
-                    record.ref = None
-            if isinstance(record, Record) and record.ref is None:
-                record = _new_item(record, templates, index, update, attached)
-            if isinstance(record, BadInput):
-                if not skip_bad:
-                    raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
-                report.skipped.append(record)
-                continue
-            report.records += 1
-            if record.ref is not None:
-                continue  # attaches to a stored item: written with the finish
-            batch.append(record)
-            if len(batch) >= BATCH:
-                flush()
-        flush()
-        if report.records == 0:
-            raise ImportFailed("no valid records; nothing was imported")
-        with store.transaction():
-            report.counts.items_existing += sum(r.item is not None for _, r in attached)
-            for item, record in attached:
-                store_audio(item.id, record)
-            judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
-            report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
-            store_labels([(item.id, item.content_hash, r) for item, r in attached])
-            for task, lang, family, labels in data_tasks:
-                store.set_data_task(task, lang, family, labels)
-            store.finish_import(run)
-        report.unmatched = index.unmatched()
-    except TemplateError as exc:
-        store.abandon_import(run)
-        raise ImportFailed(str(exc)) from None
-    except BaseException:
-        store.abandon_import(run)
-        raise
+    with store.writing_in_bulk():
+        try:
+            for record in records:
+                if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
+                    cell = record.item if record.item is not None else record.ref
+                    if templates.people_decide(cell.task, cell.lang):
+                        record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
+                                          "it, so a judge's output for it is no judgment (import people's verdicts with "
+                                          "calibrate import labels)")
+                store.keep_import_alive(run)
+                if isinstance(record, Record) and record.ref is not None:
+                    found = index.resolve(record.ref, record.location)
+                    if isinstance(found, str):
+                        record = BadInput(record.location, found)
+                    elif found is not None:
+                        attached.append((found, record))
+                    elif record.item is None:
+                        record = BadInput(record.location, f"no {record.ref}; {record.ref.hint}")
+                    else:
+                        record.ref = None
+                if isinstance(record, Record) and record.ref is None:
+                    record = _new_item(record, templates, index, update, attached)
+                if isinstance(record, BadInput):
+                    if not skip_bad:
+                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                    report.skipped.append(record)
+                    continue
+                report.records += 1
+                if record.ref is not None:
+                    continue  # attaches to a stored item: written with the finish
+                batch.append(record)
+                if len(batch) >= batch_size:
+                    flush()
+            flush()
+            if report.records == 0:
+                raise ImportFailed("no valid records; nothing was imported")
+            with store.transaction():
+                report.counts.items_existing += sum(r.item is not None for _, r in attached)
+                for item, record in attached:
+                    store_audio(item.id, record)
+                judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
+                report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
+                store_labels([(item.id, item.content_hash, r) for item, r in attached])
+                for task, lang, family, labels in data_tasks:
+                    store.set_data_task(task, lang, family, labels)
+                store.finish_import(run)
+            report.unmatched = index.unmatched()
+        except TemplateError as exc:
+            store.abandon_import(run)
+            raise ImportFailed(str(exc)) from None
+        except BaseException:
+            store.abandon_import(run)
+            raise
     return report
 
 

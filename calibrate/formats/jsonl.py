@@ -38,20 +38,26 @@ def jsonl_records(
     audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
     not_content = tuple(f for f in (id_field, reference_field, judge_output, system_field, audio_field) if f)
+    id_what = f"field {id_field!r}"
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
             yield entry
             continue
         where, obj = entry
-        if id_field not in obj and require_id:
+        if id_field in obj:
+            try:
+                source_id = valid_id(obj[id_field], id_what)
+            except InputError as exc:
+                yield BadInput(where, str(exc))
+                continue
+        elif require_id:
             yield BadInput(where, f"missing field {id_field!r} (the item's source id; name another field with --id-field)")
             continue
-        try:
-            source_id = valid_id(obj[id_field], f"field {id_field!r}") if id_field in obj else where.rsplit(":", 1)[1]
-        except InputError as exc:
-            yield BadInput(where, str(exc))
-            continue
-        fields = {k: v for k, v in obj.items() if k not in not_content}
+        else:
+            source_id = where.rsplit(":", 1)[1]
+        fields = obj.copy()
+        for name in not_content:
+            fields.pop(name, None)
         line_system = system
         if system_field:
             try:

@@ -14,7 +14,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from calibrate.model import CalibrateError, now_iso
 
@@ -22,9 +23,14 @@ IMPORT_HEARTBEAT_SECONDS = 5.0  # a running import renews its heartbeat this oft
 IMPORT_STALE_SECONDS = 60.0  # a heartbeat older than this: the import is dead, whatever its host
 IMPORT_WAIT_POLL_SECONDS = 0.5  # how often an import waiting for another one looks again
 CLEAN_UP_SECONDS = 0.4  # a clean-up transaction aims to hold the write lock no longer than this
-# SQLite's page cache while cleaning up (KiB): the random-keyed indexes (content hashes, uids)
-# stay cached across its transactions instead of being read and written again in each
-CLEAN_UP_CACHE_KIB = 64 * 1024
+# SQLite's page cache while an import writes or a clean-up removes (KiB): the random-keyed
+# indexes (content hashes, uids) stay cached across their transactions instead of being read
+# and written again in each
+BULK_CACHE_KIB = 64 * 1024
+# pages the write-ahead log may hold while an import writes before it is copied into the database
+# (SQLite's default is 1000: with each transaction touching a page of the content-hash index per
+# row, the copy ran after every transaction, and wrote the same pages again each time)
+BULK_CHECKPOINT_PAGES = 16384
 
 
 class ImportRunLost(CalibrateError):
@@ -116,9 +122,9 @@ class ImportRunsMixin:
                 return 0  # finished, removed, or alive again meanwhile
             self.conn.execute("UPDATE import_runs SET owner = NULL WHERE id = ?", (run,))
         removed, batch = 0, 500
-        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
-        self.conn.execute(f"PRAGMA cache_size = -{CLEAN_UP_CACHE_KIB}")
-        try:
+        # the log is copied as usual: another writer's commit copies whatever the log holds beyond
+        # its own 1000 pages, so a longer interval here would make that writer wait longer
+        with self.writing_in_bulk(checkpoint_pages=None):
             while True:
                 with self.transaction():
                     started = time.perf_counter()
@@ -134,8 +140,22 @@ class ImportRunsMixin:
                     removed += self.conn.execute(f"DELETE FROM items WHERE id IN ({marks})", ids).rowcount
                 took = time.perf_counter() - started
                 batch = max(50, min(20_000, int(batch * CLEAN_UP_SECONDS / max(took, 1e-3))))
+
+    @contextmanager
+    def writing_in_bulk(self, *, checkpoint_pages: int | None = BULK_CHECKPOINT_PAGES) -> Iterator[None]:
+        """This connection's settings for many short write transactions in a row (an import, a
+        clean-up): a page cache of BULK_CACHE_KIB and, unless `checkpoint_pages` is None, a
+        write-ahead log copied into the database every `checkpoint_pages` pages; restored afterwards."""
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        checkpoint = self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        self.conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+        if checkpoint_pages is not None:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint_pages)}")
+        try:
+            yield
         finally:
             self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
 
     def import_runs(self, *, unfinished: bool = False) -> list[dict]:
         """The recorded import runs in id order (only the unfinished ones if `unfinished`), each

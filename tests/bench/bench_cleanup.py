@@ -22,7 +22,7 @@ from pathlib import Path
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 
-BATCH = 2000  # as calibrate.formats.import_records writes a run
+BATCH = 2000  # as calibrate.formats.import_records writes its first transactions
 INDEXES_0009 = ["verdicts_in_force_by_judgment", "labels_in_force_by_judgment", "annotations_by_judgment",
                 "item_audio_by_root"]
 
