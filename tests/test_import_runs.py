@@ -38,8 +38,11 @@ def leave_unfinished_run(db, *, items: int, host: str | None = None, pid: int | 
 
 
 def python_calibrate(db, *args: str) -> subprocess.Popen:
+    """calibrate in a child process whose messages are not folded (wide COLUMNS), so a test
+    reads each message whole whatever width the suite's own environment has."""
     return subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "400"})
 
 
 def visible_and_stored(db) -> tuple[int, int]:
