@@ -7,9 +7,11 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +27,10 @@ from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
+FIT_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate fits its trust thresholds on a worker thread
+EARLY_WINDOW = 32  # ids per claim while the thresholds are being fitted (dropped once they are)
+FITTING_NOTE = ("escalate: the trust thresholds are still being fitted on the labelled items; until then the queue "
+                "shows, in id order, items on which no judge's verdict can be accepted whatever they are")
 
 
 class SessionError(ValueError):
@@ -132,6 +138,7 @@ class AnnotationSession:
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
+    fit_in_background: bool | None = None  # escalate: fit the trust thresholds on a worker thread (None: on large queues)
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -153,10 +160,57 @@ class AnnotationSession:
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
-        self.trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once built
+        self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
+        self._fitting: Future | None = None  # the trust marks being fitted on a worker thread
+        self._shown_early: set[int] = set()  # items claimed before the trust marks were fitted
+        self._early = False  # whether the queue's current window is of those (`_escalate_windows`)
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
+
+    @property
+    def trust_marks(self):
+        """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
+        started (waiting for the worker thread fitting them, if it has not finished); None in the
+        other orders or before the queue starts."""
+        if self._trust_marks is None and self._fitting is not None:
+            self.start_fitting()
+            self._trust_marks = self._fitting.result()
+        return self._trust_marks
+
+    def start_fitting(self) -> None:
+        """Start fitting the escalate order's trust marks on a worker thread with its own read-only
+        connection, if its queue is waiting for them (`_escalate_windows`) and they are not yet
+        being fitted. The app calls this once the first item is painted: the worker's imports and
+        reads would slow the first paint."""
+        fitting = self._fitting
+        if fitting is None or fitting.running() or fitting.done():
+            return
+        fitting.set_running_or_notify_cancel()
+        path, kinds, judge = self.store.path, CellKinds(self.templates, BY_CHOICES), self.judge
+
+        def fit() -> None:
+            try:
+                store = Store(path, read_only=True)
+                try:
+                    marks = trust_marks(store, kinds, judge=judge)
+                finally:
+                    store.close()
+            except BaseException as exc:  # handed to the thread that takes the result
+                fitting.set_exception(exc)
+            else:
+                fitting.set_result(marks)
+
+        threading.Thread(target=fit, name="fit trust marks", daemon=True).start()
+
+    @property
+    def fitting_trust(self) -> bool:
+        """Whether the escalate order's trust thresholds are still being fitted."""
+        return self._fitting is not None and not self._fitting.done()
+
+    def queue_note(self, item_id: int) -> str | None:
+        """Why this item came in an order other than the session's own, if it did."""
+        return FITTING_NOTE if item_id in self._shown_early else None
 
     @property
     def _scope(self) -> dict:
@@ -168,9 +222,10 @@ class AnnotationSession:
     def _queue_windows(self) -> Iterator[list[int]]:
         """The queue in this session's order, a window of item ids at a time, computed lazily
         so that the first item shows at once even on a million items."""
-        import numpy as np  # only the shuffled orders need it; keeps start-up light
+        if self.order in ("random", "stratified", "informative"):
+            import numpy as np  # only the shuffled orders need it; keeps start-up light
 
-        rng = np.random.default_rng(self.seed)
+            rng = np.random.default_rng(self.seed)
         if self.order == "random":
             # the filter's items in random order: where they are most ids up to the highest, every
             # id shuffled (the claim passes over ids outside the filter), without reading them
@@ -186,13 +241,7 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            self.trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
-            self.store.set_trust_marks(self.trust_marks)
-            for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
-                after = 0
-                while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
-                    after = window[-1]
-                    yield window
+            yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
             first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
             chosen = set(first)
@@ -224,6 +273,32 @@ class AnnotationSession:
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
                 yield rest
+
+    def _escalate_windows(self) -> Iterator[list[int]]:
+        """In id order, the items on which no judge's verdict is accepted (`trust_marks`), then the
+        rest. On a large queue the thresholds are fitted on a worker thread (seconds at 1M
+        items); meanwhile come, in id order, the items on which no verdict can be accepted whatever
+        the thresholds (`Store.surely_escalated_ids`), which the order puts among its first ones,
+        each marked with `queue_note`. Those already shown are not shown again."""
+        background = self.total >= FIT_IN_BACKGROUND_FROM if self.fit_in_background is None else self.fit_in_background
+        if background and self.store.path != ":memory:":  # the worker opens the database file again
+            self._fitting = Future()  # started by `start_fitting`, or at the latest once the first window is taken
+            after, self._early = 0, True
+            while self.fitting_trust and (window := self.store.surely_escalated_ids(
+                    judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
+                after = window[-1]
+                yield window
+                self.start_fitting()
+            self._early = False
+            self.start_fitting()
+        else:
+            self._trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
+        self.store.set_trust_marks(self.trust_marks)
+        for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
+            after = 0
+            while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
+                after = window[-1]
+                yield [i for i in window if i not in self._shown_early] if self._shown_early else window
 
     def _informative(self, lanes) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
@@ -287,6 +362,8 @@ class AnnotationSession:
         if self._windows is None:
             self._windows = self._queue_windows()
         while True:
+            if self._early and not self.fitting_trust:
+                self._window = []  # the thresholds are fitted: the queue goes on in its own order
             if not self._window:
                 self._window = next(self._windows, None)
                 if self._window is None:
@@ -296,6 +373,8 @@ class AnnotationSession:
                                              lease_seconds=self.lease_seconds, holder=self.holder, **self._scope)
             if item_id is not None:
                 del self._window[: self._window.index(item_id) + 1]
+                if self._early:
+                    self._shown_early.add(item_id)
                 return item_id
             self._window = []
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import pytest
 
+from calibrate import session as session_module
 from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
 from calibrate.store import Store, UnknownFilter
@@ -215,6 +217,43 @@ def test_the_escalate_order_starts_without_scipy_stats_or_scikit_learn(tmp_path)
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresholds(tmp_path, templates, monkeypatch):
+    """On a large queue the trust thresholds are fitted on a worker thread. Meanwhile the queue
+    shows, in id order and saying so, only items on which no verdict can be accepted whatever the
+    thresholds (here: no confidence); once they are fitted it goes on in the order's own sequence,
+    without showing those items again, and `trust_marks` holds what was fitted."""
+    store = Store(tmp_path / "e.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(48)], with_ids=True)
+    # labelled: 30 confident verdicts people agree with, 10 unsure ones they do not; then 8 unlabelled
+    confidences = [0.95] * 30 + [0.2] * 10 + [0.95, None, 0.2, 0.95, None, 0.2, 0.95, 0.95]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=c) for i, c in zip(ids, confidences, strict=True)])
+    for k, i in enumerate(ids[:40]):
+        store.annotate(i, "bo", "label", label="yes" if k < 30 else "no")
+    fitted = threading.Event()
+    real = session_module.trust_marks
+
+    def slow_fit(*args, **kwargs):
+        fitted.wait(10)
+        return real(*args, **kwargs, min_labels=1)
+
+    monkeypatch.setattr(session_module, "trust_marks", slow_fit)
+    s = session(store, templates, order="escalate", fit_in_background=True)
+    view = s.start()
+    assert view.item.id == ids[41] and s.fitting_trust
+    assert "still being fitted" in s.queue_note(ids[41])
+    fitted.set()
+    assert s.trust_marks.thresholds  # waits for the worker
+    assert not s.fitting_trust
+    s.decide("flag")
+    # the threshold accepts the 0.95 verdicts: the others first, in id order, ids[41] not again
+    assert [s.forward().item.id for _ in range(7)] == [ids[k] for k in (42, 44, 45, 40, 43, 46, 47)]
+    assert s.queue_note(ids[42]) is None and s.forward() is None
+    s.close()
+    store.close()
 
 
 def test_informative_order_spreads_labels_over_systems_favouring_contested_cells(templates):

@@ -110,6 +110,8 @@ class AnnotateScreen(Screen):
 
     def on_mount(self) -> None:
         self.write(self.session.start, self.show)
+        # the escalate order's thresholds, once the first item is painted (they take seconds on a large queue)
+        self.call_after_refresh(self.session.start_fitting)
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
