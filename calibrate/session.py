@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,10 +27,15 @@ from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
-FIT_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate fits its trust thresholds on a worker thread
-EARLY_WINDOW = 32  # ids per claim while the thresholds are being fitted (dropped once they are)
-FITTING_NOTE = ("escalate: the trust thresholds are still being fitted on the labelled items; until then the queue "
-                "shows, in id order, items on which no judge's verdict can be accepted whatever they are")
+PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
+                                      # on a worker thread, showing items meanwhile (`prepare_queue`)
+EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
+EARLY_NOTES = {
+    "escalate": "escalate: the trust thresholds are still being fitted on the labelled items; until then the "
+                "queue shows, in id order, items on which no judge's verdict can be accepted whatever they are",
+    "informative": "informative: which cells' labels tell most is still being worked out; until then the queue "
+                   "shows the unlabelled items of the first cell ({cell}) in that cell's random order",
+}
 
 
 class SessionError(ValueError):
@@ -138,7 +143,7 @@ class AnnotationSession:
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
-    fit_in_background: bool | None = None  # escalate: fit the trust thresholds on a worker thread (None: on large queues)
+    prepare_in_background: bool | None = None  # work out the queue on a worker thread (None: on large queues)
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -161,9 +166,11 @@ class AnnotationSession:
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
         self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
-        self._fitting: Future | None = None  # the trust marks being fitted on a worker thread
-        self._shown_early: set[int] = set()  # items claimed before the trust marks were fitted
-        self._early = False  # whether the queue's current window is of those (`_escalate_windows`)
+        self._preparing: Future | None = None  # what the queue needs, worked out on a worker thread
+        self._prepare: Callable[[Store], object] | None = None  # the worker's work, given its own connection
+        self._shown_early: set[int] = set()  # items claimed before the queue was worked out
+        self._early_note: str | None = None  # why they came
+        self._early = False  # whether the queue's current window is of those
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
@@ -173,44 +180,60 @@ class AnnotationSession:
         """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
         started (waiting for the worker thread fitting them, if it has not finished); None in the
         other orders or before the queue starts."""
-        if self._trust_marks is None and self._fitting is not None:
-            self.start_fitting()
-            self._trust_marks = self._fitting.result()
+        if self._trust_marks is None and self.order == "escalate" and self._preparing is not None:
+            self._trust_marks = self._prepared()
         return self._trust_marks
 
-    def start_fitting(self) -> None:
-        """Start fitting the escalate order's trust marks on a worker thread with its own read-only
-        connection, if its queue is waiting for them (`_escalate_windows`) and they are not yet
-        being fitted. The app calls this once the first item is painted: the worker's imports and
-        reads would slow the first paint."""
-        fitting = self._fitting
-        if fitting is None or fitting.running() or fitting.done():
-            return
-        fitting.set_running_or_notify_cancel()
-        path, kinds, judge = self.store.path, CellKinds(self.templates, BY_CHOICES), self.judge
+    def _in_background(self) -> bool:
+        """Whether this queue is worked out on a worker thread (`prepare_queue`)."""
+        background = self.prepare_in_background
+        if background is None:
+            background = self.total >= PREPARE_IN_BACKGROUND_FROM
+        return background and self.store.path != ":memory:"  # the worker opens the database file again
 
-        def fit() -> None:
+    def _prepare_later(self, work: Callable[[Store], object], note: str) -> None:
+        """`work(store)` is to run on a worker thread (`prepare_queue`); the items shown meanwhile
+        carry `note`."""
+        self._preparing, self._prepare, self._early_note = Future(), work, note
+
+    def prepare_queue(self) -> None:
+        """Start working out the queue (escalate's trust thresholds, informative's cells) on a
+        worker thread with its own read-only connection, if this queue waits for that and it has
+        not started. The app calls this once the first item is painted, since the worker's imports
+        and reads would slow that paint; else the next claim does."""
+        preparing = self._preparing
+        if preparing is None or preparing.running() or preparing.done():
+            return
+        preparing.set_running_or_notify_cancel()
+        path, work = self.store.path, self._prepare
+
+        def run() -> None:
             try:
                 store = Store(path, read_only=True)
                 try:
-                    marks = trust_marks(store, kinds, judge=judge)
+                    result = work(store)
                 finally:
                     store.close()
             except BaseException as exc:  # handed to the thread that takes the result
-                fitting.set_exception(exc)
+                preparing.set_exception(exc)
             else:
-                fitting.set_result(marks)
+                preparing.set_result(result)
 
-        threading.Thread(target=fit, name="fit trust marks", daemon=True).start()
+        threading.Thread(target=run, name=f"prepare the {self.order} queue", daemon=True).start()
+
+    def _prepared(self):
+        """What the worker thread worked out (started now if it was not), once it has."""
+        self.prepare_queue()
+        return self._preparing.result()
 
     @property
-    def fitting_trust(self) -> bool:
-        """Whether the escalate order's trust thresholds are still being fitted."""
-        return self._fitting is not None and not self._fitting.done()
+    def queue_preparing(self) -> bool:
+        """Whether the queue is still being worked out on a worker thread."""
+        return self._preparing is not None and not self._preparing.done()
 
     def queue_note(self, item_id: int) -> str | None:
         """Why this item came in an order other than the session's own, if it did."""
-        return FITTING_NOTE if item_id in self._shown_early else None
+        return self._early_note if item_id in self._shown_early else None
 
     @property
     def _scope(self) -> dict:
@@ -222,7 +245,7 @@ class AnnotationSession:
     def _queue_windows(self) -> Iterator[list[int]]:
         """The queue in this session's order, a window of item ids at a time, computed lazily
         so that the first item shows at once even on a million items."""
-        if self.order in ("random", "stratified", "informative"):
+        if self.order in ("random", "stratified"):
             import numpy as np  # only the shuffled orders need it; keeps start-up light
 
             rng = np.random.default_rng(self.seed)
@@ -252,16 +275,7 @@ class AnnotationSession:
                 after = rest[-1]
                 yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
-            lanes = {cell: rng.permutation(self.store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-                     for cell in self.store.cells(**self._scope)}
-            window = []
-            for item_id in self._informative(lanes):
-                window.append(item_id)
-                if len(window) == WINDOW:
-                    yield window
-                    window = []
-            if window:
-                yield window
+            yield from self._informative_windows()
         else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
             top, step, low = self.store.max_item_id(), 50_000, 1
             while low <= top:
@@ -279,18 +293,16 @@ class AnnotationSession:
         rest. On a large queue the thresholds are fitted on a worker thread (seconds at 1M
         items); meanwhile come, in id order, the items on which no verdict can be accepted whatever
         the thresholds (`Store.surely_escalated_ids`), which the order puts among its first ones,
-        each marked with `queue_note`. Those already shown are not shown again."""
-        background = self.total >= FIT_IN_BACKGROUND_FROM if self.fit_in_background is None else self.fit_in_background
-        if background and self.store.path != ":memory:":  # the worker opens the database file again
-            self._fitting = Future()  # started by `start_fitting`, or at the latest once the first window is taken
+        each with a `queue_note`. Those shown are not shown again."""
+        if self._in_background():
+            kinds, judge = CellKinds(self.templates, BY_CHOICES), self.judge
+            self._prepare_later(lambda store: trust_marks(store, kinds, judge=judge), EARLY_NOTES["escalate"])
             after, self._early = 0, True
-            while self.fitting_trust and (window := self.store.surely_escalated_ids(
+            while self.queue_preparing and (window := self.store.surely_escalated_ids(
                     judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
                 after = window[-1]
                 yield window
-                self.start_fitting()
             self._early = False
-            self.start_fitting()
         else:
             self._trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
         self.store.set_trust_marks(self.trust_marks)
@@ -300,7 +312,63 @@ class AnnotationSession:
                 after = window[-1]
                 yield [i for i in window if i not in self._shown_early] if self._shown_early else window
 
-    def _informative(self, lanes) -> Iterator[int]:
+    def _informative_windows(self) -> Iterator[list[int]]:
+        """The informative order (`_informative`). On a large queue its cells are weighed on a
+        worker thread (seconds at 1M items); meanwhile come the unlabelled items of the first cell
+        in that cell's random order (the order's own within the cell), each with a `queue_note`.
+        Those shown are not shown again."""
+        if self._in_background():
+            import numpy as np
+
+            cells = self.store.cells(**self._scope)
+            first = cells[0] if cells else ("", "", "")
+            self._prepare_later(self._informative_cells,
+                                EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
+            # the first cell's lane is the first permutation the seed draws, as in `_informative_cells`
+            lane = np.random.default_rng(self.seed).permutation(
+                self.store.item_id_array(task=first[0], lang=first[1], system=first[2])) if cells else []
+            self._early = True
+            for k in range(0, len(lane), EARLY_WINDOW):
+                if not self.queue_preparing:
+                    break
+                yield self.store.unlabelled_ids(lane[k : k + EARLY_WINDOW].tolist())
+            self._early = False
+            heap, pending = self._prepared()
+        else:
+            heap, pending = self._informative_cells(self.store)
+        window = []
+        for item_id in self._informative(heap, pending):
+            if item_id in self._shown_early:
+                continue
+            window.append(item_id)
+            if len(window) == WINDOW:
+                yield window
+                window = []
+        if window:
+            yield window
+
+    def _informative_cells(self, store: Store) -> tuple[list, dict]:
+        """The informative order's heap of cells and each cell's unlabelled items in random order
+        (`_informative`), read through `store`."""
+        import heapq
+
+        import numpy as np
+
+        rng = np.random.default_rng(self.seed)
+        lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+                 for cell in store.cells(**self._scope)}
+        labelled = store.labelled_item_ids()
+        contested = np.array(store.contested_item_ids(**self._scope, judge=self.judge), dtype=np.int64)
+        heap, pending = [], {}
+        for cell, lane in lanes.items():
+            weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
+            done = np.isin(lane, labelled)
+            pending[cell] = lane[~done]
+            if len(pending[cell]):
+                heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
+        return heap, pending
+
+    def _informative(self, heap: list, pending: dict) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
         `calibrate scores`, with every cell's labels still a random sample of it.
 
@@ -311,20 +379,10 @@ class AnnotationSession:
         the judges are unsure, a label tells more). Within a cell items come in random order
         (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
         and Rogan-Gladen assume; which items the judges disagree on steers which cells get
-        labels, never which items. The queue is produced as it is taken."""
+        labels, never which items. The queue is produced as it is taken, from the heap and lanes
+        of `_informative_cells`."""
         import heapq
 
-        import numpy as np
-
-        labelled = self.store.labelled_item_ids()
-        contested = np.array(self.store.contested_item_ids(**self._scope, judge=self.judge), dtype=np.int64)
-        heap, pending = [], {}
-        for cell, lane in lanes.items():
-            weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
-            done = np.isin(lane, labelled)
-            pending[cell] = lane[~done]
-            if len(pending[cell]):
-                heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
         taken = dict.fromkeys(pending, 0)
         while heap:
             _, cell, n, weight = heapq.heappop(heap)
@@ -361,9 +419,11 @@ class AnnotationSession:
             return item_id
         if self._windows is None:
             self._windows = self._queue_windows()
+        if self.history:
+            self.prepare_queue()  # if the app did not once the first item was painted
         while True:
-            if self._early and not self.fitting_trust:
-                self._window = []  # the thresholds are fitted: the queue goes on in its own order
+            if self._early and not self.queue_preparing:
+                self._window = []  # the queue is worked out: it goes on in its own order
             if not self._window:
                 self._window = next(self._windows, None)
                 if self._window is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -241,17 +242,57 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
         return real(*args, **kwargs, min_labels=1)
 
     monkeypatch.setattr(session_module, "trust_marks", slow_fit)
-    s = session(store, templates, order="escalate", fit_in_background=True)
+    s = session(store, templates, order="escalate", prepare_in_background=True)
     view = s.start()
-    assert view.item.id == ids[41] and s.fitting_trust
+    assert view.item.id == ids[41] and s.queue_preparing
     assert "still being fitted" in s.queue_note(ids[41])
     fitted.set()
     assert s.trust_marks.thresholds  # waits for the worker
-    assert not s.fitting_trust
+    assert not s.queue_preparing
     s.decide("flag")
     # the threshold accepts the 0.95 verdicts: the others first, in id order, ids[41] not again
     assert [s.forward().item.id for _ in range(7)] == [ids[k] for k in (42, 44, 45, 40, 43, 46, 47)]
     assert s.queue_note(ids[42]) is None and s.forward() is None
+    s.close()
+    store.close()
+
+
+def test_informative_shows_the_first_cells_items_in_their_order_while_it_weighs_the_cells(tmp_path, templates,
+                                                                                        monkeypatch):
+    """On a large queue the informative order weighs its cells on a worker thread. Meanwhile the
+    queue shows, saying so, the first cell's unlabelled items in the order the queue takes them
+    within that cell; once the cells are weighed it goes on as the order's own queue, without
+    showing those items again."""
+    store = Store(tmp_path / "i.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"{system}{k}", {"content": "c", "notation": "n", "response": "r"},
+                                      system=system) for system in ("a", "b") for k in range(10)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name=judge, judge_key=judge, status="verdict",
+                                     verdict="yes" if judge == "gpt" or k % 2 else "no")
+                         for k, i in enumerate(ids) for judge in ("gpt", "dpsk")])
+    store.annotate(ids[0], "bo", "label", label="yes")
+    whole = [i for window in session(store, templates, annotator="cy", order="informative")._queue_windows()
+             for i in window]
+    weighed = threading.Event()
+    real = AnnotationSession._informative_cells
+
+    def slow(self, *args):
+        weighed.wait(10)
+        return real(self, *args)
+
+    monkeypatch.setattr(AnnotationSession, "_informative_cells", slow)
+    s = session(store, templates, order="informative", prepare_in_background=True)
+    first_cell = [i for i in whole if i in ids[:10]]
+    shown = [s.start().item.id, s.forward().item.id]
+    assert shown == first_cell[:2] and s.queue_preparing
+    assert "(c3/lexical en a)" in s.queue_note(shown[1])
+    weighed.set()
+    deadline = time.monotonic() + 10
+    while s.queue_preparing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rest = []
+    while (view := s.forward()) is not None:
+        rest.append(view.item.id)
+    assert rest == [i for i in whole if i not in shown] and s.queue_note(rest[0]) is None
     s.close()
     store.close()
 

@@ -110,8 +110,8 @@ class AnnotateScreen(Screen):
 
     def on_mount(self) -> None:
         self.write(self.session.start, self.show)
-        # the escalate order's thresholds, once the first item is painted (they take seconds on a large queue)
-        self.call_after_refresh(self.session.start_fitting)
+        # what the queue's order needs beyond its first items (seconds on a large queue), once they are painted
+        self.call_after_refresh(self.session.prepare_queue)
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
