@@ -7,6 +7,11 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import pickle
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -28,7 +33,7 @@ from calibrate.validate import InputError, check_field_type
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
-                                      # on a worker thread, showing items meanwhile (`prepare_queue`)
+                                      # in a child process, showing items meanwhile (`prepare_queue`)
 EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
 EARLY_NOTES = {
     "escalate": "escalate: the trust thresholds are still being fitted on the labelled items; until then the "
@@ -143,7 +148,7 @@ class AnnotationSession:
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
-    prepare_in_background: bool | None = None  # work out the queue on a worker thread (None: on large queues)
+    prepare_in_background: bool | None = None  # work out the queue in a child process (None: on large queues)
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -166,8 +171,7 @@ class AnnotationSession:
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
         self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
-        self._preparing: Future | None = None  # what the queue needs, worked out on a worker thread
-        self._prepare: Callable[[Store], object] | None = None  # the worker's work, given its own connection
+        self._preparing: Future | None = None  # what the queue needs, worked out in a child process
         self._shown_early: set[int] = set()  # items claimed before the queue was worked out
         self._early_note: str | None = None  # why they came
         self._early = False  # whether the queue's current window is of those
@@ -178,57 +182,45 @@ class AnnotationSession:
     @property
     def trust_marks(self):
         """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
-        started (waiting for the worker thread fitting them, if it has not finished); None in the
+        started (waiting for the child process fitting them, if it has not finished); None in the
         other orders or before the queue starts."""
         if self._trust_marks is None and self.order == "escalate" and self._preparing is not None:
             self._trust_marks = self._prepared()
         return self._trust_marks
 
     def _in_background(self) -> bool:
-        """Whether this queue is worked out on a worker thread (`prepare_queue`)."""
+        """Whether this queue is worked out in a child process (`prepare_queue`)."""
         background = self.prepare_in_background
         if background is None:
             background = self.total >= PREPARE_IN_BACKGROUND_FROM
-        return background and self.store.path != ":memory:"  # the worker opens the database file again
+        return background and self.store.path != ":memory:"  # the child process opens the database file again
 
-    def _prepare_later(self, work: Callable[[Store], object], note: str) -> None:
-        """`work(store)` is to run on a worker thread (`prepare_queue`); the items shown meanwhile
-        carry `note`."""
-        self._preparing, self._prepare, self._early_note = Future(), work, note
+    def _prepare_later(self, note: str) -> None:
+        """The queue is to be worked out in another process (`prepare_queue`); the items shown
+        meanwhile carry `note`."""
+        self._preparing, self._early_note = Future(), note
 
     def prepare_queue(self) -> None:
-        """Start working out the queue (escalate's trust thresholds, informative's cells) on a
-        worker thread with its own read-only connection, if this queue waits for that and it has
-        not started. The app calls this once the first item is painted, since the worker's imports
-        and reads would slow that paint; else the next claim does."""
+        """Start working out the queue (escalate's trust thresholds, informative's cells) in a
+        child process with its own read-only connection, if this queue waits for that and it has
+        not started: a thread of this process would hold the interpreter's lock for much of it,
+        and keys would wait. The app calls this once the first item is painted, since the child
+        takes a core for seconds; else the next claim does."""
         preparing = self._preparing
         if preparing is None or preparing.running() or preparing.done():
             return
         preparing.set_running_or_notify_cancel()
-        path, work = self.store.path, self._prepare
-
-        def run() -> None:
-            try:
-                store = Store(path, read_only=True)
-                try:
-                    result = work(store)
-                finally:
-                    store.close()
-            except BaseException as exc:  # handed to the thread that takes the result
-                preparing.set_exception(exc)
-            else:
-                preparing.set_result(result)
-
-        threading.Thread(target=run, name=f"prepare the {self.order} queue", daemon=True).start()
+        in_child_process(preparing, work_out_queue,
+                         (self.store.path, self.order, self.templates, self.judge, self._scope, self.seed))
 
     def _prepared(self):
-        """What the worker thread worked out (started now if it was not), once it has."""
+        """What the child process worked out (started now if it was not), once it has."""
         self.prepare_queue()
         return self._preparing.result()
 
     @property
     def queue_preparing(self) -> bool:
-        """Whether the queue is still being worked out on a worker thread."""
+        """Whether the queue is still being worked out in a child process."""
         return self._preparing is not None and not self._preparing.done()
 
     def queue_note(self, item_id: int) -> str | None:
@@ -290,13 +282,12 @@ class AnnotationSession:
 
     def _escalate_windows(self) -> Iterator[list[int]]:
         """In id order, the items on which no judge's verdict is accepted (`trust_marks`), then the
-        rest. On a large queue the thresholds are fitted on a worker thread (seconds at 1M
+        rest. On a large queue the thresholds are fitted in a child process (seconds at 1M
         items); meanwhile come, in id order, the items on which no verdict can be accepted whatever
         the thresholds (`Store.surely_escalated_ids`), which the order puts among its first ones,
         each with a `queue_note`. Those shown are not shown again."""
         if self._in_background():
-            kinds, judge = CellKinds(self.templates, BY_CHOICES), self.judge
-            self._prepare_later(lambda store: trust_marks(store, kinds, judge=judge), EARLY_NOTES["escalate"])
+            self._prepare_later(EARLY_NOTES["escalate"])
             after, self._early = 0, True
             while self.queue_preparing and (window := self.store.surely_escalated_ids(
                     judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
@@ -313,8 +304,8 @@ class AnnotationSession:
                 yield [i for i in window if i not in self._shown_early] if self._shown_early else window
 
     def _informative_windows(self) -> Iterator[list[int]]:
-        """The informative order (`_informative`). On a large queue its cells are weighed on a
-        worker thread (seconds at 1M items); meanwhile come the unlabelled items of the first cell
+        """The informative order (`_informative`). On a large queue its cells are weighed in a
+        child process (seconds at 1M items); meanwhile come the unlabelled items of the first cell
         in that cell's random order (the order's own within the cell), each with a `queue_note`.
         Those shown are not shown again."""
         if self._in_background():
@@ -322,9 +313,8 @@ class AnnotationSession:
 
             cells = self.store.cells(**self._scope)
             first = cells[0] if cells else ("", "", "")
-            self._prepare_later(self._informative_cells,
-                                EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
-            # the first cell's lane is the first permutation the seed draws, as in `_informative_cells`
+            self._prepare_later(EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
+            # the first cell's lane is the first permutation the seed draws, as in `informative_cells`
             lane = np.random.default_rng(self.seed).permutation(
                 self.store.item_id_array(task=first[0], lang=first[1], system=first[2])) if cells else []
             self._early = True
@@ -335,7 +325,7 @@ class AnnotationSession:
             self._early = False
             heap, pending = self._prepared()
         else:
-            heap, pending = self._informative_cells(self.store)
+            heap, pending = informative_cells(self.store, self._scope, self.judge, self.seed)
         window = []
         for item_id in self._informative(heap, pending):
             if item_id in self._shown_early:
@@ -346,27 +336,6 @@ class AnnotationSession:
                 window = []
         if window:
             yield window
-
-    def _informative_cells(self, store: Store) -> tuple[list, dict]:
-        """The informative order's heap of cells and each cell's unlabelled items in random order
-        (`_informative`), read through `store`."""
-        import heapq
-
-        import numpy as np
-
-        rng = np.random.default_rng(self.seed)
-        lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-                 for cell in store.cells(**self._scope)}
-        labelled = store.labelled_item_ids()
-        contested = np.array(store.contested_item_ids(**self._scope, judge=self.judge), dtype=np.int64)
-        heap, pending = [], {}
-        for cell, lane in lanes.items():
-            weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
-            done = np.isin(lane, labelled)
-            pending[cell] = lane[~done]
-            if len(pending[cell]):
-                heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
-        return heap, pending
 
     def _informative(self, heap: list, pending: dict) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
@@ -380,7 +349,7 @@ class AnnotationSession:
         (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
         and Rogan-Gladen assume; which items the judges disagree on steers which cells get
         labels, never which items. The queue is produced as it is taken, from the heap and lanes
-        of `_informative_cells`."""
+        of `informative_cells`."""
         import heapq
 
         taken = dict.fromkeys(pending, 0)
@@ -693,3 +662,77 @@ class AnnotationSession:
         """Stop the audio and give back this annotator's held items so others can take them."""
         self.stop_listening()
         self.store.release_all(self.holder)
+
+
+def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
+    """The informative order's heap of cells and each cell's unlabelled items in random order
+    (`AnnotationSession._informative`), for the filter `scope` and `judge`, read through `store`."""
+    import heapq
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+             for cell in store.cells(**scope)}
+    labelled = store.labelled_item_ids()
+    contested = np.array(store.contested_item_ids(**scope, judge=judge), dtype=np.int64)
+    heap, pending = [], {}
+    for cell, lane in lanes.items():
+        weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
+        done = np.isin(lane, labelled)
+        pending[cell] = lane[~done]
+        if len(pending[cell]):
+            heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
+    return heap, pending
+
+
+def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | None, scope: dict, seed: int):
+    """What a queue order needs beyond its first items, from the database at `path` opened
+    read-only: escalate's trust marks, informative's cells (`informative_cells`)."""
+    store = Store(path, read_only=True)
+    try:
+        if order == "escalate":
+            return trust_marks(store, CellKinds(templates, BY_CHOICES), judge=judge)
+        return informative_cells(store, scope, judge, seed)
+    finally:
+        store.close()
+
+
+def in_child_process(future: Future, work: Callable, args: tuple) -> None:
+    """Run `work(*args)` in a fresh interpreter (`python -c`; its arguments and result pickled
+    through its stdin and stdout) and hand its result, or its exception, to `future` from a
+    thread that waits for it. A child still running when this process exits is ended."""
+    child = subprocess.Popen([sys.executable, "-c", "from calibrate.session import _child_main; _child_main()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    end = functools.partial(_end_child, child)
+    atexit.register(end)
+
+    def wait() -> None:
+        out, _ = child.communicate(pickle.dumps((work, args)))
+        try:
+            ok, value = pickle.loads(out)
+        except (pickle.UnpicklingError, EOFError):
+            future.set_exception(SessionError(f"the queue's order could not be worked out: its process ended "
+                                              f"with status {child.returncode}"))
+        else:
+            (future.set_result if ok else future.set_exception)(value)
+        atexit.unregister(end)
+
+    threading.Thread(target=wait, name="calibrate queue", daemon=True).start()
+
+
+def _end_child(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def _child_main() -> None:
+    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
+    (True, result) or (False, exception) out."""
+    work, args = pickle.loads(sys.stdin.buffer.read())
+    try:
+        result = (True, work(*args))
+    except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken
+        result = (False, exc)
+    sys.stdout.buffer.write(pickle.dumps(result))

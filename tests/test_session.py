@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -220,6 +221,40 @@ def test_the_escalate_order_starts_without_scipy_stats_or_scikit_learn(tmp_path)
     assert result.returncode == 0, result.stderr
 
 
+def held_until(event: threading.Event):
+    """A stand-in for session.in_child_process: the work runs on a thread of this process once
+    `event` is set, so a test knows which items come before the queue is worked out."""
+    def in_thread(future, work, args):
+        def run():
+            event.wait(10)
+            try:
+                future.set_result(work(*args))
+            except Exception as exc:  # noqa: BLE001 - handed over as the child process's would be
+                future.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+
+    return in_thread
+
+
+def test_a_queue_worked_out_in_a_child_process_shows_every_item_once(tmp_path, templates):
+    """The escalate order fitting its thresholds in a child process (as on a large queue): every
+    unlabelled item comes once, and the trust marks are those fitted in this process."""
+    store = Store(tmp_path / "c.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(12)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=None if k % 3 else 0.9) for k, i in enumerate(ids)])
+    store.annotate(ids[0], "bo", "label", label="yes")
+    s = session(store, templates, order="escalate", prepare_in_background=True)
+    assert sorted(drain(s)) == ids[1:]
+    here = session(store, templates, annotator="cy", order="escalate")
+    here.start()
+    assert s.trust_marks == here.trust_marks
+    s.close()
+    store.close()
+
+
 def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresholds(tmp_path, templates, monkeypatch):
     """On a large queue the trust thresholds are fitted on a worker thread. Meanwhile the queue
     shows, in id order and saying so, only items on which no verdict can be accepted whatever the
@@ -235,13 +270,8 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
     for k, i in enumerate(ids[:40]):
         store.annotate(i, "bo", "label", label="yes" if k < 30 else "no")
     fitted = threading.Event()
-    real = session_module.trust_marks
-
-    def slow_fit(*args, **kwargs):
-        fitted.wait(10)
-        return real(*args, **kwargs, min_labels=1)
-
-    monkeypatch.setattr(session_module, "trust_marks", slow_fit)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(fitted))
+    monkeypatch.setattr(session_module, "trust_marks", functools.partial(session_module.trust_marks, min_labels=1))
     s = session(store, templates, order="escalate", prepare_in_background=True)
     view = s.start()
     assert view.item.id == ids[41] and s.queue_preparing
@@ -273,13 +303,7 @@ def test_informative_shows_the_first_cells_items_in_their_order_while_it_weighs_
     whole = [i for window in session(store, templates, annotator="cy", order="informative")._queue_windows()
              for i in window]
     weighed = threading.Event()
-    real = AnnotationSession._informative_cells
-
-    def slow(self, *args):
-        weighed.wait(10)
-        return real(self, *args)
-
-    monkeypatch.setattr(AnnotationSession, "_informative_cells", slow)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(weighed))
     s = session(store, templates, order="informative", prepare_in_background=True)
     first_cell = [i for i in whole if i in ids[:10]]
     shown = [s.start().item.id, s.forward().item.id]
