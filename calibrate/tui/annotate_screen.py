@@ -175,12 +175,11 @@ class AnnotateScreen(Screen):
         self.query_one(ItemPanel).show(view, expanded=self.expanded, page=self.page)
         self.query_one(VerdictPanel).show(view, hidden)
         self.query_one(PromptPanel).show(view)
-        strip = self.query_one(AudioStrip)
+        strip, main = self.query_one(AudioStrip), self.query_one("#main")
         strip.show(view, self.session)
-        if view is not None and view.audio_first:
-            self.move_child(strip, before=self.query_one("#main"))
-        else:
-            self.move_child(strip, after=self.query_one("#main"))
+        first = view is not None and view.audio_first
+        if first != (self.children.index(strip) < self.children.index(main)):  # a move lays out the whole screen
+            self.move_child(strip, **{"before" if first else "after": main})
         self.query_one(KeyBar).show(self, view.choices if view else ())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
