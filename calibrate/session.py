@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import pickle
 import subprocess
 import sys
@@ -708,12 +709,13 @@ def in_child_process(future: Future, work: Callable, args: tuple) -> None:
     atexit.register(end)
 
     def wait() -> None:
-        out, _ = child.communicate(pickle.dumps((work, args)))
         try:
+            out, _ = child.communicate(pickle.dumps((work, args)))
             ok, value = pickle.loads(out)
-        except (pickle.UnpicklingError, EOFError):
-            future.set_exception(SessionError(f"the queue's order could not be worked out: its process ended "
-                                              f"with status {child.returncode}"))
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the session raises it where it takes the result
+            end()
+            future.set_exception(SessionError(f"the queue's order could not be worked out in another process "
+                                              f"(status {child.returncode}): {exc}"))
         else:
             (future.set_result if ok else future.set_exception)(value)
         atexit.unregister(end)
@@ -731,6 +733,8 @@ def _child_main() -> None:
     """The child process of `in_child_process`: one pickled (work, args) in, one pickled
     (True, result) or (False, exception) out."""
     work, args = pickle.loads(sys.stdin.buffer.read())
+    if hasattr(os, "nice"):
+        os.nice(10)  # the app showing items meanwhile comes first
     try:
         result = (True, work(*args))
     except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken
