@@ -7,9 +7,17 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import os
+import pickle
+import subprocess
+import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +33,15 @@ from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
+PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
+                                      # in a child process, showing items meanwhile (`prepare_queue`)
+EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
+EARLY_NOTES = {
+    "escalate": "escalate: the trust thresholds are still being fitted on the labelled items; until then the "
+                "queue shows, in id order, items on which no judge's verdict can be accepted whatever they are",
+    "informative": "informative: which cells' labels tell most is still being worked out; until then the queue "
+                   "shows the unlabelled items of the first cell ({cell}) in that cell's random order",
+}
 
 
 class SessionError(ValueError):
@@ -132,6 +149,7 @@ class AnnotationSession:
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
+    prepare_in_background: bool | None = None  # work out the queue in a child process (None: on large queues)
     history: list[int] = field(default_factory=list)
     position: int = -1
     last_decision: Decision | None = None
@@ -153,10 +171,62 @@ class AnnotationSession:
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
         self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
-        self.trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once built
+        self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
+        self._preparing: Future | None = None  # what the queue needs, worked out in a child process
+        self._shown_early: set[int] = set()  # items claimed before the queue was worked out
+        self._early_note: str | None = None  # why they came
+        self._early = False  # whether the queue's current window is of those
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
+
+    @property
+    def trust_marks(self):
+        """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
+        started (waiting for the child process fitting them, if it has not finished); None in the
+        other orders or before the queue starts."""
+        if self._trust_marks is None and self.order == "escalate" and self._preparing is not None:
+            self._trust_marks = self._prepared()
+        return self._trust_marks
+
+    def _in_background(self) -> bool:
+        """Whether this queue is worked out in a child process (`prepare_queue`)."""
+        background = self.prepare_in_background
+        if background is None:
+            background = self.total >= PREPARE_IN_BACKGROUND_FROM
+        return background and self.store.path != ":memory:"  # the child process opens the database file again
+
+    def _prepare_later(self, note: str) -> None:
+        """The queue is to be worked out in another process (`prepare_queue`); the items shown
+        meanwhile carry `note`."""
+        self._preparing, self._early_note = Future(), note
+
+    def prepare_queue(self) -> None:
+        """Start working out the queue (escalate's trust thresholds, informative's cells) in a
+        child process with its own read-only connection, if this queue waits for that and it has
+        not started: a thread of this process would hold the interpreter's lock for much of it,
+        and keys would wait. The app calls this once the first item is painted, since the child
+        takes a core for seconds; else the next claim does."""
+        preparing = self._preparing
+        if preparing is None or preparing.running() or preparing.done():
+            return
+        preparing.set_running_or_notify_cancel()
+        in_child_process(preparing, work_out_queue,
+                         (self.store.path, self.order, self.templates, self.judge, self._scope, self.seed))
+
+    def _prepared(self):
+        """What the child process worked out (started now if it was not), once it has."""
+        self.prepare_queue()
+        return self._preparing.result()
+
+    @property
+    def queue_preparing(self) -> bool:
+        """Whether the queue is still being worked out in a child process."""
+        return self._preparing is not None and not self._preparing.done()
+
+    def queue_note(self, item_id: int) -> str | None:
+        """Why this item came in an order other than the session's own, if it did."""
+        return self._early_note if item_id in self._shown_early else None
 
     @property
     def _scope(self) -> dict:
@@ -168,9 +238,10 @@ class AnnotationSession:
     def _queue_windows(self) -> Iterator[list[int]]:
         """The queue in this session's order, a window of item ids at a time, computed lazily
         so that the first item shows at once even on a million items."""
-        import numpy as np  # only the shuffled orders need it; keeps start-up light
+        if self.order in ("random", "stratified"):
+            import numpy as np  # only the shuffled orders need it; keeps start-up light
 
-        rng = np.random.default_rng(self.seed)
+            rng = np.random.default_rng(self.seed)
         if self.order == "random":
             # the filter's items in random order: where they are most ids up to the highest, every
             # id shuffled (the claim passes over ids outside the filter), without reading them
@@ -186,13 +257,7 @@ class AnnotationSession:
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
-            self.trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
-            self.store.set_trust_marks(self.trust_marks)
-            for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
-                after = 0
-                while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
-                    after = window[-1]
-                    yield window
+            yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
             first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
             chosen = set(first)
@@ -203,16 +268,7 @@ class AnnotationSession:
                 after = rest[-1]
                 yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
-            lanes = {cell: rng.permutation(self.store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-                     for cell in self.store.cells(**self._scope)}
-            window = []
-            for item_id in self._informative(lanes):
-                window.append(item_id)
-                if len(window) == WINDOW:
-                    yield window
-                    window = []
-            if window:
-                yield window
+            yield from self._informative_windows()
         else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
             top, step, low = self.store.max_item_id(), 50_000, 1
             while low <= top:
@@ -225,7 +281,64 @@ class AnnotationSession:
                 after = rest[-1]
                 yield rest
 
-    def _informative(self, lanes) -> Iterator[int]:
+    def _escalate_windows(self) -> Iterator[list[int]]:
+        """In id order, the items on which no judge's verdict is accepted (`trust_marks`), then the
+        rest. On a large queue the thresholds are fitted in a child process (seconds at 1M
+        items); meanwhile come, in id order, the items on which no verdict can be accepted whatever
+        the thresholds (`Store.surely_escalated_ids`), which the order puts among its first ones,
+        each with a `queue_note`. Those shown are not shown again."""
+        if self._in_background():
+            self._prepare_later(EARLY_NOTES["escalate"])
+            after, self._early = 0, True
+            while self.queue_preparing and (window := self.store.surely_escalated_ids(
+                    judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
+                after = window[-1]
+                yield window
+            self._early = False
+        else:
+            self._trust_marks = trust_marks(self.store, CellKinds(self.templates, BY_CHOICES), judge=self.judge)
+        self.store.set_trust_marks(self.trust_marks)
+        for accepted in (False, True):  # in id order: those no judge's verdict is accepted on, then the rest
+            after = 0
+            while window := self.store.escalation_ids(accepted=accepted, **self._scope, after=after, limit=WINDOW):
+                after = window[-1]
+                yield [i for i in window if i not in self._shown_early] if self._shown_early else window
+
+    def _informative_windows(self) -> Iterator[list[int]]:
+        """The informative order (`_informative`). On a large queue its cells are weighed in a
+        child process (seconds at 1M items); meanwhile come the unlabelled items of the first cell
+        in that cell's random order (the order's own within the cell), each with a `queue_note`.
+        Those shown are not shown again."""
+        if self._in_background():
+            import numpy as np
+
+            cells = self.store.cells(**self._scope)
+            first = cells[0] if cells else ("", "", "")
+            self._prepare_later(EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
+            # the first cell's lane is the first permutation the seed draws, as in `informative_cells`
+            lane = np.random.default_rng(self.seed).permutation(
+                self.store.item_id_array(task=first[0], lang=first[1], system=first[2])) if cells else []
+            self._early = True
+            for k in range(0, len(lane), EARLY_WINDOW):
+                if not self.queue_preparing:
+                    break
+                yield self.store.unlabelled_ids(lane[k : k + EARLY_WINDOW].tolist())
+            self._early = False
+            heap, pending = self._prepared()
+        else:
+            heap, pending = informative_cells(self.store, self._scope, self.judge, self.seed)
+        window = []
+        for item_id in self._informative(heap, pending):
+            if item_id in self._shown_early:
+                continue
+            window.append(item_id)
+            if len(window) == WINDOW:
+                yield window
+                window = []
+        if window:
+            yield window
+
+    def _informative(self, heap: list, pending: dict) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of
         `calibrate scores`, with every cell's labels still a random sample of it.
 
@@ -236,20 +349,10 @@ class AnnotationSession:
         the judges are unsure, a label tells more). Within a cell items come in random order
         (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
         and Rogan-Gladen assume; which items the judges disagree on steers which cells get
-        labels, never which items. The queue is produced as it is taken."""
+        labels, never which items. The queue is produced as it is taken, from the heap and lanes
+        of `informative_cells`."""
         import heapq
 
-        import numpy as np
-
-        labelled = self.store.labelled_item_ids()
-        contested = np.array(self.store.contested_item_ids(**self._scope, judge=self.judge), dtype=np.int64)
-        heap, pending = [], {}
-        for cell, lane in lanes.items():
-            weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
-            done = np.isin(lane, labelled)
-            pending[cell] = lane[~done]
-            if len(pending[cell]):
-                heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
         taken = dict.fromkeys(pending, 0)
         while heap:
             _, cell, n, weight = heapq.heappop(heap)
@@ -286,7 +389,11 @@ class AnnotationSession:
             return item_id
         if self._windows is None:
             self._windows = self._queue_windows()
+        if self.history:
+            self.prepare_queue()  # if the app did not once the first item was painted
         while True:
+            if self._early and not self.queue_preparing:
+                self._window = []  # the queue is worked out: it goes on in its own order
             if not self._window:
                 self._window = next(self._windows, None)
                 if self._window is None:
@@ -296,6 +403,8 @@ class AnnotationSession:
                                              lease_seconds=self.lease_seconds, holder=self.holder, **self._scope)
             if item_id is not None:
                 del self._window[: self._window.index(item_id) + 1]
+                if self._early:
+                    self._shown_early.add(item_id)
                 return item_id
             self._window = []
 
@@ -554,3 +663,80 @@ class AnnotationSession:
         """Stop the audio and give back this annotator's held items so others can take them."""
         self.stop_listening()
         self.store.release_all(self.holder)
+
+
+def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
+    """The informative order's heap of cells and each cell's unlabelled items in random order
+    (`AnnotationSession._informative`), for the filter `scope` and `judge`, read through `store`."""
+    import heapq
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+             for cell in store.cells(**scope)}
+    labelled = store.labelled_item_ids()
+    contested = np.array(store.contested_item_ids(**scope, judge=judge), dtype=np.int64)
+    heap, pending = [], {}
+    for cell, lane in lanes.items():
+        weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
+        done = np.isin(lane, labelled)
+        pending[cell] = lane[~done]
+        if len(pending[cell]):
+            heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
+    return heap, pending
+
+
+def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | None, scope: dict, seed: int):
+    """What a queue order needs beyond its first items, from the database at `path` opened
+    read-only: escalate's trust marks, informative's cells (`informative_cells`)."""
+    store = Store(path, read_only=True)
+    try:
+        if order == "escalate":
+            return trust_marks(store, CellKinds(templates, BY_CHOICES), judge=judge)
+        return informative_cells(store, scope, judge, seed)
+    finally:
+        store.close()
+
+
+def in_child_process(future: Future, work: Callable, args: tuple) -> None:
+    """Run `work(*args)` in a fresh interpreter (`python -c`; its arguments and result pickled
+    through its stdin and stdout) and hand its result, or its exception, to `future` from a
+    thread that waits for it. A child still running when this process exits is ended."""
+    child = subprocess.Popen([sys.executable, "-c", "from calibrate.session import _child_main; _child_main()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    end = functools.partial(_end_child, child)
+    atexit.register(end)
+
+    def wait() -> None:
+        try:
+            out, _ = child.communicate(pickle.dumps((work, args)))
+            ok, value = pickle.loads(out)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the session raises it where it takes the result
+            end()
+            future.set_exception(SessionError(f"the queue's order could not be worked out in another process "
+                                              f"(status {child.returncode}): {exc}"))
+        else:
+            (future.set_result if ok else future.set_exception)(value)
+        atexit.unregister(end)
+
+    threading.Thread(target=wait, name="calibrate queue", daemon=True).start()
+
+
+def _end_child(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def _child_main() -> None:
+    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
+    (True, result) or (False, exception) out."""
+    work, args = pickle.loads(sys.stdin.buffer.read())
+    if hasattr(os, "nice"):
+        os.nice(10)  # the app showing items meanwhile comes first
+    try:
+        result = (True, work(*args))
+    except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken
+        result = (False, exc)
+    sys.stdout.buffer.write(pickle.dumps(result))

@@ -247,6 +247,10 @@ class Template:
     def _compiled(self) -> jinja2.Template:
         return _ENV.from_string(self.syntax)
 
+    def __getstate__(self) -> dict:
+        """Pickled (for another process) without its parsed and compiled forms, rebuilt when first used."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("syntax", "_compiled")}
+
     def render(self, task: str, fields: dict) -> RenderedPrompt:
         """Render the user prompt for an item of `task` with these fields."""
         if self.text is None:

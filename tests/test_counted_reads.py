@@ -29,6 +29,7 @@ from calibrate.model import NewItem, NewJudgment
 from calibrate.reliability_cells import (
     JURY,
     JudgedItem,
+    TrustMarks,
     _in_cell_words,
     _set_verdicts,
     jury_data,
@@ -303,6 +304,34 @@ def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
     finally:
         store.close()
 
+
+def test_items_surely_escalated_are_those_no_trust_marks_could_accept():
+    """The items the escalate order shows while its thresholds are being fitted
+    (`Store.surely_escalated_ids`) are exactly those on which no judge's verdict is accepted even
+    by the most lenient marks (every threshold 0, every irregular verdict accepted), for any
+    judge and filter: under any marks each of them is escalated."""
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=20, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=30), st.sampled_from([None, "gpt", "r1"]),
+           st.sampled_from([{}, {"task": "c3/lexical"}, {"system": "s1"}, {"task": "superglue/rte", "lang": "en"}]))
+    def check(items, judge, scope):
+        fill(store, items, serial)
+        pairs = store.conn.execute("SELECT DISTINCT task, lang FROM items").fetchall()
+        lenient = TrustMarks({(task, lang, name): 0.0 for task, lang in pairs for name in ("gpt", "r1")},
+                             {(i, name): True for (i,) in store.conn.execute("SELECT id FROM items")
+                              for name in ("gpt", "r1")}, judge)
+        store.set_trust_marks(lenient)
+        surely = store.surely_escalated_ids(judge=judge, **scope, limit=10**9)
+        assert surely == store.escalation_ids(accepted=False, **scope, limit=10**9)
+        window = store.surely_escalated_ids(judge=judge, **scope, after=surely[0] if surely else 0, limit=3)
+        assert window == surely[1:4]
+
+    try:
+        check()
+    finally:
+        store.close()
 
 def test_jury_from_counted_sets_equals_the_jury_item_by_item():
     """The jury's rows (judged, against each annotator, against the gold label, on shared items)

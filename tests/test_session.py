@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
+from calibrate import session as session_module
 from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
 from calibrate.store import Store, UnknownFilter
@@ -215,6 +219,106 @@ def test_the_escalate_order_starts_without_scipy_stats_or_scikit_learn(tmp_path)
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def held_until(event: threading.Event):
+    """A stand-in for session.in_child_process: the work runs on a thread of this process once
+    `event` is set, so a test knows which items come before the queue is worked out."""
+    def in_thread(future, work, args):
+        def run():
+            event.wait(10)
+            try:
+                future.set_result(work(*args))
+            except Exception as exc:  # noqa: BLE001 - handed over as the child process's would be
+                future.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+
+    return in_thread
+
+
+def test_a_queue_worked_out_in_a_child_process_shows_every_item_once(tmp_path, templates):
+    """The escalate order fitting its thresholds in a child process (as on a large queue): every
+    unlabelled item comes once, and the trust marks are those fitted in this process."""
+    store = Store(tmp_path / "c.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(12)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=None if k % 3 else 0.9) for k, i in enumerate(ids)])
+    store.annotate(ids[0], "bo", "label", label="yes")
+    s = session(store, templates, order="escalate", prepare_in_background=True)
+    assert sorted(drain(s)) == ids[1:]
+    here = session(store, templates, annotator="cy", order="escalate")
+    here.start()
+    assert s.trust_marks == here.trust_marks
+    s.close()
+    store.close()
+
+
+def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresholds(tmp_path, templates, monkeypatch):
+    """On a large queue the trust thresholds are fitted on a worker thread. Meanwhile the queue
+    shows, in id order and saying so, only items on which no verdict can be accepted whatever the
+    thresholds (here: no confidence); once they are fitted it goes on in the order's own sequence,
+    without showing those items again, and `trust_marks` holds what was fitted."""
+    store = Store(tmp_path / "e.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(48)], with_ids=True)
+    # labelled: 30 confident verdicts people agree with, 10 unsure ones they do not; then 8 unlabelled
+    confidences = [0.95] * 30 + [0.2] * 10 + [0.95, None, 0.2, 0.95, None, 0.2, 0.95, 0.95]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=c) for i, c in zip(ids, confidences, strict=True)])
+    for k, i in enumerate(ids[:40]):
+        store.annotate(i, "bo", "label", label="yes" if k < 30 else "no")
+    fitted = threading.Event()
+    monkeypatch.setattr(session_module, "in_child_process", held_until(fitted))
+    monkeypatch.setattr(session_module, "trust_marks", functools.partial(session_module.trust_marks, min_labels=1))
+    s = session(store, templates, order="escalate", prepare_in_background=True)
+    view = s.start()
+    assert view.item.id == ids[41] and s.queue_preparing
+    assert "still being fitted" in s.queue_note(ids[41])
+    fitted.set()
+    assert s.trust_marks.thresholds  # waits for the worker
+    assert not s.queue_preparing
+    s.decide("flag")
+    # the threshold accepts the 0.95 verdicts: the others first, in id order, ids[41] not again
+    assert [s.forward().item.id for _ in range(7)] == [ids[k] for k in (42, 44, 45, 40, 43, 46, 47)]
+    assert s.queue_note(ids[42]) is None and s.forward() is None
+    s.close()
+    store.close()
+
+
+def test_informative_shows_the_first_cells_items_in_their_order_while_it_weighs_the_cells(tmp_path, templates,
+                                                                                        monkeypatch):
+    """On a large queue the informative order weighs its cells on a worker thread. Meanwhile the
+    queue shows, saying so, the first cell's unlabelled items in the order the queue takes them
+    within that cell; once the cells are weighed it goes on as the order's own queue, without
+    showing those items again."""
+    store = Store(tmp_path / "i.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"{system}{k}", {"content": "c", "notation": "n", "response": "r"},
+                                      system=system) for system in ("a", "b") for k in range(10)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name=judge, judge_key=judge, status="verdict",
+                                     verdict="yes" if judge == "gpt" or k % 2 else "no")
+                         for k, i in enumerate(ids) for judge in ("gpt", "dpsk")])
+    store.annotate(ids[0], "bo", "label", label="yes")
+    whole = [i for window in session(store, templates, annotator="cy", order="informative")._queue_windows()
+             for i in window]
+    weighed = threading.Event()
+    monkeypatch.setattr(session_module, "in_child_process", held_until(weighed))
+    s = session(store, templates, order="informative", prepare_in_background=True)
+    first_cell = [i for i in whole if i in ids[:10]]
+    shown = [s.start().item.id, s.forward().item.id]
+    assert shown == first_cell[:2] and s.queue_preparing
+    assert "(c3/lexical en a)" in s.queue_note(shown[1])
+    weighed.set()
+    deadline = time.monotonic() + 10
+    while s.queue_preparing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rest = []
+    while (view := s.forward()) is not None:
+        rest.append(view.item.id)
+    assert rest == [i for i in whole if i not in shown] and s.queue_note(rest[0]) is None
+    s.close()
+    store.close()
 
 
 def test_informative_order_spreads_labels_over_systems_favouring_contested_cells(templates):

@@ -323,3 +323,14 @@ def test_judge_with_a_hostile_template_runs_nothing_and_asks_nothing(tmp_path, d
         out = Calibrate(demo_db)("--templates", str(folder), "judge", "--model", "m", "--base-url", server.url, ok=False)
     assert out.exit_code == 1 and "Error: template custom/en/lexical" in out.output and "refused" in out.output
     assert "Traceback" not in out.output and server.count == 0 and not marker.exists()
+
+
+def test_a_template_set_that_has_rendered_goes_to_another_process_and_renders_the_same():
+    """The escalate and informative queues send the templates to a child process (pickled)."""
+    import pickle
+
+    templates = TemplateSet()
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    here = templates.for_task("c3/lexical", "en").render("c3/lexical", fields)
+    there = pickle.loads(pickle.dumps(templates)).for_task("c3/lexical", "en").render("c3/lexical", fields)
+    assert (there.system, there.user) == (here.system, here.user)

@@ -220,6 +220,18 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
     def close(self) -> None:
         self.conn.close()
 
+    def defer_checkpoints(self) -> None:
+        """This connection's commits no longer copy the write-ahead log into the database file
+        as it grows (SQLite's automatic checkpoint: tens of milliseconds on a large file, inside
+        the commit); its owner calls `checkpoint` on another connection when it has time.
+        Other connections checkpoint as before."""
+        self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file as far as no reader still needs it,
+        without waiting for any lock (a passive checkpoint)."""
+        self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     # -- transactions -------------------------------------------------------------------
 
     @contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from calibrate.model import dump_json
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import gold_of
 
@@ -165,7 +166,9 @@ class ConfidenceMixin:
                       [(*key, threshold) for key, threshold in marks.thresholds.items()])
         c.execute("CREATE TEMP TABLE trust_irregular (item_id INTEGER, judge_name TEXT, accepted INTEGER, "
                   "PRIMARY KEY (item_id, judge_name)) WITHOUT ROWID")
-        c.executemany("INSERT INTO trust_irregular VALUES (?, ?, ?)", [(*key, ok) for key, ok in marks.irregular.items()])
+        # the accepted ones only (an irregular verdict without a row is not accepted), in one statement
+        c.execute("INSERT INTO trust_irregular SELECT value ->> 0, value ->> 1, 1 FROM json_each(?)",
+                  (dump_json([key for key, ok in marks.irregular.items() if ok]),))
         self._trust_judge = marks.judge
 
     # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted
@@ -191,6 +194,23 @@ class ConfidenceMixin:
             f"SELECT i.id FROM items i WHERE {where} AND i.id > ? AND {'' if accepted else 'NOT'} EXISTS ("
             f"SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND (? IS NULL OR v.judge_name = ?) "
             f"AND {self.ACCEPTED}) ORDER BY i.id LIMIT ?",
+            [*params, after, judge, judge, limit])]
+
+    def surely_escalated_ids(self, *, judge: str | None = None, task: str | None = None, lang: str | None = None,
+                             system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:
+        """Ids of the filtered items after `after`, in id order, at most `limit`, on which no verdict
+        of `judge` (None: any judge) can be accepted whatever the trust marks: none is a parsed
+        verdict with a stored confidence in [0, 1], none is irregular (repeats, or an error in
+        force). `escalation_ids(accepted=False)` holds each of them under any `set_trust_marks`,
+        so they can be shown before the thresholds are fitted."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        return [r[0] for r in self.conn.execute(
+            f"SELECT i.id FROM items i WHERE {where} AND i.id > ? AND NOT EXISTS ("
+            "SELECT 1 FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+            "WHERE v.item_id = i.id AND (? IS NULL OR v.judge_name = ?) AND (v.status = 'error' "
+            "OR (v.status = 'verdict' AND j.confidence BETWEEN 0 AND 1) OR EXISTS ("
+            "SELECT 1 FROM judgments r INDEXED BY judgments_repeats WHERE r.item_id = v.item_id "
+            "AND r.judge_name = v.judge_name AND r.sample > 0))) ORDER BY i.id LIMIT ?",
             [*params, after, judge, judge, limit])]
 
 

@@ -86,6 +86,13 @@ class QueueMixin:
         """
         return sorted({r[0] for r in self.conn.execute(sql, [*judge_params, *params])})
 
+    def unlabelled_ids(self, item_ids: Sequence[int]) -> list[int]:
+        """Those of `item_ids` on which nobody has a label in force, in the order given."""
+        labelled = {r[0] for r in self.conn.execute(
+            "SELECT item_id FROM labels_in_force WHERE item_id IN (SELECT value FROM json_each(?))",
+            (dump_json(list(item_ids)),))}
+        return [i for i in item_ids if i not in labelled]
+
     # -- leases ---------------------------------------------------------------------------
 
     _ELIGIBLE = f"""

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from calibrate.audio import scp_path
 from calibrate.escape import safe
 from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
-from calibrate.store import DatabaseBusy, DatabaseFault
+from calibrate.store import DatabaseBusy, DatabaseFault, Store
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
@@ -34,6 +34,7 @@ from calibrate.tui.text_screen import TextScreen
 from calibrate.tui.verdict_panel import VerdictPanel
 
 T = TypeVar("T")
+CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's write-ahead log, off the key path
 
 
 def _stop_waiting_here(seconds: float) -> None:
@@ -109,7 +110,11 @@ class AnnotateScreen(Screen):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
+        if self.session.store.path != ":memory:":
+            self.session.store.defer_checkpoints()  # `_checkpoint` does them, on a thread, between keys
         self.write(self.session.start, self.show)
+        # what the queue's order needs beyond its first items (seconds on a large queue), once they are painted
+        self.call_after_refresh(self.session.prepare_queue)
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
@@ -173,12 +178,11 @@ class AnnotateScreen(Screen):
         self.query_one(ItemPanel).show(view, expanded=self.expanded, page=self.page)
         self.query_one(VerdictPanel).show(view, hidden)
         self.query_one(PromptPanel).show(view)
-        strip = self.query_one(AudioStrip)
+        strip, main = self.query_one(AudioStrip), self.query_one("#main")
         strip.show(view, self.session)
-        if view is not None and view.audio_first:
-            self.move_child(strip, before=self.query_one("#main"))
-        else:
-            self.move_child(strip, after=self.query_one("#main"))
+        first = view is not None and view.audio_first
+        if first != (self.children.index(strip) < self.children.index(main)):  # a move lays out the whole screen
+            self.move_child(strip, **{"before" if first else "after": main})
         self.query_one(KeyBar).show(self, view.choices if view else ())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -215,7 +219,26 @@ class AnnotateScreen(Screen):
             self.revealed.add(decision.item_id)
             return self.session.forward()
 
-        self.write(save, self.show)
+        self.write(save, self._show_decided)
+
+    def _show_decided(self, view: ItemView | None) -> None:
+        self.show(view)
+        if self.session.decisions_here % CHECKPOINT_EVERY == 0 and self.session.store.path != ":memory:":
+            self._checkpoint()
+
+    @work(thread=True, exclusive=True, group="checkpoint")
+    def _checkpoint(self) -> None:
+        """Copy the decisions' write-ahead log into the database file, on a connection of this
+        thread: the commits of the app's own connection do not (`Store.defer_checkpoints`), so
+        that no key waits for it. One that fails is done by a later one."""
+        try:
+            store = Store(self.session.store.path)
+            try:
+                store.checkpoint()
+            finally:
+                store.close()
+        except DatabaseFault:
+            return
 
     # -- actions -----------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The lines above the item: the active filter, where you are (task, language, item), how far
 along (labels only: skips and flags are not labels), what happened to your last decision (the
-blind-mode reveal), and, while another writer holds the database, that a decision waits. The
+blind-mode reveal), why the item came out of the queue's order if it did, and, while another writer holds the database, that a decision waits. The
 first line always fits on one line: where the terminal is narrow the item's source id loses
 its middle, then the rate per hour goes. Labels read as words (a rubric label as its two
 scores, not JSON)."""
@@ -49,6 +49,9 @@ class StatusBar(Static):
                 mark, style = ("✓ agrees", "green") if last.agrees else ("✗ differs", "red")
                 text.append(f"   judge said {safe(words(last.judge_verdict))} ", style="dim")
                 text.append(mark, style=f"bold {style}")
+        note = session.queue_note(view.item.id) if view is not None else None
+        if note:
+            text.append(f"\n {note}", style="yellow")
         if view is None:
             text.append(f"\n {session.finished_summary()}. k goes back.")
         self._text = text
