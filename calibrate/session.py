@@ -7,22 +7,16 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
-import atexit
-import functools
-import os
-import pickle
-import subprocess
-import sys
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from calibrate.audio import PLAYER_HINT, Playback, audio_url, find_player
 from calibrate.cells import BY_CHOICES, CellKinds
+from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
@@ -217,7 +211,10 @@ class AnnotationSession:
     def _prepared(self):
         """What the child process worked out (started now if it was not), once it has."""
         self.prepare_queue()
-        return self._preparing.result()
+        try:
+            return self._preparing.result()
+        except ChildWorkError as exc:
+            raise SessionError(f"the queue's order could not be worked out in another process ({exc})") from None
 
     @property
     def queue_preparing(self) -> bool:
@@ -697,46 +694,3 @@ def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | N
         return informative_cells(store, scope, judge, seed)
     finally:
         store.close()
-
-
-def in_child_process(future: Future, work: Callable, args: tuple) -> None:
-    """Run `work(*args)` in a fresh interpreter (`python -c`; its arguments and result pickled
-    through its stdin and stdout) and hand its result, or its exception, to `future` from a
-    thread that waits for it. A child still running when this process exits is ended."""
-    child = subprocess.Popen([sys.executable, "-c", "from calibrate.session import _child_main; _child_main()"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    end = functools.partial(_end_child, child)
-    atexit.register(end)
-
-    def wait() -> None:
-        try:
-            out, _ = child.communicate(pickle.dumps((work, args)))
-            ok, value = pickle.loads(out)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the session raises it where it takes the result
-            end()
-            future.set_exception(SessionError(f"the queue's order could not be worked out in another process "
-                                              f"(status {child.returncode}): {exc}"))
-        else:
-            (future.set_result if ok else future.set_exception)(value)
-        atexit.unregister(end)
-
-    threading.Thread(target=wait, name="calibrate queue", daemon=True).start()
-
-
-def _end_child(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.kill()
-        child.wait()
-
-
-def _child_main() -> None:
-    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
-    (True, result) or (False, exception) out."""
-    work, args = pickle.loads(sys.stdin.buffer.read())
-    if hasattr(os, "nice"):
-        os.nice(10)  # the app showing items meanwhile comes first
-    try:
-        result = (True, work(*args))
-    except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken
-        result = (False, exc)
-    sys.stdout.buffer.write(pickle.dumps(result))

@@ -1,0 +1,66 @@
+"""Work that takes seconds, run in a fresh interpreter while the app goes on showing items.
+
+A thread of the app's own process would hold the interpreter's lock for much of that work and
+keys would wait behind it; `multiprocessing` cannot start a child from inside Textual's
+terminal driver. So the work and its arguments are pickled into a `python -c` child through its
+standard input, and its result (or the exception it raised) comes back through its standard
+output, to a `Future` that a waiting thread fills.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+
+class ChildWorkError(RuntimeError):
+    """The child process ended without handing back a result (killed, or it could not start)."""
+
+
+def in_child_process(future: Future, work: Callable, args: tuple) -> None:
+    """Run `work(*args)` in a fresh interpreter and hand its result, or its exception, to
+    `future` from a thread that waits for it; a child that cannot finish gives `ChildWorkError`.
+    A child still running when this process exits is ended."""
+    child = subprocess.Popen([sys.executable, "-c", "from calibrate.child_process import _child_main; _child_main()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    end = functools.partial(_end_child, child)
+    atexit.register(end)
+
+    def wait() -> None:
+        try:
+            out, _ = child.communicate(pickle.dumps((work, args)))
+            ok, value = pickle.loads(out)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the caller raises it where it takes the result
+            end()
+            future.set_exception(ChildWorkError(f"status {child.returncode}: {exc}"))
+        else:
+            (future.set_result if ok else future.set_exception)(value)
+        atexit.unregister(end)
+
+    threading.Thread(target=wait, name="calibrate child process", daemon=True).start()
+
+
+def _end_child(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def _child_main() -> None:
+    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
+    (True, result) or (False, exception) out, at a lower priority than the app."""
+    work, args = pickle.loads(sys.stdin.buffer.read())
+    if hasattr(os, "nice"):
+        os.nice(10)  # the app showing items meanwhile comes first
+    try:
+        result = (True, work(*args))
+    except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken
+        result = (False, exc)
+    sys.stdout.buffer.write(pickle.dumps(result))

@@ -1,0 +1,31 @@
+"""Work run in a child process hands back its result, its own exception, or ChildWorkError when
+the child dies without answering."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future
+
+import pytest
+
+from calibrate.child_process import ChildWorkError, in_child_process
+
+
+def test_the_result_comes_back_from_another_process():
+    future = Future()
+    in_child_process(future, os.getpid, ())
+    assert future.result(timeout=60) != os.getpid()
+
+
+def test_the_works_own_exception_is_raised_where_the_result_is_taken():
+    future = Future()
+    in_child_process(future, int, ("not a number",))
+    with pytest.raises(ValueError, match="not a number"):
+        future.result(timeout=60)
+
+
+def test_a_child_that_dies_without_answering_gives_child_work_error():
+    future = Future()
+    in_child_process(future, os._exit, (3,))  # the child ends at once, writing nothing back
+    with pytest.raises(ChildWorkError, match="status 3"):
+        future.result(timeout=60)
