@@ -101,9 +101,11 @@ def fill(store: Store, items: list[dict], serial) -> list[int]:
 
 
 def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = None) -> dict[tuple, list[JudgedItem]]:
-    """(cell, judge) -> every counted item the judge judged, read item by item: its samples (the
-    newest judgment that is not an error per sample index), gold label, response length and
-    system, with its verdict and confidence set by the module's rule (`_set_verdicts`)."""
+    """(cell, judge) -> every counted item the judge judged, read item by item: its samples as
+    the verdict in force reads them (the newest judgment of each sample index in the judge's
+    newest configuration, a failed one no vote; when there is one sample or all failed, the
+    newest judgment that is not an error), gold label, response length and system, with its
+    verdict and confidence set by the module's rule (`_set_verdicts`)."""
     labels = defaultdict(dict)
     for row in store.current_labels():
         labels[row["item_id"]][row["annotator"]] = row["label"]
@@ -112,15 +114,26 @@ def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = Non
     for it in store.iter_items():
         if TEMPLATES.people_decide(it.task, it.lang):
             continue
+        by_judge = defaultdict(list)
         for j in sorted(store.judgments_for_item(it.id), key=lambda j: j.id):
-            if j.status == "error":
-                continue
+            by_judge[j.judge_name].append(j)
+        for name, judged in by_judge.items():
+            newest_key = judged[-1].judge_key
+            in_force = {j.sample: j for j in judged if j.judge_key == newest_key}  # the newest of each index
+            if len(in_force) > 1 and any(j.status != "error" for j in in_force.values()):
+                samples = in_force
+            else:
+                counted = [j for j in judged if j.status != "error"]
+                if not counted:
+                    continue
+                samples = {0: counted[-1]}
             response = it.fields.get("response")
-            found = cells[(it.task, it.lang, j.judge_name)].setdefault(it.id, JudgedItem(
+            found = cells[(it.task, it.lang, name)].setdefault(it.id, JudgedItem(
                 it.id, human=gold.get(it.id), length=len(response) if isinstance(response, str) else None,
                 system=it.system or None))
-            found.samples[j.sample] = j.verdict if j.status == "verdict" else None
-            found.logprobs[j.sample] = j.confidence if j.confidence is not None and 0 <= j.confidence <= 1 else None
+            for k, j in samples.items():
+                found.samples[k] = j.verdict if j.status == "verdict" else None
+                found.logprobs[k] = j.confidence if j.confidence is not None and 0 <= j.confidence <= 1 else None
     out: dict[tuple, list[JudgedItem]] = defaultdict(list)
     for (task, lang, name), members in cells.items():
         _in_cell_words(kinds, task, lang, members.values())

@@ -125,20 +125,34 @@ class ConfidenceMixin:
                 if not repeated and status != "error" and judge in (None, name)]
 
     def irregular_samples(self, judge: str | None = None) -> tuple[list[tuple], list[tuple]]:
-        """The irregular verdicts on counted items one by one: every judgment of theirs that is not
-        an error, in id order (item_id, task, lang, system, judge_name, sample, status, verdict,
-        confidence, response_length), and the labels in force of their items (item_id, annotator,
-        label)."""
+        """The irregular verdicts on counted items one by one, as the verdict in force reads them
+        (migration 0015): a pair with repeats gives the samples in force (the newest judgment of
+        each sample index in the judge's newest configuration; a failed sample is no vote), unless
+        every one of them failed; any other pair (its judgment in force failed) gives its newest
+        judgment that is not an error, as sample 0. Rows in id order (item_id, task, lang,
+        system, judge_name, sample, status, verdict, confidence, response_length), and the
+        labels in force of their items (item_id, annotator, label)."""
         self._mark_irregular(judge)
-        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment, in id order)
-        samples = list(plain_rows(self.conn, """
-            SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
-                   i.response_length
-            FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
-            JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id
-            WHERE j.status != 'error' ORDER BY j.id"""))
-        labels = list(plain_rows(self.conn, "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
-                                            "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)"))
+        c = self.conn
+        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment), in id order
+        judged: dict[tuple[int, str], list[tuple]] = {}
+        for row in plain_rows(c, """
+                SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+                       i.response_length, j.judge_key, j.id
+                FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
+                JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id ORDER BY j.id"""):
+            judged.setdefault((row[0], row[4]), []).append(row)
+        samples = []
+        for rows in judged.values():
+            newest_key = rows[-1][10]
+            in_force = {row[5]: row for row in rows if row[10] == newest_key}  # the newest of each sample index
+            if len(in_force) > 1 and any(row[6] != "error" for row in in_force.values()):
+                samples += in_force.values()
+            elif counted := [row for row in rows if row[6] != "error"]:
+                samples.append((*counted[-1][:5], 0, *counted[-1][6:]))
+        samples = [row[:10] for row in sorted(samples, key=lambda row: row[11])]
+        labels = list(plain_rows(c, "SELECT l.item_id, l.annotator, l.label FROM labels_in_force l "
+                                    "WHERE l.item_id IN (SELECT item_id FROM temp.irregular)"))
         return samples, labels
 
     def judged_cells(self, judge: str | None = None) -> list[tuple[str, str, str, str]]:
