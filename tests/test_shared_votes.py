@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from calibrate.cells import CellKinds
 from calibrate.model import AgreementData
@@ -21,6 +20,7 @@ from calibrate.stats.alt_test import (
     AltTest,
     alternative_annotator_test,
     alternative_annotator_test_coded,
+    decision_from_wins,
 )
 from calibrate.stats.ceiling import human_ceiling, human_ceiling_coded
 from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS
@@ -49,31 +49,7 @@ def alt_test_item_by_item(items: dict, judge: dict, *, epsilon: float = 0.2, alp
             human_hits = tally[label] - 1
             judge_wins[j].append(judge_hits >= human_hits)
             human_wins[j].append(human_hits >= judge_hits)
-    p_values, detail, left_out, advantages = [], {}, {}, []
-    for j in humans:
-        if not judge_wins[j]:
-            left_out[j] = "no item shared with another annotator and the judge"
-            continue
-        d = np.asarray(human_wins[j], dtype=float) - np.asarray(judge_wins[j], dtype=float)
-        if np.ptp(d) == 0:
-            test, p = "constant differences (sign test)", 0.5 ** len(d) if d[0] < epsilon else 1.0
-        elif len(d) >= min_items:
-            test, p = "t-test", float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
-        else:
-            test, p = "Wilcoxon signed-rank", float(stats.wilcoxon(d - epsilon, alternative="less").pvalue)
-        p_values.append((j, p))
-        advantages.append(float(np.mean(judge_wins[j])))
-        detail[j] = {"items": len(d), "test": test, "p": p, "advantage": advantages[-1]}
-    if not p_values:
-        return AltTest(False, epsilon=epsilon, annotators=len(humans), left_out=left_out, min_items=min_items,
-                       reason="no annotator shares a judged item with another annotator")
-    adjusted = stats.false_discovery_control([p for _, p in p_values], method="by")
-    for (j, _), q in zip(p_values, adjusted, strict=True):
-        detail[j]["p_adjusted"] = float(q)
-        detail[j]["rejected"] = bool(q <= alpha)
-    omega = float(np.mean([detail[j]["rejected"] for j, _ in p_values]))
-    return AltTest(True, omega, omega >= 0.5, epsilon, len(humans), per_annotator=detail,
-                   advantage_probability=float(np.mean(advantages)), left_out=left_out, min_items=min_items)
+    return decision_from_wins(humans, judge_wins, human_wins, epsilon=epsilon, alpha=alpha, min_items=min_items)
 
 
 def ceiling_arrays_item_by_item(items: dict, judge: dict) -> tuple:

@@ -92,9 +92,18 @@ def alternative_annotator_test_coded(shared_votes: SharedVotes, *, epsilon: floa
         judge_hits = np.where(parsed, tally[rows, np.where(parsed, verdict, 0)] - (label == verdict), 0)
         human_hits = tally[rows, label] - 1
         judge_wins[j], human_wins[j] = judge_hits >= human_hits, human_hits >= judge_hits
+    return decision_from_wins(humans, judge_wins, human_wins, epsilon=epsilon, alpha=alpha, min_items=min_items)
+
+
+def decision_from_wins(humans: list, judge_wins: dict, human_wins: dict, *, epsilon: float, alpha: float,
+                   min_items: int) -> AltTest:
+    """The test's decision from each annotator's wins (`alternative_annotator_test`): per
+    annotator j in `humans`, W_judge and W_human over j's items in item order (empty: j is left
+    out), the one-sided test of d_i = W_human,i - W_judge,i against epsilon, the
+    Benjamini-Yekutieli correction, omega and rho."""
     p_values, detail, left_out, advantages = [], {}, {}, []
     for j in humans:
-        if not len(judge_wins[j]):
+        if not len(judge_wins.get(j, ())):
             left_out[j] = "no item shared with another annotator and the judge"
             continue
         d = np.asarray(human_wins[j], dtype=float) - np.asarray(judge_wins[j], dtype=float)
