@@ -27,6 +27,7 @@ from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
+ID_SLICE = 50_000  # item ids per read of the orders that read their first items in slices of ids
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
 EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
@@ -256,18 +257,21 @@ class AnnotationSession:
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
             yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
-            first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
-            chosen = set(first)
-            for k in range(0, len(first), WINDOW):
-                yield first[k : k + WINDOW]
+            top, step, low, chosen = self.store.max_item_id(), ID_SLICE, 1, set()
+            while low <= top:
+                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
+                chosen.update(first)
+                for k in range(0, len(first), WINDOW):
+                    yield first[k : k + WINDOW]
+                low += step
             after = 0
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
                 yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
             yield from self._informative_windows()
-        else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
-            top, step, low = self.store.max_item_id(), 50_000, 1
+        else:  # disagreement-first: contested items in id order, then the rest (both read a slice of ids at a time)
+            top, step, low = self.store.max_item_id(), ID_SLICE, 1
             while low <= top:
                 contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
                 if contested:
