@@ -20,6 +20,7 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
+from calibrate.queue_lanes import informative_cells, shuffled_lanes, work_out_queue
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -174,7 +175,6 @@ class AnnotationSession:
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
-
     @property
     def trust_marks(self):
         """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
@@ -236,11 +236,10 @@ class AnnotationSession:
     def _queue_windows(self) -> Iterator[list[int]]:
         """The queue in this session's order, a window of item ids at a time, computed lazily
         so that the first item shows at once even on a million items."""
-        if self.order in ("random", "stratified"):
+        if self.order == "random":
             import numpy as np  # only the shuffled orders need it; keeps start-up light
 
             rng = np.random.default_rng(self.seed)
-        if self.order == "random":
             # the filter's items in random order: where they are most ids up to the highest, every
             # id shuffled (the claim passes over ids outside the filter), without reading them
             top = self.store.max_item_id()
@@ -250,8 +249,7 @@ class AnnotationSession:
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
             # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = [rng.permutation(self.store.item_id_array(task=task, lang=lang, system=system))
-                     for task, lang, system in self.store.cells(**self._scope)]
+            lanes = list(shuffled_lanes(self.store, self._scope, self.seed).values())
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
@@ -664,37 +662,3 @@ class AnnotationSession:
         """Stop the audio and give back this annotator's held items so others can take them."""
         self.stop_listening()
         self.store.release_all(self.holder)
-
-
-def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
-    """The informative order's heap of cells and each cell's unlabelled items in random order
-    (`AnnotationSession._informative`), for the filter `scope` and `judge`, read through `store`."""
-    import heapq
-
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-             for cell in store.cells(**scope)}
-    labelled = store.labelled_item_ids()
-    contested = np.array(store.contested_item_ids(**scope, judge=judge), dtype=np.int64)
-    heap, pending = [], {}
-    for cell, lane in lanes.items():
-        weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
-        done = np.isin(lane, labelled)
-        pending[cell] = lane[~done]
-        if len(pending[cell]):
-            heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
-    return heap, pending
-
-
-def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | None, scope: dict, seed: int):
-    """What a queue order needs beyond its first items, from the database at `path` opened
-    read-only: escalate's trust marks, informative's cells (`informative_cells`)."""
-    store = Store(path, read_only=True)
-    try:
-        if order == "escalate":
-            return trust_marks(store, CellKinds(templates, BY_CHOICES), judge=judge)
-        return informative_cells(store, scope, judge, seed)
-    finally:
-        store.close()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from calibrate import queue_lanes
 from calibrate import session as session_module
 from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
@@ -271,7 +272,7 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
         store.annotate(i, "bo", "label", label="yes" if k < 30 else "no")
     fitted = threading.Event()
     monkeypatch.setattr(session_module, "in_child_process", held_until(fitted))
-    monkeypatch.setattr(session_module, "trust_marks", functools.partial(session_module.trust_marks, min_labels=1))
+    monkeypatch.setattr(queue_lanes, "trust_marks", functools.partial(queue_lanes.trust_marks, min_labels=1))
     s = session(store, templates, order="escalate", prepare_in_background=True)
     view = s.start()
     assert view.item.id == ids[41] and s.queue_preparing
@@ -423,3 +424,4 @@ def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates,
     queue = _queue(session(store, templates, order="unstable-first"))
     assert queue == unstable + [i for i in ids if i not in set(unstable)]
     assert store.unstable_item_ids(between=(ids[500], ids[999])) == [i for i in unstable if ids[500] <= i <= ids[999]]
+
