@@ -20,6 +20,7 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
+from calibrate.queue_lanes import informative_cells, shuffled_lanes, work_out_queue
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -27,6 +28,7 @@ from calibrate.validate import InputError, check_field_type
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
+ID_SLICE = 50_000  # item ids per read of the orders that read their first items in slices of ids
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
 EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
@@ -173,7 +175,6 @@ class AnnotationSession:
         self.holder = lease_holder(self.annotator, self.tab)
         self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
-
     @property
     def trust_marks(self):
         """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
@@ -235,11 +236,10 @@ class AnnotationSession:
     def _queue_windows(self) -> Iterator[list[int]]:
         """The queue in this session's order, a window of item ids at a time, computed lazily
         so that the first item shows at once even on a million items."""
-        if self.order in ("random", "stratified"):
+        if self.order == "random":
             import numpy as np  # only the shuffled orders need it; keeps start-up light
 
             rng = np.random.default_rng(self.seed)
-        if self.order == "random":
             # the filter's items in random order: where they are most ids up to the highest, every
             # id shuffled (the claim passes over ids outside the filter), without reading them
             top = self.store.max_item_id()
@@ -249,25 +249,27 @@ class AnnotationSession:
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
             # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = [rng.permutation(self.store.item_id_array(task=task, lang=lang, system=system))
-                     for task, lang, system in self.store.cells(**self._scope)]
+            lanes = list(shuffled_lanes(self.store, self._scope, self.seed).values())
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
             yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
-            first = self.store.unstable_item_ids(**self._scope, judge=self.judge)
-            chosen = set(first)
-            for k in range(0, len(first), WINDOW):
-                yield first[k : k + WINDOW]
+            top, step, low, chosen = self.store.max_item_id(), ID_SLICE, 1, set()
+            while low <= top:
+                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
+                chosen.update(first)
+                for k in range(0, len(first), WINDOW):
+                    yield first[k : k + WINDOW]
+                low += step
             after = 0
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
                 yield [i for i in rest if i not in chosen]
         elif self.order == "informative":
             yield from self._informative_windows()
-        else:  # disagreement-first: contested items in id order, read a slice of ids at a time, then the rest
-            top, step, low = self.store.max_item_id(), 50_000, 1
+        else:  # disagreement-first: contested items in id order, then the rest (both read a slice of ids at a time)
+            top, step, low = self.store.max_item_id(), ID_SLICE, 1
             while low <= top:
                 contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
                 if contested:
@@ -660,37 +662,3 @@ class AnnotationSession:
         """Stop the audio and give back this annotator's held items so others can take them."""
         self.stop_listening()
         self.store.release_all(self.holder)
-
-
-def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
-    """The informative order's heap of cells and each cell's unlabelled items in random order
-    (`AnnotationSession._informative`), for the filter `scope` and `judge`, read through `store`."""
-    import heapq
-
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lanes = {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-             for cell in store.cells(**scope)}
-    labelled = store.labelled_item_ids()
-    contested = np.array(store.contested_item_ids(**scope, judge=judge), dtype=np.int64)
-    heap, pending = [], {}
-    for cell, lane in lanes.items():
-        weight = 1 + int(np.isin(lane, contested).sum()) / len(lane)
-        done = np.isin(lane, labelled)
-        pending[cell] = lane[~done]
-        if len(pending[cell]):
-            heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
-    return heap, pending
-
-
-def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | None, scope: dict, seed: int):
-    """What a queue order needs beyond its first items, from the database at `path` opened
-    read-only: escalate's trust marks, informative's cells (`informative_cells`)."""
-    store = Store(path, read_only=True)
-    try:
-        if order == "escalate":
-            return trust_marks(store, CellKinds(templates, BY_CHOICES), judge=judge)
-        return informative_cells(store, scope, judge, seed)
-    finally:
-        store.close()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from calibrate import queue_lanes
 from calibrate import session as session_module
 from calibrate.model import NewItem, NewJudgment
 from calibrate.session import AnnotationSession, SessionError
@@ -271,7 +272,7 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
         store.annotate(i, "bo", "label", label="yes" if k < 30 else "no")
     fitted = threading.Event()
     monkeypatch.setattr(session_module, "in_child_process", held_until(fitted))
-    monkeypatch.setattr(session_module, "trust_marks", functools.partial(session_module.trust_marks, min_labels=1))
+    monkeypatch.setattr(queue_lanes, "trust_marks", functools.partial(queue_lanes.trust_marks, min_labels=1))
     s = session(store, templates, order="escalate", prepare_in_background=True)
     view = s.start()
     assert view.item.id == ids[41] and s.queue_preparing
@@ -368,3 +369,59 @@ def test_an_item_judged_with_repeats_shows_and_confirms_their_majority(two_cells
     assert view.judgment.unparsed_reason == "the 2 repeats tie: 1 each for the most frequent verdicts"
     with pytest.raises(SessionError, match="no verdict to confirm"):
         s.decide("confirm")
+
+
+def _queue(s: AnnotationSession) -> list[int]:
+    """The whole queue of a session, in its order (every window's ids, one after another)."""
+    return [i for window in s._queue_windows() for i in window]
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
+    """The queue is the cells' lanes (each cell's ids shuffled in the seed's turn) interleaved one item
+    of each at a time, written out item by item, on cells of unequal sizes spanning several windows."""
+    import numpy as np
+
+    store = Store(":memory:")
+    sizes = {("c3/lexical", "en"): 1300, ("c3/semantic", "zh"): 700, ("superglue/boolq", "en"): 41}
+    fields = {"c3/lexical": {"content": "c", "notation": "n", "response": "r"},
+              "c3/semantic": {"content": "c", "annotation": "a", "response": "r"},
+              "superglue/boolq": {"question": "q", "passage": "p", "response": "True"}}
+    rng = np.random.default_rng(99)
+    todo = [cell for cell, n in sizes.items() for _ in range(n)]
+    items = [NewItem(task, lang, f"{k}", fields[task], system=f"s{k % 2}")
+             for k, (task, lang) in enumerate(todo[j] for j in rng.permutation(len(todo)))]
+    store.add_items(items)
+
+    def written_out(**scope):
+        rng = np.random.default_rng(seed)
+        lanes = [rng.permutation(store.item_id_array(task=t, lang=lg, system=sy)) for t, lg, sy in store.cells(**scope)]
+        return [int(lane[j]) for j in range(max(map(len, lanes))) for lane in lanes if j < len(lane)]
+
+    expected = written_out()
+    assert len(store.cells()) == 6 and sorted(expected) == store.item_ids() != expected
+    assert _queue(session(store, templates, order="stratified", seed=seed)) == expected
+    drained = drain(session(store, templates, task="superglue/boolq", order="stratified", seed=seed))
+    assert drained == written_out(task="superglue/boolq") and len(drained) == 41
+
+
+def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates, monkeypatch):
+    """Read a slice of ids at a time, the unstable-first queue is still every unstable item in id
+    order (as one read of them all gives), then the others in id order."""
+    import random
+
+    store = Store(":memory:")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"{k}", {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(2000)], with_ids=True)
+    draw = random.Random(5)
+    repeated = draw.sample(ids, 300)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict",
+                                     verdict=draw.choice(["yes", "no"]) if i in repeated[:120] else "yes", sample=k)
+                         for i in repeated for k in range(3)])
+    unstable = store.unstable_item_ids()
+    assert 40 < len(unstable) < 120
+    monkeypatch.setattr(session_module, "ID_SLICE", 97)
+    queue = _queue(session(store, templates, order="unstable-first"))
+    assert queue == unstable + [i for i in ids if i not in set(unstable)]
+    assert store.unstable_item_ids(between=(ids[500], ids[999])) == [i for i in unstable if ids[500] <= i <= ids[999]]
+

@@ -69,14 +69,17 @@ class QueueMixin:
         return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
 
     def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
-                          system: str | None = None) -> list[int]:
+                          system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
         """Items on which one judge configuration gave different parsed verdicts over its
-        repeats (`judge --repeat`), newest judgment per sample."""
+        repeats (`judge --repeat`), newest judgment per sample; only item ids within `between`
+        (inclusive) when given, so a queue can read them in slices."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
+        low, high = between or (0, 2**63 - 1)
         # only items with a repeat (a sample > 0, found by migration 0014's index) can be unstable
         sql = f"""
-        WITH repeated AS (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats WHERE sample > 0),
+        WITH repeated AS (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats
+                          WHERE sample > 0 AND item_id BETWEEN ? AND ?),
         latest AS (SELECT max(j.id) AS id FROM repeated r CROSS JOIN judgments j ON j.item_id = r.item_id
                    WHERE j.status != 'error'{judge_clause.replace('judge_name', 'j.judge_name')}
                    GROUP BY j.item_id, j.judge_key, j.sample)
@@ -84,7 +87,7 @@ class QueueMixin:
         WHERE j.status = 'verdict' AND {where}
         GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
         """
-        return sorted({r[0] for r in self.conn.execute(sql, [*judge_params, *params])})
+        return sorted({r[0] for r in self.conn.execute(sql, [low, high, *judge_params, *params])})
 
     def unlabelled_ids(self, item_ids: Sequence[int]) -> list[int]:
         """Those of `item_ids` on which nobody has a label in force, in the order given."""
