@@ -1591,7 +1591,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         c3_systems,
         export_c3,
     )
-    from calibrate.scores.build import build_scores
+    from calibrate.scores.build import build_scores_by
     from calibrate.scores.model import ScoresError
 
     for judge in judges:
@@ -1621,8 +1621,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     if not results:
         return
     try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
-        per_task, overall = (build_scores(ctx.store, ctx.templates, by=by, system=system).cells
-                             for by in (("system", "task", "lang"), ("system", "lang")))
+        per_task, overall = (scores.cells for scores in build_scores_by(
+            ctx.store, ctx.templates, (("system", "task", "lang"), ("system", "lang")), system=system))
     except ScoresError:
         per_task = overall = []
     statistics = out_dir / C3_STATISTICS_FOLDER

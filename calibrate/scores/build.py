@@ -4,6 +4,7 @@ cells, corrected, ranked and compared (see calibrate.scores for the rules)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -59,23 +60,35 @@ def build_scores(
     system: str | None = None, target: float = 0.05,
 ) -> Scores:
     """Every figure of `calibrate scores`, for the cells `by` names and per system overall."""
-    check_by(by)
+    return build_scores_by(store, templates, (by,), judge=judge, system=system, target=target)[0]
+
+
+def build_scores_by(
+    store: Store, templates: TemplateSet, bys: Sequence[tuple[str, ...]], *, judge: str | None = None,
+    system: str | None = None, target: float = 0.05,
+) -> list[Scores]:
+    """`build_scores` for each cut in `bys`, the items read from the store once."""
+    for by in bys:
+        check_by(by)
     groups_found, notes = _gather(store, templates, judge, system)
     if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
-    groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
-    for group in groups_found:
-        key = tuple(getattr(group, d) if d in by else ALL for d in BY_CHOICES)
-        groups[key].append(group)
-        if "system" in by and len(by) > 1:
-            groups[(group.system, ALL, ALL)].append(group)
+    differences = _rule_differences(store, groups_found)
     family_judges: dict[tuple[str, str], set[str]] = defaultdict(set)  # (system, benchmark) -> its judges
     for group in groups_found:
         family_judges[(group.system, _family(group.task))].update(group.verdicts)
-    cells = [_cell(key, members, target, family_judges) for key, members in sorted(groups.items())]
-    return Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by),
-                  _rule_differences(store, groups_found), notes)
+    found = []
+    for by in bys:
+        groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
+        for group in groups_found:
+            key = tuple(getattr(group, d) if d in by else ALL for d in BY_CHOICES)
+            groups[key].append(group)
+            if "system" in by and len(by) > 1:
+                groups[(group.system, ALL, ALL)].append(group)
+        cells = [_cell(key, members, target, family_judges) for key, members in sorted(groups.items())]
+        found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
+    return found
 
 
 C3_RULE = TextRule("c3/", c3_right)
