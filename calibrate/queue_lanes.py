@@ -5,20 +5,27 @@ on a large queue (`AnnotationSession.prepare_queue`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
+if TYPE_CHECKING:
+    import numpy as np
 
-def shuffled_lanes(store: Store, scope: dict, seed: int) -> dict:
-    """(task, lang, system) -> that cell's item ids in random order: the cells of the filter
-    `scope` in sorted order, each one's sorted ids permuted by the next draw of the seed's generator."""
+
+def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
+    """Each cell (task, lang, system) of the filter `scope` in sorted order with its item ids in
+    random order: its sorted ids permuted by the next draw of the seed's generator. A cell's ids
+    are read when it is reached, so the first lane costs one cell's read."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    return {cell: rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
-            for cell in store.cells(**scope)}
+    for cell in store.cells(**scope):
+        yield cell, rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
 
 
 def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
@@ -28,7 +35,7 @@ def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -
 
     import numpy as np
 
-    lanes = shuffled_lanes(store, scope, seed)
+    lanes = dict(shuffled_lanes(store, scope, seed))
     labelled = store.labelled_item_ids()
     contested = np.array(store.contested_item_ids(**scope, judge=judge), dtype=np.int64)
     heap, pending = [], {}

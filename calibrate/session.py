@@ -249,7 +249,7 @@ class AnnotationSession:
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
             # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = list(shuffled_lanes(self.store, self._scope, self.seed).values())
+            lanes = [lane for _, lane in shuffled_lanes(self.store, self._scope, self.seed)]
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
@@ -309,14 +309,9 @@ class AnnotationSession:
         in that cell's random order (the order's own within the cell), each with a `queue_note`.
         Those shown are not shown again."""
         if self._in_background():
-            import numpy as np
-
-            cells = self.store.cells(**self._scope)
-            first = cells[0] if cells else ("", "", "")
+            # the first cell's lane, as `informative_cells` draws it
+            first, lane = next(shuffled_lanes(self.store, self._scope, self.seed), (("", "", ""), []))
             self._prepare_later(EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
-            # the first cell's lane is the first permutation the seed draws, as in `informative_cells`
-            lane = np.random.default_rng(self.seed).permutation(
-                self.store.item_id_array(task=first[0], lang=first[1], system=first[2])) if cells else []
             self._early = True
             for k in range(0, len(lane), EARLY_WINDOW):
                 if not self.queue_preparing:
