@@ -103,12 +103,9 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
                 decided = unlabelled
             else:
                 labels = json.loads(labels)
-                if len(labels) == 1:
-                    ((who, label),) = labels.items()
-                    decided = [label, "single annotator", who]
-                else:
-                    label, how = gold_label(labels)
-                    decided = [label, how, "gold" if label is not None else None]
+                label, how = gold_label(labels)
+                # who decided it: the one annotator, or "gold" where several labels make it
+                decided = [label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"]
                 cells = [""] * len(annotators)
                 for who, label in labels.items():
                     cells[column[who]] = label
