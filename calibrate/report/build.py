@@ -171,9 +171,9 @@ def judge_evidence(data: AgreementData, templates: TemplateSet) -> AgreementData
     people = {item_id for item_id, task, lang, *_ in data.shared_labels if decided[(task, lang)]}
     return replace(
         data,
-        judge_vs_human=[r for r in data.judge_vs_human if not templates.people_decide(r[0], r[1])],
-        judge_vs_gold=[r for r in data.judge_vs_gold if not templates.people_decide(r[0], r[1])],
-        judged=[r for r in data.judged if not templates.people_decide(r[0], r[1])],
+        judge_vs_human=[r for r in data.judge_vs_human if not decided[(r[0], r[1])]],
+        judge_vs_gold=[r for r in data.judge_vs_gold if not decided[(r[0], r[1])]],
+        judged=[r for r in data.judged if not decided[(r[0], r[1])]],
         shared_verdicts=[r for r in data.shared_verdicts if r[0] not in people],
     )
 
