@@ -45,41 +45,43 @@ CREATE TABLE score_set_counts (
     PRIMARY KEY (task, lang, system, reference, gold, verdicts)
 ) WITHOUT ROWID;
 
--- the score_sets rows as they are now (the triggers select one item's)
+-- the score_sets rows as they are now (the triggers select one item's), over the counted items
+-- (`counted_items`, read from `items` here for the reference too)
 CREATE VIEW score_set_rows AS
-SELECT c.id AS item_id, c.task, c.lang, c.system,
-       coalesce('r' || (SELECT reference FROM items WHERE id = c.id), '') AS reference,
-       (SELECT CASE WHEN count(*) = 1 THEN 'g' || max(label) ELSE '' END
-        FROM (SELECT label, count(*) AS votes, max(count(*)) OVER () AS top FROM labels_in_force
-              WHERE item_id = c.id GROUP BY label) WHERE votes = top) AS gold,
+SELECT c.id AS item_id, c.task, c.lang, c.system, coalesce('r' || c.reference, '') AS reference,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = c.id) THEN ''
+            ELSE (SELECT CASE WHEN count(*) = 1 THEN 'g' || max(label) ELSE '' END
+                  FROM (SELECT label, count(*) AS votes, max(count(*)) OVER () AS top FROM labels_in_force
+                        WHERE item_id = c.id GROUP BY label) WHERE votes = top) END AS gold,
        coalesce((SELECT group_concat(part, char(30)) FROM (
            SELECT v.judge_name || char(31) || v.status || char(31) || coalesce('v' || v.verdict, '') || char(31)
                   || coalesce(j.correct, '') || char(31)
                   || CASE
-           WHEN substr(c.task, 1, 3) != 'c3/' THEN ''
-           WHEN instr(coalesce(j.raw_output, ''), char(0)) > 0 OR instr(coalesce(j.raw_output, ''), char(1114111)) > 0 THEN '?'
-           WHEN c.lang = 'en' THEN CASE WHEN
-               (instr(j.raw_output, 'The answer is: ') > 0
-                AND substr(substr(replace(j.raw_output, 'The answer is: ', char(1114111)),
-                                  length(rtrim(replace(j.raw_output, 'The answer is: ', char(1114111)),
-                                               replace(j.raw_output, 'The answer is: ', ''))) + 1), 1, 3) IN ('Yes', 'yes'))
-               OR (instr(j.raw_output, 'the answer is: ') > 0
-                AND substr(substr(replace(j.raw_output, 'the answer is: ', char(1114111)),
-                                  length(rtrim(replace(j.raw_output, 'the answer is: ', char(1114111)),
-                                               replace(j.raw_output, 'the answer is: ', ''))) + 1), 1, 3) IN ('Yes', 'yes'))
-               THEN '1' ELSE '0' END
-           WHEN c.lang = 'zh' THEN CASE WHEN
-               instr(j.raw_output, '最终答案为：') > 0
-               AND substr(substr(replace(j.raw_output, '最终答案为：', char(1114111)),
-                                 length(rtrim(replace(j.raw_output, '最终答案为：', char(1114111)),
-                                              replace(j.raw_output, '最终答案为：', ''))) + 1), 1, 1) = '是'
-               THEN '1' ELSE '0' END
-           ELSE '?' END AS part
+               WHEN substr(c.task, 1, 3) != 'c3/' THEN ''
+               WHEN instr(coalesce(j.raw_output, ''), char(0)) > 0 OR instr(coalesce(j.raw_output, ''), char(1114111)) > 0 THEN '?'
+               WHEN c.lang = 'en' THEN CASE WHEN
+                   (instr(j.raw_output, 'The answer is: ') > 0
+                    AND substr(substr(replace(j.raw_output, 'The answer is: ', char(1114111)),
+                                      length(rtrim(replace(j.raw_output, 'The answer is: ', char(1114111)),
+                                                   replace(j.raw_output, 'The answer is: ', ''))) + 1), 1, 3) IN ('Yes', 'yes'))
+                   OR (instr(j.raw_output, 'the answer is: ') > 0
+                    AND substr(substr(replace(j.raw_output, 'the answer is: ', char(1114111)),
+                                      length(rtrim(replace(j.raw_output, 'the answer is: ', char(1114111)),
+                                                   replace(j.raw_output, 'the answer is: ', ''))) + 1), 1, 3) IN ('Yes', 'yes'))
+                   THEN '1' ELSE '0' END
+               WHEN c.lang = 'zh' THEN CASE WHEN
+                   instr(j.raw_output, '最终答案为：') > 0
+                   AND substr(substr(replace(j.raw_output, '最终答案为：', char(1114111)),
+                                     length(rtrim(replace(j.raw_output, '最终答案为：', char(1114111)),
+                                                  replace(j.raw_output, '最终答案为：', ''))) + 1), 1, 1) = '是'
+                   THEN '1' ELSE '0' END
+               ELSE '?' END AS part
            FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id
            WHERE v.item_id = c.id ORDER BY v.judge_name)), '') AS verdicts
-FROM counted_items c
-WHERE EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = c.id)
-   OR EXISTS (SELECT 1 FROM labels_in_force l WHERE l.item_id = c.id);
+FROM items c
+WHERE c.current = 1 AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = c.import_run AND r.finished_at IS NULL)
+  AND (EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = c.id)
+       OR EXISTS (SELECT 1 FROM labels_in_force l WHERE l.item_id = c.id));
 
 INSERT INTO score_sets SELECT * FROM score_set_rows;
 
