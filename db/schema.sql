@@ -23,12 +23,16 @@ WHERE s.id = (SELECT max(k.id) FROM judgments k
               WHERE k.judge_key = s.judge_key AND k.item_id = s.item_id AND k.sample = s.sample)
   AND s.judge_key = (SELECT k.judge_key FROM judgments k
                      WHERE k.item_id = s.item_id AND k.judge_name = s.judge_name ORDER BY k.id DESC LIMIT 1);
-CREATE VIEW score_set_rows AS
-SELECT c.id AS item_id, c.task, c.lang, c.system, coalesce('r' || c.reference, '') AS reference,
-       CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = c.id) THEN ''
+CREATE VIEW score_set_golds AS
+SELECT i.id AS item_id,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = i.id) THEN ''
             ELSE (SELECT CASE WHEN count(*) = 1 THEN 'g' || max(label) ELSE '' END
                   FROM (SELECT label, count(*) AS votes, max(count(*)) OVER () AS top FROM labels_in_force
-                        WHERE item_id = c.id GROUP BY label) WHERE votes = top) END AS gold,
+                        WHERE item_id = i.id GROUP BY label) WHERE votes = top) END AS gold
+FROM items i;
+CREATE VIEW score_set_rows AS
+SELECT c.id AS item_id, c.task, c.lang, c.system, coalesce('r' || c.reference, '') AS reference,
+       (SELECT g.gold FROM score_set_golds g WHERE g.item_id = c.id) AS gold,
        coalesce((SELECT group_concat(part, char(30)) FROM (
            SELECT v.judge_name || char(31) || v.status || char(31) || coalesce('v' || v.verdict, '') || char(31)
                   || coalesce(j.correct, '') || char(31)
@@ -338,8 +342,9 @@ BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = new.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    DELETE FROM score_sets WHERE item_id = new.item_id;
-    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id = new.item_id;
+    UPDATE score_sets SET gold = (SELECT gold FROM score_set_golds WHERE item_id = new.item_id) WHERE item_id = new.item_id;
+    INSERT INTO score_sets SELECT * FROM score_set_rows
+    WHERE item_id = new.item_id AND NOT EXISTS (SELECT 1 FROM score_sets WHERE item_id = new.item_id);
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = new.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
@@ -349,8 +354,9 @@ BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    DELETE FROM score_sets WHERE item_id = old.item_id;
-    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id = old.item_id;
+    UPDATE score_sets SET gold = (SELECT gold FROM score_set_golds WHERE item_id = old.item_id) WHERE item_id = old.item_id;
+    DELETE FROM score_sets
+    WHERE item_id = old.item_id AND verdicts = '' AND NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = old.item_id);
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;

@@ -45,14 +45,20 @@ CREATE TABLE score_set_counts (
     PRIMARY KEY (task, lang, system, reference, gold, verdicts)
 ) WITHOUT ROWID;
 
+-- each item's `gold` column (the triggers select one item's)
+CREATE VIEW score_set_golds AS
+SELECT i.id AS item_id,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = i.id) THEN ''
+            ELSE (SELECT CASE WHEN count(*) = 1 THEN 'g' || max(label) ELSE '' END
+                  FROM (SELECT label, count(*) AS votes, max(count(*)) OVER () AS top FROM labels_in_force
+                        WHERE item_id = i.id GROUP BY label) WHERE votes = top) END AS gold
+FROM items i;
+
 -- the score_sets rows as they are now (the triggers select one item's), over the counted items
 -- (`counted_items`, read from `items` here for the reference too)
 CREATE VIEW score_set_rows AS
 SELECT c.id AS item_id, c.task, c.lang, c.system, coalesce('r' || c.reference, '') AS reference,
-       CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = c.id) THEN ''
-            ELSE (SELECT CASE WHEN count(*) = 1 THEN 'g' || max(label) ELSE '' END
-                  FROM (SELECT label, count(*) AS votes, max(count(*)) OVER () AS top FROM labels_in_force
-                        WHERE item_id = c.id GROUP BY label) WHERE votes = top) END AS gold,
+       (SELECT g.gold FROM score_set_golds g WHERE g.item_id = c.id) AS gold,
        coalesce((SELECT group_concat(part, char(30)) FROM (
            SELECT v.judge_name || char(31) || v.status || char(31) || coalesce('v' || v.verdict, '') || char(31)
                   || coalesce(j.correct, '') || char(31)
@@ -89,8 +95,10 @@ INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
 SELECT task, lang, system, reference, gold, verdicts, count(*) FROM score_sets GROUP BY 1, 2, 3, 4, 5, 6;
 
 -- an item's row is taken out of the counts, written again and counted again whenever what it
--- holds may have changed: a verdict or label in force added or removed, the item starting or
--- stopping being counted, its cell or reference changed, the judgment in force re-read
+-- holds may have changed: a verdict in force added or removed, the item starting or stopping
+-- being counted, its cell or reference changed, the judgment in force re-read; a label in force
+-- added or removed changes its gold label only (an item with neither a verdict nor a label in
+-- force has no row)
 
 CREATE TRIGGER score_set_verdict_added AFTER INSERT ON verdicts_in_force
 BEGIN
@@ -121,8 +129,9 @@ BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = new.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    DELETE FROM score_sets WHERE item_id = new.item_id;
-    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id = new.item_id;
+    UPDATE score_sets SET gold = (SELECT gold FROM score_set_golds WHERE item_id = new.item_id) WHERE item_id = new.item_id;
+    INSERT INTO score_sets SELECT * FROM score_set_rows
+    WHERE item_id = new.item_id AND NOT EXISTS (SELECT 1 FROM score_sets WHERE item_id = new.item_id);
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = new.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
@@ -133,8 +142,9 @@ BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
-    DELETE FROM score_sets WHERE item_id = old.item_id;
-    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id = old.item_id;
+    UPDATE score_sets SET gold = (SELECT gold FROM score_set_golds WHERE item_id = old.item_id) WHERE item_id = old.item_id;
+    DELETE FROM score_sets
+    WHERE item_id = old.item_id AND verdicts = '' AND NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = old.item_id);
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
