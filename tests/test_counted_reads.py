@@ -54,7 +54,9 @@ FIELDS = {"c3/lexical": {"content": "c", "notation": "n", "response": "r"},
           "superglue/boolq": {"question": "q", "passage": "p", "response": "True"},
           "superglue/rte": {"premise": "p", "hypothesis": "h", "response": "entailment"}}
 OUTPUTS = ["The answer is: yes", "The answer is: no.", "**yes**", "the answer is: Yes, clearly", "最终答案为：是",
-           "最终答案为：否", "The answer is: yes\nThe answer is: no", "the answer is: yes. The answer is: no", "", None]
+           "最终答案为：否", "The answer is: yes\nThe answer is: no", "the answer is: yes. The answer is: no", "", None,
+           # outputs migration 0020's SQL leaves to C3's rule in Python
+           "The answer is: yes\x00", "最终答案为：是\U0010ffff"]
 # confidences on a grid step, a hair either side of one, ordinary values, and ones that are no probability
 CONFIDENCES = [None, 0.7, 0.701, 0.7 + 1e-12, 0.7 - 1e-12, 0.8, 0.95, 1.0, 0.0, 0.5, 0.93, 0.66, 1.2, -0.1]
 
@@ -206,7 +208,7 @@ def shake(store: Store, ids: list[int], changes) -> None:
 
 
 def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
-    """cell_verdicts and verdict_sets, and the sets' counts, equal what their views and a count
+    """cell_verdicts, verdict_sets and score_sets, and the sets' counts, equal what their views and a count
     over them give afresh, whatever was written: labels, undo, re-parses, judgments added
     (repeats too), new item versions."""
     store = Store(":memory:")
@@ -227,6 +229,9 @@ def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
         assert rows("SELECT * FROM verdict_set_labels WHERE n != 0") == rows(
             "SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, count(*) FROM verdict_set_rows s "
             "JOIN labels_in_force l ON l.item_id = s.item_id GROUP BY 1, 2, 3, 4, 5, 6")
+        assert rows("SELECT * FROM score_sets") == rows("SELECT * FROM score_set_rows")
+        assert rows("SELECT task, lang, system, reference, gold, verdicts, n FROM score_set_counts WHERE n != 0") == rows(
+            "SELECT task, lang, system, reference, gold, verdicts, count(*) FROM score_set_rows GROUP BY 1, 2, 3, 4, 5, 6")
 
     try:
         check()

@@ -113,7 +113,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
             del kinds[(task, lang)]
     judges = [judge] if judge else store.judge_names(system=system)
     rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.positive is None],
-                              system=system, rule=C3_RULE)
+                              system=system, c3_rule=c3_right)
     found = []
     for task, lang, item_system, reference, gold, *rest in rows:
         kind, people_decide = kinds[(task, lang)], not prompted[(task, lang)]

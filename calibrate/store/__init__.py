@@ -36,6 +36,7 @@ from calibrate.store.labels import LabelsMixin
 from calibrate.store.merge_rows import MergeRowsMixin
 from calibrate.store.queue import DEFAULT_LEASE_SECONDS, QueueMixin
 from calibrate.store.reads import ReadsMixin
+from calibrate.store.score_counts import ScoreCountsMixin
 from calibrate.store.sql import JUDGMENT_COLUMNS
 
 __all__ = [
@@ -136,7 +137,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsMixin, QueueMixin, ReadsMixin,
-            ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
+            ScoreCountsMixin, ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error

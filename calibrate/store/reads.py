@@ -1,21 +1,19 @@
-"""The reads behind the report and the scores: each gathers, in a few statements, everything
-one of them needs (counts kept by the triggers of migration 0008, the labels of items several
-people labelled, the jury's rows), and none holds a Python object per item: the scores' items
-are counted in groups that the scores cannot tell apart. (The exports' reads are in
-`export_rows.py`.)"""
+"""The reads behind the report: each gathers, in a few statements, everything it needs (counts
+kept by the triggers of migration 0008, the labels of items several people labelled, the jury's
+rows), and none holds a Python object per item. (The scores' reads are in `score_counts.py`, the
+exports' in `export_rows.py`.)"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
 
-from calibrate.model import AgreementData, TextRule
+from calibrate.model import AgreementData
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import VISIBLE, VISIBLE_BY_ID, gold_of
+from calibrate.store.sql import gold_of
 
 
 class ReadsMixin:
-    """Report, score and export reads (part of Store)."""
+    """Report reads (part of Store)."""
 
     def unparsed_counts(self, reason_prefix: str) -> list[tuple[str, str, str, str, int]]:
         """(task, lang, system, judge, n): unparsed judgments in force whose reason begins with
@@ -161,73 +159,3 @@ class ReadsMixin:
             "versus_gold": versus_gold,
             "shared": shared,
         }
-
-    def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
-                     by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
-                     rule: TextRule | None = None) -> list[tuple]:
-        """What `calibrate scores` needs, counted: the current items of the `scored`
-        (task, lang) pairs (of `system`, if given) grouped by what the scores tell apart, one
-        row per group:
-        (task, lang, system, reference, gold label, then per judge of `judges` its verdict in
-        force as status, verdict, correct, rule, then the number of items).
-        The reference is kept only for the pairs in `by_reference` (NULL elsewhere, so items
-        whose verdict means right or wrong by itself are not split by it); the gold label is the
-        strict majority of the labels in force (`calibrate.gold`; NULL when unlabelled or tied);
-        a judge's columns are NULL where it did not judge the item; `rule` is `rule.check` of the
-        judgment's raw output for tasks starting with `rule.prefix` (NULL elsewhere)."""
-        judges = list(judges)
-        c = self.conn
-        if rule is not None:
-            c.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
-        columns, joins = [], []
-        for k in range(len(judges)):
-            joins.append(f"LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = :judge{k}")
-            # the judgment's row (large: prompt, raw output) is read only where its correct or raw output counts
-            correct = (f"CASE WHEN v{k}.item_id IS NOT NULL AND t.by_reference "
-                       f"THEN (SELECT j.correct FROM judgments j WHERE j.id = v{k}.judgment_id) END")
-            right = (f"CASE WHEN v{k}.item_id IS NOT NULL AND substr(i.task, 1, length(:prefix)) = :prefix "
-                     f"THEN (SELECT text_rule(j.raw_output, i.lang) FROM judgments j WHERE j.id = v{k}.judgment_id) END"
-                     if rule is not None else "NULL")
-            columns += [f"v{k}.status", f"v{k}.verdict", correct, right]
-        named = {f"judge{k}": name for k, name in enumerate(judges)}
-        named.update({"prefix": rule.prefix if rule is not None else "", "system": system})
-        references = set(by_reference)
-        for table in ("gold_shared", "score_tasks"):
-            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-        c.execute("CREATE TEMP TABLE gold_shared (item_id INTEGER PRIMARY KEY, label TEXT)")
-        c.execute(f"INSERT INTO gold_shared {gold_of('labels_in_force', shared_only=True)}", (None,))
-        c.execute("CREATE TEMP TABLE score_tasks (task TEXT, lang TEXT, by_reference INTEGER, PRIMARY KEY (task, lang)) "
-                  "WITHOUT ROWID")
-        c.executemany("INSERT INTO score_tasks VALUES (?, ?, ?)", [(*p, p in references) for p in scored])
-        try:
-            # grouped here rather than by SQL's GROUP BY, which would sort a row per item; the items
-            # are walked along their cell index, so an item's row (large: its fields) is read only
-            # for its reference, where that counts
-            sql = f"""
-            SELECT i.task, i.lang, i.system, CASE WHEN t.by_reference THEN i.reference END,
-                   CASE WHEN g.item_id IS NOT NULL THEN g.label
-                        ELSE (SELECT l.label FROM labels_in_force l WHERE l.item_id = i.id) END
-                   {''.join(', ' + col for col in columns)}
-            FROM temp.score_tasks t CROSS JOIN items i INDEXED BY items_by_cell ON i.task = t.task AND i.lang = t.lang
-            LEFT JOIN temp.gold_shared g ON g.item_id = i.id {' '.join(joins)}
-            WHERE i.current = 1 AND {VISIBLE_BY_ID} AND (:system IS NULL OR i.system = :system)
-            """
-            return [(*key, n) for key, n in Counter(plain_rows(c, sql, named)).items()]
-        finally:
-            for table in ("gold_shared", "score_tasks"):
-                c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-
-    def rule_judgments(self, task: str, lang: str, system: str, judge: str, stored: tuple[str, str | None],
-                       rule: TextRule, value: bool) -> list[tuple[int, str, str | None]]:
-        """(item id, source id, raw output) of the current items of one task, language and system
-        whose verdict in force by `judge` is `stored` (status, verdict) and whose raw output
-        `rule.check` reads as `value`, in item order: what a benchmark's own rule reads
-        differently from calibrate's parser, item by item."""
-        self.conn.create_function("text_rule", 2, lambda raw, lang: int(rule.check(raw, lang)), deterministic=True)
-        status, verdict = stored
-        return [tuple(r) for r in self.conn.execute(
-            "SELECT i.id, i.source_id, j.raw_output FROM items i "
-            "JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? JOIN judgments j ON j.id = v.judgment_id "
-            f"WHERE i.task = ? AND i.lang = ? AND i.system = ? AND i.current = 1 AND {VISIBLE} "
-            "AND v.status IS ? AND v.verdict IS ? AND text_rule(j.raw_output, i.lang) = ? ORDER BY i.id",
-            (judge, task, lang, system, status, verdict, int(value)))]
