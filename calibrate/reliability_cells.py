@@ -413,17 +413,16 @@ def _jury_verdict(kind: VerdictKind | None, row: tuple) -> str | None:
     return jury([list(row)]).verdicts[0]
 
 
-def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None, system: str | None = None,
-              read: tuple[list[str], dict[str, list[tuple]]] | None = None) -> AgreementData | None:
+def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None,
+              system: str | None = None) -> AgreementData | None:
     """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
     judge's newest verdict there (`calibrate.stats.reliability.jury`: the plurality label, the mean of
     scores), so its agreement with people can be set beside each member's. An item where the
     judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
     gold label follows `Store.agreement_data`: on items two or more people labelled, the
     adjudicator's where given, else the strict majority. Only items two or more judges judged
-    count; with `system`, only that system's items. None with fewer than two judges. `read`:
-    `store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)` read already."""
-    judges, rows = read if read is not None else store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)
+    count; with `system`, only that system's items. None with fewer than two judges."""
+    judges, rows = store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)
     if len(judges) < 2:
         return None
     k = len(judges)

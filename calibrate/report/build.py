@@ -60,27 +60,29 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
                   system: str | None) -> Report:
     with_jury_too = judge in (None, JURY)
 
-    def with_jury(data: AgreementData, name: str | None, read: tuple | None = None) -> AgreementData:
-        jury = jury_data(store, templates, gold_from=options.gold_from, system=name, read=read) if with_jury_too else None
+    def jury_of(name: str | None) -> AgreementData | None:
+        return jury_data(store, templates, gold_from=options.gold_from, system=name) if with_jury_too else None
+
+    def with_jury(data: AgreementData, jury: AgreementData | None) -> AgreementData:
         return AgreementData.combine([data, jury]) if jury is not None else data
 
     if "system" in options.by or system is not None:
         cells = []
         for name in [system] if system is not None else store.systems():
-            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), name)
+            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), jury_of(name))
             for cell in report_from_data(data, templates, options).cells:
                 cell.system = name
                 cells.append(cell)
         return count_truncations(store, templates, Report(cells, options))
     measured_too = options.reliability or store.has_repeats_or_confidence()
-    # the jury's and the reliability figures' large reads go on a second connection in a thread
-    # (SQLite works without the interpreter's lock) while this one reads and works out the agreement
+    # the jury and the reliability figures' large reads go to a second connection in a thread
+    # (SQLite works without the interpreter's lock) while this one reads the agreement
     aside = ThreadPoolExecutor(max_workers=1) if measured_too and store.path != ":memory:" else None
     try:
-        jury_read = aside.submit(_read_jury_aside, store.path, options.gold_from) if aside and with_jury_too else None
+        jury = aside.submit(_jury_aside, store.path, templates, options.gold_from) if aside and with_jury_too else None
         reads = aside.submit(_read_verdicts_aside, store.path, judge, options.gold_from) if aside else None
-        data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None,
-                         jury_read.result() if jury_read else None)
+        data = store.agreement_data(judge, gold_from=options.gold_from)
+        data = with_jury(data, jury.result() if jury else jury_of(None))
         report = count_truncations(store, templates, report_from_data(data, templates, options))
         if not measured_too:
             return report
@@ -98,11 +100,11 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     return report
 
 
-def _read_jury_aside(path: str, gold_from: str | None) -> tuple[list[str], dict[str, list[tuple]]]:
-    """`Store.jury_rows` of every item on a read-only connection of its own to the database at `path`."""
+def _jury_aside(path: str, templates: TemplateSet, gold_from: str | None) -> AgreementData | None:
+    """`jury_data` of every item, read on a read-only connection of its own to the database at `path`."""
     store = Store(path, read_only=True)
     try:
-        return store.jury_rows(exclude=JURY, gold_from=gold_from)
+        return jury_data(store, templates, gold_from=gold_from)
     finally:
         store.close()
 
