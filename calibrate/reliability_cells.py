@@ -129,12 +129,28 @@ class JudgeReliability:
         }
 
 
-def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
-           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+class VerdictReads(NamedTuple):
+    """The two large reads behind `gather`: `Store.verdict_groups` and `Store.irregular_samples`."""
+
+    groups: list[tuple]
+    irregular: tuple[list[tuple], list[tuple]]
+
+
+def read_verdicts(store: Store, *, judge: str | None = None, gold_from: str | None = None) -> VerdictReads:
+    """What `gather` reads in bulk, read on its own (the report reads it on a second connection
+    while it reads and works out the agreement)."""
+    return VerdictReads(store.verdict_groups(judge, gold_from), store.irregular_samples(judge))
+
+
+def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
+           reads: VerdictReads | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
     (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`)
-    with their verdict and confidence set as the module docstring says."""
+    with their verdict and confidence set as the module docstring says. `reads`: those two
+    reads made already (`read_verdicts` with the same judge and gold_from)."""
+    if reads is None:
+        reads = read_verdicts(store, judge=judge, gold_from=gold_from)
     out: dict[tuple[tuple[str, str], str], JudgeVerdicts] = {}
     words_of: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -148,7 +164,7 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
     for task, lang, _, judge_name in store.judged_cells(judge):
         if words(task, lang) is not None:
             out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts())
-    for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in store.verdict_groups(judge, gold_from):
+    for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in reads.groups:
         mapped = words(task, lang)
         if mapped is None:
             continue
@@ -156,7 +172,7 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
         out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts()).groups.append(group)
     import numpy as np
 
-    for (key, judge_name), items in _irregular_items(store, kinds, judge=judge, gold_from=gold_from).items():
+    for (key, judge_name), items in _irregular_items(kinds, reads.irregular, gold_from=gold_from).items():
         found = out.setdefault((key, judge_name), JudgeVerdicts())
         found.irregular = items
         found.groups += [VerdictGroup(i.verdict, i.human, i.system, i.length, 1,
@@ -264,18 +280,20 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
 
 
 def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-                        families: Mapping[str, str] | None = None,
-                        resamples: int | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
-    """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
+                        families: Mapping[str, str] | None = None, resamples: int | None = None,
+                        reads: VerdictReads | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
+    """(cell, judge) -> its reliability figures, for every judge with stored verdicts (`reads`:
+    as `gather` takes them)."""
     return {(key, name): measure(key, name, kinds.kind(key), verdicts, families=families, resamples=resamples)
-            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
+            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from, reads=reads).items()}
 
 
-def _irregular_items(store: Store, kinds: CellKinds, *, judge: str | None,
+def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]], *,
                      gold_from: str | None) -> dict[tuple[tuple[str, str], str], list[JudgedItem]]:
-    """(cell, judge) -> the irregular verdicts (`Store.irregular_samples`: repeats, or an error in
-    force), one JudgedItem each with its verdict and confidence set: they are few."""
-    samples, labels = store.irregular_samples(judge)
+    """(cell, judge) -> the irregular verdicts (`irregular`, as `Store.irregular_samples` gives
+    them: repeats, or an error in force), one JudgedItem each with its verdict and confidence
+    set: they are few."""
+    samples, labels = irregular
     people: dict[int, dict[str, str]] = {}
     for item_id, annotator, label in labels:
         people.setdefault(item_id, {})[annotator] = label

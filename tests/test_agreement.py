@@ -6,11 +6,14 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from calibrate.stats.agreement import (
     AC1_APPROXIMATE,
+    AC1_WIDER_PRIOR,
     TOO_UNCERTAIN,
     ac1_from_tables,
     confusion,
@@ -23,6 +26,7 @@ from calibrate.stats.agreement import (
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    JEFFREYS,
     estimate_from_draws,
     posterior_tables,
 )
@@ -267,3 +271,35 @@ def test_missing_labels_are_left_out_and_counted():
     with pytest.raises(ValueError, match="not in the label set"):
         two_raters(["yes", "maybe"], ["yes", "no"], ["yes", "no"])
     json.dumps(two_raters([None], [None]).as_dict(), allow_nan=False)
+
+
+def _kappa_by_reductions(tables: np.ndarray) -> np.ndarray:
+    n = tables.sum(axis=(-1, -2)).astype(float)
+    po = np.trace(tables, axis1=-2, axis2=-1) / n
+    pe = (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1) / n**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+def _ac1_by_reductions(tables: np.ndarray) -> np.ndarray:
+    n = tables.sum(axis=(-1, -2)).astype(float)
+    pa = np.trace(tables, axis1=-2, axis2=-1) / n
+    pi = (tables.sum(axis=-1) + tables.sum(axis=-2)) / (2 * n[..., None])
+    pe = (pi * (1 - pi)).sum(axis=-1) / (tables.shape[-1] - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pe < 1, (pa - pe) / (1 - pe), np.nan)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 10**6), min_size=4, max_size=4), st.integers(0, 2**32 - 1),
+       st.sampled_from([JEFFREYS, AC1_WIDER_PRIOR]))
+def test_two_by_two_statistics_equal_numpys_reductions_to_the_last_bit(cells, seed, prior):
+    """Kappa and AC1 of 2 x 2 tables are written out cell by cell; on posterior draws, on the
+    observed table and on stacks of integer tables they equal the formulas' numpy reductions
+    exactly (report outputs do not change by a bit)."""
+    table = np.array(cells).reshape(2, 2)
+    draws = posterior_tables(table, 500, seed, prior)
+    integer_stack = np.random.default_rng(seed).multinomial(sum(cells), [0.25] * 4, size=50).reshape(50, 2, 2)
+    for tables in (draws, table, integer_stack, table.astype(float)):
+        assert np.array_equal(kappa_from_tables(tables), _kappa_by_reductions(tables), equal_nan=True)
+        assert np.array_equal(ac1_from_tables(tables), _ac1_by_reductions(tables), equal_nan=True)

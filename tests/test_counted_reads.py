@@ -20,7 +20,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from calibrate.cells import BY_CHOICES, CellKinds
+from calibrate.cells import BY_CHOICES, CellKinds, ReportError
 from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import write_csv, write_jsonl
 from calibrate.gold import gold_by_item, gold_label
@@ -510,3 +510,39 @@ def test_scores_leave_out_the_items_of_an_import_still_running():
         assert {c["items"] for c in after["cells"]} == {3}
     finally:
         store.close()
+
+
+# -- the report's reads on a second connection -----------------------------------------------------
+
+
+def test_report_of_a_file_equals_the_report_of_its_copy_in_memory(tmp_path):
+    """A report on a database file reads the jury's rows and the reliability figures' verdicts on
+    a second connection in a thread; the same data in memory is read on its one connection. Both
+    give the same report, to the byte, for every judge and with or without an adjudicator."""
+    from calibrate.report import build_report
+    from calibrate.report.model import ReportOptions
+    from calibrate.report.render import render_json
+
+    serial = itertools.count()
+
+    @settings(max_examples=10, deadline=None, phases=[Phase.generate])
+    @given(st.lists(item, min_size=2, max_size=40), st.sampled_from([None, "gpt", JURY]),
+           st.sampled_from([None, "ann1"]))
+    def check(items, judge, gold_from):
+        path = tmp_path / f"{next(serial)}.db"
+        on_file = Store(path)
+        fill(on_file, items, serial)
+        in_memory = Store(":memory:")
+        on_file.conn.backup(in_memory.conn)
+        options = ReportOptions(gold_from=gold_from, reliability=True, resamples=200)
+        reports = []
+        for store in (on_file, in_memory):
+            try:
+                reports.append(render_json(build_report(store, TEMPLATES, judge=judge, options=options)))
+            except ReportError as error:  # nothing labelled yet, say: both refuse alike
+                reports.append(f"refused: {error}")
+            finally:
+                store.close()
+        assert reports[0] == reports[1]
+
+    check()

@@ -13,6 +13,7 @@ is kept beside it.
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -21,7 +22,13 @@ from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing,
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData
-from calibrate.reliability_cells import JURY, jury_data, reliability_by_cell
+from calibrate.reliability_cells import (
+    JURY,
+    VerdictReads,
+    jury_data,
+    read_verdicts,
+    reliability_by_cell,
+)
 from calibrate.report.model import AgreementCell, Line, Report, ReportOptions, gold_name
 from calibrate.stats.agreement import (
     items_for_half_width,
@@ -51,30 +58,64 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
 
 def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,
                   system: str | None) -> Report:
-    def with_jury(data: AgreementData, name: str | None) -> AgreementData:
-        jury = jury_data(store, templates, gold_from=options.gold_from, system=name) if judge in (None, JURY) else None
+    with_jury_too = judge in (None, JURY)
+
+    def jury_of(name: str | None) -> AgreementData | None:
+        return jury_data(store, templates, gold_from=options.gold_from, system=name) if with_jury_too else None
+
+    def with_jury(data: AgreementData, jury: AgreementData | None) -> AgreementData:
         return AgreementData.combine([data, jury]) if jury is not None else data
 
     if "system" in options.by or system is not None:
         cells = []
         for name in [system] if system is not None else store.systems():
-            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), name)
+            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), jury_of(name))
             for cell in report_from_data(data, templates, options).cells:
                 cell.system = name
                 cells.append(cell)
         return count_truncations(store, templates, Report(cells, options))
-    data = with_jury(store.agreement_data(judge, gold_from=options.gold_from), None)
-    report = count_truncations(store, templates, report_from_data(data, templates, options))
-    if not (options.reliability or store.has_repeats_or_confidence()):
-        return report
-    measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
-                                   families=dict(options.families), resamples=options.resamples)
+    measured_too = options.reliability or store.has_repeats_or_confidence()
+    # the jury and the reliability figures' large reads go to a second connection in a thread
+    # (SQLite works without the interpreter's lock) while this one reads the agreement
+    aside = ThreadPoolExecutor(max_workers=1) if measured_too and store.path != ":memory:" else None
+    try:
+        jury = aside.submit(_jury_aside, store.path, templates, options.gold_from) if aside and with_jury_too else None
+        reads = aside.submit(_read_verdicts_aside, store.path, judge, options.gold_from) if aside else None
+        data = store.agreement_data(judge, gold_from=options.gold_from)
+        data = with_jury(data, jury.result() if jury else jury_of(None))
+        report = count_truncations(store, templates, report_from_data(data, templates, options))
+        if not measured_too:
+            return report
+        measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge,
+                                       gold_from=options.gold_from, families=dict(options.families),
+                                       resamples=options.resamples, reads=reads.result() if reads else None)
+    finally:
+        if aside:
+            aside.shutdown(cancel_futures=True)
     temperatures = store.repeat_temperatures()
     for r in measured.values():
         r.temperatures = temperature_words(temperatures.get(r.judge, []))
     for c in report.cells:
         c.reliability = measured.get((c.key, c.judge))
     return report
+
+
+def _jury_aside(path: str, templates: TemplateSet, gold_from: str | None) -> AgreementData | None:
+    """`jury_data` of every item, read on a read-only connection of its own to the database at `path`."""
+    store = Store(path, read_only=True)
+    try:
+        return jury_data(store, templates, gold_from=gold_from)
+    finally:
+        store.close()
+
+
+def _read_verdicts_aside(path: str, judge: str | None, gold_from: str | None) -> VerdictReads:
+    """`read_verdicts` on a read-only connection of its own to the database at `path`."""
+    store = Store(path, read_only=True)
+    try:
+        return read_verdicts(store, judge=judge, gold_from=gold_from)
+    finally:
+        store.close()
 
 
 def temperature_words(temperatures: list) -> str | None:
