@@ -1,10 +1,11 @@
 """A Static for text that changes with each item, redrawn only as far as it changed.
 
 Textual lays out the whole screen whenever an auto-sized widget gets new content, and
-repaints every widget whose place or size the layout touched (at 140x40, about a third of a
-decision's time in the annotation app). `TextView.show_text` skips the same text shown again, and
-lays out only when the new text takes a different number of lines than the old one at the
-widget's width; otherwise only the widget itself is repainted."""
+repaints every widget whose place or size the layout touched. `TextView.show_text` skips the
+same text shown again, and lays out only when the new text takes a different number of lines
+than the old one at the widget's width; otherwise only the widget itself is repainted (in the
+annotation app at 140x40 on 1M items, layout and repaint took 12 of the 19 ms of CPU per
+decision with plain Statics, 8 of 17 with TextViews)."""
 
 from __future__ import annotations
 
