@@ -11,10 +11,11 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Sparkline
 
 from calibrate.audio import envelope
 from calibrate.session import AnnotationSession, ItemView
+from calibrate.tui.text_view import TextView
 
 BINS = 320  # envelope points for all clips together; the Sparkline buckets them to its width
 
@@ -81,7 +82,7 @@ class AudioStrip(Vertical):
         self._shown_playing = False
 
     def compose(self) -> ComposeResult:
-        yield Static(id="audio-line", markup=False)
+        yield TextView(id="audio-line")
         yield Sparkline([], id="audio-envelope")
 
     def on_mount(self) -> None:
@@ -110,4 +111,4 @@ class AudioStrip(Vertical):
         self._shown_playing = session.playing
         plays, seconds = session.listening(view.item.id)
         line = audio_line(view, plays, seconds, self._shown_playing, session.player_error)
-        self.query_one("#audio-line", Static).update(line)
+        self.query_one("#audio-line", TextView).show_text(line)

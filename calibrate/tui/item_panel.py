@@ -10,7 +10,6 @@ same whatever its size."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from calibrate.display import (
     FOLD_CHARS,
@@ -24,11 +23,12 @@ from calibrate.display import (
 from calibrate.escape import safe, safe_json
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
+from calibrate.tui.text_view import TextView
 
 
 class ItemPanel(ReadingPane):
     DEFAULT_CSS = """
-    ItemPanel > Static { margin-bottom: 1; }
+    ItemPanel > TextView { margin-bottom: 1; }
     """
 
     def __init__(self, **kwargs):
@@ -38,18 +38,18 @@ class ItemPanel(ReadingPane):
         self.pages = 1  # pages of the longest field
 
     def compose(self):
-        yield Static(id="item-fields", markup=False)
-        yield Static(id="item-response", markup=False)
-        yield Static(id="item-reference", markup=False)
+        yield TextView(id="item-fields")
+        yield TextView(id="item-response")
+        yield TextView(id="item-reference")
 
     def show(self, view: ItemView | None, *, expanded: bool = False, page: int = 0) -> None:
-        fields, response, reference = (self.query_one(f"#item-{n}", Static) for n in ("fields", "response", "reference"))
+        fields, response, reference = (self.query_one(f"#item-{n}", TextView) for n in ("fields", "response", "reference"))
         self.folds, self.pages = 0, 1
         if view is None:
-            fields.update(Text("Nothing left in this queue. Press k to go back, F for your flagged items, "
-                               "/ to change the filter, t for statistics, q to quit."))
-            response.update("")
-            reference.update("")
+            fields.show_text(Text("Nothing left in this queue. Press k to go back, F for your flagged items, "
+                                  "/ to change the filter, t for statistics, q to quit."))
+            response.show_text("")
+            reference.show_text("")
             self.scroll_home(animate=False)
             return
         try:
@@ -72,9 +72,9 @@ class ItemPanel(ReadingPane):
         if view.notes:
             body.append("\n\n")
             body.append_text(self._section("notes", "\n".join(view.notes), "bold yellow", page))
-        fields.update(body)
-        response.update(self._section("response under test", shown[0], "bold cyan", page) if shown[0] else "")
-        reference.update(self._section("reference", shown[1], "bold green", page) if shown[1] else "")
+        fields.show_text(body)
+        response.show_text(self._section("response under test", shown[0], "bold cyan", page) if shown[0] else "")
+        reference.show_text(self._section("reference", shown[1], "bold green", page) if shown[1] else "")
         self.scroll_home(animate=False)
 
     def _section(self, title: str, body: str, style: str, page: int, *, fold: bool = False,

@@ -50,7 +50,7 @@ class KeyBar(Static):
             text.append(f"{description} ")
         if text.plain != self._drawn:
             self._drawn = text.plain
-            self.update(text)
+            self.update(text, layout=False)  # one line, as wide as the screen: its size never changes
 
     def on_resize(self) -> None:
         if self._shown is not None:

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual.widgets import Static
 
 from calibrate.escape import safe
 from calibrate.fit import middle_cut
 from calibrate.session import AnnotationSession, ItemView
 from calibrate.templates import TemplateError
+from calibrate.tui.text_view import TextView
 
 SOURCE_FLOOR = 12  # a source id shortened to fit keeps at least this many cells
 
 
-class StatusBar(Static):
+class StatusBar(TextView):
     _text = Text()
     _shown: tuple[ItemView | None, AnnotationSession] | None = None
 
@@ -29,7 +29,7 @@ class StatusBar(Static):
         if seconds is not None:
             text.append(f"\n saving… waiting {seconds:.0f} s for the database (another writer holds it); "
                         "your decision is not saved yet", style="bold yellow")
-        self.update(text)
+        self.show_text(text)
 
     def on_resize(self) -> None:
         if self._shown is not None:
@@ -55,7 +55,7 @@ class StatusBar(Static):
         if view is None:
             text.append(f"\n {session.finished_summary()}. k goes back.")
         self._text = text
-        self.update(text)
+        self.show_text(text)
 
     def _first_line(self, view: ItemView | None, session: AnnotationSession, progress) -> Text:
         """Filter, item and progress in one line of the bar's width."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from calibrate.display import PAGE_CHARS
 from calibrate.escape import safe
 from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
 from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
+from calibrate.tui.text_view import TextView
 
 
 class VerdictPanel(Vertical):
@@ -21,28 +21,29 @@ class VerdictPanel(Vertical):
     """
 
     def compose(self):
-        yield Static(id="verdict-big", markup=False)
-        yield Static(id="verdict-meta", markup=False)
+        yield TextView(id="verdict-big")
+        yield TextView(id="verdict-meta")
         with ReadingPane(id="verdict-raw-scroll"):
-            yield Static(id="verdict-raw", markup=False)
+            yield TextView(id="verdict-raw")
 
     def show(self, view: ItemView | None, hidden: bool) -> None:
-        big, meta, raw = (self.query_one(f"#verdict-{n}", Static) for n in ("big", "meta", "raw"))
-        big.styles.background = None
+        big, meta, raw = (self.query_one(f"#verdict-{n}", TextView) for n in ("big", "meta", "raw"))
+        if view is None or view.judgment is None or hidden:
+            big.styles.background = None  # set only where it changes: each change repaints the badge
         if view is None:
             for widget in (big, meta, raw):
-                widget.update("")
+                widget.show_text("")
             return
         judgment = view.judgment
         if judgment is None:
-            big.update(Text("no judgment", style="dim"))
-            meta.update(Text("no judge has looked at this item: label it yourself", style="dim"))
-            raw.update("")
+            big.show_text(Text("no judgment", style="dim"))
+            meta.show_text(Text("no judge has looked at this item: label it yourself", style="dim"))
+            raw.show_text("")
             return
         if hidden:
-            big.update(Text("verdict hidden", style="bold magenta"))
-            meta.update(Text(f"{safe(judgment.judge_name)} · blind mode: label first, then see the judge", style="dim"))
-            raw.update("")
+            big.show_text(Text("verdict hidden", style="bold magenta"))
+            meta.show_text(Text(f"{safe(judgment.judge_name)} · blind mode: label first, then see the judge", style="dim"))
+            raw.show_text("")
             return
         if judgment.status == "verdict":
             words, text_colour, background = view.kind.words(judgment.verdict), BADGE_TEXT, view.kind.colour(judgment.verdict)
@@ -50,7 +51,7 @@ class VerdictPanel(Vertical):
             words = "UNPARSED" if judgment.status == "unparsed" else "JUDGE ERROR"
             text_colour, background = STATUS_BADGES[judgment.status]
         big.styles.background = background
-        big.update(Text(f"  {safe(words)}  ", style=f"bold {text_colour} on {background}"))
+        big.show_text(Text(f"  {safe(words)}  ", style=f"bold {text_colour} on {background}"))
         details = [safe(judgment.judge_name), f"template {safe(judgment.template_id or '?')}"]
         if judgment.correct is not None:
             details.append("matches gold" if judgment.correct else "differs from gold")
@@ -64,9 +65,9 @@ class VerdictPanel(Vertical):
             info.append(f"\nwhy unparsed: {safe(judgment.unparsed_reason)}", style="yellow")
         if judgment.error:
             info.append(f"\nerror: {safe(judgment.error)}", style="red")
-        meta.update(info)
+        meta.show_text(info)
         output = judgment.raw_output or "(no output)"
         shown = Text(safe(output[:PAGE_CHARS]))
         if len(output) > PAGE_CHARS:
             shown.append("\n… the output goes on (it is stored whole)", style="bold magenta")
-        raw.update(shown)
+        raw.show_text(shown)
