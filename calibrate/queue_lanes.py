@@ -1,11 +1,14 @@
 """What the shuffled and fitted annotation queue orders are built from, apart from the session
 that takes items from them: each cell's shuffled lane (the stratified and informative orders draw
-them alike), and informative's cells and escalate's trust marks as a child process works them out
-on a large queue (`AnnotationSession.prepare_queue`)."""
+them alike; the stratified order reads them on a thread while the app starts), and informative's
+cells and escalate's trust marks as a child process works them out on a large queue
+(`AnnotationSession.prepare_queue`)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from calibrate.cells import BY_CHOICES, CellKinds
@@ -17,15 +20,42 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
-    """Each cell (task, lang, system) of the filter `scope` in sorted order with its item ids in
-    random order: its sorted ids permuted by the next draw of the seed's generator. A cell's ids
-    are read when it is reached, so the first lane costs one cell's read."""
+def shuffled_lanes(store: Store, scope: dict, seed: int, *, cells: list[tuple[str, str, str]] | None = None,
+                   ) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
+    """Each cell (task, lang, system) of the filter `scope` in sorted order (`cells`, when the
+    caller found them already) with its item ids in random order: its sorted ids permuted by the
+    next draw of the seed's generator. A cell's ids are read when it is reached, so the first lane
+    costs one cell's read."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    for cell in store.cells(**scope):
+    for cell in store.cells(**scope) if cells is None else cells:
         yield cell, rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+
+
+def lanes_read_ahead(path: str, scope: dict, seed: int) -> Future:
+    """Every cell's shuffled lane (`shuffled_lanes`) of the filter `scope`, in cell order, read
+    from the database at `path` on a thread of its own read-only connection, for a `Future`.
+
+    The reads are one statement per cell, during which SQLite lets go of the interpreter's lock,
+    so the thread reads while the app starts up (which holds the lock for its own work); the
+    cells are found here first, on the calling thread, since each of their dozens of short seeks
+    would wait for that lock on the thread."""
+    future = Future()
+    store = Store(path, read_only=True)
+    cells = store.cells(**scope)
+
+    def read() -> None:
+        try:
+            future.set_result([lane for _, lane in shuffled_lanes(store, scope, seed, cells=cells)])
+        except BaseException as exc:  # noqa: BLE001 - raised where the lanes are taken
+            future.set_exception(exc)
+        finally:
+            store.close()
+
+    future.set_running_or_notify_cancel()
+    threading.Thread(target=read, name="calibrate lanes", daemon=True).start()
+    return future
 
 
 def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:

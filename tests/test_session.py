@@ -376,13 +376,14 @@ def _queue(s: AnnotationSession) -> list[int]:
     return [i for window in s._queue_windows() for i in window]
 
 
-@pytest.mark.parametrize("seed", [0, 3, 11])
-def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
+@pytest.mark.parametrize(("seed", "in_file"), [(0, False), (3, False), (11, False), (0, True), (11, True)])
+def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed, in_file, tmp_path):
     """The queue is the cells' lanes (each cell's ids shuffled in the seed's turn) interleaved one item
-    of each at a time, written out item by item, on cells of unequal sizes spanning several windows."""
+    of each at a time, written out item by item, on cells of unequal sizes spanning several windows;
+    alike when a database file's lanes are read on a thread while the session starts."""
     import numpy as np
 
-    store = Store(":memory:")
+    store = Store(tmp_path / "q.db" if in_file else ":memory:")
     sizes = {("c3/lexical", "en"): 1300, ("c3/semantic", "zh"): 700, ("superglue/boolq", "en"): 41}
     fields = {"c3/lexical": {"content": "c", "notation": "n", "response": "r"},
               "c3/semantic": {"content": "c", "annotation": "a", "response": "r"},
@@ -400,14 +401,17 @@ def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
 
     expected = written_out()
     assert len(store.cells()) == 6 and sorted(expected) == store.item_ids() != expected
-    assert _queue(session(store, templates, order="stratified", seed=seed)) == expected
+    stratified = session(store, templates, order="stratified", seed=seed)
+    assert (stratified._lanes is not None) == in_file
+    assert _queue(stratified) == expected and stratified.total == len(expected) == store.count_items()
     drained = drain(session(store, templates, task="superglue/boolq", order="stratified", seed=seed))
     assert drained == written_out(task="superglue/boolq") and len(drained) == 41
 
 
 def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates, monkeypatch):
-    """Read a slice of ids at a time, the unstable-first queue is still every unstable item in id
-    order (as one read of them all gives), then the others in id order."""
+    """Read a slice of ids at a time (slices growing from 13 ids to 97), the unstable-first queue
+    is still every unstable item in id order (as one read of them all gives), then the others in
+    id order; the disagreement-first queue likewise every contested item, then every item."""
     import random
 
     store = Store(":memory:")
@@ -421,7 +425,14 @@ def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates,
     unstable = store.unstable_item_ids()
     assert 40 < len(unstable) < 120
     monkeypatch.setattr(session_module, "ID_SLICE", 97)
+    monkeypatch.setattr(session_module, "FIRST_SLICE", 13)
     queue = _queue(session(store, templates, order="unstable-first"))
     assert queue == unstable + [i for i in ids if i not in set(unstable)]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="claude", judge_key="c", status="verdict",
+                                     verdict=draw.choice(["yes", "no"])) for i in repeated])
+    contested = store.contested_item_ids()
+    assert 60 < len(contested) < 240
+    queue = _queue(session(store, templates, order="disagreement-first"))
+    assert queue == contested + ids  # the claim passes over those already taken
     assert store.unstable_item_ids(between=(ids[500], ids[999])) == [i for i in unstable if ids[500] <= i <= ids[999]]
 

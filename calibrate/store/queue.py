@@ -177,7 +177,11 @@ class QueueMixin:
         a current item of the filter (`task`, `lang`, `system`: candidates may be any ids);
         `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
         8 at a time, then in chunks doubling up to 256: the first is usually eligible, and
-        each check of an item scattered over a large table costs page reads."""
+        each check of an item scattered over a large table costs page reads. Items with
+        `overlap` labels in force or more are dropped from each chunk first, by one look-up each
+        in `labels_in_force` (none of them is eligible: this annotator or `overlap` others
+        labelled it), so a long labelled stretch of the queue costs a look-up per item, not the
+        whole check."""
         decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
         where, filters = self._item_filter(task, lang, None, None, system)
         with self.transaction():
@@ -186,6 +190,10 @@ class QueueMixin:
             while start < len(candidates):
                 chunk = list(candidates[start : start + size])
                 start, size = start + size, min(2 * size, 256)
+                full = self._labelled_by_enough(chunk, overlap)
+                chunk = [item_id for item_id in chunk if item_id not in full]
+                if not chunk:
+                    continue
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
                 params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
                           "decides": decides, "labels": LABELS_JSON}
@@ -205,6 +213,13 @@ class QueueMixin:
                         self._lease(item_id, holder or annotator, now + lease_seconds)
                         return item_id
             return None
+
+    def _labelled_by_enough(self, item_ids: Sequence[int], overlap: int) -> set[int]:
+        """Those of `item_ids` with `overlap` labels in force or more: whoever asks, none of them
+        can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT item_id FROM labels_in_force WHERE item_id IN (SELECT value FROM json_each(?)) "
+            "GROUP BY item_id HAVING count(*) >= ?", (dump_json(list(item_ids)), overlap))}
 
     def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
