@@ -275,7 +275,8 @@ class AnnotationSession:
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
             chosen = set()
             for between in self._id_slices():
-                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=between)
+                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=between,
+                                                     overlap=self.overlap)
                 chosen.update(first)
                 for k in range(0, len(first), WINDOW):
                     yield first[k : k + WINDOW]
@@ -287,7 +288,8 @@ class AnnotationSession:
             yield from self._informative_windows()
         else:  # disagreement-first: contested items in id order, then the rest (both read a slice of ids at a time)
             for between in self._id_slices():
-                contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=between)
+                contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=between,
+                                                          overlap=self.overlap)
                 if contested:
                     yield contested
             after = 0

@@ -11,6 +11,8 @@ from calibrate.model import DECISION_ACTIONS, dump_json
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+# how many labels are in force on the item named by `{item}`
+_LABELS_IN_FORCE = "(SELECT count(*) FROM labels_in_force f WHERE f.item_id = {item})"
 
 
 class QueueMixin:
@@ -51,14 +53,20 @@ class QueueMixin:
         return [r[0] for r in self.conn.execute(sql, [annotator, DECIDES_JSON, action, *params])]
 
     def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
-                           system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
+                           system: str | None = None, between: tuple[int, int] | None = None,
+                           overlap: int | None = None) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
-        item ids within `between` (inclusive) when given, so a queue can read them in slices."""
+        item ids within `between` (inclusive) when given, so a queue can read them in slices;
+        only items with fewer than `overlap` labels in force when given (`_labelled_by_enough`:
+        no claim at that overlap leases the others), which spares reading their verdicts."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         if between:
             judge_clause += " AND item_id BETWEEN ? AND ?"
             judge_params += list(between)
+        if overlap is not None:
+            judge_clause += f" AND {_LABELS_IN_FORCE.format(item='verdicts_in_force.item_id')} < ?"
+            judge_params.append(overlap)
         sql = f"""
         WITH latest AS (SELECT item_id, status, verdict FROM verdicts_in_force WHERE 1{judge_clause})
         SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
@@ -69,17 +77,21 @@ class QueueMixin:
         return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
 
     def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
-                          system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
+                          system: str | None = None, between: tuple[int, int] | None = None,
+                          overlap: int | None = None) -> list[int]:
         """Items on which one judge configuration gave different parsed verdicts over its
         repeats (`judge --repeat`), newest judgment per sample; only item ids within `between`
-        (inclusive) when given, so a queue can read them in slices."""
+        (inclusive) when given, so a queue can read them in slices; only items with fewer than
+        `overlap` labels in force when given (as `contested_item_ids`)."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         low, high = between or (0, 2**63 - 1)
+        open_clause, open_params = ((f" WHERE {_LABELS_IN_FORCE.format(item='d.item_id')} < ?", [overlap])
+                                    if overlap is not None else ("", []))
         # only items with a repeat (a sample > 0, found by migration 0014's index) can be unstable
         sql = f"""
-        WITH repeated AS (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats
-                          WHERE sample > 0 AND item_id BETWEEN ? AND ?),
+        WITH repeated AS (SELECT item_id FROM (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats
+                                               WHERE sample > 0 AND item_id BETWEEN ? AND ?) d{open_clause}),
         latest AS (SELECT max(j.id) AS id FROM repeated r CROSS JOIN judgments j ON j.item_id = r.item_id
                    WHERE j.status != 'error'{judge_clause.replace('judge_name', 'j.judge_name')}
                    GROUP BY j.item_id, j.judge_key, j.sample)
@@ -87,7 +99,7 @@ class QueueMixin:
         WHERE j.status = 'verdict' AND {where}
         GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
         """
-        return sorted({r[0] for r in self.conn.execute(sql, [low, high, *judge_params, *params])})
+        return sorted({r[0] for r in self.conn.execute(sql, [low, high, *open_params, *judge_params, *params])})
 
     def unlabelled_ids(self, item_ids: Sequence[int]) -> list[int]:
         """Those of `item_ids` on which nobody has a label in force, in the order given."""
