@@ -33,14 +33,30 @@ def shuffled_lanes(store: Store, scope: dict, seed: int, *, cells: list[tuple[st
         yield cell, rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
 
 
+_READ_AHEAD: dict[tuple, Future] = {}  # lanes whose read `read_lanes_ahead` started, by what they are
+
+
+def read_lanes_ahead(path: str, scope: dict, seed: int) -> None:
+    """Start reading the lanes that a session of the stratified order on the database at `path`,
+    the filter `scope` and `seed` will take (`lanes_read_ahead`), before it is built:
+    `calibrate annotate` starts them before it loads the app."""
+    _READ_AHEAD[(str(path), tuple(sorted(scope.items())), seed)] = _read_lanes(str(path), scope, seed)
+
+
 def lanes_read_ahead(path: str, scope: dict, seed: int) -> Future:
     """Every cell's shuffled lane (`shuffled_lanes`) of the filter `scope`, in cell order, read
-    from the database at `path` on a thread of its own read-only connection, for a `Future`.
+    from the database at `path` on a thread of its own read-only connection, for a `Future`:
+    the read `read_lanes_ahead` started for the same lanes, if it did (taken once), else a new one.
 
     The reads are one statement per cell, during which SQLite lets go of the interpreter's lock,
     so the thread reads while the app starts up (which holds the lock for its own work); the
-    cells are found here first, on the calling thread, since each of their dozens of short seeks
+    cells are found first, on the calling thread, since each of their dozens of short seeks
     would wait for that lock on the thread."""
+    started = _READ_AHEAD.pop((str(path), tuple(sorted(scope.items())), seed), None)
+    return started if started is not None else _read_lanes(str(path), scope, seed)
+
+
+def _read_lanes(path: str, scope: dict, seed: int) -> Future:
     future = Future()
     store = Store(path, read_only=True)
     cells = store.cells(**scope)

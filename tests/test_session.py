@@ -381,7 +381,7 @@ def _queue(s: AnnotationSession) -> list[int]:
 def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed, in_file, tmp_path):
     """The queue is the cells' lanes (each cell's ids shuffled in the seed's turn) interleaved one item
     of each at a time, written out item by item, on cells of unequal sizes spanning several windows;
-    alike when a database file's lanes are read on a thread while the session starts."""
+    alike when a database file's lanes are read on a thread, started before the session."""
     import numpy as np
 
     store = Store(tmp_path / "q.db" if in_file else ":memory:")
@@ -402,8 +402,12 @@ def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed, in_f
 
     expected = written_out()
     assert len(store.cells()) == 6 and sorted(expected) == store.item_ids() != expected
+    if in_file:  # as `calibrate annotate` starts them before it loads the app
+        queue_lanes.read_lanes_ahead(store.path, {"task": None, "lang": None, "system": None}, seed)
+    ahead = list(queue_lanes._READ_AHEAD.values())
     stratified = session(store, templates, order="stratified", seed=seed)
-    assert (stratified._lanes is not None) == in_file
+    assert [stratified._lanes] == ahead if in_file else stratified._lanes is None
+    assert not queue_lanes._READ_AHEAD, "the session took the lanes read ahead"
     assert _queue(stratified) == expected and stratified.total == len(expected) == store.count_items()
     drained = drain(session(store, templates, task="superglue/boolq", order="stratified", seed=seed))
     assert drained == written_out(task="superglue/boolq") and len(drained) == 41
