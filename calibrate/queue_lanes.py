@@ -7,7 +7,7 @@ cells and escalate's trust marks as a child process works them out on a large qu
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -20,17 +20,23 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def shuffled_lanes(store: Store, scope: dict, seed: int, *, cells: list[tuple[str, str, str]] | None = None,
-                   ) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
-    """Each cell (task, lang, system) of the filter `scope` in sorted order (`cells`, when the
-    caller found them already) with its item ids in random order: its sorted ids permuted by the
-    next draw of the seed's generator. A cell's ids are read when it is reached, so the first lane
+def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
+    """Each cell (task, lang, system) of the filter `scope` in sorted order with its item ids in
+    random order (`shuffle_lanes`). A cell's ids are read when it is reached, so the first lane
     costs one cell's read."""
+    cells = store.cells(**scope)
+    return shuffle_lanes(cells, (store.item_id_array(task=t, lang=lang, system=s) for t, lang, s in cells), seed)
+
+
+def shuffle_lanes(cells: Iterable[tuple[str, str, str]], ids: Iterable[np.ndarray], seed: int,
+                  ) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
+    """Each cell with its item ids (sorted, in `ids`) in random order: permuted by the next draw of
+    the seed's generator."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    for cell in store.cells(**scope) if cells is None else cells:
-        yield cell, rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+    for cell, cell_ids in zip(cells, ids, strict=True):
+        yield cell, rng.permutation(cell_ids)
 
 
 _READ_AHEAD: dict[tuple, Future] = {}  # lanes whose read `read_lanes_ahead` started, by what they are
@@ -48,10 +54,10 @@ def lanes_read_ahead(path: str, scope: dict, seed: int) -> Future:
     from the database at `path` on a thread of its own read-only connection, for a `Future`:
     the read `read_lanes_ahead` started for the same lanes, if it did (taken once), else a new one.
 
-    The reads are one statement per cell, during which SQLite lets go of the interpreter's lock,
-    so the thread reads while the app starts up (which holds the lock for its own work); the
-    cells are found first, on the calling thread, since each of their dozens of short seeks
-    would wait for that lock on the thread."""
+    The ids are read in one statement (`Store.cell_id_arrays`), during which SQLite lets go of the
+    interpreter's lock, so the thread reads while the app starts up (which holds the lock for its
+    own work); the cells are found first, on the calling thread, since each of their dozens of
+    short seeks would wait for that lock on the thread."""
     started = _READ_AHEAD.pop((str(path), tuple(sorted(scope.items())), seed), None)
     return started if started is not None else _read_lanes(str(path), scope, seed)
 
@@ -63,7 +69,7 @@ def _read_lanes(path: str, scope: dict, seed: int) -> Future:
 
     def read() -> None:
         try:
-            future.set_result([lane for _, lane in shuffled_lanes(store, scope, seed, cells=cells)])
+            future.set_result([lane for _, lane in shuffle_lanes(cells, store.cell_id_arrays(cells), seed)])
         except BaseException as exc:  # noqa: BLE001 - raised where the lanes are taken
             future.set_exception(exc)
         finally:
