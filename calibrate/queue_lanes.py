@@ -1,15 +1,15 @@
 """What the shuffled and fitted annotation queue orders are built from, apart from the session
 that takes items from them: each cell's shuffled lane (the stratified and informative orders draw
-them alike; the stratified order reads them on a thread while the app starts), and informative's
-cells and escalate's trust marks as a child process works them out on a large queue
-(`AnnotationSession.prepare_queue`)."""
+them alike), informative's cells and escalate's trust marks as a child process works them out on
+a large queue (`AnnotationSession.prepare_queue`), and reads made on a thread while the app starts
+(the stratified lanes, the queue's count)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import trust_marks
@@ -18,6 +18,8 @@ from calibrate.templates import TemplateSet
 
 if TYPE_CHECKING:
     import numpy as np
+
+T = TypeVar("T")
 
 
 def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
@@ -63,20 +65,28 @@ def lanes_read_ahead(path: str, scope: dict, seed: int) -> Future:
 
 
 def _read_lanes(path: str, scope: dict, seed: int) -> Future:
-    future = Future()
     store = Store(path, read_only=True)
     cells = store.cells(**scope)
+    return read_in_thread(store, lambda store: [lane for _, lane in shuffle_lanes(cells, store.cell_id_arrays(cells), seed)])
 
-    def read() -> None:
+
+def read_in_thread(store: Store, read: Callable[[Store], T]) -> Future:
+    """`read(store)` on a thread, which then closes `store` (a connection of its own, opened on the
+    calling thread: opening takes the interpreter's lock for a while), for a `Future` that raises
+    what the read raised. A read that is one long statement lets go of the lock while SQLite
+    works, so it goes on while the calling thread does other work (the app starting up)."""
+    future = Future()
+
+    def run() -> None:
         try:
-            future.set_result([lane for _, lane in shuffle_lanes(cells, store.cell_id_arrays(cells), seed)])
-        except BaseException as exc:  # noqa: BLE001 - raised where the lanes are taken
+            future.set_result(read(store))
+        except BaseException as exc:  # noqa: BLE001 - raised where the result is taken
             future.set_exception(exc)
         finally:
             store.close()
 
     future.set_running_or_notify_cancel()
-    threading.Thread(target=read, name="calibrate lanes", daemon=True).start()
+    threading.Thread(target=run, name="calibrate read", daemon=True).start()
     return future
 
 

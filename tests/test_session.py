@@ -372,6 +372,17 @@ def test_an_item_judged_with_repeats_shows_and_confirms_their_majority(two_cells
         s.decide("confirm")
 
 
+def test_a_database_files_queue_is_counted_on_a_thread(tmp_path, templates):
+    """On a database file the queue's items are counted on a thread while the session starts;
+    the count is the filter's items, as on the session's own connection."""
+    store = Store(tmp_path / "count.db")
+    store.add_items([NewItem(task, "en", f"{k}", {"content": "c", "notation": "n", "response": "r"})
+                     for task in ("c3/lexical", "c3/pause") for k in range(7 if task == "c3/pause" else 5)])
+    for task, total in ((None, 12), ("c3/pause", 7)):
+        s = session(store, templates, task=task)
+        assert s._counted is not None and s.progress().total == total == store.count_items(task=task)
+
+
 def _queue(s: AnnotationSession) -> list[int]:
     """The whole queue of a session, in its order (every window's ids, one after another)."""
     return [i for window in s._queue_windows() for i in window]
