@@ -191,6 +191,7 @@ class AnnotationSession:
         if self._lanes is None and self._counted is None:
             self._total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
+
     @property
     def total(self) -> int:
         """The queue's items: the current, visible items of the filter."""

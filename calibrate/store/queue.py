@@ -60,7 +60,8 @@ class QueueMixin:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
         item ids within `between` (inclusive) when given, so a queue can read them in slices;
         only items with fewer than `overlap` labels in force when given (`_labelled_by_enough`:
-        no claim at that overlap leases the others), which spares reading their verdicts."""
+        no claim at that overlap leases the others), so a queue's windows hold only items it may
+        lease."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         if between:
