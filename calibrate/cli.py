@@ -1040,16 +1040,12 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
     override with one key. Every decision is saved at once."""
+    from calibrate.tui import CalibrateApp
+
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
     ctx.close()
-    if order == "stratified":  # its lanes are read on a thread while the app loads
-        from calibrate.queue_lanes import read_lanes_ahead
-
-        read_lanes_ahead(ctx.db_path, {"task": task, "lang": lang, "system": system}, seed)
-    from calibrate.tui import CalibrateApp
-
     app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
                        judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
                        keymap_file=keymap, require_listen=require_listen, audio_root=audio_root, tab=tab)

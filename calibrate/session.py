@@ -20,13 +20,7 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
-from calibrate.queue_lanes import (
-    informative_cells,
-    lanes_read_ahead,
-    read_in_thread,
-    shuffled_lanes,
-    work_out_queue,
-)
+from calibrate.queue_lanes import informative_cells, shuffled_lanes, work_out_queue
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -161,9 +155,6 @@ class AnnotationSession:
         if self.order not in ORDERS:
             raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
         self.store.check_filter(**self._scope, judge=self.judge)
-        # the stratified order's lanes, read on a thread while the rest starts (a third of a second at 1M items)
-        self._lanes = (lanes_read_ahead(self.store.path, self._scope, self.seed)
-                       if self.order == "stratified" and self.store.path != ":memory:" else None)
         self.started = time.monotonic()
         self.decisions_here = 0
         self._windows: Iterator[list[int]] | None = None
@@ -183,22 +174,8 @@ class AnnotationSession:
         self._early_note: str | None = None  # why they came
         self._early = False  # whether the queue's current window is of those
         self.holder = lease_holder(self.annotator, self.tab)
-        # the queue's items (`total`): counted from the stratified order's lanes, which hold them all,
-        # else on a thread while the rest starts (a seventh of a second at 1M items)
-        self._total, scope = None, self._scope
-        self._counted = (read_in_thread(Store(self.store.path, read_only=True), lambda reader: reader.count_items(**scope))
-                         if self._lanes is None and self.store.path != ":memory:" else None)
-        if self._lanes is None and self._counted is None:
-            self._total = self.store.count_items(**self._scope)
+        self.total = self.store.count_items(**self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
-
-    @property
-    def total(self) -> int:
-        """The queue's items: the current, visible items of the filter."""
-        if self._total is None:
-            self._total = self._counted.result() if self._counted is not None else sum(map(len, self._lanes.result()))
-        return self._total
-
     @property
     def trust_marks(self):
         """The escalate order's trust marks (reliability_cells.TrustMarks) as fitted when its queue
@@ -273,8 +250,7 @@ class AnnotationSession:
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
             # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = (self._lanes.result() if self._lanes is not None
-                     else [lane for _, lane in shuffled_lanes(self.store, self._scope, self.seed)])
+            lanes = [lane for _, lane in shuffled_lanes(self.store, self._scope, self.seed)]
             for k in range(0, max(map(len, lanes), default=0), WINDOW):
                 yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first

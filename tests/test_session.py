@@ -372,30 +372,18 @@ def test_an_item_judged_with_repeats_shows_and_confirms_their_majority(two_cells
         s.decide("confirm")
 
 
-def test_a_database_files_queue_is_counted_on_a_thread(tmp_path, templates):
-    """On a database file the queue's items are counted on a thread while the session starts;
-    the count is the filter's items, as on the session's own connection."""
-    store = Store(tmp_path / "count.db")
-    store.add_items([NewItem(task, "en", f"{k}", {"content": "c", "notation": "n", "response": "r"})
-                     for task in ("c3/lexical", "c3/pause") for k in range(7 if task == "c3/pause" else 5)])
-    for task, total in ((None, 12), ("c3/pause", 7)):
-        s = session(store, templates, task=task)
-        assert s._counted is not None and s.progress().total == total == store.count_items(task=task)
-
-
 def _queue(s: AnnotationSession) -> list[int]:
     """The whole queue of a session, in its order (every window's ids, one after another)."""
     return [i for window in s._queue_windows() for i in window]
 
 
-@pytest.mark.parametrize(("seed", "in_file"), [(0, False), (3, False), (11, False), (0, True), (11, True)])
-def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed, in_file, tmp_path):
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
     """The queue is the cells' lanes (each cell's ids shuffled in the seed's turn) interleaved one item
-    of each at a time, written out item by item, on cells of unequal sizes spanning several windows;
-    alike when a database file's lanes are read on a thread, started before the session."""
+    of each at a time, written out item by item, on cells of unequal sizes spanning several windows."""
     import numpy as np
 
-    store = Store(tmp_path / "q.db" if in_file else ":memory:")
+    store = Store(":memory:")
     sizes = {("c3/lexical", "en"): 1300, ("c3/semantic", "zh"): 700, ("superglue/boolq", "en"): 41}
     fields = {"c3/lexical": {"content": "c", "notation": "n", "response": "r"},
               "c3/semantic": {"content": "c", "annotation": "a", "response": "r"},
@@ -413,13 +401,7 @@ def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed, in_f
 
     expected = written_out()
     assert len(store.cells()) == 6 and sorted(expected) == store.item_ids() != expected
-    if in_file:  # as `calibrate annotate` starts them before it loads the app
-        queue_lanes.read_lanes_ahead(store.path, {"task": None, "lang": None, "system": None}, seed)
-    ahead = list(queue_lanes._READ_AHEAD.values())
-    stratified = session(store, templates, order="stratified", seed=seed)
-    assert [stratified._lanes] == ahead if in_file else stratified._lanes is None
-    assert not queue_lanes._READ_AHEAD, "the session took the lanes read ahead"
-    assert _queue(stratified) == expected and stratified.total == len(expected) == store.count_items()
+    assert _queue(session(store, templates, order="stratified", seed=seed)) == expected
     drained = drain(session(store, templates, task="superglue/boolq", order="stratified", seed=seed))
     assert drained == written_out(task="superglue/boolq") and len(drained) == 41
 

@@ -149,27 +149,6 @@ def test_claim_first_follows_the_callers_order(store):
     assert store.claim_first("b", order) == ids[0]
 
 
-def test_cell_id_arrays_read_each_cell_as_item_id_array_does(store, monkeypatch):
-    """Every cell's ids in one read equal each cell read alone, in reads of two cells, with an
-    import running (its items hidden) and after it finished."""
-    from calibrate.store import queue as queue_module
-
-    monkeypatch.setattr(queue_module, "CELLS_PER_READ", 2)
-    store.add_items([NewItem(task, "en", f"{k}", {"content": "c", "notation": "n", "response": "r"}, system=system)
-                     for k in range(30) for task in ("c3/lexical", "c3/pause") for system in ("a", "b") if k % 3 or system == "a"])
-    run = store.begin_import("test")
-    hidden, _ = store.add_items([NewItem("c3/lexical", "en", f"h{k}", {"content": "c", "notation": "n", "response": "r"},
-                                         system=system) for k in range(5) for system in ("b", "c")], with_ids=True, run=run)
-    for finished in (False, True):
-        cells = store.cells()
-        read = [ids.tolist() for ids in store.cell_id_arrays(cells)]
-        assert read == [store.item_id_array(task=t, lang=lang, system=s).tolist() for t, lang, s in cells]
-        assert len(cells) == 5 and sum(map(len, read)) == store.count_items() == 100 + 10 * finished
-        assert (set(hidden) <= {i for ids in read for i in ids}) == finished
-        if not finished:
-            store.finish_import(run)
-
-
 ANNOTATORS = ["a", "b", "c"]
 # what an annotator does to an item: label, skip or flag it, undo their latest decision, or lease it
 STEPS = st.lists(st.tuples(st.sampled_from(ANNOTATORS), st.integers(0, 11),

@@ -1,5 +1,4 @@
-"""The real app in a real terminal (a pty): kill -9 after N decisions loses none of them (in
-order, and in the stratified order, whose lanes `calibrate annotate` reads before the app starts);
+"""The real app in a real terminal (a pty): kill -9 after N decisions loses none of them;
 `calibrate serve` serves the same app to a browser."""
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-
-import pytest
 
 from tests.tui_helpers import rows
 
@@ -39,14 +36,13 @@ def read_available(fd: int) -> None:
             return
 
 
-@pytest.mark.parametrize("order", ["in-order", "stratified"])  # stratified: its lanes read ahead of the app
-def test_sigkill_after_n_decisions_keeps_all_n(demo_db, order):
+def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
     n = 7
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     pid, fd = pty.fork()
     if pid == 0:  # the child: the app itself, in the pty
         os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
-                                   "--annotator", "kill-test", "--order", order], env)
+                                   "--annotator", "kill-test"], env)
     try:
         count = lambda: len(rows(demo_db, "SELECT id FROM annotations"))  # noqa: E731
         assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), "app started"

@@ -20,13 +20,6 @@ def response_length(fields: dict) -> int | None:
     return len(response) if isinstance(response, str) else None
 
 
-def id_array(text: str | None):
-    """Comma-separated item ids (`ItemsMixin._id_text`) as a sorted numpy array."""
-    import numpy as np
-
-    return np.sort(np.fromstring(text, dtype=np.int64, sep=",")) if text else np.zeros(0, dtype=np.int64)
-
-
 class UnknownFilter(CalibrateError, ValueError):
     """A task, language or judge filter naming something the database does not hold."""
 
@@ -147,17 +140,15 @@ class ItemsMixin:
         """Ids of the filtered items as a sorted numpy array: read as one string, which on a
         million items is 3x faster than a row each (queues are built from it at start-up), along
         the items' cell index when no import is running."""
-        sql, params = self._id_text(task, lang, system)
-        return id_array(self.conn.execute(f"SELECT {sql}", params).fetchone()[0])
+        import numpy as np
 
-    def _id_text(self, task: str | None, lang: str | None, system: str | None) -> tuple[str, list]:
-        """An SQL expression giving the ids of the filtered items as one comma-separated text
-        (`item_id_array`), and its parameters."""
         where, params = self._item_filter(task, lang, None, None, system)
         quick, params_quick = self._item_filter(task, lang, None, None, system, visible=False)
-        return (f"CASE WHEN EXISTS (SELECT 1 FROM import_runs WHERE finished_at IS NULL) "
-                f"THEN (SELECT group_concat(id) FROM items i WHERE {where}) "
-                f"ELSE (SELECT group_concat(id) FROM items i WHERE {quick}) END", [*params, *params_quick])
+        text = self.conn.execute(
+            f"SELECT CASE WHEN EXISTS (SELECT 1 FROM import_runs WHERE finished_at IS NULL) "
+            f"THEN (SELECT group_concat(id) FROM items i WHERE {where}) "
+            f"ELSE (SELECT group_concat(id) FROM items i WHERE {quick}) END", [*params, *params_quick]).fetchone()[0]
+        return np.sort(np.fromstring(text, dtype=np.int64, sep=",")) if text else np.zeros(0, dtype=np.int64)
 
     def cells(self, *, task: str | None = None, lang: str | None = None,
               system: str | None = None) -> list[tuple[str, str, str]]:

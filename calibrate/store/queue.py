@@ -8,11 +8,9 @@ import time
 from collections.abc import Sequence
 
 from calibrate.model import DECISION_ACTIONS, dump_json
-from calibrate.store.items import id_array
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
-CELLS_PER_READ = 100  # cells whose ids `cell_id_arrays` reads in one statement (a column each)
 # how many labels are in force on the item named by `{item}`
 _LABELS_IN_FORCE = "(SELECT count(*) FROM labels_in_force f WHERE f.item_id = {item})"
 
@@ -103,18 +101,6 @@ class QueueMixin:
         GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
         """
         return sorted({r[0] for r in self.conn.execute(sql, [low, high, *open_params, *judge_params, *params])})
-
-    def cell_id_arrays(self, cells: Sequence[tuple[str, str, str]]) -> list:
-        """The item ids of each cell (task, lang, system), as `item_id_array` reads them, in one
-        statement of one row per CELLS_PER_READ cells: SQLite reads them all in one step, during
-        which it lets go of the interpreter's lock (a thread reads them while the app starts)."""
-        arrays = []
-        for start in range(0, len(cells), CELLS_PER_READ):
-            reads = [self._id_text(task, lang, system) for task, lang, system in cells[start : start + CELLS_PER_READ]]
-            row = self.conn.execute(f"SELECT {', '.join(sql for sql, _ in reads)}",
-                                    [value for _, params in reads for value in params]).fetchone()
-            arrays += [id_array(text) for text in row]
-        return arrays
 
     def unlabelled_ids(self, item_ids: Sequence[int]) -> list[int]:
         """Those of `item_ids` on which nobody has a label in force, in the order given."""
