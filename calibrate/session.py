@@ -29,6 +29,7 @@ from calibrate.validate import InputError, check_field_type
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
 ID_SLICE = 50_000  # item ids per read of the orders that read their first items in slices of ids
+FIRST_SLICE = 2_048  # ids of the first such read; each next one twice as many, up to ID_SLICE
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
 EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
@@ -255,13 +256,13 @@ class AnnotationSession:
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
             yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
-            top, step, low, chosen = self.store.max_item_id(), ID_SLICE, 1, set()
-            while low <= top:
-                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
+            chosen = set()
+            for between in self._id_slices():
+                first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=between,
+                                                     overlap=self.overlap)
                 chosen.update(first)
                 for k in range(0, len(first), WINDOW):
                     yield first[k : k + WINDOW]
-                low += step
             after = 0
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
@@ -269,16 +270,25 @@ class AnnotationSession:
         elif self.order == "informative":
             yield from self._informative_windows()
         else:  # disagreement-first: contested items in id order, then the rest (both read a slice of ids at a time)
-            top, step, low = self.store.max_item_id(), ID_SLICE, 1
-            while low <= top:
-                contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=(low, low + step - 1))
+            for between in self._id_slices():
+                contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=between,
+                                                          overlap=self.overlap)
                 if contested:
                     yield contested
-                low += step
             after = 0
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
                 yield rest
+
+    def _id_slices(self) -> Iterator[tuple[int, int]]:
+        """Ranges of item ids (inclusive) that cover every id up to the highest, FIRST_SLICE ids
+        first and each next range twice as long, up to ID_SLICE: an order that reads its first
+        items a slice of ids at a time finds them in a small read."""
+        top, low, step = self.store.max_item_id(), 1, min(FIRST_SLICE, ID_SLICE)
+        while low <= top:
+            yield low, low + step - 1
+            low += step
+            step = min(2 * step, ID_SLICE)
 
     def _escalate_windows(self) -> Iterator[list[int]]:
         """In id order, the items on which no judge's verdict is accepted (`trust_marks`), then the

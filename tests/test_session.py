@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import pytest
 
@@ -406,8 +407,9 @@ def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
 
 
 def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates, monkeypatch):
-    """Read a slice of ids at a time, the unstable-first queue is still every unstable item in id
-    order (as one read of them all gives), then the others in id order."""
+    """Read a slice of ids at a time (slices growing from 13 ids to 97), the unstable-first queue
+    is still every unstable item in id order (as one read of them all gives), then the others in
+    id order; the disagreement-first queue likewise every contested item, then every item."""
     import random
 
     store = Store(":memory:")
@@ -421,7 +423,31 @@ def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates,
     unstable = store.unstable_item_ids()
     assert 40 < len(unstable) < 120
     monkeypatch.setattr(session_module, "ID_SLICE", 97)
+    monkeypatch.setattr(session_module, "FIRST_SLICE", 13)
     queue = _queue(session(store, templates, order="unstable-first"))
     assert queue == unstable + [i for i in ids if i not in set(unstable)]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="claude", judge_key="c", status="verdict",
+                                     verdict=draw.choice(["yes", "no"])) for i in repeated])
+    contested = store.contested_item_ids()
+    assert 60 < len(contested) < 240
+    queue = _queue(session(store, templates, order="disagreement-first"))
+    assert queue == contested + ids  # the claim passes over those already taken
+
+    # items with `overlap` labels in force or more, which no claim at that overlap leases, are left out of the read
+    labels = Counter()
+    for who in ("a", "b"):
+        for i in sorted(set(draw.sample(unstable + contested, 60) + draw.sample(ids, 100))):
+            store.annotate(i, who, "label", label="yes")
+            labels[i] += 1
+        labels[store.undo_last(who).item_id] -= 1
+    assert max(labels.values()) == 2 and any(labels[i] == 1 for i in unstable) and any(labels[i] for i in contested)
+    for overlap in (1, 2, 3):
+        assert store.unstable_item_ids(overlap=overlap) == [i for i in unstable if labels[i] < overlap]
+        assert store.contested_item_ids(overlap=overlap) == [i for i in contested if labels[i] < overlap]
+        assert store.contested_item_ids(between=(ids[500], ids[999]), overlap=overlap) == [
+            i for i in contested if labels[i] < overlap and ids[500] <= i <= ids[999]]
+    unstable_first = session(store, templates, order="unstable-first", overlap=2)
+    open_unstable = [i for i in unstable if labels[i] < 2]
+    assert _queue(unstable_first) == open_unstable + [i for i in ids if i not in set(open_unstable)]
     assert store.unstable_item_ids(between=(ids[500], ids[999])) == [i for i in unstable if ids[500] <= i <= ids[999]]
 

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 
 from calibrate import store as store_module
 from calibrate.merge import merge_database
@@ -145,6 +147,37 @@ def test_claim_first_follows_the_callers_order(store):
     order = [ids[2], ids[0], ids[3], ids[1]]
     assert store.claim_first("a", order) == ids[2]
     assert store.claim_first("b", order) == ids[0]
+
+
+ANNOTATORS = ["a", "b", "c"]
+# what an annotator does to an item: label, skip or flag it, undo their latest decision, or lease it
+STEPS = st.lists(st.tuples(st.sampled_from(ANNOTATORS), st.integers(0, 11),
+                           st.sampled_from(["label", "label", "confirm", "skip", "flag", "undo", "lease"])), max_size=40)
+
+
+@settings(max_examples=40, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(steps=STEPS, overlap=st.integers(1, 3), order=st.permutations(range(12)), skipped_too=st.booleans())
+def test_claim_first_gives_what_the_whole_check_of_each_candidate_gives(steps, overlap, order, skipped_too):
+    """Dropping the items with `overlap` labels in force before the eligibility check leases the
+    same items as checking every candidate in full, after any labels, skips, flags, undos and
+    leases, at any overlap."""
+    leased = []
+    for drop_first in (True, False):
+        store = Store(":memory:")
+        ids, _ = store.add_items(items(12), with_ids=True)
+        for who, k, action in steps:
+            if action == "undo":
+                store.undo_last(who)
+            elif action == "lease":
+                store.claim_first(who, [ids[k]])
+            else:
+                store.annotate(ids[k], who, action, label="yes" if action in ("label", "confirm") else None)
+        if not drop_first:
+            store._labelled_by_enough = lambda item_ids, overlap: set()
+        candidates = [ids[k] for k in order]
+        leased.append([store.claim_first(who, candidates, overlap=overlap, skipped_too=skipped_too)
+                       for who in [*ANNOTATORS, "d", "a"]])
+    assert leased[0] == leased[1]
 
 
 def test_release_all_frees_the_items(store):

@@ -11,6 +11,8 @@ from calibrate.model import DECISION_ACTIONS, dump_json
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+# how many labels are in force on the item named by `{item}`
+_LABELS_IN_FORCE = "(SELECT count(*) FROM labels_in_force f WHERE f.item_id = {item})"
 
 
 class QueueMixin:
@@ -51,14 +53,21 @@ class QueueMixin:
         return [r[0] for r in self.conn.execute(sql, [annotator, DECIDES_JSON, action, *params])]
 
     def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
-                           system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
+                           system: str | None = None, between: tuple[int, int] | None = None,
+                           overlap: int | None = None) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
-        item ids within `between` (inclusive) when given, so a queue can read them in slices."""
+        item ids within `between` (inclusive) when given, so a queue can read them in slices;
+        only items with fewer than `overlap` labels in force when given (`_labelled_by_enough`:
+        no claim at that overlap leases the others), so a queue's windows hold only items it may
+        lease."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         if between:
             judge_clause += " AND item_id BETWEEN ? AND ?"
             judge_params += list(between)
+        if overlap is not None:
+            judge_clause += f" AND {_LABELS_IN_FORCE.format(item='verdicts_in_force.item_id')} < ?"
+            judge_params.append(overlap)
         sql = f"""
         WITH latest AS (SELECT item_id, status, verdict FROM verdicts_in_force WHERE 1{judge_clause})
         SELECT l.item_id FROM latest l JOIN items i ON i.id = l.item_id WHERE {where}
@@ -69,17 +78,21 @@ class QueueMixin:
         return [r[0] for r in self.conn.execute(sql, [*judge_params, *params])]
 
     def unstable_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
-                          system: str | None = None, between: tuple[int, int] | None = None) -> list[int]:
+                          system: str | None = None, between: tuple[int, int] | None = None,
+                          overlap: int | None = None) -> list[int]:
         """Items on which one judge configuration gave different parsed verdicts over its
         repeats (`judge --repeat`), newest judgment per sample; only item ids within `between`
-        (inclusive) when given, so a queue can read them in slices."""
+        (inclusive) when given, so a queue can read them in slices; only items with fewer than
+        `overlap` labels in force when given (as `contested_item_ids`)."""
         where, params = self._item_filter(task, lang, None, None, system)
         judge_clause, judge_params = (" AND judge_name = ?", [judge]) if judge else ("", [])
         low, high = between or (0, 2**63 - 1)
+        open_clause, open_params = ((f" WHERE {_LABELS_IN_FORCE.format(item='d.item_id')} < ?", [overlap])
+                                    if overlap is not None else ("", []))
         # only items with a repeat (a sample > 0, found by migration 0014's index) can be unstable
         sql = f"""
-        WITH repeated AS (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats
-                          WHERE sample > 0 AND item_id BETWEEN ? AND ?),
+        WITH repeated AS (SELECT item_id FROM (SELECT DISTINCT item_id FROM judgments INDEXED BY judgments_repeats
+                                               WHERE sample > 0 AND item_id BETWEEN ? AND ?) d{open_clause}),
         latest AS (SELECT max(j.id) AS id FROM repeated r CROSS JOIN judgments j ON j.item_id = r.item_id
                    WHERE j.status != 'error'{judge_clause.replace('judge_name', 'j.judge_name')}
                    GROUP BY j.item_id, j.judge_key, j.sample)
@@ -87,7 +100,7 @@ class QueueMixin:
         WHERE j.status = 'verdict' AND {where}
         GROUP BY j.item_id, j.judge_key HAVING count(DISTINCT j.verdict) > 1
         """
-        return sorted({r[0] for r in self.conn.execute(sql, [low, high, *judge_params, *params])})
+        return sorted({r[0] for r in self.conn.execute(sql, [low, high, *open_params, *judge_params, *params])})
 
     def unlabelled_ids(self, item_ids: Sequence[int]) -> list[int]:
         """Those of `item_ids` on which nobody has a label in force, in the order given."""
@@ -177,7 +190,11 @@ class QueueMixin:
         a current item of the filter (`task`, `lang`, `system`: candidates may be any ids);
         `skipped_too` lets items this annotator skipped be taken again. Candidates are checked
         8 at a time, then in chunks doubling up to 256: the first is usually eligible, and
-        each check of an item scattered over a large table costs page reads."""
+        each check of an item scattered over a large table costs page reads. Items with
+        `overlap` labels in force or more are dropped from each chunk first, by one look-up each
+        in `labels_in_force` (none of them is eligible: this annotator or `overlap` others
+        labelled it), so a long labelled stretch of the queue costs a look-up per item, not the
+        whole check."""
         decides = dump_json([a for a in DECISION_ACTIONS if a != "skip"]) if skipped_too else DECIDES_JSON
         where, filters = self._item_filter(task, lang, None, None, system)
         with self.transaction():
@@ -186,6 +203,10 @@ class QueueMixin:
             while start < len(candidates):
                 chunk = list(candidates[start : start + size])
                 start, size = start + size, min(2 * size, 256)
+                full = self._labelled_by_enough(chunk, overlap)
+                chunk = [item_id for item_id in chunk if item_id not in full]
+                if not chunk:
+                    continue
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
                 params = {"me": annotator, "holder": holder or annotator, "now": now, "overlap": overlap,
                           "decides": decides, "labels": LABELS_JSON}
@@ -205,6 +226,13 @@ class QueueMixin:
                         self._lease(item_id, holder or annotator, now + lease_seconds)
                         return item_id
             return None
+
+    def _labelled_by_enough(self, item_ids: Sequence[int], overlap: int) -> set[int]:
+        """Those of `item_ids` with `overlap` labels in force or more: whoever asks, none of them
+        can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT item_id FROM labels_in_force WHERE item_id IN (SELECT value FROM json_each(?)) "
+            "GROUP BY item_id HAVING count(*) >= ?", (dump_json(list(item_ids)), overlap))}
 
     def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
