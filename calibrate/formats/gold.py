@@ -53,6 +53,19 @@ def _with_sparse(line: str, sparse: Sparse) -> str:
             f'"listened":{_json(sparse.listened)}{tail}')
 
 
+def _with_marks(line: str, marks: list[tuple[str, str, bool]]) -> str:
+    """A line with the trust marks of the item's irregular verdicts (`Sparse.marks`) in place of
+    the ones the store wrote by the rule of regular verdicts."""
+    head, _, tail = line.rpartition(',"trust":{')  # the last object: its values are strings, never objects
+    tail = "{" + tail
+    for _, judge, accepted in marks:
+        mark = '"accepted"' if accepted else '"needs a person"'
+        for opening in ("{", ","):  # a judge's key starts after one of these (inside a key they are in a string)
+            for written in ('"accepted"', '"needs a person"'):
+                tail = tail.replace(f"{opening}{judge}:{written}", f"{opening}{judge}:{mark}")
+    return f'{head},"trust":{tail}'
+
+
 def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
     """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
     gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
@@ -65,6 +78,8 @@ def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, mar
             line = _settled(line)
         if sparse is not None:
             line = _with_sparse(line, sparse)
+            if sparse.marks:
+                line = _with_marks(line, sparse.marks)
         # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
         chunk.append(f"{line}\n" if line.isascii() and "\x7f" not in line else f"{json_text_safe(line)}\n")
         if len(chunk) == CHUNK:
@@ -90,6 +105,8 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
         *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
         "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])
     column = {a: k for k, a in enumerate(annotators)}
+    # each judge's trust column in a row of `Store.export_cells`: after the item id, five cells, labels, verdicts
+    mark_column = {j: 7 + len(judges) + k for k, j in enumerate(trusted)}
     unlabelled = ["", "unlabelled", "", *[""] * len(annotators)]
     no_sparse = ["", "", *[""] * len(listeners)]
     count = 0
@@ -113,6 +130,11 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
             if sparse is None:
                 tail = no_sparse
             else:
+                if sparse.marks:  # the irregular verdicts' marks in place of the ones written by the regular rule
+                    row = list(row)
+                    for judge, _, accepted in sparse.marks:
+                        if judge in mark_column and row[mark_column[judge]]:
+                            row[mark_column[judge]] = "accepted" if accepted else "needs a person"
                 tail = [spreadsheet_safe(value) for value in (
                     " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes),
                     " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners))]
