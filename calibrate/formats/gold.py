@@ -26,6 +26,7 @@ from calibrate.store import Store
 from calibrate.store.export_rows import CONTESTED_JSON, NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
+MEMO = 4096  # sets of labels whose CSV cells are kept
 
 
 def _json(value) -> str:
@@ -107,8 +108,26 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
     column = {a: k for k, a in enumerate(annotators)}
     # each judge's trust column in a row of `Store.export_cells`: after the item id, five cells, labels, verdicts
     mark_column = {j: 7 + len(judges) + k for k, j in enumerate(trusted)}
-    unlabelled = ["", "unlabelled", "", *[""] * len(annotators)]
-    no_sparse = ["", "", *[""] * len(listeners)]
+    no_sparse = ("", "", *[""] * len(listeners))
+    # the cells that follow from an item's labels (gold label, basis, who decided, a label per annotator), by the
+    # labels' JSON text: items share a few sets of labels, each worked out once (at most MEMO sets kept)
+    decided_by_labels: dict[str | None, tuple] = {None: ("", "unlabelled", "", *[""] * len(annotators))}
+
+    def decided(text: str) -> tuple:
+        labels = json.loads(text)
+        label, how = gold_label(labels)
+        # who decided it: the one annotator, or "gold" where several labels make it
+        cells = [label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold",
+                 *[""] * len(annotators)]
+        for who, label in labels.items():
+            cells[3 + column[who]] = label
+        if len(decided_by_labels) > MEMO:
+            decided_by_labels.clear()
+            decided_by_labels[None] = cells_unlabelled
+        found = decided_by_labels[text] = tuple(map(spreadsheet_safe, cells))
+        return found
+
+    cells_unlabelled = decided_by_labels[None]
     count = 0
 
     def rows():
@@ -116,17 +135,7 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
         for _, row, sparse in store.export_cells(judges, spreadsheet_safe, system, trust=marks is not None):
             count += 1
             labels = row[6]  # after the item id, task, lang, system, source_id and reference
-            if labels is None:
-                decided = unlabelled
-            else:
-                labels = json.loads(labels)
-                label, how = gold_label(labels)
-                # who decided it: the one annotator, or "gold" where several labels make it
-                decided = [label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"]
-                cells = [""] * len(annotators)
-                for who, label in labels.items():
-                    cells[column[who]] = label
-                decided = [*map(spreadsheet_safe, decided), *map(spreadsheet_safe, cells)]
+            cells = decided_by_labels.get(labels) or decided(labels)
             if sparse is None:
                 tail = no_sparse
             else:
@@ -135,10 +144,11 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
                     for judge, _, accepted in sparse.marks:
                         if judge in mark_column and row[mark_column[judge]]:
                             row[mark_column[judge]] = "accepted" if accepted else "needs a person"
-                tail = [spreadsheet_safe(value) for value in (
+                    row = tuple(row)
+                tail = tuple(spreadsheet_safe(value) for value in (
                     " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes),
-                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners))]
-            yield [*row[:6], *decided, *row[7:], *tail]
+                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners)))
+            yield row[:6] + cells + row[7:] + tail
 
     writer.writerows(rows())
     return count
