@@ -82,11 +82,12 @@ def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, mar
             if sparse.marks:
                 line = _with_marks(line, sparse.marks)
         # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
-        chunk.append(f"{line}\n" if line.isascii() and "\x7f" not in line else f"{json_text_safe(line)}\n")
+        chunk.append(line if line.isascii() and "\x7f" not in line else json_text_safe(line))
         if len(chunk) == CHUNK:
-            out.write("".join(chunk))
+            out.write("\n".join(chunk) + "\n")
             n, chunk = n + len(chunk), []
-    out.write("".join(chunk))
+    if chunk:
+        out.write("\n".join(chunk) + "\n")
     return n + len(chunk)
 
 
