@@ -78,6 +78,9 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
         assert write_jsonl(store, out, system) == len(expected)
         assert out.getvalue() == "".join(
             json_text_safe(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + "\n" for e in expected)
+        binary = io.BytesIO()  # a file the lines go to as UTF-8 bytes
+        assert write_jsonl(store, binary, system) == len(expected)
+        assert binary.getvalue() == out.getvalue().encode()
 
         out = io.StringIO()
         assert write_csv(store, out, system) == len(expected)
