@@ -71,7 +71,7 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
                                               system="s1")], with_ids=True)
             ids += new
             store.annotate(ids[pick % len(ids)], f"ann{content}", action, note=note or None,
-                           label="yes" if action == "label" else None)
+                           label=f"y{content}" if action == "label" else None)
         expected = expected_items(store, system)
 
         out = io.StringIO()

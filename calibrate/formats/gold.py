@@ -7,44 +7,59 @@ judge whether each item's verdict is accepted or needs a person.
 
 Items are streamed from the store (`Store.export_lines`, `Store.export_cells`), which writes
 each line or row in SQL, and written as they come, so an export of a million items holds a few
-thousand lines at a time. Here only what few items need is added: the gold label where the
-labels disagree (`calibrate.gold`) and the notes, flags and listening of the items that have
-them. A JSON line is compact, the item's fields minified by SQLite from the stored text, never parsed
-into Python objects."""
+thousand lines at a time. Here are added what follows from an item's labels (the gold label by
+`calibrate.gold`, who decided it; worked out once per set of labels, as items share a few), and
+what few items need: the notes, flags and listening of the items that have them, and the trust
+marks of irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from
+the stored text, never parsed into Python objects."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from json.encoder import encode_basestring
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
-from calibrate.store.export_rows import CONTESTED_JSON, NO_SPARSE_JSON, Sparse
+from calibrate.store.export_rows import NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
-MEMO = 4096  # sets of labels whose CSV cells are kept
+MEMO = 4096  # sets of labels whose gold label part (JSON) or cells (CSV) are kept
 
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _settled(line: str) -> str:
-    """A line the store wrote as contested (`CONTESTED_JSON`) with the gold label its labels
-    give (`calibrate.gold`): a majority, or the tie it is written as."""
-    found = json.loads(line)
-    if found["gold_basis"] != "tie":
-        return line
-    gold, how = gold_label(found["labels"])
-    if gold is None:
-        return line
-    head, _, tail = line.rpartition(CONTESTED_JSON)
-    return (f'{head},"gold_label":{encode_basestring(gold)},"gold_basis":{encode_basestring(how)},'
-            f'"annotator":"gold","verdicts":{tail}')
+class _ByLabels(dict):
+    """What follows from an item's labels, by their JSON text (annotator -> label), worked out by
+    `work` from the labels once per set: items share a few sets of labels. At most MEMO sets are
+    kept."""
+
+    def __init__(self, work):
+        super().__init__()
+        self.work = work
+
+    def __missing__(self, text: str):
+        if len(self) >= MEMO:
+            self.clear()
+        found = self[text] = self.work(json.loads(text))
+        return found
+
+
+def _decided(labels: dict[str, str]) -> tuple[str | None, str, str | None]:
+    """The gold label of an item with these labels (`calibrate.gold`), how it was reached, and
+    who decided it: the one annotator, or "gold" where several labels make it (None without one)."""
+    label, how = gold_label(labels)
+    return label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"
+
+
+def _gold_json(labels: dict[str, str]) -> str:
+    """The gold label part of a JSON line, after its labels."""
+    label, how, who = _decided(labels)
+    return f',"gold_label":{_json(label)},"gold_basis":{_json(how)},"annotator":{_json(who)}'
 
 
 def _with_sparse(line: str, sparse: Sparse) -> str:
@@ -83,9 +98,9 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
         def write(lines: list[str]) -> None:
             out.write(b"\n".join([line.encode() for line in lines]) + b"\n")
     n, chunk = 0, []
-    for _, (_, line), sparse in store.export_lines(system, trust=marks is not None):
-        if CONTESTED_JSON in line:
-            line = _settled(line)
+    gold = _ByLabels(_gold_json)
+    for _, (_, head, labels, tail), sparse in store.export_lines(system, trust=marks is not None):
+        line = f"{head}{labels}{gold[labels]}{tail}"
         if sparse is not None:
             line = _with_sparse(line, sparse)
             if sparse.marks:
@@ -119,33 +134,23 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
     # each judge's trust column in a row of `Store.export_cells`: after the item id, five cells, labels, verdicts
     mark_column = {j: 7 + len(judges) + k for k, j in enumerate(trusted)}
     no_sparse = ("", "", *[""] * len(listeners))
-    # the cells that follow from an item's labels (gold label, basis, who decided, a label per annotator), by the
-    # labels' JSON text: items share a few sets of labels, each worked out once (at most MEMO sets kept)
-    decided_by_labels: dict[str | None, tuple] = {None: ("", "unlabelled", "", *[""] * len(annotators))}
 
-    def decided(text: str) -> tuple:
-        labels = json.loads(text)
-        label, how = gold_label(labels)
-        # who decided it: the one annotator, or "gold" where several labels make it
-        cells = [label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold",
-                 *[""] * len(annotators)]
+    def cells_of(labels: dict[str, str]) -> tuple:
+        """The cells that follow from an item's labels: gold label, basis, who decided, a label per annotator."""
+        cells = [*_decided(labels), *[""] * len(annotators)]
         for who, label in labels.items():
             cells[3 + column[who]] = label
-        if len(decided_by_labels) > MEMO:
-            decided_by_labels.clear()
-            decided_by_labels[None] = cells_unlabelled
-        found = decided_by_labels[text] = tuple(map(spreadsheet_safe, cells))
-        return found
+        return tuple(map(spreadsheet_safe, cells))
 
-    cells_unlabelled = decided_by_labels[None]
+    decided = _ByLabels(cells_of)
     count = 0
 
     def rows():
         nonlocal count
         for _, row, sparse in store.export_cells(judges, spreadsheet_safe, system, trust=marks is not None):
             count += 1
-            labels = row[6]  # after the item id, task, lang, system, source_id and reference
-            cells = decided_by_labels.get(labels) or decided(labels)
+            labels = row[6]  # after the item id, task, lang, system, source_id and reference ("{}" for none)
+            cells = decided[labels]
             if sparse is None:
                 tail = no_sparse
             else:

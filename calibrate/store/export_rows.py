@@ -3,12 +3,13 @@ current items in id order whose rows SQLite writes as they are written out (a wh
 or the text cells of a CSV row), and the sparse parts (notes, flags, listening) read beside it,
 so an export of a million items holds no Python object per item.
 
-A JSON line is complete but for three things left to the caller, which are rare: the gold label
-of an item whose labels disagree (the rule is `calibrate.gold`'s, applied to that item's
-labels; SQLite writes such an item as a tie, `CONTESTED_JSON`), the sparse parts of the
-items that have some (`Sparse`; SQLite writes the empty ones, `NO_SPARSE_JSON`), and the trust
-marks of irregular verdicts (repeats, or an error in force), which SQLite writes by the rule of
-regular ones, so that it looks each verdict's mark up in one table, not three."""
+A JSON line comes in three parts, its labels' JSON object between them: the caller writes
+the gold label part after the labels (the rule is `calibrate.gold`'s; items share a few sets
+of labels, so it is worked out once per set, not per item). Left to the caller too, as they
+are rare: the sparse parts of the items that have some (`Sparse`; SQLite writes the empty
+ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats, or an error in
+force), which SQLite writes by the rule of regular ones, so that it looks each verdict's mark
+up in one table, not three."""
 
 from __future__ import annotations
 
@@ -18,27 +19,14 @@ from typing import NamedTuple
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE
 
-# what SQLite writes in a JSON line for an item whose labels disagree (the caller settles it)
-CONTESTED_JSON = ',"gold_label":null,"gold_basis":"tie","annotator":null,"verdicts":'
-# and for an item without notes, flags or listening (the caller fills in those it has)
+# what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 
 # the head of a JSON line, as SQL: item id, task, lang, system, source id, reference (each JSON text),
-# fields; the labels part, gold label part and verdicts part follow (concatenation costs less than printf)
+# fields, up to the labels (concatenation costs less than printf)
 _HEAD = ("""'{"item_id":' || i.id || ',"task":' || json_quote(i.task) || ',"lang":' || json_quote(i.lang) """
          """|| ',"system":' || json_quote(i.system) || ',"source_id":' || json_quote(i.source_id) """
-         """|| ',"reference":' || json_quote(i.reference) || ',"fields":' || json(i.fields) || ',"labels":' """)
-
-# an item's labels in force `l`: the JSON object of them, then the gold label part of the line
-# (labels are never NULL, so min = max says they are all the same)
-_LABELS_JSON = """(SELECT json_group_object(l.annotator, l.label) || CASE count(*)
-    WHEN 0 THEN ',"gold_label":null,"gold_basis":"unlabelled","annotator":null'
-    WHEN 1 THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"single annotator","annotator":'
-                || json_quote(max(l.annotator))
-    ELSE CASE WHEN min(l.label) = max(l.label)
-              THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"unanimous","annotator":"gold"'
-              ELSE ',"gold_label":null,"gold_basis":"tie","annotator":null' END END
-    FROM labels_in_force l WHERE l.item_id = i.id)"""
+         """|| ',"reference":' || json_quote(i.reference) || ',"fields":' || json(i.fields) || ',"labels":'""")
 
 
 def _safe(expression: str) -> str:
@@ -66,13 +54,15 @@ class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
     def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, JSON line without its newline), sparse parts or None) per current item (of
-        `system`, if given) in id order: item_id, task, lang, system, source_id, reference, fields,
-        labels, gold_label, gold_basis, annotator, verdicts (judge -> status, verdict, correct),
+        """(item id, (item id, head, labels, tail), sparse parts or None) per current item (of
+        `system`, if given) in id order, the JSON line without its newline being the head, the
+        labels (annotator -> label, "{}" for none), the gold label part the caller writes
+        (gold_label, gold_basis, annotator) and the tail: the head holds item_id, task, lang, system,
+        source_id, reference, fields; the tail verdicts (judge -> status, verdict, correct),
         notes, flagged_by, listened, and with `trust` (after `set_trust_marks`) trust (judge ->
-        accepted or needs a person). The line holds `CONTESTED_JSON` where the labels disagree,
-        `NO_SPARSE_JSON` in place of the sparse parts, and each verdict's mark as if it were
-        regular: the irregular ones' marks are in the sparse parts (`Sparse.marks`)."""
+        accepted or needs a person), with `NO_SPARSE_JSON` in place of the sparse parts and each
+        verdict's mark as if it were regular: the irregular ones' marks are in the sparse parts
+        (`Sparse.marks`)."""
         where, params = self._item_filter(None, None, None, None, system)
         marks = (f" || ',\"trust\":' || json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_IF_REGULAR} "
                  "THEN 'accepted' ELSE 'needs a person' END)") if trust else ""
@@ -81,7 +71,9 @@ class ExportRowsMixin:
                     f"'correct', j.correct)) || '{NO_SPARSE_JSON}'{marks} "
                     "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = i.id)")
         rows = plain_rows(self.conn, f"""
-            SELECT i.id, {_HEAD} || {_LABELS_JSON} || ',"verdicts":' || {verdicts} || '}}'
+            SELECT i.id, {_HEAD},
+                   (SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id),
+                   ',"verdicts":' || {verdicts} || '}}'
             FROM items i WHERE {where} ORDER BY i.id""", params)
         return self._with_sparse(rows, trust)
 
@@ -89,7 +81,7 @@ class ExportRowsMixin:
                      trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, cells...), sparse parts or None) per current item (of `system`, if
         given) in id order, for a CSV export: task, lang, system, source_id, reference ("" for
-        none), the JSON object of its labels in force (annotator -> label; None when unlabelled),
+        none), the JSON object of its labels in force (annotator -> label; "{}" when unlabelled),
         the verdict (or the status where there is none) of each of `judges` ("" where it did not
         judge), and with `trust` (after `set_trust_marks`) each judge's mark as if its verdict were
         regular (the irregular ones' marks are in the sparse parts, `Sparse.marks`). Text cells are
@@ -98,8 +90,7 @@ class ExportRowsMixin:
         where, params = self._item_filter(None, None, None, None, system)
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
-        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id "
-                       "HAVING count(*) > 0)")
+        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)")
         verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
         columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
                     "AND v.judge_name = ?), '')" for _ in judges]
