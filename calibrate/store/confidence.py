@@ -195,12 +195,9 @@ class ConfidenceMixin:
         CASE WHEN EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
-             ELSE {_REGULAR} END"""
-    # the same, where the statement has joined the verdict's judgment as `j` already (one lookup fewer)
-    ACCEPTED_JOINED = ACCEPTED.format(judgments="", joined="")
-    ACCEPTED = ACCEPTED.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")
-    # the regular rule alone, the judgment joined as `j`: for reads that take the irregular verdicts' marks
-    # beside it (`irregular_marks`)
+             ELSE {_REGULAR.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")} END"""
+    # the regular rule alone, where the statement has joined the verdict's judgment as `j` already: for reads
+    # that take the irregular verdicts' marks beside it (`irregular_marks`)
     ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="")
 
     def irregular_marks(self) -> Iterator[tuple[int, str, str, bool]]:
