@@ -1,7 +1,8 @@
 """The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
-current items in id order whose rows SQLite writes as they are written out (a whole JSON line,
-or the text cells of a CSV row), and the sparse parts (notes, flags, listening) read beside it,
-so an export of a million items holds no Python object per item.
+current items in id order whose rows SQLite writes as they are written out (a JSON line in
+parts, or the text cells of a CSV row), and the sparse parts (notes, flags, listening, the
+irregular verdicts' trust marks) read beside it, so an export of a million items holds no
+Python object per item.
 
 A JSON line comes in three parts, its labels' JSON object between them: the caller writes
 the gold label part after the labels (the rule is `calibrate.gold`'s; items share a few sets
