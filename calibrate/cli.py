@@ -1553,8 +1553,8 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     writer = write_jsonl if fmt == "jsonl" else write_csv
     marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
     say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
-    if out:
-        with out.open("w", encoding="utf-8", newline="") as handle:
+    if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
+        with out.open("wb") if fmt == "jsonl" else out.open("w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.store, handle, system, marks)
         console.print(f"wrote {n} items to {out}")
     elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)

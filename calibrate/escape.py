@@ -25,13 +25,15 @@ _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 # characters, the BOM, interlinear annotation marks, shorthand and musical format controls,
 # the tag characters (hidden text) and the variation selectors 17-256. Kept as they are: the
 # zero-width (non-)joiners and variation selectors 1-16, which shape emoji and scripts visibly.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u2028\u2029\u2060-\u2064\u206a-\u206f"
-    "\u3164\ufeff\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-    "\U000e0100-\U000e01ef]"
-)
-# Both sets in one class: JSON writes either as a \u escape, so one pass over the text serves.
-_JSON_ESCAPED = re.compile(_UNSAFE.pattern[:-1] + _INVISIBLE.pattern[1:])
+_INVISIBLE_BMP = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u2028\u2029\u2060-\u2064\u206a-\u206f"
+                  "\u3164\ufeff\uffa0\ufff9-\ufffb")
+_INVISIBLE_ASTRAL = "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_BMP}{_INVISIBLE_ASTRAL}]")
+# What JSON writes as \u escapes: both sets, those in the Basic Multilingual Plane in one class (one pass over
+# the text), those beyond it in another, looked for only in text that has characters beyond it (a class
+# holding them is matched range by range, about three times slower on a Chinese line).
+_JSON_ESCAPED = re.compile(_UNSAFE.pattern[:-1] + _INVISIBLE_BMP + "]")
+_JSON_ESCAPED_ASTRAL = re.compile(f"[{_INVISIBLE_ASTRAL}]")
 
 
 def safe(text) -> str:
@@ -54,7 +56,10 @@ def safe_json(value, indent: int | None = 2) -> str:
 def json_text_safe(text: str) -> str:
     """JSON text (any number of documents, such as JSON lines) with the characters `safe` shows
     differently written as JSON \\u escapes: the same values, terminal-safe (see `safe_json`)."""
-    return _JSON_ESCAPED.sub(_json_escape, text)
+    text = _JSON_ESCAPED.sub(_json_escape, text)
+    if len(text.encode("utf-16-le", "surrogatepass")) > 2 * len(text):  # a character beyond the BMP: two units
+        text = _JSON_ESCAPED_ASTRAL.sub(_json_escape, text)
+    return text
 
 
 def for_terminal(text: str, stream=None) -> str:

@@ -2,7 +2,7 @@
 `Store.export_cells`), give byte for byte what the item-by-item computation gives on random
 data: every item's labels, the gold label by `calibrate.gold`'s rule (contested items
 included), verdicts in force, notes, flags, and text with quotes, controls, invisible
-characters and formula-like starts."""
+characters and formula-like starts; and each verdict's trust mark, regular or irregular."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ import csv
 import io
 import itertools
 import json
+from collections import defaultdict
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
+from calibrate.formats import gold
 from calibrate.formats.gold import write_csv, write_jsonl
 from calibrate.gold import gold_label
-from calibrate.model import NewItem
+from calibrate.model import NewItem, NewJudgment
+from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
 from tests.test_counted_reads import fill, item, more, shake
 
@@ -52,7 +55,8 @@ def expected_items(store: Store, system: str | None) -> list[dict]:
     return out
 
 
-def test_exports_equal_the_item_by_item_export():
+def test_exports_equal_the_item_by_item_export(monkeypatch):
+    monkeypatch.setattr(gold, "MEMO", 2)  # the CSV cells of few sets of labels kept: forgotten and worked out again
     store = Store(":memory:")
     serial = itertools.count()
 
@@ -67,13 +71,16 @@ def test_exports_equal_the_item_by_item_export():
                                               system="s1")], with_ids=True)
             ids += new
             store.annotate(ids[pick % len(ids)], f"ann{content}", action, note=note or None,
-                           label="yes" if action == "label" else None)
+                           label=f"y{content}" if action == "label" else None)
         expected = expected_items(store, system)
 
         out = io.StringIO()
         assert write_jsonl(store, out, system) == len(expected)
         assert out.getvalue() == "".join(
             json_text_safe(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + "\n" for e in expected)
+        binary = io.BytesIO()  # a file the lines go to as UTF-8 bytes
+        assert write_jsonl(store, binary, system) == len(expected)
+        assert binary.getvalue() == out.getvalue().encode()
 
         out = io.StringIO()
         assert write_csv(store, out, system) == len(expected)
@@ -89,6 +96,77 @@ def test_exports_equal_the_item_by_item_export():
             *((e["verdicts"][j]["verdict"] or e["verdicts"][j]["status"]) if j in e["verdicts"] else "" for j in judges),
             " | ".join(f"{n['annotator']}: {n['note']}" for n in e["notes"]), " ".join(e["flagged_by"])]]
             for e in expected]
+
+    try:
+        check()
+    finally:
+        store.close()
+
+
+def expected_marks(store: Store, marks: TrustMarks) -> dict[int, dict[str, str]]:
+    """Item id -> judge -> its trust mark, verdict by verdict: an irregular verdict (repeats, or an
+    error in force) as `marks` marks it one by one, any other accepted when it is parsed and its
+    confidence, in [0, 1], reaches its cell's threshold."""
+    found = defaultdict(dict)
+    for item_id, task, lang, judge, status, confidence, repeated in store.conn.execute(
+            "SELECT v.item_id, i.task, i.lang, v.judge_name, v.status, j.confidence, EXISTS (SELECT 1 FROM judgments r "
+            "WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name AND r.sample > 0) FROM verdicts_in_force v "
+            "JOIN items i ON i.id = v.item_id JOIN judgments j ON j.id = v.judgment_id ORDER BY v.item_id, v.judge_name"):
+        if repeated or status == "error":
+            accepted = marks.irregular.get((item_id, judge), False)
+        else:
+            threshold = marks.thresholds.get((task, lang, judge))
+            accepted = (status == "verdict" and threshold is not None and confidence is not None
+                        and 0 <= confidence <= 1 and confidence >= threshold)
+        found[item_id][judge] = "accepted" if accepted else "needs a person"
+    return found
+
+
+def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict():
+    """Each verdict's trust mark in both exports, regular and irregular ones (repeats, errors in
+    force; judges named like parts of a line), under random thresholds and random marks of the
+    irregular verdicts, is the mark `TrustMarks` gives it."""
+    store = Store(":memory:")
+    serial = itertools.count()
+    odd_judges = ["trust", 'a","gpt', "gpt\\"]
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=20), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(odd_judges),
+                                                                        st.booleans(), st.sampled_from([None, 0.5, 0.9]))),
+           st.lists(st.sampled_from([0.0, 0.6, 0.7, 0.95]), min_size=12, max_size=12), st.randoms(use_true_random=False),
+           st.sampled_from([None, "s1"]))
+    def check(items, odd, levels, rng, system):
+        ids = fill(store, items, serial)
+        store.add_judgments([NewJudgment(item_id=ids[pick % len(ids)], judge_name=name, judge_key=name, status="verdict",
+                                         verdict="yes", confidence=confidence, sample=int(repeat))
+                             for pick, name, repeat, confidence in odd])
+        judges = ["gpt", "r1", *odd_judges]
+        cells = store.conn.execute("SELECT DISTINCT task, lang FROM items ORDER BY 1, 2").fetchall()
+        thresholds = {(task, lang, judge): level for (task, lang), judge, level in zip(
+            [cell for cell in cells for _ in judges], judges * len(cells), levels * 10, strict=False) if level}
+        pairs = store.conn.execute("SELECT item_id, judge_name FROM verdicts_in_force").fetchall()
+        marks = TrustMarks(thresholds, {tuple(pair): rng.random() < 0.5 for pair in pairs})
+        expected = {item_id: found for item_id, found in expected_marks(store, marks).items()}
+        current = [i for (i,) in store.conn.execute(
+            "SELECT id FROM items WHERE current = 1 AND (?1 IS NULL OR system = ?1) ORDER BY id", (system,))]
+
+        out = io.StringIO()
+        write_jsonl(store, out, system, marks)
+        written = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [r["item_id"] for r in written] == current
+        assert {r["item_id"]: r["trust"] for r in written} == {i: expected.get(i, {}) for i in current}
+        for line in out.getvalue().splitlines():  # the marks keep the store's order and spelling
+            record = json.loads(line)
+            assert line.endswith(',"trust":' + json.dumps(record["trust"], ensure_ascii=False, separators=(",", ":"))
+                                 + "}")
+
+        out = io.StringIO()
+        write_csv(store, out, system, marks)
+        rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+        shown = sorted({j for i in current for j in expected.get(i, {})})
+        assert [int(r["item_id"]) for r in rows] == current
+        assert [{j: r[f"trust:{spreadsheet_safe(j)}"] for j in shown} for r in rows] == \
+            [{j: expected.get(i, {}).get(j, "") for j in shown} for i in current]
 
     try:
         check()

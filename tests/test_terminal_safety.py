@@ -14,8 +14,10 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from calibrate.escape import safe, safe_json
+from calibrate.escape import json_text_safe, safe, safe_json
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -46,6 +48,25 @@ def test_invisible_characters_are_named_and_shaping_ones_kept():
     assert safe(f"{family} {heart} می\u200cخواهم") == f"{family} {heart} می\u200cخواهم", "joiners and VS16 shape text"
     text = "id\u200b1 \U000e0068\U000e0069 \x1b[2J"
     assert json.loads(safe_json(text)) == text and "\u200b" not in safe_json(text)
+
+
+# every character `safe` shows differently (a JSON \\u escape in an export), and some it keeps: ASCII, Chinese,
+# an emoji, a character beside the escaped ones beyond the Basic Multilingual Plane
+SHOWN_DIFFERENTLY = [c for c in [*range(0x30000), *range(0xE0000, 0xE0200)] if safe(chr(c)) != chr(c)]
+KEPT = ["a", '"', "\\", "\n", "是", "😀", "\U0001bca4", "\U000e0200", "\u200d", "\ufe0f", "é"]
+
+
+@given(st.lists(st.sampled_from([chr(c) for c in SHOWN_DIFFERENTLY]) | st.sampled_from(KEPT)))
+@settings(max_examples=300)
+def test_json_text_safe_escapes_exactly_what_safe_shows_differently(chars):
+    text = "".join(chars)
+    assert json_text_safe(text) == "".join(json.dumps(c)[1:-1] if safe(c) != c else c for c in chars)
+
+
+def test_json_text_safe_escapes_every_such_character_in_any_text():
+    for c in SHOWN_DIFFERENTLY:
+        assert json_text_safe(f"是{chr(c)}a") == f"是{json.dumps(chr(c))[1:-1]}a"
+        assert json_text_safe(f"😀{chr(c)}") == f"😀{json.dumps(chr(c))[1:-1]}"
 
 
 @pytest.fixture

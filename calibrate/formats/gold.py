@@ -7,43 +7,59 @@ judge whether each item's verdict is accepted or needs a person.
 
 Items are streamed from the store (`Store.export_lines`, `Store.export_cells`), which writes
 each line or row in SQL, and written as they come, so an export of a million items holds a few
-thousand lines at a time. Here only what few items need is added: the gold label where the
-labels disagree (`calibrate.gold`) and the notes, flags and listening of the items that have
-them. A JSON line is compact, the item's fields minified by SQLite from the stored text, never parsed
-into Python objects."""
+thousand lines at a time. Here are added what follows from an item's labels (the gold label by
+`calibrate.gold`, who decided it; worked out once per set of labels, as items share a few), and
+what few items need: the notes, flags and listening of the items that have them, and the trust
+marks of irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from
+the stored text, never parsed into Python objects."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from json.encoder import encode_basestring
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
-from calibrate.store.export_rows import CONTESTED_JSON, NO_SPARSE_JSON, Sparse
+from calibrate.store.export_rows import NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
+MEMO = 4096  # sets of labels whose gold label part (JSON) or cells (CSV) are kept
 
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _settled(line: str) -> str:
-    """A line the store wrote as contested (`CONTESTED_JSON`) with the gold label its labels
-    give (`calibrate.gold`): a majority, or the tie it is written as."""
-    found = json.loads(line)
-    if found["gold_basis"] != "tie":
-        return line
-    gold, how = gold_label(found["labels"])
-    if gold is None:
-        return line
-    head, _, tail = line.rpartition(CONTESTED_JSON)
-    return (f'{head},"gold_label":{encode_basestring(gold)},"gold_basis":{encode_basestring(how)},'
-            f'"annotator":"gold","verdicts":{tail}')
+class _ByLabels(dict):
+    """What follows from an item's labels, by their JSON text (annotator -> label), worked out by
+    `work` from the labels once per set: items share a few sets of labels. At most MEMO sets are
+    kept."""
+
+    def __init__(self, work):
+        super().__init__()
+        self.work = work
+
+    def __missing__(self, text: str):
+        if len(self) >= MEMO:
+            self.clear()
+        found = self[text] = self.work(json.loads(text))
+        return found
+
+
+def _decided(labels: dict[str, str]) -> tuple[str | None, str, str | None]:
+    """The gold label of an item with these labels (`calibrate.gold`), how it was reached, and
+    who decided it: the one annotator, or "gold" where several labels make it (None without one)."""
+    label, how = gold_label(labels)
+    return label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"
+
+
+def _gold_json(labels: dict[str, str]) -> str:
+    """The gold label part of a JSON line, after its labels."""
+    label, how, who = _decided(labels)
+    return f',"gold_label":{_json(label)},"gold_basis":{_json(how)},"annotator":{_json(who)}'
 
 
 def _with_sparse(line: str, sparse: Sparse) -> str:
@@ -53,24 +69,49 @@ def _with_sparse(line: str, sparse: Sparse) -> str:
             f'"listened":{_json(sparse.listened)}{tail}')
 
 
-def write_jsonl(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
+def _with_marks(line: str, marks: list[tuple[str, str, bool]]) -> str:
+    """A line with the trust marks of the item's irregular verdicts (`Sparse.marks`) in place of
+    the ones the store wrote by the rule of regular verdicts."""
+    head, _, tail = line.rpartition(',"trust":{')  # the last object: its values are strings, never objects
+    tail = "{" + tail
+    for _, judge, accepted in marks:
+        mark = '"accepted"' if accepted else '"needs a person"'
+        for opening in ("{", ","):  # a judge's key starts after one of these (inside a key they are in a string)
+            for written in ('"accepted"', '"needs a person"'):
+                tail = tail.replace(f"{opening}{judge}:{written}", f"{opening}{judge}:{mark}")
+    return f'{head},"trust":{tail}'
+
+
+def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
+                marks: TrustMarks | None = None) -> int:
     """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
     gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
-    listened, and with `marks` trust (judge -> "accepted" or "needs a person")."""
+    listened, and with `marks` trust (judge -> "accepted" or "needs a person"). `out` is a text
+    stream, or a binary one that takes the lines in UTF-8 (cheaper: a chunk of lines is not widened
+    to the text's widest character and encoded again as a whole)."""
     if marks is not None:
         store.set_trust_marks(marks)
+    if isinstance(out, io.TextIOBase):
+        def write(lines: list[str]) -> None:
+            out.write("\n".join(lines) + "\n")
+    else:
+        def write(lines: list[str]) -> None:
+            out.write(b"\n".join([line.encode() for line in lines]) + b"\n")
     n, chunk = 0, []
-    for _, (_, line), sparse in store.export_lines(system, trust=marks is not None):
-        if CONTESTED_JSON in line:
-            line = _settled(line)
+    gold = _ByLabels(_gold_json)
+    for _, (_, head, labels, tail), sparse in store.export_lines(system, trust=marks is not None):
+        line = f"{head}{labels}{gold[labels]}{tail}"
         if sparse is not None:
             line = _with_sparse(line, sparse)
+            if sparse.marks:
+                line = _with_marks(line, sparse.marks)
         # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
-        chunk.append(f"{line}\n" if line.isascii() and "\x7f" not in line else f"{json_text_safe(line)}\n")
+        chunk.append(line if line.isascii() and "\x7f" not in line else json_text_safe(line))
         if len(chunk) == CHUNK:
-            out.write("".join(chunk))
+            write(chunk)
             n, chunk = n + len(chunk), []
-    out.write("".join(chunk))
+    if chunk:
+        write(chunk)
     return n + len(chunk)
 
 
@@ -90,33 +131,39 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
         *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
         "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])
     column = {a: k for k, a in enumerate(annotators)}
-    unlabelled = ["", "unlabelled", "", *[""] * len(annotators)]
-    no_sparse = ["", "", *[""] * len(listeners)]
+    # each judge's trust column in a row of `Store.export_cells`: after the item id, five cells, labels, verdicts
+    mark_column = {j: 7 + len(judges) + k for k, j in enumerate(trusted)}
+    no_sparse = ("", "", *[""] * len(listeners))
+
+    def cells_of(labels: dict[str, str]) -> tuple:
+        """The cells that follow from an item's labels: gold label, basis, who decided, a label per annotator."""
+        cells = [*_decided(labels), *[""] * len(annotators)]
+        for who, label in labels.items():
+            cells[3 + column[who]] = label
+        return tuple(map(spreadsheet_safe, cells))
+
+    decided = _ByLabels(cells_of)
     count = 0
 
     def rows():
         nonlocal count
         for _, row, sparse in store.export_cells(judges, spreadsheet_safe, system, trust=marks is not None):
             count += 1
-            labels = row[6]  # after the item id, task, lang, system, source_id and reference
-            if labels is None:
-                decided = unlabelled
-            else:
-                labels = json.loads(labels)
-                label, how = gold_label(labels)
-                # who decided it: the one annotator, or "gold" where several labels make it
-                decided = [label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"]
-                cells = [""] * len(annotators)
-                for who, label in labels.items():
-                    cells[column[who]] = label
-                decided = [*map(spreadsheet_safe, decided), *map(spreadsheet_safe, cells)]
+            labels = row[6]  # after the item id, task, lang, system, source_id and reference ("{}" for none)
+            cells = decided[labels]
             if sparse is None:
                 tail = no_sparse
             else:
-                tail = [spreadsheet_safe(value) for value in (
+                if sparse.marks:  # the irregular verdicts' marks in place of the ones written by the regular rule
+                    row = list(row)
+                    for judge, _, accepted in sparse.marks:
+                        if judge in mark_column and row[mark_column[judge]]:
+                            row[mark_column[judge]] = "accepted" if accepted else "needs a person"
+                    row = tuple(row)
+                tail = tuple(spreadsheet_safe(value) for value in (
                     " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes),
-                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners))]
-            yield [*row[:6], *decided, *row[7:], *tail]
+                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners)))
+            yield row[:6] + cells + row[7:] + tail
 
     writer.writerows(rows())
     return count

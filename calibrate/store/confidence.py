@@ -185,17 +185,29 @@ class ConfidenceMixin:
                   (dump_json([key for key, ok in marks.irregular.items() if ok]),))
         self._trust_judge = marks.judge
 
-    # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted
-    ACCEPTED = """
+    # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted were it
+    # regular (not in temp.irregular): parsed, with a stored confidence in [0, 1] reaching its cell's threshold
+    _REGULAR = """v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
+                 FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
+                 AND t.judge_name = v.judge_name{joined}), 0)"""
+    # whether it is accepted: an irregular verdict as `set_trust_marks` marked it, a regular one as above
+    ACCEPTED = f"""
         CASE WHEN EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
-             ELSE v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
-                 FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
-                 AND t.judge_name = v.judge_name{joined}), 0) END"""
-    # the same, where the statement has joined the verdict's judgment as `j` already (one lookup fewer)
-    ACCEPTED_JOINED = ACCEPTED.format(judgments="", joined="")
-    ACCEPTED = ACCEPTED.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")
+             ELSE {_REGULAR.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")} END"""
+    # the regular rule alone, where the statement has joined the verdict's judgment as `j` already: for reads
+    # that take the irregular verdicts' marks beside it (`irregular_marks`)
+    ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="")
+
+    def irregular_marks(self) -> Iterator[tuple[int, str, str, bool]]:
+        """(item id, judge, the judge as JSON text, accepted) of each irregular verdict in force
+        (`set_trust_marks`: repeats, or an error in force), in item id order."""
+        return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, json_quote(r.judge_name), "
+                                     "coalesce(a.accepted, 0) FROM temp.irregular r "
+                                     "JOIN verdicts_in_force v ON v.item_id = r.item_id AND v.judge_name = r.judge_name "
+                                     "LEFT JOIN temp.trust_irregular a ON a.item_id = r.item_id "
+                                     "AND a.judge_name = r.judge_name ORDER BY r.item_id, r.judge_name")
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:

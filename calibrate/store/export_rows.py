@@ -1,12 +1,16 @@
 """The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
-current items in id order whose rows SQLite writes as they are written out (a whole JSON line,
-or the text cells of a CSV row), and the sparse parts (notes, flags, listening) read beside it,
-so an export of a million items holds no Python object per item.
+current items in id order whose rows SQLite writes as they are written out (a JSON line in
+parts, or the text cells of a CSV row), and the sparse parts (notes, flags, listening, the
+irregular verdicts' trust marks) read beside it, so an export of a million items holds no
+Python object per item.
 
-A JSON line is complete but for two things left to the caller, which are rare: the gold label
-of an item whose labels disagree (the rule is `calibrate.gold`'s, applied to that item's
-labels; SQLite writes such an item as a tie, `CONTESTED_JSON`) and the sparse parts of the
-items that have some (`Sparse`; SQLite writes the empty ones, `NO_SPARSE_JSON`)."""
+A JSON line comes in three parts, its labels' JSON object between them: the caller writes
+the gold label part after the labels (the rule is `calibrate.gold`'s; items share a few sets
+of labels, so it is worked out once per set, not per item). Left to the caller too, as they
+are rare: the sparse parts of the items that have some (`Sparse`; SQLite writes the empty
+ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats, or an error in
+force), which SQLite writes by the rule of regular ones, so that it looks each verdict's mark
+up in one table, not three."""
 
 from __future__ import annotations
 
@@ -16,26 +20,14 @@ from typing import NamedTuple
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE
 
-# what SQLite writes in a JSON line for an item whose labels disagree (the caller settles it)
-CONTESTED_JSON = ',"gold_label":null,"gold_basis":"tie","annotator":null,"verdicts":'
-# and for an item without notes, flags or listening (the caller fills in those it has)
+# what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 
-# a JSON line, for printf: item id, then task, lang, system, source id, reference (each JSON text), fields,
-# then the labels, gold label and verdicts parts
-_LINE = ('{"item_id":%d,"task":%s,"lang":%s,"system":%s,"source_id":%s,"reference":%s,"fields":%s,"labels":%s,'
-         '"verdicts":%s}')
-
-# an item's labels in force `l`: the JSON object of them, then the gold label part of the line
-# (labels are never NULL, so min = max says they are all the same)
-_LABELS_JSON = """(SELECT json_group_object(l.annotator, l.label) || CASE count(*)
-    WHEN 0 THEN ',"gold_label":null,"gold_basis":"unlabelled","annotator":null'
-    WHEN 1 THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"single annotator","annotator":'
-                || json_quote(max(l.annotator))
-    ELSE CASE WHEN min(l.label) = max(l.label)
-              THEN ',"gold_label":' || json_quote(max(l.label)) || ',"gold_basis":"unanimous","annotator":"gold"'
-              ELSE ',"gold_label":null,"gold_basis":"tie","annotator":null' END END
-    FROM labels_in_force l WHERE l.item_id = i.id)"""
+# the head of a JSON line, as SQL: item id, task, lang, system, source id, reference (each JSON text),
+# fields, up to the labels (concatenation costs less than printf)
+_HEAD = ("""'{"item_id":' || i.id || ',"task":' || json_quote(i.task) || ',"lang":' || json_quote(i.lang) """
+         """|| ',"system":' || json_quote(i.system) || ',"source_id":' || json_quote(i.source_id) """
+         """|| ',"reference":' || json_quote(i.reference) || ',"fields":' || json(i.fields) || ',"labels":'""")
 
 
 def _safe(expression: str) -> str:
@@ -48,67 +40,73 @@ def _safe(expression: str) -> str:
 
 class Sparse(NamedTuple):
     """What few items have, read beside the rows: notes (annotator, note, action; oldest first),
-    who flagged the item (sorted), and for an item with usable audio how long each labelling
-    annotator listened (annotator -> seconds, 0 for one who never played it; None without audio)."""
+    who flagged the item (sorted), for an item with usable audio how long each labelling
+    annotator listened (annotator -> seconds, 0 for one who never played it; None without audio),
+    and in a read with trust marks the marks of its irregular verdicts (repeats, or an error in
+    force), which the row gives as if they were regular."""
 
     notes: list[dict]
     flagged_by: list[str]
     listened: dict[str, float] | None
+    marks: list[tuple[str, str, bool]]  # the item's irregular verdicts' trust marks: (judge, as JSON text, accepted)
 
 
 class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
     def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, JSON line without its newline), sparse parts or None) per current item (of
-        `system`, if given) in id order: item_id, task, lang, system, source_id, reference, fields,
-        labels, gold_label, gold_basis, annotator, verdicts (judge -> status, verdict, correct),
+        """(item id, (item id, head, labels, tail), sparse parts or None) per current item (of
+        `system`, if given) in id order, the JSON line without its newline being the head, the
+        labels (annotator -> label, "{}" for none), the gold label part the caller writes
+        (gold_label, gold_basis, annotator) and the tail: the head holds item_id, task, lang, system,
+        source_id, reference, fields; the tail verdicts (judge -> status, verdict, correct),
         notes, flagged_by, listened, and with `trust` (after `set_trust_marks`) trust (judge ->
-        accepted or needs a person). The line holds `CONTESTED_JSON` where the labels disagree
-        and `NO_SPARSE_JSON` in place of the sparse parts."""
+        accepted or needs a person), with `NO_SPARSE_JSON` in place of the sparse parts and each
+        verdict's mark as if it were regular: the irregular ones' marks are in the sparse parts
+        (`Sparse.marks`)."""
         where, params = self._item_filter(None, None, None, None, system)
-        marks = (f" || ',\"trust\":' || coalesce(json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_JOINED} "
-                 "THEN 'accepted' ELSE 'needs a person' END), '{}')") if trust else ""
+        marks = (f" || ',\"trust\":' || json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_IF_REGULAR} "
+                 "THEN 'accepted' ELSE 'needs a person' END)") if trust else ""
         # one pass over the item's verdicts and their judgments for both the verdicts and the marks
         verdicts = (f"(SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict, "
                     f"'correct', j.correct)) || '{NO_SPARSE_JSON}'{marks} "
                     "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = i.id)")
         rows = plain_rows(self.conn, f"""
-            SELECT i.id, printf('{_LINE}',
-                                i.id, json_quote(i.task), json_quote(i.lang), json_quote(i.system),
-                                json_quote(i.source_id), json_quote(i.reference), json(i.fields), {_LABELS_JSON},
-                                {verdicts})
+            SELECT i.id, {_HEAD},
+                   (SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id),
+                   ',"verdicts":' || {verdicts} || '}}'
             FROM items i WHERE {where} ORDER BY i.id""", params)
-        return self._with_sparse(rows)
+        return self._with_sparse(rows, trust)
 
     def export_cells(self, judges: Sequence[str], safe: Callable[[str], str], system: str | None = None, *,
                      trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, cells...), sparse parts or None) per current item (of `system`, if
         given) in id order, for a CSV export: task, lang, system, source_id, reference ("" for
-        none), the JSON object of its labels in force (annotator -> label; None when unlabelled),
+        none), the JSON object of its labels in force (annotator -> label; "{}" when unlabelled),
         the verdict (or the status where there is none) of each of `judges` ("" where it did not
-        judge), and with `trust` (after `set_trust_marks`) each judge's mark. Text cells are
+        judge), and with `trust` (after `set_trust_marks`) each judge's mark as if its verdict were
+        regular (the irregular ones' marks are in the sparse parts, `Sparse.marks`). Text cells are
         passed through `safe` (a spreadsheet's formula guard: called only for text starting
         with = + - @, a tab or a carriage return); the labels are left to the caller."""
         where, params = self._item_filter(None, None, None, None, system)
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
-        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id "
-                       "HAVING count(*) > 0)")
+        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)")
         verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
         columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
                     "AND v.judge_name = ?), '')" for _ in judges]
-        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED} THEN 'accepted' ELSE 'needs a person' END "
-                    "FROM verdicts_in_force v WHERE v.item_id = i.id AND v.judge_name = ?), '')"
+        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 'accepted' ELSE 'needs a person' END "
+                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+                    "WHERE v.item_id = i.id AND v.judge_name = ?), '')"
                     for _ in (judges if trust else ())]
         rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
                           [*judges, *(judges if trust else ()), *params])
-        return self._with_sparse(rows)
+        return self._with_sparse(rows, trust)
 
-    def _with_sparse(self, rows) -> Iterator[tuple[int, object, Sparse | None]]:
+    def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
         """(item id, its row, its sparse parts or None) for `rows` in item id order: the
-        sparse parts read in streams of their own in item order beside them, looked at only when
-        their next row is this item's."""
+        sparse parts (with `trust`, the irregular verdicts' marks among them) read in streams of
+        their own in item order beside them, looked at only when their next row is this item's."""
         c = self.conn
         notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
                                       "ORDER BY item_id, id"))
@@ -118,7 +116,8 @@ class ExportRowsMixin:
             c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
                "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
         audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
-        sparse = (notes, flags, audio)
+        irregular = _ByItem(self.irregular_marks() if trust else ())
+        sparse = (notes, flags, audio, irregular)
         upcoming = min(part.next_id for part in sparse)  # the next item with a sparse part
         for row in rows:
             item_id = row[0]
@@ -131,9 +130,10 @@ class ExportRowsMixin:
                 listened = {a: seconds.get(a, 0.0) for (a,) in self.conn.execute(
                     "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
             found = Sparse([{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
-                           sorted({a for (a,) in flags.take(item_id)}), listened)
+                           sorted({a for (a,) in flags.take(item_id)}), listened,
+                           [(judge, quoted, bool(ok)) for judge, quoted, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
-            yield item_id, row, found if found.notes or found.flagged_by or listened is not None else None
+            yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
 
     def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
         """What the columns of a CSV export of the current items (of `system`, if given) are made
