@@ -292,7 +292,7 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ImportFailed(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
+            if not line or line.isspace():  # blank (as `not line.strip()`, without copying the line)
                 continue
             seen_any = True
             try:
@@ -347,8 +347,12 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
     declared_types = template.field_types
-    if all(isinstance(value, str) and accepts_text(declared_types.get(name, "text")) for name, value in fields.items()):
-        return template  # the common case: text where the manifest allows text, or declares nothing
+    for name, value in fields.items():
+        declared = declared_types.get(name)
+        if declared is not None and not (isinstance(value, str) and accepts_text(declared)):
+            break
+    else:
+        return template  # the common case: text where the manifest allows text, anything where it declares nothing
     for name, declared in declared_types.items():  # in the manifest's order: the first wrong field is named
         if name in fields:
             check_field_type(name, fields[name], declared)
