@@ -78,8 +78,8 @@ class ImportRunsMixin:
         return time.monotonic() - renewed >= IMPORT_HEARTBEAT_SECONDS
 
     def keep_import_alive(self, run: int) -> None:
-        """Renew the run's heartbeat if it is due (cheap to call for every record read).
-        ImportRunLost if the run is gone."""
+        """Renew the run's heartbeat if it is due (import_renewal_due). ImportRunLost if the run
+        is gone."""
         if self.import_renewal_due(run):
             with self.transaction():
                 self._renew_import(run)
