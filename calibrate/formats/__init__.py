@@ -59,6 +59,10 @@ BATCH_MAX = 20_000  # the most records in one transaction
 # BATCH towards BATCH_MAX while they take less (fewer, larger transactions rewrite fewer pages of
 # the random-keyed content-hash index), and shrink back when they take more
 BATCH_SECONDS = 0.25
+# after each transaction written on the import's own thread, the database is left to other writers
+# this long before the next one begins (a waiting writer's busy handler looks again every 100 ms
+# at most; without a pause the next batch, read meanwhile, took the lock again at once)
+BATCH_PAUSE_SECONDS = 0.12
 Progress = Callable[[int], None]
 PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
@@ -385,20 +389,25 @@ def cycle_collection_paused() -> Iterator[None]:
 class BackgroundWrite:
     """One write at a time on a thread of its own, so that an import reads and checks its next
     records while SQLite stores the last ones (SQLite lets other threads run while it works on a
-    statement). `wait` returns once the write has finished, raising what it raised."""
+    statement); a write begins BATCH_PAUSE_SECONDS after the last one ended at the soonest, so
+    other writers get the database in between. `wait` returns once the write has finished,
+    raising what it raised."""
 
     def __init__(self) -> None:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._free_until = 0.0  # time.monotonic() before which the next write waits
 
     def start(self, write: Callable[..., None], *args) -> None:
         self.wait()
 
         def run() -> None:
+            time.sleep(max(0.0, self._free_until - time.monotonic()))
             try:
                 write(*args)
             except BaseException as exc:  # handed to the waiting thread
                 self._error = exc
+            self._free_until = time.monotonic() + BATCH_PAUSE_SECONDS
 
         self._thread = threading.Thread(target=run, name="import-writer", daemon=True)
         self._thread.start()
