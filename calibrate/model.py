@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,16 @@ def digest(*parts: str) -> str:
 
 
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+# The C encoder that _CANONICAL_JSON.encode builds anew on every call, built once: the same text
+# in half the time (an import encodes every item's fields). It leaves out the check for values
+# that contain themselves, which JSON read from text never does (such a value ends in
+# RecursionError instead of ValueError).
+_ENCODE_CANONICAL = c_make_encoder(None, _CANONICAL_JSON.default, encode_basestring, None, ":", ",", True, False, True)
 
 
 def dump_json(value: Any) -> str:
     """Canonical JSON (sorted keys, no spaces): equal values give equal text and hashes."""
-    return _CANONICAL_JSON.encode(value)
+    return "".join(_ENCODE_CANONICAL(value, 0))
 
 
 def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict, server: str = "") -> str:

@@ -49,11 +49,24 @@ STRICT_JSON = json.JSONDecoder(parse_constant=refuse_constant, parse_int=bounded
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
+def _decode_whole(text: str):
+    """STRICT_JSON.decode(text), without its two scans for whitespace when the value starts the
+    text and at most a line ending follows it (a JSONL line); otherwise, and on any error,
+    decode's own result or error."""
+    try:
+        value, end = STRICT_JSON.scan_once(text, 0)
+    except StopIteration:
+        return STRICT_JSON.decode(text)
+    if end == len(text) or text[end:] in ("\n", "\r\n"):
+        return value
+    return STRICT_JSON.decode(text)
+
+
 def parse_json_value(text: str, what: str = "value"):
     """`text` as JSON, or InputError naming `what`: malformed JSON, NaN/Infinity, huge
     integers, deep nesting and lone surrogates are all refused."""
     try:
-        value = STRICT_JSON.decode(text)
+        value = _decode_whole(text)
     except InputError as exc:
         raise InputError(f"{what}: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -19,10 +19,14 @@ they were made on).
 from __future__ import annotations
 
 import codecs
+import gc
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from calibrate.judgments import judgment_from_output
@@ -55,6 +59,10 @@ BATCH_MAX = 20_000  # the most records in one transaction
 # BATCH towards BATCH_MAX while they take less (fewer, larger transactions rewrite fewer pages of
 # the random-keyed content-hash index), and shrink back when they take more
 BATCH_SECONDS = 0.25
+# after each transaction written on the import's own thread, the database is left to other writers
+# this long before the next one begins (a waiting writer's busy handler looks again every 100 ms
+# at most; without a pause the next batch, read meanwhile, took the lock again at once)
+BATCH_PAUSE_SECONDS = 0.12
 Progress = Callable[[int], None]
 PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
@@ -128,12 +136,20 @@ class ItemIndex:
     the ones this import has already accepted: the one place where records read from a file
     meet the database."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, store: Store, before_read: Callable[[], None] = lambda: None):
+        self._store = store
+        self._before_read = before_read
         # (task, lang) -> (system, source_id) -> (id or None while pending, content hash, version)
         self._cells: dict[tuple[str, str], dict[tuple[str, str], tuple[int | None, str, int]]] = {}
         self._contents: dict[tuple[str, str, str], list[tuple[Item, dict]]] = {}  # (task, lang, system) -> views
         self._claims: dict[tuple[str, str, str, str], dict[int, str]] = {}  # (group, cell) -> item id -> location
+
+    @property
+    def store(self) -> Store:
+        """The store, once `before_read` has returned (import_records waits there for the batch a
+        thread of its own is writing: the connection is never used by both at once)."""
+        self._before_read()
+        return self._store
 
     def _cell(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int | None, str, int]]:
         cell = self._cells.get((task, lang))
@@ -280,7 +296,7 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ImportFailed(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
+            if not line or line.isspace():  # blank (as `not line.strip()`, without copying the line)
                 continue
             seen_any = True
             try:
@@ -318,6 +334,12 @@ def read_json_list(path: Path) -> list:
     return data
 
 
+@cache
+def accepts_text(declared: str) -> bool:
+    """Whether a manifest's declared field type ("text", "text or object", ...) allows text."""
+    return "text" in declared.split(" or ")
+
+
 def check_item(templates: TemplateSet, item: NewItem) -> Template:
     """The template for this item, after checking its task, language and required fields."""
     try:
@@ -328,8 +350,15 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
     for name in template.required:
         if fields.get(name) is None:
             raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
-    for name, declared in template.field_types.items():
-        if name in fields and not (declared == "text" and isinstance(fields[name], str)):  # text: the common case
+    declared_types = template.field_types
+    for name, value in fields.items():
+        declared = declared_types.get(name)
+        if declared is not None and not (isinstance(value, str) and accepts_text(declared)):
+            break
+    else:
+        return template  # the common case: text where the manifest allows text, anything where it declares nothing
+    for name, declared in declared_types.items():  # in the manifest's order: the first wrong field is named
+        if name in fields:
             check_field_type(name, fields[name], declared)
     return template
 
@@ -340,6 +369,57 @@ def fill_reference(item: NewItem, template: Template) -> None:
         return
     value = item.fields[template.reference]
     item.reference = value if isinstance(value, str) else dump_json(value)
+
+
+@contextmanager
+def cycle_collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused (as it was, afterwards). An import holds a few
+    small objects per record it has read (the identities it checks later records against) and
+    makes no reference cycles; each of the collector's passes walks all of them, which on
+    200,000 lines took about a tenth of the import's time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class BackgroundWrite:
+    """One write at a time on a thread of its own, so that an import reads and checks its next
+    records while SQLite stores the last ones (SQLite lets other threads run while it works on a
+    statement); a write begins BATCH_PAUSE_SECONDS after the last one ended at the soonest, so
+    other writers get the database in between. `wait` returns once the write has finished,
+    raising what it raised."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._free_until = 0.0  # time.monotonic() before which the next write waits
+
+    def start(self, write: Callable[..., None], *args) -> None:
+        self.wait()
+
+        def run() -> None:
+            time.sleep(max(0.0, self._free_until - time.monotonic()))
+            try:
+                write(*args)
+            except BaseException as exc:  # handed to the waiting thread
+                self._error = exc
+            self._free_until = time.monotonic() + BATCH_PAUSE_SECONDS
+
+        self._thread = threading.Thread(target=run, name="import-writer", daemon=True)
+        self._thread.start()
+
+    def wait(self, *, raising: bool = True) -> None:
+        """Wait for the write under way, if any; raise its error (unless not `raising`)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None and raising:
+            raise error
 
 
 def import_records(
@@ -365,7 +445,8 @@ def import_records(
     was killed is rolled back by the next import (Store.begin_import), which also waits while
     another import is running."""
     report = ImportReport()
-    index = ItemIndex(store)
+    writer = BackgroundWrite()
+    index = ItemIndex(store, before_read=writer.wait)
     batch: list[Record] = []
     attached: list[tuple[Item, Record]] = []  # records aimed at items already stored
     run = store.begin_import(source)
@@ -389,29 +470,41 @@ def import_records(
 
     batch_size = BATCH
 
-    def flush() -> None:
+    def write_batch(records: list[Record], full: bool) -> None:
+        """Store new items with what comes with them, in one transaction; after a `full` batch,
+        size the next one to what fits BATCH_SECONDS."""
         nonlocal batch_size
-        with_judgments = any(r.has_judgment for r in batch)
-        need_ids = with_judgments or any(r.audio or r.label is not None for r in batch)
+        with_judgments = any(r.has_judgment for r in records)
+        need_ids = with_judgments or any(r.audio or r.label is not None for r in records)
         with store.transaction():
             started = time.perf_counter()  # once the write lock is held
-            ids, added = store.add_items([r.item for r in batch], with_ids=need_ids, run=run) if batch else ([], 0)
+            ids, added = store.add_items([r.item for r in records], with_ids=need_ids, run=run) if records else ([], 0)
             report.counts.items_added += added
-            report.counts.items_existing += len(batch) - added
-            for item_id, record in zip(ids, batch, strict=True) if need_ids else ():
+            report.counts.items_existing += len(records) - added
+            for item_id, record in zip(ids, records, strict=True) if need_ids else ():
                 store_audio(item_id, record)
             if with_judgments:
-                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, batch, strict=True) if r.has_judgment]
+                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment]
                 report.counts.judgments_added += store.add_judgments(new)
             if need_ids:
-                store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, batch, strict=True)])
+                store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, records, strict=True)])
         took = time.perf_counter() - started
-        if len(batch) >= batch_size:  # a full batch: the next one fits BATCH_SECONDS, at most twice as large
+        if full:  # the next batch fits BATCH_SECONDS, at most twice as large
             fitting = int(batch_size * BATCH_SECONDS / max(took, 1e-3))
             batch_size = max(BATCH, min(BATCH_MAX, 2 * batch_size, fitting))
-        batch.clear()
 
-    with store.writing_in_bulk():
+    def flush() -> None:
+        """Write the batch: items alone on the writer's thread while the next batch is read;
+        with judgments, audio or labels (which read templates and files) here."""
+        writer.wait()
+        records, full = batch.copy(), len(batch) >= batch_size
+        batch.clear()
+        if any(r.has_judgment or r.audio or r.label is not None for r in records):
+            write_batch(records, full)
+        else:
+            writer.start(write_batch, records, full)
+
+    with store.writing_in_bulk(), cycle_collection_paused():
         try:
             for record in records:
                 if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
@@ -420,7 +513,9 @@ def import_records(
                         record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
                                           "it, so a judge's output for it is no judgment (import people's verdicts with "
                                           "calibrate import labels)")
-                store.keep_import_alive(run)
+                if store.import_renewal_due(run):
+                    writer.wait()
+                    store.keep_import_alive(run)
                 if isinstance(record, Record) and record.ref is not None:
                     found = index.resolve(record.ref, record.location)
                     if isinstance(found, str):
@@ -445,6 +540,7 @@ def import_records(
                 if len(batch) >= batch_size:
                     flush()
             flush()
+            writer.wait()
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported")
             with store.transaction():
@@ -459,9 +555,11 @@ def import_records(
                 store.finish_import(run)
             report.unmatched = index.unmatched()
         except TemplateError as exc:
+            writer.wait(raising=False)
             store.abandon_import(run)
             raise ImportFailed(str(exc)) from None
         except BaseException:
+            writer.wait(raising=False)
             store.abandon_import(run)
             raise
     return report

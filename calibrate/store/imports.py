@@ -72,11 +72,15 @@ class ImportRunsMixin:
             if any(run["state"] == "running" for run in runs):
                 time.sleep(IMPORT_WAIT_POLL_SECONDS)
 
-    def keep_import_alive(self, run: int) -> None:
-        """Renew the run's heartbeat if IMPORT_HEARTBEAT_SECONDS have passed since the last
-        renewal (cheap to call for every record read). ImportRunLost if the run is gone."""
+    def import_renewal_due(self, run: int) -> bool:
+        """Whether IMPORT_HEARTBEAT_SECONDS have passed since the run's heartbeat was last renewed."""
         _, renewed = self._import_leases.get(run, ("", float("-inf")))
-        if time.monotonic() - renewed >= IMPORT_HEARTBEAT_SECONDS:
+        return time.monotonic() - renewed >= IMPORT_HEARTBEAT_SECONDS
+
+    def keep_import_alive(self, run: int) -> None:
+        """Renew the run's heartbeat if it is due (import_renewal_due). ImportRunLost if the run
+        is gone."""
+        if self.import_renewal_due(run):
             with self.transaction():
                 self._renew_import(run)
 
