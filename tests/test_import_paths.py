@@ -1,7 +1,7 @@
 """The import's quick paths give exactly what the plain ones give: canonical JSON from the
 encoder built once, a JSONL line parsed without the decoder's whitespace scans, the field-type
-check's one-pass common case, items inserted many rows per statement, and batches written on a
-thread of their own (whose failure still leaves nothing behind)."""
+check's one-pass common case, items inserted many rows per statement; and a batch that fails, or
+a bad line after batches were written, leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_items_inserted_many_per_statement_are_the_rows_and_count_of_one_per_sta
     assert [tuple(row) for row in stored] == reference.execute("SELECT * FROM items ORDER BY id").fetchall()
 
 
-def test_a_batch_that_fails_on_the_writers_thread_fails_the_import_and_leaves_nothing(tmp_path, templates, monkeypatch):
+def test_a_batch_that_fails_fails_the_import_and_leaves_nothing(tmp_path, templates, monkeypatch):
     from calibrate import formats
 
     monkeypatch.setattr(formats, "BATCH", 100)
@@ -116,7 +116,7 @@ def test_a_batch_that_fails_on_the_writers_thread_fails_the_import_and_leaves_no
     assert report.counts.items_added == 1000 and store.count_items() == 1000
 
 
-def test_a_bad_line_while_a_batch_is_written_imports_nothing(tmp_path, templates, monkeypatch):
+def test_a_bad_line_after_batches_were_written_imports_nothing(tmp_path, templates, monkeypatch):
     from calibrate import formats
 
     monkeypatch.setattr(formats, "BATCH", 100)

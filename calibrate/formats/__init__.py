@@ -21,7 +21,6 @@ from __future__ import annotations
 import codecs
 import gc
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,10 +58,6 @@ BATCH_MAX = 20_000  # the most records in one transaction
 # BATCH towards BATCH_MAX while they take less (fewer, larger transactions rewrite fewer pages of
 # the random-keyed content-hash index), and shrink back when they take more
 BATCH_SECONDS = 0.25
-# after each transaction written on the import's own thread, the database is left to other writers
-# this long before the next one begins (a waiting writer's busy handler looks again every 100 ms
-# at most; without a pause the next batch, read meanwhile, took the lock again at once)
-BATCH_PAUSE_SECONDS = 0.12
 Progress = Callable[[int], None]
 PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
 
@@ -136,20 +131,12 @@ class ItemIndex:
     the ones this import has already accepted: the one place where records read from a file
     meet the database."""
 
-    def __init__(self, store: Store, before_read: Callable[[], None] = lambda: None):
-        self._store = store
-        self._before_read = before_read
+    def __init__(self, store: Store):
+        self.store = store
         # (task, lang) -> (system, source_id) -> (id or None while pending, content hash, version)
         self._cells: dict[tuple[str, str], dict[tuple[str, str], tuple[int | None, str, int]]] = {}
         self._contents: dict[tuple[str, str, str], list[tuple[Item, dict]]] = {}  # (task, lang, system) -> views
         self._claims: dict[tuple[str, str, str, str], dict[int, str]] = {}  # (group, cell) -> item id -> location
-
-    @property
-    def store(self) -> Store:
-        """The store, once `before_read` has returned (import_records waits there for the batch a
-        thread of its own is writing: the connection is never used by both at once)."""
-        self._before_read()
-        return self._store
 
     def _cell(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int | None, str, int]]:
         cell = self._cells.get((task, lang))
@@ -386,42 +373,6 @@ def cycle_collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-class BackgroundWrite:
-    """One write at a time on a thread of its own, so that an import reads and checks its next
-    records while SQLite stores the last ones (SQLite lets other threads run while it works on a
-    statement); a write begins BATCH_PAUSE_SECONDS after the last one ended at the soonest, so
-    other writers get the database in between. `wait` returns once the write has finished,
-    raising what it raised."""
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        self._free_until = 0.0  # time.monotonic() before which the next write waits
-
-    def start(self, write: Callable[..., None], *args) -> None:
-        self.wait()
-
-        def run() -> None:
-            time.sleep(max(0.0, self._free_until - time.monotonic()))
-            try:
-                write(*args)
-            except BaseException as exc:  # handed to the waiting thread
-                self._error = exc
-            self._free_until = time.monotonic() + BATCH_PAUSE_SECONDS
-
-        self._thread = threading.Thread(target=run, name="import-writer", daemon=True)
-        self._thread.start()
-
-    def wait(self, *, raising: bool = True) -> None:
-        """Wait for the write under way, if any; raise its error (unless not `raising`)."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        error, self._error = self._error, None
-        if error is not None and raising:
-            raise error
-
-
 def import_records(
     store: Store,
     records: Iterable[Record | BadInput],
@@ -445,8 +396,7 @@ def import_records(
     was killed is rolled back by the next import (Store.begin_import), which also waits while
     another import is running."""
     report = ImportReport()
-    writer = BackgroundWrite()
-    index = ItemIndex(store, before_read=writer.wait)
+    index = ItemIndex(store)
     batch: list[Record] = []
     attached: list[tuple[Item, Record]] = []  # records aimed at items already stored
     run = store.begin_import(source)
@@ -494,15 +444,8 @@ def import_records(
             batch_size = max(BATCH, min(BATCH_MAX, 2 * batch_size, fitting))
 
     def flush() -> None:
-        """Write the batch: items alone on the writer's thread while the next batch is read;
-        with judgments, audio or labels (which read templates and files) here."""
-        writer.wait()
-        records, full = batch.copy(), len(batch) >= batch_size
+        write_batch(batch, len(batch) >= batch_size)
         batch.clear()
-        if any(r.has_judgment or r.audio or r.label is not None for r in records):
-            write_batch(records, full)
-        else:
-            writer.start(write_batch, records, full)
 
     with store.writing_in_bulk(), cycle_collection_paused():
         try:
@@ -513,9 +456,7 @@ def import_records(
                         record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
                                           "it, so a judge's output for it is no judgment (import people's verdicts with "
                                           "calibrate import labels)")
-                if store.import_renewal_due(run):
-                    writer.wait()
-                    store.keep_import_alive(run)
+                store.keep_import_alive(run)
                 if isinstance(record, Record) and record.ref is not None:
                     found = index.resolve(record.ref, record.location)
                     if isinstance(found, str):
@@ -540,7 +481,6 @@ def import_records(
                 if len(batch) >= batch_size:
                     flush()
             flush()
-            writer.wait()
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported")
             with store.transaction():
@@ -555,11 +495,9 @@ def import_records(
                 store.finish_import(run)
             report.unmatched = index.unmatched()
         except TemplateError as exc:
-            writer.wait(raising=False)
             store.abandon_import(run)
             raise ImportFailed(str(exc)) from None
         except BaseException:
-            writer.wait(raising=False)
             store.abandon_import(run)
             raise
     return report
