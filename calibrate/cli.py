@@ -91,9 +91,9 @@ class Context:
         self.close()
         self._check_file()
         if self.access == READS:
-            self._store = Store(self.db_path, read_only=True)
+            self._store = Store(self.db_path, read_only=True, on_upgrade=_say_upgrading)
         else:
-            self._store = Store(self.db_path)
+            self._store = Store(self.db_path, on_upgrade=_say_upgrading)
             self._store.on_wait = _say_waiting
             self._store.on_import_wait = _say_waiting_for_import
         return self._store
@@ -122,7 +122,7 @@ class Context:
                 self._templates.add_data_tasks(self._store.data_tasks())
             elif Path(self.db_path).is_file():
                 try:  # a file that is no calibrate database: the command that opens it says so
-                    reader = Store(self.db_path, read_only=True)
+                    reader = Store(self.db_path, read_only=True, on_upgrade=_say_upgrading)
                 except (CalibrateError, sqlite3.DatabaseError):
                     return self._templates
                 try:
@@ -143,6 +143,13 @@ class Context:
             path = Path(self.db_path + suffix)
             if path.exists():  # (unlinking a missing file in a read-only folder fails too)
                 path.unlink()
+
+
+def _say_upgrading(path: str, migrations: list[str]) -> None:
+    """A database from an older calibrate is upgraded before the command reads it: say so (on
+    a million items that takes about a minute, once)."""
+    err_console.print(f"upgrading {path} to this calibrate's schema ({', '.join(migrations)}): once; "
+                      "on a large database this takes a while…", style="dim")
 
 
 def _say_waiting(seconds: float) -> None:

@@ -15,6 +15,7 @@ from calibrate import store as store_module
 from calibrate.merge import merge_database
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
+from tests.conftest import Calibrate
 
 SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 
@@ -324,6 +325,22 @@ def test_upgrading_an_older_database_fills_the_report_counts(tmp_path, monkeypat
     assert sorted(data.judge_vs_human) == [("c3/lexical", "en", "gpt", "ann", "unparsed", None, "no", 1),
                                            ("c3/lexical", "en", "gpt", "ann", "verdict", "yes", "yes", 1)]
     assert_counts_kept(store, "the upgrade")
+
+
+def test_a_command_says_it_upgrades_a_database_from_an_older_calibrate_once(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as older:  # a database made by the version before the last migration
+        older.setattr(store_module, "MIGRATION_FILES", store_module.MIGRATION_FILES[:-1])
+        older.setattr(store_module, "MIGRATION_NAMES", store_module.MIGRATION_NAMES[:-1])
+        Store(path).close()
+    calibrate = Calibrate(path)
+    first, second = calibrate("status", ok=False), calibrate("status", ok=False)
+    assert f"upgrading {path} to this calibrate's schema ({MIGRATIONS[-1]})" in " ".join(first.stderr.split())
+    assert "upgrading" not in second.stderr
+    assert Store(path, read_only=True).applied_migrations() == MIGRATIONS
+    told = []
+    Store(tmp_path / "new.db", on_upgrade=lambda *a: told.append(a)).close()  # a new file is created, not upgraded
+    assert told == []
 
 
 def test_rows_in_force_are_replaced_never_updated(store):

@@ -142,7 +142,9 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error
     (nothing is created), and the connection cannot write, unless the file needs a pending
-    migration, which is applied first.
+    migration, which is applied first. `on_upgrade(path, pending migration names)` is called
+    before the migrations of a database made by an older calibrate are applied (on a large
+    database they take a while).
 
     A writer never dies of a busy database: `transaction()` waits for the write lock as long as
     another writer holds it, in steps of `busy_timeout_ms`, calling `on_wait(seconds waited)`
@@ -150,7 +152,8 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
     on_wait: Callable[[float], None] | None = None
 
-    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False):
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False,
+                 on_upgrade: Callable[[str, list[str]], None] | None = None):
         self.path = str(path)
         self._import_leases = {}
         file = Path(self.path)
@@ -164,6 +167,8 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
             applied, has_tables = _schema_in_file(file, busy_timeout_ms / 1000)
             _check_schema(self.path, applied, must_be_calibrate=has_tables)
             pending = bool(set(MIGRATION_NAMES) - set(applied))
+            if pending and applied and on_upgrade is not None:
+                on_upgrade(self.path, [name for name in MIGRATION_NAMES if name not in applied])
         if self.read_only and pending:
             Store(self.path, busy_timeout_ms=busy_timeout_ms).close()
         if self.read_only:
