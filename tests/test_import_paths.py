@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibrate.formats import ImportFailed, import_records
+from calibrate.formats import ImportFailed, import_records, read_jsonl
 from calibrate.formats.jsonl import jsonl_records
 from calibrate.model import CalibrateError, NewItem, dump_json
 from calibrate.store import Store
@@ -128,3 +128,11 @@ def test_a_bad_line_after_batches_were_written_imports_nothing(tmp_path, templat
         import_records(store, jsonl_records(f, task="c3/lexical", lang="en"), templates)
     assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 0
     assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_a_line_cut_short_is_wrong_at_its_own_end_not_on_the_next_line(tmp_path, ending):
+    f = tmp_path / "cut.jsonl"
+    f.write_bytes(('{"id": 1, "content": "x"' + ending).encode())
+    (found,) = list(read_jsonl(f))
+    assert found.reason == "malformed JSON (Expecting ',' delimiter at column 25)"

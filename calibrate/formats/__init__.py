@@ -288,8 +288,8 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
             seen_any = True
             try:
                 obj = parse_json_value(line, "line")
-            except InputError as exc:
-                yield BadInput(where, str(exc).removeprefix("line: "))
+            except InputError:
+                yield BadInput(where, _line_fault(line))
                 continue
             if not isinstance(obj, dict):
                 yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
@@ -299,6 +299,16 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
         progress(unreported)
     if not seen_any:
         raise ImportFailed(f"{path}: file has no records")
+
+
+def _line_fault(line: str) -> str:
+    """What is wrong with a JSONL line that does not parse, read without its line ending so that
+    a column counts along the line (a line cut short is wrong at its end, not on the next line)."""
+    try:
+        parse_json_value(line.rstrip("\r\n"), "line")
+    except InputError as exc:
+        return str(exc).removeprefix("line: ")
+    raise AssertionError(f"a line that failed to parse parsed without its line ending: {line!r}")
 
 
 def read_json_list(path: Path) -> list:
