@@ -190,7 +190,7 @@ class AnnotationSession:
         background = self.prepare_in_background
         if background is None:
             background = self.total >= PREPARE_IN_BACKGROUND_FROM
-        return background and self.store.path != ":memory:"  # the child process opens the database file again
+        return background and self.store.in_file  # the child process opens the database file again
 
     def _prepare_later(self, note: str) -> None:
         """The queue is to be worked out in another process (`prepare_queue`); the items shown

@@ -77,7 +77,7 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     measured_too = options.reliability or store.has_repeats_or_confidence()
     # the jury and the reliability figures' large reads go to a second connection in a thread
     # (SQLite works without the interpreter's lock) while this one reads the agreement
-    aside = ThreadPoolExecutor(max_workers=1) if measured_too and store.path != ":memory:" else None
+    aside = ThreadPoolExecutor(max_workers=1) if measured_too and store.in_file else None
     try:
         jury = aside.submit(_jury_aside, store.path, templates, options.gold_from) if aside and with_jury_too else None
         reads = aside.submit(_read_verdicts_aside, store.path, judge, options.gold_from) if aside else None

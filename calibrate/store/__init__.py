@@ -157,12 +157,12 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         self.path = str(path)
         self._import_leases = {}
         file = Path(self.path)
-        self.read_only = read_only and self.path != ":memory:"
+        self.read_only = read_only and self.in_file
         if self.read_only and not file.is_file():
             raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "
                                   "or name another file with --db")
         pending = True
-        if self.path != ":memory:" and file.is_file() and file.stat().st_size > 0:
+        if self.in_file and file.is_file() and file.stat().st_size > 0:
             # a file from a newer calibrate, or another program's database, is refused before anything is written
             applied, has_tables = _schema_in_file(file, busy_timeout_ms / 1000)
             _check_schema(self.path, applied, must_be_calibrate=has_tables)
@@ -186,7 +186,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if self.read_only:
             return
-        if self.path != ":memory:":
+        if self.in_file:
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
@@ -195,6 +195,12 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
             with self.transaction():
                 _migrations().apply(sqlite_utils.Database(self.conn))
+
+    @property
+    def in_file(self) -> bool:
+        """Whether the database is a file (that another connection, thread or process can open
+        again), not SQLite's in-memory database."""
+        return self.path != ":memory:"
 
     @classmethod
     def open_other(cls, path: str | Path) -> Store:

@@ -111,7 +111,7 @@ class AnnotateScreen(Screen):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
-        if self.session.store.path != ":memory:":
+        if self.session.store.in_file:
             self.session.store.defer_checkpoints()  # `_checkpoint` does them, on a thread, between keys
         self.write(self.session.start, self.show)
         # what the queue's order needs beyond its first items (seconds on a large queue), once they are painted
@@ -230,7 +230,7 @@ class AnnotateScreen(Screen):
 
     def _show_decided(self, view: ItemView | None) -> None:
         self.show(view)
-        if self.session.decisions_here % CHECKPOINT_EVERY == 0 and self.session.store.path != ":memory:":
+        if self.session.decisions_here % CHECKPOINT_EVERY == 0 and self.session.store.in_file:
             self._checkpoint()
 
     @work(thread=True, exclusive=True, group="checkpoint")
