@@ -300,8 +300,12 @@ def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]
     humans = gold_by_item(people, gold_from)
     cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
     for item_id, task, lang, system, judge_name, sample, status, verdict, confidence, length in samples:
-        item = cells.setdefault((task, lang, judge_name), {}).setdefault(
-            item_id, JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None))
+        items = cells.get((task, lang, judge_name))
+        if items is None:
+            items = cells[(task, lang, judge_name)] = {}
+        item = items.get(item_id)
+        if item is None:
+            item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None)
         item.samples[sample] = verdict if status == "verdict" else None
         item.logprobs[sample] = confidence if confidence is not None and 0 <= confidence <= 1 else None
     out: dict[tuple[tuple[str, str], str], list[JudgedItem]] = {}

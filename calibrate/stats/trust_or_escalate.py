@@ -11,7 +11,6 @@ Beta quantile and the binomial distribution function), not scipy.stats or scikit
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,17 +56,20 @@ def majority_confidence(verdicts) -> MajorityVerdicts:
     """
     out_verdicts, confidence, ties = [], [], 0
     for row in verdict_table(verdicts):
-        values = [v for v in row if not is_missing(v)]
-        if not values:
+        counts: dict = {}
+        for v in row:
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):  # not `is_missing`
+                counts[v] = counts.get(v, 0) + 1
+        if not counts:
             out_verdicts.append(None)
             confidence.append(None)
             continue
-        ranked = Counter(values).most_common()
-        top = ranked[0][1]
-        tied = len(ranked) > 1 and ranked[1][1] == top
+        top = max(counts.values())
+        winners = [v for v, n in counts.items() if n == top]
+        tied = len(winners) > 1
         ties += tied
-        out_verdicts.append(None if tied else ranked[0][0])
-        confidence.append(top / len(values))
+        out_verdicts.append(None if tied else winners[0])
+        confidence.append(top / sum(counts.values()))
     return MajorityVerdicts(out_verdicts, confidence, ties)
 
 
