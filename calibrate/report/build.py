@@ -28,7 +28,6 @@ from calibrate.model import AgreementData
 from calibrate.reliability_cells import (
     JURY,
     jury_data,
-    read_verdicts,
     reliability_by_cell,
 )
 from calibrate.report.model import AgreementCell, Line, Report, ReportOptions, gold_name
@@ -82,15 +81,16 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     try:
         jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
             if aside and with_jury_too else None
-        reads = aside.submit(lambda s: read_verdicts(s, judge=judge, gold_from=options.gold_from)) if aside else None
+        measure = lambda s: reliability_by_cell(  # noqa: E731
+            s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+            families=dict(options.families), resamples=options.resamples)
+        measuring = aside.submit(measure) if aside else None
         data = store.agreement_data(judge, gold_from=options.gold_from)
         data = with_jury(data, jury.result() if jury else jury_of(None))
         report = count_truncations(store, templates, report_from_data(data, templates, options))
         if not measured_too:
             return report
-        measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge,
-                                       gold_from=options.gold_from, families=dict(options.families),
-                                       resamples=options.resamples, reads=reads.result() if reads else None)
+        measured = measuring.result() if measuring else measure(store)
     finally:
         if aside:
             aside.close()
@@ -103,10 +103,11 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
 
 
 class _Aside:
-    """The jury and the reliability figures' large reads, made in a worker thread on a read-only
-    connection of its own to the database at `path` (SQLite works without the interpreter's
-    lock) while the report's connection reads the agreement; the gold labels of the items
-    several people labelled are worked out once there for all of its reads."""
+    """The jury and the judges' reliability figures, read and worked out in a worker thread on a
+    read-only connection of its own to the database at `path` while the report's connection
+    reads and works out the agreement (SQLite, and numpy's draws and sorts, work without the
+    interpreter's lock); the gold labels of the items several people labelled are worked out
+    once there for all of its reads."""
 
     def __init__(self, path: str, gold_from: str | None):
         self.path, self.gold_from = path, gold_from
