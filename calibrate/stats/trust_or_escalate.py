@@ -11,6 +11,7 @@ Beta quantile and the binomial distribution function), not scipy.stats or scikit
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,20 +57,17 @@ def majority_confidence(verdicts) -> MajorityVerdicts:
     """
     out_verdicts, confidence, ties = [], [], 0
     for row in verdict_table(verdicts):
-        counts: dict = {}
-        for v in row:
-            if v is not None and not (isinstance(v, float) and math.isnan(v)):  # not `is_missing`
-                counts[v] = counts.get(v, 0) + 1
-        if not counts:
+        values = [v for v in row if not is_missing(v)]
+        if not values:
             out_verdicts.append(None)
             confidence.append(None)
             continue
-        top = max(counts.values())
-        winners = [v for v, n in counts.items() if n == top]
-        tied = len(winners) > 1
+        ranked = Counter(values).most_common()
+        top = ranked[0][1]
+        tied = len(ranked) > 1 and ranked[1][1] == top
         ties += tied
-        out_verdicts.append(None if tied else winners[0])
-        confidence.append(top / sum(counts.values()))
+        out_verdicts.append(None if tied else ranked[0][0])
+        confidence.append(top / len(values))
     return MajorityVerdicts(out_verdicts, confidence, ties)
 
 
