@@ -129,28 +129,13 @@ class JudgeReliability:
         }
 
 
-class VerdictReads(NamedTuple):
-    """The two large reads behind `gather`: `Store.verdict_groups` and `Store.irregular_samples`."""
-
-    groups: list[tuple]
-    irregular: tuple[list[tuple], list[tuple]]
-
-
-def read_verdicts(store: Store, *, judge: str | None = None, gold_from: str | None = None) -> VerdictReads:
-    """What `gather` reads in bulk, read on its own (the report reads it on a second connection
-    while it reads and works out the agreement)."""
-    return VerdictReads(store.verdict_groups(judge, gold_from), store.irregular_samples(judge))
-
-
-def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-           reads: VerdictReads | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
+           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
     (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`)
-    with their verdict and confidence set as the module docstring says. `reads`: those two
-    reads made already (`read_verdicts` with the same judge and gold_from)."""
-    if reads is None:
-        reads = read_verdicts(store, judge=judge, gold_from=gold_from)
+    with their verdict and confidence set as the module docstring says."""
+    groups, irregular = store.verdict_groups(judge, gold_from), store.irregular_samples(judge)
     out: dict[tuple[tuple[str, str], str], JudgeVerdicts] = {}
     words_of: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -164,7 +149,7 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_fro
     for task, lang, _, judge_name in store.judged_cells(judge):
         if words(task, lang) is not None:
             out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts())
-    for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in reads.groups:
+    for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in groups:
         mapped = words(task, lang)
         if mapped is None:
             continue
@@ -172,7 +157,7 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_fro
         out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts()).groups.append(group)
     import numpy as np
 
-    for (key, judge_name), items in _irregular_items(kinds, reads.irregular, gold_from=gold_from).items():
+    for (key, judge_name), items in _irregular_items(kinds, irregular, gold_from=gold_from).items():
         found = out.setdefault((key, judge_name), JudgeVerdicts())
         found.irregular = items
         found.groups += [VerdictGroup(i.verdict, i.human, i.system, i.length, 1,
@@ -280,12 +265,11 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
 
 
 def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-                        families: Mapping[str, str] | None = None, resamples: int | None = None,
-                        reads: VerdictReads | None = None) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
-    """(cell, judge) -> its reliability figures, for every judge with stored verdicts (`reads`:
-    as `gather` takes them)."""
+                        families: Mapping[str, str] | None = None, resamples: int | None = None
+                        ) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
+    """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
     return {(key, name): measure(key, name, kinds.kind(key), verdicts, families=families, resamples=resamples)
-            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from, reads=reads).items()}
+            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
 
 
 def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]], *,
@@ -300,8 +284,12 @@ def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]
     humans = gold_by_item(people, gold_from)
     cells: dict[tuple[str, str, str], dict[int, JudgedItem]] = {}
     for item_id, task, lang, system, judge_name, sample, status, verdict, confidence, length in samples:
-        item = cells.setdefault((task, lang, judge_name), {}).setdefault(
-            item_id, JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None))
+        items = cells.get((task, lang, judge_name))
+        if items is None:
+            items = cells[(task, lang, judge_name)] = {}
+        item = items.get(item_id)
+        if item is None:
+            item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None)
         item.samples[sample] = verdict if status == "verdict" else None
         item.logprobs[sample] = confidence if confidence is not None and 0 <= confidence <= 1 else None
     out: dict[tuple[tuple[str, str], str], list[JudgedItem]] = {}

@@ -516,8 +516,9 @@ def test_scores_leave_out_the_items_of_an_import_still_running():
 
 
 def test_report_of_a_file_equals_the_report_of_its_copy_in_memory(tmp_path):
-    """A report on a database file reads the jury's rows and the reliability figures' verdicts on
-    a second connection in a thread; the same data in memory is read on its one connection. Both
+    """A report on a database file reads the jury's rows and reads and works out the reliability
+    figures on a second connection in a thread; the same data in memory is read on its one
+    connection. Both
     give the same report, to the byte, for every judge and with or without an adjudicator."""
     from calibrate.report import build_report
     from calibrate.report.model import ReportOptions

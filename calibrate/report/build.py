@@ -13,8 +13,11 @@ is kept beside it.
 from __future__ import annotations
 
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,9 +27,7 @@ from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData
 from calibrate.reliability_cells import (
     JURY,
-    VerdictReads,
     jury_data,
-    read_verdicts,
     reliability_by_cell,
 )
 from calibrate.report.model import AgreementCell, Line, Report, ReportOptions, gold_name
@@ -45,6 +46,7 @@ from calibrate.templates import TemplateSet
 from calibrate.verdicts import SCORE_KEYS
 
 DEFAULT_OPTIONS = ReportOptions()
+T = TypeVar("T")
 
 def build_report(store: Store, templates: TemplateSet, *, judge: str | None = None,
                  options: ReportOptions = DEFAULT_OPTIONS, system: str | None = None) -> Report:
@@ -75,23 +77,23 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
                 cells.append(cell)
         return count_truncations(store, templates, Report(cells, options))
     measured_too = options.reliability or store.has_repeats_or_confidence()
-    # the jury and the reliability figures' large reads go to a second connection in a thread
-    # (SQLite works without the interpreter's lock) while this one reads the agreement
-    aside = ThreadPoolExecutor(max_workers=1) if measured_too and store.in_file else None
+    aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
-        jury = aside.submit(_jury_aside, store.path, templates, options.gold_from) if aside and with_jury_too else None
-        reads = aside.submit(_read_verdicts_aside, store.path, judge, options.gold_from) if aside else None
+        jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
+            if aside and with_jury_too else None
+        measure = lambda s: reliability_by_cell(  # noqa: E731
+            s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+            families=dict(options.families), resamples=options.resamples)
+        measuring = aside.submit(measure) if aside else None
         data = store.agreement_data(judge, gold_from=options.gold_from)
         data = with_jury(data, jury.result() if jury else jury_of(None))
         report = count_truncations(store, templates, report_from_data(data, templates, options))
         if not measured_too:
             return report
-        measured = reliability_by_cell(store, CellKinds(templates, options.by), judge=judge,
-                                       gold_from=options.gold_from, families=dict(options.families),
-                                       resamples=options.resamples, reads=reads.result() if reads else None)
+        measured = measuring.result() if measuring else measure(store)
     finally:
         if aside:
-            aside.shutdown(cancel_futures=True)
+            aside.close()
     temperatures = store.repeat_temperatures()
     for r in measured.values():
         r.temperatures = temperature_words(temperatures.get(r.judge, []))
@@ -100,22 +102,37 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     return report
 
 
-def _jury_aside(path: str, templates: TemplateSet, gold_from: str | None) -> AgreementData | None:
-    """`jury_data` of every item, read on a read-only connection of its own to the database at `path`."""
-    store = Store(path, read_only=True)
-    try:
-        return jury_data(store, templates, gold_from=gold_from)
-    finally:
-        store.close()
+class _Aside:
+    """The jury and the judges' reliability figures, read and worked out in a worker thread on a
+    read-only connection of its own to the database at `path` while the report's connection
+    reads and works out the agreement (SQLite, and numpy's draws and sorts, work without the
+    interpreter's lock); the gold labels of the items several people labelled are worked out
+    once there for all of its reads."""
 
+    def __init__(self, path: str, gold_from: str | None):
+        self.path, self.gold_from = path, gold_from
+        self.worker = ThreadPoolExecutor(max_workers=1)
+        self.store: Store | None = None
+        self.kept = ExitStack()
 
-def _read_verdicts_aside(path: str, judge: str | None, gold_from: str | None) -> VerdictReads:
-    """`read_verdicts` on a read-only connection of its own to the database at `path`."""
-    store = Store(path, read_only=True)
-    try:
-        return read_verdicts(store, judge=judge, gold_from=gold_from)
-    finally:
-        store.close()
+    def submit(self, read: Callable[[Store], T]) -> Future[T]:
+        """`read` of the second connection, in the worker thread after the reads submitted before it."""
+        return self.worker.submit(lambda: read(self._opened()))
+
+    def _opened(self) -> Store:
+        if self.store is None:
+            self.store = Store(self.path, read_only=True)
+            self.kept.enter_context(self.store.shared_gold_kept(self.gold_from))
+        return self.store
+
+    def close(self) -> None:
+        """Cancels the reads not begun, waits for the one under way, closes the connection."""
+        self.worker.shutdown(cancel_futures=True)
+        try:
+            self.kept.close()
+        finally:
+            if self.store is not None:
+                self.store.close()
 
 
 def temperature_words(temperatures: list) -> str | None:
