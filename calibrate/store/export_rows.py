@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from calibrate.model import Item
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import IN_FORCE
+from calibrate.store.sql import IN_FORCE, item_from_row
 
 # what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
@@ -134,6 +135,18 @@ class ExportRowsMixin:
                            [(judge, quoted, bool(ok)) for judge, quoted, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
             yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
+
+    def c3_export_items(self, task: str, lang: str, system: str,
+                        judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
+        """(item, whether `judge` has a verdict in force on it, the raw output of that verdict's
+        judgment) per current item of one task, language and system, in id order: what `export
+        c3` writes of a cell, in one pass (no judge: never judged)."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        for row in self.conn.execute(
+                "SELECT i.*, v.item_id IS NOT NULL AS judged, j.raw_output FROM items i "
+                "LEFT JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? "
+                f"LEFT JOIN judgments j ON j.id = v.judgment_id WHERE {where} ORDER BY i.id", [judge, *params]):
+            yield item_from_row(row), bool(row["judged"]), row["raw_output"]
 
     def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
         """What the columns of a CSV export of the current items (of `system`, if given) are made
