@@ -208,11 +208,10 @@ class ConfidenceMixin:
         return cls._REGULAR.format(judgments=f", judgments {judgment}", joined=f" AND {judgment}.id = {verdict}.judgment_id",
                                    v=verdict, j=judgment)
 
-    def irregular_marks(self) -> Iterator[tuple[int, str, str, bool]]:
-        """(item id, judge, the judge as JSON text, accepted) of each irregular verdict in force
-        (`set_trust_marks`: repeats, or an error in force), in item id order."""
-        return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, json_quote(r.judge_name), "
-                                     "coalesce(a.accepted, 0) FROM temp.irregular r "
+    def irregular_marks(self) -> Iterator[tuple[int, str, bool]]:
+        """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:
+        repeats, or an error in force), in item id order."""
+        return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, coalesce(a.accepted, 0) FROM temp.irregular r "
                                      "JOIN verdicts_in_force v ON v.item_id = r.item_id AND v.judge_name = r.judge_name "
                                      "LEFT JOIN temp.trust_irregular a ON a.item_id = r.item_id "
                                      "AND a.judge_name = r.judge_name ORDER BY r.item_id, r.judge_name")

@@ -55,7 +55,7 @@ class Sparse(NamedTuple):
     notes: list[dict]
     flagged_by: list[str]
     listened: dict[str, float] | None
-    marks: list[tuple[str, str, bool]]  # the item's irregular verdicts' trust marks: (judge, as JSON text, accepted)
+    marks: list[tuple[str, bool]]  # the item's irregular verdicts' trust marks: (judge, accepted)
 
 
 class ExportRowsMixin:
@@ -137,7 +137,7 @@ class ExportRowsMixin:
                     "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
             found = Sparse([{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
                            sorted({a for (a,) in flags.take(item_id)}), listened,
-                           [(judge, quoted, bool(ok)) for judge, quoted, ok in irregular.take(item_id)])
+                           [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
             yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
 
