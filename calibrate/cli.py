@@ -1593,6 +1593,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
         c3_corrected,
+        c3_json,
         c3_judge_folder,
         c3_statistics,
         c3_systems,
@@ -1635,7 +1636,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     statistics = out_dir / C3_STATISTICS_FOLDER
     statistics.mkdir(parents=True, exist_ok=True)
     for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
-        (statistics / name).write_text(json.dumps(rows, ensure_ascii=False, indent=4), encoding="utf-8")
+        (statistics / name).write_text(c3_json(rows), encoding="utf-8")
         console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
 
 

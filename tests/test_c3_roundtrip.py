@@ -16,8 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from calibrate.formats.c3 import C3_LANGUAGE_NAMES, C3_LAYOUT, c3_record_keys
+from calibrate.formats.c3 import C3_LANGUAGE_NAMES, C3_LAYOUT, c3_json, c3_record_keys
 from calibrate.store import Store
 from tests.c3_trees import NOT_JUDGED_BY_C3, write_tree
 from tests.fake_openai import FakeOpenAI, Reply
@@ -328,3 +330,21 @@ def test_audio_kept_in_a_tree_of_its_own(calibrate, tmp_path):
     clips = [clip for item in store.items() for clip in store.item_audio(item.id)]
     store.close()
     assert len(clips) == 30 + 6 and all(c.usable and c.duration == 1.0 and c.root == audio.resolve() for c in clips)
+
+
+# text that would look like the layout's bounds if strings did not escape their newlines
+json_text = st.text() | st.sampled_from(["},\n        {", "}, {", "{", "}", "\n    }"])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | json_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(json_text, inner, max_size=3),
+    max_leaves=12,
+)
+flat_values = st.none() | st.booleans() | st.integers() | st.floats() | json_text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(json_text, flat_values, max_size=5) | st.dictionaries(json_text, json_values, max_size=5),
+                max_size=4))
+def test_c3_files_are_written_as_pythons_indenting_encoder_writes_them(rows):
+    # C3's scripts write json.dumps(..., ensure_ascii=False, indent=4): the files must read the same, byte for byte
+    assert c3_json(rows) == json.dumps(rows, ensure_ascii=False, indent=4)

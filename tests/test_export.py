@@ -62,3 +62,21 @@ def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
     cells = [cell for row in rows for cell in row]
     assert "'=HYPERLINK(\"http://x\")" in cells and "'@ana: +1 agreed" in cells
     assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not c[1:2].isdigit())]
+
+
+def test_a_csv_export_with_more_judges_than_columns_says_so_and_jsonl_still_exports(tmp_path):
+    from calibrate.model import NewItem, NewJudgment
+    from calibrate.store.export_rows import MAX_CSV_JUDGES
+
+    path = tmp_path / "f.db"
+    store = Store(path)
+    (item_id,), _ = store.add_items([NewItem("c3/lexical", "en", "a/0", {"content": "c"})], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=item_id, judge_name=f"judge{k:02}", judge_key=f"judge{k:02}",
+                                     status="verdict", verdict="yes") for k in range(MAX_CSV_JUDGES + 1)])
+    store.close()
+    result = Calibrate(path)("export", "--format", "csv", ok=False)
+    assert result.exit_code == 1
+    assert f"room for {MAX_CSV_JUDGES} judges' columns and there are {MAX_CSV_JUDGES + 1}" in result.output
+    assert "Traceback" not in result.output
+    Calibrate(path)("export", "--format", "jsonl", "--out", str(tmp_path / "out.jsonl"))
+    assert len(json.loads((tmp_path / "out.jsonl").read_text())["verdicts"]) == MAX_CSV_JUDGES + 1

@@ -172,3 +172,30 @@ def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict():
         check()
     finally:
         store.close()
+
+
+def test_c3_export_items_equal_each_items_verdict_in_force_read_one_by_one():
+    """What `export c3` reads of a cell in one pass (each item, whether the judge has a verdict
+    in force on it, that judgment's raw output) is what reading the items and each one's verdict
+    in force gives, after random writes (re-labels, undos, re-parses, new judgments, new versions)."""
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=20), more, st.sampled_from(["gpt", "r1", None]),
+           st.sampled_from(["", "s1", "s2"]))
+    def check(items, changes, judge, system):
+        shake(store, fill(store, items, serial), changes)
+        for task, lang in (("c3/lexical", "en"), ("c3/semantic", "zh")):
+            expected = []
+            for it in store.iter_items(task=task, lang=lang, system=system):
+                found = store.conn.execute(
+                    "SELECT j.raw_output FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+                    "WHERE v.item_id = ? AND v.judge_name = ?", (it.id, judge)).fetchone()
+                expected.append((it, found is not None, found[0] if found else None))
+            assert list(store.c3_export_items(task, lang, system, judge)) == expected
+
+    try:
+        check()
+    finally:
+        store.close()

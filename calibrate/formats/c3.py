@@ -353,8 +353,12 @@ def _viewer(part: C3Part, lang: str, templates: TemplateSet):
 
 
 def c3_systems(store: Store, lang: str) -> list[str]:
-    """The systems with C3 items in this language."""
-    return sorted({s for part in C3_LAYOUT[lang] for s in store.systems(task=part.task, lang=lang)} - {""})
+    """The systems with C3 items in this language: the cells found by index seeks, each
+    system confirmed by one of its current items (`Store.task_langs`)."""
+    tasks = {part.task for part in C3_LAYOUT[lang]}
+    candidates = {system for task, _, system in store.cells(lang=lang) if task in tasks} - {""}
+    return sorted(system for system in candidates
+                  if any(task in tasks and found == lang for task, found in store.task_langs(system=system)))
 
 
 def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | str | None:
@@ -399,42 +403,54 @@ def export_c3(
     written: dict[str, list[dict]] = {}
     left_out: dict[str, int] = {}
     for part in C3_LAYOUT[lang]:
-        index = store.source_index(part.task, lang, system)
-        items = sorted(
-            ((int(source.rsplit("/", 1)[1]), item_id) for source, item_id in index.items()
-             if source.rsplit("/", 1)[0] == part.source_prefix),
-        )
-        if not items:
-            continue
-        # read per phenomenon: the judge's outputs where it judges, people's labels where they decide
-        raw = store.latest_raw_outputs(judge, task=part.task, lang=lang, system=system) if judge else {}
-        labels: dict[int, dict[str, str]] = {}
+        labels: dict[int, dict[str, str]] = {}  # where people decide: their labels
         for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
             labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-        rel = f"{part.responses}.json"
-        # the cell's items read in one pass (id order), their records put in source order after
-        wanted = {item_id for _, item_id in items}
-        built: dict[int, dict | None] = {}
-        for item in store.iter_items(task=part.task, lang=lang, system=system):
-            if item.id not in wanted:
+        # the cell's items read in one pass with the judge's raw outputs (id order), their records put in source order
+        built: list[tuple[int, dict | None]] = []
+        for item, judged, raw in store.c3_export_items(part.task, lang, system, judge):
+            prefix, _, index = item.source_id.rpartition("/")
+            if prefix != part.source_prefix:
                 continue
             if part.people_decide:
                 gold, _ = gold_label(labels.get(item.id, {}))
                 check = templates.for_task(part.task, lang).kind.c3_wording(gold)
-            elif judge and item.id not in raw:
-                built[item.id] = None
+            elif judge and not judged:
+                built.append((int(index), None))
                 continue
             else:
-                check = raw.get(item.id) or ""
-            built[item.id] = _c3_record(item, part, lang, check, templates)
-        records = [record for _, item_id in items if (record := built.get(item_id)) is not None]
-        if len(records) < len(items):
-            left_out[rel] = len(items) - len(records)
+                check = raw or ""
+            built.append((int(index), _c3_record(item, part, lang, check, templates)))
+        if not built:
+            continue
+        built.sort(key=lambda entry: entry[0])
+        rel = f"{part.responses}.json"
+        records = [record for _, record in built if record is not None]
+        if len(records) < len(built):
+            left_out[rel] = len(built) - len(records)
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
+        path.write_text(c3_json(records), encoding="utf-8")
         written[rel] = records
     return written, left_out
+
+
+# each object's members on lines of their own at the indent of `c3_json`'s objects (the C encoder, as no indent is set)
+_flat_rows = json.JSONEncoder(ensure_ascii=False, separators=(",\n        ", ": ")).encode
+
+
+def c3_json(rows: list[dict]) -> str:
+    """A list of objects written as C3's scripts write their files, `json.dumps(rows,
+    ensure_ascii=False, indent=4)`. Python's encoder with an indent is pure Python; when every
+    object has members and none is a list or an object, which is how C3's records mostly are,
+    the list is written by the C encoder with the members' separator as the indent and the
+    objects' bounds indented after: a newline in its JSON is always a separator (strings escape
+    theirs), and "}" before one always an object's end."""
+    nested = {type(value) for row in rows for value in row.values()}
+    if not rows or not all(rows) or any(issubclass(kind, (list, tuple, dict)) for kind in nested):
+        return json.dumps(rows, ensure_ascii=False, indent=4)
+    members = _flat_rows(rows)[2:-2]  # between "[{" and "}]"
+    return "[\n    {\n        " + members.replace("},\n        {", "\n    },\n    {\n        ") + "\n    }\n]"
 
 
 C3_LANGUAGE_NAMES = {"en": "english", "zh": "chinese"}

@@ -69,17 +69,16 @@ def _with_sparse(line: str, sparse: Sparse) -> str:
             f'"listened":{_json(sparse.listened)}{tail}')
 
 
-def _with_marks(line: str, marks: list[tuple[str, str, bool]]) -> str:
+def _with_marks(line: str, marks: list[tuple[str, bool]]) -> str:
     """A line with the trust marks of the item's irregular verdicts (`Sparse.marks`) in place of
-    the ones the store wrote by the rule of regular verdicts."""
-    head, _, tail = line.rpartition(',"trust":{')  # the last object: its values are strings, never objects
-    tail = "{" + tail
-    for _, judge, accepted in marks:
-        mark = '"accepted"' if accepted else '"needs a person"'
-        for opening in ("{", ","):  # a judge's key starts after one of these (inside a key they are in a string)
-            for written in ('"accepted"', '"needs a person"'):
-                tail = tail.replace(f"{opening}{judge}:{written}", f"{opening}{judge}:{mark}")
-    return f'{head},"trust":{tail}'
+    the ones the store wrote by the rule of regular verdicts: its last object, the marks, read
+    and written again (its values are strings, so ',"trust":{' cannot occur inside it)."""
+    head, _, tail = line.rpartition(',"trust":{')
+    trust = json.loads("{" + tail.removesuffix("}"))  # the object, without the line's own closing brace
+    for judge, accepted in marks:
+        if judge in trust:
+            trust[judge] = "accepted" if accepted else "needs a person"
+    return f'{head},"trust":{_json(trust)}}}'
 
 
 def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
@@ -156,7 +155,7 @@ def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks
             else:
                 if sparse.marks:  # the irregular verdicts' marks in place of the ones written by the regular rule
                     row = list(row)
-                    for judge, _, accepted in sparse.marks:
+                    for judge, accepted in sparse.marks:
                         if judge in mark_column and row[mark_column[judge]]:
                             row[mark_column[judge]] = "accepted" if accepted else "needs a person"
                     row = tuple(row)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from calibrate.model import CalibrateError, Item
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import IN_FORCE
+from calibrate.store.sql import IN_FORCE, item_from_row
 
 # what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
@@ -28,6 +29,12 @@ NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 _HEAD = ("""'{"item_id":' || i.id || ',"task":' || json_quote(i.task) || ',"lang":' || json_quote(i.lang) """
          """|| ',"system":' || json_quote(i.system) || ',"source_id":' || json_quote(i.source_id) """
          """|| ',"reference":' || json_quote(i.reference) || ',"fields":' || json(i.fields) || ',"labels":'""")
+
+
+MAX_CSV_JUDGES = 63  # SQLite joins at most 64 tables: the items and a verdict row per judge
+
+# a CSV cell of judge k's verdict (its row joined as v<k>): the verdict, or the status where there is none
+_VERDICT_CELL = "CASE WHEN v{k}.verdict IS NULL OR v{k}.verdict = '' THEN v{k}.status ELSE v{k}.verdict END"
 
 
 def _safe(expression: str) -> str:
@@ -48,7 +55,7 @@ class Sparse(NamedTuple):
     notes: list[dict]
     flagged_by: list[str]
     listened: dict[str, float] | None
-    marks: list[tuple[str, str, bool]]  # the item's irregular verdicts' trust marks: (judge, as JSON text, accepted)
+    marks: list[tuple[str, bool]]  # the item's irregular verdicts' trust marks: (judge, accepted)
 
 
 class ExportRowsMixin:
@@ -92,15 +99,14 @@ class ExportRowsMixin:
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
         columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)")
-        verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
-        columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
-                    "AND v.judge_name = ?), '')" for _ in judges]
-        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 'accepted' ELSE 'needs a person' END "
-                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
-                    "WHERE v.item_id = i.id AND v.judge_name = ?), '')"
-                    for _ in (judges if trust else ())]
-        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
-                          [*judges, *(judges if trust else ()), *params])
+        # each judge's verdict in force joined as v<k>, looked up once for its verdict and its mark
+        joins = "".join(f" LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = ?"
+                        for k in range(len(judges)))
+        columns += [f"coalesce({_safe(_VERDICT_CELL.format(k=k))}, '')" for k in range(len(judges))]
+        columns += [f"CASE WHEN v{k}.item_id IS NULL THEN '' WHEN {self.accepted_if_regular(f'v{k}', f'j{k}')} "
+                    "THEN 'accepted' ELSE 'needs a person' END" for k in range(len(judges) if trust else 0)]
+        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i{joins} WHERE {where} ORDER BY i.id",
+                          [*judges, *params])
         return self._with_sparse(rows, trust)
 
     def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
@@ -131,23 +137,39 @@ class ExportRowsMixin:
                     "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
             found = Sparse([{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
                            sorted({a for (a,) in flags.take(item_id)}), listened,
-                           [(judge, quoted, bool(ok)) for judge, quoted, ok in irregular.take(item_id)])
+                           [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
             yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
+
+    def c3_export_items(self, task: str, lang: str, system: str,
+                        judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
+        """(item, whether `judge` has a verdict in force on it, the raw output of that verdict's
+        judgment) per current item of one task, language and system, in id order: what `export
+        c3` writes of a cell, in one pass (no judge: never judged)."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        for row in self.conn.execute(
+                "SELECT i.*, v.item_id IS NOT NULL AS judged, j.raw_output FROM items i "
+                "LEFT JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? "
+                f"LEFT JOIN judgments j ON j.id = v.judgment_id WHERE {where} ORDER BY i.id", [judge, *params]):
+            yield item_from_row(row), bool(row["judged"]), row["raw_output"]
 
     def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
         """What the columns of a CSV export of the current items (of `system`, if given) are made
         of: the annotators with a label in force on one of them, the judges with a verdict in
-        force on one (both sorted), and whether one has usable audio. Found by seeks and
-        counts, without reading every item."""
+        force on one (both sorted; CalibrateError beyond MAX_CSV_JUDGES), and whether one has
+        usable audio. Found by seeks and counts, without reading every item."""
         where, params = self._item_filter(None, None, None, None, system)
         annotators = [a for a in self._seek_values(
             "SELECT annotator FROM labels_in_force WHERE annotator {op} ? ORDER BY annotator LIMIT 1")
             if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
                                  f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
         judges = self.judge_names(system=system)
+        if len(judges) > MAX_CSV_JUDGES:
+            raise CalibrateError(f"a CSV export has room for {MAX_CSV_JUDGES} judges' columns and there are "
+                                 f"{len(judges)}: export --format jsonl, or one system at a time (--system)")
+        # CROSS JOIN keeps item_audio the outer loop: a few rows, where the items are a million
         with_audio = bool(self.conn.execute(
-            f"SELECT EXISTS (SELECT 1 FROM item_audio a JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
+            f"SELECT EXISTS (SELECT 1 FROM item_audio a CROSS JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
             f"AND {where})", params).fetchone()[0])
         return annotators, judges, with_audio
 

@@ -126,17 +126,6 @@ class JudgmentsMixin:
             "SELECT sample, status, verdict FROM samples_in_force WHERE item_id = ? AND judge_name = ? ORDER BY sample",
             (item_id, judge))]
 
-    def latest_raw_outputs(self, judge: str, *, task: str, lang: str, system: str) -> dict[int, str | None]:
-        """item id -> the raw output of `judge`'s judgment in force, for the items of one task,
-        language and system."""
-        rows = self.conn.execute(
-            "SELECT v.item_id, j.raw_output FROM items i JOIN verdicts_in_force v ON v.item_id = i.id "
-            "JOIN judgments j ON j.id = v.judgment_id WHERE i.task = ? AND i.lang = ? AND i.system = ? "
-            "AND v.judge_name = ?",
-            (task, lang, system, judge),
-        )
-        return {r["item_id"]: r["raw_output"] for r in rows}
-
     # -- claims: concurrent runs of one judge ask each item once ---------------------------------
 
     def claim_judging(self, item_id: int, judge_key_value: str, sample: int, holder: str, *, seconds: float,
