@@ -187,26 +187,18 @@ class ConfidenceMixin:
 
     # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted were it
     # regular (not in temp.irregular): parsed, with a stored confidence in [0, 1] reaching its cell's threshold
-    # (`v` and `j` name the verdict's row and its judgment)
-    _REGULAR = """{v}.status = 'verdict' AND coalesce((SELECT {j}.confidence >= t.threshold AND {j}.confidence BETWEEN 0 AND 1
+    _REGULAR = """v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
                  FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
-                 AND t.judge_name = {v}.judge_name{joined}), 0)"""
+                 AND t.judge_name = v.judge_name{joined}), 0)"""
     # whether it is accepted: an irregular verdict as `set_trust_marks` marked it, a regular one as above
     ACCEPTED = f"""
         CASE WHEN EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
-             ELSE {_REGULAR.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id", v="v", j="j")} END"""
+             ELSE {_REGULAR.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")} END"""
     # the regular rule alone, where the statement has joined the verdict's judgment as `j` already: for reads
     # that take the irregular verdicts' marks beside it (`irregular_marks`)
-    ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="", v="v", j="j")
-
-    @classmethod
-    def accepted_if_regular(cls, verdict: str, judgment: str) -> str:
-        """ACCEPTED_IF_REGULAR for the verdict row the statement names `verdict`, its judgment
-        looked up (as `judgment`) only where the verdict's cell has a threshold."""
-        return cls._REGULAR.format(judgments=f", judgments {judgment}", joined=f" AND {judgment}.id = {verdict}.judgment_id",
-                                   v=verdict, j=judgment)
+    ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="")
 
     def irregular_marks(self) -> Iterator[tuple[int, str, bool]]:
         """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from calibrate.model import CalibrateError, Item
+from calibrate.model import Item
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
@@ -29,12 +29,6 @@ NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 _HEAD = ("""'{"item_id":' || i.id || ',"task":' || json_quote(i.task) || ',"lang":' || json_quote(i.lang) """
          """|| ',"system":' || json_quote(i.system) || ',"source_id":' || json_quote(i.source_id) """
          """|| ',"reference":' || json_quote(i.reference) || ',"fields":' || json(i.fields) || ',"labels":'""")
-
-
-MAX_CSV_JUDGES = 63  # SQLite joins at most 64 tables: the items and a verdict row per judge
-
-# a CSV cell of judge k's verdict (its row joined as v<k>): the verdict, or the status where there is none
-_VERDICT_CELL = "CASE WHEN v{k}.verdict IS NULL OR v{k}.verdict = '' THEN v{k}.status ELSE v{k}.verdict END"
 
 
 def _safe(expression: str) -> str:
@@ -99,14 +93,16 @@ class ExportRowsMixin:
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
         columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)")
-        # each judge's verdict in force joined as v<k>, looked up once for its verdict and its mark
-        joins = "".join(f" LEFT JOIN verdicts_in_force v{k} ON v{k}.item_id = i.id AND v{k}.judge_name = ?"
-                        for k in range(len(judges)))
-        columns += [f"coalesce({_safe(_VERDICT_CELL.format(k=k))}, '')" for k in range(len(judges))]
-        columns += [f"CASE WHEN v{k}.item_id IS NULL THEN '' WHEN {self.accepted_if_regular(f'v{k}', f'j{k}')} "
-                    "THEN 'accepted' ELSE 'needs a person' END" for k in range(len(judges) if trust else 0)]
-        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i{joins} WHERE {where} ORDER BY i.id",
-                          [*judges, *params])
+        # a look-up per judge and cell, not a join per judge: SQLite joins at most 64 tables
+        verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
+        columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
+                    "AND v.judge_name = ?), '')" for _ in judges]
+        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 'accepted' ELSE 'needs a person' END "
+                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+                    "WHERE v.item_id = i.id AND v.judge_name = ?), '')"
+                    for _ in (judges if trust else ())]
+        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
+                          [*judges, *(judges if trust else ()), *params])
         return self._with_sparse(rows, trust)
 
     def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
@@ -156,7 +152,7 @@ class ExportRowsMixin:
     def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
         """What the columns of a CSV export of the current items (of `system`, if given) are made
         of: the annotators with a label in force on one of them, the judges with a verdict in
-        force on one (both sorted; CalibrateError beyond MAX_CSV_JUDGES), and whether one has
+        force on one (both sorted), and whether one has
         usable audio. Found by seeks and counts, without reading every item."""
         where, params = self._item_filter(None, None, None, None, system)
         annotators = [a for a in self._seek_values(
@@ -164,9 +160,6 @@ class ExportRowsMixin:
             if self.conn.execute(f"SELECT 1 FROM labels_in_force l JOIN items i ON i.id = l.item_id "
                                  f"WHERE l.annotator = ? AND {where} LIMIT 1", [a, *params]).fetchone()]
         judges = self.judge_names(system=system)
-        if len(judges) > MAX_CSV_JUDGES:
-            raise CalibrateError(f"a CSV export has room for {MAX_CSV_JUDGES} judges' columns and there are "
-                                 f"{len(judges)}: export --format jsonl, or one system at a time (--system)")
         # CROSS JOIN keeps item_audio the outer loop: a few rows, where the items are a million
         with_audio = bool(self.conn.execute(
             f"SELECT EXISTS (SELECT 1 FROM item_audio a CROSS JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
