@@ -15,6 +15,11 @@ from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
 from calibrate.store.imports import process_alive
 from calibrate.store.sql import JUDGMENT_COLUMNS, judgment_from_row
 
+# judgments stored at once from which their items' score_sets rows are rewritten once at the end
+# (migration 0024) rather than once per verdict in force: below it, the set-wise rewrite's fixed
+# statements cost more than they save
+SCORE_SETS_DEFERRED_FROM = 32
+
 
 class JudgmentsMixin:
     """Judgments and the verdicts in force (part of Store)."""
@@ -30,12 +35,18 @@ class JudgmentsMixin:
             values["uid"] = j.uid or uuid.uuid4().hex
             values["params"] = dump_json(j.params or {})
             rows.append(tuple(values[c] for c in JUDGMENT_COLUMNS))
+        deferred = len(rows) >= SCORE_SETS_DEFERRED_FROM
         with self.transaction():
-            return self.conn.executemany(
+            if deferred:  # score_sets rewritten once per touched item, as the deferral ends
+                self.conn.execute("INSERT INTO score_set_deferrals (writer) VALUES (1)")
+            added = self.conn.executemany(
                 f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
                 rows,
             ).rowcount
+            if deferred:
+                self.conn.execute("DELETE FROM score_set_deferrals")
+            return added
 
     def judgments_for_item(self, item_id: int, judge: str | None = None, *,
                            output_chars: int | None = None) -> list[Judgment]:
