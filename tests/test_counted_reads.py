@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import math
+import sqlite3
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -305,6 +306,21 @@ def test_judgments_in_one_batch_keep_score_sets_as_one_at_a_time(monkeypatch):
     finally:
         batched.close()
         single.close()
+
+
+def test_a_failed_batch_of_judgments_leaves_score_sets_rewritten_per_row_in_the_same_transaction():
+    store = Store(":memory:")
+    (item_id,), _ = store.add_items([NewItem("c3/lexical", "en", "1", FIELDS["c3/lexical"])], with_ids=True)
+    judged = lambda i, verdict: NewJudgment(item_id=i, judge_name="gpt", judge_key="gpt", status="verdict",  # noqa: E731
+                                            verdict=verdict, raw_output="The answer is: " + verdict)
+    with store.transaction():
+        with pytest.raises(sqlite3.IntegrityError):  # no such item: the batch fails, the caller goes on
+            store.add_judgments([judged(item_id, "yes")] * 3 + [judged(item_id + 99, "no")])
+        store.add_judgments([judged(item_id, "no")])
+    rows = store.conn.execute("SELECT verdicts FROM score_sets").fetchall()
+    assert [r[0] for r in rows] == ["gpt\x1fverdict\x1fvno\x1f\x1f0"]
+    assert store.conn.execute("SELECT count(*) FROM score_set_deferrals").fetchone()[0] == 0
+    store.close()
 
 
 def test_reliability_from_verdict_groups_equals_reliability_item_by_item():

@@ -40,14 +40,15 @@ class JudgmentsMixin:
         with self.transaction():
             if deferred:  # score_sets rewritten once per touched item, as the deferral ends
                 self.conn.execute("INSERT INTO score_set_deferrals (writer) VALUES (1)")
-            added = self.conn.executemany(
-                f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
-                rows,
-            ).rowcount
-            if deferred:
-                self.conn.execute("DELETE FROM score_set_deferrals")
-            return added
+            try:
+                return self.conn.executemany(
+                    f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                    rows,
+                ).rowcount
+            finally:
+                if deferred:  # on an error too: a caller's transaction that goes on rewrites per row again
+                    self.conn.execute("DELETE FROM score_set_deferrals")
 
     def judgments_for_item(self, item_id: int, judge: str | None = None, *,
                            output_chars: int | None = None) -> list[Judgment]:
