@@ -138,8 +138,10 @@ END;
 CREATE TRIGGER cell_verdicts_import_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
-    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows
-    WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id);
+    INSERT INTO cell_verdicts SELECT * FROM cell_verdict_rows r
+    WHERE r.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND EXISTS (SELECT 1 FROM items WHERE id = r.item_id AND import_run = new.id);
 END;
 CREATE TRIGGER cell_verdicts_item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
 WHEN old.current IS NOT new.current OR old.task IS NOT new.task OR old.lang IS NOT new.lang
@@ -173,13 +175,18 @@ WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
     INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
     SELECT i.task, i.lang, i.system, v.judge_name, v.status, count(*)
-    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id WHERE i.import_run = new.id AND i.current = 1
+    FROM verdicts_in_force v CROSS JOIN items i ON i.id = v.item_id
+    WHERE v.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND i.import_run = new.id AND i.current = 1
     GROUP BY 1, 2, 3, 4, 5
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
     INSERT INTO agreement_counts (task, lang, system, judge_name, annotator, status, verdict, label, n)
     SELECT i.task, i.lang, i.system, v.judge_name, l.annotator, v.status, coalesce(v.verdict, ''), l.label, count(*)
-    FROM items i JOIN verdicts_in_force v ON v.item_id = i.id JOIN labels_in_force l ON l.item_id = i.id
-    WHERE i.import_run = new.id AND i.current = 1
+    FROM verdicts_in_force v CROSS JOIN items i ON i.id = v.item_id JOIN labels_in_force l ON l.item_id = i.id
+    WHERE v.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND i.import_run = new.id AND i.current = 1
     GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
@@ -295,13 +302,40 @@ CREATE TRIGGER labels_in_force_no_update BEFORE UPDATE ON labels_in_force
 BEGIN
     SELECT RAISE(ABORT, 'labels_in_force rows are replaced (delete, insert), never updated');
 END;
+CREATE TRIGGER score_set_deferral_ended AFTER DELETE ON score_set_deferrals
+WHEN NOT EXISTS (SELECT 1 FROM score_set_deferrals)
+BEGIN
+    INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
+    SELECT task, lang, system, reference, gold, verdicts, -count(*) FROM score_sets
+    WHERE item_id IN (SELECT item_id FROM score_set_stale) GROUP BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    DELETE FROM score_sets WHERE item_id IN (SELECT item_id FROM score_set_stale);
+    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id IN (SELECT item_id FROM score_set_stale);
+    INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
+    SELECT task, lang, system, reference, gold, verdicts, count(*) FROM score_sets
+    WHERE item_id IN (SELECT item_id FROM score_set_stale) GROUP BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    DELETE FROM score_set_stale;
+END;
 CREATE TRIGGER score_set_import_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
-    INSERT INTO score_sets SELECT * FROM score_set_rows WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id);
+    INSERT INTO score_sets SELECT * FROM score_set_rows
+    WHERE item_id IN (SELECT t.item_id FROM (
+                          SELECT item_id FROM verdicts_in_force
+                          WHERE item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                                            AND (SELECT max(id) FROM items WHERE import_run = new.id)
+                          UNION
+                          SELECT item_id FROM labels_in_force
+                          WHERE item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                                            AND (SELECT max(id) FROM items WHERE import_run = new.id)) t
+                      WHERE EXISTS (SELECT 1 FROM items WHERE id = t.item_id AND import_run = new.id));
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
-    SELECT task, lang, system, reference, gold, verdicts, count(*) FROM score_sets
-    WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id) GROUP BY 1, 2, 3, 4, 5, 6
+    SELECT s.task, s.lang, s.system, s.reference, s.gold, s.verdicts, count(*) FROM score_sets s
+    WHERE s.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND EXISTS (SELECT 1 FROM items WHERE id = s.item_id AND import_run = new.id)
+    GROUP BY 1, 2, 3, 4, 5, 6
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
 CREATE TRIGGER score_set_item_changed AFTER UPDATE OF current, task, lang, system, import_run, reference ON items
@@ -362,6 +396,7 @@ BEGIN
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
 CREATE TRIGGER score_set_verdict_added AFTER INSERT ON verdicts_in_force
+WHEN NOT EXISTS (SELECT 1 FROM score_set_deferrals)
 BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = new.item_id
@@ -372,7 +407,13 @@ BEGIN
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = new.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
+CREATE TRIGGER score_set_verdict_added_deferred AFTER INSERT ON verdicts_in_force
+WHEN EXISTS (SELECT 1 FROM score_set_deferrals)
+BEGIN
+    INSERT OR IGNORE INTO score_set_stale (item_id) VALUES (new.item_id);
+END;
 CREATE TRIGGER score_set_verdict_removed AFTER DELETE ON verdicts_in_force
+WHEN NOT EXISTS (SELECT 1 FROM score_set_deferrals)
 BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, -1 FROM score_sets WHERE item_id = old.item_id
@@ -382,6 +423,11 @@ BEGIN
     INSERT INTO score_set_counts (task, lang, system, reference, gold, verdicts, n)
     SELECT task, lang, system, reference, gold, verdicts, 1 FROM score_sets WHERE item_id = old.item_id
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER score_set_verdict_removed_deferred AFTER DELETE ON verdicts_in_force
+WHEN EXISTS (SELECT 1 FROM score_set_deferrals)
+BEGIN
+    INSERT OR IGNORE INTO score_set_stale (item_id) VALUES (old.item_id);
 END;
 CREATE TRIGGER verdict_in_force_added AFTER INSERT ON verdicts_in_force
 BEGIN
@@ -406,15 +452,25 @@ END;
 CREATE TRIGGER verdict_set_import_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
-    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id);
+    INSERT INTO verdict_sets SELECT * FROM verdict_set_rows
+    WHERE item_id IN (SELECT DISTINCT v.item_id FROM verdicts_in_force v
+                      WHERE v.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                                          AND (SELECT max(id) FROM items WHERE import_run = new.id)
+                        AND EXISTS (SELECT 1 FROM items WHERE id = v.item_id AND import_run = new.id));
     INSERT INTO verdict_set_counts (task, lang, system, verdicts, n)
-    SELECT task, lang, system, verdicts, count(*) FROM verdict_sets
-    WHERE item_id IN (SELECT id FROM items WHERE import_run = new.id) GROUP BY 1, 2, 3, 4
+    SELECT s.task, s.lang, s.system, s.verdicts, count(*) FROM verdict_sets s
+    WHERE s.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND EXISTS (SELECT 1 FROM items WHERE id = s.item_id AND import_run = new.id)
+    GROUP BY 1, 2, 3, 4
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
     INSERT INTO verdict_set_labels (task, lang, system, verdicts, annotator, label, n)
     SELECT s.task, s.lang, s.system, s.verdicts, l.annotator, l.label, count(*)
     FROM verdict_sets s JOIN labels_in_force l ON l.item_id = s.item_id
-    WHERE s.item_id IN (SELECT id FROM items WHERE import_run = new.id) GROUP BY 1, 2, 3, 4, 5, 6
+    WHERE s.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND EXISTS (SELECT 1 FROM items WHERE id = s.item_id AND import_run = new.id)
+    GROUP BY 1, 2, 3, 4, 5, 6
     ON CONFLICT DO UPDATE SET n = n + excluded.n;
 END;
 CREATE TRIGGER verdict_set_item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
@@ -660,6 +716,8 @@ CREATE TABLE score_set_counts (
     n INTEGER NOT NULL,
     PRIMARY KEY (task, lang, system, reference, gold, verdicts)
 ) WITHOUT ROWID;
+CREATE TABLE score_set_deferrals (writer INTEGER PRIMARY KEY);
+CREATE TABLE score_set_stale (item_id INTEGER PRIMARY KEY);
 CREATE TABLE score_sets (
     item_id INTEGER PRIMARY KEY,
     task TEXT NOT NULL,

@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import math
+import sqlite3
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -237,6 +238,89 @@ def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
         check()
     finally:
         store.close()
+
+
+again = st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["gpt", "r1", "llama"]), st.integers(0, 2),
+                           st.sampled_from(["verdict", "verdict", "unparsed", "error"]), st.integers(0, 1),
+                           st.sampled_from(OUTPUTS)), min_size=1, max_size=80)
+
+
+def test_judgments_in_one_batch_keep_score_sets_as_one_at_a_time(monkeypatch):
+    """Judgments stored in one batch (score_sets rewritten once per touched item as the batch
+    ends, migration 0024) leave score_sets and the counts of every set in use as the same
+    judgments stored one at a time do (each verdict in force rewriting its item's row), and as the
+    views give afresh: on items with labels, earlier verdicts and repeats, and on an unfinished
+    import's hidden items (shown when it finishes, with an item shown at once between them); and
+    so does a judgment deleted while the rewrite is deferred."""
+    import calibrate.store.judged as judged
+
+    batched, single = Store(":memory:"), Store(":memory:")
+    serial = itertools.count()
+
+    def rows(store: Store, sql: str) -> list[tuple]:
+        return sorted(tuple(r) for r in store.conn.execute(sql))
+
+    @settings(max_examples=25, deadline=None, phases=[Phase.generate])  # the stores grow: nothing to shrink
+    @given(st.lists(item, min_size=1, max_size=12), again)
+    def check(items, judgments):
+        k = next(serial)
+        ids = [fill(store, items, itertools.count(k)) for store in (batched, single)][0]
+        run = [store.begin_import(f"hidden {k}") for store in (batched, single)]
+        added = []  # two items of the unfinished run, and between them one shown at once
+        for store, r in zip((batched, single), run, strict=True):
+            added.append([store.add_items([NewItem("c3/lexical", "en", f"{name}-{k}", FIELDS["c3/lexical"])],
+                                          with_ids=True, run=in_run)[0][0]
+                          for name, in_run in (("hidden", r), ("shown", None), ("hidden too", r))])
+        assert added[0] == added[1]
+        tasks = [TASKS[it["task"]] for it in items] + [TASKS[0]] * 3
+        ids += added[0]
+        new = []
+        for pick, name, sample, status, verdict, output in judgments:
+            item_id, (_, _, words) = ids[pick % len(ids)], tasks[pick % len(ids)]
+            new.append(NewJudgment(item_id=item_id, judge_name=name, judge_key=name, status=status, sample=sample,
+                                   verdict=words[verdict] if status == "verdict" else None, raw_output=output))
+        monkeypatch.setattr(judged, "SCORE_SETS_DEFERRED_FROM", 1)
+        batched.add_judgments(new)
+        monkeypatch.setattr(judged, "SCORE_SETS_DEFERRED_FROM", 10**9)
+        for judgment in new:
+            single.add_judgments([judgment])
+        newest = batched.conn.execute("SELECT max(id) FROM judgments").fetchone()[0]
+        for store, deferring in ((batched, True), (single, False)):  # a verdict removed alone (a clean-up)
+            with store.transaction():
+                if deferring:
+                    store.conn.execute("INSERT INTO score_set_deferrals (writer) VALUES (1)")
+                store.conn.execute("DELETE FROM judgments WHERE id = ?", (newest,))
+                store.conn.execute("DELETE FROM score_set_deferrals")
+        for store, r in zip((batched, single), run, strict=True):
+            store.finish_import(r)
+        for sql in ("SELECT * FROM score_sets", "SELECT task, lang, system, reference, gold, verdicts, n "
+                    "FROM score_set_counts WHERE n != 0", "SELECT * FROM score_set_stale", "SELECT * FROM score_set_deferrals"):
+            assert rows(batched, sql) == rows(single, sql), sql
+        assert rows(batched, "SELECT * FROM score_sets") == rows(batched, "SELECT * FROM score_set_rows")
+        assert rows(batched, "SELECT task, lang, system, reference, gold, verdicts, n FROM score_set_counts "
+                    "WHERE n != 0") == rows(batched, "SELECT task, lang, system, reference, gold, verdicts, count(*) "
+                                             "FROM score_set_rows GROUP BY 1, 2, 3, 4, 5, 6")
+
+    try:
+        check()
+    finally:
+        batched.close()
+        single.close()
+
+
+def test_a_failed_batch_of_judgments_leaves_score_sets_rewritten_per_row_in_the_same_transaction():
+    store = Store(":memory:")
+    (item_id,), _ = store.add_items([NewItem("c3/lexical", "en", "1", FIELDS["c3/lexical"])], with_ids=True)
+    judged = lambda i, verdict: NewJudgment(item_id=i, judge_name="gpt", judge_key="gpt", status="verdict",  # noqa: E731
+                                            verdict=verdict, raw_output="The answer is: " + verdict)
+    with store.transaction():
+        with pytest.raises(sqlite3.IntegrityError):  # no such item: the batch fails, the caller goes on
+            store.add_judgments([judged(item_id, "yes")] * 3 + [judged(item_id + 99, "no")])
+        store.add_judgments([judged(item_id, "no")])
+    rows = store.conn.execute("SELECT verdicts FROM score_sets").fetchall()
+    assert [r[0] for r in rows] == ["gpt\x1fverdict\x1fvno\x1f\x1f0"]
+    assert store.conn.execute("SELECT count(*) FROM score_set_deferrals").fetchone()[0] == 0
+    store.close()
 
 
 def test_reliability_from_verdict_groups_equals_reliability_item_by_item():

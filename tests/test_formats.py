@@ -81,6 +81,15 @@ def test_skip_bad_reports_every_skipped_line(calibrate, tmp_path):
     assert counts(calibrate.db)[0] == 2
 
 
+def test_skip_bad_with_every_line_bad_names_the_first_lines_and_how_many(calibrate, tmp_path):
+    f = write_jsonl(tmp_path / "in.jsonl", ["{bad", {"id": 2, "content": "x"}, [1], {**LEX}, "{worse"])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--skip-bad", ok=False)
+    assert out.exit_code == 1 and "no valid records; nothing was imported: all 5 skipped as bad" in out.output
+    assert "in.jsonl:1: malformed JSON" in out.output and "in.jsonl:2: missing field 'notation'" in out.output
+    assert "in.jsonl:3: expected a JSON object" in out.output and "… and 2 more" in out.output
+    assert "in.jsonl:4" not in out.output and counts(calibrate.db) == (0, 0, 0)
+
+
 @pytest.mark.parametrize(("task", "lang", "message"), [
     ("c3/nonsense", "en", "Invalid value for '--task': unknown task 'c3/nonsense'; tasks in en: c3/coreference-detection"),
     ("c3/lexcal", "en", "unknown task 'c3/lexcal' (did you mean c3/lexical?); tasks in en:"),

@@ -60,6 +60,7 @@ BATCH_MAX = 20_000  # the most records in one transaction
 BATCH_SECONDS = 0.25
 Progress = Callable[[int], None]
 PROGRESS_BYTES = 1 << 20  # read_jsonl tells its progress callback every MiB read, and at the end
+SKIPPED_SHOWN = 3  # bad records named in the error of an import whose every record was bad
 
 
 class ImportFailed(CalibrateError):
@@ -492,7 +493,7 @@ def import_records(
                     flush()
             flush()
             if report.records == 0:
-                raise ImportFailed("no valid records; nothing was imported")
+                raise ImportFailed("no valid records; nothing was imported" + _skipped_summary(report.skipped))
             with store.transaction():
                 report.counts.items_existing += sum(r.item is not None for _, r in attached)
                 for item, record in attached:
@@ -511,6 +512,16 @@ def import_records(
             store.abandon_import(run)
             raise
     return report
+
+
+def _skipped_summary(skipped: list[BadInput]) -> str:
+    """What an import whose every record was bad skipped: how many, and the first
+    SKIPPED_SHOWN with their places and reasons ('' when it skipped nothing)."""
+    if not skipped:
+        return ""
+    shown = "; ".join(str(bad) for bad in skipped[:SKIPPED_SHOWN])
+    more = f"; … and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+    return f": all {len(skipped)} skipped as bad ({shown}{more})"
 
 
 def _new_item(
