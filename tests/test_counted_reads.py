@@ -247,7 +247,7 @@ again = st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["gpt", "r1", 
 
 def test_judgments_in_one_batch_keep_score_sets_as_one_at_a_time(monkeypatch):
     """Judgments stored in one batch (score_sets rewritten once per touched item as the batch
-    ends, migration 0024) leave score_sets and the counts of every set in use as the same
+    ends, migration 0021) leave score_sets and the counts of every set in use as the same
     judgments stored one at a time do (each verdict in force rewriting its item's row), and as the
     views give afresh: on items with labels, earlier verdicts and repeats, and on an unfinished
     import's hidden items (shown when it finishes, with an item shown at once between them); and

@@ -16,7 +16,7 @@ from calibrate.store.imports import process_alive
 from calibrate.store.sql import JUDGMENT_COLUMNS, judgment_from_row
 
 # judgments stored at once from which their items' score_sets rows are rewritten once at the end
-# (migration 0024) rather than once per verdict in force: measured 0.79-0.93 times the CPU of the
+# (migration 0021) rather than once per verdict in force: measured 0.79-0.93 times the CPU of the
 # per-row rewrite in batches of 4 to 64, and within the noise for 1 or 2 (which keep the per-row
 # rewrite, as the judge runner stores each answer on its own)
 SCORE_SETS_DEFERRED_FROM = 4

@@ -1,4 +1,4 @@
--- 0024_trigger_work_per_batch: the triggers' work for two kinds of write done per batch rather than per item.
+-- 0021_trigger_work_per_batch: the triggers' work for two kinds of write done per batch rather than per item.
 -- (1) A writer storing many judgments at once rewrites each touched item's score_sets row once,
 -- at the end of its batch, instead of once per verdict in force added or removed (0020's
 -- triggers rewrite it per row, which makes a batch of judgments cost about 1.3 times what it
