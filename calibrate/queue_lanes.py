@@ -6,13 +6,16 @@ and escalate's trust marks as a child process works them out on a large queue
 
 from __future__ import annotations
 
+import sys
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import trust_marks
-from calibrate.store import Store
+from calibrate.store import DatabaseFault, Store
 from calibrate.store.items import id_array
 from calibrate.templates import TemplateSet
 
@@ -39,11 +42,30 @@ def shuffle_cells(cell_ids: Iterable[tuple[tuple[str, str, str], str]],
         yield cell, rng.permutation(id_array(text))
 
 
+def interleaved(lanes: list[np.ndarray]) -> np.ndarray:
+    """The stratified queue: one item of each lane in turn, for as long as each lane has items."""
+    import numpy as np
+
+    if not lanes:
+        return np.zeros(0, dtype=np.int64)
+    places = np.concatenate([np.arange(len(lane)) for lane in lanes])
+    return np.concatenate(lanes)[np.argsort(places, kind="stable")]
+
+
+def kept_ids(kept: bytes) -> array:
+    """The item ids of a kept stratified queue (`Store.kept_stratified_order`), without numpy."""
+    ids = array("q", kept)
+    if sys.byteorder == "big":
+        ids.byteswap()
+    return ids
+
+
 class LaneReader:
     """The lanes of `shuffled_lanes`, in their order, read on a thread with its own read-only
     connection when the database is a file, from when the session is made (else where they are
     taken, one at a time): at a million items the reads and numpy's import (about 0.3 s and
-    0.1 s) go on while the app starts. The lanes are the same either way (`shuffle_cells`)."""
+    0.1 s) go on while the app starts. The lanes are the same either way (`shuffle_cells`).
+    On a file, the queue they make is kept for the next session (`Store.keep_stratified_order`)."""
 
     def __init__(self, store: Store, scope: dict, seed: int):
         self._lanes: list[np.ndarray] = []
@@ -62,23 +84,25 @@ class LaneReader:
 
     def _read(self, path: str, scope: dict, seed: int) -> None:
         """Every cell's ids first, then numpy's import and the shuffles: SQLite reads without the
-        interpreter's lock, so the app's thread goes on meanwhile; the import takes the lock."""
+        interpreter's lock, so the app's thread goes on meanwhile; the import takes the lock.
+        Then the queue is kept for the next session of the same items (`kept_stratified_order`)."""
         try:
-            store = Store(path, read_only=True)
+            store = Store(path)
             try:
-                cells = []
-                for cell in store.cells(**scope):
-                    if self._stopping:
-                        return
-                    cells.append((cell, store.item_ids_text(task=cell[0], lang=cell[1], system=cell[2])))
+                stamp, cells = store.cell_id_texts(**scope)
+                lanes = []
+                for _, lane in shuffle_cells(cells, seed):
+                    with self._changed:
+                        if self._stopping:
+                            return
+                        self._lanes.append(lane)
+                        self._changed.notify_all()
+                    lanes.append(lane)
+                if stamp is not None:
+                    with suppress(DatabaseFault):  # not kept: the next session works it out again
+                        store.keep_stratified_order(scope, seed, stamp, interleaved(lanes).astype("<i8").tobytes())
             finally:
                 store.close()
-            for _, lane in shuffle_cells(cells, seed):
-                with self._changed:
-                    if self._stopping:
-                        return
-                    self._lanes.append(lane)
-                    self._changed.notify_all()
         except Exception as exc:  # handed to the session's thread, which raises it where it takes a lane
             self._failure = exc
         finally:

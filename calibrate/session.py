@@ -20,7 +20,13 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
-from calibrate.queue_lanes import LaneReader, informative_cells, shuffled_lanes, work_out_queue
+from calibrate.queue_lanes import (
+    LaneReader,
+    informative_cells,
+    kept_ids,
+    shuffled_lanes,
+    work_out_queue,
+)
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -155,8 +161,11 @@ class AnnotationSession:
         if self.order not in ORDERS:
             raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
         self.store.check_filter(**self._scope, judge=self.judge)
-        # the stratified order's lanes, read from now on (on a thread, if the database is a file)
-        self._lanes = LaneReader(self.store, self._scope, self.seed) if self.order == "stratified" else None
+        # the stratified queue as an earlier session kept it for these items, else its lanes, read
+        # from now on (on a thread, if the database is a file)
+        self._kept_order = self.store.kept_stratified_order(self._scope, self.seed) if self.order == "stratified" else None
+        self._lanes = LaneReader(self.store, self._scope, self.seed) if self.order == "stratified" and \
+            self._kept_order is None else None
         self.started = time.monotonic()
         self.decisions_here = 0
         self._windows: Iterator[list[int]] | None = None
@@ -283,7 +292,13 @@ class AnnotationSession:
         """One lane per system x task x language, each shuffled (`shuffled_lanes`); the queue
         takes one item of each lane in turn. The first item of each lane comes as its own window
         as soon as that lane is read (`LaneReader`), so the first item waits only for the lanes
-        up to its own; then WINDOW items of every lane at a time."""
+        up to its own; then WINDOW items of every lane at a time. The queue an earlier session
+        kept for the same items (`Store.kept_stratified_order`) is that one, WINDOW items at a time."""
+        if self._kept_order is not None:
+            ids, self._kept_order = kept_ids(self._kept_order), None
+            for k in range(0, len(ids), WINDOW):
+                yield ids[k : k + WINDOW].tolist()
+            return
         lanes = []
         for lane in self._lanes:
             lanes.append(lane)

@@ -440,10 +440,52 @@ def test_stratified_queue_read_on_a_thread_is_the_queue_read_in_place(tmp_path_f
     lanes = [rng.permutation(stores[1].item_id_array(task=t, lang=lg, system=sy)) for t, lg, sy in stores[1].cells()]
     written_out = [int(lane[j]) for j in range(max(sizes)) for lane in lanes if j < len(lane)]
     assert _queue(on_thread) == _queue(in_place) == written_out
+    on_thread.close()  # the lanes' thread has kept the queue for the next session of these items
+    kept = session(stores[0], templates, annotator="di", order="stratified", seed=seed)
+    assert kept._lanes is None and _queue(kept) == written_out
     on_thread, in_place = (session(store, templates, annotator="cy", order="stratified", seed=seed) for store in stores)
     assert drain(on_thread) == drain(in_place)
     for store in stores:
         store.close()
+
+
+def test_a_kept_stratified_queue_serves_only_the_items_it_was_worked_out_from(tmp_path, templates):
+    """The queue a session worked out is kept in the file; the next session of the same filter
+    and seed takes it instead of reading the lanes, and gets the same items in the same order.
+    After items are added, while an import runs, and after it finishes, the queue is worked
+    out again, with the new items in their place; another filter or seed has its own."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 3}") for k in range(50)])
+
+    def worked_out(**kw):
+        s = session(store, templates, order="stratified", **kw)
+        queue = _queue(s)
+        s.close()
+        return s, queue
+
+    first, queue = worked_out(seed=4)
+    assert first._lanes is not None and store.kept_stratified_order(first._scope, 4) is not None
+    again, same = worked_out(seed=4)
+    assert again._lanes is None and same == queue
+    other, other_queue = worked_out(seed=5)
+    narrower, narrower_queue = worked_out(seed=4, system="s1")
+    assert other._lanes is not None and narrower._lanes is not None
+    assert other_queue != queue and sorted(narrower_queue) == sorted(i for i in queue if i % 3 == 2)
+
+    store.add_items([NewItem("c3/lexical", "en", "new", fields, system="s0")])
+    added, with_new = worked_out(seed=4)
+    assert added._lanes is not None and len(with_new) == 51 and worked_out(seed=4)[0]._lanes is None
+
+    run = store.begin_import("more.jsonl")
+    store.add_items([NewItem("c3/lexical", "en", "later", fields, system="s2")], run=run)
+    running, hidden = worked_out(seed=4)
+    assert running._lanes is not None and hidden == with_new  # the running import's items are hidden
+    assert store.kept_stratified_order(running._scope, 4) is None
+    store.finish_import(run)
+    finished, shown = worked_out(seed=4)
+    assert finished._lanes is not None and len(shown) == 52 and worked_out(seed=4)[1] == shown
+    store.close()
 
 
 def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates, monkeypatch):
