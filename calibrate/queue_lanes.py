@@ -61,11 +61,11 @@ def kept_ids(kept: bytes) -> array:
 
 
 class LaneReader:
-    """The lanes of `shuffled_lanes`, in their order, read on a thread with its own read-only
-    connection when the database is a file, from when the session is made (else where they are
-    taken, one at a time): at a million items the reads and numpy's import (about 0.3 s and
-    0.1 s) go on while the app starts. The lanes are the same either way (`shuffle_cells`).
-    On a file, the queue they make is kept for the next session (`Store.keep_stratified_order`)."""
+    """The lanes of `shuffled_lanes`, in their order, read on a thread with its own connection
+    when the database is a file, from when the session is made (else where they are taken, one
+    at a time): at a million items the reads and numpy's import (about 0.3 s and 0.1 s) go on
+    while the app starts. The lanes are the same either way (`shuffle_cells`). On a file, the
+    queue they make is then kept for the next session (`Store.keep_stratified_order`)."""
 
     def __init__(self, store: Store, scope: dict, seed: int):
         self._lanes: list[np.ndarray] = []
@@ -130,7 +130,8 @@ class LaneReader:
             taken += 1
 
     def close(self) -> None:
-        """Stop reading after the lane being read, and wait for the thread."""
+        """Stop once the cells' ids are read (about 0.3 s at a million items), and wait for the
+        thread."""
         with self._changed:
             self._stopping = True
         if self._thread is not None:

@@ -163,9 +163,12 @@ class AnnotationSession:
         self.store.check_filter(**self._scope, judge=self.judge)
         # the stratified queue as an earlier session kept it for these items, else its lanes, read
         # from now on (on a thread, if the database is a file)
-        self._kept_order = self.store.kept_stratified_order(self._scope, self.seed) if self.order == "stratified" else None
-        self._lanes = LaneReader(self.store, self._scope, self.seed) if self.order == "stratified" and \
-            self._kept_order is None else None
+        self._kept_order: bytes | None = None
+        self._lanes: LaneReader | None = None
+        if self.order == "stratified":
+            self._kept_order = self.store.kept_stratified_order(self._scope, self.seed)
+            if self._kept_order is None:
+                self._lanes = LaneReader(self.store, self._scope, self.seed)
         self.started = time.monotonic()
         self.decisions_here = 0
         self._windows: Iterator[list[int]] | None = None
@@ -291,9 +294,10 @@ class AnnotationSession:
     def _stratified_windows(self) -> Iterator[list[int]]:
         """One lane per system x task x language, each shuffled (`shuffled_lanes`); the queue
         takes one item of each lane in turn. The first item of each lane comes as its own window
-        as soon as that lane is read (`LaneReader`), so the first item waits only for the lanes
-        up to its own; then WINDOW items of every lane at a time. The queue an earlier session
-        kept for the same items (`Store.kept_stratified_order`) is that one, WINDOW items at a time."""
+        as soon as that lane is shuffled (`LaneReader`), so the first item waits only for the
+        shuffles up to its own lane's; then WINDOW items of every lane at a time. The queue an
+        earlier session kept for the same items (`Store.kept_stratified_order`) is that one,
+        WINDOW items at a time."""
         if self._kept_order is not None:
             ids, self._kept_order = kept_ids(self._kept_order), None
             for k in range(0, len(ids), WINDOW):
