@@ -6,6 +6,7 @@ and escalate's trust marks as a child process works them out on a large queue
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from array import array
@@ -73,6 +74,7 @@ class LaneReader:
         self._failure: BaseException | None = None
         self._stopping = False
         self._changed = threading.Condition()
+        self._keep = threading.Event()  # set once the session's first item is painted (`keep_when_read`)
         self._here: Iterator | None = None
         self._thread: threading.Thread | None = None
         if store.in_file:
@@ -83,9 +85,11 @@ class LaneReader:
             self._here = shuffled_lanes(store, scope, seed)
 
     def _read(self, path: str, scope: dict, seed: int) -> None:
-        """Every cell's ids first, then numpy's import and the shuffles: SQLite reads without the
-        interpreter's lock, so the app's thread goes on meanwhile; the import takes the lock.
-        Then the queue is kept for the next session of the same items (`kept_stratified_order`)."""
+        """Every cell's ids, while another thread imports numpy (SQLite reads without the
+        interpreter's lock, so the app's thread and the import go on meanwhile), then the
+        shuffles. Then, once `keep_when_read` is called (the session's second claim, or its
+        close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
+        threading.Thread(target=importlib.import_module, args=("numpy",), name="calibrate-numpy", daemon=True).start()
         try:
             store = Store(path)
             try:
@@ -98,6 +102,10 @@ class LaneReader:
                         self._lanes.append(lane)
                         self._changed.notify_all()
                     lanes.append(lane)
+                with self._changed:  # no lane comes after these
+                    self._finished = True
+                    self._changed.notify_all()
+                self._keep.wait()
                 if stamp is not None:
                     with suppress(DatabaseFault):  # not kept: the next session works it out again
                         store.keep_stratified_order(scope, seed, stamp, interleaved(lanes).astype("<i8").tobytes())
@@ -129,11 +137,16 @@ class LaneReader:
             yield lane
             taken += 1
 
+    def keep_when_read(self) -> None:
+        """Keep the queue once every lane is read (on the thread)."""
+        self._keep.set()
+
     def close(self) -> None:
-        """Stop once the cells' ids are read (about 0.3 s at a million items), and wait for the
-        thread."""
+        """Stop once the cells' ids are read (about 0.3 s at a million items), or keep the queue
+        if every lane is read, and wait for the thread."""
         with self._changed:
             self._stopping = True
+        self._keep.set()
         if self._thread is not None:
             self._thread.join()
 

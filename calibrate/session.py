@@ -428,6 +428,8 @@ class AnnotationSession:
             self._windows = self._queue_windows()
         if self.history:
             self.prepare_queue()  # if the app did not once the first item was painted
+            if self._lanes is not None:  # past the first paint, which its work would slow
+                self._lanes.keep_when_read()
         while True:
             if self._early and not self.queue_preparing:
                 self._window = []  # the queue is worked out: it goes on in its own order
