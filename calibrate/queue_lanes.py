@@ -1,16 +1,23 @@
 """What the shuffled and fitted annotation queue orders are built from, apart from the session
 that takes items from them: each cell's shuffled lane (the stratified and informative orders draw
-them alike), and informative's cells and escalate's trust marks as a child process works them out
-on a large queue (`AnnotationSession.prepare_queue`)."""
+them alike), read on a thread for the stratified order (`LaneReader`), and informative's cells
+and escalate's trust marks as a child process works them out on a large queue
+(`AnnotationSession.prepare_queue`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+import sys
+import threading
+from array import array
+from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import trust_marks
-from calibrate.store import Store
+from calibrate.store import DatabaseFault, Store
+from calibrate.store.items import id_array
 from calibrate.templates import TemplateSet
 
 if TYPE_CHECKING:
@@ -19,13 +26,129 @@ if TYPE_CHECKING:
 
 def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
     """Each cell (task, lang, system) of the filter `scope` in sorted order with its item ids in
-    random order: its sorted ids permuted by the next draw of the seed's generator. A cell's ids
-    are read when it is reached, so the first lane costs one cell's read."""
+    random order (`shuffle_cells`). A cell's ids are read when it is reached, so the first lane
+    costs one cell's read."""
+    cells = ((cell, store.item_ids_text(task=cell[0], lang=cell[1], system=cell[2])) for cell in store.cells(**scope))
+    return shuffle_cells(cells, seed)
+
+
+def shuffle_cells(cell_ids: Iterable[tuple[tuple[str, str, str], str]],
+                  seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
+    """Each (cell, ids as `Store.item_ids_text` reads them) in turn, with the cell's sorted ids
+    permuted by the next draw of the seed's generator."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    for cell in store.cells(**scope):
-        yield cell, rng.permutation(store.item_id_array(task=cell[0], lang=cell[1], system=cell[2]))
+    for cell, text in cell_ids:
+        yield cell, rng.permutation(id_array(text))
+
+
+def interleaved(lanes: list[np.ndarray]) -> np.ndarray:
+    """The stratified queue: one item of each lane in turn, for as long as each lane has items."""
+    import numpy as np
+
+    if not lanes:
+        return np.zeros(0, dtype=np.int64)
+    places = np.concatenate([np.arange(len(lane)) for lane in lanes])
+    return np.concatenate(lanes)[np.argsort(places, kind="stable")]
+
+
+def kept_ids(kept: bytes) -> array:
+    """The item ids of a kept stratified queue (`Store.kept_stratified_order`), without numpy."""
+    ids = array("q", kept)
+    if sys.byteorder == "big":
+        ids.byteswap()
+    return ids
+
+
+class LaneReader:
+    """The lanes of `shuffled_lanes`, in their order, read on a thread with its own connection
+    when the database is a file, from when the session is made (else where they are taken, one
+    at a time): at a million items the reads and numpy's import (about 0.3 s and 0.1 s) go on
+    while the app starts. The lanes are the same either way (`shuffle_cells`). On a file, the
+    queue they make is then kept for the next session (`Store.keep_stratified_order`)."""
+
+    def __init__(self, store: Store, scope: dict, seed: int):
+        self._lanes: list[np.ndarray] = []
+        self._finished = False
+        self._failure: BaseException | None = None
+        self._stopping = False
+        self._changed = threading.Condition()
+        self._keep = threading.Event()  # set once the session's first item is painted (`keep_when_read`)
+        self._here: Iterator | None = None
+        self._thread: threading.Thread | None = None
+        if store.in_file:
+            self._thread = threading.Thread(target=self._read, args=(store.path, scope, seed),
+                                            name="calibrate-lanes", daemon=True)
+            self._thread.start()
+        else:
+            self._here = shuffled_lanes(store, scope, seed)
+
+    def _read(self, path: str, scope: dict, seed: int) -> None:
+        """Every cell's ids, while another thread imports numpy (SQLite reads without the
+        interpreter's lock, so the app's thread and the import go on meanwhile), then the
+        shuffles. Then, once `keep_when_read` is called (the session's second claim, or its
+        close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
+        threading.Thread(target=importlib.import_module, args=("numpy",), name="calibrate-numpy", daemon=True).start()
+        try:
+            store = Store(path)
+            try:
+                stamp, cells = store.cell_id_texts(**scope)
+                lanes = []
+                for _, lane in shuffle_cells(cells, seed):
+                    with self._changed:
+                        if self._stopping:
+                            return
+                        self._lanes.append(lane)
+                        self._changed.notify_all()
+                    lanes.append(lane)
+                with self._changed:  # no lane comes after these
+                    self._finished = True
+                    self._changed.notify_all()
+                self._keep.wait()
+                if stamp is not None:
+                    with suppress(DatabaseFault):  # not kept: the next session works it out again
+                        store.keep_stratified_order(scope, seed, stamp, interleaved(lanes).astype("<i8").tobytes())
+            finally:
+                store.close()
+        except Exception as exc:  # handed to the session's thread, which raises it where it takes a lane
+            self._failure = exc
+        finally:
+            with self._changed:
+                self._finished = True
+                self._changed.notify_all()
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Each lane in turn, waiting for the thread to have read it."""
+        if self._here is not None:
+            for _, lane in self._here:
+                yield lane
+            return
+        taken = 0
+        while True:
+            with self._changed:
+                while len(self._lanes) == taken and not self._finished:
+                    self._changed.wait()
+                if len(self._lanes) == taken:
+                    if self._failure is not None:
+                        raise self._failure
+                    return
+                lane = self._lanes[taken]
+            yield lane
+            taken += 1
+
+    def keep_when_read(self) -> None:
+        """Keep the queue once every lane is read (on the thread)."""
+        self._keep.set()
+
+    def close(self) -> None:
+        """Stop once the cells' ids are read (about 0.3 s at a million items), or keep the queue
+        if every lane is read, and wait for the thread."""
+        with self._changed:
+            self._stopping = True
+        self._keep.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:

@@ -20,7 +20,13 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.model import LABEL_ACTIONS, AudioClip, Item, Judgment, lease_holder
-from calibrate.queue_lanes import informative_cells, shuffled_lanes, work_out_queue
+from calibrate.queue_lanes import (
+    LaneReader,
+    informative_cells,
+    kept_ids,
+    shuffled_lanes,
+    work_out_queue,
+)
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -155,6 +161,14 @@ class AnnotationSession:
         if self.order not in ORDERS:
             raise SessionError(f"unknown order {self.order!r}: use {', '.join(ORDERS)}")
         self.store.check_filter(**self._scope, judge=self.judge)
+        # the stratified queue as an earlier session kept it for these items, else its lanes, read
+        # from now on (on a thread, if the database is a file)
+        self._kept_order: bytes | None = None
+        self._lanes: LaneReader | None = None
+        if self.order == "stratified":
+            self._kept_order = self.store.kept_stratified_order(self._scope, self.seed)
+            if self._kept_order is None:
+                self._lanes = LaneReader(self.store, self._scope, self.seed)
         self.started = time.monotonic()
         self.decisions_here = 0
         self._windows: Iterator[list[int]] | None = None
@@ -249,10 +263,7 @@ class AnnotationSession:
             for k in range(0, len(shuffled), WINDOW):
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
-            # one lane per system x task x language, each shuffled; the queue takes one item of each lane in turn
-            lanes = [lane for _, lane in shuffled_lanes(self.store, self._scope, self.seed)]
-            for k in range(0, max(map(len, lanes), default=0), WINDOW):
-                yield [int(lane[j]) for j in range(k, k + WINDOW) for lane in lanes if j < len(lane)]
+            yield from self._stratified_windows()
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
             yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
@@ -279,6 +290,28 @@ class AnnotationSession:
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
                 after = rest[-1]
                 yield rest
+
+    def _stratified_windows(self) -> Iterator[list[int]]:
+        """One lane per system x task x language, each shuffled (`shuffled_lanes`); the queue
+        takes one item of each lane in turn. The first item of each lane comes as its own window
+        as soon as that lane is shuffled (`LaneReader`), so the first item waits only for the
+        shuffles up to its own lane's; then WINDOW items of every lane at a time. The queue an
+        earlier session kept for the same items (`Store.kept_stratified_order`) is that one,
+        WINDOW items at a time."""
+        if self._kept_order is not None:
+            ids, self._kept_order = kept_ids(self._kept_order), None
+            for k in range(0, len(ids), WINDOW):
+                yield ids[k : k + WINDOW].tolist()
+            return
+        lanes = []
+        for lane in self._lanes:
+            lanes.append(lane)
+            if len(lane):
+                yield [int(lane[0])]
+        for k in range(0, max(map(len, lanes), default=0), WINDOW):
+            window = [int(lane[j]) for j in range(max(k, 1), k + WINDOW) for lane in lanes if j < len(lane)]
+            if window:
+                yield window
 
     def _id_slices(self) -> Iterator[tuple[int, int]]:
         """Ranges of item ids (inclusive) that cover every id up to the highest, FIRST_SLICE ids
@@ -395,6 +428,8 @@ class AnnotationSession:
             self._windows = self._queue_windows()
         if self.history:
             self.prepare_queue()  # if the app did not once the first item was painted
+            if self._lanes is not None:  # past the first paint, which its work would slow
+                self._lanes.keep_when_read()
         while True:
             if self._early and not self.queue_preparing:
                 self._window = []  # the queue is worked out: it goes on in its own order
@@ -664,6 +699,9 @@ class AnnotationSession:
         return " ".join(f"{k}={v}" for k, v in self._scope.items() if v)
 
     def close(self) -> None:
-        """Stop the audio and give back this annotator's held items so others can take them."""
+        """Stop the audio and the reading of lanes, and give back this annotator's held items so
+        others can take them."""
         self.stop_listening()
+        if self._lanes is not None:
+            self._lanes.close()
         self.store.release_all(self.holder)

@@ -727,6 +727,14 @@ CREATE TABLE score_sets (
     gold TEXT NOT NULL,
     verdicts TEXT NOT NULL
 );
+CREATE TABLE stratified_orders (
+    scope TEXT NOT NULL,        -- the session's filter: JSON [task, lang, system], null for any
+    seed INTEGER NOT NULL,
+    items_stamp TEXT NOT NULL,
+    ids BLOB NOT NULL,          -- the queue's item ids in order, 8 bytes each, little-endian
+    made_at TEXT NOT NULL,
+    PRIMARY KEY (scope, seed)
+) WITHOUT ROWID;
 CREATE TABLE verdict_counts (
     task TEXT NOT NULL,
     lang TEXT NOT NULL,

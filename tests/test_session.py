@@ -10,6 +10,8 @@ import time
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from calibrate import queue_lanes
 from calibrate import session as session_module
@@ -404,6 +406,86 @@ def test_stratified_queue_takes_each_shuffled_lane_in_turn(templates, seed):
     assert _queue(session(store, templates, order="stratified", seed=seed)) == expected
     drained = drain(session(store, templates, task="superglue/boolq", order="stratified", seed=seed))
     assert drained == written_out(task="superglue/boolq") and len(drained) == 41
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 90), min_size=1, max_size=7), seed=st.integers(0, 2**32 - 1),
+       window=st.sampled_from([1, 3, 512]), labelled=st.sets(st.integers(0, 400), max_size=60))
+def test_stratified_queue_read_on_a_thread_is_the_queue_read_in_place(tmp_path_factory, templates, monkeypatch,
+                                                                      sizes, seed, window, labelled):
+    """On a database file the lanes are read on a thread (`LaneReader`) and the first item of
+    each lane comes as soon as its lane is read: the queue, and the items a session claims from
+    it, are those of the lanes read in place one after another (an in-memory copy of the same
+    items, read without a thread), whatever the cells' sizes (some empty: only superseded
+    items), the seed, the window and which items are labelled already."""
+    import numpy as np
+
+    monkeypatch.setattr(session_module, "WINDOW", window)
+    path = tmp_path_factory.mktemp("lanes") / "q.db"
+    stores = [Store(path), Store(":memory:")]
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    items = [NewItem("c3/lexical", "en", f"{cell}-{k}", fields, system=f"s{cell}")
+             for k in range(max(sizes)) for cell, n in enumerate(sizes) if k < n]
+    items += [NewItem("c3/lexical", "en", "gone", fields, system="s9"), NewItem("c3/lexical", "en", "gone", fields,
+                                                                                  system="s9", version=2)]
+    for store in stores:
+        ids, _ = store.add_items(items, with_ids=True)
+        store.conn.execute("UPDATE items SET current = 0 WHERE source_id = 'gone'")
+        for k in sorted(labelled):
+            if k < len(ids) - 2:
+                store.annotate(ids[k], "bo", "label", label="correct")
+    on_thread, in_place = (session(store, templates, order="stratified", seed=seed) for store in stores)
+    assert on_thread._lanes._thread is not None and in_place._lanes._thread is None
+    rng = np.random.default_rng(seed)
+    lanes = [rng.permutation(stores[1].item_id_array(task=t, lang=lg, system=sy)) for t, lg, sy in stores[1].cells()]
+    written_out = [int(lane[j]) for j in range(max(sizes)) for lane in lanes if j < len(lane)]
+    assert _queue(on_thread) == _queue(in_place) == written_out
+    on_thread.close()  # the lanes' thread has kept the queue for the next session of these items
+    kept = session(stores[0], templates, annotator="di", order="stratified", seed=seed)
+    assert kept._lanes is None and _queue(kept) == written_out
+    on_thread, in_place = (session(store, templates, annotator="cy", order="stratified", seed=seed) for store in stores)
+    assert drain(on_thread) == drain(in_place)
+    for store in stores:
+        store.close()
+
+
+def test_a_kept_stratified_queue_serves_only_the_items_it_was_worked_out_from(tmp_path, templates):
+    """The queue a session worked out is kept in the file; the next session of the same filter
+    and seed takes it instead of reading the lanes, and gets the same items in the same order.
+    After items are added, while an import runs, and after it finishes, the queue is worked
+    out again, with the new items in their place; another filter or seed has its own."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 3}") for k in range(50)])
+
+    def worked_out(**kw):
+        s = session(store, templates, order="stratified", **kw)
+        queue = _queue(s)
+        s.close()
+        return s, queue
+
+    first, queue = worked_out(seed=4)
+    assert first._lanes is not None and store.kept_stratified_order(first._scope, 4) is not None
+    again, same = worked_out(seed=4)
+    assert again._lanes is None and same == queue
+    other, other_queue = worked_out(seed=5)
+    narrower, narrower_queue = worked_out(seed=4, system="s1")
+    assert other._lanes is not None and narrower._lanes is not None
+    assert other_queue != queue and sorted(narrower_queue) == sorted(i for i in queue if i % 3 == 2)
+
+    store.add_items([NewItem("c3/lexical", "en", "new", fields, system="s0")])
+    added, with_new = worked_out(seed=4)
+    assert added._lanes is not None and len(with_new) == 51 and worked_out(seed=4)[0]._lanes is None
+
+    run = store.begin_import("more.jsonl")
+    store.add_items([NewItem("c3/lexical", "en", "later", fields, system="s2")], run=run)
+    running, hidden = worked_out(seed=4)
+    assert running._lanes is not None and hidden == with_new  # the running import's items are hidden
+    assert store.kept_stratified_order(running._scope, 4) is None
+    store.finish_import(run)
+    finished, shown = worked_out(seed=4)
+    assert finished._lanes is not None and len(shown) == 52 and worked_out(seed=4)[1] == shown
+    store.close()
 
 
 def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates, monkeypatch):

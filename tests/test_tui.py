@@ -509,3 +509,31 @@ async def test_a_bad_item_is_shown_and_can_be_skipped(tmp_path):
         assert current_item_id(app) == ids[2]
     assert rows(db) == [("skip", None), ("skip", None)]
     assert rows(db, "SELECT count(*) FROM leases") == [(0,)], "the skipped items' leases are released"
+
+
+async def test_checkpoints_share_one_connection_closed_with_the_screen(demo_db, monkeypatch):
+    """Every CHECKPOINT_EVERY decisions the write-ahead log is copied into the file on the
+    checkpoint thread's connection: opened once for all of them, closed when the screen is."""
+    from calibrate.tui import annotate_screen
+
+    opened = []
+
+    class CountedStore(Store):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            opened.append(self)
+
+        def checkpoint(self):
+            self.checkpoints = getattr(self, "checkpoints", 0) + 1
+            super().checkpoint()
+
+    monkeypatch.setattr(annotate_screen, "CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr(annotate_screen, "Store", CountedStore)
+    app = make_app(demo_db, order="random", seed=3)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(6):
+            await pilot.press("s")
+            await app.workers.wait_for_complete()
+    assert len(opened) == 1 and opened[0].checkpoints == 3
+    with pytest.raises(Exception, match="closed"):
+        opened[0].conn.execute("SELECT 1")

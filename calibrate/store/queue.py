@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from calibrate.model import DECISION_ACTIONS, dump_json
+from calibrate.model import DECISION_ACTIONS, dump_json, now_iso
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+KEPT_STRATIFIED_ORDERS = 8  # stratified queues kept (`keep_stratified_order`), the latest made
 # how many labels are in force on the item named by `{item}`
 _LABELS_IN_FORCE = "(SELECT count(*) FROM labels_in_force f WHERE f.item_id = {item})"
 
@@ -245,3 +246,56 @@ class QueueMixin:
         """Give back every item this lease holder (an annotator, or one session of one) holds."""
         with self.transaction():
             self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
+
+    # -- kept stratified queues ------------------------------------------------------------
+
+    def _items_stamp(self) -> str | None:
+        """A string that changes whenever the ids of the current items in each cell may: the
+        highest item id (every item added raises it, or gives back ids a killed import took),
+        and the import runs (their number, highest id and last finish: an import's items show,
+        and supersede older versions, when it finishes). None while an import runs, whose items
+        stay hidden until then."""
+        row = self.conn.execute(
+            "SELECT (SELECT max(id) FROM items), count(*), max(id), max(finished_at), count(*) - count(finished_at) "
+            "FROM import_runs").fetchone()
+        return None if row[4] else "|".join(map(str, row[:4]))
+
+    def cell_id_texts(self, *, task: str | None = None, lang: str | None = None,
+                      system: str | None = None) -> tuple[str | None, list[tuple[tuple[str, str, str], str]]]:
+        """The items' stamp (`_items_stamp`) and each cell of the filter in sorted order with its
+        ids (`item_ids_text`), read in one snapshot of the database."""
+        in_transaction = self.conn.in_transaction
+        if not in_transaction:
+            self.conn.execute("BEGIN")
+        try:
+            stamp = self._items_stamp()
+            return stamp, [(cell, self.item_ids_text(task=cell[0], lang=cell[1], system=cell[2]))
+                           for cell in self.cells(task=task, lang=lang, system=system)]
+        finally:
+            if not in_transaction:
+                self.conn.execute("COMMIT")
+
+    def kept_stratified_order(self, scope: dict, seed: int) -> bytes | None:
+        """The stratified queue of the filter `scope` and `seed` as `keep_stratified_order`
+        kept it, if it was worked out from the items as they are (same stamp); else None."""
+        stamp = self._items_stamp()
+        if stamp is None:
+            return None
+        row = self.conn.execute("SELECT ids FROM stratified_orders WHERE scope = ? AND seed = ? AND items_stamp = ?",
+                                (_scope_key(scope), seed, stamp)).fetchone()
+        return row[0] if row else None
+
+    def keep_stratified_order(self, scope: dict, seed: int, stamp: str, ids: bytes) -> None:
+        """Keep the stratified queue of the filter `scope` and `seed` (`ids`: 8 bytes each,
+        little-endian), worked out from the items of `stamp`; only the KEPT_STRATIFIED_ORDERS
+        latest kept stay."""
+        with self.transaction():
+            self.conn.execute("INSERT OR REPLACE INTO stratified_orders (scope, seed, items_stamp, ids, made_at) "
+                              "VALUES (?, ?, ?, ?, ?)", (_scope_key(scope), seed, stamp, ids, now_iso()))
+            self.conn.execute("DELETE FROM stratified_orders WHERE (scope, seed) NOT IN (SELECT scope, seed FROM "
+                              "stratified_orders ORDER BY made_at DESC LIMIT ?)", (KEPT_STRATIFIED_ORDERS,))
+
+
+def _scope_key(scope: dict) -> str:
+    """How a session's filter is named in stratified_orders."""
+    return dump_json([scope.get("task"), scope.get("lang"), scope.get("system")])

@@ -7,6 +7,7 @@ status line says so; keys wait meanwhile, and the decision is confirmed only onc
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -100,6 +101,9 @@ class AnnotateScreen(Screen):
         self.page = 0
         self.pane = 0  # which of the panes the scrolling keys move
         self.saving = False
+        self._checkpoints: Store | None = None  # the checkpoint thread's own connection, opened on its first run
+        self._checkpoints_lock = threading.Lock()  # held while it is used, and while it is closed on unmount
+        self._unmounted = False
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -122,6 +126,11 @@ class AnnotateScreen(Screen):
 
     def on_unmount(self) -> None:
         gc.unfreeze()
+        with self._checkpoints_lock:
+            self._unmounted = True
+            if self._checkpoints is not None:
+                self._checkpoints.close()
+                self._checkpoints = None
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
@@ -235,17 +244,19 @@ class AnnotateScreen(Screen):
 
     @work(thread=True, exclusive=True, group="checkpoint")
     def _checkpoint(self) -> None:
-        """Copy the decisions' write-ahead log into the database file, on a connection of this
-        thread: the commits of the app's own connection do not (`Store.defer_checkpoints`), so
-        that no key waits for it. One that fails is done by a later one."""
-        try:
-            store = Store(self.session.store.path)
+        """Copy the decisions' write-ahead log into the database file, on a connection of the
+        checkpoint threads', opened on the first one and closed when the screen is: the commits
+        of the app's own connection do not (`Store.defer_checkpoints`), so that no key waits for
+        it. One that fails is done by a later one."""
+        with self._checkpoints_lock:
+            if self._unmounted:
+                return
             try:
-                store.checkpoint()
-            finally:
-                store.close()
-        except DatabaseFault:
-            return
+                if self._checkpoints is None:
+                    self._checkpoints = Store(self.session.store.path)
+                self._checkpoints.checkpoint()
+            except DatabaseFault:
+                return
 
     # -- actions -----------------------------------------------------------------------------
 
