@@ -20,7 +20,8 @@ from textual.screen import Screen
 
 from calibrate.audio import scp_path
 from calibrate.escape import safe
-from calibrate.session import AnnotationSession, ItemView, NoPlayerError, SessionError
+from calibrate.item_view import ItemView
+from calibrate.session import AnnotationSession, NoPlayerError, SessionError
 from calibrate.store import DatabaseBusy, DatabaseFault, Store
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen

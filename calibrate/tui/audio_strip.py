@@ -14,7 +14,8 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline
 
 from calibrate.audio import envelope
-from calibrate.session import AnnotationSession, ItemView
+from calibrate.item_view import ItemView
+from calibrate.session import AnnotationSession
 from calibrate.tui.text_view import TextView
 
 BINS = 320  # envelope points for all clips together; the Sparkline buckets them to its width

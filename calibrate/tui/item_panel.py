@@ -21,7 +21,7 @@ from calibrate.display import (
     response_text,
 )
 from calibrate.escape import safe, safe_json
-from calibrate.session import ItemView
+from calibrate.item_view import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 from calibrate.tui.text_view import TextView
 

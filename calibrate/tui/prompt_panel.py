@@ -9,7 +9,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 
 from calibrate.display import PAGE_CHARS
 from calibrate.escape import safe
-from calibrate.session import ItemView
+from calibrate.item_view import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 
 

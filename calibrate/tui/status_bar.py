@@ -12,7 +12,8 @@ from rich.text import Text
 
 from calibrate.escape import safe
 from calibrate.fit import middle_cut
-from calibrate.session import AnnotationSession, ItemView
+from calibrate.item_view import ItemView
+from calibrate.session import AnnotationSession
 from calibrate.templates import TemplateError
 from calibrate.tui.text_view import TextView
 

@@ -8,8 +8,8 @@ from textual.containers import Vertical
 
 from calibrate.display import PAGE_CHARS
 from calibrate.escape import safe
+from calibrate.item_view import ItemView
 from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
-from calibrate.session import ItemView
 from calibrate.tui.reading_pane import ReadingPane
 from calibrate.tui.text_view import TextView
 
