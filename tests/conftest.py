@@ -1,9 +1,12 @@
 """Shared fixtures: an in-memory store, the bundled templates, the demo database, the CLI; and
 the property tests' settings: the same examples on every run (HYPOTHESIS_PROFILE=explore draws
-new ones, to look for failures on purpose)."""
+new ones, to look for failures on purpose); and a guard that no test leaves `asyncio.run`
+patched for the tests after it."""
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.runners
 import os
 from pathlib import Path
 
@@ -23,6 +26,17 @@ SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(autouse=True)
+def asyncio_left_as_it_was():
+    """Fails a test after which `asyncio.run` is no longer asyncio's own. inspect_ai patches it
+    for the whole process (nest_asyncio) when its log API is called while an event loop runs;
+    the patched one reuses a loop, and a later test's judge run once waited forever on it."""
+    yield
+    assert asyncio.run is asyncio.runners.run, (
+        "this test left asyncio.run patched for the whole process (inspect_ai's nest_asyncio: an inspect log "
+        "read or written while an event loop ran); call it outside the loop")
 
 
 @pytest.fixture(scope="session")

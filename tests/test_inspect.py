@@ -5,6 +5,7 @@ sample, with nothing half-imported."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
@@ -125,21 +126,26 @@ def counts(db: Path) -> tuple[int, int, int]:
 # -- the round trip --------------------------------------------------------------------------------
 
 
-async def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(log, db_path, tmp_path):
+def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(log, db_path, tmp_path):
     calibrate = Calibrate(db_path)
     original = log.read_bytes()
     out = calibrate("import", "inspect", str(log)).output
     assert "12 records: 12 items added, 0 already present, 12 judgments added, 0 skipped" in out
 
-    app = make_app(db_path, annotator="ana", templates=db_templates(db_path))
-    async with app.run_test(size=(140, 40)) as pilot:
-        shown = screen_text(app)
-        assert "What is question number 0 about?" in shown and "My answer to: What is question" in shown
-        for n, (grader, person) in enumerate(zip(GRADER, PEOPLE, strict=True)):
-            assert app.screen.view.item.source_id == str(n + 1) and app.screen.view.verdict == grader
-            if n == 1:
-                await pilot.press("a", *"the submission names the answer", "enter")
-            await pilot.press("enter" if grader == person else "o")
+    async def label_in_the_app():
+        app = make_app(db_path, annotator="ana", templates=db_templates(db_path))
+        async with app.run_test(size=(140, 40)) as pilot:
+            shown = screen_text(app)
+            assert "What is question number 0 about?" in shown and "My answer to: What is question" in shown
+            for n, (grader, person) in enumerate(zip(GRADER, PEOPLE, strict=True)):
+                assert app.screen.view.item.source_id == str(n + 1) and app.screen.view.verdict == grader
+                if n == 1:
+                    await pilot.press("a", *"the submission names the answer", "enter")
+                await pilot.press("enter" if grader == person else "o")
+
+    # the app's loop is closed before inspect's log API runs (as in `calibrate export inspect`):
+    # called while a loop runs, inspect patches asyncio for the whole process
+    asyncio.run(label_in_the_app())
     store = Store(db_path)
     assert [label for _, _, label in sorted(store.labels_in_force())] == PEOPLE
     store.close()
