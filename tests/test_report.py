@@ -374,6 +374,20 @@ def test_score_statistics_fit_80_columns_and_say_why_an_interval_is_missing(tmp_
     assert "no interval: fewer than 10 items" in few
 
 
+def test_a_ceiling_from_too_few_shared_items_says_how_few_in_the_html_overview(tmp_path):
+    store = Store(tmp_path / "few.db")
+    ids, _ = store.add_items([NewItem("superglue/rte", "en", str(k), {"premise": "p", "hypothesis": "h"}) for k in range(12)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="m", judge_key="k", status="verdict", verdict="entailment") for i in ids])
+    for n, i in enumerate(ids):
+        store.annotate(i, "x", "label", label="entailment" if n % 2 else "not_entailment")
+        if n < 4:  # a second person on four items only: too few to resample the people's kappa
+            store.annotate(i, "y", "label", label="entailment" if n < 2 else "not_entailment")
+    store.close()
+    page = Calibrate(tmp_path / "few.db")("report", "--format", "html").output
+    overview = page.split("Overview: one line per cell")[1].split("</table>")[0]
+    assert "(no CI: 4 items)" in overview
+
+
 def yes_no_db(path, rows: list[tuple[str, str]]):
     store = Store(path)
     ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})

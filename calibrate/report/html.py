@@ -61,6 +61,18 @@ def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
     return "".join(parts)
 
 
+def _ceiling_text(ceiling) -> str:
+    """The people's own agreement for the overview: with its interval, or, where the items
+    they shared are too few for one, with their number, so a value from a handful of items is
+    not read as a ceiling."""
+    if ceiling is None:
+        return "—"
+    humans = ceiling.humans
+    if humans.value is not None and humans.ci is None:
+        return f"{humans.value:.2f} (no CI: {ceiling.n_items} items)"
+    return with_ci(*split_estimate(humans))
+
+
 def _reliability_diagram(cal) -> str:
     """The reliability diagram as inline SVG: per confidence bin a bar up to the share of its
     items where the judge agreed with people (its count on top), against the dashed diagonal of
@@ -211,7 +223,7 @@ def render_html(report: Report) -> str:
             f"<tr><td>{e(c.task)} · {e(c.lang)} · {e(c.judge)} <span class='muted'>vs {e(r.versus)}</span></td>"
             f"<td class='num'>{r.n}</td><td class='num'>{e(with_ci(r.kappa, r.kappa_low, r.kappa_high))}</td>"
             f"<td>{_forest(line.stats.kappa if line.stats else None, c.ceiling.humans if c.ceiling else None)}</td>"
-            f"<td class='num'>{e(with_ci(*split_estimate(c.ceiling.humans)) if c.ceiling else '—')}</td></tr>")
+            f"<td class='num'>{e(_ceiling_text(c.ceiling))}</td></tr>")
     overview = ("<h2>Overview: one line per cell</h2><table class='forest'><colgroup><col style='width:40%'>"
                 "<col style='width:6%'><col style='width:16%'><col style='width:24%'><col style='width:14%'></colgroup>"
                 "<tr><th>cell</th><th>n</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>human ceiling</th></tr>"
