@@ -99,7 +99,7 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
     n, chunk = 0, []
     gold = _ByLabels(_gold_json)
     for _, (_, head, labels, tail), sparse in store.export_lines(system, trust=marks is not None):
-        line = f"{head}{labels}{gold[labels]}{tail}"
+        line = f'{head[:-1]},"labels":{labels}{gold[labels]}{tail}'
         if sparse is not None:
             line = _with_sparse(line, sparse)
             if sparse.marks:
