@@ -57,7 +57,7 @@ class ExportRowsMixin:
 
     def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, head, labels, tail), sparse parts or None) per current item (of
-        `system`, if given) in id order, the JSON line without its newline being the head without
+        `system`, if given) in id order, the parts UTF-8 bytes, the JSON line without its newline being the head without
         its last character (a closing brace), ',"labels":', the
         labels (annotator -> label, "{}" for none), the gold label part the caller writes
         (gold_label, gold_basis, annotator) and the tail: the head holds item_id, task, lang, system,
@@ -73,10 +73,12 @@ class ExportRowsMixin:
         verdicts = (f"(SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict, "
                     f"'correct', j.correct)) || '{NO_SPARSE_JSON}'{marks} "
                     "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = i.id)")
+        # each part as its UTF-8 bytes (a BLOB): not decoded here to be encoded again as it is written out
         rows = plain_rows(self.conn, f"""
-            SELECT i.id, {_HEAD},
-                   (SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id),
-                   ',"verdicts":' || {verdicts} || '}}'
+            SELECT i.id, CAST({_HEAD} AS BLOB),
+                   CAST((SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)
+                        AS BLOB),
+                   CAST(',"verdicts":' || {verdicts} || '}}' AS BLOB)
             FROM items i WHERE {where} ORDER BY i.id""", params)
         return self._with_sparse(rows, trust)
 
