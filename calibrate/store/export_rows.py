@@ -100,9 +100,8 @@ class ExportRowsMixin:
         verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
         columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
                     "AND v.judge_name = ?), '')" for _ in judges]
-        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 'accepted' ELSE 'needs a person' END "
-                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
-                    "WHERE v.item_id = i.id AND v.judge_name = ?), '')"
+        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 'accepted' "
+                    "ELSE 'needs a person' END FROM verdicts_in_force v WHERE v.item_id = i.id AND v.judge_name = ?), '')"
                     for _ in (judges if trust else ())]
         rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
                           [*judges, *(judges if trust else ()), *params])
