@@ -199,6 +199,9 @@ class ConfidenceMixin:
     # the regular rule alone, where the statement has joined the verdict's judgment as `j` already: for reads
     # that take the irregular verdicts' marks beside it (`irregular_marks`)
     ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="")
+    # the regular rule alone, reading the verdict's judgment (for its confidence) only where its cell has a
+    # threshold: a verdict in a cell without one is never accepted, and its judgment's row is not read
+    ACCEPTED_IF_REGULAR_BY_CELL = _REGULAR.format(judgments=" CROSS JOIN judgments j", joined=" AND j.id = v.judgment_id")
 
     def irregular_marks(self) -> Iterator[tuple[int, str, bool]]:
         """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:
