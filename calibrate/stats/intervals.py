@@ -15,7 +15,6 @@ import functools
 import math
 
 import numpy as np
-from scipy import stats
 
 from calibrate.model import Estimate
 
@@ -34,6 +33,8 @@ MIN_BOOTSTRAP_UNITS = 10
 def normal_quantile(level: float = LEVEL) -> float:
     """z = Phi^-1((1 + level) / 2), the standard normal quantile of a two-sided `level`
     interval (1.959964... at 0.95)."""
+    from scipy import stats
+
     return float(stats.norm.ppf((1 + level) / 2))
 
 
@@ -183,6 +184,8 @@ def jackknife_fisher_z(value: float | None, leave_one_out: np.ndarray,
     estimate of standard error). No interval, with the reason, where the statistic or a
     leave-one-out value is undefined or at +-1 (z infinite), or where every leave-one-out value
     is the same (a zero standard error would claim certainty)."""
+    from scipy import stats
+
     n = len(leave_one_out)
     if value is None or not np.isfinite(value):
         return None, None, "the statistic is undefined"
