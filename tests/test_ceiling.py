@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from calibrate.stats.ceiling import human_ceiling, krippendorff_alpha
-from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS, resample_units
+from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS, distinct_rows, resample_units
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers,
 # 12 units, values 1-5, missing marked as nan. Published: nominal 0.743, interval 0.849.
@@ -118,3 +120,30 @@ def test_a_handful_of_shared_items_gives_estimates_but_no_interval_and_no_verdic
     ratings = np.array([[0, 1, 1, 0, 1], [0, 1, 0, 0, 1], [1, 1, 1, 0, 1]], dtype=float)
     alpha = krippendorff_alpha(ratings)
     assert alpha.value is not None and alpha.ci is None and "5 units: too few" in alpha.ci_reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["int64", "uint8", "bool", "float64", "int8"]), st.integers(1, 40), st.integers(1, 6),
+       st.integers(1, 6), st.data())
+def test_distinct_rows_are_those_of_unique_over_rows(dtype, n, m, spread, data):
+    """`distinct_rows` gives the first index and frequency of each distinct row, in the order of
+    `np.unique(rows, axis=0)` (the bootstrap's draws follow that order): integers of any sign,
+    integral floats, and floats it cannot code as integers (fractions, NaN, huge values)."""
+    values = st.integers(-spread, spread)
+    if dtype == "float64":
+        odd = data.draw(st.sampled_from([(0.5, 1.5), (-0.0,), (np.nan,), (1e300,), (-2.0**60, 2.0**60 + 1)]))
+        values = st.one_of(values, st.sampled_from(odd))
+    elif dtype in ("uint8", "bool"):
+        values = st.integers(0, 1 if dtype == "bool" else spread)
+    rows = np.array(data.draw(st.lists(st.lists(values, min_size=m, max_size=m), min_size=n, max_size=n)), dtype=dtype)
+    _, first, frequency = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    found_first, found_frequency = distinct_rows(rows)
+    assert np.array_equal(found_first, first) and np.array_equal(found_frequency, frequency)
+
+
+def test_distinct_rows_of_wide_rows_whose_codes_would_overflow():
+    rows = np.random.default_rng(3).integers(0, 1000, size=(200, 12))
+    rows[::2] = rows[1::2]
+    _, first, frequency = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    found_first, found_frequency = distinct_rows(rows)
+    assert np.array_equal(found_first, first) and np.array_equal(found_frequency, frequency)

@@ -444,3 +444,15 @@ def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(label
         offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
     assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
     assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()
+
+
+def test_the_report_modules_load_without_scipy_stats():
+    """scipy.stats (about a second to import) is imported on a thread while the report's reads
+    run, not when the CLI and the report's modules load before them."""
+    import subprocess
+    import sys
+
+    code = "import sys, calibrate.cli, calibrate.report; print('scipy.stats' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -12,10 +12,12 @@ is kept beside it.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import replace
 from typing import TypeVar
 
@@ -53,9 +55,21 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     """The report over every item, or cut by system (`options.by`) or for one `system`, with
     the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
     is measured over every system at once, so a report cut by system leaves it out. The gold
-    labels of the items several people labelled are computed once for all of its reads."""
-    with store.shared_gold_kept(options.gold_from):
-        return _build_report(store, templates, judge=judge, options=options, system=system)
+    labels of the items several people labelled are computed once for all of its reads. scipy's
+    statistics, a second or so to import, are imported on a thread of their own meanwhile, while
+    the reads wait on SQLite."""
+    importing = threading.Thread(target=_import_statistics, name="import scipy.stats")
+    importing.start()
+    try:
+        with store.shared_gold_kept(options.gold_from):
+            return _build_report(store, templates, judge=judge, options=options, system=system)
+    finally:
+        importing.join()
+
+
+def _import_statistics() -> None:
+    with suppress(ImportError):  # then the first statistic to use it says so
+        importlib.import_module("scipy.stats")
 
 
 def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,

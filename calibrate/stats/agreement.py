@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special, stats
 
 from calibrate.model import Estimate
 from calibrate.stats.intervals import (
@@ -347,6 +346,8 @@ def marginal_homogeneity(table: np.ndarray) -> dict:
     (Stuart, A. (1955). Biometrika 42, 412-416; Maxwell, A. E. (1970). Br. J. Psychiatry 116,
     651-655). Returns {test, statistic, df, p}; p is None with a reason when there are no
     discordant pairs to test."""
+    from scipy import stats
+
     table = np.asarray(table, dtype=float)
     if len(table) == 2:
         b, c = int(table[0, 1]), int(table[1, 0])
@@ -420,6 +421,8 @@ def items_for_half_width(n: int, ci: tuple[float, float] | None, target: float =
     def half_width(total: int) -> float:
         # the chi-square quantile chi2.ppf(assurance, total - 1), as scipy.stats computes it,
         # without its argument checks (called some twenty times per plan)
+        from scipy import special
+
         chi2 = 2 * special.gammaincinv((total - 1) / 2, assurance)
         return z * sigma * math.sqrt(chi2 / (total - 1)) / math.sqrt(total)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from calibrate.stats.shared_votes import NO_VOTE, NOT_JUDGED, SharedVotes
 
@@ -101,6 +100,8 @@ def decision_from_wins(humans: list, judge_wins: dict, human_wins: dict, *, epsi
     annotator j in `humans`, W_judge and W_human over j's items in item order (empty: j is left
     out), the one-sided test of d_i = W_human,i - W_judge,i against epsilon, the
     Benjamini-Yekutieli correction, omega and rho."""
+    from scipy import stats
+
     p_values, detail, left_out, advantages = [], {}, {}, []
     for j in humans:
         if not len(judge_wins.get(j, ())):

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from calibrate.model import Estimate
 from calibrate.stats.agreement import TwoRaters, confusion, two_raters
@@ -187,6 +186,8 @@ def quadratic_kappa_leave_one_out(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def score_shape(x: np.ndarray, y: np.ndarray, threshold: float) -> str:
     """"skewed" or "symmetric" (see SKEWNESS_LIMIT) for the two raters' scores pooled."""
+    from scipy import stats
+
     pooled = np.concatenate([x, y])
     passing = float((pooled >= threshold).mean())
     skew = float(stats.skew(pooled)) if np.ptp(pooled) > 0 else 0.0
@@ -210,6 +211,8 @@ def spearman(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     & Wright, T. A. (2000). Sample size requirements for estimating Pearson, Kendall and
     Spearman correlations. Psychometrika 65, 23-28. Simulated coverage 93.0-96.1 % from 10 items
     (tests/bench/score_coverage.py --shipped, 2000 samples per setting)."""
+    from scipy import stats
+
     undefined = _correlation(x, y, "Spearman's rho")
     if undefined:
         return undefined
@@ -240,6 +243,8 @@ def pearson(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     quantile (`jackknife_fisher_z`): unlike the textbook SE 1/sqrt(n - 3), which assumes normal
     scores, it follows skewed scores (tests/bench/score_coverage.py: 94.7-95.8 % on symmetric
     scores, 91.4-94.0 % on scores piled up at the ceiling, where 1/sqrt(n - 3) gave 83-90 %)."""
+    from scipy import stats
+
     return _correlation(x, y, "Pearson's r") or _jackknifed(
         finite_or_none(stats.pearsonr(x, y)[0]), lambda: pearson_leave_one_out(x, y), len(x), level)
 
@@ -250,6 +255,8 @@ def kendall(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     with the jackknife interval on Fisher's z (`jackknife_fisher_z`, leave-one-out values from
     `kendall_leave_one_out`). Simulated coverage 94.8-99.1 % from 10 items, where Fieller's SE
     sqrt(0.437 / (n - 4)) fell to 89 % with tied scores (tests/bench/score_coverage.py)."""
+    from scipy import stats
+
     return _correlation(x, y, "Kendall's tau") or _jackknifed(
         finite_or_none(stats.kendalltau(x, y, variant="b")[0]), lambda: kendall_leave_one_out(x, y), len(x), level)
 
@@ -261,6 +268,8 @@ def mean_absolute_error(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> E
     which stays above 0 and follows the right skew of a mean of absolute values (simulated
     coverage 94.7-95.7 % from 10 items, tests/bench/score_coverage.py; the plain t interval fell
     to 91 %). No interval when MAE is 0 (every pair equal) or every |x - y| is the same."""
+    from scipy import stats
+
     d = np.abs(x - y)
     n = len(d)
     out = Estimate(float(d.mean()) if n else None, reason=None if n else "no items")

@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import scipy.stats  # noqa: F401  (imported before any clock starts: the report imports it lazily)
+
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.reliability_cells import reliability_by_cell
 from calibrate.report import report_from_data

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import scipy.stats  # noqa: F401  (imported before any clock starts: the report imports it lazily)
 
 from calibrate.model import now_iso
 from calibrate.report import build_report
