@@ -136,3 +136,21 @@ def test_a_line_cut_short_is_wrong_at_its_own_end_not_on_the_next_line(tmp_path,
     f.write_bytes(('{"id": 1, "content": "x"' + ending).encode())
     (found,) = list(read_jsonl(f))
     assert found.reason == "malformed JSON (Expecting ',' delimiter at column 25)"
+
+
+def test_an_identity_seen_twice_in_one_import_is_the_same_item_or_a_bad_line(calibrate, tmp_path):
+    """The same line twice is one item (the second already present); the same identity with
+    other content is refused naming the second line, also with --update (no version of an item
+    this import has not stored yet)."""
+    line = {"id": "a", "content": "c", "notation": "n", "response": "r"}
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    out = calibrate("import", "jsonl", str(twice), "--task", "c3/lexical", "--lang", "en")
+    assert "2 records: 1 items added, 1 already present" in out.output
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps({**line, "id": "b"}) + "\n" + json.dumps({**line, "id": "b", "response": "s"}) + "\n",
+                       encoding="utf-8")
+    out = calibrate("import", "jsonl", str(changed), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and "changed.jsonl:2: c3/lexical (en) item b was imported earlier in this import" in out.output
+    out = calibrate("import", "jsonl", str(changed), "--task", "c3/lexical", "--lang", "en", "--update", ok=False)
+    assert out.exit_code == 1 and "changed.jsonl:2: c3/lexical (en) item b appears twice in this import" in out.output

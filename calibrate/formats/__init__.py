@@ -145,9 +145,11 @@ class ItemIndex:
             cell = self._cells[(task, lang)] = dict(self.store.identity_index(task, lang))
         return cell
 
-    def current(self, item: NewItem) -> tuple[int | None, str, int] | None:
-        """(id, content hash, version) of the current version of the item's identity."""
-        return self._cell(item.task, item.lang).get((item.system, item.source_id))
+    def current_or_accept(self, item: NewItem) -> tuple[int | None, str, int]:
+        """(id, content hash, version) of the current version of the item's identity; an
+        identity not seen before is first accepted (as `accept` does), in the same look-up."""
+        return self._cell(item.task, item.lang).setdefault((item.system, item.source_id),
+                                                           (None, item.content_hash, item.version))
 
     def accept(self, item: NewItem) -> None:
         """Note an item this import is adding, so later records see it."""
@@ -432,14 +434,16 @@ def import_records(
     batch_size = BATCH
 
     def write_batch(records: list[Record], full: bool) -> None:
-        """Store new items with what comes with them, in one transaction; after a `full` batch,
-        size the next one to what fits BATCH_SECONDS."""
+        """Store new items with what comes with them, in one transaction (their rows' values
+        built before it); after a `full` batch, size the next one to what fits BATCH_SECONDS."""
         nonlocal batch_size
+        items = [r.item for r in records]
+        values = store.item_values(items, run=run)
         with_judgments = any(r.has_judgment for r in records)
         need_ids = with_judgments or any(r.audio or r.label is not None for r in records)
         with store.transaction():
             started = time.perf_counter()  # once the write lock is held
-            ids, added = store.add_items([r.item for r in records], with_ids=need_ids, run=run) if records else ([], 0)
+            ids, added = store.add_items(items, with_ids=need_ids, run=run, values=values) if records else ([], 0)
             report.counts.items_added += added
             report.counts.items_existing += len(records) - added
             for item_id, record in zip(ids, records, strict=True) if need_ids else ():
@@ -536,10 +540,8 @@ def _new_item(
     except ValueError as exc:
         return BadInput(record.location, str(exc))
     fill_reference(item, template)
-    known = index.current(item)
-    if known is None or known[1] == item.content_hash:
-        if known is None:
-            index.accept(item)
+    known = index.current_or_accept(item)
+    if known[1] == item.content_hash:  # new here (accepted just now), or the same content again
         return record
     stored_id, _, version = known
     if stored_id is not None and record.ignored_fields:

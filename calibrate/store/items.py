@@ -9,6 +9,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from functools import cache
+from itertools import chain
 from pathlib import Path
 
 from calibrate.model import AudioClip, CalibrateError, Item, NewItem, dump_json, now_iso
@@ -49,23 +50,28 @@ class ItemsMixin:
 
     # -- items ----------------------------------------------------------------------------
 
-    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False, run: int | None = None) -> tuple[list[int], int]:
+    def item_values(self, items: Sequence[NewItem], *, run: int | None = None) -> list:
+        """The values of the rows `add_items` writes for `items` (under import `run`, stamped
+        now), row after row in `_ITEM_COLUMNS`' order: built before its transaction, so that an
+        import builds them while it holds no lock."""
+        stamp = now_iso()
+        return list(chain.from_iterable(
+            (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
+             item.content_hash, stamp, run, response_length(item.fields)) for item in items))
+
+    def add_items(self, items: Sequence[NewItem], *, with_ids: bool = False, run: int | None = None,
+                  values: list | None = None) -> tuple[list[int], int]:
         """Insert items, ignoring ones already present (same content hash). Returns (their ids in
         order if `with_ids`, else [], and the number added). Items of an import `run` stay hidden
         until the run finishes, which is also when an item with version > 1 supersedes the earlier
-        versions of its identity (at once when there is no run)."""
-        stamp = now_iso()
-        rows, hashes = [], []
-        for item in items:
-            hashes.append(item.content_hash)
-            rows.append(
-                (item.task, item.lang, item.system, item.source_id, item.version, item.fields_json, item.reference,
-                 item.content_hash, stamp, run, response_length(item.fields))
-            )
+        versions of its identity (at once when there is no run). `values` are the items'
+        `item_values`, when the caller built them already."""
+        if values is None:
+            values = self.item_values(items, run=run)
         with self.transaction():
             if run is not None:
                 self._renew_import(run)
-            added = self._insert_item_rows(rows)
+            added = self._insert_item_values(values)
             newer = [(*item.identity, item.version) for item in items if item.version > 1] if run is None else []
             if newer:
                 self.conn.executemany(
@@ -75,24 +81,27 @@ class ItemsMixin:
                 )
             if not with_ids:
                 return [], added
+            hashes = [item.content_hash for item in items]
             ids = self._ids_for_hashes(hashes)
         return [ids[h] for h in hashes], added
 
-    def _insert_item_rows(self, rows: list[tuple]) -> int:
-        """INSERT OR IGNORE the rows (in `_ITEM_COLUMNS`' order), many per statement; returns how
-        many were inserted. One statement of many rows costs SQLite less than a statement per row
-        (executemany) and lets other threads run while it writes (the interpreter's lock is
-        released once per statement, not once per row). Statements hold ROWS_PER_INSERT rows (or
-        as many as SQLite takes parameters for), the rest a power of two each: the connection
-        caches few statement shapes, each of which holds memory for all its rows."""
-        most = max(1, min(ROWS_PER_INSERT, self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(_ITEM_COLUMNS)))
+    def _insert_item_values(self, values: list) -> int:
+        """INSERT OR IGNORE the rows whose values (`item_values`) these are, many rows per
+        statement; returns how many were inserted. One statement of many rows costs SQLite less
+        than a statement per row (executemany) and lets other threads run while it writes (the
+        interpreter's lock is released once per statement, not once per row). Statements hold
+        ROWS_PER_INSERT rows (or as many as SQLite takes parameters for), the rest a power of two
+        each: the connection caches few statement shapes, each of which holds memory for all its
+        rows."""
+        width = len(_ITEM_COLUMNS)
+        most = max(1, min(ROWS_PER_INSERT, self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+        rows = len(values) // width
         added, start = 0, 0
-        while start < len(rows):
-            left = len(rows) - start
+        while start < rows:
+            left = rows - start
             count = most if left >= most else 1 << (left.bit_length() - 1)
-            chunk = rows[start:start + count]
             # rowcount: rows this statement inserted (it leaves out what triggers write)
-            added += self.conn.execute(_insert_items_sql(count), [value for row in chunk for value in row]).rowcount
+            added += self.conn.execute(_insert_items_sql(count), values[start * width:(start + count) * width]).rowcount
             start += count
         return added
 

@@ -56,15 +56,21 @@ def report(name: str, target: float | None, value: float, unit: str, extra: str 
 
 def run_process(args: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, float, int]:
     """(seconds, peak RSS in MB, exit status) of one calibrate process."""
+    took, _, peak, code = run_measured([sys.executable, "-m", "calibrate", *args], stdout=stdout)
+    return took, peak, code
+
+
+def run_measured(command: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, float, float, int]:
+    """(seconds, CPU seconds (user + system), peak RSS in MB, exit status) of one process."""
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "calibrate", *args], stdout=stdout, stderr=subprocess.PIPE)
+    child = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     took = time.perf_counter() - started
     err = child.stderr.read().decode(errors="replace")
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
-        print(f"  ! calibrate {' '.join(args)} exited {child.returncode}: {err.strip()[-300:]}", flush=True)
-    return took, usage.ru_maxrss / 1024, child.returncode
+        print(f"  ! {Path(command[0]).name} {' '.join(command[1:])} exited {child.returncode}: {err.strip()[-300:]}", flush=True)
+    return took, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode
 
 
 # -- the annotation app --------------------------------------------------------------------------
@@ -238,6 +244,11 @@ def commands(path: Path) -> None:
 
 
 def import_figures(n: int) -> None:
+    """The import against raw executemany and sqlite-utils, as wall time (the target) and as CPU
+    time (user + system). Neither is steady on a shared machine: the import's batches are sized
+    by how long each took, so a busier machine makes them smaller, and smaller batches cost
+    SQLite more work per item (each commit writes the content-hash index pages it touched)."""
+    import resource
     import sqlite3
 
     from calibrate.model import now_iso
@@ -249,8 +260,8 @@ def import_figures(n: int) -> None:
         for k in range(n):
             out.write(json.dumps({"id": f"item-{k}", "content": f"She went to the bank number {k}.",
                                   "notation": "The bank of a river.", "response": f"A river bank, {k % 7} ducks."}) + "\n")
-    took, peak, _ = run_process(["--db", str(tmp / "calibrate.db"), "import", "jsonl", str(source), "--task", "c3/lexical",
-                                 "--lang", "en"], stdout=subprocess.DEVNULL)
+    took, cpu, peak, _ = run_measured([sys.executable, "-m", "calibrate", "--db", str(tmp / "calibrate.db"), "import",
+                                       "jsonl", str(source), "--task", "c3/lexical", "--lang", "en"])
     conn = sqlite3.connect(tmp / "calibrate.db")
     prepared = conn.execute("SELECT task, lang, source_id, fields, reference, content_hash FROM items ORDER BY id").fetchall()
     conn.close()
@@ -258,21 +269,24 @@ def import_figures(n: int) -> None:
     conn = sqlite3.connect(tmp / "raw.db", isolation_level=None)
     conn.execute("PRAGMA synchronous = NORMAL")
     stamp = now_iso()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany("INSERT INTO items (task, lang, source_id, fields, reference, content_hash, imported_at) "
                      "VALUES (?,?,?,?,?,?,?)", [(*r, stamp) for r in prepared])
     conn.execute("COMMIT")
     raw = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    raw_cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     conn.close()
     del prepared
     utils = shutil.which("sqlite-utils", path=str(Path(sys.executable).parent))
-    start = time.perf_counter()
-    subprocess.run([utils, "insert", str(tmp / "utils.db"), "items", str(source), "--nl"], check=True)
-    insert_nl = time.perf_counter() - start
-    report(f"import jsonl ({n:,} lines), as a process", None, took, "s", f"peak {peak:.0f} MB")
+    insert_nl, insert_nl_cpu, _, _ = run_measured([utils, "insert", str(tmp / "utils.db"), "items", str(source), "--nl"])
+    report(f"import jsonl ({n:,} lines), as a process", None, took, "s", f"peak {peak:.0f} MB, CPU {cpu:.1f} s")
     report("raw executemany / import (target >= 0.5: ratio <= 2)", 2.0, took / raw, "x", f"raw {raw:.1f} s")
+    report("  ... as CPU time (user + system)", None, cpu / raw_cpu, "x", f"raw {raw_cpu:.1f} s")
     report("import / sqlite-utils insert --nl", 2.0, took / insert_nl, "x", f"sqlite-utils {insert_nl:.1f} s")
+    report("  ... as CPU time (user + system)", None, cpu / insert_nl_cpu, "x", f"sqlite-utils {insert_nl_cpu:.1f} s")
     shutil.rmtree(tmp, ignore_errors=True)
 
 
