@@ -386,6 +386,7 @@ def test_a_ceiling_from_too_few_shared_items_says_how_few_in_the_html_overview(t
     page = Calibrate(tmp_path / "few.db")("report", "--format", "html").output
     overview = page.split("Overview: one line per cell")[1].split("</table>")[0]
     assert "(no CI: 4 items)" in overview
+    assert "human ceiling 0.00 (no interval)</title>" in overview and 'fill="white" stroke="#c0392b"' in overview
 
 
 def yes_no_db(path, rows: list[tuple[str, str]]):

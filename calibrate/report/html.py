@@ -42,7 +42,8 @@ def _x(v: float) -> float:
 def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
     """One forest-plot row: the judge's κ and interval (blue), the human ceiling and its
     interval on the same items (red, beneath), on −1…1. A statistic undefined on the table
-    but with an interval for its population value gets the interval without a point."""
+    but with an interval for its population value gets the interval without a point; a value
+    without an interval (too few items to resample) a hollow point."""
     parts = [f'<svg width="{_PLOT_W}" height="30" viewBox="0 0 {_PLOT_W} 30" role="img">',
              f'<line x1="{_x(0):.1f}" y1="0" x2="{_x(0):.1f}" y2="30" stroke="#bbb" stroke-dasharray="2,2"/>']
     for tick in (-1, -0.5, 0.5, 1):
@@ -54,9 +55,10 @@ def _forest(kappa: Estimate | None, ceiling: Estimate | None) -> str:
             lo, hi = estimate.ci
             parts.append(f'<line x1="{_x(lo):.1f}" y1="{y}" x2="{_x(hi):.1f}" y2="{y}" stroke="{colour}" stroke-width="2">'
                          f'<title>{name} 95 % interval [{lo:.2f}, {hi:.2f}]</title></line>')
-        if estimate.value is not None:
-            parts.append(f'<circle cx="{_x(estimate.value):.1f}" cy="{y}" r="4" fill="{colour}">'
-                         f'<title>{name} {estimate.value:.2f}</title></circle>')
+        if estimate.value is not None:  # hollow: a value without an interval
+            paint = f'fill="{colour}"' if estimate.ci else f'fill="white" stroke="{colour}" stroke-width="1.5"'
+            parts.append(f'<circle cx="{_x(estimate.value):.1f}" cy="{y}" r="4" {paint}>'
+                         f'<title>{name} {estimate.value:.2f}{"" if estimate.ci else " (no interval)"}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -234,7 +236,7 @@ def render_html(report: Report) -> str:
     return page("Judge vs human agreement", (
         "<p class='muted key'><span style='color:#1f5fa8'>● judge κ with its 95 % interval</span>"
         "<span style='color:#c0392b'>● human–human ceiling on the same items</span>"
-        "<span>dashed line: κ = 0</span>"
+        "<span>○ a value without an interval</span><span>dashed line: κ = 0</span>"
         f"<span>{APPROXIMATE_MARK} after an interval: approximate (see the notes)</span></p>"
         f"<p class='muted'>Unparsed verdicts: {e(report.options.unparsed)}. Alternative annotator test ε guidance "
         f"(Calderon et al. 2025): {e(guidance)}.</p>"
