@@ -42,7 +42,7 @@ def test_jsonl_imports_items_and_judge_outputs(calibrate, tmp_path):
     store = Store(calibrate.db)
     verdicts = {store.item(j.item_id).source_id: (j.status, j.verdict) for j in store.judgments()}
     assert verdicts == {"a": ("verdict", "yes"), "b": ("verdict", "no"), "c": ("unparsed", None)}
-    item = store.item(store.source_index("c3/lexical", "en", "")["a"])
+    item = store.item(store.identity_index("c3/lexical", "en")[("", "a")][0])
     assert item.reference == "river bank" and "judge" not in item.fields
     again = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "judge", "--judge-name", "gpt")
     assert "0 items added, 3 already present, 0 judgments added" in again.output

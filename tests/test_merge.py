@@ -25,7 +25,7 @@ def test_merge_folds_an_offline_database_in_once(demo_db, tmp_path, templates):
     assert "1 items, 0 judgments, 4 annotations added" in out.output
     assert "0 items, 0 judgments, 0 annotations added" in run("merge", str(tmp_path / "offline.db")).output
     store = Store(demo_db)
-    merged = store.item(store.source_index("c3/lexical", "en", item.system)[item.source_id])
+    merged = store.item(store.identity_index("c3/lexical", "en")[(item.system, item.source_id)][0])
     rows = [r for r in map(dict, store.annotation_rows()) if r["item_id"] == merged.id]
     assert [r["action"] for r in rows] == ["override", "undo", "label"]
     assert rows[1]["reverts_id"] == rows[0]["id"] and rows[0]["judgment_id"] is not None and first

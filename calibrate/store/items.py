@@ -119,14 +119,6 @@ class ItemsMixin:
         row = self.conn.execute(f"SELECT * FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
         return item_from_row(row) if row else None
 
-    def source_index(self, task: str, lang: str, system: str = "") -> dict[str, int]:
-        """source_id -> current item id, for one task, language and system (none by default)."""
-        rows = self.conn.execute(
-            f"SELECT source_id, id FROM items i WHERE task = ? AND lang = ? AND system = ? AND current = 1 AND {VISIBLE}",
-            (task, lang, system),
-        )
-        return {r["source_id"]: r["id"] for r in rows}
-
     def identity_index(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int, str, int]]:
         """(system, source_id) -> (id, content hash, version) of the current version of every
         item of one task and language: what an import checks identities against."""
