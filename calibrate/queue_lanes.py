@@ -6,7 +6,6 @@ and escalate's trust marks as a child process works them out on a large queue
 
 from __future__ import annotations
 
-import importlib
 import sys
 import threading
 from array import array
@@ -15,6 +14,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from calibrate.cells import BY_CHOICES, CellKinds
+from calibrate.preload import import_meanwhile
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DatabaseFault, Store
 from calibrate.store.items import id_array
@@ -89,7 +89,7 @@ class LaneReader:
         interpreter's lock, so the app's thread and the import go on meanwhile), then the
         shuffles. Then, once `keep_when_read` is called (the session's second claim, or its
         close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
-        threading.Thread(target=importlib.import_module, args=("numpy",), name="calibrate-numpy", daemon=True).start()
+        import_meanwhile("numpy")
         try:
             store = Store(path)
             try:

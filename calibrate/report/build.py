@@ -12,12 +12,10 @@ is kept beside it.
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import TypeVar
 
@@ -27,6 +25,7 @@ from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing,
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData
+from calibrate.preload import import_meanwhile
 from calibrate.reliability_cells import (
     JURY,
     jury_data,
@@ -58,18 +57,12 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     labels of the items several people labelled are computed once for all of its reads. scipy's
     statistics, a second or so to import, are imported on a thread of their own meanwhile, while
     the reads wait on SQLite."""
-    importing = threading.Thread(target=_import_statistics, name="import scipy.stats")
-    importing.start()
+    importing = import_meanwhile("scipy.stats")
     try:
         with store.shared_gold_kept(options.gold_from):
             return _build_report(store, templates, judge=judge, options=options, system=system)
     finally:
         importing.join()
-
-
-def _import_statistics() -> None:
-    with suppress(ImportError):  # then the first statistic to use it says so
-        importlib.import_module("scipy.stats")
 
 
 def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,
