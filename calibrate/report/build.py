@@ -89,11 +89,13 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
         with store.shared_gold_kept(options.gold_from, share=aside.give if aside else None):
             jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
                 if aside and with_jury_too else None
-            measure = lambda s: reliability_by_cell(  # noqa: E731
+            measure = lambda s, irregular_read=None: reliability_by_cell(  # noqa: E731
                 s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
-                families=dict(options.families), resamples=options.resamples)
-            measuring = aside.submit(measure) if aside else None
+                families=dict(options.families), resamples=options.resamples, irregular_read=irregular_read)
+            measuring = aside.submit(lambda s: measure(s, aside.irregular.result)) if aside else None
             data = store.agreement_data(judge, gold_from=options.gold_from)
+            if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
+                aside.irregular.set_result(store.irregular_samples(judge))
             data = with_jury(data, jury.result() if jury else jury_of(None))
             report = count_truncations(store, templates, report_from_data(data, templates, options))
             if not measured_too:
@@ -114,8 +116,10 @@ class _Aside:
     """The jury and the judges' reliability figures, read and worked out in a worker thread on a
     read-only connection of its own to the database at `path` while the report's connection
     reads and works out the agreement (SQLite, and numpy's draws and sorts, work without the
-    interpreter's lock); the gold labels of the items several people labelled, worked out by
-    the report's connection, are given to it (`give`) for all of its reads."""
+    interpreter's lock). The report's connection gives it what it works out or reads anyway, so
+    that neither thread waits long for the other: the gold labels of the items several people
+    labelled (`give`, for all of its reads) and the few irregular verdicts (`irregular`), read
+    while this connection reads the regular ones in groups."""
 
     def __init__(self, path: str, gold_from: str | None):
         self.path, self.gold_from = path, gold_from
@@ -123,6 +127,7 @@ class _Aside:
         self.store: Store | None = None
         self.kept = ExitStack()
         self.gold: Future[dict[int, str] | None] = Future()
+        self.irregular: Future[tuple[list[tuple], list[tuple]] | None] = Future()  # read by the report's connection
 
     def give(self, gold: dict[int, str]) -> None:
         """The shared gold labels, as the report's connection worked them out (`agreement_data`):
@@ -142,9 +147,10 @@ class _Aside:
 
     def close(self) -> None:
         """Cancels the reads not begun, waits for the one under way, closes the connection. A read
-        waiting for gold labels never given works them out itself."""
-        if not self.gold.done():
-            self.gold.set_result(None)
+        waiting for gold labels or irregular verdicts never given reads them itself."""
+        for given in (self.gold, self.irregular):
+            if not given.done():
+                given.set_result(None)
         self.worker.shutdown(cancel_futures=True)
         try:
             self.kept.close()
