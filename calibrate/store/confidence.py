@@ -161,13 +161,16 @@ class ConfidenceMixin:
         labels in force of their items (item_id, annotator, label)."""
         self._mark_irregular(judge)
         c = self.conn
-        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment), in id order
+        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment), in id order; a pair's
+        # cell (and whether its item counts) from its row of cell_verdicts, along an index that holds it, rather
+        # than from the item's row once per judgment (a pair with judgments has a verdict in force)
         judged: dict[tuple[int, str], list[tuple]] = {}
         for row in plain_rows(c, """
-                SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
-                       i.response_length, j.judge_key, j.id
-                FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
-                JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id ORDER BY j.id"""):
+                SELECT j.item_id, v.task, v.lang, v.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+                       nullif(v.response_length, -1), j.judge_key, j.id
+                FROM temp.irregular r CROSS JOIN cell_verdicts v INDEXED BY cell_verdicts_by_item
+                ON v.item_id = r.item_id AND v.judge_name = r.judge_name
+                CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name ORDER BY j.id"""):
             judged.setdefault((row[0], row[4]), []).append(row)
         samples = []
         for rows in judged.values():
