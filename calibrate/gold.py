@@ -6,16 +6,18 @@ majority, the label with strictly more votes than any other (so a single annotat
 the gold); where two or more labels share the most votes, a tie, which gives no gold label and
 is counted by the callers, never dropped silently. A missing label (None) is no vote.
 
-The report's gold line reads the same rule from SQL inside the store (`Store.agreement_data`,
-over items two or more people labelled); tests/test_gold.py checks on random label sets that
-the two agree. Scores, the reliability figures, the jury and the gold and C3 exports call
-`gold_label` (or `gold_by_item` for every labelled item at once).
+The store reads the same rule from SQL (`calibrate.store.sql.gold_of`) where the reliability
+figures and the jury work the gold out on their own connection; tests/test_gold.py checks on
+random label sets that the two agree. Scores, the reliability figures, the jury and the gold
+and C3 exports call `gold_label` (or `gold_by_item` for every labelled item at once); the
+report's agreement read (`Store.agreement_data`) calls `gold_by_item_in_order` on the labels
+it reads, and hands the result to the report's other reads.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import NamedTuple, TypeVar
 
 Item = TypeVar("Item", bound=Hashable)
@@ -60,4 +62,34 @@ def gold_by_item(labels: Mapping[Item, Mapping[str, str | None]], adjudicator: s
             label = gold_label(by_annotator, adjudicator).label
         if label is not None:
             out[item] = label
+    return out
+
+
+def gold_by_item_in_order(rows: Iterable[tuple[Item, str, str | None]], adjudicator: str | None = None) -> dict[Item, str]:
+    """`gold_by_item` over rows (item, annotator, label) in which each item's rows come one after
+    the other (read in item order): the items several people labelled, taken as they are read,
+    without a mapping per item first. Two labels, the common case, decide without a tally."""
+    out: dict[Item, str] = {}
+    item: Item | None = None
+    labels: dict[str, str | None] = {}
+
+    def decide() -> None:
+        if adjudicator is not None and labels.get(adjudicator) is not None:
+            label = labels[adjudicator]
+        elif len(labels) == 2:
+            first, second = labels.values()
+            label = first if first == second else (first if second is None else second if first is None else None)
+        else:
+            label = gold_label(labels, adjudicator).label
+        if label is not None:
+            out[item] = label
+
+    for row_item, annotator, label in rows:
+        if row_item != item:
+            if labels:
+                decide()
+            item, labels = row_item, {}
+        labels[annotator] = label
+    if labels:
+        decide()
     return out

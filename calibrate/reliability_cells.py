@@ -27,7 +27,7 @@ which read this module's defaults, start without them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -129,13 +129,20 @@ class JudgeReliability:
         }
 
 
-def gather(store: Store, kinds: CellKinds, *, judge: str | None = None,
-           gold_from: str | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+IrregularSamples = Callable[[], "tuple[list[tuple], list[tuple]] | None"]
+
+
+def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
+           irregular_read: IrregularSamples | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
-    (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`)
+    (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`,
+    or `irregular_read`: what another connection read of them, None if it did not)
     with their verdict and confidence set as the module docstring says."""
-    groups, irregular = store.verdict_groups(judge, gold_from), store.irregular_samples(judge)
+    groups = store.verdict_groups(judge, gold_from)
+    irregular = irregular_read() if irregular_read is not None else None
+    if irregular is None:
+        irregular = store.irregular_samples(judge)
     out: dict[tuple[tuple[str, str], str], JudgeVerdicts] = {}
     words_of: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -265,11 +272,14 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
 
 
 def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-                        families: Mapping[str, str] | None = None, resamples: int | None = None
+                        families: Mapping[str, str] | None = None, resamples: int | None = None,
+                        irregular_read: IrregularSamples | None = None
                         ) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
-    """(cell, judge) -> its reliability figures, for every judge with stored verdicts."""
+    """(cell, judge) -> its reliability figures, for every judge with stored verdicts (the
+    irregular verdicts as `gather` takes them)."""
+    gathered = gather(store, kinds, judge=judge, gold_from=gold_from, irregular_read=irregular_read)
     return {(key, name): measure(key, name, kinds.kind(key), verdicts, families=families, resamples=resamples)
-            for (key, name), verdicts in gather(store, kinds, judge=judge, gold_from=gold_from).items()}
+            for (key, name), verdicts in gathered.items()}
 
 
 def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]], *,

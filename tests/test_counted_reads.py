@@ -435,6 +435,37 @@ def test_items_surely_escalated_are_those_no_trust_marks_could_accept():
     finally:
         store.close()
 
+def test_agreement_gold_rows_worked_out_in_python_equal_sql_in_its_order():
+    """`agreement_data` works out the gold label of the items several people labelled, its
+    judge x gold counts and its ties in Python from the rows it reads: they equal the SQL gold
+    (`gold_of`) joined to the verdicts in force and grouped, row for row in SQLite's order,
+    with and without an adjudicator, per system and for one judge."""
+    from calibrate.store.sql import gold_of
+
+    store = Store(":memory:")
+    serial = itertools.count()
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(item, min_size=1, max_size=30), more, st.sampled_from([None, "ann1"]),
+           st.sampled_from([None, "s1"]), st.sampled_from([None, "gpt"]))
+    def check(items, changes, gold_from, system, judge):
+        shake(store, fill(store, items, serial), changes)
+        data = store.agreement_data(judge, system=system, gold_from=gold_from)
+        gold = f"SELECT g.item_id, g.label, i.task, i.lang FROM ({gold_of('labels_in_force', shared_only=True)}) g " \
+               "JOIN counted_items i ON i.id = g.item_id WHERE (?2 IS NULL OR i.system = ?2)"
+        assert data.judge_vs_gold == [tuple(r) for r in store.conn.execute(
+            f"SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) FROM ({gold}) g "
+            "JOIN verdicts_in_force v ON v.item_id = g.item_id WHERE g.label IS NOT NULL "
+            "AND (?3 IS NULL OR v.judge_name = ?3) GROUP BY 1, 2, 3, 4, 5, 6", (gold_from, system, judge))]
+        assert data.ties == [tuple(r) for r in store.conn.execute(
+            f"SELECT task, lang, count(*) FROM ({gold}) WHERE label IS NULL GROUP BY 1, 2", (gold_from, system))]
+
+    try:
+        check()
+    finally:
+        store.close()
+
+
 def test_jury_from_counted_sets_equals_the_jury_item_by_item():
     """The jury's rows (judged, against each annotator, against the gold label, on shared items)
     from the counted sets of verdicts equal the plurality of each item's verdicts in force, read

@@ -1,5 +1,6 @@
 """The gold label rule (calibrate.gold): the adjudicator's label, else the strict majority, no gold
-on a tie; and the store's SQL gold (the report's gold line) equal to it on random label sets."""
+on a tie; its reading of rows in item order, and the store's SQL gold (the reliability reads'),
+equal to it on random label sets."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibrate.gold import GoldLabel, gold_by_item, gold_label
+from calibrate.gold import GoldLabel, gold_by_item, gold_by_item_in_order, gold_label
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
+from calibrate.store.sql import gold_of
 
 
 def test_majority_counts_ties_and_takes_the_adjudicators_label():
@@ -39,6 +41,18 @@ def test_how_the_gold_label_was_reached_in_the_exports_words():
 
 
 ANNOTATORS = ("a", "b", "c", "d", "adj")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(ANNOTATORS), st.sampled_from(("yes", "no", "maybe", None)),
+                                min_size=1, max_size=5), max_size=12),
+       st.sampled_from((None, "adj", "a")))
+def test_gold_read_in_item_order_equals_the_rule(items, adjudicator):
+    rows = [(item, annotator, label) for item, labels in enumerate(items) for annotator, label in labels.items()]
+    expected = {item: found for item, labels in enumerate(items)
+                if (found := gold_label(labels, adjudicator).label) is not None}
+    assert gold_by_item_in_order(rows, adjudicator) == expected == gold_by_item(dict(enumerate(items)), adjudicator)
+
 decision = st.tuples(st.sampled_from(ANNOTATORS), st.sampled_from(("yes", "no", "maybe")) | st.just("undo"))
 
 
@@ -67,6 +81,7 @@ def test_the_stores_sql_gold_equals_calibrate_gold_on_random_label_sets():
         for item_id, annotator, label in store.labels_in_force():
             in_force.setdefault(item_id, {})[annotator] = label
         data = store.agreement_data(gold_from=adjudicator)
+        sql = dict(store.conn.execute(gold_of("labels_in_force"), (adjudicator,)).fetchall())
         sql_gold = {task: (label, n) for task, _, _, _, _, label, n in data.judge_vs_gold if task in names}
         sql_ties = {task: n for task, _, n in data.ties if task in names}
         assert set(sql_gold.values()) <= {(label, 1) for label in ("yes", "no", "maybe")} and set(sql_ties.values()) <= {1}
@@ -77,7 +92,7 @@ def test_the_stores_sql_gold_equals_calibrate_gold_on_random_label_sets():
                 assert task not in sql_gold and task not in sql_ties
                 continue
             expected = gold_label(labels, adjudicator).label
-            assert sql_gold.get(task) == expected, (labels, adjudicator)
+            assert sql_gold.get(task) == expected == sql.get(item_id), (labels, adjudicator)
             assert (task in sql_ties) == (expected is None), (labels, adjudicator)
 
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 
 import pytest
 
@@ -445,6 +446,28 @@ def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(label
         offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
     assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
     assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("broken", ["agreement_data", "irregular_samples"])
+def test_a_report_whose_read_fails_ends_with_that_error_not_a_wait(labelled_demo_db, broken):
+    """The report's connection gives the worker's its gold labels and irregular verdicts; when a
+    read fails before it could, the report ends with that read's error (the worker reads them
+    itself), rather than waiting for what never comes."""
+    from calibrate.report import build_report
+    from calibrate.templates import TemplateSet
+
+    store = Store(labelled_demo_db)
+
+    def failing(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    setattr(store, broken, failing)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+            build_report(store, TemplateSet())
+    finally:
+        store.close()
 
 
 def test_the_report_modules_load_without_scipy_stats():

@@ -59,8 +59,7 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     the reads wait on SQLite."""
     importing = import_meanwhile("scipy.stats")
     try:
-        with store.shared_gold_kept(options.gold_from):
-            return _build_report(store, templates, judge=judge, options=options, system=system)
+        return _build_report(store, templates, judge=judge, options=options, system=system)
     finally:
         importing.join()
 
@@ -77,27 +76,31 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
 
     if "system" in options.by or system is not None:
         cells = []
-        for name in [system] if system is not None else store.systems():
-            data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), jury_of(name))
-            for cell in report_from_data(data, templates, options).cells:
-                cell.system = name
-                cells.append(cell)
+        with store.shared_gold_kept(options.gold_from):
+            for name in [system] if system is not None else store.systems():
+                data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), jury_of(name))
+                for cell in report_from_data(data, templates, options).cells:
+                    cell.system = name
+                    cells.append(cell)
         return count_truncations(store, templates, Report(cells, options))
     measured_too = options.reliability or store.has_repeats_or_confidence()
     aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
-        jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
-            if aside and with_jury_too else None
-        measure = lambda s: reliability_by_cell(  # noqa: E731
-            s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
-            families=dict(options.families), resamples=options.resamples)
-        measuring = aside.submit(measure) if aside else None
-        data = store.agreement_data(judge, gold_from=options.gold_from)
-        data = with_jury(data, jury.result() if jury else jury_of(None))
-        report = count_truncations(store, templates, report_from_data(data, templates, options))
-        if not measured_too:
-            return report
-        measured = measuring.result() if measuring else measure(store)
+        with store.shared_gold_kept(options.gold_from, share=aside.give if aside else None):
+            jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
+                if aside and with_jury_too else None
+            measure = lambda s, irregular_read=None: reliability_by_cell(  # noqa: E731
+                s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
+                families=dict(options.families), resamples=options.resamples, irregular_read=irregular_read)
+            measuring = aside.submit(lambda s: measure(s, aside.irregular.result)) if aside else None
+            data = store.agreement_data(judge, gold_from=options.gold_from)
+            if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
+                aside.irregular.set_result(store.irregular_samples(judge))
+            data = with_jury(data, jury.result() if jury else jury_of(None))
+            report = count_truncations(store, templates, report_from_data(data, templates, options))
+            if not measured_too:
+                return report
+            measured = measuring.result() if measuring else measure(store)
     finally:
         if aside:
             aside.close()
@@ -113,14 +116,24 @@ class _Aside:
     """The jury and the judges' reliability figures, read and worked out in a worker thread on a
     read-only connection of its own to the database at `path` while the report's connection
     reads and works out the agreement (SQLite, and numpy's draws and sorts, work without the
-    interpreter's lock); the gold labels of the items several people labelled are worked out
-    once there for all of its reads."""
+    interpreter's lock). The report's connection gives it what it works out or reads anyway, so
+    that neither thread waits long for the other: the gold labels of the items several people
+    labelled (`give`, for all of its reads) and the few irregular verdicts (`irregular`), read
+    while this connection reads the regular ones in groups."""
 
     def __init__(self, path: str, gold_from: str | None):
         self.path, self.gold_from = path, gold_from
         self.worker = ThreadPoolExecutor(max_workers=1)
         self.store: Store | None = None
         self.kept = ExitStack()
+        self.gold: Future[dict[int, str] | None] = Future()
+        self.irregular: Future[tuple[list[tuple], list[tuple]] | None] = Future()  # read by the report's connection
+
+    def give(self, gold: dict[int, str]) -> None:
+        """The shared gold labels, as the report's connection worked them out (`agreement_data`):
+        this connection's reads take them instead of working them out again."""
+        if not self.gold.done():
+            self.gold.set_result(gold)
 
     def submit(self, read: Callable[[Store], T]) -> Future[T]:
         """`read` of the second connection, in the worker thread after the reads submitted before it."""
@@ -129,11 +142,15 @@ class _Aside:
     def _opened(self) -> Store:
         if self.store is None:
             self.store = Store(self.path, read_only=True)
-            self.kept.enter_context(self.store.shared_gold_kept(self.gold_from))
+            self.kept.enter_context(self.store.shared_gold_kept(self.gold_from, given=self.gold))
         return self.store
 
     def close(self) -> None:
-        """Cancels the reads not begun, waits for the one under way, closes the connection."""
+        """Cancels the reads not begun, waits for the one under way, closes the connection. A read
+        waiting for gold labels or irregular verdicts never given reads them itself."""
+        for given in (self.gold, self.irregular):
+            if not given.done():
+                given.set_result(None)
         self.worker.shutdown(cancel_futures=True)
         try:
             self.kept.close()

@@ -12,8 +12,10 @@ indexes find them without reading every judgment.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from calibrate.model import dump_json
 from calibrate.store.connection import plain_rows
@@ -22,6 +24,17 @@ from calibrate.store.sql import gold_of
 # a group's confidences, written by SQLite with 17 significant digits (exact) and read by numpy
 CONFIDENCES = "group_concat(CASE WHEN c.status = 'verdict' AND c.confidence BETWEEN 0 AND 1 " \
               "THEN printf('%!.17g', c.confidence) END)"
+
+
+@dataclass(slots=True)
+class _KeptGold:
+    """The shared gold labels while `ConfidenceMixin.shared_gold_kept` is open."""
+
+    gold_from: str | None
+    given: Future | None
+    share: Callable[[dict[int, str]], None] | None
+    labels: dict[int, str] | None = None  # item id -> gold label, once worked out or given
+    in_table: bool = False  # whether temp.shared_gold holds them
 
 
 class ConfidenceMixin:
@@ -38,51 +51,61 @@ class ConfidenceMixin:
         c.execute("INSERT OR IGNORE INTO irregular SELECT item_id, judge_name FROM verdicts_in_force "
                   "WHERE status = 'error' AND (?1 IS NULL OR judge_name = ?1)", (judge,))
 
-    _gold_kept: list | None = None  # [gold_from, computed] while `shared_gold_kept` is open
+    _gold_kept: _KeptGold | None = None  # while `shared_gold_kept` is open
 
     @contextmanager
-    def shared_gold_kept(self, gold_from: str | None) -> Iterator[None]:
-        """While open, temp.shared_gold (`_shared_gold`) is computed once, when first read, and
-        kept for every read that joins it (`verdict_groups`, `jury_rows`): a report reads it
-        two or more times."""
+    def shared_gold_kept(self, gold_from: str | None, *, given: Future | None = None,
+                         share: Callable[[dict[int, str]], None] | None = None) -> Iterator[None]:
+        """While open, the gold labels of the items several people labelled (`_shared_gold`) are
+        worked out once, when first read, and kept for every read that takes them
+        (`verdict_groups`, `jury_rows`): a report reads them two or more times. `given`: a
+        Future of them (item id -> gold label, ties left out) that another connection works out,
+        waited for instead of working them out here (a result of None: worked out here after
+        all); `share`: called with them when `agreement_data` works them out here."""
         if self._gold_kept is not None:
             raise ValueError("the shared gold labels are kept already")
-        self._gold_kept = [gold_from, False]
+        self._gold_kept = _KeptGold(gold_from, given, share)
         try:
             yield
         finally:
             self._gold_kept = None
             self._drop_shared_gold()
 
-    def _offer_shared_gold(self, table: str, gold_from: str | None) -> None:
-        """While `shared_gold_kept` is open for `gold_from` and has not computed temp.shared_gold
-        yet: take it from `table` (item_id, label), the gold labels (`gold_of`, `gold_from` the
-        adjudicator) of every counted item two or more people labelled (more items than
-        `_shared_gold` keeps; its readers join it on their items)."""
+    def _offer_shared_gold(self, labels: dict[int, str], gold_from: str | None) -> None:
+        """While `shared_gold_kept` is open for `gold_from` and has not worked them out yet: take
+        `labels` (item id -> gold label, ties left out; `gold_from` the adjudicator) of every
+        counted item two or more people labelled (more items than `_shared_gold` keeps; its
+        readers join them on their items), and share them as it was asked to."""
         kept = self._gold_kept
-        if kept is None or kept[1] or kept[0] != gold_from:
+        if kept is None or kept.labels is not None or kept.gold_from != gold_from:
             return
-        kept[1] = True
-        c = self.conn
-        c.execute("DROP TABLE IF EXISTS temp.shared_gold")
-        c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
-        c.execute(f"INSERT INTO shared_gold SELECT item_id, label FROM {table}")
+        kept.labels = labels
+        if kept.share is not None:
+            kept.share(labels)
 
     def _drop_shared_gold(self) -> None:
         if self._gold_kept is None:
             self.conn.execute("DROP TABLE IF EXISTS temp.shared_gold")
 
-    def _shared_gold(self, gold_from: str | None) -> None:
-        """temp.shared_gold (item_id, label): the gold label (`calibrate.gold`, `gold_from` the
-        adjudicator; NULL on a tie) of each counted item that two or more people labelled and a
-        judge judged (found along cell_verdicts' key); computed once while `shared_gold_kept` is open."""
-        if self._gold_kept is not None:
-            if self._gold_kept[0] != gold_from:
-                raise ValueError(f"the shared gold labels kept are from {self._gold_kept[0]!r}, not {gold_from!r}")
-            if self._gold_kept[1]:
-                return
-            self._gold_kept[1] = True
-        c = self.conn
+    def _shared_gold(self, gold_from: str | None) -> dict[int, str]:
+        """temp.shared_gold (item_id, label), and the same as item id -> label: the gold label
+        (`calibrate.gold`, `gold_from` the adjudicator) of each counted item that two or more
+        people labelled and a judge judged (found along cell_verdicts' key); a tie has none (NULL
+        in the table, left out of the mapping). Worked out once while `shared_gold_kept` is open,
+        or taken from what it was given."""
+        kept, c = self._gold_kept, self.conn
+        if kept is not None:
+            if kept.gold_from != gold_from:
+                raise ValueError(f"the shared gold labels kept are from {kept.gold_from!r}, not {gold_from!r}")
+            if kept.labels is None and kept.given is not None:
+                kept.labels = kept.given.result()
+            if kept.labels is not None:
+                if not kept.in_table:
+                    c.execute("DROP TABLE IF EXISTS temp.shared_gold")
+                    c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
+                    c.executemany("INSERT INTO shared_gold VALUES (?, ?)", kept.labels.items())
+                    kept.in_table = True
+                return kept.labels
         for table in ("shared_labels", "shared_gold"):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         c.execute("CREATE TEMP TABLE shared_labels (item_id INTEGER, annotator TEXT, label TEXT, "
@@ -92,6 +115,10 @@ class ConfidenceMixin:
         c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
         c.execute(f"INSERT INTO shared_gold {gold_of('temp.shared_labels')}", (gold_from,))
         c.execute("DROP TABLE temp.shared_labels")
+        labels = dict(c.execute("SELECT item_id, label FROM temp.shared_gold WHERE label IS NOT NULL"))
+        if kept is not None:
+            kept.labels, kept.in_table = labels, True
+        return labels
 
     def verdict_groups(self, judge: str | None = None, gold_from: str | None = None) -> list[tuple]:
         """The judges' regular verdicts in force (not irregular) on counted items with a gold
@@ -134,13 +161,16 @@ class ConfidenceMixin:
         labels in force of their items (item_id, annotator, label)."""
         self._mark_irregular(judge)
         c = self.conn
-        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment), in id order
+        # CROSS JOIN: from the few irregular pairs to their judgments (not every judgment), in id order; a pair's
+        # cell (and whether its item counts) from its row of cell_verdicts, along an index that holds it, rather
+        # than from the item's row once per judgment (a pair with judgments has a verdict in force)
         judged: dict[tuple[int, str], list[tuple]] = {}
         for row in plain_rows(c, """
-                SELECT j.item_id, i.task, i.lang, i.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
-                       i.response_length, j.judge_key, j.id
-                FROM temp.irregular r CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name
-                JOIN counted_items c ON c.id = j.item_id JOIN items i ON i.id = j.item_id ORDER BY j.id"""):
+                SELECT j.item_id, v.task, v.lang, v.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
+                       nullif(v.response_length, -1), j.judge_key, j.id
+                FROM temp.irregular r CROSS JOIN cell_verdicts v INDEXED BY cell_verdicts_by_item
+                ON v.item_id = r.item_id AND v.judge_name = r.judge_name
+                CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name ORDER BY j.id"""):
             judged.setdefault((row[0], row[4]), []).append(row)
         samples = []
         for rows in judged.values():

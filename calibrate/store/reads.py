@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from collections import Counter
 
+from calibrate.gold import gold_by_item_in_order
 from calibrate.model import AgreementData
 from calibrate.store.connection import plain_rows
-from calibrate.store.sql import gold_of
+
+
+def in_sql_order(key: tuple) -> tuple:
+    """A sort key that orders rows as SQLite's GROUP BY gives them: NULL first, then numbers,
+    then text by its bytes (the code points' order)."""
+    return tuple((0, 0) if v is None else (1, v) if isinstance(v, int | float) else (2, v) for v in key)
 
 
 class ReadsMixin:
@@ -53,7 +59,7 @@ class ReadsMixin:
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
         judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
                       "GROUP BY 1, 2, 3, 4", params)
-        temporary = ("shared_items", "labels_now", "verdicts_now", "gold_now")
+        temporary = ("shared_items", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         c.execute(
@@ -66,37 +72,37 @@ class ReadsMixin:
                   "PRIMARY KEY (item_id, annotator)) WITHOUT ROWID")
         c.execute("INSERT INTO labels_now SELECT l.item_id, l.annotator, l.label, s.task, s.lang FROM shared_items s "
                   "JOIN labels_in_force l ON l.item_id = s.item_id")
-        c.execute(
-            "CREATE TEMP TABLE verdicts_now AS SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
-            f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
-            [judge] if judge else [],
-        )
-        # The gold label of an item labelled by two or more people (`calibrate.gold`); NULL for a
-        # tie, counted in `ties`.
-        c.execute("CREATE TEMP TABLE gold_now AS SELECT s.item_id, s.task, s.lang, g.label FROM shared_items s "
-                  f"JOIN ({gold_of('labels_now')}) g ON g.item_id = s.item_id", (gold_from,))
-        if system is None:  # every counted item several people labelled: the gold a report's other reads join
-            self._offer_shared_gold("temp.gold_now", gold_from)
         try:
-            return AgreementData(
-                judge_vs_human=judge_vs_human,
-                judge_vs_gold=rows(
-                    "SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) "
-                    "FROM gold_now g JOIN verdicts_now v ON v.item_id = g.item_id WHERE g.label IS NOT NULL "
-                    "GROUP BY 1, 2, 3, 4, 5, 6"
-                ),
-                ties=rows("SELECT task, lang, count(*) FROM gold_now WHERE label IS NULL GROUP BY 1, 2"),
-                human_pairs=rows(
-                    "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM labels_now x "
-                    "JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6"
-                ),
-                shared_labels=rows("SELECT item_id, task, lang, annotator, label FROM labels_now ORDER BY item_id"),
-                shared_verdicts=rows("SELECT item_id, judge_name, status, verdict FROM verdicts_now"),
-                judged=judged,
-            )
+            shared_labels = rows("SELECT item_id, task, lang, annotator, label FROM labels_now ORDER BY item_id")
+            # the gold label of each item labelled by two or more people (`calibrate.gold`); a tie has none
+            gold = gold_by_item_in_order(((r[0], r[3], r[4]) for r in shared_labels), gold_from)
+            if system is None:  # every counted item several people labelled: the gold a report's other reads take
+                self._offer_shared_gold(gold, gold_from)
+            shared_verdicts = rows(
+                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
+                f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
+                [judge] if judge else [])
+            human_pairs = rows(
+                "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM labels_now x "
+                "JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6")
         finally:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        cell_of = {r[0]: (r[1], r[2]) for r in shared_labels}
+        versus_gold: Counter = Counter()
+        for item_id, judge_name, status, verdict in shared_verdicts:
+            if (label := gold.get(item_id)) is not None:
+                versus_gold[(*cell_of[item_id], judge_name, status, verdict, label)] += 1
+        ties = Counter(cell for item_id, cell in cell_of.items() if item_id not in gold)
+        return AgreementData(
+            judge_vs_human=judge_vs_human,
+            judge_vs_gold=[(*key, versus_gold[key]) for key in sorted(versus_gold, key=in_sql_order)],
+            ties=[(*key, ties[key]) for key in sorted(ties)],
+            human_pairs=human_pairs,
+            shared_labels=shared_labels,
+            shared_verdicts=shared_verdicts,
+            judged=judged,
+        )
 
     def jury_rows(self, exclude: str, system: str | None = None,
                   gold_from: str | None = None) -> tuple[list[str], dict[str, list[tuple]]]:
@@ -141,21 +147,22 @@ class ReadsMixin:
             return [(*key, n) for key, n in found.items() if n]
 
         shared_items = "s.item_id IN (SELECT item_id FROM cell_verdicts WHERE labelled = 2) AND (?1 IS NULL OR s.system = ?1)"
-        shared = [(item_id, task, lang, *row) for item_id, task, lang, text in plain_rows(
-            self.conn, f"SELECT s.item_id, s.task, s.lang, s.verdicts FROM verdict_sets s WHERE {shared_items} "
-                       "ORDER BY s.item_id", (system,)) if (row := verdicts(text)) is not None]
-        self._shared_gold(gold_from)
-        try:
-            versus_gold = counted("SELECT s.task, s.lang, s.verdicts, g.label, count(*) FROM verdict_sets s "
-                                  "JOIN temp.shared_gold g ON g.item_id = s.item_id "
-                                  "WHERE g.label IS NOT NULL AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3, 4")
-        finally:
-            self._drop_shared_gold()
+        sets = list(plain_rows(self.conn, f"SELECT s.item_id, s.task, s.lang, s.verdicts FROM verdict_sets s "
+                                          f"WHERE {shared_items} ORDER BY s.item_id", (system,)))
+        shared = [(item_id, task, lang, *row) for item_id, task, lang, text in sets if (row := verdicts(text)) is not None]
+        gold = self._shared_gold(gold_from)
+        self._drop_shared_gold()
+        with_gold = Counter((task, lang, text, label) for item_id, task, lang, text in sets
+                            if (label := gold.get(item_id)) is not None)
+        versus_gold: Counter = Counter()
+        for task, lang, text, label in sorted(with_gold, key=in_sql_order):
+            if (row := verdicts(text)) is not None:
+                versus_gold[(task, lang, *row, label)] += with_gold[(task, lang, text, label)]
         return judges, {
             "judged": counted("SELECT task, lang, verdicts, n FROM verdict_set_counts WHERE n != 0 "
                               "AND (?1 IS NULL OR system = ?1)"),
             "versus_human": counted("SELECT task, lang, verdicts, annotator, label, n FROM verdict_set_labels "
                                     "WHERE n != 0 AND (?1 IS NULL OR system = ?1)"),
-            "versus_gold": versus_gold,
+            "versus_gold": [(*key, n) for key, n in versus_gold.items()],
             "shared": shared,
         }
