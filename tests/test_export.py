@@ -80,3 +80,44 @@ def test_a_csv_export_has_verdict_and_trust_columns_for_more_judges_than_sqlite_
     assert [cell for name, cell in zip(header, row, strict=True) if name.startswith("verdict:")] == ["yes"] * judges
     # no threshold is certified without labels: every verdict needs a person
     assert [cell for name, cell in zip(header, row, strict=True) if name.startswith("trust:")] == ["needs a person"] * judges
+
+
+def test_an_export_written_by_two_processes_has_the_bytes_one_writes(labelled_db, tmp_path, monkeypatch):
+    """From a database file, a second process writes the second half of the items (by id) beside
+    the output, and it is copied after the first: the file and standard output get exactly the
+    bytes one process writes, notes, flags and irregular verdicts in either half included; and
+    should the second process fail, this one writes that half itself."""
+    from calibrate.child_process import ChildWorkError
+    from calibrate.formats import gold
+    from calibrate.model import NewJudgment
+
+    path, *_ = labelled_db
+    store = Store(path)
+    store.annotate(2, "a", "note", note="ambiguous, \"quoted\"\n=SUM(A1)")
+    store.annotate(59, "b", "flag")
+    store.add_judgments([NewJudgment(item_id=58, judge_name="gpt", judge_key="gpt", status="verdict", verdict="yes",
+                                     confidence=0.9, sample=1)])
+    store.close()
+    run = Calibrate(path)
+
+    def exports() -> dict[str, bytes]:
+        found = {}
+        for fmt in ("jsonl", "csv"):
+            out = tmp_path / f"gold.{fmt}"
+            run("export", "--format", fmt, "--out", str(out))
+            found[fmt] = out.read_bytes()
+            found[f"{fmt} to stdout"] = run("export", "--format", fmt).stdout_bytes
+        assert not list(tmp_path.glob(".calibrate-export-*")), "the second half's file is removed"
+        return found
+
+    monkeypatch.setattr(gold, "TWO_PARTS_FROM", 10**9)
+    one = exports()
+    assert one["jsonl"].count(b"\n") == 60 and one["csv"].count(b"\r\n") == 61
+    monkeypatch.setattr(gold, "TWO_PARTS_FROM", 1)
+    assert exports() == one
+
+    def failing(future, work, args, **options):
+        future.set_exception(ChildWorkError("status -9: killed"))
+
+    monkeypatch.setattr(gold, "in_child_process", failing)
+    assert exports() == one

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from calibrate.model import Item
+from calibrate.store.confidence import ALL_IDS
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
@@ -55,7 +56,8 @@ class Sparse(NamedTuple):
 class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
-    def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
+    def export_lines(self, system: str | None = None, *, trust: bool = False,
+                     ids: tuple[int, int] = ALL_IDS) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, head, labels, tail), sparse parts or None) per current item (of
         `system`, if given) in id order, the parts UTF-8 bytes, the JSON line without its newline being the head without
         its last character (a closing brace), ',"labels":', the
@@ -65,7 +67,7 @@ class ExportRowsMixin:
         notes, flagged_by, listened, and with `trust` (after `set_trust_marks`) trust (judge ->
         accepted or needs a person), with `NO_SPARSE_JSON` in place of the sparse parts and each
         verdict's mark as if it were regular: the irregular ones' marks are in the sparse parts
-        (`Sparse.marks`)."""
+        (`Sparse.marks`). Only items whose id is in `ids` (first, last) are read."""
         where, params = self._item_filter(None, None, None, None, system)
         marks = (f" || ',\"trust\":' || json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_IF_REGULAR} "
                  "THEN 'accepted' ELSE 'needs a person' END)") if trust else ""
@@ -79,11 +81,11 @@ class ExportRowsMixin:
                    CAST((SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)
                         AS BLOB),
                    CAST(',"verdicts":' || {verdicts} || '}}' AS BLOB)
-            FROM items i WHERE {where} ORDER BY i.id""", params)
-        return self._with_sparse(rows, trust)
+            FROM items i WHERE {where} AND i.id BETWEEN ? AND ? ORDER BY i.id""", [*params, *ids])
+        return self._with_sparse(rows, trust, ids)
 
     def export_cells(self, judges: Sequence[str], safe: Callable[[str], str], system: str | None = None, *,
-                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
+                     trust: bool = False, ids: tuple[int, int] = ALL_IDS) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, cells...), sparse parts or None) per current item (of `system`, if
         given) in id order, for a CSV export: task, lang, system, source_id, reference ("" for
         none), the JSON object of its labels in force (annotator -> label; "{}" when unlabelled),
@@ -91,7 +93,8 @@ class ExportRowsMixin:
         judge), and with `trust` (after `set_trust_marks`) each judge's mark as if its verdict were
         regular (the irregular ones' marks are in the sparse parts, `Sparse.marks`). Text cells are
         passed through `safe` (a spreadsheet's formula guard: called only for text starting
-        with = + - @, a tab or a carriage return); the labels are left to the caller."""
+        with = + - @, a tab or a carriage return); the labels are left to the caller. Only items
+        whose id is in `ids` (first, last) are read."""
         where, params = self._item_filter(None, None, None, None, system)
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
@@ -103,24 +106,29 @@ class ExportRowsMixin:
         columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 'accepted' "
                     "ELSE 'needs a person' END FROM verdicts_in_force v WHERE v.item_id = i.id AND v.judge_name = ?), '')"
                     for _ in (judges if trust else ())]
-        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
-                          [*judges, *(judges if trust else ()), *params])
-        return self._with_sparse(rows, trust)
+        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} "
+                                     "AND i.id BETWEEN ? AND ? ORDER BY i.id",
+                          [*judges, *(judges if trust else ()), *params, *ids])
+        return self._with_sparse(rows, trust, ids)
 
-    def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
-        """(item id, its row, its sparse parts or None) for `rows` in item id order: the
-        sparse parts (with `trust`, the irregular verdicts' marks among them) read in streams of
-        their own in item order beside them, looked at only when their next row is this item's."""
+    def _with_sparse(self, rows, trust: bool, ids: tuple[int, int]) -> Iterator[tuple[int, object, Sparse | None]]:
+        """(item id, its row, its sparse parts or None) for `rows` in item id order, their ids in
+        `ids` (first, last): the sparse parts (with `trust`, the irregular verdicts' marks among
+        them) read in streams of their own in item order beside them, looked at only when their
+        next row is this item's."""
         c = self.conn
         notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
-                                      "ORDER BY item_id, id"))
+                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id, id", ids))
         flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
-                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
+                                      f"WHERE a.action = 'flag' AND a.item_id BETWEEN ? AND ? AND {IN_FORCE} "
+                                      "ORDER BY 1, 2", ids))
         listening = _ByItem(plain_rows(
             c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
-               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
-        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
-        irregular = _ByItem(self.irregular_marks() if trust else ())
+               "WHERE audio_plays IS NOT NULL AND item_id BETWEEN ? AND ? GROUP BY item_id, annotator "
+               "ORDER BY item_id, annotator", ids))
+        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL "
+                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id", ids))
+        irregular = _ByItem(self.irregular_marks(ids) if trust else ())
         sparse = (notes, flags, audio, irregular)
         upcoming = min(part.next_id for part in sparse)  # the next item with a sparse part
         for row in rows:
@@ -138,6 +146,15 @@ class ExportRowsMixin:
                            [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
             yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
+
+    def export_split(self, system: str | None = None) -> int | None:
+        """An item id that splits the current items (of `system`, if given) in two halves of
+        about the same size for exports written in two parts (ids below it, and from it on):
+        the middle of their smallest and largest id, found by two seeks (None without items)."""
+        where, params = self._item_filter(None, None, None, None, system)
+        first, last = (self.conn.execute(f"SELECT i.id FROM items i WHERE {where} ORDER BY i.id {order} LIMIT 1",
+                                         params).fetchone() for order in ("ASC", "DESC"))
+        return None if first is None else (first[0] + last[0] + 1) // 2
 
     def c3_export_items(self, task: str, lang: str, system: str,
                         judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
