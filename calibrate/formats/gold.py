@@ -6,12 +6,15 @@ they labelled without playing it); and, given the judges' trust marks (`calibrat
 judge whether each item's verdict is accepted or needs a person.
 
 Items are streamed from the store (`Store.export_lines`, `Store.export_cells`), which writes
-each line or row in SQL, and written as they come, so an export of a million items holds a few
-thousand lines at a time. Here are added what follows from an item's labels (the gold label by
-`calibrate.gold`, who decided it; worked out once per set of labels, as items share a few), and
-what few items need: the notes, flags and listening of the items that have them, and the trust
-marks of irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from
-the stored text, never parsed into Python objects."""
+each line's or row's own part in SQL (a JSON line's head, a CSV row's first cells, quoted), and
+written as they come, as UTF-8 bytes, so an export of a million items holds a few thousand lines
+at a time. Here are added what follows from an item's labels (the gold label by
+`calibrate.gold`, who decided it) and from its verdicts (their JSON or cells, and their trust
+marks), each worked out once per set of labels or verdicts, as items share a few; and what few
+items need: the notes, flags and listening of the items that have them, and the trust marks of
+irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from the stored
+text, never parsed into Python objects. A large export from a database file is written by two
+processes, a half of the items each (`write_export`)."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from calibrate.child_process import ChildWorkError, in_child_process
-from calibrate.escape import json_text_safe, spreadsheet_safe
+from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
@@ -121,8 +124,7 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
             if sparse.marks:
                 text = _with_marks(text, sparse.marks)
             line = text.encode()
-        # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
-        chunk.append(line if line.isascii() and b"\x7f" not in line else json_text_safe(line.decode()).encode())
+        chunk.append(json_bytes_safe(line))
         if len(chunk) == CHUNK:
             write(b"\n".join(chunk) + b"\n")
             n, chunk = n + len(chunk), []

@@ -1,16 +1,17 @@
 """The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
-current items in id order whose rows SQLite writes as they are written out (a JSON line in
-parts, or the text cells of a CSV row), and the sparse parts (notes, flags, listening, the
-irregular verdicts' trust marks) read beside it, so an export of a million items holds no
-Python object per item.
+current items in id order whose rows SQLite writes as they are written out (a JSON line's
+head, or the first cells of a CSV row, quoted), the items' labels and verdicts each read in one
+ordered pass over their table beside it (a look-up per item costs twice as much), and the
+sparse parts (notes, flags, listening, the irregular verdicts' trust marks) read beside them,
+so an export of a million items holds no Python object per item.
 
-A JSON line comes in three parts, its labels' JSON object between them: the caller writes
-the gold label part after the labels (the rule is `calibrate.gold`'s; items share a few sets
-of labels, so it is worked out once per set, not per item). Left to the caller too, as they
-are rare: the sparse parts of the items that have some (`Sparse`; SQLite writes the empty
-ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats, or an error in
-force), which SQLite writes by the rule of regular ones, so that it looks each verdict's mark
-up in one table, not three."""
+An item's labels and verdicts come as short JSON objects, which items share a few of: the
+caller works out once per distinct object what follows from it (the gold label by
+`calibrate.gold`'s rule; the verdicts' JSON or cells, and their trust marks). Left to the caller
+too, as they are rare: the sparse parts of the items that have some (`Sparse`; the caller
+writes the empty ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats,
+or an error in force), which SQLite gives by the rule of regular ones, so that it looks each
+verdict's mark up in one table, not three."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from calibrate.store.confidence import ALL_IDS
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
-# what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
+# what a JSON line holds for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 
 # the head of a JSON line, as SQL: one JSON object of the item id, task, lang, system, source id, reference
@@ -89,12 +90,12 @@ class ExportRowsMixin:
                                       "AND i.id BETWEEN ? AND ? ORDER BY i.id", [*params, *ids])
         # one pass over the verdicts and their judgments (and items, for the marks' cells) for both the verdicts
         # and the marks; CROSS JOIN keeps verdicts_in_force the outer loop, in item order
-        mark, cells = (f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END",
+        mark, joined = (f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END",
                        " CROSS JOIN items i ON i.id = v.item_id") if trust else ("", "")
         verdicts = plain_rows(self.conn, f"""
             SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))
                    AS BLOB)
-            FROM verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id{cells}
+            FROM verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id{joined}
             WHERE v.item_id BETWEEN ? AND ? GROUP BY v.item_id ORDER BY v.item_id""", ids)
         rows = _side_by_side(heads, self._labels_by_item(ids), b"{}", verdicts, b"{}")
         return self._with_sparse(rows, trust, ids)
@@ -117,20 +118,20 @@ class ExportRowsMixin:
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         # a cell's guard and quotes are looked for per item, but for the columns of the items' cells (a few
         # values, looked at here) only where one of their values needs them
-        cells = self.conn.execute("SELECT DISTINCT task, lang, system FROM items i WHERE i.current = 1").fetchall()
+        values = self.conn.execute("SELECT DISTINCT task, lang, system FROM items i WHERE i.current = 1").fetchall()
         plain = {name for k, name in enumerate(("task", "lang", "system"))
-                 if all(safe(row[k] or "") == (row[k] or "") and not CSV_SPECIAL.search(row[k] or "") for row in cells)}
+                 if all(safe(row[k] or "") == (row[k] or "") and not CSV_SPECIAL.search(row[k] or "") for row in values)}
         head = " || ',' || ".join(["i.id", *(f"coalesce(i.{name}, '')" if name in plain else
                                              _csv_quoted(f"i.{name}", f"coalesce({_safe(f'i.{name}')}, '')")
                                              for name in ("task", "lang", "system", "source_id", "reference"))])
         heads = plain_rows(self.conn, f"SELECT i.id, CAST({head} AS BLOB) FROM items i WHERE {where} "
                                       "AND i.id BETWEEN ? AND ? ORDER BY i.id", [*params, *ids])
         mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if trust else ""
-        cells = " CROSS JOIN items i ON i.id = v.item_id" if trust else ""
+        joined = " CROSS JOIN items i ON i.id = v.item_id" if trust else ""  # the verdict's cell, for its threshold
         verdicts = plain_rows(self.conn, f"""
             SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL
                    OR v.verdict = '' THEN v.status ELSE v.verdict END{mark})) AS BLOB)
-            FROM verdicts_in_force v{cells} WHERE v.item_id BETWEEN ? AND ? GROUP BY v.item_id ORDER BY v.item_id""",
+            FROM verdicts_in_force v{joined} WHERE v.item_id BETWEEN ? AND ? GROUP BY v.item_id ORDER BY v.item_id""",
                               ids)
         return self._with_sparse(_side_by_side(heads, self._labels_by_item(ids), b"{}", verdicts, b"{}"), trust, ids)
 
