@@ -24,11 +24,10 @@ class ChildWorkError(RuntimeError):
     """The child process ended without handing back a result (killed, or it could not start)."""
 
 
-def in_child_process(future: Future, work: Callable, args: tuple, *, niceness: int = 10) -> None:
+def in_child_process(future: Future, work: Callable, args: tuple) -> None:
     """Run `work(*args)` in a fresh interpreter and hand its result, or its exception, to
     `future` from a thread that waits for it; a child that cannot finish gives `ChildWorkError`.
-    A child still running when this process exits is ended. The child's priority is lowered by
-    `niceness` (the app showing items meanwhile comes first; 0 for work the caller waits for)."""
+    A child still running when this process exits is ended."""
     child = subprocess.Popen([sys.executable, "-c", "from calibrate.child_process import _child_main; _child_main()"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     end = functools.partial(_end_child, child)
@@ -36,7 +35,7 @@ def in_child_process(future: Future, work: Callable, args: tuple, *, niceness: i
 
     def wait() -> None:
         try:
-            out, _ = child.communicate(pickle.dumps((work, args, niceness)))
+            out, _ = child.communicate(pickle.dumps((work, args)))
             ok, value = pickle.loads(out)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller raises it where it takes the result
             end()
@@ -55,11 +54,11 @@ def _end_child(child: subprocess.Popen) -> None:
 
 
 def _child_main() -> None:
-    """The child process of `in_child_process`: one pickled (work, args, niceness) in, one
-    pickled (True, result) or (False, exception) out, its priority lowered by niceness."""
-    work, args, niceness = pickle.loads(sys.stdin.buffer.read())
-    if niceness and hasattr(os, "nice"):
-        os.nice(niceness)
+    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
+    (True, result) or (False, exception) out, at a lower priority than the app."""
+    work, args = pickle.loads(sys.stdin.buffer.read())
+    if hasattr(os, "nice"):
+        os.nice(10)  # the app showing items meanwhile comes first
     try:
         result = (True, work(*args))
     except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it where the result is taken

@@ -1550,26 +1550,26 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     if click_ctx.invoked_subcommand is not None:
         return
     from calibrate.cells import CellKinds
-    from calibrate.formats.gold import write_export
+    from calibrate.formats.gold import write_csv, write_jsonl
     from calibrate.reliability_cells import trust_marks
 
     ctx = click_ctx.find_object(Context)
     check_filters(ctx, system=system)
-    items = ctx.store.count_items(system=system)
-    if not items:
+    if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
+    writer = write_jsonl if fmt == "jsonl" else write_csv
     marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
     say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
     if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
         with out.open("wb") if fmt == "jsonl" else out.open("w", encoding="utf-8", newline="") as handle:
-            n = write_export(ctx.store, handle, fmt, system, marks, items=items, beside=out.resolve().parent)
+            n = writer(ctx.store, handle, system, marks)
         console.print(f"wrote {n} items to {out}")
     elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
         buffer = io.StringIO(newline="")
-        write_export(ctx.store, buffer, fmt, system, marks, items=0)
+        writer(ctx.store, buffer, system, marks)
         click.echo(safe(buffer.getvalue()), nl=False)
     else:
-        write_export(ctx.store, sys.stdout, fmt, system, marks, items=items)
+        writer(ctx.store, sys.stdout, system, marks)
 
 
 @export_group.command(name="c3", database=READS)

@@ -13,30 +13,21 @@ at a time. Here are added what follows from an item's labels (the gold label by
 marks), each worked out once per set of labels or verdicts, as items share a few; and what few
 items need: the notes, flags and listening of the items that have them, and the trust marks of
 irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from the stored
-text, never parsed into Python objects. A large export from a database file is written by two
-processes, a half of the items each (`write_export`)."""
+text, never parsed into Python objects."""
 
 from __future__ import annotations
 
 import codecs
 import io
 import json
-import os
-import shutil
-import tempfile
-from concurrent.futures import Future
-from pathlib import Path
 
-from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
-from calibrate.store.confidence import ALL_IDS
 from calibrate.store.export_rows import CSV_SPECIAL, NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
-TWO_PARTS_FROM = 100_000  # items from which an export of a database file is written by two processes, a half each
 MEMO = 4096  # sets of labels (or verdicts) whose gold label part (JSON) or cells (CSV) are kept
 
 
@@ -93,12 +84,11 @@ def _with_marks(line: str, marks: list[tuple[str, bool]]) -> str:
 
 
 def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
-                marks: TrustMarks | None = None, *, ids: tuple[int, int] = ALL_IDS) -> int:
-    """One JSON line per item (whose id is in `ids`, first and last): item_id, task, lang, system,
-    source_id, reference, fields, labels, gold_label, gold_basis, verdicts (judge -> status,
-    verdict, correct), notes, flagged_by, listened, and with `marks` trust (judge -> "accepted" or
-    "needs a person"). `out` is a text stream, or a binary one that takes the lines in UTF-8
-    (cheaper: the lines are not decoded)."""
+                marks: TrustMarks | None = None) -> int:
+    """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
+    gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
+    listened, and with `marks` trust (judge -> "accepted" or "needs a person"). `out` is a text
+    stream, or a binary one that takes the lines in UTF-8 (cheaper: the lines are not decoded)."""
     if marks is not None:
         store.set_trust_marks(marks)
     write = _bytes_to(out)
@@ -117,7 +107,7 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
 
     gold, tails = _ByJson(lambda labels: _gold_json(labels).encode()), _ByJson(tail_of)
     # the store gives each line's parts as UTF-8 bytes, written out as they are where nothing is to be changed
-    for _, (_, head, labels, verdicts), sparse in store.export_lines(system, trust=trust, ids=ids):
+    for _, (_, head, labels, verdicts), sparse in store.export_lines(system, trust=trust):
         line = b"".join((head[:-1], b',"labels":', labels, gold[labels], tails[verdicts]))
         if sparse is not None:
             text = _with_sparse(line.decode(), sparse)
@@ -134,26 +124,23 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
 
 
 def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
-              marks: TrustMarks | None = None, *, ids: tuple[int, int] = ALL_IDS,
-              columns: tuple[list[str], list[str], bool] | None = None, header: bool = True) -> int:
-    """One CSV row per item (whose id is in `ids`, first and last): item_id, task, lang, system,
-    source_id, reference, gold_label, gold_basis, annotator, a label column per annotator, a
-    verdict column per judge, with `marks` a trust column per judge, notes, flagged_by, and where
-    an item has usable audio a listened column per annotator; cells a spreadsheet would run as
-    formulas neutralised; as `csv.writer` writes them (QUOTE_MINIMAL, rows ending in CR LF). The
-    columns are `columns` (`Store.export_columns`; read when None), the header row written with
-    `header`. `out` is a text stream, or a binary one that takes the rows in UTF-8."""
-    annotators, judges, with_audio = columns or store.export_columns(system)
+              marks: TrustMarks | None = None) -> int:
+    """One CSV row per item: item_id, task, lang, system, source_id, reference, gold_label,
+    gold_basis, annotator, a label column per annotator, a verdict column per judge, with `marks`
+    a trust column per judge, notes, flagged_by, and where an item has usable audio a listened
+    column per annotator; cells a spreadsheet would run as formulas neutralised; as `csv.writer`
+    writes them (QUOTE_MINIMAL, rows ending in CR LF). `out` is a text stream, or a binary one
+    that takes the rows in UTF-8."""
+    annotators, judges, with_audio = store.export_columns(system)
     listeners = annotators if with_audio else []
     trusted = judges if marks is not None else []
     if marks is not None:
         store.set_trust_marks(marks)
     write = _bytes_to(out)
-    if header:
-        write(_csv_cells([spreadsheet_safe(v) for v in [
-            "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
-            *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
-            "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])[1:] + b"\r\n")
+    write(_csv_cells([spreadsheet_safe(v) for v in [
+        "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
+        *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
+        "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])[1:] + b"\r\n")  # the header row
     column = {a: k for k, a in enumerate(annotators)}
     no_sparse = _csv_cells(["", "", *[""] * len(listeners)]) + b"\r\n"
 
@@ -173,8 +160,7 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
 
     decided, judged = _ByJson(labels_cells), _ByJson(verdict_cells)
     n, chunk = 0, []
-    for _, (_, head, labels, verdicts), sparse in store.export_cells(spreadsheet_safe, system, trust=marks is not None,
-                                                                      ids=ids):
+    for _, (_, head, labels, verdicts), sparse in store.export_cells(spreadsheet_safe, system, trust=marks is not None):
         if sparse is None:
             chunk.append(b"".join((head, decided[labels], judged[verdicts], no_sparse)))
         else:
@@ -208,53 +194,3 @@ def _bytes_to(out: io.TextIOBase | io.BufferedIOBase):
         out.flush()
         return out.buffer.write
     return lambda data: out.write(data.decode())
-
-
-def write_export(store: Store, out: io.TextIOBase | io.BufferedIOBase, fmt: str, system: str | None = None,
-                 marks: TrustMarks | None = None, *, items: int, beside: Path | None = None) -> int:
-    """The items (of `system`, if given; `items` of them) as JSON lines (`fmt` "jsonl", see
-    `write_jsonl`) or CSV rows (`write_csv`) to `out`. From a database file with at least
-    TWO_PARTS_FROM items, a second process writes the second half of the items (by id) to a
-    temporary file in the folder `beside` (None: the system's) while this one writes the first
-    half to `out`, and the second is then copied after it: the same bytes in about half the
-    time where a core is free. Should the second process fail to start or end, this one
-    writes its half itself."""
-    write = write_jsonl if fmt == "jsonl" else write_csv
-    columns = store.export_columns(system) if fmt == "csv" else None
-    options = {"columns": columns} if columns is not None else {}
-    split = store.export_split(system) if store.in_file and items >= TWO_PARTS_FROM else None
-    if split is None:
-        return write(store, out, system, marks, **options)
-    text = isinstance(out, io.TextIOBase)
-    encoding = (out.encoding, out.errors) if text else None
-    handle, part = tempfile.mkstemp(prefix=".calibrate-export-", suffix=".part", dir=beside)
-    os.close(handle)
-    try:
-        second = Future()
-        in_child_process(second, _write_second_part, (store.path, fmt, system, marks, split, columns, part, encoding),
-                         niceness=0)
-        n = write(store, out, system, marks, ids=(ALL_IDS[0], split - 1), **options)
-        try:
-            n_second = second.result()
-        except ChildWorkError:  # the second process did not finish: this one writes its half
-            n_second = _write_second_part(store, fmt, system, marks, split, columns, part, encoding)
-        out.flush()
-        with open(part, "rb") as written:
-            shutil.copyfileobj(written, out.buffer if text else out, 1 << 20)
-        return n + n_second
-    finally:
-        os.unlink(part)
-
-
-def _write_second_part(store: Store | str, fmt: str, system: str | None, marks: TrustMarks | None, split: int,
-                       columns: tuple | None, part: str, encoding: tuple[str, str] | None) -> int:
-    """`write_export`'s second half: the items from id `split` on, written to the file `part`
-    (in bytes as they would be written to the output: text encoded by `encoding`, (encoding,
-    errors), or UTF-8 bytes where it is None), read through `store` or a store opened read-only
-    on that path."""
-    if isinstance(store, str):
-        store = Store(store, read_only=True)
-    with (open(part, "w", encoding=encoding[0], errors=encoding[1], newline="") if encoding else open(part, "wb")) as out:
-        if fmt == "jsonl":
-            return write_jsonl(store, out, system, marks, ids=(split, ALL_IDS[1]))
-        return write_csv(store, out, system, marks, ids=(split, ALL_IDS[1]), columns=columns, header=False)

@@ -23,8 +23,6 @@ from calibrate.store.sql import gold_of
 CONFIDENCES = "group_concat(CASE WHEN c.status = 'verdict' AND c.confidence BETWEEN 0 AND 1 " \
               "THEN printf('%!.17g', c.confidence) END)"
 
-ALL_IDS = (-(2 ** 63), 2 ** 63 - 1)  # every item id, as a range of ids (first, last), both included
-
 
 class ConfidenceMixin:
     """Verdict groups, irregular verdicts and trust marks (part of Store)."""
@@ -205,15 +203,13 @@ class ConfidenceMixin:
     # threshold: a verdict in a cell without one is never accepted, and its judgment's row is not read
     ACCEPTED_IF_REGULAR_BY_CELL = _REGULAR.format(judgments=" CROSS JOIN judgments j", joined=" AND j.id = v.judgment_id")
 
-    def irregular_marks(self, ids: tuple[int, int] = ALL_IDS) -> Iterator[tuple[int, str, bool]]:
+    def irregular_marks(self) -> Iterator[tuple[int, str, bool]]:
         """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:
-        repeats, or an error in force) on an item whose id is in `ids` (first, last), in item id
-        order."""
+        repeats, or an error in force), in item id order."""
         return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, coalesce(a.accepted, 0) FROM temp.irregular r "
                                      "JOIN verdicts_in_force v ON v.item_id = r.item_id AND v.judge_name = r.judge_name "
                                      "LEFT JOIN temp.trust_irregular a ON a.item_id = r.item_id "
-                                     "AND a.judge_name = r.judge_name WHERE r.item_id BETWEEN ? AND ? "
-                                     "ORDER BY r.item_id, r.judge_name", ids)
+                                     "AND a.judge_name = r.judge_name ORDER BY r.item_id, r.judge_name")
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from calibrate.model import Item
-from calibrate.store.confidence import ALL_IDS
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
@@ -70,8 +69,8 @@ def _csv_quoted(column: str, cell: str) -> str:
 class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
-    def export_lines(self, system: str | None = None, *, trust: bool = False,
-                     ids: tuple[int, int] = ALL_IDS) -> Iterator[tuple[int, tuple, Sparse | None]]:
+    def export_lines(self, system: str | None = None, *,
+                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
         `system`, if given) in id order, the parts UTF-8 bytes: the head the JSON object of the
         item id, task, lang, system, source_id, reference and fields (minified) that begins its
@@ -80,14 +79,13 @@ class ExportRowsMixin:
         JSON object judge -> [status, verdict, correct (of its judgment in force); with `trust`
         (after `set_trust_marks`) whether it is accepted were it regular (1 or 0; the irregular
         ones' marks are in the sparse parts, `Sparse.marks`)], "{}" when unjudged. Items share a
-        few sets of labels and of verdicts, whose parts the caller works out once per set. Only
-        items whose id is in `ids` (first, last) are read."""
+        few sets of labels and of verdicts, whose parts the caller works out once per set."""
         where, params = self._item_filter(None, None, None, None, system)
         # each part as its UTF-8 bytes (a BLOB): not decoded here to be encoded again as it is written out; the
         # labels and the verdicts each read in one pass over their table in item order (a look-up per item
         # costs twice as much), those of items not exported passed over as the parts are put together
-        heads = plain_rows(self.conn, f"SELECT i.id, CAST({_HEAD} AS BLOB) FROM items i WHERE {where} "
-                                      "AND i.id BETWEEN ? AND ? ORDER BY i.id", [*params, *ids])
+        heads = plain_rows(self.conn, f"SELECT i.id, CAST({_HEAD} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
+                           params)
         # one pass over the verdicts and their judgments (and items, for the marks' cells) for both the verdicts
         # and the marks; CROSS JOIN keeps verdicts_in_force the outer loop, in item order
         mark, joined = (f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END",
@@ -96,12 +94,11 @@ class ExportRowsMixin:
             SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))
                    AS BLOB)
             FROM verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id{joined}
-            WHERE v.item_id BETWEEN ? AND ? GROUP BY v.item_id ORDER BY v.item_id""", ids)
-        rows = _side_by_side(heads, self._labels_by_item(ids), b"{}", verdicts, b"{}")
-        return self._with_sparse(rows, trust, ids)
+            GROUP BY v.item_id ORDER BY v.item_id""")
+        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
 
-    def export_cells(self, safe: Callable[[str], str], system: str | None = None, *, trust: bool = False,
-                     ids: tuple[int, int] = ALL_IDS) -> Iterator[tuple[int, tuple, Sparse | None]]:
+    def export_cells(self, safe: Callable[[str], str], system: str | None = None, *,
+                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
         """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
         `system`, if given) in id order, for a CSV export, the parts UTF-8 bytes: the head is the
         CSV text of the item id, task, lang, system, source_id and reference ("" for none), each
@@ -112,8 +109,7 @@ class ExportRowsMixin:
         status where there is none; with `trust` (after `set_trust_marks`) whether it is accepted
         were it regular (1 or 0; the irregular ones' marks are in the sparse parts,
         `Sparse.marks`)], "{}" when unjudged. Items share a few sets of labels and of verdicts,
-        whose cells the caller works out once per set. Only items whose id is in `ids` (first,
-        last) are read."""
+        whose cells the caller works out once per set."""
         where, params = self._item_filter(None, None, None, None, system)
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         # a cell's guard and quotes are looked for per item, but for the columns of the items' cells (a few
@@ -124,43 +120,37 @@ class ExportRowsMixin:
         head = " || ',' || ".join(["i.id", *(f"coalesce(i.{name}, '')" if name in plain else
                                              _csv_quoted(f"i.{name}", f"coalesce({_safe(f'i.{name}')}, '')")
                                              for name in ("task", "lang", "system", "source_id", "reference"))])
-        heads = plain_rows(self.conn, f"SELECT i.id, CAST({head} AS BLOB) FROM items i WHERE {where} "
-                                      "AND i.id BETWEEN ? AND ? ORDER BY i.id", [*params, *ids])
+        heads = plain_rows(self.conn, f"SELECT i.id, CAST({head} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
+                           params)
         mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if trust else ""
         joined = " CROSS JOIN items i ON i.id = v.item_id" if trust else ""  # the verdict's cell, for its threshold
         verdicts = plain_rows(self.conn, f"""
             SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL
                    OR v.verdict = '' THEN v.status ELSE v.verdict END{mark})) AS BLOB)
-            FROM verdicts_in_force v{joined} WHERE v.item_id BETWEEN ? AND ? GROUP BY v.item_id ORDER BY v.item_id""",
-                              ids)
-        return self._with_sparse(_side_by_side(heads, self._labels_by_item(ids), b"{}", verdicts, b"{}"), trust, ids)
+            FROM verdicts_in_force v{joined} GROUP BY v.item_id ORDER BY v.item_id""")
+        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
 
-    def _labels_by_item(self, ids: tuple[int, int]) -> Iterator[tuple[int, bytes]]:
+    def _labels_by_item(self) -> Iterator[tuple[int, bytes]]:
         """(item id, the JSON object of its labels in force as UTF-8 bytes: annotator -> label) per
-        labelled item whose id is in `ids` (first, last), in item id order: one pass over the
-        labels (a look-up per item costs twice as much)."""
+        labelled item, in item id order: one pass over the labels (a look-up per item costs twice
+        as much)."""
         return plain_rows(self.conn, "SELECT item_id, CAST(json_group_object(annotator, label) AS BLOB) "
-                                     "FROM labels_in_force WHERE item_id BETWEEN ? AND ? GROUP BY item_id "
-                                     "ORDER BY item_id", ids)
+                                     "FROM labels_in_force GROUP BY item_id ORDER BY item_id")
 
-    def _with_sparse(self, rows, trust: bool, ids: tuple[int, int]) -> Iterator[tuple[int, object, Sparse | None]]:
-        """(item id, its row, its sparse parts or None) for `rows` in item id order, their ids in
-        `ids` (first, last): the sparse parts (with `trust`, the irregular verdicts' marks among
-        them) read in streams of their own in item order beside them, looked at only when their
-        next row is this item's."""
+    def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
+        """(item id, its row, its sparse parts or None) for `rows` in item id order: the
+        sparse parts (with `trust`, the irregular verdicts' marks among them) read in streams of
+        their own in item order beside them, looked at only when their next row is this item's."""
         c = self.conn
         notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
-                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id, id", ids))
+                                      "ORDER BY item_id, id"))
         flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
-                                      f"WHERE a.action = 'flag' AND a.item_id BETWEEN ? AND ? AND {IN_FORCE} "
-                                      "ORDER BY 1, 2", ids))
+                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
         listening = _ByItem(plain_rows(
             c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
-               "WHERE audio_plays IS NOT NULL AND item_id BETWEEN ? AND ? GROUP BY item_id, annotator "
-               "ORDER BY item_id, annotator", ids))
-        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL "
-                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id", ids))
-        irregular = _ByItem(self.irregular_marks(ids) if trust else ())
+               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
+        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
+        irregular = _ByItem(self.irregular_marks() if trust else ())
         sparse = (notes, flags, audio, irregular)
         upcoming = min(part.next_id for part in sparse)  # the next item with a sparse part
         for row in rows:
@@ -178,15 +168,6 @@ class ExportRowsMixin:
                            [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])
             upcoming = min(part.next_id for part in sparse)
             yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
-
-    def export_split(self, system: str | None = None) -> int | None:
-        """An item id that splits the current items (of `system`, if given) in two halves of
-        about the same size for exports written in two parts (ids below it, and from it on):
-        the middle of their smallest and largest id, found by two seeks (None without items)."""
-        where, params = self._item_filter(None, None, None, None, system)
-        first, last = (self.conn.execute(f"SELECT i.id FROM items i WHERE {where} ORDER BY i.id {order} LIMIT 1",
-                                         params).fetchone() for order in ("ASC", "DESC"))
-        return None if first is None else (first[0] + last[0] + 1) // 2
 
     def c3_export_items(self, task: str, lang: str, system: str,
                         judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
