@@ -62,6 +62,23 @@ def json_text_safe(text: str) -> str:
     return text
 
 
+# UTF-8 that may hold a character beyond ASCII that `json_text_safe` changes: every such character's bytes
+# match (a few other characters' too); each branch starts with a byte, so that the search skips to them
+_JSON_ESCAPED_UTF8 = re.compile(rb"\xc2[\x80-\x9f\xad]|\xcd\x8f|\xd8\x9c|\xe1[\x85\x9e\xa0]|\xe2\x80[\x8b-\x8f\xa8-\xae]"
+                                rb"|\xe2\x81[\xa0-\xaf]|\xe3\x85\xa4|\xef\xbb\xbf|\xef\xbe\xa0|\xef\xbf[\xb9-\xbb]|\xf0\x9b"
+                                rb"|\xf0\x9d\x85|\xf3\xa0")
+
+
+def json_bytes_safe(data: bytes) -> bytes:
+    """`json_text_safe` of compact JSON text in UTF-8 (no control characters but in escapes, as
+    SQLite and `json.dumps` write it on one line), decoded only where it may hold a character to
+    change: DEL, or one beyond ASCII that `_JSON_ESCAPED_UTF8` finds (most text, in any script,
+    holds none)."""
+    if b"\x7f" not in data and (data.isascii() or _JSON_ESCAPED_UTF8.search(data) is None):
+        return data
+    return json_text_safe(data.decode()).encode()
+
+
 def for_terminal(text: str, stream=None) -> str:
     """`text` about to be written to `stream` (default: standard output): made safe (see
     `safe`) when the stream is a terminal, else left exactly as it is, so a file or a pipe gets

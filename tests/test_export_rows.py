@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
 from calibrate.formats import gold
-from calibrate.formats.gold import write_csv, write_jsonl
+from calibrate.formats.gold import _csv_cells, write_csv, write_jsonl
 from calibrate.gold import gold_label
 from calibrate.model import NewItem, NewJudgment
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
+from calibrate.store.export_rows import _csv_quoted
 from tests.test_counted_reads import fill, item, more, shake
 
 text = st.text(alphabet=st.sampled_from(['a', 'é', '"', "\\", "\n", "\t", "\x1b", "\x7f", "\u200b", "\u202e", "=",
@@ -68,7 +69,7 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
         for content, note, action, pick in odd:  # odd text in items, notes, flags
             new, _ = store.add_items([NewItem("c3/lexical", "en", f"{next(serial)}{content}",
                                               {"content": content, "response": note}, reference=content,
-                                              system="s1")], with_ids=True)
+                                              system="s1" if pick % 2 else f"={content},")], with_ids=True)
             ids += new
             store.annotate(ids[pick % len(ids)], f"ann{content}", action, note=note or None,
                            label=f"y{content}" if action == "label" else None)
@@ -90,12 +91,16 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
         judges = [h.removeprefix("verdict:") for h in header if h.startswith("verdict:")]
         assert annotators == sorted({a for e in expected for a in e["labels"]})
         assert judges == sorted({j for e in expected for j in e["verdicts"]})
-        assert rows[1:] == [[spreadsheet_safe(v) for v in [
+        expected_rows = [[spreadsheet_safe(v) for v in [
             e["item_id"], e["task"], e["lang"], e["system"], e["source_id"], e["reference"], e["gold_label"],
             e["gold_basis"], e["annotator"], *(e["labels"].get(a, "") for a in annotators),
             *((e["verdicts"][j]["verdict"] or e["verdicts"][j]["status"]) if j in e["verdicts"] else "" for j in judges),
             " | ".join(f"{n['annotator']}: {n['note']}" for n in e["notes"]), " ".join(e["flagged_by"])]]
             for e in expected]
+        assert rows[1:] == expected_rows
+        written = io.StringIO(newline="")
+        csv.writer(written).writerows([header, *expected_rows])
+        assert out.getvalue() == written.getvalue(), "quoted and ended as csv.writer writes them"
 
     try:
         check()
@@ -199,3 +204,21 @@ def test_c3_export_items_equal_each_items_verdict_in_force_read_one_by_one():
         check()
     finally:
         store.close()
+
+
+cell = st.text(alphabet=st.sampled_from(["a", ",", '"', "\r", "\n", "\x00", " ", "'", "é", "是", "\t", ";"]), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(cell, min_size=2, max_size=6))
+def test_csv_cells_are_quoted_as_csv_writer_quotes_them(cells):
+    """A CSV row put together from cells quoted by the export (in SQL for the first ones, in
+    Python for the rest) has the bytes `csv.writer` writes for it."""
+    written = io.StringIO(newline="")
+    csv.writer(written).writerow(cells)
+    store = Store(":memory:")
+    try:
+        first = store.conn.execute(f"SELECT {_csv_quoted('x', 'x')} FROM (SELECT ? AS x)", (cells[0],)).fetchone()[0]
+    finally:
+        store.close()
+    assert first.encode() + _csv_cells(cells[1:]) + b"\r\n" == written.getvalue().encode()

@@ -222,3 +222,18 @@ def test_the_csv_export_keeps_the_data_and_neutralises_only_formulas(tmp_path):
     for text in (out.read_bytes().decode("utf-8"), piped):
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
         assert [r["source_id"] for r in rows] == [*ids[:3], "'" + ids[3], *ids[4:]]
+
+
+def test_json_bytes_safe_decodes_every_character_json_text_safe_changes():
+    """Every character beyond ASCII that `json_text_safe` writes as an escape (checked over all of
+    Unicode) is found in its UTF-8 bytes by `json_bytes_safe`, so text it leaves undecoded needs
+    no change (ASCII JSON text holds no control character but DEL outside escapes); and what it
+    changes equals `json_text_safe`'s output."""
+    from calibrate.escape import _JSON_ESCAPED_UTF8, json_bytes_safe
+
+    changed = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and json_text_safe(chr(c)) != chr(c)]
+    assert len(changed) > 400 and "\u202e" in changed and "\U000e0041" in changed
+    missed = [c for c in changed if c >= "\x80" and not _JSON_ESCAPED_UTF8.search(c.encode())]
+    assert not missed, [f"U+{ord(c):04X}" for c in missed]
+    for text in ('{"a":"是\u202e,\u200b"}', '{"a":"plain 是 ascii, “quotes”"}', '{"a":"\U000e0041\x7f"}'):
+        assert json_bytes_safe(text.encode()) == json_text_safe(text).encode()

@@ -6,37 +6,39 @@ they labelled without playing it); and, given the judges' trust marks (`calibrat
 judge whether each item's verdict is accepted or needs a person.
 
 Items are streamed from the store (`Store.export_lines`, `Store.export_cells`), which writes
-each line or row in SQL, and written as they come, so an export of a million items holds a few
-thousand lines at a time. Here are added what follows from an item's labels (the gold label by
-`calibrate.gold`, who decided it; worked out once per set of labels, as items share a few), and
-what few items need: the notes, flags and listening of the items that have them, and the trust
-marks of irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from
-the stored text, never parsed into Python objects."""
+each line's or row's own part in SQL (a JSON line's head, a CSV row's first cells, quoted), and
+written as they come, as UTF-8 bytes, so an export of a million items holds a few thousand lines
+at a time. Here are added what follows from an item's labels (the gold label by
+`calibrate.gold`, who decided it) and from its verdicts (their JSON or cells, and their trust
+marks), each worked out once per set of labels or verdicts, as items share a few; and what few
+items need: the notes, flags and listening of the items that have them, and the trust marks of
+irregular verdicts. A JSON line is compact, the item's fields minified by SQLite from the stored
+text, never parsed into Python objects."""
 
 from __future__ import annotations
 
-import csv
+import codecs
 import io
 import json
 
-from calibrate.escape import json_text_safe, spreadsheet_safe
+from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
-from calibrate.store.export_rows import NO_SPARSE_JSON, Sparse
+from calibrate.store.export_rows import CSV_SPECIAL, NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
-MEMO = 4096  # sets of labels whose gold label part (JSON) or cells (CSV) are kept
+MEMO = 4096  # sets of labels (or verdicts) whose gold label part (JSON) or cells (CSV) are kept
 
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-class _ByLabels(dict):
-    """What follows from an item's labels, by their JSON text (annotator -> label), worked out by
-    `work` from the labels once per set: items share a few sets of labels. At most MEMO sets are
-    kept."""
+class _ByJson(dict):
+    """What follows from an item's labels (annotator -> label) or verdicts, by their JSON text,
+    worked out by `work` from the value once per text: items share a few sets of labels and of
+    verdicts. At most MEMO texts are kept."""
 
     def __init__(self, work):
         super().__init__()
@@ -89,81 +91,106 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
     stream, or a binary one that takes the lines in UTF-8 (cheaper: the lines are not decoded)."""
     if marks is not None:
         store.set_trust_marks(marks)
-    if isinstance(out, io.TextIOBase):
-        def write(lines: list[bytes]) -> None:
-            out.write((b"\n".join(lines) + b"\n").decode())
-    else:
-        def write(lines: list[bytes]) -> None:
-            out.write(b"\n".join(lines) + b"\n")
+    write = _bytes_to(out)
     n, chunk = 0, []
-    gold = _ByLabels(lambda labels: _gold_json(labels).encode())
+    trust = marks is not None
+
+    def tail_of(verdicts: dict[str, list]) -> bytes:
+        """What follows the gold label part in a line of an item with these verdicts (judge -> status,
+        verdict, correct, with `marks` accepted were it regular): its verdicts, the sparse parts
+        (`NO_SPARSE_JSON`) and with `marks` its trust marks."""
+        shown = {j: {"status": status, "verdict": verdict, "correct": correct}
+                 for j, (status, verdict, correct, *_) in verdicts.items()}
+        accepted = {j: "accepted" if v[3] else "needs a person" for j, v in verdicts.items()} if trust else None
+        return (f',"verdicts":{_json(shown)}{NO_SPARSE_JSON}' + (f',"trust":{_json(accepted)}' if trust else "")
+                + "}").encode()
+
+    gold, tails = _ByJson(lambda labels: _gold_json(labels).encode()), _ByJson(tail_of)
     # the store gives each line's parts as UTF-8 bytes, written out as they are where nothing is to be changed
-    for _, (_, head, labels, tail), sparse in store.export_lines(system, trust=marks is not None):
-        line = b"".join((head[:-1], b',"labels":', labels, gold[labels], tail))
+    for _, (_, head, labels, verdicts), sparse in store.export_lines(system, trust=trust):
+        line = b"".join((head[:-1], b',"labels":', labels, gold[labels], tails[verdicts]))
         if sparse is not None:
             text = _with_sparse(line.decode(), sparse)
             if sparse.marks:
                 text = _with_marks(text, sparse.marks)
             line = text.encode()
-        # an ASCII line without DEL has nothing `json_text_safe` would change (JSON escaped the controls)
-        chunk.append(line if line.isascii() and b"\x7f" not in line else json_text_safe(line.decode()).encode())
+        chunk.append(json_bytes_safe(line))
         if len(chunk) == CHUNK:
-            write(chunk)
+            write(b"\n".join(chunk) + b"\n")
             n, chunk = n + len(chunk), []
     if chunk:
-        write(chunk)
+        write(b"\n".join(chunk) + b"\n")
     return n + len(chunk)
 
 
-def write_csv(store: Store, out: io.TextIOBase, system: str | None = None, marks: TrustMarks | None = None) -> int:
+def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
+              marks: TrustMarks | None = None) -> int:
     """One CSV row per item: item_id, task, lang, system, source_id, reference, gold_label,
     gold_basis, annotator, a label column per annotator, a verdict column per judge, with `marks`
     a trust column per judge, notes, flagged_by, and where an item has usable audio a listened
-    column per annotator; cells a spreadsheet would run as formulas neutralised."""
+    column per annotator; cells a spreadsheet would run as formulas neutralised; as `csv.writer`
+    writes them (QUOTE_MINIMAL, rows ending in CR LF). `out` is a text stream, or a binary one
+    that takes the rows in UTF-8."""
     annotators, judges, with_audio = store.export_columns(system)
     listeners = annotators if with_audio else []
     trusted = judges if marks is not None else []
     if marks is not None:
         store.set_trust_marks(marks)
-    writer = csv.writer(out)
-    writer.writerow([spreadsheet_safe(v) for v in [
+    write = _bytes_to(out)
+    write(_csv_cells([spreadsheet_safe(v) for v in [
         "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
         *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
-        "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])
+        "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])[1:] + b"\r\n")  # the header row
     column = {a: k for k, a in enumerate(annotators)}
-    # each judge's trust column in a row of `Store.export_cells`: after the item id, five cells, labels, verdicts
-    mark_column = {j: 7 + len(judges) + k for k, j in enumerate(trusted)}
-    no_sparse = ("", "", *[""] * len(listeners))
+    no_sparse = _csv_cells(["", "", *[""] * len(listeners)]) + b"\r\n"
 
-    def cells_of(labels: dict[str, str]) -> tuple:
+    def labels_cells(labels: dict[str, str]) -> bytes:
         """The cells that follow from an item's labels: gold label, basis, who decided, a label per annotator."""
         cells = [*_decided(labels), *[""] * len(annotators)]
         for who, label in labels.items():
             cells[3 + column[who]] = label
-        return tuple(map(spreadsheet_safe, cells))
+        return _csv_cells(map(spreadsheet_safe, cells))
 
-    decided = _ByLabels(cells_of)
-    count = 0
+    def verdict_cells(verdicts: dict[str, list], irregular: dict[str, bool] | None = None) -> bytes:
+        """The cells of an item's verdicts (judge -> [verdict or status, accepted were it regular]): a
+        verdict per judge, and with `marks` a trust mark per judge (an irregular verdict's from `irregular`)."""
+        accepted = {j: bool(v[-1]) for j, v in verdicts.items()} | (irregular or {}) if trusted else {}
+        return _csv_cells([*(spreadsheet_safe(verdicts[j][0]) if j in verdicts else "" for j in judges),
+                           *(("accepted" if accepted[j] else "needs a person") if j in verdicts else "" for j in trusted)])
 
-    def rows():
-        nonlocal count
-        for _, row, sparse in store.export_cells(judges, spreadsheet_safe, system, trust=marks is not None):
-            count += 1
-            labels = row[6]  # after the item id, task, lang, system, source_id and reference ("{}" for none)
-            cells = decided[labels]
-            if sparse is None:
-                tail = no_sparse
-            else:
-                if sparse.marks:  # the irregular verdicts' marks in place of the ones written by the regular rule
-                    row = list(row)
-                    for judge, accepted in sparse.marks:
-                        if judge in mark_column and row[mark_column[judge]]:
-                            row[mark_column[judge]] = "accepted" if accepted else "needs a person"
-                    row = tuple(row)
-                tail = tuple(spreadsheet_safe(value) for value in (
-                    " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes),
-                    " ".join(sparse.flagged_by), *((sparse.listened or {}).get(a, "") for a in listeners)))
-            yield row[:6] + cells + row[7:] + tail
+    decided, judged = _ByJson(labels_cells), _ByJson(verdict_cells)
+    n, chunk = 0, []
+    for _, (_, head, labels, verdicts), sparse in store.export_cells(spreadsheet_safe, system, trust=marks is not None):
+        if sparse is None:
+            chunk.append(b"".join((head, decided[labels], judged[verdicts], no_sparse)))
+        else:
+            tail = _csv_cells(map(spreadsheet_safe, (
+                " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes), " ".join(sparse.flagged_by),
+                *((sparse.listened or {}).get(a, "") for a in listeners))))
+            cells = verdict_cells(json.loads(verdicts), dict(sparse.marks)) if sparse.marks else judged[verdicts]
+            chunk.append(b"".join((head, decided[labels], cells, tail, b"\r\n")))
+        if len(chunk) == CHUNK:
+            write(b"".join(chunk))
+            n, chunk = n + len(chunk), []
+    if chunk:
+        write(b"".join(chunk))
+    return n + len(chunk)
 
-    writer.writerows(rows())
-    return count
+
+def _csv_cells(cells) -> bytes:
+    """`cells` (text) as the part of a CSV row they make after another cell, in UTF-8: each after
+    a comma, quoted as `csv.writer` quotes them (QUOTE_MINIMAL: within double quotes, its own
+    doubled, where a cell holds a comma, a double quote, a carriage return or a newline)."""
+    return "".join("," + (f'"{cell.replace(chr(34), chr(34) * 2)}"' if CSV_SPECIAL.search(cell) else cell)
+                   for cell in cells).encode()
+
+
+def _bytes_to(out: io.TextIOBase | io.BufferedIOBase):
+    """A function writing UTF-8 bytes to `out`: as they are to a binary stream, or to a UTF-8
+    text stream's buffer (after what was written to it as text), else decoded."""
+    if not isinstance(out, io.TextIOBase):
+        return out.write
+    if hasattr(out, "buffer") and codecs.lookup(out.encoding).name == "utf-8":
+        out.flush()
+        return out.buffer.write
+    return lambda data: out.write(data.decode())

@@ -1,27 +1,29 @@
 """The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
-current items in id order whose rows SQLite writes as they are written out (a JSON line in
-parts, or the text cells of a CSV row), and the sparse parts (notes, flags, listening, the
-irregular verdicts' trust marks) read beside it, so an export of a million items holds no
-Python object per item.
+current items in id order whose rows SQLite writes as they are written out (a JSON line's
+head, or the first cells of a CSV row, quoted), the items' labels and verdicts each read in one
+ordered pass over their table beside it (a look-up per item costs twice as much), and the
+sparse parts (notes, flags, listening, the irregular verdicts' trust marks) read beside them,
+so an export of a million items holds no Python object per item.
 
-A JSON line comes in three parts, its labels' JSON object between them: the caller writes
-the gold label part after the labels (the rule is `calibrate.gold`'s; items share a few sets
-of labels, so it is worked out once per set, not per item). Left to the caller too, as they
-are rare: the sparse parts of the items that have some (`Sparse`; SQLite writes the empty
-ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats, or an error in
-force), which SQLite writes by the rule of regular ones, so that it looks each verdict's mark
-up in one table, not three."""
+An item's labels and verdicts come as short JSON objects, which items share a few of: the
+caller works out once per distinct object what follows from it (the gold label by
+`calibrate.gold`'s rule; the verdicts' JSON or cells, and their trust marks). Left to the caller
+too, as they are rare: the sparse parts of the items that have some (`Sparse`; the caller
+writes the empty ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats,
+or an error in force), which SQLite gives by the rule of regular ones, so that it looks each
+verdict's mark up in one table, not three."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from calibrate.model import Item
 from calibrate.store.connection import plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
-# what SQLite writes in a JSON line for an item without notes, flags or listening (the caller fills in those it has)
+# what a JSON line holds for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
 
 # the head of a JSON line, as SQL: one JSON object of the item id, task, lang, system, source id, reference
@@ -52,60 +54,88 @@ class Sparse(NamedTuple):
     marks: list[tuple[str, bool]]  # the item's irregular verdicts' trust marks: (judge, accepted)
 
 
+CSV_SPECIAL = re.compile('[,"\r\n]')  # what makes `csv.writer` quote a cell (QUOTE_MINIMAL)
+
+
+def _csv_quoted(column: str, cell: str) -> str:
+    """SQL for `cell` (text, not NULL: what a CSV cell of `column` holds) quoted as `csv.writer`
+    quotes it by default (QUOTE_MINIMAL): within double quotes, its own doubled, where it holds a
+    comma, a double quote, a carriage return or a newline, looked for in the column itself (the
+    cell is the column, or "" for NULL, with at most an apostrophe put before it)."""
+    return (f"CASE WHEN instr({column}, ',') OR instr({column}, '\"') OR instr({column}, char(13)) "
+            f"OR instr({column}, char(10)) THEN '\"' || replace({cell}, '\"', '\"\"') || '\"' ELSE {cell} END")
+
+
 class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
-    def export_lines(self, system: str | None = None, *, trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, head, labels, tail), sparse parts or None) per current item (of
-        `system`, if given) in id order, the parts UTF-8 bytes, the JSON line without its newline being the head without
-        its last character (a closing brace), ',"labels":', the
-        labels (annotator -> label, "{}" for none), the gold label part the caller writes
-        (gold_label, gold_basis, annotator) and the tail: the head holds item_id, task, lang, system,
-        source_id, reference, fields; the tail verdicts (judge -> status, verdict, correct),
-        notes, flagged_by, listened, and with `trust` (after `set_trust_marks`) trust (judge ->
-        accepted or needs a person), with `NO_SPARSE_JSON` in place of the sparse parts and each
-        verdict's mark as if it were regular: the irregular ones' marks are in the sparse parts
-        (`Sparse.marks`)."""
-        where, params = self._item_filter(None, None, None, None, system)
-        marks = (f" || ',\"trust\":' || json_group_object(v.judge_name, CASE WHEN {self.ACCEPTED_IF_REGULAR} "
-                 "THEN 'accepted' ELSE 'needs a person' END)") if trust else ""
-        # one pass over the item's verdicts and their judgments for both the verdicts and the marks
-        verdicts = (f"(SELECT json_group_object(v.judge_name, json_object('status', v.status, 'verdict', v.verdict, "
-                    f"'correct', j.correct)) || '{NO_SPARSE_JSON}'{marks} "
-                    "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = i.id)")
-        # each part as its UTF-8 bytes (a BLOB): not decoded here to be encoded again as it is written out
-        rows = plain_rows(self.conn, f"""
-            SELECT i.id, CAST({_HEAD} AS BLOB),
-                   CAST((SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)
-                        AS BLOB),
-                   CAST(',"verdicts":' || {verdicts} || '}}' AS BLOB)
-            FROM items i WHERE {where} ORDER BY i.id""", params)
-        return self._with_sparse(rows, trust)
-
-    def export_cells(self, judges: Sequence[str], safe: Callable[[str], str], system: str | None = None, *,
+    def export_lines(self, system: str | None = None, *,
                      trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, cells...), sparse parts or None) per current item (of `system`, if
-        given) in id order, for a CSV export: task, lang, system, source_id, reference ("" for
-        none), the JSON object of its labels in force (annotator -> label; "{}" when unlabelled),
-        the verdict (or the status where there is none) of each of `judges` ("" where it did not
-        judge), and with `trust` (after `set_trust_marks`) each judge's mark as if its verdict were
-        regular (the irregular ones' marks are in the sparse parts, `Sparse.marks`). Text cells are
-        passed through `safe` (a spreadsheet's formula guard: called only for text starting
-        with = + - @, a tab or a carriage return); the labels are left to the caller."""
+        """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
+        `system`, if given) in id order, the parts UTF-8 bytes: the head the JSON object of the
+        item id, task, lang, system, source_id, reference and fields (minified) that begins its
+        JSON line (the caller writes what follows in place of its closing brace); the labels the
+        JSON object of its labels in force (annotator -> label, "{}" for none); the verdicts a
+        JSON object judge -> [status, verdict, correct (of its judgment in force); with `trust`
+        (after `set_trust_marks`) whether it is accepted were it regular (1 or 0; the irregular
+        ones' marks are in the sparse parts, `Sparse.marks`)], "{}" when unjudged. Items share a
+        few sets of labels and of verdicts, whose parts the caller works out once per set."""
+        where, params = self._item_filter(None, None, None, None, system)
+        # each part as its UTF-8 bytes (a BLOB): not decoded here to be encoded again as it is written out; the
+        # labels and the verdicts each read in one pass over their table in item order (a look-up per item
+        # costs twice as much), those of items not exported passed over as the parts are put together
+        heads = plain_rows(self.conn, f"SELECT i.id, CAST({_HEAD} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
+                           params)
+        # one pass over the verdicts and their judgments (and items, for the marks' cells) for both the verdicts
+        # and the marks; CROSS JOIN keeps verdicts_in_force the outer loop, in item order
+        mark, joined = (f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END",
+                       " CROSS JOIN items i ON i.id = v.item_id") if trust else ("", "")
+        verdicts = plain_rows(self.conn, f"""
+            SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))
+                   AS BLOB)
+            FROM verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id{joined}
+            GROUP BY v.item_id ORDER BY v.item_id""")
+        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
+
+    def export_cells(self, safe: Callable[[str], str], system: str | None = None, *,
+                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
+        """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
+        `system`, if given) in id order, for a CSV export, the parts UTF-8 bytes: the head is the
+        CSV text of the item id, task, lang, system, source_id and reference ("" for none), each
+        cell quoted as `csv.writer` quotes it (QUOTE_MINIMAL) and text cells passed through `safe`
+        first (a spreadsheet's formula guard: called only for text starting with = + - @, a tab
+        or a carriage return); the labels the JSON object of its labels in force (annotator ->
+        label; "{}" when unlabelled); the verdicts a JSON object judge -> [the verdict, or the
+        status where there is none; with `trust` (after `set_trust_marks`) whether it is accepted
+        were it regular (1 or 0; the irregular ones' marks are in the sparse parts,
+        `Sparse.marks`)], "{}" when unjudged. Items share a few sets of labels and of verdicts,
+        whose cells the caller works out once per set."""
         where, params = self._item_filter(None, None, None, None, system)
         self.conn.create_function("cell_safe", 1, safe, deterministic=True)
-        columns = [f"coalesce({_safe(f'i.{name}')}, '')" for name in ("task", "lang", "system", "source_id", "reference")]
-        columns.append("(SELECT json_group_object(l.annotator, l.label) FROM labels_in_force l WHERE l.item_id = i.id)")
-        # a look-up per judge and cell, not a join per judge: SQLite joins at most 64 tables
-        verdict = "CASE WHEN v.verdict IS NULL OR v.verdict = '' THEN v.status ELSE v.verdict END"
-        columns += [f"coalesce((SELECT {_safe(verdict)} FROM verdicts_in_force v WHERE v.item_id = i.id "
-                    "AND v.judge_name = ?), '')" for _ in judges]
-        columns += [f"coalesce((SELECT CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 'accepted' "
-                    "ELSE 'needs a person' END FROM verdicts_in_force v WHERE v.item_id = i.id AND v.judge_name = ?), '')"
-                    for _ in (judges if trust else ())]
-        rows = plain_rows(self.conn, f"SELECT i.id, {', '.join(columns)} FROM items i WHERE {where} ORDER BY i.id",
-                          [*judges, *(judges if trust else ()), *params])
-        return self._with_sparse(rows, trust)
+        # a cell's guard and quotes are looked for per item, but for the columns of the items' cells (a few
+        # values, looked at here) only where one of their values needs them
+        values = self.conn.execute("SELECT DISTINCT task, lang, system FROM items i WHERE i.current = 1").fetchall()
+        plain = {name for k, name in enumerate(("task", "lang", "system"))
+                 if all(safe(row[k] or "") == (row[k] or "") and not CSV_SPECIAL.search(row[k] or "") for row in values)}
+        head = " || ',' || ".join(["i.id", *(f"coalesce(i.{name}, '')" if name in plain else
+                                             _csv_quoted(f"i.{name}", f"coalesce({_safe(f'i.{name}')}, '')")
+                                             for name in ("task", "lang", "system", "source_id", "reference"))])
+        heads = plain_rows(self.conn, f"SELECT i.id, CAST({head} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
+                           params)
+        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if trust else ""
+        joined = " CROSS JOIN items i ON i.id = v.item_id" if trust else ""  # the verdict's cell, for its threshold
+        verdicts = plain_rows(self.conn, f"""
+            SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL
+                   OR v.verdict = '' THEN v.status ELSE v.verdict END{mark})) AS BLOB)
+            FROM verdicts_in_force v{joined} GROUP BY v.item_id ORDER BY v.item_id""")
+        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
+
+    def _labels_by_item(self) -> Iterator[tuple[int, bytes]]:
+        """(item id, the JSON object of its labels in force as UTF-8 bytes: annotator -> label) per
+        labelled item, in item id order: one pass over the labels (a look-up per item costs twice
+        as much)."""
+        return plain_rows(self.conn, "SELECT item_id, CAST(json_group_object(annotator, label) AS BLOB) "
+                                     "FROM labels_in_force GROUP BY item_id ORDER BY item_id")
 
     def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
         """(item id, its row, its sparse parts or None) for `rows` in item id order: the
@@ -167,6 +197,21 @@ class ExportRowsMixin:
             f"SELECT EXISTS (SELECT 1 FROM item_audio a CROSS JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
             f"AND {where})", params).fetchone()[0])
         return annotators, judges, with_audio
+
+
+def _side_by_side(heads, labels, no_labels: bytes, tails, no_tail: bytes) -> Iterator[tuple]:
+    """(item id, head, labels, tail) per row (item id, head) of `heads`, with the labels and the
+    tail of rows (item id, part) of `labels` and `tails`, both in item id order (`no_labels`,
+    `no_tail` for an item without a row; rows of other items are passed over)."""
+    end = (float("inf"), None)
+    labels, tails = iter(labels), iter(tails)
+    (label_id, label), (tail_id, tail) = next(labels, end), next(tails, end)
+    for item_id, head in heads:
+        while label_id < item_id:
+            label_id, label = next(labels, end)
+        while tail_id < item_id:
+            tail_id, tail = next(tails, end)
+        yield (item_id, head, label if label_id == item_id else no_labels, tail if tail_id == item_id else no_tail)
 
 
 class _ByItem:
