@@ -1047,15 +1047,21 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
     override with one key. Every decision is saved at once."""
-    from calibrate.tui import CalibrateApp
+    from calibrate.session import AnnotationSession
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    templates = ctx.templates  # (read while the store is open)
     ctx.close()
-    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
-                       judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
-                       keymap_file=keymap, require_listen=require_listen, audio_root=audio_root, tab=tab)
+    options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
+               "require_listen": require_listen, "audio_root": audio_root, "tab": tab}
+    # the session first: its first reads (the queue's count, the stratified lanes) go on while Textual is imported
+    session = AnnotationSession(Store(ctx.db_path), templates, task=task, lang=lang, system=system, **options)
+    from calibrate.tui import CalibrateApp
+
+    app = CalibrateApp(ctx.db_path, templates=templates, task=task, lang=lang, system=system, guidelines_file=guidelines,
+                       keymap_file=keymap, session=session, **options)
     app.run()
     progress = app.session.progress()
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
