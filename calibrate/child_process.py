@@ -24,10 +24,12 @@ class ChildWorkError(RuntimeError):
     """The child process ended without handing back a result (killed, or it could not start)."""
 
 
-def in_child_process(future: Future, work: Callable, args: tuple) -> None:
+def in_child_process(future: Future, work: Callable, args: tuple, *, lower_priority: bool = True) -> None:
     """Run `work(*args)` in a fresh interpreter and hand its result, or its exception, to
     `future` from a thread that waits for it; a child that cannot finish gives `ChildWorkError`.
-    A child still running when this process exits is ended."""
+    A child still running when this process exits is ended. `lower_priority`: the child runs
+    niced, behind this process (the app showing items); without it, at this process's priority
+    (work this process will wait for)."""
     child = subprocess.Popen([sys.executable, "-c", "from calibrate.child_process import _child_main; _child_main()"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     end = functools.partial(_end_child, child)
@@ -35,7 +37,7 @@ def in_child_process(future: Future, work: Callable, args: tuple) -> None:
 
     def wait() -> None:
         try:
-            out, _ = child.communicate(pickle.dumps((work, args)))
+            out, _ = child.communicate(pickle.dumps((work, args, lower_priority)))
             ok, value = pickle.loads(out)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller raises it where it takes the result
             end()
@@ -54,10 +56,10 @@ def _end_child(child: subprocess.Popen) -> None:
 
 
 def _child_main() -> None:
-    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
-    (True, result) or (False, exception) out, at a lower priority than the app."""
-    work, args = pickle.loads(sys.stdin.buffer.read())
-    if hasattr(os, "nice"):
+    """The child process of `in_child_process`: one pickled (work, args, lower_priority) in, one
+    pickled (True, result) or (False, exception) out."""
+    work, args, lower_priority = pickle.loads(sys.stdin.buffer.read())
+    if lower_priority and hasattr(os, "nice"):
         os.nice(10)  # the app showing items meanwhile comes first
     try:
         result = (True, work(*args))

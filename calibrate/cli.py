@@ -1596,17 +1596,18 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
     calibrate's corrected accuracy side by side. Run C3's process_results.py with
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
+    from concurrent.futures import Future
+
+    from calibrate.child_process import ChildWorkError, in_child_process
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
-        c3_corrected,
         c3_json,
         c3_judge_folder,
         c3_statistics,
         c3_systems,
         export_c3,
     )
-    from calibrate.scores.build import build_scores_by
-    from calibrate.scores.model import ScoresError
+    from calibrate.scores.build import c3_corrected_in
 
     for judge in judges:
         check_filters(ctx, judge=judge)
@@ -1620,6 +1621,12 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         system = known[0] if known else ""
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
+    # the corrected scores (seconds of imports and statistics at a million items) are worked out in
+    # a child process while this one writes the result files
+    corrected_args = (str(Path(ctx.db_path).resolve()), ctx.templates, lang, system, list(dict.fromkeys(judges)))
+    corrected: Future = Future()
+    if judges:
+        in_child_process(corrected, c3_corrected_in, corrected_args, lower_priority=False)
     results = {}
     for judge in judges or (None,):
         target = out_dir / folders[judge] if judge else out_dir
@@ -1634,14 +1641,13 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             results[judge] = written
     if not results:
         return
-    try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
-        per_task, overall = (scores.cells for scores in build_scores_by(
-            ctx.store, ctx.templates, (("system", "task", "lang"), ("system", "lang")), system=system))
-    except ScoresError:
-        per_task = overall = []
+    try:
+        by_category = corrected.result()
+    except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
+        by_category = c3_corrected_in(*corrected_args)
     statistics = out_dir / C3_STATISTICS_FOLDER
     statistics.mkdir(parents=True, exist_ok=True)
-    for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
+    for name, rows in c3_statistics(results, lang, by_category).items():
         (statistics / name).write_text(c3_json(rows), encoding="utf-8")
         console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
 

@@ -29,3 +29,13 @@ def test_a_child_that_dies_without_answering_gives_child_work_error():
     in_child_process(future, os._exit, (3,))  # the child ends at once, writing nothing back
     with pytest.raises(ChildWorkError, match="status 3"):
         future.result(timeout=60)
+
+
+def test_a_child_runs_niced_unless_this_process_waits_for_it():
+    niceness = {}
+    for lower in (True, False):
+        future = Future()
+        in_child_process(future, os.nice, (0,), lower_priority=lower)
+        niceness[lower] = future.result(timeout=60)
+    here = os.nice(0)
+    assert niceness == {True: min(here + 10, 19), False: here}
