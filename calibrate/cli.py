@@ -13,18 +13,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
-from calibrate.fit import Columns, fit_table
 from calibrate.formats import ImportReport, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
@@ -375,6 +367,8 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
 @contextmanager
 def byte_progress(total: int, description: str, unit: str = "bytes"):
     """A progress bar over bytes read, or over files (on stderr, only when it is a terminal)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
     counter = DownloadColumn() if unit == "bytes" else TextColumn(f"{{task.completed}}/{{task.total}} {unit}")
     columns = (TextColumn("{task.description}"), BarColumn(), counter, TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
@@ -394,6 +388,8 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
     if as_json:
         click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
+    from calibrate.fit import Columns, fit_table
+
     how = Columns(texts=tuple(c for c in columns if c in FREE_TEXT), previews={c: PREVIEW_WIDTH for c in PREVIEWS},
                   names=tuple(c for c in columns if c in NAMES))
     console.print(fit_table(columns, [[safe(v) for v in row] for row in rows], console.width, how, title=safe(title)))
