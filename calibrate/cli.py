@@ -1637,13 +1637,16 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             results[judge] = written
     if not results:
         return
-    try:
-        by_category = corrected.result()
-    except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
-        by_category = c3_corrected_in(*corrected_args)
+
+    def by_category() -> dict[str, dict]:
+        try:
+            return corrected.result()
+        except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
+            return c3_corrected_in(*corrected_args)
+
     statistics = out_dir / C3_STATISTICS_FOLDER
     statistics.mkdir(parents=True, exist_ok=True)
-    for name, rows in c3_statistics(results, lang, by_category).items():
+    for name, rows in c3_statistics(results, lang, by_category):
         (statistics / name).write_text(c3_json(rows), encoding="utf-8")
         console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
 
