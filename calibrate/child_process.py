@@ -24,6 +24,18 @@ class ChildWorkError(RuntimeError):
     """The child process ended without handing back a result (killed, or it could not start)."""
 
 
+def a_core_is_free() -> bool:
+    """Whether the machine has a core to spare for a child process to do work at the same time
+    as this one: the load average of the last minute at least half a core below the number of
+    cores (as `make -l` decides whether to start another job). On a busy machine a second
+    process only adds the cost of its own interpreter and imports."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this system: assume the machine is not busy
+        return True
+    return load < (os.cpu_count() or 1) - 0.5
+
+
 def in_child_process(future: Future, work: Callable, args: tuple, *, lower_priority: bool = True) -> None:
     """Run `work(*args)` in a fresh interpreter and hand its result, or its exception, to
     `future` from a thread that waits for it; a child that cannot finish gives `ChildWorkError`.

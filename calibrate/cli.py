@@ -1594,7 +1594,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
     from concurrent.futures import Future
 
-    from calibrate.child_process import ChildWorkError, in_child_process
+    from calibrate.child_process import ChildWorkError, a_core_is_free, in_child_process
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
         c3_json,
@@ -1618,10 +1618,11 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
     # the corrected scores (seconds of imports and statistics at a million items) are worked out in
-    # a child process while this one writes the result files
+    # a child process while this one writes the result files, where a core is free for it
     corrected_args = (str(Path(ctx.db_path).resolve()), ctx.templates, lang, system, list(dict.fromkeys(judges)))
-    corrected: Future = Future()
-    if judges:
+    corrected: Future | None = None
+    if judges and a_core_is_free():
+        corrected = Future()
         in_child_process(corrected, c3_corrected_in, corrected_args, lower_priority=False)
     results = {}
     for judge in judges or (None,):
@@ -1639,10 +1640,12 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         return
 
     def by_category() -> dict[str, dict]:
-        try:
-            return corrected.result()
-        except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
-            return c3_corrected_in(*corrected_args)
+        if corrected is not None:
+            try:
+                return corrected.result()
+            except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
+                pass
+        return c3_corrected_in(*corrected_args)
 
     statistics = out_dir / C3_STATISTICS_FOLDER
     statistics.mkdir(parents=True, exist_ok=True)
