@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib
 import os
 import pickle
 import subprocess
@@ -34,6 +35,13 @@ def a_core_is_free() -> bool:
     except OSError:  # no load average on this system: assume the machine is not busy
         return True
     return load < (os.cpu_count() or 1) - 0.5
+
+
+def call_named(module: str, function: str, *args):
+    """`module.function(*args)`, the module imported where this runs: work handed to
+    `in_child_process` by name, so that the parent never imports its module (the corrected
+    scores' statistics take about a second to import)."""
+    return getattr(importlib.import_module(module), function)(*args)
 
 
 def in_child_process(future: Future, work: Callable, args: tuple, *, lower_priority: bool = True) -> None:

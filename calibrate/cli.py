@@ -1594,7 +1594,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
     from concurrent.futures import Future
 
-    from calibrate.child_process import ChildWorkError, a_core_is_free, in_child_process
+    from calibrate.child_process import ChildWorkError, a_core_is_free, call_named, in_child_process
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
         c3_json,
@@ -1603,7 +1603,6 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         c3_systems,
         export_c3,
     )
-    from calibrate.scores.build import c3_corrected_in
 
     for judge in judges:
         check_filters(ctx, judge=judge)
@@ -1623,7 +1622,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     corrected: Future | None = None
     if judges and a_core_is_free():
         corrected = Future()
-        in_child_process(corrected, c3_corrected_in, corrected_args, lower_priority=False)
+        in_child_process(corrected, call_named, ("calibrate.scores.build", "c3_corrected_in", *corrected_args),
+                         lower_priority=False)
     results = {}
     for judge in judges or (None,):
         target = out_dir / folders[judge] if judge else out_dir
@@ -1645,6 +1645,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                 return corrected.result()
             except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
                 pass
+        from calibrate.scores.build import c3_corrected_in
+
         return c3_corrected_in(*corrected_args)
 
     statistics = out_dir / C3_STATISTICS_FOLDER

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from calibrate.child_process import ChildWorkError, a_core_is_free, in_child_process
+from calibrate.child_process import ChildWorkError, a_core_is_free, call_named, in_child_process
 
 
 def test_the_result_comes_back_from_another_process():
@@ -47,3 +47,9 @@ def test_a_core_is_free_while_the_load_is_half_a_core_below_the_cores(monkeypatc
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     assert a_core_is_free() is free
+
+
+def test_work_named_by_module_runs_where_the_module_is_imported():
+    future = Future()
+    in_child_process(future, call_named, ("os", "getpid"))
+    assert future.result(timeout=60) != os.getpid()
