@@ -41,9 +41,9 @@ def test_a_child_runs_niced_unless_this_process_waits_for_it():
     assert niceness == {True: min(here + 10, 19), False: here}
 
 
-@pytest.mark.parametrize(("load", "cores", "free"), [(0.2, 2, True), (1.4, 2, True), (1.5, 2, False), (3.0, 2, False),
-                                                     (0.0, 1, True), (0.6, 1, False)])
-def test_a_core_is_free_while_the_load_is_half_a_core_below_the_cores(monkeypatch, load, cores, free):
+@pytest.mark.parametrize(("load", "cores", "free"), [(0.2, 2, True), (2.4, 2, True), (2.5, 2, False), (4.0, 2, False),
+                                                     (0.0, 1, True), (1.6, 1, False)])
+def test_a_core_is_free_while_the_load_is_below_the_cores_and_a_half(monkeypatch, load, cores, free):
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     assert a_core_is_free() is free
