@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib
 import os
 import pickle
 import subprocess
@@ -24,10 +25,33 @@ class ChildWorkError(RuntimeError):
     """The child process ended without handing back a result (killed, or it could not start)."""
 
 
-def in_child_process(future: Future, work: Callable, args: tuple) -> None:
+def a_core_is_free() -> bool:
+    """Whether the machine has a core to spare for a child process to do work at the same time
+    as this one: the load average of the last minute below the number of cores plus a half (as
+    `make -l` decides whether to start another job). On an oversubscribed machine a second
+    process only adds the cost of its own interpreter and imports (`export c3` at a million
+    items on 2 cores: 3.5-4.8 s with its child against 4.5-7.7 s without at load 1.9-2.0,
+    9.5-11.7 s against 8.9-10.2 s at load 4)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this system: assume the machine is not busy
+        return True
+    return load < (os.cpu_count() or 1) + 0.5
+
+
+def call_named(module: str, function: str, *args):
+    """`module.function(*args)`, the module imported where this runs: work handed to
+    `in_child_process` by name, so that the parent never imports its module (the corrected
+    scores' statistics take about a second to import)."""
+    return getattr(importlib.import_module(module), function)(*args)
+
+
+def in_child_process(future: Future, work: Callable, args: tuple, *, lower_priority: bool = True) -> None:
     """Run `work(*args)` in a fresh interpreter and hand its result, or its exception, to
     `future` from a thread that waits for it; a child that cannot finish gives `ChildWorkError`.
-    A child still running when this process exits is ended."""
+    A child still running when this process exits is ended. `lower_priority`: the child runs
+    niced, behind this process (the app showing items); without it, at this process's priority
+    (work this process will wait for)."""
     child = subprocess.Popen([sys.executable, "-c", "from calibrate.child_process import _child_main; _child_main()"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     end = functools.partial(_end_child, child)
@@ -35,7 +59,7 @@ def in_child_process(future: Future, work: Callable, args: tuple) -> None:
 
     def wait() -> None:
         try:
-            out, _ = child.communicate(pickle.dumps((work, args)))
+            out, _ = child.communicate(pickle.dumps((work, args, lower_priority)))
             ok, value = pickle.loads(out)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller raises it where it takes the result
             end()
@@ -54,10 +78,10 @@ def _end_child(child: subprocess.Popen) -> None:
 
 
 def _child_main() -> None:
-    """The child process of `in_child_process`: one pickled (work, args) in, one pickled
-    (True, result) or (False, exception) out, at a lower priority than the app."""
-    work, args = pickle.loads(sys.stdin.buffer.read())
-    if hasattr(os, "nice"):
+    """The child process of `in_child_process`: one pickled (work, args, lower_priority) in, one
+    pickled (True, result) or (False, exception) out."""
+    work, args, lower_priority = pickle.loads(sys.stdin.buffer.read())
+    if lower_priority and hasattr(os, "nice"):
         os.nice(10)  # the app showing items meanwhile comes first
     try:
         result = (True, work(*args))

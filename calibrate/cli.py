@@ -13,18 +13,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
-from calibrate.fit import Columns, fit_table
 from calibrate.formats import ImportReport, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
@@ -375,6 +367,8 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
 @contextmanager
 def byte_progress(total: int, description: str, unit: str = "bytes"):
     """A progress bar over bytes read, or over files (on stderr, only when it is a terminal)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
     counter = DownloadColumn() if unit == "bytes" else TextColumn(f"{{task.completed}}/{{task.total}} {unit}")
     columns = (TextColumn("{task.description}"), BarColumn(), counter, TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
@@ -394,6 +388,8 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
     if as_json:
         click.echo(safe_json([dict(zip(columns, row, strict=True)) for row in rows]))
         return
+    from calibrate.fit import Columns, fit_table
+
     how = Columns(texts=tuple(c for c in columns if c in FREE_TEXT), previews={c: PREVIEW_WIDTH for c in PREVIEWS},
                   names=tuple(c for c in columns if c in NAMES))
     console.print(fit_table(columns, [[safe(v) for v in row] for row in rows], console.width, how, title=safe(title)))
@@ -1047,15 +1043,21 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
     override with one key. Every decision is saved at once."""
-    from calibrate.tui import CalibrateApp
+    from calibrate.session import AnnotationSession
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    templates = ctx.templates  # (read while the store is open)
     ctx.close()
-    app = CalibrateApp(ctx.db_path, annotator=annotator, templates=ctx.templates, task=task, lang=lang, system=system,
-                       judge=judge, blind=blind, order=order, overlap=overlap, seed=seed, guidelines_file=guidelines,
-                       keymap_file=keymap, require_listen=require_listen, audio_root=audio_root, tab=tab)
+    options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
+               "require_listen": require_listen, "audio_root": audio_root, "tab": tab}
+    # the session first: its first reads (the queue's count, the stratified lanes) go on while Textual is imported
+    session = AnnotationSession(Store(ctx.db_path), templates, task=task, lang=lang, system=system, **options)
+    from calibrate.tui import CalibrateApp
+
+    app = CalibrateApp(ctx.db_path, templates=templates, task=task, lang=lang, system=system, guidelines_file=guidelines,
+                       keymap_file=keymap, session=session, **options)
     app.run()
     progress = app.session.progress()
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
@@ -1590,17 +1592,17 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
     calibrate's corrected accuracy side by side. Run C3's process_results.py with
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
+    from concurrent.futures import Future
+
+    from calibrate.child_process import ChildWorkError, a_core_is_free, call_named, in_child_process
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
-        c3_corrected,
         c3_json,
         c3_judge_folder,
         c3_statistics,
         c3_systems,
         export_c3,
     )
-    from calibrate.scores.build import build_scores_by
-    from calibrate.scores.model import ScoresError
 
     for judge in judges:
         check_filters(ctx, judge=judge)
@@ -1614,6 +1616,14 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         system = known[0] if known else ""
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
+    # the corrected scores (seconds of imports and statistics at a million items) are worked out in
+    # a child process while this one writes the result files, where a core is free for it
+    corrected_args = (str(Path(ctx.db_path).resolve()), ctx.templates, lang, system, list(dict.fromkeys(judges)))
+    corrected: Future | None = None
+    if judges and a_core_is_free():
+        corrected = Future()
+        in_child_process(corrected, call_named, ("calibrate.scores.build", "c3_corrected_in", *corrected_args),
+                         lower_priority=False)
     results = {}
     for judge in judges or (None,):
         target = out_dir / folders[judge] if judge else out_dir
@@ -1628,14 +1638,20 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             results[judge] = written
     if not results:
         return
-    try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
-        per_task, overall = (scores.cells for scores in build_scores_by(
-            ctx.store, ctx.templates, (("system", "task", "lang"), ("system", "lang")), system=system))
-    except ScoresError:
-        per_task = overall = []
+
+    def by_category() -> dict[str, dict]:
+        if corrected is not None:
+            try:
+                return corrected.result()
+            except ChildWorkError:  # the child could not finish (killed, or it could not start): worked out here
+                pass
+        from calibrate.scores.build import c3_corrected_in
+
+        return c3_corrected_in(*corrected_args)
+
     statistics = out_dir / C3_STATISTICS_FOLDER
     statistics.mkdir(parents=True, exist_ok=True)
-    for name, rows in c3_statistics(results, lang, c3_corrected(per_task, overall, lang, list(results))).items():
+    for name, rows in c3_statistics(results, lang, by_category):
         (statistics / name).write_text(c3_json(rows), encoding="utf-8")
         console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
 

@@ -126,6 +126,35 @@ def test_export_gives_back_c3s_own_result_files_for_two_judges_and_one(calibrate
         assert (one / "gpt" / rel).read_bytes() == (results_of("gpt", lang) / rel).read_bytes()
 
 
+def test_export_statistics_are_the_same_from_the_child_process_and_without_it(calibrate, tmp_path, monkeypatch):
+    """`export c3` works the corrected scores out in a child process while it writes the result
+    files, where a core is free; on a busy machine, or when the child cannot finish, it works
+    them out itself, to the same bytes."""
+    from calibrate import child_process
+
+    import_all(calibrate, tmp_path, "en")
+    started = []
+    real = child_process.in_child_process
+
+    def counted(future, work, args, **kw):
+        started.append(args[:2])
+        real(future, work, args, **kw)
+
+    def failing(future, work, args, **kw):
+        started.append(args[:2])
+        future.set_exception(child_process.ChildWorkError("status -9: killed"))
+
+    written = {}
+    for name, stand_in, free in (("child", counted, True), ("killed", failing, True), ("busy", counted, False)):
+        monkeypatch.setattr(child_process, "in_child_process", stand_in)
+        monkeypatch.setattr(child_process, "a_core_is_free", lambda free=free: free)
+        calibrate("export", "c3", str(tmp_path / name), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+        written[name] = {p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*.json")}
+    assert started == [("calibrate.scores.build", "c3_corrected_in")] * 2, "no child on a busy machine"
+    assert written["child"] == written["killed"] == written["busy"]
+    assert b"corrected_method" in written["child"][Path("statistics/english_result_data.json")]
+
+
 def test_export_writes_c3s_record_keys_per_phenomenon():
     """The keys C3's evaluate.py wrote into the recorded result files, phenomenon by phenomenon
     (a Chinese generation record keeps the reference answer; tone has none; English coreference

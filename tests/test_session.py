@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -82,6 +83,30 @@ def test_overlap_two_gives_each_item_to_two_annotators(two_cells, templates):
     for s in (a, b, c):
         s.start()
     assert a.current().item.id == b.current().item.id != c.current().item.id
+
+
+def test_a_file_session_counts_its_queue_on_a_thread_as_the_store_does(tmp_path, templates):
+    store = Store(tmp_path / "t.db")
+    store.add_items([NewItem(task, "en", f"{task}{k}", {"content": "c", "notation": "n", "response": "r"}, system=system)
+                     for task, system, n in (("c3/lexical", "a", 5), ("c3/lexical", "b", 3), ("c3/syntactic", "a", 2))
+                     for k in range(n)])
+    for scope, expected in (({}, 10), ({"task": "c3/lexical"}, 8), ({"system": "a"}, 7), ({"task": "c3/lexical", "system": "b"}, 3)):
+        s = session(store, templates, **scope)
+        assert s.progress().total == expected == store.count_items(**scope)
+        assert s._total.done()
+
+
+def test_a_count_that_fails_on_its_thread_fails_where_the_total_is_read(tmp_path, templates, monkeypatch):
+    store = Store(tmp_path / "t.db")
+    store.add_items([NewItem("c3/lexical", "en", "x", {"content": "c", "notation": "n", "response": "r"})])
+
+    def broken(self, **scope):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(Store, "count_items", broken)
+    s = session(store, templates)
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        s.progress()
 
 
 def test_progress_counts_labelled_items_only(two_cells, templates):

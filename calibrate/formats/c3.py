@@ -20,7 +20,7 @@ judge, with the statistics files C3's scoring script writes in a folder of their
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -464,16 +464,20 @@ def c3_judge_folder(judge: str) -> str:
     separators as "_" (and "_" before a name that is the statistics folder or a dot name)."""
     name = judge.replace("/", "_").replace("\\", "_")
     return f"_{name}" if name in (C3_STATISTICS_FOLDER, ".", "..") else name
+
+
 def c3_statistics(
-    results: dict[str, dict[str, list[dict]]], lang: str, corrected: dict[str, dict]
-) -> dict[str, list[dict]]:
+    results: dict[str, dict[str, list[dict]]], lang: str, corrected: Callable[[], dict[str, dict]]
+) -> Iterator[tuple[str, list[dict]]]:
     """C3's statistics files for result files `results` (judge -> relative path -> records),
     keyed as its process_results.py writes them, per judge key (C3 calls its judges dpsk and
-    gpt): `combined_<language>_statistic.json`, a list of {"data_id": "/<path>/<index>",
-    <judge>: "right" | "wrong"}, and `<language>_result_data.json`, a list of {"category",
-    <judge>_correct, "total", <judge>_accuracy} (accuracies rounded to 4 places), "overall"
-    first. Beside C3's keys each category gets calibrate's corrected accuracy from `corrected`
-    (category -> {"corrected_accuracy", "corrected_ci", "corrected_note", ...})."""
+    gpt), as (file name, rows), in this order: `combined_<language>_statistic.json`, a list of
+    {"data_id": "/<path>/<index>", <judge>: "right" | "wrong"}, and
+    `<language>_result_data.json`, a list of {"category", <judge>_correct, "total",
+    <judge>_accuracy} (accuracies rounded to 4 places), "overall" first. Beside C3's keys each
+    category gets calibrate's corrected accuracy from `corrected()` (category ->
+    {"corrected_accuracy", "corrected_ci", "corrected_note", ...}), called once the first file
+    is handed over (`export c3` writes that file while the corrected scores are worked out)."""
     judges = list(results)
     combined: dict[str, dict] = {}
     categories: dict[str, dict[str, int]] = {}
@@ -494,7 +498,7 @@ def c3_statistics(
         row.update({f"{j}_correct": counts.get(j, 0) for j in judges})
         row["total"] = total
         row.update({f"{j}_accuracy": round(counts.get(j, 0) / total, 4) if total else 0.0 for j in judges})
-        row.update(corrected.get(name, {}))
+        row.update(by_category.get(name, {}))
         return row
 
     overall: dict[str, int] = {}
@@ -502,10 +506,9 @@ def c3_statistics(
         for key, n in counts.items():
             overall[key] = overall.get(key, 0) + n
     name = C3_LANGUAGE_NAMES[lang]
-    return {
-        f"combined_{name}_statistic.json": list(combined.values()),
-        f"{name}_result_data.json": [entry("overall", overall)] + [entry(c, n) for c, n in categories.items()],
-    }
+    yield f"combined_{name}_statistic.json", list(combined.values())
+    by_category = corrected()
+    yield f"{name}_result_data.json", [entry("overall", overall)] + [entry(c, n) for c, n in categories.items()]
 
 
 def _c3_record(item: Item, part: C3Part, lang: str, check_answer: str, templates: TemplateSet) -> dict:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
-from calibrate.formats.c3 import c3_right
+from calibrate.formats.c3 import c3_corrected, c3_right
 from calibrate.kinds import POSITIVE
 from calibrate.model import TextRule
 from calibrate.scores.model import (
@@ -266,3 +266,20 @@ def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
         out.append(f"{system} {task} ({lang}) {source_id}, {judge}: C3's rule says "
                    f"{'right' if rule else 'wrong'}, calibrate's parser {parser}; last line: {last}")
     return out
+
+
+def c3_corrected_in(path: str, templates: TemplateSet, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
+    """`formats.c3.c3_corrected` for one system's items of the database file at `path`, read on
+    a read-only connection of its own: `export c3` works it out in a child process
+    (`in_child_process`) while it writes the result files, since the corrected scores'
+    statistics take seconds to import and compute at a million items. {} when there is nothing
+    to score (`ScoresError`)."""
+    store = Store(path, read_only=True)
+    try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
+        per_task, overall = (scores.cells for scores in build_scores_by(
+            store, templates, (("system", "task", "lang"), ("system", "lang")), system=system))
+    except ScoresError:
+        per_task = overall = []
+    finally:
+        store.close()
+    return c3_corrected(per_task, overall, lang, judges)

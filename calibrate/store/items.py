@@ -298,12 +298,15 @@ class ItemsMixin:
 
     def count_items(self, *, task: str | None = None, lang: str | None = None, system: str | None = None) -> int:
         """The current, visible items of the filter, counted along the items' cell index when no
-        import is running (none is hidden then), which is much smaller than the table."""
+        import is running (none is hidden then), which is much smaller than the table (named:
+        with no filter SQLite's planner would scan the table, 0.17-0.27 s at a million items
+        against 0.07-0.09 s along the index)."""
         where, params = self._item_filter(task, lang, None, None, system)
         quick, params_quick = self._item_filter(task, lang, None, None, system, visible=False)
         return self.conn.execute(
             f"SELECT CASE WHEN EXISTS (SELECT 1 FROM import_runs WHERE finished_at IS NULL) "
-            f"THEN (SELECT count(*) FROM items i WHERE {where}) ELSE (SELECT count(*) FROM items i WHERE {quick}) END",
+            f"THEN (SELECT count(*) FROM items i WHERE {where}) "
+            f"ELSE (SELECT count(*) FROM items i INDEXED BY items_by_cell WHERE {quick}) END",
             [*params, *params_quick]).fetchone()[0]
 
     # -- audio -----------------------------------------------------------------------------------

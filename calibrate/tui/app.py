@@ -52,15 +52,19 @@ class CalibrateApp(App):
         require_listen: bool = False,
         audio_root: Path | None = None,
         tab: str | None = None,
+        session: AnnotationSession | None = None,
     ):
+        """`session`: the session of these options, where the caller has made it already
+        (`calibrate annotate` does, before importing Textual, so that its first reads go on
+        during the import); its store is the app's."""
         super().__init__()
         self.db_path = db_path
-        self.store = Store(db_path)
+        self.store = session.store if session is not None else Store(db_path)
         self.templates = templates or TemplateSet()
         self.options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
                         "require_listen": require_listen, "audio_root": audio_root, "tab": tab}
         self.guidelines_file = guidelines_file
-        self.session = self._session(task, lang, system)
+        self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
         self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
 
