@@ -166,12 +166,14 @@ def echoed(reply: Reply, request: web.Request) -> Reply:
                                echo=False)
 
 
-def refused_url() -> str:
-    """A loopback address where nothing listens: every connection is refused."""
+@contextlib.contextmanager
+def refused_url():
+    """A loopback address where nothing listens, while in use: every connection is refused. Its
+    port stays bound by a socket that never listens, so no other process can take it meanwhile
+    (a port merely released could be bound by anything on the machine)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
 
 
 def reasoning_refusal(body: dict) -> dict:

@@ -171,7 +171,8 @@ def test_429s_lower_the_concurrency_and_are_reported(db):
 
 def test_an_unreachable_server_stops_the_run_with_one_message_and_stores_nothing(db):
     run = db(20)
-    out = judge(run, refused_url(), "--concurrency", "2", "--max-retries", "1", ok=False)
+    with refused_url() as url:
+        out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
     assert out.exit_code == 1
     assert "3 items in a row failed" in out.output and "connection failed" in out.output and "is the server" in out.output
     assert out.output.count("Error:") == 1

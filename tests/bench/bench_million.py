@@ -194,7 +194,7 @@ def _orders_on(path: Path) -> None:
 # -- the commands that read everything -----------------------------------------------------------
 
 
-def _report_in_process(path: str) -> tuple[float, list[str], int]:
+def _report_in_process(path: str) -> tuple[float, float, list[str], int]:
     import scipy.stats  # noqa: F401  (imported before the clock, as in earlier rounds; the process figure counts it)
 
     from calibrate.report import build_report
