@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -156,10 +157,37 @@ async def test_help_guidelines_and_stats_screens(demo_db):
         assert isinstance(app.screen, TextScreen) and "standard answer" in screen_text(app)
         await pilot.press("escape", "t")
         assert isinstance(app.screen, StatsScreen)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await stats_shown(app, pilot)
         assert "c3/lexical" in screen_text(app)
         await pilot.press("escape", "q")
+    assert app.return_code == 0
+
+
+async def stats_shown(app, pilot, seconds: float = 30) -> str:
+    """The stats screen's title once its worker has worked the statistics out (or failed): the
+    worker may not have started when the screen is pushed, so waiting for the workers that exist
+    then is not enough."""
+    deadline = time.monotonic() + seconds
+    while "computing" in (title := str(app.screen.query_one("#stats-title").content)):
+        assert time.monotonic() < deadline, "the statistics were never shown"
+        await pilot.pause(0.05)
+    return title
+
+
+async def test_stats_that_cannot_be_worked_out_are_said_so_and_the_app_goes_on(demo_db, monkeypatch):
+    import calibrate.report
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk I/O error")
+
+    monkeypatch.setattr(calibrate.report, "build_report", broken)
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("t")
+        assert "could not be worked out: disk I/O error" in await stats_shown(app, pilot)
+        await pilot.press("escape", "y")
+        assert len(rows(demo_db)) == 1, "labelling goes on after the failure"
+        await pilot.press("q")
     assert app.return_code == 0
 
 

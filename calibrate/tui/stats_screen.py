@@ -37,17 +37,27 @@ class StatsScreen(ModalScreen[None]):
     def action_refresh_stats(self) -> None:
         self.compute()
 
-    @work(thread=True, exclusive=True)
+    @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
         # the report pulls in scipy and scikit-learn: load them only when statistics are asked for
         from calibrate.report import ReportOptions, build_report, rows_of
 
-        store = Store(self.db_path)
         try:
-            report = build_report(store, self.templates, judge=self.judge, options=ReportOptions(resamples=300))
-        finally:
-            store.close()
+            store = Store(self.db_path)
+            try:
+                report = build_report(store, self.templates, judge=self.judge, options=ReportOptions(resamples=300))
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - said on this screen: the annotation app goes on
+            self.app.call_from_thread(self.failed, exc)
+            return
         self.app.call_from_thread(self.show, [row for _, _, row in rows_of(report) if row.n])
+
+    def failed(self, exc: Exception) -> None:
+        """Say why the statistics could not be worked out (the labels are saved all the same)."""
+        self.query_one("#stats-title", Static).update(
+            f"judge vs human agreement could not be worked out: {safe(str(exc)) or type(exc).__name__} "
+            "(r tries again, Esc closes)")
 
     def show(self, rows: list) -> None:
         def number(value: float | None, low: float | None = None, high: float | None = None) -> str:
