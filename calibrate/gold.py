@@ -41,6 +41,8 @@ def gold_label(labels: Mapping[str, str | None], adjudicator: str | None = None)
         return GoldLabel(None, "unlabelled")
     if len(votes) == 1:
         return GoldLabel(votes[0], "single annotator")
+    if len(votes) == 2:  # the common case of several people, decided without a tally
+        return GoldLabel(votes[0], "unanimous") if votes[0] == votes[1] else GoldLabel(None, "tie")
     ranked = Counter(votes).most_common(2)
     if len(ranked) == 1:
         return GoldLabel(votes[0], "unanimous")
@@ -68,19 +70,13 @@ def gold_by_item(labels: Mapping[Item, Mapping[str, str | None]], adjudicator: s
 def gold_by_item_in_order(rows: Iterable[tuple[Item, str, str | None]], adjudicator: str | None = None) -> dict[Item, str]:
     """`gold_by_item` over rows (item, annotator, label) in which each item's rows come one after
     the other (read in item order): the items several people labelled, taken as they are read,
-    without a mapping per item first. Two labels, the common case, decide without a tally."""
+    without a mapping per item first."""
     out: dict[Item, str] = {}
     item: Item | None = None
     labels: dict[str, str | None] = {}
 
     def decide() -> None:
-        if adjudicator is not None and labels.get(adjudicator) is not None:
-            label = labels[adjudicator]
-        elif len(labels) == 2:
-            first, second = labels.values()
-            label = first if first == second else (first if second is None else second if first is None else None)
-        else:
-            label = gold_label(labels, adjudicator).label
+        label = gold_label(labels, adjudicator).label
         if label is not None:
             out[item] = label
 
