@@ -133,13 +133,15 @@ IrregularSamples = Callable[[], "tuple[list[tuple], list[tuple]] | None"]
 
 
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-           irregular_read: IrregularSamples | None = None) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+           irregular_read: IrregularSamples | None = None, once_labelled: list[tuple] | None = None
+           ) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
     (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`,
     or `irregular_read`: what another connection read of them, None if it did not)
-    with their verdict and confidence set as the module docstring says."""
-    groups = store.verdict_groups(judge, gold_from)
+    with their verdict and confidence set as the module docstring says. `once_labelled`: what
+    `Store.once_labelled_groups` gave on this database, read before."""
+    groups = store.verdict_groups(judge, gold_from, once_labelled)
     irregular = irregular_read() if irregular_read is not None else None
     if irregular is None:
         irregular = store.irregular_samples(judge)
@@ -273,11 +275,12 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
 
 def reliability_by_cell(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
                         families: Mapping[str, str] | None = None, resamples: int | None = None,
-                        irregular_read: IrregularSamples | None = None
+                        irregular_read: IrregularSamples | None = None, once_labelled: list[tuple] | None = None
                         ) -> dict[tuple[tuple[str, str], str], JudgeReliability]:
     """(cell, judge) -> its reliability figures, for every judge with stored verdicts (the
-    irregular verdicts as `gather` takes them)."""
-    gathered = gather(store, kinds, judge=judge, gold_from=gold_from, irregular_read=irregular_read)
+    irregular verdicts and the groups of items with one label as `gather` takes them)."""
+    gathered = gather(store, kinds, judge=judge, gold_from=gold_from, irregular_read=irregular_read,
+                      once_labelled=once_labelled)
     return {(key, name): measure(key, name, kinds.kind(key), verdicts, families=families, resamples=resamples)
             for (key, name), verdicts in gathered.items()}
 

@@ -445,6 +445,8 @@ def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(label
         store.agreement_data(gold_from="boss")
         offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
     assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
+    read_first = Store(path, read_only=True).once_labelled_groups()  # as the report's worker reads them, first
+    assert read_first and repr(store.verdict_groups(gold_from="boss", once_labelled=read_first)) == repr(alone[0])
     assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()
 
 

@@ -87,12 +87,16 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
         with store.shared_gold_kept(options.gold_from, share=aside.give if aside else None):
+            # the worker's first read needs no gold label: it is not kept waiting while this connection works them out
+            once_labelled = aside.submit(lambda s: s.once_labelled_groups()) if aside else None
             jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
                 if aside and with_jury_too else None
-            measure = lambda s, irregular_read=None: reliability_by_cell(  # noqa: E731
+            measure = lambda s, irregular_read=None, once=None: reliability_by_cell(  # noqa: E731
                 s, CellKinds(templates, options.by), judge=judge, gold_from=options.gold_from,
-                families=dict(options.families), resamples=options.resamples, irregular_read=irregular_read)
-            measuring = aside.submit(lambda s: measure(s, aside.irregular.result)) if aside else None
+                families=dict(options.families), resamples=options.resamples, irregular_read=irregular_read,
+                once_labelled=once)
+            measuring = aside.submit(lambda s: measure(s, aside.irregular.result, once_labelled.result())) \
+                if aside else None
             data = store.agreement_data(judge, gold_from=options.gold_from)
             if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
                 aside.irregular.set_result(store.irregular_samples(judge))
@@ -119,7 +123,8 @@ class _Aside:
     interpreter's lock). The report's connection gives it what it works out or reads anyway, so
     that neither thread waits long for the other: the gold labels of the items several people
     labelled (`give`, for all of its reads) and the few irregular verdicts (`irregular`), read
-    while this connection reads the regular ones in groups."""
+    while this connection reads the regular ones in groups. Its first read (the groups of items
+    with one label) needs neither, so it does not wait while they are worked out."""
 
     def __init__(self, path: str, gold_from: str | None):
         self.path, self.gold_from = path, gold_from

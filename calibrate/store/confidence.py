@@ -103,7 +103,9 @@ class ConfidenceMixin:
                 if not kept.in_table:
                     c.execute("DROP TABLE IF EXISTS temp.shared_gold")
                     c.execute("CREATE TEMP TABLE shared_gold (item_id INTEGER PRIMARY KEY, label TEXT)")
-                    c.executemany("INSERT INTO shared_gold VALUES (?, ?)", kept.labels.items())
+                    # in one statement: SQLite walks the labels without taking the interpreter's lock once per row
+                    c.execute("INSERT INTO shared_gold SELECT CAST(key AS INTEGER), value FROM json_each(?)",
+                              (dump_json(kept.labels),))
                     kept.in_table = True
                 return kept.labels
         for table in ("shared_labels", "shared_gold"):
@@ -120,29 +122,41 @@ class ConfidenceMixin:
             kept.labels, kept.in_table = labels, True
         return labels
 
-    def verdict_groups(self, judge: str | None = None, gold_from: str | None = None) -> list[tuple]:
+    _GROUP_COLUMNS = ("c.task, c.lang, c.judge_name, c.repeated, c.system, c.status, c.verdict, {label}, "
+                      "c.response_length")
+
+    def once_labelled_groups(self) -> list[tuple]:
+        """`verdict_groups`' read of the items with one label (every judge's, repeated and
+        errors too: `verdict_groups` leaves them out), which needs no gold label: another
+        connection can read it first, while the gold labels are worked out. Rows of (task, lang,
+        judge, repeated, system, status, verdict, label, response length, n, confidences as
+        text), in cell_verdicts' key order."""
+        grouping = self._GROUP_COLUMNS.format(label="c.label")
+        # the groups are runs of the key, read without sorting
+        return list(plain_rows(self.conn, f"SELECT {grouping}, count(*), {CONFIDENCES} FROM cell_verdicts c "
+                                          f"WHERE c.labelled = 1 GROUP BY {grouping}"))
+
+    def verdict_groups(self, judge: str | None = None, gold_from: str | None = None,
+                       once_labelled: list[tuple] | None = None) -> list[tuple]:
         """The judges' regular verdicts in force (not irregular) on counted items with a gold
         label (`calibrate.gold`, `gold_from` the adjudicator), in groups of items that share
         everything the reliability figures tell apart: rows of (task, lang, judge, system,
         status, verdict (None unless parsed), gold label, response length (None: none), n,
         confidences), `confidences` the group's stored confidences in [0, 1] of parsed verdicts
         as numpy array (the group's other items have none). Read from cell_verdicts in its key
-        order: items with one label as they are filed, items several people labelled with the
-        gold label of their labels."""
+        order: items with one label as they are filed (`once_labelled_groups`, or
+        `once_labelled`: what it gave on this database), items several people labelled with
+        the gold label of their labels."""
         import numpy as np
 
         c = self.conn
-        columns = f"c.task, c.lang, c.judge_name, c.repeated, c.system, c.status, c.verdict, {{label}}, c.response_length, " \
-                  f"count(*), {CONFIDENCES}"
-        grouping = "c.task, c.lang, c.judge_name, c.repeated, c.system, c.status, c.verdict, {label}, c.response_length"
-        # one label: the groups are runs of the key, read without sorting
-        found = list(plain_rows(c, f"SELECT {columns.format(label='c.label')} FROM cell_verdicts c WHERE c.labelled = 1 "
-                                   f"GROUP BY {grouping.format(label='c.label')}"))
+        found = list(once_labelled) if once_labelled is not None else self.once_labelled_groups()
         self._shared_gold(gold_from)
+        grouping = self._GROUP_COLUMNS.format(label="g.label")
         try:
-            found += plain_rows(c, f"SELECT {columns.format(label='g.label')} FROM cell_verdicts c "
+            found += plain_rows(c, f"SELECT {grouping}, count(*), {CONFIDENCES} FROM cell_verdicts c "
                                    "JOIN temp.shared_gold g ON g.item_id = c.item_id WHERE c.labelled = 2 AND g.label IS NOT NULL "
-                                   f"GROUP BY {grouping.format(label='g.label')}")
+                                   f"GROUP BY {grouping}")
         finally:
             self._drop_shared_gold()
         empty = np.zeros(0)
