@@ -445,9 +445,24 @@ def test_the_gold_labels_kept_for_a_report_are_the_ones_each_read_computes(label
         store.agreement_data(gold_from="boss")
         offered = (store.verdict_groups(gold_from="boss"), store.jury_rows("jury", gold_from="boss"))
     assert repr(kept) == repr(alone) == repr(offered) and "yes" in repr(alone)
-    read_first = Store(path, read_only=True).once_labelled_groups()  # as the report's worker reads them, first
-    assert read_first and repr(store.verdict_groups(gold_from="boss", once_labelled=read_first)) == repr(alone[0])
     assert not store.conn.execute("SELECT name FROM temp.sqlite_master WHERE name = 'shared_gold'").fetchall()
+
+
+def test_the_groups_of_items_with_one_label_read_first_are_the_ones_verdict_groups_reads(labelled_db):
+    """The report's worker reads the groups of items with one label before the gold labels are
+    worked out, and hands them to verdict_groups."""
+    path, _, _ = labelled_db
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"one-{k}", {"content": str(k), "notation": "n", "response": "r"})
+                              for k in range(3)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="k", status="verdict", verdict="yes",
+                                     confidence=0.7, raw_output="yes") for i in ids])
+    for i, label in zip(ids, ["yes", "no", "yes"], strict=True):
+        store.annotate(i, "a", "label", label=label)
+    read_first = Store(path, read_only=True).once_labelled_groups()
+    assert [(row[7], row[9]) for row in read_first] == [("no", 1), ("yes", 2)]
+    assert repr(store.verdict_groups(once_labelled=read_first)) == repr(store.verdict_groups())
+    assert len(store.verdict_groups(once_labelled=[])) == len(store.verdict_groups()) - 2  # what it is handed is used
 
 
 @pytest.mark.timeout(60)
