@@ -429,6 +429,16 @@ WHEN EXISTS (SELECT 1 FROM score_set_deferrals)
 BEGIN
     INSERT OR IGNORE INTO score_set_stale (item_id) VALUES (old.item_id);
 END;
+CREATE TRIGGER shared_items_label_added AFTER INSERT ON labels_in_force
+WHEN (SELECT count(*) FROM labels_in_force WHERE item_id = new.item_id) >= 2
+BEGIN
+    INSERT OR IGNORE INTO shared_items (item_id) VALUES (new.item_id);
+END;
+CREATE TRIGGER shared_items_label_removed AFTER DELETE ON labels_in_force
+WHEN (SELECT count(*) FROM labels_in_force WHERE item_id = old.item_id) < 2
+BEGIN
+    DELETE FROM shared_items WHERE item_id = old.item_id;
+END;
 CREATE TRIGGER verdict_in_force_added AFTER INSERT ON verdicts_in_force
 BEGIN
     INSERT INTO verdict_counts (task, lang, system, judge_name, status, n)
@@ -726,6 +736,9 @@ CREATE TABLE score_sets (
     reference TEXT NOT NULL,
     gold TEXT NOT NULL,
     verdicts TEXT NOT NULL
+);
+CREATE TABLE shared_items (
+    item_id INTEGER PRIMARY KEY
 );
 CREATE TABLE stratified_orders (
     scope TEXT NOT NULL,        -- the session's filter: JSON [task, lang, system], null for any

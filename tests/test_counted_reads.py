@@ -210,8 +210,9 @@ def shake(store: Store, ids: list[int], changes) -> None:
 
 def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
     """cell_verdicts, verdict_sets and score_sets, and the sets' counts, equal what their views and a count
-    over them give afresh, whatever was written: labels, undo, re-parses, judgments added
-    (repeats too), new item versions."""
+    over them give afresh, and shared_items holds the items with two or more labels in force,
+    whatever was written: labels, undo, re-parses, judgments added (repeats too), new item
+    versions."""
     store = Store(":memory:")
     serial = itertools.count()
     c = store.conn
@@ -233,6 +234,8 @@ def test_tables_kept_by_triggers_equal_their_views_after_any_writes():
         assert rows("SELECT * FROM score_sets") == rows("SELECT * FROM score_set_rows")
         assert rows("SELECT task, lang, system, reference, gold, verdicts, n FROM score_set_counts WHERE n != 0") == rows(
             "SELECT task, lang, system, reference, gold, verdicts, count(*) FROM score_set_rows GROUP BY 1, 2, 3, 4, 5, 6")
+        assert rows("SELECT item_id FROM shared_items") == rows(
+            "SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2")
 
     try:
         check()

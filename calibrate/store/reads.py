@@ -59,18 +59,17 @@ class ReadsMixin:
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
         judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
                       "GROUP BY 1, 2, 3, 4", params)
-        temporary = ("shared_items", "labels_now")
+        temporary = ("shared_now", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-        c.execute(
-            "CREATE TEMP TABLE shared_items AS SELECT s.item_id, i.task, i.lang FROM "
-            "(SELECT item_id FROM labels_in_force GROUP BY item_id HAVING count(*) >= 2) s "
+        c.execute(  # the counted ones of the items two or more people labelled (kept by migration 0024)
+            "CREATE TEMP TABLE shared_now AS SELECT s.item_id, i.task, i.lang FROM main.shared_items s "
             f"JOIN counted_items i ON i.id = s.item_id{' WHERE i.system = ?' if system is not None else ''}",
             [system] if system is not None else [],
         )
         c.execute("CREATE TEMP TABLE labels_now (item_id INTEGER, annotator TEXT, label TEXT, task TEXT, lang TEXT, "
                   "PRIMARY KEY (item_id, annotator)) WITHOUT ROWID")
-        c.execute("INSERT INTO labels_now SELECT l.item_id, l.annotator, l.label, s.task, s.lang FROM shared_items s "
+        c.execute("INSERT INTO labels_now SELECT l.item_id, l.annotator, l.label, s.task, s.lang FROM shared_now s "
                   "JOIN labels_in_force l ON l.item_id = s.item_id")
         try:
             shared_labels = rows("SELECT item_id, task, lang, annotator, label FROM labels_now ORDER BY item_id")
@@ -79,7 +78,7 @@ class ReadsMixin:
             if system is None:  # every counted item several people labelled: the gold a report's other reads take
                 self._offer_shared_gold(gold, gold_from)
             shared_verdicts = rows(
-                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_items s "
+                "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_now s "
                 f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
                 [judge] if judge else [])
             human_pairs = rows(
