@@ -263,7 +263,6 @@ class AgreementData:
 
     judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
     judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
-    human_pairs: list[tuple]  # task, lang, annotator a, annotator b, label a, label b, n
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
     judged: list[tuple]  # task, lang, judge, status, n (all judged items)
@@ -281,7 +280,7 @@ class AgreementData:
             return [(*key, n) for key, n in totals.items()]
 
         return AgreementData(
-            summed("judge_vs_human"), summed("judge_vs_gold"), summed("human_pairs"),
+            summed("judge_vs_human"), summed("judge_vs_gold"),
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
             summed("ties"),
         )

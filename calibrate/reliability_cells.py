@@ -454,5 +454,5 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     for item_id, task, lang, *verdicts in rows["shared"]:
         shared.append((item_id, JURY, *verdict_of(task, lang, tuple(verdicts))))
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
-    return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold), human_pairs=[],
+    return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold),
                          shared_labels=[], shared_verdicts=shared, judged=counted(judged))

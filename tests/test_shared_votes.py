@@ -146,7 +146,7 @@ def test_report_cells_hold_the_items_and_verdicts_item_by_item(data, unparsed):
             if status != "none":
                 shared_verdicts.append((item_id, judge, status.rstrip("01"),
                                         labels[int(status[-1])] if status.startswith("verdict") else None))
-    agreement = AgreementData(judge_vs_human=[], judge_vs_gold=[], human_pairs=[], shared_labels=shared_labels,
+    agreement = AgreementData(judge_vs_human=[], judge_vs_gold=[], shared_labels=shared_labels,
                               shared_verdicts=shared_verdicts, judged=[])
 
     # the per-item dicts, as the report built them item by item

@@ -37,8 +37,9 @@ class ReadsMixin:
     def agreement_data(self, judge: str | None = None, system: str | None = None, *,
                        gold_from: str | None = None) -> AgreementData:
         """Everything the agreement report needs: judge verdict x human label counts per
-        annotator and against the gold label, human x human pair counts, and the per-item labels
-        of items that several annotators labelled. `system` keeps only that system's items.
+        annotator and against the gold label, and the per-item labels and verdicts of items that
+        several annotators labelled (the human ceiling is worked out from them). `system` keeps
+        only that system's items.
 
         The judge x annotator counts and the judged counts are kept up to date by the triggers
         of migration 0008 (agreement_counts, verdict_counts), so they cost a few hundred rows
@@ -81,9 +82,6 @@ class ReadsMixin:
                 "SELECT v.item_id, v.judge_name, v.status, v.verdict FROM shared_now s "
                 f"JOIN verdicts_in_force v ON v.item_id = s.item_id{' WHERE v.judge_name = ?' if judge else ''}",
                 [judge] if judge else [])
-            human_pairs = rows(
-                "SELECT x.task, x.lang, x.annotator, y.annotator, x.label, y.label, count(*) FROM labels_now x "
-                "JOIN labels_now y ON y.item_id = x.item_id AND x.annotator < y.annotator GROUP BY 1, 2, 3, 4, 5, 6")
         finally:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -97,7 +95,6 @@ class ReadsMixin:
             judge_vs_human=judge_vs_human,
             judge_vs_gold=[(*key, versus_gold[key]) for key in sorted(versus_gold, key=in_sql_order)],
             ties=[(*key, ties[key]) for key in sorted(ties)],
-            human_pairs=human_pairs,
             shared_labels=shared_labels,
             shared_verdicts=shared_verdicts,
             judged=judged,
