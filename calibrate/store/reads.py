@@ -63,9 +63,10 @@ class ReadsMixin:
         temporary = ("shared_now", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-        c.execute(  # the counted ones of the items two or more people labelled (kept by migration 0024)
-            "CREATE TEMP TABLE shared_now AS SELECT s.item_id, i.task, i.lang FROM main.shared_items s "
-            f"JOIN counted_items i ON i.id = s.item_id{' WHERE i.system = ?' if system is not None else ''}",
+        c.execute(  # the counted ones of the items two or more people labelled (kept by migration 0024), each item
+            # found by its id (a join would have SQLite walk every item instead)
+            "CREATE TEMP TABLE shared_now AS SELECT i.id AS item_id, i.task, i.lang FROM counted_items i "
+            f"WHERE i.id IN (SELECT item_id FROM main.shared_items){' AND i.system = ?' if system is not None else ''}",
             [system] if system is not None else [],
         )
         c.execute("CREATE TEMP TABLE labels_now (item_id INTEGER, annotator TEXT, label TEXT, task TEXT, lang TEXT, "
