@@ -63,7 +63,7 @@ class ReadsMixin:
         temporary = ("shared_now", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
-        c.execute(  # the counted ones of the items two or more people labelled (kept by migration 0024), each item
+        c.execute(  # the counted ones of the items two or more people labelled (kept by migration 0023), each item
             # found by its id (a join would have SQLite walk every item instead)
             "CREATE TEMP TABLE shared_now AS SELECT i.id AS item_id, i.task, i.lang FROM counted_items i "
             f"WHERE i.id IN (SELECT item_id FROM main.shared_items){' AND i.system = ?' if system is not None else ''}",
@@ -143,7 +143,7 @@ class ReadsMixin:
                     found[(task, lang, *row, *rest)] += n
             return [(*key, n) for key, n in found.items() if n]
 
-        # the sets of the items several people labelled (kept by migration 0024), in their id order
+        # the sets of the items several people labelled (kept by migration 0023), in their id order
         sets = list(plain_rows(self.conn, "SELECT s.item_id, s.task, s.lang, s.verdicts FROM main.shared_items x "
                                           "CROSS JOIN verdict_sets s ON s.item_id = x.item_id "
                                           "WHERE ?1 IS NULL OR s.system = ?1 ORDER BY x.item_id", (system,)))

@@ -1,4 +1,4 @@
--- 0024_shared_items: the items that two or more people labelled (two or more labels in force),
+-- 0023_shared_items: the items that two or more people labelled (two or more labels in force),
 -- kept by triggers in the writer's transaction, so that the report finds them among a few
 -- thousand rows instead of counting every label in force per item. Whether an item counts
 -- (current, not hidden by an unfinished import) is left to the readers, as it changes apart
