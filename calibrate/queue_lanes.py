@@ -35,11 +35,14 @@ def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple
 def shuffle_cells(cell_ids: Iterable[tuple[tuple[str, str, str], str]],
                   seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
     """Each (cell, ids as `Store.item_ids_text` reads them) in turn, with the cell's sorted ids
-    permuted by the next draw of the seed's generator."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
+    permuted by the next draw of the seed's generator. numpy is imported once the first cell's
+    ids are read (a thread can read them while another imports numpy)."""
+    rng = None
     for cell, text in cell_ids:
+        if rng is None:
+            import numpy as np
+
+            rng = np.random.default_rng(seed)
         yield cell, rng.permutation(id_array(text))
 
 
@@ -85,23 +88,23 @@ class LaneReader:
             self._here = shuffled_lanes(store, scope, seed)
 
     def _read(self, path: str, scope: dict, seed: int) -> None:
-        """Every cell's ids, while another thread imports numpy (SQLite reads without the
-        interpreter's lock, so the app's thread and the import go on meanwhile), then the
-        shuffles. Then, once `keep_when_read` is called (the session's second claim, or its
+        """Each cell's ids and its shuffle in turn, all cells in one snapshot, while another
+        thread imports numpy (SQLite reads without the interpreter's lock, so the app's thread
+        and the import go on meanwhile): the first lane comes after one cell's read. Then, once `keep_when_read` is called (the session's second claim, or its
         close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
         import_meanwhile("numpy")
         try:
             store = Store(path)
             try:
-                stamp, cells = store.cell_id_texts(**scope)
                 lanes = []
-                for _, lane in shuffle_cells(cells, seed):
-                    with self._changed:
-                        if self._stopping:
-                            return
-                        self._lanes.append(lane)
-                        self._changed.notify_all()
-                    lanes.append(lane)
+                with store.cell_id_texts(**scope) as (stamp, cells):
+                    for _, lane in shuffle_cells(cells, seed):
+                        with self._changed:
+                            if self._stopping:
+                                return
+                            self._lanes.append(lane)
+                            self._changed.notify_all()
+                        lanes.append(lane)
                 with self._changed:  # no lane comes after these
                     self._finished = True
                     self._changed.notify_all()

@@ -474,6 +474,50 @@ def test_stratified_queue_read_on_a_thread_is_the_queue_read_in_place(tmp_path_f
         store.close()
 
 
+def test_the_first_stratified_lane_comes_before_the_other_cells_are_read(tmp_path, templates, monkeypatch):
+    """The lanes' thread hands over each lane as soon as its cell is read: the first item of a
+    queue worked out from its cells waits for one cell's read, not for every cell's."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 3}") for k in range(30)])
+    first_cell = store.cells()[0]
+    others_may_be_read = threading.Event()
+    read = Store.item_ids_text
+
+    def item_ids_text(self, **cell):
+        if (cell["task"], cell["lang"], cell["system"]) != first_cell:
+            assert others_may_be_read.wait(30)
+        return read(self, **cell)
+
+    monkeypatch.setattr(Store, "item_ids_text", item_ids_text)
+    s = session(store, templates, order="stratified", seed=2)
+    first = s.start()  # the other cells' reads wait meanwhile
+    assert (first.item.task, first.item.lang, first.item.system) == first_cell
+    others_may_be_read.set()
+    s.close()
+    store.close()
+
+
+def test_the_cells_of_a_stratified_queue_are_read_in_one_snapshot(tmp_path):
+    """The cells' ids, read one at a time as the lanes are shuffled, are those of one moment:
+    items another connection adds meanwhile, and the stamp it changes, come in the next queue."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    path = tmp_path / "q.db"
+    store, writer = Store(path), Store(path)
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 2}") for k in range(10)])
+    with store.cell_id_texts() as (stamp, cells):
+        (cell, ids), *_ = [next(cells)]
+        writer.add_items([NewItem("c3/lexical", "en", "new", fields, system="s1")])
+        rest = list(cells)
+    assert cell == ("c3/lexical", "en", "s0") and len(ids.split(",")) == 5
+    assert rest == [(("c3/lexical", "en", "s1"), rest[0][1])] and len(rest[0][1].split(",")) == 5
+    with store.cell_id_texts() as (later_stamp, cells):
+        assert [len(ids.split(",")) for _, ids in cells] == [5, 6] and later_stamp != stamp
+    assert not store.conn.in_transaction
+    store.close()
+    writer.close()
+
+
 def test_a_kept_stratified_queue_serves_only_the_items_it_was_worked_out_from(tmp_path, templates):
     """The queue a session worked out is kept in the file; the next session of the same filter
     and seed takes it instead of reading the lanes, and gets the same items in the same order.

@@ -5,7 +5,8 @@ is built from (decided, contested, unstable)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from calibrate.model import DECISION_ACTIONS, dump_json, now_iso
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
@@ -260,19 +261,22 @@ class QueueMixin:
             "FROM import_runs").fetchone()
         return None if row[4] else "|".join(map(str, row[:4]))
 
-    def cell_id_texts(self, *, task: str | None = None, lang: str | None = None,
-                      system: str | None = None) -> tuple[str | None, list[tuple[tuple[str, str, str], str]]]:
+    @contextmanager
+    def cell_id_texts(self, *, task: str | None = None, lang: str | None = None, system: str | None = None
+                      ) -> Iterator[tuple[str | None, Iterator[tuple[tuple[str, str, str], str]]]]:
         """The items' stamp (`_items_stamp`) and each cell of the filter in sorted order with its
-        ids (`item_ids_text`), read in one snapshot of the database."""
+        ids (`item_ids_text`), all in one snapshot of the database (a read transaction, held until
+        the block ends). A cell's ids are read when it is taken, so the first cell's come after
+        one cell's read (about 0.01 s of the 0.2 s all twenty take at a million items)."""
         in_transaction = self.conn.in_transaction
         if not in_transaction:
             self.conn.execute("BEGIN")
         try:
             stamp = self._items_stamp()
-            return stamp, [(cell, self.item_ids_text(task=cell[0], lang=cell[1], system=cell[2]))
-                           for cell in self.cells(task=task, lang=lang, system=system)]
+            cells = self.cells(task=task, lang=lang, system=system)
+            yield stamp, ((cell, self.item_ids_text(task=cell[0], lang=cell[1], system=cell[2])) for cell in cells)
         finally:
-            if not in_transaction:
+            if not in_transaction and self.conn.in_transaction:
                 self.conn.execute("COMMIT")
 
     def kept_stratified_order(self, scope: dict, seed: int) -> bytes | None:
