@@ -40,7 +40,8 @@ ID_SLICE = 50_000  # item ids per read of the orders that read their first items
 FIRST_SLICE = 2_048  # ids of the first such read; each next one twice as many, up to ID_SLICE
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
-EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
+EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is); twice as many after each
+                  # window none of whose items could be claimed, up to WINDOW (`_early_limits`)
 EARLY_NOTES = {
     "escalate": "escalate: the trust thresholds are still being fitted on the labelled items; until then the "
                 "queue shows, in id order, items on which no judge's verdict can be accepted whatever they are",
@@ -283,9 +284,9 @@ class AnnotationSession:
         each with a `queue_note`. Those shown are not shown again."""
         if self._in_background():
             self._prepare_later(EARLY_NOTES["escalate"])
-            after, self._early = 0, True
+            after, self._early, limits = 0, True, self._early_limits()
             while self.queue_preparing and (window := self.store.surely_escalated_ids(
-                    judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
+                    judge=self.judge, **self._scope, after=after, limit=next(limits))):
                 after = window[-1]
                 yield window
             self._early = False
@@ -307,11 +308,11 @@ class AnnotationSession:
             # the first cell's lane, as `informative_cells` draws it
             first, lane = next(shuffled_lanes(self.store, self._scope, self.seed), (("", "", ""), []))
             self._prepare_later(EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
-            self._early = True
-            for k in range(0, len(lane), EARLY_WINDOW):
-                if not self.queue_preparing:
-                    break
-                yield self.store.unlabelled_ids(lane[k : k + EARLY_WINDOW].tolist())
+            self._early, k, limits = True, 0, self._early_limits()
+            while k < len(lane) and self.queue_preparing:
+                size = next(limits)
+                yield self.store.unlabelled_ids(lane[k : k + size].tolist())
+                k += size
             self._early = False
             heap, pending = self._prepared()
         else:
@@ -326,6 +327,17 @@ class AnnotationSession:
                 window = []
         if window:
             yield window
+
+    def _early_limits(self) -> Iterator[int]:
+        """How many ids each next window of the items shown while the queue is worked out takes:
+        EARLY_WINDOW, twice as many after a window none of whose items was claimed (a stretch that
+        others labelled already), up to WINDOW, and EARLY_WINDOW again after a claim. Which items
+        come is the same whatever the windows' sizes (each claim takes the first eligible one)."""
+        limit, shown = EARLY_WINDOW, len(self._shown_early)
+        while True:
+            yield limit
+            limit = EARLY_WINDOW if len(self._shown_early) > shown else min(2 * limit, WINDOW)
+            shown = len(self._shown_early)
 
     def _informative(self, heap: list, pending: dict) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of

@@ -316,6 +316,34 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
     store.close()
 
 
+def test_escalate_passes_a_long_labelled_stretch_in_a_few_reads_while_it_fits_its_thresholds(tmp_path, templates,
+                                                                                                monkeypatch):
+    """While the thresholds are fitted, a stretch of items others labelled already is passed
+    in windows that grow (a few reads, not one per EARLY_WINDOW items), and the items shown are
+    the same, in the same order, as item by item."""
+    store = Store(tmp_path / "e.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(120)], with_ids=True)
+    for i in ids[:90] + ids[95:97]:
+        store.annotate(i, "bo", "label", label="yes")
+    monkeypatch.setattr(session_module, "EARLY_WINDOW", 2)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(threading.Event()))  # never fitted here
+    reads = []
+    read = Store.surely_escalated_ids
+
+    def counted(self, **kw):
+        reads.append(kw["limit"])
+        return read(self, **kw)
+
+    monkeypatch.setattr(Store, "surely_escalated_ids", counted)
+    s = session(store, templates, order="escalate", prepare_in_background=True)
+    shown = [s.start().item.id] + [s.forward().item.id for _ in range(9)]
+    assert shown == [i for i in ids if i not in ids[:90] + ids[95:97]][:10]
+    assert len(reads) <= 9 and reads[:3] == [2, 4, 8]  # one read per 2 ids would be 45 before the first
+    s.close()
+    store.close()
+
+
 def test_informative_shows_the_first_cells_items_in_their_order_while_it_weighs_the_cells(tmp_path, templates,
                                                                                         monkeypatch):
     """On a large queue the informative order weighs its cells on a worker thread. Meanwhile the
