@@ -156,8 +156,15 @@ class AnnotationSession:
         """Whether this queue is worked out in a child process (`prepare_queue`)."""
         background = self.prepare_in_background
         if background is None:
-            background = self.total >= PREPARE_IN_BACKGROUND_FROM
+            background = self._at_least(PREPARE_IN_BACKGROUND_FROM)
         return background and self.store.in_file  # the child process opens the database file again
+
+    def _at_least(self, n: int) -> bool:
+        """Whether the queue has `n` items or more (`total`), without waiting for the count on
+        the thread: from the highest id (no more items than that), else counted up to `n`."""
+        if self._total.done():
+            return self.total >= n
+        return self.store.max_item_id() >= n and self.store.count_items(**self._scope, at_most=n) >= n
 
     def _prepare_later(self, note: str) -> None:
         """The queue is to be worked out in another process (`prepare_queue`); the items shown

@@ -316,6 +316,55 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
     store.close()
 
 
+@settings(max_examples=25, deadline=None)
+@given(systems=st.lists(st.sampled_from("abc"), max_size=30), hidden=st.integers(0, 5), at_most=st.integers(0, 40),
+       system=st.sampled_from([None, "a", "b"]))
+def test_items_counted_up_to_a_bound_are_the_count_or_the_bound(systems, hidden, at_most, system):
+    """`count_items(at_most=n)` (whether a queue is large, without counting it all) is the
+    count of the same items (current and visible: none of an import still running) or n."""
+    store = Store(":memory:")
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store.add_items([NewItem("c3/lexical", "en", str(k), fields, system=sy) for k, sy in enumerate(systems)])
+    if hidden:
+        run = store.begin_import("later.jsonl")
+        store.add_items([NewItem("c3/lexical", "en", f"h{k}", fields, system="a") for k in range(hidden)], run=run)
+    assert store.count_items(system=system, at_most=at_most) == min(store.count_items(system=system), at_most)
+    assert store.count_items(system=system) == sum(system in (None, sy) for sy in systems)
+    store.close()
+
+
+@pytest.mark.parametrize("order", ["escalate", "informative"])
+def test_a_large_queue_shows_its_first_item_before_it_is_counted(tmp_path, templates, monkeypatch, order):
+    """Whether escalate and informative work their queue out in another process (a large
+    queue) is decided without waiting for the queue's count, which the status line shows once
+    it is done: the first item comes meanwhile."""
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                     for k in range(30)])
+    monkeypatch.setattr(session_module, "PREPARE_IN_BACKGROUND_FROM", 20)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(threading.Event()))  # never worked out here
+    counted = threading.Event()
+    count = Store.count_items
+
+    def slow_count(self, **kw):
+        if kw.get("at_most") is None:
+            assert counted.wait(30)
+        return count(self, **kw)
+
+    monkeypatch.setattr(Store, "count_items", slow_count)
+    s = session(store, templates, order=order)
+    shown = []
+    starting = threading.Thread(target=lambda: shown.append(s.start()))
+    starting.start()
+    starting.join(10)
+    alive = starting.is_alive()
+    counted.set()
+    starting.join()
+    assert not alive and shown[0] is not None and s.queue_preparing and s.total == 30
+    s.close()
+    store.close()
+
+
 def test_escalate_passes_a_long_labelled_stretch_in_a_few_reads_while_it_fits_its_thresholds(tmp_path, templates,
                                                                                                 monkeypatch):
     """While the thresholds are fitted, a stretch of items others labelled already is passed
