@@ -214,12 +214,20 @@ class AnnotationSession:
         if self.order == "random":
             import numpy as np  # only the shuffled orders need it; keeps start-up light
 
-            rng = np.random.default_rng(self.seed)
             # the filter's items in random order: where they are most ids up to the highest, every
-            # id shuffled (the claim passes over ids outside the filter), without reading them
+            # id shuffled (the claim passes over ids outside the filter), without reading them. Without
+            # a filter that is all but certain: every id is shuffled while the count's thread counts
+            # (SQLite counts without the interpreter's lock), and the count confirms it
             top = self.store.max_item_id()
-            ids = np.arange(1, top + 1) if 2 * self.total >= top else self.store.item_id_array(**self._scope)
-            shuffled = rng.permutation(ids)
+
+            def shuffled_from(ids: np.ndarray) -> np.ndarray:
+                return np.random.default_rng(self.seed).permutation(ids)
+
+            shuffled = shuffled_from(np.arange(1, top + 1)) if not any(self._scope.values()) else None
+            if 2 * self.total < top:
+                shuffled = shuffled_from(self.store.item_id_array(**self._scope))
+            elif shuffled is None:
+                shuffled = shuffled_from(np.arange(1, top + 1))
             for k in range(0, len(shuffled), WINDOW):
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":

@@ -57,6 +57,25 @@ def test_random_is_seeded(two_cells, templates):
     assert a == b and sorted(a) == ids and a != ids
 
 
+@pytest.mark.parametrize("superseded", [0, 3, 40])
+@pytest.mark.parametrize("system", [None, "a"])
+def test_random_queue_is_every_id_or_the_filters_ids_shuffled(tmp_path, templates, superseded, system):
+    """The random queue is every id up to the highest, shuffled by the seed, where the filter's
+    items are at least half of them (the claim passes over the others), else the filter's ids
+    shuffled; the same whether the count is done before the shuffle or after it."""
+    import numpy as np
+
+    store = Store(tmp_path / "r.db")
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store.add_items([NewItem("c3/lexical", "en", str(k), fields, system="ab"[k % 2]) for k in range(60)])
+    store.conn.execute("UPDATE items SET current = 0 WHERE id <= ?", (superseded,))
+    top, rng = store.max_item_id(), np.random.default_rng(3)
+    expected = (rng.permutation(np.arange(1, top + 1)) if 2 * store.count_items(system=system) >= top
+                else rng.permutation(store.item_id_array(system=system))).tolist()
+    assert _queue(session(store, templates, order="random", seed=3, system=system)) == expected
+    store.close()
+
+
 def test_stratified_fills_every_cell_evenly(two_cells, templates):
     store, ids = two_cells
     order = drain(session(store, templates, order="stratified"))
