@@ -59,7 +59,7 @@ class QueueMixin:
                            overlap: int | None = None) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
         item ids within `between` (inclusive) when given, so a queue can read them in slices;
-        only items with fewer than `overlap` labels in force when given (`_labelled_by_enough`:
+        only items with fewer than `overlap` labels in force when given (`_open_to_labels`:
         no claim at that overlap leases the others), so a queue's windows hold only items it may
         lease."""
         where, params = self._item_filter(task, lang, None, None, system)
@@ -205,8 +205,8 @@ class QueueMixin:
             while start < len(candidates):
                 chunk = list(candidates[start : start + size])
                 start, size = start + size, min(2 * size, 256)
-                full = self._labelled_by_enough(chunk, overlap)
-                chunk = [item_id for item_id in chunk if item_id not in full]
+                open_ = self._open_to_labels(chunk, overlap)
+                chunk = [item_id for item_id in chunk if item_id in open_]
                 if not chunk:
                     continue
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
@@ -229,12 +229,13 @@ class QueueMixin:
                         return item_id
             return None
 
-    def _labelled_by_enough(self, item_ids: Sequence[int], overlap: int) -> set[int]:
-        """Those of `item_ids` with `overlap` labels in force or more: whoever asks, none of them
-        can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did)."""
+    def _open_to_labels(self, item_ids: Sequence[int], overlap: int) -> set[int]:
+        """Those of `item_ids` with fewer than `overlap` labels in force: whoever asks, none of
+        the others can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did).
+        Only these come back as rows, so a labelled stretch costs its look-ups and no rows."""
         return {r[0] for r in self.conn.execute(
-            "SELECT item_id FROM labels_in_force WHERE item_id IN (SELECT value FROM json_each(?)) "
-            "GROUP BY item_id HAVING count(*) >= ?", (dump_json(list(item_ids)), overlap))}
+            "SELECT value FROM json_each(?) WHERE (SELECT count(*) FROM labels_in_force f WHERE f.item_id = value) < ?",
+            (dump_json(list(item_ids)), overlap))}
 
     def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
