@@ -22,6 +22,7 @@ from calibrate.display import PAGE_CHARS
 from calibrate.item_view import Decision, ItemView, Progress
 from calibrate.kinds import LabelError
 from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder
+from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
     LaneReader,
     informative_cells,
@@ -88,6 +89,8 @@ class AnnotationSession:
         # from now on (on a thread, if the database is a file)
         self._kept_order: bytes | None = None
         self._lanes: LaneReader | None = None
+        if self.order in ("random", "informative"):
+            import_meanwhile("numpy")  # their first items need it: imported while the app starts (as the lanes' is)
         if self.order == "stratified":
             self._kept_order = self.store.kept_stratified_order(self._scope, self.seed)
             if self._kept_order is None:
