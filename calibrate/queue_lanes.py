@@ -78,6 +78,7 @@ class LaneReader:
         self._stopping = False
         self._changed = threading.Condition()
         self._keep = threading.Event()  # set once the session's first item is painted (`keep_when_read`)
+        self._wanted = 1  # how many lanes the session has asked for (the thread reads one more, `_when_wanted`)
         self._here: Iterator | None = None
         self._thread: threading.Thread | None = None
         if store.in_file:
@@ -90,15 +91,17 @@ class LaneReader:
     def _read(self, path: str, scope: dict, seed: int) -> None:
         """Each cell's ids and its shuffle in turn, all cells in one snapshot, while another
         thread imports numpy (SQLite reads without the interpreter's lock, so the app's thread
-        and the import go on meanwhile): the first lane comes after one cell's read. Then, once `keep_when_read` is called (the session's second claim, or its
-        close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
+        and the import go on meanwhile): the first lane comes after one cell's read, and until
+        `keep_when_read` is called (the session's second claim, or its close) no more cells are
+        read than the session asks for (`_when_wanted`: the work would slow the first paint).
+        Then the queue is kept for the next session of the same items (`kept_stratified_order`)."""
         import_meanwhile("numpy")
         try:
             store = Store(path)
             try:
                 lanes = []
                 with store.cell_id_texts(**scope) as (stamp, cells):
-                    for _, lane in shuffle_cells(cells, seed):
+                    for _, lane in shuffle_cells(self._when_wanted(cells), seed):
                         with self._changed:
                             if self._stopping:
                                 return
@@ -121,6 +124,20 @@ class LaneReader:
                 self._finished = True
                 self._changed.notify_all()
 
+    def _when_wanted(self, cells: Iterable) -> Iterator:
+        """`cells`, each next one taken (its ids read) only once the session has asked for the
+        lane before it, or the first item is painted (`keep_when_read`): the thread reads one
+        lane ahead of the session, and waits meanwhile, in the cells' snapshot."""
+        cells = iter(cells)
+        while True:
+            with self._changed:
+                while not (self._keep.is_set() or self._stopping or len(self._lanes) <= self._wanted):
+                    self._changed.wait()
+            cell = next(cells, None)
+            if cell is None:
+                return
+            yield cell
+
     def __iter__(self) -> Iterator[np.ndarray]:
         """Each lane in turn, waiting for the thread to have read it."""
         if self._here is not None:
@@ -130,6 +147,9 @@ class LaneReader:
         taken = 0
         while True:
             with self._changed:
+                if self._wanted < taken + 1:
+                    self._wanted = taken + 1
+                    self._changed.notify_all()
                 while len(self._lanes) == taken and not self._finished:
                     self._changed.wait()
                 if len(self._lanes) == taken:
@@ -141,15 +161,18 @@ class LaneReader:
             taken += 1
 
     def keep_when_read(self) -> None:
-        """Keep the queue once every lane is read (on the thread)."""
-        self._keep.set()
+        """Read every lane now, and keep the queue once they are read (on the thread)."""
+        with self._changed:
+            self._keep.set()
+            self._changed.notify_all()
 
     def close(self) -> None:
         """Stop once the cells' ids are read (about 0.3 s at a million items), or keep the queue
         if every lane is read, and wait for the thread."""
         with self._changed:
             self._stopping = True
-        self._keep.set()
+            self._keep.set()
+            self._changed.notify_all()
         if self._thread is not None:
             self._thread.join()
 

@@ -594,6 +594,34 @@ def test_the_first_stratified_lane_comes_before_the_other_cells_are_read(tmp_pat
     store.close()
 
 
+def test_the_stratified_lanes_are_read_no_further_than_asked_until_the_first_item_is_painted(tmp_path, templates,
+                                                                                           monkeypatch):
+    """Until the session's second claim (its first item painted), the lanes' thread reads one
+    cell beyond the lanes the session took, so that the reads do not slow the first paint; then
+    it reads the others, and the queue is the same."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 6}") for k in range(60)])
+    expected = _queue(session(store, templates, order="stratified", seed=5, prepare_in_background=False))
+    store.conn.execute("DELETE FROM stratified_orders")
+    reads = []
+    read = Store.item_ids_text
+
+    def counted(self, **cell):
+        reads.append(cell["system"])
+        return read(self, **cell)
+
+    monkeypatch.setattr(Store, "item_ids_text", counted)
+    s = session(store, templates, annotator="cy", order="stratified", seed=5)
+    first = s.start()
+    time.sleep(0.3)  # time enough for the thread to read every cell, were it not waiting
+    assert first.item.id == expected[0] and len(reads) == 2
+    shown = [first.item.id] + [s.forward().item.id for _ in range(11)]
+    assert shown == expected[:12] and len(reads) == 6
+    s.close()
+    store.close()
+
+
 def test_the_cells_of_a_stratified_queue_are_read_in_one_snapshot(tmp_path):
     """The cells' ids, read one at a time as the lanes are shuffled, are those of one moment:
     items another connection adds meanwhile, and the stamp it changes, come in the next queue."""
