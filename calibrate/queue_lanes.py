@@ -75,7 +75,6 @@ class LaneReader:
         self._lanes: list[np.ndarray] = []
         self._finished = False
         self._failure: BaseException | None = None
-        self._stopping = False
         self._changed = threading.Condition()
         self._keep = threading.Event()  # set once the session's first item is painted (`keep_when_read`)
         self._wanted = 1  # how many lanes the session has asked for (the thread reads one more, `_when_wanted`)
@@ -103,8 +102,6 @@ class LaneReader:
                 with store.cell_id_texts(**scope) as (stamp, cells):
                     for _, lane in shuffle_cells(self._when_wanted(cells), seed):
                         with self._changed:
-                            if self._stopping:
-                                return
                             self._lanes.append(lane)
                             self._changed.notify_all()
                         lanes.append(lane)
@@ -131,7 +128,7 @@ class LaneReader:
         cells = iter(cells)
         while True:
             with self._changed:
-                while not (self._keep.is_set() or self._stopping or len(self._lanes) <= self._wanted):
+                while not (self._keep.is_set() or len(self._lanes) <= self._wanted):
                     self._changed.wait()
             cell = next(cells, None)
             if cell is None:
@@ -167,12 +164,10 @@ class LaneReader:
             self._changed.notify_all()
 
     def close(self) -> None:
-        """Stop once the cells' ids are read (about 0.3 s at a million items), or keep the queue
-        if every lane is read, and wait for the thread."""
-        with self._changed:
-            self._stopping = True
-            self._keep.set()
-            self._changed.notify_all()
+        """Read the lanes not read yet (at most about 0.3 s at a million items) and keep the
+        queue, as `keep_when_read`, and wait for the thread: a session closed on its first item
+        leaves its queue for the next one, as one whose lanes were all read by then does."""
+        self.keep_when_read()
         if self._thread is not None:
             self._thread.join()
 

@@ -619,6 +619,12 @@ def test_the_stratified_lanes_are_read_no_further_than_asked_until_the_first_ite
     shown = [first.item.id] + [s.forward().item.id for _ in range(11)]
     assert shown == expected[:12] and len(reads) == 6
     s.close()
+    store.conn.execute("DELETE FROM stratified_orders")
+    on_first = session(store, templates, annotator="di", order="stratified", seed=5)
+    on_first.start()
+    on_first.close()  # closed on its first item: the other lanes are read, and the queue kept
+    kept = session(store, templates, annotator="ed", order="stratified", seed=5)
+    assert _queue(kept) == expected and kept._lanes is None
     store.close()
 
 
