@@ -35,11 +35,14 @@ def shuffled_lanes(store: Store, scope: dict, seed: int) -> Iterator[tuple[tuple
 def shuffle_cells(cell_ids: Iterable[tuple[tuple[str, str, str], str]],
                   seed: int) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
     """Each (cell, ids as `Store.item_ids_text` reads them) in turn, with the cell's sorted ids
-    permuted by the next draw of the seed's generator."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
+    permuted by the next draw of the seed's generator. numpy is imported once the first cell's
+    ids are read (a thread can read them while another imports numpy)."""
+    rng = None
     for cell, text in cell_ids:
+        if rng is None:
+            import numpy as np
+
+            rng = np.random.default_rng(seed)
         yield cell, rng.permutation(id_array(text))
 
 
@@ -72,9 +75,9 @@ class LaneReader:
         self._lanes: list[np.ndarray] = []
         self._finished = False
         self._failure: BaseException | None = None
-        self._stopping = False
         self._changed = threading.Condition()
         self._keep = threading.Event()  # set once the session's first item is painted (`keep_when_read`)
+        self._wanted = 1  # how many lanes the session has asked for (the thread reads one more, `_when_wanted`)
         self._here: Iterator | None = None
         self._thread: threading.Thread | None = None
         if store.in_file:
@@ -85,23 +88,23 @@ class LaneReader:
             self._here = shuffled_lanes(store, scope, seed)
 
     def _read(self, path: str, scope: dict, seed: int) -> None:
-        """Every cell's ids, while another thread imports numpy (SQLite reads without the
-        interpreter's lock, so the app's thread and the import go on meanwhile), then the
-        shuffles. Then, once `keep_when_read` is called (the session's second claim, or its
-        close: the work would slow the first paint), the queue is kept for the next session of the same items (`kept_stratified_order`)."""
+        """Each cell's ids and its shuffle in turn, all cells in one snapshot, while another
+        thread imports numpy (SQLite reads without the interpreter's lock, so the app's thread
+        and the import go on meanwhile): the first lane comes after one cell's read, and until
+        `keep_when_read` is called (the session's second claim, or its close) no more cells are
+        read than the session asks for (`_when_wanted`: the work would slow the first paint).
+        Then the queue is kept for the next session of the same items (`kept_stratified_order`)."""
         import_meanwhile("numpy")
         try:
             store = Store(path)
             try:
-                stamp, cells = store.cell_id_texts(**scope)
                 lanes = []
-                for _, lane in shuffle_cells(cells, seed):
-                    with self._changed:
-                        if self._stopping:
-                            return
-                        self._lanes.append(lane)
-                        self._changed.notify_all()
-                    lanes.append(lane)
+                with store.cell_id_texts(**scope) as (stamp, cells):
+                    for _, lane in shuffle_cells(self._when_wanted(cells), seed):
+                        with self._changed:
+                            self._lanes.append(lane)
+                            self._changed.notify_all()
+                        lanes.append(lane)
                 with self._changed:  # no lane comes after these
                     self._finished = True
                     self._changed.notify_all()
@@ -118,6 +121,20 @@ class LaneReader:
                 self._finished = True
                 self._changed.notify_all()
 
+    def _when_wanted(self, cells: Iterable) -> Iterator:
+        """`cells`, each next one taken (its ids read) only once the session has asked for the
+        lane before it, or the first item is painted (`keep_when_read`): the thread reads one
+        lane ahead of the session, and waits meanwhile, in the cells' snapshot."""
+        cells = iter(cells)
+        while True:
+            with self._changed:
+                while not (self._keep.is_set() or len(self._lanes) <= self._wanted):
+                    self._changed.wait()
+            cell = next(cells, None)
+            if cell is None:
+                return
+            yield cell
+
     def __iter__(self) -> Iterator[np.ndarray]:
         """Each lane in turn, waiting for the thread to have read it."""
         if self._here is not None:
@@ -127,6 +144,9 @@ class LaneReader:
         taken = 0
         while True:
             with self._changed:
+                if self._wanted < taken + 1:
+                    self._wanted = taken + 1
+                    self._changed.notify_all()
                 while len(self._lanes) == taken and not self._finished:
                     self._changed.wait()
                 if len(self._lanes) == taken:
@@ -138,15 +158,16 @@ class LaneReader:
             taken += 1
 
     def keep_when_read(self) -> None:
-        """Keep the queue once every lane is read (on the thread)."""
-        self._keep.set()
+        """Read every lane now, and keep the queue once they are read (on the thread)."""
+        with self._changed:
+            self._keep.set()
+            self._changed.notify_all()
 
     def close(self) -> None:
-        """Stop once the cells' ids are read (about 0.3 s at a million items), or keep the queue
-        if every lane is read, and wait for the thread."""
-        with self._changed:
-            self._stopping = True
-        self._keep.set()
+        """Read the lanes not read yet (at most about 0.3 s at a million items) and keep the
+        queue, as `keep_when_read`, and wait for the thread: a session closed on its first item
+        leaves its queue for the next one, as one whose lanes were all read by then does."""
+        self.keep_when_read()
         if self._thread is not None:
             self._thread.join()
 

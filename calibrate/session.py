@@ -22,6 +22,7 @@ from calibrate.display import PAGE_CHARS
 from calibrate.item_view import Decision, ItemView, Progress
 from calibrate.kinds import LabelError
 from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder
+from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
     LaneReader,
     informative_cells,
@@ -40,7 +41,8 @@ ID_SLICE = 50_000  # item ids per read of the orders that read their first items
 FIRST_SLICE = 2_048  # ids of the first such read; each next one twice as many, up to ID_SLICE
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
-EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is)
+EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is); twice as many after each
+                  # window none of whose items could be claimed, up to WINDOW (`_early_limits`)
 EARLY_NOTES = {
     "escalate": "escalate: the trust thresholds are still being fitted on the labelled items; until then the "
                 "queue shows, in id order, items on which no judge's verdict can be accepted whatever they are",
@@ -87,6 +89,8 @@ class AnnotationSession:
         # from now on (on a thread, if the database is a file)
         self._kept_order: bytes | None = None
         self._lanes: LaneReader | None = None
+        if self.order in ("random", "informative"):
+            import_meanwhile("numpy")  # their first items need it: imported while the app starts (as the lanes' is)
         if self.order == "stratified":
             self._kept_order = self.store.kept_stratified_order(self._scope, self.seed)
             if self._kept_order is None:
@@ -155,8 +159,15 @@ class AnnotationSession:
         """Whether this queue is worked out in a child process (`prepare_queue`)."""
         background = self.prepare_in_background
         if background is None:
-            background = self.total >= PREPARE_IN_BACKGROUND_FROM
+            background = self._at_least(PREPARE_IN_BACKGROUND_FROM)
         return background and self.store.in_file  # the child process opens the database file again
+
+    def _at_least(self, n: int) -> bool:
+        """Whether the queue has `n` items or more (`total`), without waiting for the count on
+        the thread: from the highest id (no more items than that), else counted up to `n`."""
+        if self._total.done():
+            return self.total >= n
+        return self.store.max_item_id() >= n and self.store.count_items(**self._scope, at_most=n) >= n
 
     def _prepare_later(self, note: str) -> None:
         """The queue is to be worked out in another process (`prepare_queue`); the items shown
@@ -206,12 +217,20 @@ class AnnotationSession:
         if self.order == "random":
             import numpy as np  # only the shuffled orders need it; keeps start-up light
 
-            rng = np.random.default_rng(self.seed)
             # the filter's items in random order: where they are most ids up to the highest, every
-            # id shuffled (the claim passes over ids outside the filter), without reading them
+            # id shuffled (the claim passes over ids outside the filter), without reading them. Without
+            # a filter that is all but certain: every id is shuffled while the count's thread counts
+            # (SQLite counts without the interpreter's lock), and the count confirms it
             top = self.store.max_item_id()
-            ids = np.arange(1, top + 1) if 2 * self.total >= top else self.store.item_id_array(**self._scope)
-            shuffled = rng.permutation(ids)
+
+            def shuffled_from(ids: np.ndarray) -> np.ndarray:
+                return np.random.default_rng(self.seed).permutation(ids)
+
+            shuffled = shuffled_from(np.arange(1, top + 1)) if not any(self._scope.values()) else None
+            if 2 * self.total < top:
+                shuffled = shuffled_from(self.store.item_id_array(**self._scope))
+            elif shuffled is None:
+                shuffled = shuffled_from(np.arange(1, top + 1))
             for k in range(0, len(shuffled), WINDOW):
                 yield shuffled[k : k + WINDOW].tolist()
         elif self.order == "stratified":
@@ -283,9 +302,9 @@ class AnnotationSession:
         each with a `queue_note`. Those shown are not shown again."""
         if self._in_background():
             self._prepare_later(EARLY_NOTES["escalate"])
-            after, self._early = 0, True
+            after, self._early, limits = 0, True, self._early_limits()
             while self.queue_preparing and (window := self.store.surely_escalated_ids(
-                    judge=self.judge, **self._scope, after=after, limit=EARLY_WINDOW)):
+                    judge=self.judge, **self._scope, after=after, limit=next(limits))):
                 after = window[-1]
                 yield window
             self._early = False
@@ -307,11 +326,11 @@ class AnnotationSession:
             # the first cell's lane, as `informative_cells` draws it
             first, lane = next(shuffled_lanes(self.store, self._scope, self.seed), (("", "", ""), []))
             self._prepare_later(EARLY_NOTES["informative"].format(cell=" ".join(v for v in first if v)))
-            self._early = True
-            for k in range(0, len(lane), EARLY_WINDOW):
-                if not self.queue_preparing:
-                    break
-                yield self.store.unlabelled_ids(lane[k : k + EARLY_WINDOW].tolist())
+            self._early, k, limits = True, 0, self._early_limits()
+            while k < len(lane) and self.queue_preparing:
+                size = next(limits)
+                yield self.store.unlabelled_ids(lane[k : k + size].tolist())
+                k += size
             self._early = False
             heap, pending = self._prepared()
         else:
@@ -326,6 +345,17 @@ class AnnotationSession:
                 window = []
         if window:
             yield window
+
+    def _early_limits(self) -> Iterator[int]:
+        """How many ids each next window of the items shown while the queue is worked out takes:
+        EARLY_WINDOW, twice as many after a window none of whose items was claimed (a stretch that
+        others labelled already), up to WINDOW, and EARLY_WINDOW again after a claim. Which items
+        come is the same whatever the windows' sizes (each claim takes the first eligible one)."""
+        limit, shown = EARLY_WINDOW, len(self._shown_early)
+        while True:
+            yield limit
+            limit = EARLY_WINDOW if len(self._shown_early) > shown else min(2 * limit, WINDOW)
+            shown = len(self._shown_early)
 
     def _informative(self, heap: list, pending: dict) -> Iterator[int]:
         """Items in the order whose labels most narrow the corrected-score intervals of

@@ -57,6 +57,25 @@ def test_random_is_seeded(two_cells, templates):
     assert a == b and sorted(a) == ids and a != ids
 
 
+@pytest.mark.parametrize("superseded", [0, 3, 40])
+@pytest.mark.parametrize("system", [None, "a"])
+def test_random_queue_is_every_id_or_the_filters_ids_shuffled(tmp_path, templates, superseded, system):
+    """The random queue is every id up to the highest, shuffled by the seed, where the filter's
+    items are at least half of them (the claim passes over the others), else the filter's ids
+    shuffled; the same whether the count is done before the shuffle or after it."""
+    import numpy as np
+
+    store = Store(tmp_path / "r.db")
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store.add_items([NewItem("c3/lexical", "en", str(k), fields, system="ab"[k % 2]) for k in range(60)])
+    store.conn.execute("UPDATE items SET current = 0 WHERE id <= ?", (superseded,))
+    top, rng = store.max_item_id(), np.random.default_rng(3)
+    expected = (rng.permutation(np.arange(1, top + 1)) if 2 * store.count_items(system=system) >= top
+                else rng.permutation(store.item_id_array(system=system))).tolist()
+    assert _queue(session(store, templates, order="random", seed=3, system=system)) == expected
+    store.close()
+
+
 def test_stratified_fills_every_cell_evenly(two_cells, templates):
     store, ids = two_cells
     order = drain(session(store, templates, order="stratified"))
@@ -316,6 +335,83 @@ def test_escalate_shows_items_no_threshold_could_accept_while_it_fits_its_thresh
     store.close()
 
 
+@settings(max_examples=25, deadline=None)
+@given(systems=st.lists(st.sampled_from("abc"), max_size=30), hidden=st.integers(0, 5), at_most=st.integers(0, 40),
+       system=st.sampled_from([None, "a", "b"]))
+def test_items_counted_up_to_a_bound_are_the_count_or_the_bound(systems, hidden, at_most, system):
+    """`count_items(at_most=n)` (whether a queue is large, without counting it all) is the
+    count of the same items (current and visible: none of an import still running) or n."""
+    store = Store(":memory:")
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store.add_items([NewItem("c3/lexical", "en", str(k), fields, system=sy) for k, sy in enumerate(systems)])
+    if hidden:
+        run = store.begin_import("later.jsonl")
+        store.add_items([NewItem("c3/lexical", "en", f"h{k}", fields, system="a") for k in range(hidden)], run=run)
+    assert store.count_items(system=system, at_most=at_most) == min(store.count_items(system=system), at_most)
+    assert store.count_items(system=system) == sum(system in (None, sy) for sy in systems)
+    store.close()
+
+
+@pytest.mark.parametrize("order", ["escalate", "informative"])
+def test_a_large_queue_shows_its_first_item_before_it_is_counted(tmp_path, templates, monkeypatch, order):
+    """Whether escalate and informative work their queue out in another process (a large
+    queue) is decided without waiting for the queue's count, which the status line shows once
+    it is done: the first item comes meanwhile."""
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                     for k in range(30)])
+    monkeypatch.setattr(session_module, "PREPARE_IN_BACKGROUND_FROM", 20)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(threading.Event()))  # never worked out here
+    counted = threading.Event()
+    count = Store.count_items
+
+    def slow_count(self, **kw):
+        if kw.get("at_most") is None:
+            assert counted.wait(30)
+        return count(self, **kw)
+
+    monkeypatch.setattr(Store, "count_items", slow_count)
+    s = session(store, templates, order=order)
+    shown = []
+    starting = threading.Thread(target=lambda: shown.append(s.start()))
+    starting.start()
+    starting.join(10)
+    alive = starting.is_alive()
+    counted.set()
+    starting.join()
+    assert not alive and shown[0] is not None and s.queue_preparing and s.total == 30
+    s.close()
+    store.close()
+
+
+def test_escalate_passes_a_long_labelled_stretch_in_a_few_reads_while_it_fits_its_thresholds(tmp_path, templates,
+                                                                                                monkeypatch):
+    """While the thresholds are fitted, a stretch of items others labelled already is passed
+    in windows that grow (a few reads, not one per EARLY_WINDOW items), and the items shown are
+    the same, in the same order, as item by item."""
+    store = Store(tmp_path / "e.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": "c", "notation": "n", "response": "r"})
+                              for k in range(120)], with_ids=True)
+    for i in ids[:90] + ids[95:97]:
+        store.annotate(i, "bo", "label", label="yes")
+    monkeypatch.setattr(session_module, "EARLY_WINDOW", 2)
+    monkeypatch.setattr(session_module, "in_child_process", held_until(threading.Event()))  # never fitted here
+    reads = []
+    read = Store.surely_escalated_ids
+
+    def counted(self, **kw):
+        reads.append(kw["limit"])
+        return read(self, **kw)
+
+    monkeypatch.setattr(Store, "surely_escalated_ids", counted)
+    s = session(store, templates, order="escalate", prepare_in_background=True)
+    shown = [s.start().item.id] + [s.forward().item.id for _ in range(9)]
+    assert shown == [i for i in ids if i not in ids[:90] + ids[95:97]][:10]
+    assert len(reads) <= 9 and reads[:3] == [2, 4, 8]  # one read per 2 ids would be 45 before the first
+    s.close()
+    store.close()
+
+
 def test_informative_shows_the_first_cells_items_in_their_order_while_it_weighs_the_cells(tmp_path, templates,
                                                                                         monkeypatch):
     """On a large queue the informative order weighs its cells on a worker thread. Meanwhile the
@@ -472,6 +568,84 @@ def test_stratified_queue_read_on_a_thread_is_the_queue_read_in_place(tmp_path_f
     assert drain(on_thread) == drain(in_place)
     for store in stores:
         store.close()
+
+
+def test_the_first_stratified_lane_comes_before_the_other_cells_are_read(tmp_path, templates, monkeypatch):
+    """The lanes' thread hands over each lane as soon as its cell is read: the first item of a
+    queue worked out from its cells waits for one cell's read, not for every cell's."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 3}") for k in range(30)])
+    first_cell = store.cells()[0]
+    others_may_be_read = threading.Event()
+    read = Store.item_ids_text
+
+    def item_ids_text(self, **cell):
+        if (cell["task"], cell["lang"], cell["system"]) != first_cell:
+            assert others_may_be_read.wait(30)
+        return read(self, **cell)
+
+    monkeypatch.setattr(Store, "item_ids_text", item_ids_text)
+    s = session(store, templates, order="stratified", seed=2)
+    first = s.start()  # the other cells' reads wait meanwhile
+    assert (first.item.task, first.item.lang, first.item.system) == first_cell
+    others_may_be_read.set()
+    s.close()
+    store.close()
+
+
+def test_the_stratified_lanes_are_read_no_further_than_asked_until_the_first_item_is_painted(tmp_path, templates,
+                                                                                           monkeypatch):
+    """Until the session's second claim (its first item painted), the lanes' thread reads one
+    cell beyond the lanes the session took, so that the reads do not slow the first paint; then
+    it reads the others, and the queue is the same."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    store = Store(tmp_path / "q.db")
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 6}") for k in range(60)])
+    expected = _queue(session(store, templates, order="stratified", seed=5, prepare_in_background=False))
+    store.conn.execute("DELETE FROM stratified_orders")
+    reads = []
+    read = Store.item_ids_text
+
+    def counted(self, **cell):
+        reads.append(cell["system"])
+        return read(self, **cell)
+
+    monkeypatch.setattr(Store, "item_ids_text", counted)
+    s = session(store, templates, annotator="cy", order="stratified", seed=5)
+    first = s.start()
+    time.sleep(0.3)  # time enough for the thread to read every cell, were it not waiting
+    assert first.item.id == expected[0] and len(reads) == 2
+    shown = [first.item.id] + [s.forward().item.id for _ in range(11)]
+    assert shown == expected[:12] and len(reads) == 6
+    s.close()
+    store.conn.execute("DELETE FROM stratified_orders")
+    on_first = session(store, templates, annotator="di", order="stratified", seed=5)
+    on_first.start()
+    on_first.close()  # closed on its first item: the other lanes are read, and the queue kept
+    kept = session(store, templates, annotator="ed", order="stratified", seed=5)
+    assert _queue(kept) == expected and kept._lanes is None
+    store.close()
+
+
+def test_the_cells_of_a_stratified_queue_are_read_in_one_snapshot(tmp_path):
+    """The cells' ids, read one at a time as the lanes are shuffled, are those of one moment:
+    items another connection adds meanwhile, and the stamp it changes, come in the next queue."""
+    fields = {"content": "c", "notation": "n", "response": "r"}
+    path = tmp_path / "q.db"
+    store, writer = Store(path), Store(path)
+    store.add_items([NewItem("c3/lexical", "en", f"{k}", fields, system=f"s{k % 2}") for k in range(10)])
+    with store.cell_id_texts() as (stamp, cells):
+        (cell, ids), *_ = [next(cells)]
+        writer.add_items([NewItem("c3/lexical", "en", "new", fields, system="s1")])
+        rest = list(cells)
+    assert cell == ("c3/lexical", "en", "s0") and len(ids.split(",")) == 5
+    assert rest == [(("c3/lexical", "en", "s1"), rest[0][1])] and len(rest[0][1].split(",")) == 5
+    with store.cell_id_texts() as (later_stamp, cells):
+        assert [len(ids.split(",")) for _, ids in cells] == [5, 6] and later_stamp != stamp
+    assert not store.conn.in_transaction
+    store.close()
+    writer.close()
 
 
 def test_a_kept_stratified_queue_serves_only_the_items_it_was_worked_out_from(tmp_path, templates):

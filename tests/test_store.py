@@ -175,7 +175,7 @@ def test_claim_first_gives_what_the_whole_check_of_each_candidate_gives(steps, o
             else:
                 store.annotate(ids[k], who, action, label="yes" if action in ("label", "confirm") else None)
         if not drop_first:
-            store._labelled_by_enough = lambda item_ids, overlap: set()
+            store._open_to_labels = lambda item_ids, overlap: set(item_ids)
         candidates = [ids[k] for k in order]
         leased.append([store.claim_first(who, candidates, overlap=overlap, skipped_too=skipped_too)
                        for who in [*ANNOTATORS, "d", "a"]])

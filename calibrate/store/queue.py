@@ -5,7 +5,8 @@ is built from (decided, contested, unstable)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from calibrate.model import DECISION_ACTIONS, dump_json, now_iso
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
@@ -58,7 +59,7 @@ class QueueMixin:
                            overlap: int | None = None) -> list[int]:
         """Items whose latest verdict is unparsed (or an error), or whose judges disagree; only
         item ids within `between` (inclusive) when given, so a queue can read them in slices;
-        only items with fewer than `overlap` labels in force when given (`_labelled_by_enough`:
+        only items with fewer than `overlap` labels in force when given (`_open_to_labels`:
         no claim at that overlap leases the others), so a queue's windows hold only items it may
         lease."""
         where, params = self._item_filter(task, lang, None, None, system)
@@ -204,8 +205,8 @@ class QueueMixin:
             while start < len(candidates):
                 chunk = list(candidates[start : start + size])
                 start, size = start + size, min(2 * size, 256)
-                full = self._labelled_by_enough(chunk, overlap)
-                chunk = [item_id for item_id in chunk if item_id not in full]
+                open_ = self._open_to_labels(chunk, overlap)
+                chunk = [item_id for item_id in chunk if item_id in open_]
                 if not chunk:
                     continue
                 marks = ",".join(f":c{k}" for k in range(len(chunk)))
@@ -228,12 +229,13 @@ class QueueMixin:
                         return item_id
             return None
 
-    def _labelled_by_enough(self, item_ids: Sequence[int], overlap: int) -> set[int]:
-        """Those of `item_ids` with `overlap` labels in force or more: whoever asks, none of them
-        can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did)."""
+    def _open_to_labels(self, item_ids: Sequence[int], overlap: int) -> set[int]:
+        """Those of `item_ids` with fewer than `overlap` labels in force: whoever asks, none of
+        the others can be leased (`_ELIGIBLE`: the asker labelled it, or `overlap` others did).
+        Only these come back as rows, so a labelled stretch costs its look-ups and no rows."""
         return {r[0] for r in self.conn.execute(
-            "SELECT item_id FROM labels_in_force WHERE item_id IN (SELECT value FROM json_each(?)) "
-            "GROUP BY item_id HAVING count(*) >= ?", (dump_json(list(item_ids)), overlap))}
+            "SELECT value FROM json_each(?) WHERE (SELECT count(*) FROM labels_in_force f WHERE f.item_id = value) < ?",
+            (dump_json(list(item_ids)), overlap))}
 
     def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
@@ -260,19 +262,22 @@ class QueueMixin:
             "FROM import_runs").fetchone()
         return None if row[4] else "|".join(map(str, row[:4]))
 
-    def cell_id_texts(self, *, task: str | None = None, lang: str | None = None,
-                      system: str | None = None) -> tuple[str | None, list[tuple[tuple[str, str, str], str]]]:
+    @contextmanager
+    def cell_id_texts(self, *, task: str | None = None, lang: str | None = None, system: str | None = None
+                      ) -> Iterator[tuple[str | None, Iterator[tuple[tuple[str, str, str], str]]]]:
         """The items' stamp (`_items_stamp`) and each cell of the filter in sorted order with its
-        ids (`item_ids_text`), read in one snapshot of the database."""
+        ids (`item_ids_text`), all in one snapshot of the database (a read transaction, held until
+        the block ends). A cell's ids are read when it is taken, so the first cell's come after
+        one cell's read (about 0.01 s of the 0.2 s all twenty take at a million items)."""
         in_transaction = self.conn.in_transaction
         if not in_transaction:
             self.conn.execute("BEGIN")
         try:
             stamp = self._items_stamp()
-            return stamp, [(cell, self.item_ids_text(task=cell[0], lang=cell[1], system=cell[2]))
-                           for cell in self.cells(task=task, lang=lang, system=system)]
+            cells = self.cells(task=task, lang=lang, system=system)
+            yield stamp, ((cell, self.item_ids_text(task=cell[0], lang=cell[1], system=cell[2])) for cell in cells)
         finally:
-            if not in_transaction:
+            if not in_transaction and self.conn.in_transaction:
                 self.conn.execute("COMMIT")
 
     def kept_stratified_order(self, scope: dict, seed: int) -> bytes | None:

@@ -38,6 +38,7 @@ from calibrate.tui.verdict_panel import VerdictPanel
 
 T = TypeVar("T")
 CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's write-ahead log, off the key path
+PREPARE_AFTER_PAINT = 0.3  # seconds after the first item is painted before the queue is worked out (`prepare_queue`)
 
 
 def _stop_waiting_here(seconds: float) -> None:
@@ -119,8 +120,10 @@ class AnnotateScreen(Screen):
         if self.session.store.in_file:
             self.session.store.defer_checkpoints()  # `_checkpoint` does them, on a thread, between keys
         self.write(self.session.start, self.show)
-        # what the queue's order needs beyond its first items (seconds on a large queue), once they are painted
-        self.call_after_refresh(self.session.prepare_queue)
+        # what the queue's order needs beyond its first items (seconds on a large queue), a moment after
+        # they are painted: the child process's start (its arguments pickled on a thread) would hold up the
+        # first frame's way to the terminal
+        self.call_after_refresh(self.set_timer, PREPARE_AFTER_PAINT, self.session.prepare_queue)
         # then what the start built stays out of Python's full garbage collections: on a queue of
         # 1M items one took ~160 ms, a pause on whichever key it fell (one in a few hundred)
         self.call_after_refresh(gc.freeze)
