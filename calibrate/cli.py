@@ -431,7 +431,15 @@ def by_option(default: str, more_help: str = ""):
                         help=f"Cut cells by any of {', '.join(BY_CHOICES)} (comma-separated){more_help}.")
 
 
-out_option = click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+def out_file_callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Refuse an output file whose folder does not exist before any work is done (not after it)."""
+    if value is not None and not value.parent.is_dir():
+        raise click.BadParameter(f"{value.parent} is not a folder: create it first, or write elsewhere", ctx, param)
+    return value
+
+
+OUT_FILE = click.Path(dir_okay=False, path_type=Path)  # with out_file_callback
+out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
                           help="Write to a file instead of the terminal.")
 
 
@@ -1535,7 +1543,7 @@ def merge_command(ctx, other):
 
 @cli.group(name="export", invoke_without_command=True, database=READS)
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: standard output).")
+@click.option("--out", type=OUT_FILE, callback=out_file_callback, help="File to write (default: standard output).")
 @system_filter_option
 @click.option("--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_TARGET,
               show_default=True, help="Trust marks: agreement with people an accepted verdict must reach (see `trust`).")
@@ -1658,7 +1666,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
 
 @export_group.command(name="inspect", database=READS)
 @click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", required=True, type=OUT_FILE, callback=out_file_callback,
               help="The edited log to write (.eval or .json); LOG itself is changed only if --out names it.")
 @click.option("--annotator", help="Write this annotator's labels.")
 @click.option("--gold", is_flag=True, help="Write the consolidated label of everyone who labelled (majority; ties left).")

@@ -156,6 +156,18 @@ def test_empty_selections_and_unknown_values_say_so(demo_db, args, code, message
     assert fingerprint(demo_db.parent) == before
 
 
+@pytest.mark.parametrize("args", [["export", "--format", "jsonl"], ["export", "--format", "csv"], ["report"],
+                                  ["scores"], ["export", "inspect", "log.eval"]])
+def test_an_output_file_in_a_missing_folder_is_refused_before_any_work(demo_db, tmp_path, args):
+    missing = tmp_path / "no-such-folder"
+    before = fingerprint(demo_db.parent)
+    out = Calibrate(demo_db)(*args, "--out", str(missing / "out.txt"), ok=False)
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for '--out': {missing} is not a folder: create it first" in out.output
+    assert "trust marks" not in out.output and "no confidence threshold" not in out.output  # refused before the work
+    assert fingerprint(demo_db.parent) == before and not missing.exists()
+
+
 def test_nothing_left_to_judge_is_done_not_an_error(demo_db):
     out = Calibrate(demo_db)("judge", "--judge", "rule")
     assert "0 judgments stored, 14 items already judged (skipped)" in out.output
