@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -313,10 +314,14 @@ def test_the_report_commands_draw_count_is_the_statistics_default():
 
 
 def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(labelled_demo_db, tmp_path):
-    missing = tmp_path / "no-such-folder" / "report.html"
-    out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
-    assert out.exit_code == 1 and f"Error: {missing}: No such file or directory" in out.output
+    # a folder that exists but takes no new file (not even from root): the error comes when the file is opened
+    unwritable = Path("/proc/calibrate-report.html")
+    out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(unwritable), ok=False)
+    assert out.exit_code == 1 and f"Error: {unwritable}: No such file or directory" in out.output
     assert "Traceback" not in out.output
+    missing = tmp_path / "no-such-folder" / "report.html"  # a missing folder: refused before the report is worked out
+    out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
+    assert out.exit_code == 2 and f"{missing.parent} is not a folder: create it first" in out.output
 
 
 def rubric_db(path, n: int = 24):
