@@ -305,15 +305,12 @@ class ItemsMixin:
         are that many, at a cost in proportion to it)."""
         where, params = self._item_filter(task, lang, None, None, system)
         quick, params_quick = self._item_filter(task, lang, None, None, system, visible=False)
-        if at_most is None:
-            hidden, shown = f"SELECT count(*) FROM items i WHERE {where}", \
-                f"SELECT count(*) FROM items i INDEXED BY items_by_cell WHERE {quick}"
-        else:
-            hidden, shown = f"SELECT count(*) FROM (SELECT 1 FROM items i WHERE {where} LIMIT {int(at_most)})", \
-                f"SELECT count(*) FROM (SELECT 1 FROM items i INDEXED BY items_by_cell WHERE {quick} LIMIT {int(at_most)})"
+        limit = "" if at_most is None else f" LIMIT {int(at_most)}"  # the same plan as a bare count(*) without it
         return self.conn.execute(
             f"SELECT CASE WHEN EXISTS (SELECT 1 FROM import_runs WHERE finished_at IS NULL) "
-            f"THEN ({hidden}) ELSE ({shown}) END", [*params, *params_quick]).fetchone()[0]
+            f"THEN (SELECT count(*) FROM (SELECT 1 FROM items i WHERE {where}{limit})) "
+            f"ELSE (SELECT count(*) FROM (SELECT 1 FROM items i INDEXED BY items_by_cell WHERE {quick}{limit})) END",
+            [*params, *params_quick]).fetchone()[0]
 
     # -- audio -----------------------------------------------------------------------------------
 
