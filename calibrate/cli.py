@@ -1605,6 +1605,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     from calibrate.child_process import ChildWorkError, a_core_is_free, call_named, in_child_process
     from calibrate.formats.c3 import (
         C3_STATISTICS_FOLDER,
+        c3_files_left_over,
         c3_json,
         c3_judge_folder,
         c3_statistics,
@@ -1624,6 +1625,14 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         system = known[0] if known else ""
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
+    targets = {judge: out_dir / folders[judge] if judge else out_dir for judge in judges or (None,)}
+    for target in targets.values():
+        if left := c3_files_left_over(ctx.store, lang, target, system):
+            shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            raise click.ClickException(
+                f"{target} holds {counted(len(left), 'result file')} this export would not write ({shown}), left by an "
+                "earlier export: C3's process_results.py reads every file of the folder and would score them with "
+                "this one's. Remove them or export into an empty folder; nothing was written")
     # the corrected scores (seconds of imports and statistics at a million items) are worked out in
     # a child process while this one writes the result files, where a core is free for it
     corrected_args = (str(Path(ctx.db_path).resolve()), ctx.templates, lang, system, list(dict.fromkeys(judges)))
@@ -1633,8 +1642,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         in_child_process(corrected, call_named, ("calibrate.scores.build", "c3_corrected_in", *corrected_args),
                          lower_priority=False)
     results = {}
-    for judge in judges or (None,):
-        target = out_dir / folders[judge] if judge else out_dir
+    for judge, target in targets.items():
         written, left_out = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")

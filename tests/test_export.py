@@ -49,6 +49,23 @@ def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
     assert multi[0]["annotation"] == "中国的首都是哪里？" and "甲说：" in multi[0]["content"]
 
 
+def test_export_c3_into_a_folder_holding_another_systems_files_is_refused_before_writing(demo_db, tmp_path):
+    calibrate = Calibrate(demo_db)
+    export = ("export", "c3", str(tmp_path), "--lang", "en", "--judge", "demo-judge", "--system")
+    calibrate(*export, "sdm-alpha")
+    tree = tmp_path / "demo-judge"
+    before = {path: path.read_bytes() for path in tree.rglob("*.json")}
+    assert "ambiguity/phonological/generation.json" in {p.relative_to(tree).as_posix() for p in before}
+    refused = calibrate(*export, "sdm-beta", ok=False)
+    assert refused.exit_code == 1
+    assert (f"{tree} holds 2 result files this export would not write (ambiguity/phonological/generation.json, "
+            "context-dependency/multi-turn.json), left by an earlier export") in " ".join(refused.output.split())
+    assert {path: path.read_bytes() for path in tree.rglob("*.json")} == before, "nothing written"
+    again = calibrate(*export, "sdm-alpha")  # the same system's files are written again over their own
+    assert "english_result_data.json" in again.output
+    assert {path: path.read_bytes() for path in tree.rglob("*.json")} == before
+
+
 def test_csv_exports_neutralise_cells_a_spreadsheet_would_run(tmp_path):
     from calibrate.model import NewItem
 

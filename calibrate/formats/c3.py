@@ -435,6 +435,17 @@ def export_c3(
     return written, left_out
 
 
+def c3_files_left_over(store: Store, lang: str, target: Path, system: str) -> list[str]:
+    """The JSON files under `target` (relative paths, sorted) that `export_c3` of `system` would
+    not write there: an earlier export's, which C3's process_results.py, reading every file of
+    the tree, would score with this one's."""
+    if not target.is_dir():
+        return []
+    written = {f"{part.responses}.json" for part in C3_LAYOUT[lang]
+               if store.c3_file_has_items(part.task, lang, system, part.source_prefix)}
+    return sorted(rel for path in target.rglob("*.json") if (rel := path.relative_to(target).as_posix()) not in written)
+
+
 # each object's members on lines of their own at the indent of `c3_json`'s objects (the C encoder, as no indent is set)
 _flat_rows = json.JSONEncoder(ensure_ascii=False, separators=(",\n        ", ": ")).encode
 
