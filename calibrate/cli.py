@@ -992,10 +992,16 @@ def config_trust(file):
 def demo_command(click_ctx, no_tui):
     """Import the bundled demo data and open the app on it.
 
-    Re-running adds nothing. Without a terminal (or with --no-tui) it prints the status table."""
-    from calibrate.demo import load_demo
+    Re-running adds nothing. Without a terminal (or with --no-tui) it prints the status table.
+    A database holding items of systems other than the demo's is refused: use a file of its own."""
+    from calibrate.demo import DEMO_SYSTEMS, load_demo
 
     ctx = click_ctx.find_object(Context)
+    if others := [system for system in ctx.store.systems() if system not in DEMO_SYSTEMS]:
+        raise click.ClickException(safe(
+            f"{ctx.db_path} holds items that are not the demo's (system {', '.join(map(repr, others))}): the demo would "
+            "mix its made-up items, judgments and labels with them. Run it on a file of its own: "
+            "calibrate --db demo.db demo"))
     summary = load_demo(ctx.store, ctx.templates)
     console.print(safe_text(f"demo data in {ctx.db_path}: {summary}"))
     if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():

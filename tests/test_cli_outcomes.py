@@ -123,6 +123,22 @@ def test_a_failed_import_into_a_new_file_removes_it_and_leaves_an_old_one_unchan
     assert fingerprint(demo_db.parent) == before
 
 
+def test_the_demo_refuses_a_database_holding_other_items_and_adds_nothing_to_its_own(demo_db, tmp_path):
+    real = tmp_path / "real" / "calibrate.db"
+    real.parent.mkdir()
+    calibrate = Calibrate(real)
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "mine.jsonl", [CLAIM | {"id": "x", "content": "c",
+              "notation": "n"}])), "--task", "c3/lexical", "--lang", "en", "--system", "my-sdm")
+    before = fingerprint(real.parent)
+    refused = calibrate("demo", "--no-tui", ok=False)
+    assert refused.exit_code == 1
+    assert (f"{real} holds items that are not the demo's (system 'my-sdm'): the demo would mix its made-up items"
+            in " ".join(refused.output.split()))
+    assert fingerprint(real.parent) == before
+    again = Calibrate(demo_db)("demo", "--no-tui")  # the demo's own file: a re-run adds nothing
+    assert "0 items and 0 judgments added" in again.output
+
+
 def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     Store(tmp_path / "empty.db").close()
     empty = Calibrate(tmp_path / "empty.db")("status", ok=False)
