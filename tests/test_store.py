@@ -405,6 +405,27 @@ def test_the_verdict_in_force_of_repeats_is_their_majority_through_every_kind_of
     check()
 
 
+def test_status_and_the_items_filters_count_the_verdict_in_force_not_any_judgment(store):
+    ids, _ = store.add_items(items(4), with_ids=True)
+
+    def judged(item_id: int, status: str, verdict: str | None = None, sample: int = 0) -> None:
+        store.add_judgments([NewJudgment(item_id=item_id, judge_name="j", judge_key="k", status=status, verdict=verdict,
+                                         sample=sample, error="HTTP 500" if status == "error" else None)])
+
+    judged(ids[0], "verdict", "yes", 0)
+    judged(ids[0], "verdict", "no", 1)  # two repeats that tie: unparsed, though neither answer was
+    judged(ids[1], "unparsed")
+    judged(ids[1], "verdict", "yes")  # parsed when asked again
+    judged(ids[2], "error")
+    judged(ids[2], "verdict", "no")  # an error put right
+    judged(ids[3], "verdict", "no")
+    judged(ids[3], "error")  # the newest answer failed: the verdict in force is an error
+    (row,) = store.status_counts()
+    assert (row["items"], row["judged"], row["unparsed"], row["errors"]) == (4, 3, 1, 1)
+    assert [item.id for item in store.iter_items(status="unparsed")] == [ids[0]]
+    assert [item.id for item in store.iter_items(status="error", judge="j")] == [ids[3]]
+
+
 def test_the_majority_of_repeats_wins_over_the_newest_and_a_tie_or_no_parsed_repeat_says_why(store):
     ids, _ = store.add_items(items(3), with_ids=True)
     store.add_judgments([NewJudgment(item_id=ids[2], judge_name="j", judge_key="k", status="verdict", verdict=v, sample=s)

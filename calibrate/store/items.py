@@ -264,10 +264,8 @@ class ItemsMixin:
             neg = "NOT " if status == "unjudged" else ""
             clauses.append(f"{neg}EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id{judge_clause})")
             params += judge_params
-        elif status in ("unparsed", "error"):
-            clauses.append(
-                f"EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = ?{judge_clause})"
-            )
+        elif status in ("unparsed", "error"):  # the verdict in force (a majority of repeats, the newest judgment)
+            clauses.append(f"EXISTS (SELECT 1 FROM verdicts_in_force j WHERE j.item_id = i.id AND j.status = ?{judge_clause})")
             params += [status, *judge_params]
         elif status in ("labelled", "unlabelled"):
             neg = "NOT " if status == "unlabelled" else ""
@@ -281,16 +279,16 @@ class ItemsMixin:
         return " AND ".join(clauses), params
 
     def status_counts(self, *, system: str | None = None) -> list[dict]:
-        """Per task x language x system: items, judged, unparsed, errors (an error a later
-        judgment by the same judge has put right does not count), labelled (by anyone)."""
+        """Per task x language x system: items, judged (a judge's verdict in force on them is not
+        an error), unparsed and errors (a judge's verdict in force is: under repeats, their
+        majority; else the newest judgment, so an error a later judgment put right does not
+        count), labelled (by anyone)."""
         where, params = self._item_filter(None, None, None, None, system)
         sql = f"""
         SELECT i.task, i.lang, i.system, count(*) AS items,
-            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status != 'error')) AS judged,
-            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'unparsed')) AS unparsed,
-            sum(EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id AND j.status = 'error'
-                        AND NOT EXISTS (SELECT 1 FROM judgments k WHERE k.item_id = i.id AND k.judge_name = j.judge_name
-                                        AND k.status != 'error' AND k.id > j.id))) AS errors,
+            sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status != 'error')) AS judged,
+            sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status = 'unparsed')) AS unparsed,
+            sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status = 'error')) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled
         FROM items i WHERE {where} GROUP BY i.task, i.lang, i.system ORDER BY i.task, i.lang, i.system
         """
