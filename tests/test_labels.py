@@ -24,6 +24,27 @@ def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
     assert labels == {("superglue/copa", "sdm-alpha", "sam"): "1", ("c3/pause", "sdm-beta", "sam"): "是"}
 
 
+def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, tmp_path):
+    run = Calibrate(demo_db)
+    files = {}
+    for name, label, note in (("v1", "1", ""), ("v2", "2", "changed my mind")):
+        files[name] = tmp_path / f"{name}.csv"
+        files[name].write_text(f"task,lang,source_id,annotator,label,note\nsuperglue/copa,en,0,bob,{label},{note}\n",
+                               encoding="utf-8")
+
+    def in_force() -> str:
+        store = Store(demo_db)
+        try:
+            return {r["annotator"]: r["label"] for r in store.current_labels(task="superglue/copa")}["bob"]
+        finally:
+            store.close()
+
+    for name, added, label in (("v1", 1, "1"), ("v2", 1, "2"), ("v1", 1, "1"), ("v1", 0, "1"), ("v2", 1, "2")):
+        out = run("import", "labels", str(files[name])).output
+        assert f"{added} labels added, {1 - added} already present" in out, (name, out)
+        assert in_force() == label, name
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [

@@ -13,6 +13,7 @@ from calibrate.model import (
     LABEL_ACTIONS,
     REVERT_ACTION,
     Annotation,
+    digest,
     dump_json,
     now_iso,
 )
@@ -143,12 +144,24 @@ class LabelsMixin:
             return undone
 
     def add_imported_labels(self, rows: Iterable[tuple]) -> int:
-        """Labels made elsewhere: (uid, item_id, annotator, label, note). A uid already present
-        is skipped, so importing the same file twice adds nothing. Returns rows added."""
+        """Labels made elsewhere: (uid, item_id, annotator, label, note). A row whose label and
+        note are those of the annotator's decision in force on the item adds nothing, nor does
+        one whose uid is present, so importing the same file twice adds nothing. A row that
+        differs from the decision in force takes over, under a uid made of its own and the
+        replaced decision's: a file that returns to an earlier decision puts it back in force.
+        Returns rows added."""
         stamp = now_iso()
         added = 0
         with self.transaction():
             for uid, item_id, annotator, label, note in rows:
+                in_force = self.conn.execute(
+                    "SELECT l.annotation_uid, l.label, a.note FROM labels_in_force l "
+                    "JOIN annotations a ON a.uid = l.annotation_uid WHERE l.item_id = ? AND l.annotator = ?",
+                    (item_id, annotator)).fetchone()
+                if in_force is not None:
+                    if (in_force["label"], in_force["note"]) == (label, note):
+                        continue
+                    uid = digest(uid, in_force["annotation_uid"])
                 added += self._append_annotation(uid, item_id, None, annotator, "label", label, None, note, 0, None,
                                                  stamp) is not None
         return added
