@@ -143,6 +143,12 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     Store(tmp_path / "empty.db").close()
     empty = Calibrate(tmp_path / "empty.db")("status", ok=False)
     assert empty.exit_code == 1 and "Error: no items in" in empty.output and "import items first" in empty.output
+    (tmp_path / "zero.db").touch()  # a file of 0 bytes: a command that reads leaves it so
+    for args in (["status"], ["report"], ["export"]):
+        zero = Calibrate(tmp_path / "zero.db")(*args, ok=False)
+        assert zero.exit_code == 1
+        assert f"{tmp_path / 'zero.db'} is an empty file, not yet a database: import items first" in zero.output
+        assert (tmp_path / "zero.db").stat().st_size == 0 and not list(tmp_path.glob("zero.db-*"))
     nope = Calibrate(demo_db)("status", "--system", "sdm-alfa", ok=False)
     assert nope.exit_code == 2 and "unknown system 'sdm-alfa' (did you mean sdm-alpha?)" in nope.output
     assert "sdm-alpha, sdm-beta" in nope.output

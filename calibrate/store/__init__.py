@@ -97,6 +97,13 @@ def _read_only_uri(path: Path, *, briefly: bool = False) -> str:
     return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
 
 
+def _wal_holds_pages(path: Path) -> bool:
+    """Whether the write-ahead log beside the database file at `path` holds anything (a new
+    database's pages can be there before its file has any)."""
+    wal = Path(f"{path}-wal")
+    return wal.is_file() and wal.stat().st_size > 0
+
+
 def _schema_in_file(path: Path, timeout: float) -> tuple[list[str], bool]:
     """The calibrate migrations recorded in the database file at `path`, and whether it holds
     any table at all (read without writing; waiting up to `timeout` seconds for a lock)."""
@@ -161,6 +168,9 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         if self.read_only and not file.is_file():
             raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "
                                   "or name another file with --db")
+        if self.read_only and file.stat().st_size == 0 and not _wal_holds_pages(file):  # SQLite would make it one
+            raise DatabaseMissing(f"{self.path} is an empty file, not yet a database: import items first "
+                                  "(calibrate import …), or name another file with --db")
         pending = True
         if self.in_file and file.is_file() and file.stat().st_size > 0:
             # a file from a newer calibrate, or another program's database, is refused before anything is written
