@@ -1659,6 +1659,9 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         if judge:
             results[judge] = written
     if not results:
+        err_console.print(safe_text("no --judge: check_answer is empty in every record of a judged phenomenon (C3's "
+                                    "process_results.py counts those wrong), and no statistics were written; name "
+                                    "the judges whose outputs fill it with --judge", style="yellow"))
         return
 
     def by_category() -> dict[str, dict]:

@@ -56,7 +56,8 @@ def test_two_systems_trees_give_separate_cells_labels_and_exports(calibrate, two
     only_b = [json.loads(line) for line in calibrate("export", "--system", "model-b").output.splitlines()]
     assert {r["system"] for r in only_b} == {"model-b"} and len(only_b) == len(gold) // 2
     for system in ("model-a", "model-b"):
-        calibrate("export", "c3", "--lang", "en", "--system", system, str(tmp_path / system))
+        written = calibrate("export", "c3", "--lang", "en", "--system", system, str(tmp_path / system))
+        assert "no --judge: check_answer is empty in every record of a judged phenomenon" in written.output
     exported = {s: json.loads((tmp_path / s / "ambiguity/semantic/lexical.json").read_text())[0]["answer"]
                 for s in ("model-a", "model-b")}
     assert exported["model-b"] == "A bank for money." and exported["model-a"] != exported["model-b"]
