@@ -258,6 +258,8 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
                 return super().invoke(ctx)
             except CalibrateError as exc:
                 raise click.ClickException(str(exc)) from None
+            except BrokenPipeError:  # the reader of standard output left (`| head`): click exits quietly
+                raise
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
                 raise click.ClickException(f"{where}{exc.strerror or exc}") from None
@@ -266,6 +268,18 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
             fitted = fit_error(exc.format_message())
             exc.format_message = lambda: fitted  # shown as "Error: …" within the terminal's width
             raise
+
+
+@contextmanager
+def naming_on_failure(path: Path):
+    """A write error inside (a full disk, a quota) names `path`: the system names the file
+    only when it cannot open it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def fit_error(message: str) -> str:
@@ -418,7 +432,8 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
     else:
         text = renderers[fmt](result)
     if out:
-        out.write_text(text, encoding="utf-8")
+        with naming_on_failure(out):
+            out.write_text(text, encoding="utf-8")
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
         click.echo(for_terminal(text), nl=False)
@@ -1577,7 +1592,8 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
     say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
     if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
-        with out.open("wb") if fmt == "jsonl" else out.open("w", encoding="utf-8", newline="") as handle:
+        with naming_on_failure(out), out.open("wb") if fmt == "jsonl" else out.open(
+                "w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.store, handle, system, marks)
         console.print(f"wrote {n} items to {out}")
     elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)

@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -322,6 +324,27 @@ def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(label
     missing = tmp_path / "no-such-folder" / "report.html"  # a missing folder: refused before the report is worked out
     out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
     assert out.exit_code == 2 and f"{missing.parent} is not a folder: create it first" in out.output
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full (every write fails: disk full)")
+@pytest.mark.parametrize("args", [["report", "--format", "json"], ["export"], ["export", "--format", "csv"]])
+def test_a_full_disk_names_the_file_that_could_not_be_written(labelled_demo_db, args):
+    out = Calibrate(labelled_demo_db)(*args, "--out", "/dev/full", ok=False)
+    assert out.exit_code == 1 and "Error: /dev/full: No space left on device" in out.output
+
+
+def test_a_reader_that_stops_reading_the_output_ends_the_command_quietly(labelled_demo_db):
+    # more than a pipe holds (64 KiB), so that the export is still writing when the reader leaves
+    store = Store(labelled_demo_db)
+    store.add_items([NewItem("c3/lexical", "en", f"more/{k}", {"content": "c" * 200, "notation": "n", "response": "r"})
+                     for k in range(2000)])
+    store.close()
+    export = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(labelled_demo_db), "export"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert export.stdout.read(100).startswith(b'{"item_id":')
+    export.stdout.close()
+    _, err = export.communicate(timeout=60)
+    assert export.returncode == 1 and b"Error" not in err and b"Traceback" not in err
 
 
 def rubric_db(path, n: int = 24):
