@@ -167,7 +167,22 @@ def test_c3_response_count_mismatch_imports_nothing(calibrate, c3_en):
     (c3_en / "responses" / "ambiguity" / "phonological" / "heterograph" / "1.txt").unlink()
     out = calibrate("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en", ok=False)
     assert out.exit_code != 0 and "heterograph: 1 response files but ambiguity/phonological/heterograph.json lists 2 items" in out.output
+    assert "(missing 1.txt); responses pair with the reference by index" in out.output
     assert counts(calibrate.db) == (0, 0, 0)
+
+
+def test_c3_skip_bad_passes_over_a_phenomenon_whose_responses_do_not_pair_and_names_it(calibrate, c3_en):
+    responses = c3_en / "responses" / "ambiguity" / "phonological"
+    (responses / "heterograph" / "5.txt").write_text("a stray answer", encoding="utf-8")
+    shutil.rmtree(responses / "pause")
+    args = ("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en")
+    refused = calibrate(*args, ok=False)
+    assert refused.exit_code == 1 and "nothing was imported (use --skip-bad" in refused.output
+    out = " ".join(calibrate(*args, "--skip-bad").output.split())
+    assert "3 response files but ambiguity/phonological/heterograph.json lists 2 items (no item for 5.txt)" in out
+    assert "pause: response folder is missing for ambiguity/phonological/pause.json" in out
+    tasks = {item.task for item in Store(calibrate.db).items()}
+    assert "c3/lexical" in tasks and not {"c3/heterograph", "c3/pause"} & tasks
 
 
 def test_c3_results_empty_check_answer_is_an_error_not_a_no(calibrate, c3_en):

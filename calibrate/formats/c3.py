@@ -110,17 +110,25 @@ def _numbered(folder: Path, suffix: str = ".txt") -> list[Path]:
     return names
 
 
-def _responses(part: C3Part, responses_root: Path, count: int) -> list:
+def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInput:
+    """The responses of a phenomenon's `count` items, from <index>.txt (a dialogue: <index>/,
+    a file per turn), or the bad input that the folder is missing or does not pair with the
+    reference index by index (naming the first files missing and the ones no item has)."""
     folder = responses_root / part.responses
     if not folder.is_dir():
-        raise ImportFailed(f"{folder}: response folder is missing for {part.reference} ({count} items)")
-    files = _numbered(folder, "" if part.multi_turn else ".txt")
-    if len(files) != count:
+        return BadInput(str(folder), f"response folder is missing for {part.reference} ({count} items)")
+    suffix = "" if part.multi_turn else ".txt"
+    found = {int(p.stem): p for p in folder.iterdir()
+             if (p.suffix == suffix or (not suffix and p.is_dir())) and p.stem.isdigit()}
+    missing, extra = sorted(set(range(count)) - set(found)), sorted(set(found) - set(range(count)))
+    if missing or extra:
         kind = "dialogue folders" if part.multi_turn else "response files"
-        raise ImportFailed(
-            f"{folder}: {len(files)} {kind} but {part.reference} lists {count} items; "
-            "responses pair with the reference by index, so the counts must match"
-        )
+        named = lambda indexes: ", ".join(f"{k}{suffix}" for k in indexes[:3]) + (  # noqa: E731
+            f" and {len(indexes) - 3} more" if len(indexes) > 3 else "")
+        problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra)
+        return BadInput(str(folder), f"{len(found)} {kind} but {part.reference} lists {count} items "
+                                     f"({'; '.join(problems)}); responses pair with the reference by index")
+    files = [found[k] for k in range(count)]
     if part.multi_turn:
         return [[_read_text(p) for p in _numbered(d)] for d in files]
     return [_read_text(p) for p in files]
@@ -195,6 +203,9 @@ def c3_records(
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
         responses = _responses(part, responses_root, len(entries))
+        if isinstance(responses, BadInput):  # the phenomenon is passed over (--skip-bad), or the import fails
+            yield responses
+            entries = responses = []
         for index, (entry, response) in enumerate(zip(entries, responses, strict=True)):
             where = f"{reference_root / part.reference}[{index}]"
             fields = _fields(part, lang, entry, response, where)
