@@ -20,7 +20,7 @@ from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
-from calibrate.names import listing, unknown_value
+from calibrate.names import AnnotatorNameError, annotator_name, listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
@@ -376,6 +376,30 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
             if what == "task":
                 raise option_error(option, unknown_value(what, value, sorted({*here, *template_tasks}), "known tasks")) from None
             raise option_error(option, unknown_value(what, value, here, f"{ctx.db_path} has")) from None
+
+
+def check_queue_filters(ctx: Context, *, task: str | None, lang: str | None, system: str | None,
+                        judge: str | None) -> None:
+    """`check_filters`, and the filters together selecting some item: an annotation queue that
+    would hold nothing is refused before the app starts."""
+    check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    if not ctx.store.count_items(task=task, lang=lang, system=system, at_most=1):
+        given = filters_given(task=task, lang=lang, system=system)
+        raise click.ClickException(f"no items in {ctx.db_path} match {given}" if given else
+                                   f"no items in {ctx.db_path}: import items first (calibrate import …)")
+
+
+def checked_annotator(name: str | None) -> str:
+    """--annotator as labels are kept under (`names.annotator_name`), or a usage error."""
+    try:
+        return annotator_name(name, "--annotator")
+    except AnnotatorNameError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def filters_given(**values: str | None) -> str:
+    """The filters a user gave, as typed ("--task 'c3/pause' --lang 'zh'"; "" for none)."""
+    return " ".join(f"--{name} {value!r}" for name, value in values.items() if value is not None)
 
 
 @contextmanager
@@ -803,10 +827,9 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
             rows.append([item.id, item.task, item.lang, item.system, item.source_id,
                          json.dumps(item.fields, ensure_ascii=False)[:200]])
     if not rows:
-        given = [f"--{name} {value!r}" for name, value in (("task", task), ("lang", lang), ("system", system),
-                                                            ("status", status)) if value is not None]
+        given = filters_given(task=task, lang=lang, system=system, status=status)
         matching = ctx.store.count_items(task=task, lang=lang, system=system) if status is None else 0
-        raise click.ClickException(f"no items in {ctx.db_path}" + (f" match {' '.join(given)}" if given else "")
+        raise click.ClickException(f"no items in {ctx.db_path}" + (f" match {given}" if given else "")
                                    + (f" after the first {offset} ({matching} match)" if matching else "")
                                    + ("" if given or matching else ": import items first (calibrate import …)"))
     columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
@@ -1076,7 +1099,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
-    check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    annotator = checked_annotator(annotator)
+    check_queue_filters(ctx, task=task, lang=lang, system=system, judge=judge)
     templates = ctx.templates  # (read while the store is open)
     ctx.close()
     options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
@@ -1112,9 +1136,10 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
     from calibrate.serve import CalibrateServer, Logins, is_loopback, url_host
 
-    check_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
+    check_queue_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
     annotator = options.pop("annotator")
+    annotator = annotator if annotator is None else checked_annotator(annotator)
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:

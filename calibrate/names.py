@@ -1,12 +1,28 @@
-"""Names a user types (a task, a language, a system, a judge): the closest known name to a
-misspelt one, and how a message lists the valid ones. Shared by the CLI's option checks and
-the app's filter."""
+"""Names a user types (a task, a language, a system, a judge, who is labelling): the closest
+known name to a misspelt one, how a message lists the valid ones, and what an annotator's name
+may be. Shared by the CLI's option checks, the app's filter and the browser's name form."""
 
 from __future__ import annotations
 
 import difflib
 
+from calibrate.escape import safe
+
 CLOSE_ENOUGH = 0.75  # difflib's ratio from which a known name is offered as the one meant
+MAX_NAME = 64  # the longest annotator name
+
+
+class AnnotatorNameError(ValueError):
+    """An annotator name that labels cannot be kept under (empty, too long, unprintable, or with '@')."""
+
+
+def annotator_name(value: str | None, where: str = "name") -> str:
+    """Who is labelling, as typed (a flag, the browser's name form, an annotators file), stripped:
+    non-empty, at most MAX_NAME printable characters, without '@' (which names a browser tab)."""
+    name = (value or "").strip()
+    if not name or len(name) > MAX_NAME or safe(name) != name or "\n" in name or "@" in name:
+        raise AnnotatorNameError(f"{where}: an annotator name is 1-{MAX_NAME} printable characters without '@'")
+    return name
 
 
 def closest(value: str, known: list[str]) -> str | None:

@@ -47,14 +47,13 @@ from textual_serve.server import Server, to_int
 
 from calibrate.audio import AUDIO_ROUTE
 from calibrate.audio_route import audio_handler
-from calibrate.escape import safe
 from calibrate.model import CalibrateError
+from calibrate.names import MAX_NAME, AnnotatorNameError, annotator_name
 
 log = logging.getLogger("calibrate.serve")
 
 TOKEN_COOKIE = "calibrate_token"
 MIN_TOKEN = 16
-MAX_NAME = 64
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and pastes, never megabytes
 MAX_COLUMNS, MAX_ROWS = 500, 200  # beyond any screen; a bigger terminal only costs memory
 SEND_TIMEOUT = 30.0  # seconds the app may leave its input unread before its tab is ended
@@ -91,7 +90,10 @@ class Logins:
                 raise ServeError(f"{path}: the token of {name!r} must be text of at least {MIN_TOKEN} characters")
             if token in people:
                 raise ServeError(f"{path}: {name!r} and {people[token]!r} have the same token")
-            people[token] = annotator_name(name, str(path))
+            try:
+                people[token] = annotator_name(name, str(path))
+            except AnnotatorNameError as exc:
+                raise ServeError(str(exc)) from None
         if not people:
             raise ServeError(f"{path}: no annotators (write name = \"token\" lines)")
         return cls(people)
@@ -120,14 +122,6 @@ def same_origin(request: web.Request) -> bool:
     """A browser sends Origin with every websocket; it must be this server's own address."""
     origin = request.headers.get("Origin")
     return origin is None or origin == f"{request.scheme}://{request.host}"
-
-
-def annotator_name(value: str | None, where: str = "name") -> str:
-    """A name typed at connect (or from the annotators file): non-empty, short, printable."""
-    name = (value or "").strip()
-    if not name or len(name) > MAX_NAME or safe(name) != name or "\n" in name or "@" in name:
-        raise ServeError(f"{where}: an annotator name is 1-{MAX_NAME} printable characters without '@'")
-    return name
 
 
 def url_host(host: str) -> str:
@@ -308,7 +302,7 @@ class CalibrateServer(Server):
             return web.Response(text=NAME_FORM.format(problem="", max_name=MAX_NAME), content_type="text/html")
         try:
             annotator = login.annotator or annotator_name(wanted)
-        except ServeError as exc:
+        except AnnotatorNameError as exc:
             problem = html.escape(str(exc)) + "<br>"
             return web.Response(text=NAME_FORM.format(problem=problem, max_name=MAX_NAME), content_type="text/html",
                                 status=400)

@@ -170,6 +170,11 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
      "nothing to judge: the 1 item selected is of a task people decide (no judge prompt)"),
     (["report"], 1, "no agreement to report yet: none of the 70 judged cells has an item labelled by people"),
     (["trust"], 1, "nothing to assess: no judge verdict in"),
+    (["annotate", "--annotator", "x", "--task", "superglue/boolq", "--lang", "zh"], 1,
+     "match --task 'superglue/boolq' --lang 'zh'"),
+    (["serve", "--task", "superglue/boolq", "--lang", "zh"], 1, "match --task 'superglue/boolq' --lang 'zh'"),
+    (["annotate", "--annotator", "   "], 2, "--annotator: an annotator name is 1-64 printable characters without '@'"),
+    (["annotate", "--annotator", "ana@tab1"], 2, "an annotator name is 1-64 printable characters without '@'"),
 ])
 def test_empty_selections_and_unknown_values_say_so(demo_db, args, code, message):
     before = fingerprint(demo_db.parent)
