@@ -135,6 +135,18 @@ async def test_p_opens_the_rendered_prompt_with_its_system_prompt(demo_db):
         assert "You are an expert proficient" in text
 
 
+async def test_at_80_by_24_the_open_prompt_leaves_the_item_the_verdict_and_the_keys_in_view(demo_db):
+    app = make_app(demo_db, task="c3/heterograph")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "You are an expert proficient" in text, "the prompt is open"
+        assert "The knight rode through the night." in text and "YES" in text, "the item and the verdict still show"
+        assert "⏎ ok" in text and "q quit" in text, "the key bar still shows"
+        assert app.screen.query_one("#item").region.height >= 6
+
+
 async def test_filter_changes_the_queue(demo_db):
     app = make_app(demo_db)
     async with app.run_test(size=SIZE) as pilot:

@@ -15,7 +15,7 @@ from calibrate.tui.reading_pane import ReadingPane
 
 class PromptPanel(Collapsible):
     DEFAULT_CSS = """
-    PromptPanel #prompt-scroll { max-height: 16; }
+    PromptPanel #prompt-scroll { max-height: 40vh; }
     """
 
     def __init__(self, **kwargs):
