@@ -167,12 +167,20 @@ async def test_help_guidelines_and_stats_screens(demo_db):
         assert isinstance(app.screen, TextScreen) and "annotate.confirm" in screen_text(app)
         await pilot.press("escape", "g")
         assert isinstance(app.screen, TextScreen) and "standard answer" in screen_text(app)
+        assert "labels: y yes, n no" in screen_text(app), "the keys that label a yes/no item"
         await pilot.press("escape", "t")
         assert isinstance(app.screen, StatsScreen)
         await stats_shown(app, pilot)
         assert "c3/lexical" in screen_text(app)
         await pilot.press("escape", "q")
     assert app.return_code == 0
+
+
+async def test_the_guidelines_name_the_digits_that_label_an_item_of_a_label_set(demo_db):
+    app = make_app(demo_db, task="superglue/cb")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        assert "labels: 1 entailment, 2 contradiction, 3 neutral" in screen_text(app)
 
 
 async def stats_shown(app, pilot, seconds: float = 30) -> str:

@@ -422,7 +422,11 @@ class AnnotateScreen(Screen):
             return
         template = self.view.template
         text = self.app.guidelines_for(template)
-        choices = ", ".join(f"{k} {c}" for k, c in enumerate(self.view.choices, 1)) or "scores (e)"
+        # the keys that give each label on this item: y and n where its labels read yes / no, else the digits
+        ids = ["annotate.yes", "annotate.no"] if self.view.is_yes_no else [f"annotate.label_{k}" for k in range(1, 10)]
+        bindings = {binding.id: binding for binding in self.BINDINGS}
+        choices = ", ".join(f"{self.app.keymap_for(bindings[key])} {label}"
+                            for key, label in zip(ids, self.view.choices, strict=False)) or "scores (e)"
         self.app.push_screen(TextScreen(f"Guidelines: {self.view.item.task} ({self.view.item.lang})",
                                         Text(safe(f"{text}\n\nlabels: {choices}"))))
 
