@@ -416,6 +416,8 @@ def test_a_ceiling_from_too_few_shared_items_says_how_few_in_the_html_overview(t
     overview = page.split("Overview: one line per cell")[1].split("</table>")[0]
     assert "(no CI: 4 items)" in overview
     assert "human ceiling 0.00 (no interval)</title>" in overview and 'fill="white" stroke="#c0392b"' in overview
+    # on a phone's width each table scrolls sideways in a box of its own, keeping its columns readable
+    assert page.count("<table class='forest'>") == page.count("<div class='wide'><table class='forest'>") == 2
 
 
 def yes_no_db(path, rows: list[tuple[str, str]]):

@@ -167,8 +167,8 @@ def _scores_section(c: AgreementCell, lines: list[Line], notes: str) -> str:
         f"<tr><td>{e(r.versus)}</td><td class='num'>{r.n}</td><td>{e(r.scores or '')}</td>"
         + "".join(f"<td class='num'>{e(score_text(r, name))}</td>" for name in STATISTICS) + "</tr>"
         for line in lines for r in line_rows(c, line))
-    return (f"<h2>{e(c.task)} · {e(c.lang)} · {e(c.judge)}</h2><table class='forest'><tr><th>vs</th><th>n</th>"
-            f"<th>scores</th>{head}</tr>{rows}</table>" + (f"<ul class='notes'>{notes}</ul>" if notes else ""))
+    return (f"<h2>{e(c.task)} · {e(c.lang)} · {e(c.judge)}</h2><div class='wide'><table class='forest'><tr><th>vs</th>"
+            f"<th>n</th><th>scores</th>{head}</tr>{rows}</table></div>" + (f"<ul class='notes'>{notes}</ul>" if notes else ""))
 
 
 def render_html(report: Report) -> str:
@@ -205,12 +205,12 @@ def render_html(report: Report) -> str:
         notes = "".join(f"<li>{e(note)}</li>" for note in cell_notes(c, report))
         sections.append(
             f"<h2>{e(c.task)} · {e(c.lang)} · {e(c.judge)}</h2>"
-            "<table class='forest'><colgroup><col style='width:11%'><col style='width:5%'><col style='width:6%'>"
+            "<div class='wide'><table class='forest'><colgroup><col style='width:11%'><col style='width:5%'><col style='width:6%'>"
             "<col style='width:13%'><col style='width:25%'><col style='width:13%'><col style='width:13%'>"
             "<col style='width:13%'><col style='width:11%'></colgroup>"
             "<tr><th>vs</th><th>n</th><th>agree</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>AC1</th>"
             "<th>sensitivity</th><th>specificity</th><th>verdict</th></tr>"
-            + "".join(rows) + "</table>"
+            + "".join(rows) + "</table></div>"
             + (f"<ul class='notes'>{notes}</ul>" if notes else "")
             + _reliability_html(c)
             + (f"<details><summary>confusion matrices</summary>{''.join(matrices)}</details>" if matrices else "")
@@ -226,10 +226,10 @@ def render_html(report: Report) -> str:
             f"<td class='num'>{r.n}</td><td class='num'>{e(with_ci(r.kappa, r.kappa_low, r.kappa_high))}</td>"
             f"<td>{_forest(line.stats.kappa if line.stats else None, c.ceiling.humans if c.ceiling else None)}</td>"
             f"<td class='num'>{e(_ceiling_text(c.ceiling))}</td></tr>")
-    overview = ("<h2>Overview: one line per cell</h2><table class='forest'><colgroup><col style='width:40%'>"
+    overview = ("<h2>Overview: one line per cell</h2><div class='wide'><table class='forest'><colgroup><col style='width:40%'>"
                 "<col style='width:6%'><col style='width:16%'><col style='width:24%'><col style='width:14%'></colgroup>"
                 "<tr><th>cell</th><th>n</th><th>κ [95% CI]</th><th>κ on −1…1</th><th>human ceiling</th></tr>"
-                + "".join(summary) + "</table>") if summary else ""
+                + "".join(summary) + "</table></div>") if summary else ""
     tail = "".join(f"<p class='muted'>{e(why)}</p>" for why in cells_without_numbers(report))
     note = multiplicity_note(report)
     guidance = ", ".join(f"{who} {value}" for who, value in EPSILON_GUIDANCE.items())
