@@ -183,6 +183,32 @@ async def test_the_guidelines_name_the_digits_that_label_an_item_of_a_label_set(
         assert "labels: 1 entailment, 2 contradiction, 3 neutral" in screen_text(app)
 
 
+async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_score(labelled_demo_db):
+    demo_db = labelled_demo_db
+    from calibrate.report import build_report, rows_of
+    from calibrate.templates import TemplateSet
+
+    store = Store(demo_db)
+    for item in store.items(task="rubric/reference"):
+        store.annotate(item.id, "ana", "label", label=json.dumps({"score_answer": 60, "score_reasoning": 50}))
+    report = [row for _, _, row in rows_of(build_report(store, TemplateSet())) if row.n]
+    store.close()
+    app = make_app(demo_db)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        table = app.screen.query_one("#stats-table")
+        shown = [[str(cell) for cell in table.get_row_at(k)] for k in range(table.row_count)]
+    kappas = ["—" if r.kappa is None else f"{r.kappa:.2f}" + ("" if r.kappa_low is None else
+                                                               f" [{r.kappa_low:.2f}, {r.kappa_high:.2f}]")
+              for r in report]
+    assert [row[6] for row in shown] == kappas, "the report's own figures, intervals included"
+    assert any("[" in kappa for kappa in kappas)
+    rubric = [row for row in shown if row[0] == "rubric/reference"]
+    assert [row[3] for row in rubric] == ["ana · score_answer", "ana · score_reasoning"]
+    assert all(row[9].startswith("MAE ") for row in rubric)
+
+
 async def stats_shown(app, pilot, seconds: float = 30) -> str:
     """The stats screen's title once its worker has worked the statistics out (or failed): the
     worker may not have started when the screen is pushed, so waiting for the workers that exist

@@ -20,7 +20,7 @@ class StatsScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     StatsScreen { align: center middle; }
     StatsScreen > DataTable { width: 95%; height: 80%; border: round $accent; }
-    StatsScreen > Static { width: 95%; height: auto; }
+    StatsScreen > Static { width: 95%; height: auto; background: $panel; padding: 0 1; }
     """
 
     def __init__(self, db_path: str, templates, judge: str | None):
@@ -40,12 +40,12 @@ class StatsScreen(ModalScreen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
         # the report pulls in scipy and scikit-learn: load them only when statistics are asked for
-        from calibrate.report import ReportOptions, build_report, rows_of
+        from calibrate.report import build_report, rows_of
 
         try:
             store = Store(self.db_path)
             try:
-                report = build_report(store, self.templates, judge=self.judge, options=ReportOptions(resamples=300))
+                report = build_report(store, self.templates, judge=self.judge)  # as `calibrate report` works it out
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001 - said on this screen: the annotation app goes on
@@ -65,13 +65,18 @@ class StatsScreen(ModalScreen[None]):
                 return "—"
             return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None else f"{value:.2f}"
 
+        def scored(r) -> str:
+            """A rubric score's line in words (its agreement is a distance and a correlation, not κ)."""
+            return ", ".join(f"{name} {value:{spec}}" for name, value, spec in (
+                ("MAE", r.mae, ".1f"), ("Spearman ρ", r.spearman, ".2f")) if value is not None)
+
         table = self.query_one(DataTable)
         table.clear(columns=True)
         table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
         for r in rows:
             table.add_row(*(Text(safe(v)) for v in (
-                r.task, r.lang, r.judge, r.versus, str(r.n), number(r.agreement), number(r.kappa, r.kappa_low, r.kappa_high),
-                number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high), r.verdict)))
+                r.task, r.lang, r.judge, f"{r.versus} · {r.scores}" if r.scores else r.versus, str(r.n), number(r.agreement), number(r.kappa, r.kappa_low, r.kappa_high),
+                number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high), scored(r) if r.scores else r.verdict)))
         title = "judge vs human agreement (r refreshes, Esc closes)"
         self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
 
