@@ -97,6 +97,7 @@ class AnnotationSession:
                 self._lanes = LaneReader(self.store, self._scope, self.seed)
         self.started = time.monotonic()
         self.decisions_here = 0
+        self.labels_here = 0  # labels given in this session and not undone: its pace
         self._windows: Iterator[list[int]] | None = None
         self._window: list[int] = []
         self._returning: list[int] | None = None
@@ -627,6 +628,7 @@ class AnnotationSession:
         if action in LABEL_ACTIONS and view.current_label is None:
             self.labelled += 1
         self.decisions_here += 1
+        self.labels_here += action in LABEL_ACTIONS
         self.last_decision = Decision(view.item.id, action, label, view.verdict, uid)
         return self.last_decision
 
@@ -654,12 +656,14 @@ class AnnotationSession:
         in_queue = all(value in (None, getattr(view.item, name)) for name, value in self._scope.items())
         if in_queue and undone.action in LABEL_ACTIONS and view.current_label is None:
             self.labelled -= 1
+        if undone.action in LABEL_ACTIONS and undone.uid in self._decided_uids:
+            self.labels_here -= 1
         return view
 
     def progress(self) -> Progress:
         elapsed = time.monotonic() - self.started
-        # a pace from one or two decisions is noise: show it from the third on
-        per_hour = self.decisions_here / elapsed * 3600 if self.decisions_here >= 3 and elapsed > 0 else None
+        # labels per hour (skips, flags and labels undone aside); from one or two labels it is noise: shown from the third on
+        per_hour = self.labels_here / elapsed * 3600 if self.labels_here >= 3 and elapsed > 0 else None
         return Progress(self.labelled, self.total, per_hour)
 
     def finished_summary(self) -> str:

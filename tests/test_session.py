@@ -45,6 +45,22 @@ def drain(s: AnnotationSession, action: str = "flag") -> list[int]:
     return seen
 
 
+def test_the_pace_counts_labels_given_here_not_skips_flags_or_labels_undone(two_cells, templates):
+    store, _ = two_cells
+    s = session(store, templates, task="c3/lexical")
+    s.start()
+    for action, label in (("label", "yes"), ("skip", None), ("flag", None), ("label", "no")):
+        s.decide(action, label)
+        s.forward()
+    assert s.progress().per_hour is None, "two labels: too few for a pace"
+    s.decide("label", "yes")
+    s.undo()
+    assert s.progress().per_hour is None, "the third label was undone"
+    s.decide("label", "yes")
+    s.started -= 3600  # an hour ago
+    assert 2.9 < s.progress().per_hour < 3.1, "three labels in an hour"
+
+
 def test_in_order(two_cells, templates):
     store, ids = two_cells
     assert drain(session(store, templates)) == ids
