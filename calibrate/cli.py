@@ -1082,7 +1082,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
-    override with one key. Every decision is saved at once."""
+    override with one key. Every decision is saved at once. Runs in a terminal only (elsewhere,
+    label in a browser with `calibrate serve`)."""
     from calibrate.session import AnnotationSession
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
