@@ -26,6 +26,7 @@ from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
 from calibrate.store import Store, UnknownFilter
 from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
+from calibrate.user_files import read_keymap, read_text_file
 
 
 def width_given(stream) -> bool:
@@ -355,16 +356,18 @@ def check_template_task(ctx: Context, task: str, lang: str) -> None:
 
 
 def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = None, system: str | None = None,
-                  judge: str | None = None) -> None:
+                  judge: str | None = None, gold_from: str | None = None,
+                  families: tuple[tuple[str, str], ...] = ()) -> None:
     """Filters that select nothing in the database, refused before anything is done. A value
-    nothing knows (a misspelt task, language, system or judge) is a usage error naming the
-    closest match and the valid values; a valid task or language this database holds no item
-    of is an error saying what it holds."""
+    nothing knows (a misspelt task, language, system, judge, --gold-from annotator, or a --family
+    name that is no judge or system) is a usage error naming the closest match and the valid
+    values; a valid task or language this database holds no item of is an error saying what it
+    holds."""
     if system == "" and "" not in ctx.store.systems():
         raise click.ClickException(f"no items without a system in {ctx.db_path}; it has {listing(ctx.store.known('system'))}")
     template_tasks = {name for name, _ in ctx.templates.tasks()}
     for what, option, value in (("task", "--task", task), ("language", "--lang", lang), ("system", "--system", system),
-                                ("judge", "--judge", judge)):
+                                ("judge", "--judge", judge), ("annotator", "--gold-from", gold_from)):
         if not value:
             continue
         try:
@@ -376,6 +379,20 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
             if what == "task":
                 raise option_error(option, unknown_value(what, value, sorted({*here, *template_tasks}), "known tasks")) from None
             raise option_error(option, unknown_value(what, value, here, f"{ctx.db_path} has")) from None
+    for name, _ in families:
+        if not _names_judge_or_system(ctx.store, name):
+            names = sorted({*ctx.store.known("judge"), *ctx.store.known("system")} - {""})
+            raise option_error("--family", unknown_value("judge or system", name, names, f"{ctx.db_path} has"))
+
+
+def _names_judge_or_system(store: Store, name: str) -> bool:
+    for what in ("judge", "system"):
+        try:
+            store.check_filter(**{what: name})
+            return True
+        except UnknownFilter:
+            pass
+    return False
 
 
 def check_queue_filters(ctx: Context, *, task: str | None, lang: str | None, system: str | None,
@@ -812,8 +829,8 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 @lang_option()
 @click.option("--status", type=click.Choice(STATUSES))
 @system_filter_option
-@click.option("--limit", type=int, default=50, show_default=True)
-@click.option("--offset", type=int, default=0)
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="Show at most this many items.")
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True, help="Skip this many items first.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def items_command(ctx, task, lang, status, system, limit, offset, as_json):
@@ -1042,13 +1059,28 @@ def demo_command(click_ctx, no_tui):
             "calibrate --db demo.db demo"))
     summary = load_demo(ctx.store, ctx.templates)
     console.print(safe_text(f"demo data in {ctx.db_path}: {summary}"))
-    if no_tui or not sys.stdin.isatty() or not sys.stdout.isatty():
+    if no_tui or not in_terminal():
         click_ctx.invoke(status_command, as_json=False)
         return
     click_ctx.invoke(annotate_command)
 
 
 # -- annotate ------------------------------------------------------------------------------------
+
+
+def check_app_files(guidelines: Path | None, keymap: str | Path | None) -> None:
+    """Refuse, before the app starts, a guidelines or keymap file it could not read (not UTF-8,
+    not TOML, a key that is not text): the error names the file."""
+    if guidelines:
+        read_text_file(guidelines)
+    if keymap:
+        read_keymap(keymap)
+
+
+def in_terminal() -> bool:
+    """Whether input and output are a terminal, where the annotation app can run (without one it
+    would draw escape sequences into a file or a pipe, waiting for keys that never come)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def annotate_options(command):
@@ -1094,13 +1126,18 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     """Label items in the annotation app (TUI).
 
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
-    override with one key. Every decision is saved at once."""
+    override with one key. Every decision is saved at once. Runs in a terminal only (elsewhere,
+    label in a browser with `calibrate serve`)."""
     from calibrate.session import AnnotationSession
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     annotator = checked_annotator(annotator)
     check_queue_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    check_app_files(guidelines, keymap)
+    if tab is None and not in_terminal():  # a tab of `calibrate serve` runs the app without a terminal
+        raise click.ClickException("annotate opens a full-screen app and needs a terminal (input and output are "
+                                   "not one here): run it in a terminal, or label in a browser with calibrate serve")
     templates = ctx.templates  # (read while the store is open)
     ctx.close()
     options = {"annotator": annotator, "judge": judge, "blind": blind, "order": order, "overlap": overlap, "seed": seed,
@@ -1122,7 +1159,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
 
 @cli.command(name="serve", database=WRITES)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to listen on (0: any free port, shown in the printed URL).")
 @click.option("--annotators", "annotators_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='TOML of name = "token" lines: each person gets their own URL (default: one random token, '
                    "and each tab asks who is labelling).")
@@ -1134,13 +1172,14 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 
     Prints the URL to open (…/?token=…); anything without the token gets 403. Each tab is one
     annotator's session: tabs never share an item, and u undoes only that tab's decisions."""
-    from calibrate.serve import CalibrateServer, Logins, is_loopback, url_host
+    from calibrate.serve import CalibrateServer, Logins, is_loopback, listening_socket, url_host
 
     check_queue_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
     annotator = options.pop("annotator")
     annotator = annotator if annotator is None else checked_annotator(annotator)
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
+    check_app_files(options["guidelines"], options["keymap"])
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]
@@ -1153,14 +1192,15 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     if not is_loopback(host):
         err_console.print(f"warning: binding {host} lets anyone who can reach this machine try to connect; "
                           "the token is the only protection and travels unencrypted over http", style="bold yellow")
-    base = f"http://{url_host(host)}:{port}"
+    ctx.close()  # checked and brought up to date; each tab's app opens it for itself
+    listening = listening_socket(host, port)
+    base = f"http://{url_host(host)}:{listening.getsockname()[1]}"
     console.print("serving calibrate (Ctrl-C stops); open:")
     for person, url in logins.urls(base):
         console.print(safe_text(f"  {url}" + (f"   ({person})" if person else "")))
-    ctx.close()  # checked and brought up to date; each tab's app opens it for itself
     CalibrateServer(args, host=host, port=port, logins=logins, max_connections=max_connections,
                     annotator=annotator, db_path=str(Path(ctx.db_path).resolve()),
-                    audio_root=options.get("audio_root")).serve()
+                    audio_root=options.get("audio_root")).serve(listening)
 
 
 # -- judge ---------------------------------------------------------------------------------------
@@ -1251,7 +1291,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature or 0.0, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout,
         max_retries=max_retries, repeat=repeat, seed=seed, top_p=top_p, stop=stop,
-        system_prompt=system_prompt.read_text(encoding="utf-8") if system_prompt else None,
+        system_prompt=read_text_file(system_prompt) if system_prompt else None,
         extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
     if repeat > 1 and not reasoning and not config.temperature:
@@ -1428,7 +1468,7 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     resamples=resamples, target_half_width=target, threshold=threshold,
                                     epsilon=epsilon, gold_from=gold_from, families=families,
                                     reliability=reliability)
-    check_filters(ctx, system=system, judge=None if judge == JURY else judge)
+    check_filters(ctx, system=system, judge=None if judge == JURY else judge, gold_from=gold_from, families=families)
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     if not any(line.n for cell in result.cells for line in cell.lines):
         raise click.ClickException(_nothing_to_report(ctx, result.cells))
@@ -1523,7 +1563,7 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
     repetitions would certify a threshold where the judge misses the target."""
     from calibrate import trust
 
-    check_filters(ctx, judge=judge)
+    check_filters(ctx, judge=judge, gold_from=gold_from)
     result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                gold_from=gold_from, min_labels=min_labels)
     if not result.rows:
@@ -1543,13 +1583,17 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
 @pass_ctx
 def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
-    from calibrate.formats.labels import import_labels
+    from calibrate.formats.gold import CONSOLIDATED
+    from calibrate.formats.labels import CONSOLIDATED_REASON, import_labels
 
     done = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in done.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
+    if done.consolidated:
+        err_console.print(safe_text(f"{counted(done.consolidated, 'row')} refused: {CONSOLIDATED_REASON}", style="yellow"))
     console.print(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
-                  + (f", {counted(done.without_gold, 'item')} without a gold label left out" if done.without_gold else ""))
+                  + (f", {counted(done.without_gold, 'item')} without a gold label left out" if done.without_gold else "")
+                  + (f", {done.consolidated} refused (annotator {CONSOLIDATED!r})" if done.consolidated else ""))
 
 
 @cli.command(name="merge", database=CREATES)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import html
 import ipaddress
@@ -122,6 +123,19 @@ def same_origin(request: web.Request) -> bool:
     """A browser sends Origin with every websocket; it must be this server's own address."""
     origin = request.headers.get("Origin")
     return origin is None or origin == f"{request.scheme}://{request.host}"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port` and listening (port 0: any free port; its number is
+    `getsockname()[1]`), so that the URL printed is one that answers; ServeError naming the
+    address when it cannot be bound (in use, not this machine's, not resolvable)."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        return socket.create_server(address, family=family, backlog=128)
+    except OSError as exc:
+        hint = "give another --port (0: any free port)" if exc.errno == errno.EADDRINUSE else "check --host and --port"
+        reason = os.strerror(exc.errno) if exc.errno and not isinstance(exc, socket.gaierror) else str(exc)
+        raise ServeError(f"cannot listen on {url_host(host)}:{port}: {reason}; {hint}") from None
 
 
 def url_host(host: str) -> str:
@@ -245,6 +259,19 @@ class CalibrateServer(Server):
         self.tickets: dict[str, tuple[str, str]] = {}  # tab id -> (token, annotator), until the tab connects
         self.tabs: dict[str, tuple[TabProcess, web.WebSocketResponse]] = {}  # tab id -> its app and websocket
         self._endings: dict[str, asyncio.Task] = {}  # tab id -> the task ending it
+
+    def serve(self, listening: socket.socket | None = None, debug: bool = False) -> None:
+        """Serve until Ctrl-C, on `listening` (from `listening_socket`) when given, else binding
+        the host and port itself."""
+        if listening is None:
+            return super().serve(debug)
+        self.debug = debug
+        self.initialize_logging()
+        loop = asyncio.new_event_loop()
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGINT, self.request_exit)
+            loop.add_signal_handler(signal.SIGTERM, self.request_exit)
+        web.run_app(self._make_app(), sock=listening, handle_signals=False, loop=loop, print=lambda *args: None)
 
     @property
     def connections(self) -> int:

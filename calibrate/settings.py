@@ -19,12 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.model import CalibrateError
 from calibrate.redact import redact_url
+from calibrate.user_files import decode_text, parse_toml
 
 CONFIG_NAME = "calibrate.toml"
 APP_NAME = "calibrate"
@@ -50,6 +50,7 @@ class Setting:
     is_list: bool = False
     needs_trust: bool = False  # a folder's settings file sets it only once trusted
     flag: str | None = None
+    example: str = ""  # a value as a settings file writes it, for messages
 
     def default(self):
         if self.name == "db":
@@ -64,15 +65,15 @@ class Setting:
 SETTINGS = {
     s.name: s
     for s in (
-        Setting("db", "CALIBRATE_DB", "the SQLite file"),
-        Setting("annotator", "CALIBRATE_ANNOTATOR", "who is labelling"),
-        Setting("keymap", "CALIBRATE_KEYMAP", "TOML file remapping the app's keys"),
+        Setting("db", "CALIBRATE_DB", "the SQLite file", example="calibrate.db"),
+        Setting("annotator", "CALIBRATE_ANNOTATOR", "who is labelling", example="ana"),
+        Setting("keymap", "CALIBRATE_KEYMAP", "TOML file remapping the app's keys", example="keys.toml"),
         Setting("templates", "CALIBRATE_TEMPLATES", "extra template folders (os.pathsep-separated in the variable)",
-                is_list=True, needs_trust=True, flag="--templates"),
+                is_list=True, needs_trust=True, flag="--templates", example="my-templates"),
         Setting("base_url", "OPENAI_BASE_URL", "the OpenAI-compatible server the judge talks to", needs_trust=True,
-                flag="--base-url"),
+                flag="--base-url", example="http://127.0.0.1:8000/v1"),
         Setting("api_key_env", None, "the environment variable holding the judge's API key", needs_trust=True,
-                flag="--api-key-env"),
+                flag="--api-key-env", example="OPENAI_API_KEY"),
     )
 }
 
@@ -102,14 +103,27 @@ def _read_toml(path: Path, trusted: dict[str, str] | None) -> SettingsFile:
     the user's own file, always trusted)."""
     try:
         raw = path.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise SettingsError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    data = parse_toml(decode_text(raw, path, SettingsError), path, SettingsError)
     unknown = sorted(set(data) - set(SETTINGS))
     if unknown:
         raise SettingsError(f"{path}: unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
+    for name, value in data.items():
+        _check_type(SETTINGS[name], value, path)
     sha256 = hashlib.sha256(raw).hexdigest()
     return SettingsFile(path, data, sha256, trusted is None or trusted.get(str(path.resolve())) == sha256)
+
+
+def _check_type(setting: Setting, value, path: Path) -> None:
+    """SettingsError naming the file and the key when a settings file gives `setting` a value of
+    the wrong type (every setting is text; a list setting takes a list of texts too)."""
+    if isinstance(value, str) or setting.is_list and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return
+    expected = "a quoted text or a list of them" if setting.is_list else "a quoted text"
+    shown = "a table" if isinstance(value, dict) else repr(value)
+    raise SettingsError(f"{path}: {setting.name} = {shown}: expected {expected}, "
+                        f'e.g. {setting.name} = "{setting.example}"')
 
 
 def read_trusted(store: Path) -> dict[str, str]:

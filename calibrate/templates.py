@@ -23,7 +23,6 @@ from __future__ import annotations
 import operator
 import re
 import string
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -37,6 +36,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
 from calibrate.model import CalibrateError, digest
 from calibrate.resources import bundled
+from calibrate.user_files import read_text_file, read_toml_file
 from calibrate.validate import FIELD_TYPES
 
 LANGS = ("en", "zh")
@@ -311,10 +311,7 @@ class TemplateSet:
             self._load_manifest(manifest, check)
 
     def _load_manifest(self, path: Path, check: bool) -> None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise TemplateError(f"{path}: {exc}") from exc
+        data = read_toml_file(path, TemplateError)
         family = data.get("family") or path.parent.name
         is_default = data.get("default", True)
         request = data.get("request", {})
@@ -431,4 +428,4 @@ def _read(folder: Path, name: str | None, where: str) -> str | None:
     path = folder / name
     if not path.is_file():
         raise TemplateError(f"{where}: file {path} does not exist")
-    return path.read_text(encoding="utf-8")
+    return read_text_file(path, TemplateError)

@@ -240,7 +240,7 @@ def test_a_byte_order_mark_and_other_delimiters_are_read(demo_db, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_a_gold_export_reads_back_with_import_labels(labelled_demo_db, tmp_path, fmt):
+def test_a_gold_export_reads_back_with_import_labels_but_not_its_consolidated_gold(labelled_demo_db, tmp_path, fmt):
     run = Calibrate(labelled_demo_db)
     Calibrate(labelled_demo_db)("import", "labels", str(write_jsonl(tmp_path / "cy.jsonl", [
         {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "cy", "label": "2"},
@@ -256,15 +256,30 @@ def test_a_gold_export_reads_back_with_import_labels(labelled_demo_db, tmp_path,
     Calibrate(empty)("demo", "--no-tui")
     out = Calibrate(empty)("import", "labels", str(gold))
     with_gold = sum(1 for r in exported.values() if r["gold_label"] is not None)
-    assert f"{with_gold} labels added, 0 already present, 0 skipped" in out.output
-    assert f"{len(exported) - with_gold} items without a gold label left out" in out.output
+    consolidated = sum(1 for r in exported.values() if r["annotator"] == "gold")
+    assert 0 < consolidated < with_gold
+    assert (f"{with_gold - consolidated} labels added, 0 already present, 0 skipped, "
+            f"{len(exported) - with_gold} items without a gold label left out, {consolidated} refused (annotator 'gold')"
+            ) in out.stdout
+    assert f"{consolidated} rows refused: annotator 'gold' is the label several people decided" in out.stderr
     store = Store(empty)
     labels = {(r["task"], r["lang"], r["system"], r["source_id"]): (r["annotator"], r["label"])
               for r in store.current_labels()}
-    assert labels[copa] == ("gold", exported[copa]["gold_label"]) and labels[rubric][0] == "cy"
-    assert len(labels) == with_gold
+    assert copa not in labels, "a label several people decided is no person's: it would vote beside them"
+    assert labels[rubric][0] == "cy" and "gold" not in {who for who, _ in labels.values()}
+    assert len(labels) == with_gold - consolidated
     again = Calibrate(empty)("import", "labels", str(gold))
-    assert f"0 labels added, {with_gold} already present" in again.output
+    assert f"0 labels added, {with_gold - consolidated} already present" in again.output
+
+
+def test_an_import_of_only_consolidated_gold_labels_imports_nothing_and_fails(labelled_demo_db, tmp_path):
+    only_gold = write_jsonl(tmp_path / "g.jsonl", [
+        {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "gold", "label": "1"}])
+    before = fingerprint(labelled_demo_db.parent)
+    out = Calibrate(labelled_demo_db)("import", "labels", str(only_gold), ok=False)
+    assert out.exit_code == 1 and f"{only_gold}: no valid labels; nothing was imported (1 rows refused: annotator " \
+        "'gold' is the label several people decided" in " ".join(out.output.split())
+    assert fingerprint(labelled_demo_db.parent) == before
 
 
 def test_default_systems_follow_the_layout_people_have(tmp_path):

@@ -24,7 +24,13 @@ import json, sys
 from click.testing import CliRunner
 import calibrate.serve
 from calibrate.cli import cli
-calibrate.serve.CalibrateServer.serve = lambda self: None  # print the URLs, do not serve
+class Bound:  # said to listen on the port asked for: nothing is bound
+    def __init__(self, port):
+        self.port = port
+    def getsockname(self):
+        return ("0.0.0.0", self.port)
+calibrate.serve.listening_socket = lambda host, port: Bound(port)
+calibrate.serve.CalibrateServer.serve = lambda self, listening: None  # print the URLs, do not serve
 out = {}
 for args in json.load(sys.stdin):
     result = CliRunner().invoke(cli, args)

@@ -106,13 +106,39 @@ def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
-    monkeypatch.setattr(CalibrateServer, "serve", lambda self: None)  # print, do not run
+    class Bound:  # a socket said to be bound to 8123, so that nothing listens beyond loopback
+        def getsockname(self):
+            return ("0.0.0.0", 8123)
+
+    monkeypatch.setattr("calibrate.serve.listening_socket", lambda host, port: Bound())
+    monkeypatch.setattr(CalibrateServer, "serve", lambda self, listening: None)  # print, do not run
     monkeypatch.setattr("socket.gethostname", lambda: "annotation-box")
     out = Calibrate(demo_db)("serve", "--host", "0.0.0.0", "--port", "8123")
     assert "warning: binding 0.0.0.0" in out.output and "http://annotation-box:8123/?token=" in out.output
     assert "0.0.0.0:8123" not in out.output, "a URL nobody can open"
     assert "http://[::1]:8123/?token=" in Calibrate(demo_db)("serve", "--host", "::1", "--port", "8123").output
     assert "warning" not in Calibrate(demo_db)("serve").output
+
+
+def test_serve_prints_the_port_it_listens_on_and_refuses_one_it_cannot(demo_db, monkeypatch):
+    import socket
+
+    from tests.conftest import Calibrate
+
+    served = []
+    monkeypatch.setattr(CalibrateServer, "serve", lambda self, listening: served.append(listening.getsockname()[1])
+                        or listening.close())
+    out = Calibrate(demo_db)("serve", "--port", "0").output
+    assert served and served[0] > 0 and f"http://127.0.0.1:{served[0]}/?token=" in out, "the real port, not 0"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        out = Calibrate(demo_db)("serve", "--port", str(port), ok=False)
+    assert out.exit_code == 1 and f"Error: cannot listen on 127.0.0.1:{port}: Address already in use; give another " \
+        "--port (0: any free port)" in " ".join(out.output.split())
+    assert "token=" not in out.output and len(served) == 1, "no URL that does not answer"
+    for port in ("99999", "-1"):
+        out = Calibrate(demo_db)("serve", "--port", port, ok=False)
+        assert out.exit_code == 2 and f"Invalid value for '--port': {port} is not in the range 0<=x<=65535" in out.output
 
 
 # -- a tab's process, with stand-in apps ---------------------------------------------------------

@@ -1,6 +1,6 @@
 """Gold labels out: items with every annotator's label, the gold label (`calibrate.gold`) and
 who decided it (the annotator, or "gold" where several people's labels make it; `calibrate
-import labels` reads an export back), judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
+import labels` reads an export back, refusing the rows of "gold"), judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
 neutralised); for items with audio whether each annotator listened (seconds played, 0 when
 they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
 judge whether each item's verdict is accepted or needs a person.
@@ -51,11 +51,16 @@ class _ByJson(dict):
         return found
 
 
+CONSOLIDATED = "gold"
+"""The annotator an export names for a gold label several people's labels make: no person, so
+`calibrate import labels` refuses it (it would vote beside the people it consolidates)."""
+
+
 def _decided(labels: dict[str, str]) -> tuple[str | None, str, str | None]:
     """The gold label of an item with these labels (`calibrate.gold`), how it was reached, and
-    who decided it: the one annotator, or "gold" where several labels make it (None without one)."""
+    who decided it: the one annotator, or CONSOLIDATED where several labels make it (None without one)."""
     label, how = gold_label(labels)
-    return label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else "gold"
+    return label, how, None if label is None else next(iter(labels)) if len(labels) == 1 else CONSOLIDATED
 
 
 def _gold_json(labels: dict[str, str]) -> str:

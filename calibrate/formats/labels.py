@@ -3,8 +3,11 @@ with its delimiter found from the header: comma, semicolon or tab; with task, la
 annotator, label, and optional system and note), joined to items by their identity, so they
 count in the report like labels made in calibrate. Without a system column a source id must
 name one system's item. A gold export (`calibrate export`, JSONL or CSV) reads back as labels:
-its gold label, by the annotator who decided it (or "gold" where several agreed); its items
-without a gold label (unlabelled or tied) are counted, not refused."""
+its gold label, by the annotator who decided it; its items without a gold label (unlabelled or
+tied) are counted, not refused. A row by the annotator "gold" (what an export names for a label
+several people's labels make) is refused and counted, the rest imported: it is no person's
+label, and would vote beside the people it consolidates in the majority, the human ceiling and
+the alternative annotator test."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
+from calibrate.formats.gold import CONSOLIDATED
 from calibrate.kinds import LabelError
 from calibrate.model import digest
 from calibrate.store import Store
@@ -49,15 +53,29 @@ class NoGold:
     location: str
 
 
+@dataclass(frozen=True)
+class Consolidated:
+    """A row by the annotator CONSOLIDATED: a label several people decided, not a person's."""
+
+    location: str
+
+
+CONSOLIDATED_REASON = (f"annotator {CONSOLIDATED!r} is the label several people decided (what calibrate export "
+                       "writes), not a person's: imported, it would vote beside them in the majority and the human "
+                       "ceiling. Bring the people's own labels instead (calibrate merge of their database, or a file "
+                       "with one row per person)")
+
+
 @dataclass
 class LabelImport:
-    """What an import of labels did: labels added, rows already present, bad rows skipped, and
-    rows of a gold export without a gold label."""
+    """What an import of labels did: labels added, rows already present, bad rows skipped, rows
+    of a gold export without a gold label, and rows refused as a consolidated label."""
 
     added: int
     present: int
     skipped: list[BadInput]
     without_gold: int
+    consolidated: int = 0
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -119,7 +137,7 @@ def _delimiter(path: Path, header: str) -> str:
     return best
 
 
-def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput | NoGold]:
+def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput | NoGold | Consolidated]:
     """Label rows from a JSONL or CSV file, each checked against its task's verdict kind."""
     for entry in _rows(path):
         if isinstance(entry, BadInput):
@@ -144,6 +162,9 @@ def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadIn
         except InputError as exc:
             yield BadInput(where, str(exc))
             continue
+        if obj["annotator"] == CONSOLIDATED:
+            yield Consolidated(where)
+            continue
         task, lang = obj["task"], obj["lang"]
         try:
             label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
@@ -165,10 +186,13 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         raise ImportFailed(f"{path}: no such file")
     index = ItemIndex(store)
     hashes: dict[int, str] = {}
-    rows, skipped, without_gold = [], [], 0
+    rows, skipped, without_gold, consolidated = [], [], 0, 0
     for row in read_labels(path, templates):
         if isinstance(row, NoGold):
             without_gold += 1
+            continue
+        if isinstance(row, Consolidated):
+            consolidated += 1
             continue
         problem = row if isinstance(row, BadInput) else None
         if problem is None:
@@ -185,10 +209,12 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
             skipped.append(problem)
     if not rows:
+        left_out = [f"{without_gold} rows of items without a gold label"] if without_gold else []
+        left_out += [f"{consolidated} rows refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
-                           (f" ({without_gold} rows of items without a gold label)" if without_gold else ""))
+                           (f" ({'; '.join(left_out)})" if left_out else ""))
     added = store.add_imported_labels(rows)
-    return LabelImport(added, len(rows) - added, skipped, without_gold)
+    return LabelImport(added, len(rows) - added, skipped, without_gold, consolidated)
 
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:

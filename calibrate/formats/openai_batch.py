@@ -61,6 +61,19 @@ def _wrap(value):
     return value
 
 
+def _check_result_line(record: dict, where: str) -> None:
+    """BatchFileError unless `record` is a line of a batch's output file: it has a `response`
+    (an object, or null beside an `error`). A request line (what --export-batch writes) is named
+    as one."""
+    if "response" in record and (isinstance(record["response"], dict) or record["response"] is None and record.get("error")):
+        return
+    if "response" not in record and {"method", "url", "body"} <= set(record):
+        raise BatchFileError(f"{where}: a batch request (what --export-batch writes), not a result: give "
+                             "--import-batch the output file the batch API returns once the batch is done")
+    raise BatchFileError(f"{where}: not a batch result line (no 'response' object; the batch API's output file "
+                         "has one per line)")
+
+
 def import_batch(
     store: Store, templates: TemplateSet, config: JudgeConfig, path: Path, summary: RunSummary, *, force: bool = False
 ) -> RunSummary:
@@ -85,6 +98,7 @@ def import_batch(
                 custom_id = record["custom_id"]
             except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise BatchFileError(f"{where}: not a batch result line ({exc})") from None
+            _check_result_line(record, where)
             job = jobs.get(custom_id)
             if job is None:
                 raise BatchFileError(
@@ -96,7 +110,7 @@ def import_batch(
                 if job.sample in already.get(job.item.id, ()):
                     summary.skipped_done += 1
                     continue
-            response = (record.get("response") or {})
+            response = record["response"] or {}
             status_code = response.get("status_code")
             if record.get("error") or status_code != 200:
                 error = record.get("error") or {"status_code": status_code}

@@ -228,17 +228,21 @@ class ItemsMixin:
         "system": ("SELECT DISTINCT system FROM items ORDER BY 1", "SELECT 1 FROM items WHERE system = ? LIMIT 1"),
         "judge": ("SELECT DISTINCT judge_name FROM judgments ORDER BY 1",
                   "SELECT 1 FROM judgments WHERE judge_name = ? LIMIT 1"),
+        "annotator": ("SELECT DISTINCT annotator FROM annotations ORDER BY 1",
+                      "SELECT 1 FROM annotations WHERE annotator = ? LIMIT 1"),
     }
 
     def known(self, what: str) -> list[str]:
-        """Every task, language, system or judge in this database (what: task | language | system | judge)."""
+        """Every task, language, system, judge or annotator in this database (what: task | language |
+        system | judge | annotator)."""
         return [r[0] for r in self.conn.execute(self._KNOWN[what][0])]
 
     def check_filter(self, *, task: str | None = None, lang: str | None = None, system: str | None = None,
-                     judge: str | None = None) -> None:
-        """UnknownFilter naming the known values when a task, language, system or judge filter
-        matches nothing in this database."""
-        for what, value in (("task", task), ("language", lang), ("system", system), ("judge", judge)):
+                     judge: str | None = None, annotator: str | None = None) -> None:
+        """UnknownFilter naming the known values when a task, language, system, judge or annotator
+        filter matches nothing in this database."""
+        for what, value in (("task", task), ("language", lang), ("system", system), ("judge", judge),
+                            ("annotator", annotator)):
             if value and self.conn.execute(self._KNOWN[what][1], (value,)).fetchone() is None:
                 known = [v or "(none)" for v in self.known(what)]
                 listing = ", ".join(known) if known else "none yet"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from textual.app import App
@@ -19,6 +18,7 @@ from calibrate.tui.score_form import ScoreForm
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
+from calibrate.user_files import UserFileError, read_keymap, read_text_file
 
 SCREENS = (AnnotateScreen, FlaggedScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
 
@@ -66,15 +66,10 @@ class CalibrateApp(App):
         self.guidelines_file = guidelines_file
         self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
-        self._keymap = self._load_keymap(Path(keymap_file)) if keymap_file else {}
+        self._keymap = read_keymap(keymap_file) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)
-
-    @staticmethod
-    def _load_keymap(path: Path) -> dict[str, str]:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return {str(k): str(v) for k, v in data.get("keymap", data).items()}
 
     @property
     def decisions(self) -> int:
@@ -101,7 +96,10 @@ class CalibrateApp(App):
 
     def guidelines_for(self, template: Template) -> str:
         if self.guidelines_file and self.guidelines_file.is_file():
-            return self.guidelines_file.read_text(encoding="utf-8")
+            try:
+                return read_text_file(self.guidelines_file)
+            except UserFileError as exc:  # changed since the command checked it
+                return str(exc)
         return template.guidelines or "No guidelines in the template manifest for this task."
 
     def filter_problem(self, text: str) -> str | None:
