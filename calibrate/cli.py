@@ -1583,8 +1583,8 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
 @pass_ctx
 def import_labels_command(ctx, file, skip_bad):
     """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
-    from calibrate.formats.gold import CONSOLIDATED
     from calibrate.formats.labels import CONSOLIDATED_REASON, import_labels
+    from calibrate.names import CONSOLIDATED
 
     done = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
     for bad in done.skipped:

@@ -10,6 +10,10 @@ from calibrate.escape import safe
 
 CLOSE_ENOUGH = 0.75  # difflib's ratio from which a known name is offered as the one meant
 MAX_NAME = 64  # the longest annotator name
+CONSOLIDATED = "gold"
+"""The annotator an export names for a gold label several people's labels make: no person, so
+no one labels under it, and `calibrate import labels` refuses it (it would vote beside the
+people it consolidates)."""
 
 
 class AnnotatorNameError(ValueError):
@@ -18,10 +22,14 @@ class AnnotatorNameError(ValueError):
 
 def annotator_name(value: str | None, where: str = "name") -> str:
     """Who is labelling, as typed (a flag, the browser's name form, an annotators file), stripped:
-    non-empty, at most MAX_NAME printable characters, without '@' (which names a browser tab)."""
+    non-empty, at most MAX_NAME printable characters, without '@' (which names a browser tab),
+    and not CONSOLIDATED."""
     name = (value or "").strip()
     if not name or len(name) > MAX_NAME or safe(name) != name or "\n" in name or "@" in name:
         raise AnnotatorNameError(f"{where}: an annotator name is 1-{MAX_NAME} printable characters without '@'")
+    if name == CONSOLIDATED:
+        raise AnnotatorNameError(f"{where}: {CONSOLIDATED!r} names the label several people decided in exports, "
+                                 "not a person: choose another name")
     return name
 
 

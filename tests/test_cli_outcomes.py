@@ -175,6 +175,7 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     (["serve", "--task", "superglue/boolq", "--lang", "zh"], 1, "match --task 'superglue/boolq' --lang 'zh'"),
     (["annotate", "--annotator", "   "], 2, "--annotator: an annotator name is 1-64 printable characters without '@'"),
     (["annotate", "--annotator", "ana@tab1"], 2, "an annotator name is 1-64 printable characters without '@'"),
+    (["annotate", "--annotator", "gold"], 2, "'gold' names the label several people decided in exports, not a person"),
 ])
 def test_empty_selections_and_unknown_values_say_so(demo_db, args, code, message):
     before = fingerprint(demo_db.parent)

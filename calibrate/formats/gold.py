@@ -23,6 +23,7 @@ import json
 
 from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
+from calibrate.names import CONSOLIDATED
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
 from calibrate.store.export_rows import CSV_SPECIAL, NO_SPARSE_JSON, Sparse
@@ -51,9 +52,6 @@ class _ByJson(dict):
         return found
 
 
-CONSOLIDATED = "gold"
-"""The annotator an export names for a gold label several people's labels make: no person, so
-`calibrate import labels` refuses it (it would vote beside the people it consolidates)."""
 
 
 def _decided(labels: dict[str, str]) -> tuple[str | None, str, str | None]:

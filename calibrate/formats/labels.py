@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
-from calibrate.formats.gold import CONSOLIDATED
 from calibrate.kinds import LabelError
 from calibrate.model import digest
+from calibrate.names import CONSOLIDATED
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.validate import InputError, type_of
