@@ -1108,7 +1108,7 @@ def annotate_options(command):
         click.option("--guidelines", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="A guidelines file shown by g (default: the template manifest's guidelines)."),
         click.option("--keymap", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help='TOML of binding id = keys, e.g. "annotate.next" = "right,l" [or $CALIBRATE_KEYMAP].'),
+                     help='TOML of binding id = keys, e.g. "annotate.next" = "right,m" [or $CALIBRATE_KEYMAP].'),
         click.option("--require-listen", is_flag=True, help="Take a label on an item with audio only after it has played (l)."),
         click.option("--audio-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
                      help="Look for the audio here instead of where it was imported from (the folder moved)."),
@@ -1180,6 +1180,10 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     annotator = annotator if annotator is None else checked_annotator(annotator)
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
     check_app_files(options["guidelines"], options["keymap"])
+    if options["keymap"]:  # the tabs' apps would each refuse it
+        from calibrate.tui.app import checked_keymap
+
+        checked_keymap(options["keymap"])
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]

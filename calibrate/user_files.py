@@ -64,5 +64,5 @@ def read_keymap(path: Path | str) -> dict[str, str]:
         if not isinstance(keys, str):
             shown = "a table" if isinstance(keys, dict) else repr(keys)
             raise UserFileError(f'{path}: {binding} = {shown}: expected the keys as a quoted text, '
-                                f'e.g. "annotate.next" = "right,l"')
+                                f'e.g. "annotate.next" = "right,m"')
     return dict(table)

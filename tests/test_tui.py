@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from calibrate.store import Store
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
+from calibrate.user_files import UserFileError
 from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status
 
 SIZE = (140, 40)
@@ -430,17 +432,22 @@ async def test_help_shows_keys_as_typed(demo_db):
         assert "slash" not in text and "question_mark" not in text
 
 
-async def test_unknown_keymap_ids_are_reported_and_a_remapped_key_keeps_its_footer_entry(demo_db, tmp_path):
+async def test_a_remapped_key_keeps_its_footer_entry_and_a_keymap_that_would_mislead_is_refused(demo_db, tmp_path):
     keymap = tmp_path / "keys.toml"
-    keymap.write_text('[keymap]\n"annotate.next" = "l"\n"annotate.nxet" = "m"\n')
+    keymap.write_text('[keymap]\n"annotate.next" = "m"\n')
     app = make_app(demo_db, keymap_file=keymap)
     async with app.run_test(size=SMALL) as pilot:
         await pilot.pause()
-        assert any("unknown binding id annotate.nxet" in n.message for n in app._notifications)
-        assert "l next" in screen_text(app).splitlines()[-1]
+        assert "m next" in screen_text(app).splitlines()[-1]
         first = current_item_id(app)
-        await pilot.press("l")
+        await pilot.press("m")
         assert current_item_id(app) != first
+    for line, problem in (('"annotate.nxet" = "m"', "unknown binding id 'annotate.nxet'"),
+                          ('"annotate.next" = "y"', "y would be both annotate.yes and annotate.next"),
+                          ('"annotate.next" = "ctrl+zz"', "'ctrl+zz': no key is named 'zz'")):
+        keymap.write_text(f"[keymap]\n{line}\n")
+        with pytest.raises(UserFileError, match=re.escape(f"{keymap}: {problem}")):
+            make_app(demo_db, keymap_file=keymap)
 
 
 async def test_wic_highlights_the_word_in_both_sentences_and_hides_the_offsets(demo_db):

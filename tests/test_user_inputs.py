@@ -55,10 +55,18 @@ def test_a_system_prompt_that_is_not_utf8_is_refused_before_any_request(demo_db,
     assert server.count == 0 and fingerprint(demo_db.parent) == before
 
 
+def test_serve_refuses_a_keymap_whose_key_would_do_two_things_before_it_listens(demo_db, tmp_path):
+    keymap = tmp_path / "km.toml"
+    keymap.write_text('"annotate.next" = "y"\n', encoding="utf-8")
+    out = Calibrate(demo_db)("serve", "--keymap", str(keymap), "--port", "0", ok=False)
+    assert out.exit_code == 1 and f"Error: {keymap}: y would be both annotate.yes and annotate.next" in one_line(out.output)
+    assert "token=" not in out.output
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (NOT_UTF8, "not UTF-8 text (invalid continuation byte at byte 3); save it as UTF-8"),
     (b"x = = 1\n", "not valid TOML (Invalid value (at line 1, column 5))"),
-    (b'"annotate.next" = 1\n', 'annotate.next = 1: expected the keys as a quoted text, e.g. "annotate.next" = "right,l"'),
+    (b'"annotate.next" = 1\n', 'annotate.next = 1: expected the keys as a quoted text, e.g. "annotate.next" = "right,m"'),
 ])
 def test_annotate_and_serve_refuse_a_keymap_they_cannot_read_before_the_app_starts(demo_db, tmp_path, content,
                                                                                     message):

@@ -57,6 +57,9 @@ SCROLL_BINDINGS = [
 
 
 class AnnotateScreen(Screen):
+    # bindings of different sets here never work on one item (`check_action`: y and n on an item
+    # whose labels read yes / no, the digits on the others), so a keymap may give them one key
+    NEVER_TOGETHER = ({"annotate.yes", "annotate.no"}, {binding.id for binding in DIGIT_BINDINGS})
     # the key bar shows these in this order, only those that work on the item on screen; at
     # 80 columns everything up to "quit" fits on yes/no items (the panels name x and ] where
     # they apply; the rest are on the ? page); where the digits' labels make it too long, the
@@ -442,7 +445,7 @@ class AnnotateScreen(Screen):
                      "F lists your flagged items. A long passage shows its first lines: x shows all of it; a "
                      "field too big for one screen is paged with ] and [. Tab chooses the pane that PgUp/PgDn, "
                      "Home/End and ↑/↓ scroll. Remap keys in a TOML file named by $CALIBRATE_KEYMAP, "
-                     'e.g. "annotate.next" = "right,l".')
+                     'e.g. "annotate.next" = "right,m".')
         self.app.push_screen(TextScreen("Keys", lines))
 
     def action_quit_app(self) -> None:

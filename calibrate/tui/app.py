@@ -13,7 +13,7 @@ from calibrate.store import Store, UnknownFilter
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
 from calibrate.tui.flagged_screen import FlaggedScreen
-from calibrate.tui.keys import typed_keys
+from calibrate.tui.keys import key_problem, typed_key, typed_keys
 from calibrate.tui.score_form import ScoreForm
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_prompt import TextPrompt
@@ -23,9 +23,38 @@ from calibrate.user_files import UserFileError, read_keymap, read_text_file
 SCREENS = (AnnotateScreen, FlaggedScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
 
 
-def binding_ids() -> set[str]:
-    """Every binding id a keymap may name."""
-    return {b.id for screen in SCREENS for b in screen.BINDINGS if isinstance(b, Binding) and b.id}
+def binding_keys(keymap: dict[str, str], binding: Binding) -> list[str]:
+    """The key names of a binding, after `keymap`'s remapping."""
+    return [k.strip() for k in keymap.get(binding.id or "", binding.key).split(",") if k.strip()]
+
+
+def checked_keymap(path: Path | str) -> dict[str, str]:
+    """The keymap file at `path` (`read_keymap`), or UserFileError naming it and everything
+    `keymap_problems` finds in it."""
+    keymap = read_keymap(path)
+    if problems := keymap_problems(keymap):
+        raise UserFileError(f"{path}: " + "; ".join(problems))
+    return keymap
+
+
+def keymap_problems(keymap: dict[str, str]) -> list[str]:
+    """What a keymap gets wrong: binding ids no screen has, keys Textual would never see, and a
+    key that would do two things on one screen (the one it is remapped to would win silently),
+    unless the screen never lets the two work at once (its NEVER_TOGETHER sets)."""
+    screens = {screen: [b for b in screen.BINDINGS if isinstance(b, Binding) and b.id] for screen in SCREENS}
+    known = {b.id for bindings in screens.values() for b in bindings}
+    problems = [f"unknown binding id {name!r} (? in the app lists them)" for name in keymap if name not in known]
+    problems += [found for keys in keymap.values() for key in keys.split(",") if (found := key_problem(key.strip()))]
+    for screen, bindings in screens.items():
+        apart = getattr(screen, "NEVER_TOGETHER", ())
+        owners: dict[str, list[str]] = {}
+        for binding in bindings:
+            for key in binding_keys(keymap, binding):
+                for other in owners.setdefault(key, []):
+                    if not any(binding.id in one and other in two for one in apart for two in apart if one is not two):
+                        problems.append(f"{typed_key(key)} would be both {other} and {binding.id}")
+                owners[key].append(binding.id)
+    return problems
 
 
 class CalibrateApp(App):
@@ -66,7 +95,7 @@ class CalibrateApp(App):
         self.guidelines_file = guidelines_file
         self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
-        self._keymap = read_keymap(keymap_file) if keymap_file else {}
+        self._keymap = checked_keymap(keymap_file) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)
@@ -78,17 +107,12 @@ class CalibrateApp(App):
 
     def on_mount(self) -> None:
         if self._keymap:
-            known = binding_ids()
-            unknown = sorted(set(self._keymap) - known)
-            if unknown:
-                self.notify(f"keymap: unknown binding id {', '.join(unknown)} (ignored); press ? for the ids",
-                            severity="error", timeout=12)
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
 
     def keys_of(self, binding: Binding) -> list[str]:
         """The key names of a binding, after any remapping."""
-        return [k.strip() for k in self._keymap.get(binding.id or "", binding.key).split(",") if k.strip()]
+        return binding_keys(self._keymap, binding)
 
     def keymap_for(self, binding: Binding) -> str:
         """The keys of a binding as the user types them, after any remapping."""
