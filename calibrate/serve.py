@@ -333,6 +333,8 @@ class CalibrateServer(Server):
             problem = html.escape(str(exc)) + "<br>"
             return web.Response(text=NAME_FORM.format(problem=problem, max_name=MAX_NAME), content_type="text/html",
                                 status=400)
+        if self.connections >= self.max_connections:  # said on the page: a refused websocket shows no reason
+            return web.Response(text=self._full_text(), content_type="text/plain", status=503)
         tab = secrets.token_urlsafe(12)
         self.tickets[tab] = (login.token, annotator)
         scheme = "wss" if request.secure else "ws"
@@ -344,6 +346,10 @@ class CalibrateServer(Server):
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
+    def _full_text(self) -> str:
+        return (f"calibrate: {self.max_connections} tabs are connected already (serve --max-connections "
+                f"{self.max_connections}): close one of them, then reload this page\n")
+
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         login: Login = require_login(request)
         if not same_origin(request):
@@ -352,7 +358,7 @@ class CalibrateServer(Server):
         if ticket is None or not hmac.compare_digest(ticket[0], login.token):
             raise web.HTTPForbidden(text="calibrate: unknown tab; reload the page\n")
         if self.connections >= self.max_connections:
-            raise web.HTTPServiceUnavailable(text=f"calibrate: {self.max_connections} tabs are connected already\n")
+            raise web.HTTPServiceUnavailable(text=self._full_text())
         tab = request.match_info["tab"]
         del self.tickets[tab]
         _, annotator = ticket
