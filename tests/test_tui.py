@@ -149,6 +149,15 @@ async def test_at_80_by_24_the_open_prompt_leaves_the_item_the_verdict_and_the_k
         assert app.screen.query_one("#item").region.height >= 6
 
 
+async def test_ctrl_c_quits_as_q_does_and_keeps_every_decision(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("y", "ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0, "the app is leaving"
+    assert rows(demo_db) == [("label", "yes")]
+
+
 async def test_filter_changes_the_queue(demo_db):
     app = make_app(demo_db)
     async with app.run_test(size=SIZE) as pilot:

@@ -59,6 +59,9 @@ def keymap_problems(keymap: dict[str, str]) -> list[str]:
 
 class CalibrateApp(App):
     TITLE = "calibrate"
+    # Ctrl-C quits as q does (every decision is saved already), where Textual would only say to
+    # press Ctrl-Q, which terminals over SSH often take for flow control
+    BINDINGS = [Binding("ctrl+c", "quit", "quit", show=False)]
     CSS_PATH = "calibrate.tcss"
     ENABLE_COMMAND_PALETTE = False
 
