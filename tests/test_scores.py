@@ -288,3 +288,19 @@ def test_a_systems_overall_row_combines_its_cells_by_their_share_of_the_items(tm
                                        [1, 0] * 10 + [np.nan] * 20 + [0] * 10 + [np.nan] * 30, random_sample=True)
     assert abs(naive.value - pooled["value"]) > 0.05
     assert judge["rogan_gladen"]["value"] is None and "cell by cell" in judge["rogan_gladen"]["reason"]
+
+
+def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_path):
+    run = _two_cells(tmp_path, ["yes", "yes"], [])
+    text = " ".join(run("scores").output.split())
+    assert "people 100% [" not in text and "people 100%" in text
+    assert text.count("people: fewer than 10 items: no interval (its coverage is not known to hold)") == 1
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    people = cells[("m", "c3/intonation", "en")]["people"]
+    assert people["value"] == 1.0 and people["ci"] is None and "fewer than 10" in people["ci_reason"]
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    assert rows and all("[" not in row["people"] for row in rows)
+    assert "people: fewer than 10 items" in " ".join(run("scores", "--format", "html").output.split())
+    (tmp_path / "ten").mkdir()
+    ten = _two_cells(tmp_path / "ten", ["yes", "no"] * 5, [])
+    assert "people 50% [" in ten("scores").output

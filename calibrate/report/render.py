@@ -140,7 +140,9 @@ def general_notes(c: AgreementCell) -> list[str]:
     notes = []
     undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
-        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
+        if line.stats and line.stats.n and line.stats.agreement.ci_reason:  # too few items: no interval at all
+            undefined[str(line.stats.agreement.ci_reason)].append(line.versus)
+        elif line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
             undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
         if line.stats and line.stats.n and line.stats.ac1.approximate is not None:
             undefined[f"AC1's interval {marked(line.stats.ac1)} (few items, nearly all of one label)"].append(
@@ -202,8 +204,9 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
     if r.length is not None:
         b = r.length.estimate
         notes.append(f"length bias on {r.length.n} items: " + (
-            f"{b.value:+.2f} log-odds of a judge yes per sd of response length "
-            f"[{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]: {r.length.verdict}" if b.value is not None else r.length.verdict))
+            f"{b.value:+.2f} log-odds of a judge yes per sd of response length"
+            + (f" [{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]" if b.ci else "") + f": {r.length.verdict}"
+            if b.value is not None else r.length.verdict))
     for name, probe in r.systems.items():
         family = " (judge and system of one model family)" if r.same_family.get(name) else ""
         notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "

@@ -50,10 +50,16 @@ def pooled_stratified_mean(
     stratification. J. R. Stat. Soc. A 142, 33-46). Under `stratified_mean`'s model, the cells'
     strata independent, N theta = sum_c S_c + sum_{c,k} X_ck with
     X_ck ~ BetaBinomial(m_ck, prior + s_ck, prior + n_ck - s_ck); its posterior is the exact
-    convolution of all the cells' strata, the interval its equal-tailed quantiles (widened to
-    contain the value), `se` its sd. Simulated coverage of the mean over the N items
-    (tests/bench/correction_coverage.py --pooled): see that script's docstring; `approximate`
-    is the lowest simulated coverage among the cells' own intervals where one is below 93 %.
+    convolution of all the cells' strata. That posterior is recentred on the value (shifted by
+    the value minus its mean) before its equal-tailed quantiles are read as the interval (widened
+    to contain the value, clipped to [0, 1]); `se` is its sd. The prior pulls each stratum's
+    posterior mean, (s + 1/2) / (n + 1), towards 1/2; in one cell the pull is small beside the
+    interval's width, but it has the same sign in every cell of a system that is mostly right (or
+    mostly wrong), so it adds up over K cells while the width shrinks like 1 / sqrt(K): without
+    the recentring, five cells at accuracy 0.97 with 20 labels each covered 51 % in simulation.
+    Simulated coverage of the mean over the N items: tests/bench/correction_coverage.py
+    --pooled (figures in its docstring); `approximate` is the lowest simulated coverage among
+    the cells' own intervals where one is below 93 %.
     Refused (value None) unless every cell gives its own number with the same arguments; the
     reason names each cell without one and why. A single cell is `stratified_mean` itself.
     """
@@ -78,11 +84,14 @@ def pooled_stratified_mean(
     if lacking:
         return Corrected(None, None, None, _lacking_reason(lacking, len(parts)), None, n, total, classical, raw)
     strata = [stratum for mask in masks.values() for stratum in verdict_strata(f[mask], y[mask], labelled[mask])]
-    value, ci, se, posterior = _stratified(strata, int(y[labelled].sum()), total, level, prior)
+    value, _, se, (theta, probability) = _stratified(strata, int(y[labelled].sum()), total, level, prior)
+    theta = theta + value - float(probability @ theta)  # recentred on the estimate
+    low, high = theta[np.searchsorted(np.cumsum(probability), [(1 - level) / 2, (1 + level) / 2]).clip(0, len(theta) - 1)]
+    ci = (max(0.0, min(float(low), value)), min(1.0, max(float(high), value)))
     notes = [f"{name}: {note}" for name, part in parts.items() for note in part.notes]
     approximates = [part.approximate for part in parts.values() if part.approximate is not None]
     return Corrected(value, ci, se, None, None, n, total, classical, raw, notes,
-                     min(approximates) if approximates else None, posterior)
+                     min(approximates) if approximates else None, (theta, probability))
 
 
 def _lacking_reason(lacking: dict[str, list[str]], cells: int) -> str:
