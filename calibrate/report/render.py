@@ -182,6 +182,12 @@ def score_notes(line) -> list[str]:
 SHOWN_IDS = 20
 
 
+def _with_reason(estimate: Estimate) -> str:
+    """`with_ci`, and why there is no interval where a value stands alone."""
+    missing = estimate.value is not None and estimate.ci is None and estimate.ci_reason
+    return with_ci(*split_estimate(estimate)) + (f" ({estimate.ci_reason})" if missing else "")
+
+
 def reliability_notes(r: JudgeReliability) -> list[str]:
     """The judge's consistency, calibration and bias probes in words (measured against the gold
     label: the adjudicator's, else the majority, else the only annotator's)."""
@@ -194,13 +200,13 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
                            "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
             f"consistency over {r.repeats} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
-            f"{with_ci(*split_estimate(r.consistency.flip_rate))}; α across repeats "
+            f"{_with_reason(r.consistency.flip_rate)}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
             + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
     if r.calibration is not None and r.calibration.n:
         cal = r.calibration
         notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f} (no interval), Brier "
-                     f"{with_ci(*split_estimate(cal.brier))}")
+                     f"{_with_reason(cal.brier)}")
     if r.length is not None:
         b = r.length.estimate
         notes.append(f"length bias on {r.length.n} items: " + (

@@ -51,7 +51,11 @@ Se and Sp each); the coverage per setting is the lower of the two. With --write 
 several cells (one system over its tasks): two or three cells of different accuracy, judge and
 size, each with its own number of random labels (some as few as 10), against the true accuracy
 over all their items; beside it the same items stratified by the judge's verdict alone, as if the
-labels were one random sample of the pooled items.
+labels were one random sample of the pooled items. With 1000 datasets per setting (168 s) the
+pooled interval covered 93.5-99.0 % in every setting (lowest: ten cells at accuracy 0.5 with 20
+labels each); verdict-only pooling covered 0.0 % where one cell had many labels and another few.
+Before the union with the recentred posterior the posterior interval alone covered 51 % for five
+cells at 0.97 with 20 labels (600 datasets), the recentred one alone 91.5 % at ten cells of 0.5.
 
     .venv/bin/python tests/bench/correction_coverage.py --pooled [DATASETS]            (default 500)
 """
