@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from calibrate.stats.ceiling import human_ceiling, krippendorff_alpha
-from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS, distinct_rows, resample_units
+from calibrate.stats.intervals import MIN_INTERVAL_ITEMS, distinct_rows, resample_units
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers,
 # 12 units, values 1-5, missing marked as nan. Published: nominal 0.743, interval 0.849.
@@ -110,12 +110,12 @@ def test_human_ceiling_same_items_paired_interval_and_verdict():
 
 def test_a_handful_of_shared_items_gives_estimates_but_no_interval_and_no_verdict():
 
-    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS - 1, seed=3)
+    items, judge = crowd(0.6, items=MIN_INTERVAL_ITEMS - 1, seed=3)
     few = human_ceiling(items, judge)
     assert few.judge.value is not None and few.humans.value is not None and few.difference.value is not None
     assert few.judge.ci is few.humans.ci is few.difference.ci is None and few.verdict is None
     assert "too few to resample" in few.difference.reason
-    items, judge = crowd(0.6, items=MIN_BOOTSTRAP_UNITS, seed=3)
+    items, judge = crowd(0.6, items=MIN_INTERVAL_ITEMS, seed=3)
     assert human_ceiling(items, judge).difference.ci is not None
     ratings = np.array([[0, 1, 1, 0, 1], [0, 1, 0, 0, 1], [1, 1, 1, 0, 1]], dtype=float)
     alpha = krippendorff_alpha(ratings)

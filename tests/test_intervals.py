@@ -32,10 +32,12 @@ def test_proportion_has_the_wilson_interval_of_scipy_the_binomial_se_and_a_reaso
 
     from calibrate.stats.intervals import proportion
 
-    for x, n in ((0, 7), (3, 7), (7, 7), (120, 400)):
+    for x, n in ((0, 10), (3, 10), (10, 10), (120, 400)):
         ci = stats.binomtest(x, n).proportion_ci(confidence_level=0.95, method="wilson")
         result = proportion(x, n)
         assert result.value == x / n and result.ci == pytest.approx((ci.low, ci.high), abs=1e-12)
         assert result.se == pytest.approx(np.sqrt(x / n * (1 - x / n) / n), abs=1e-15)
+    few = proportion(3, 9)
+    assert few.value == 3 / 9 and few.ci is None and "fewer than 10 items" in few.ci_reason
     empty = proportion(0, 0, none_reason="no labelled items")
     assert empty.value is None and empty.ci is None and empty.reason == "no labelled items"

@@ -200,10 +200,11 @@ def test_a_degenerate_interval_is_labelled_not_printed(tmp_path):
     (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
     assert line["kappa"] is None and "undefined" in line["kappa_note"]
     assert line["more_items"] is None, "no plan from an interval that says nothing"
-    text = run("report").output
+    text = " ".join(run("report").output.split())
     assert "[1.00, 1.00]" not in text and "kappa is undefined" in text
-    # the population kappa is defined: its interval is printed after the dash, as in the JSON
-    assert line["kappa_low"] < line["kappa_high"] and f"— [{line['kappa_low']:.2f}, {line['kappa_high']:.2f}]" in text
+    # three items: no interval at all (the posterior one would read [-0.09, 1.00]), and the reason said once
+    assert line["kappa_low"] is None and line["ac1_low"] is None and line["agreement_low"] is None
+    assert "— [" not in text and text.count("fewer than 10 items: no interval") == 1
 
 
 def test_ties_are_counted_and_an_adjudicator_is_the_gold(tmp_path):
@@ -527,3 +528,46 @@ def test_the_report_modules_load_without_scipy_stats():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def _few_labels(tmp_path, verdicts: list[str], labels: list[str]) -> Calibrate:
+    """Lexical items judged by 'jj' with `verdicts`, annotator 'ana' labelling them `labels`."""
+    store = Store(tmp_path / "few.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"c{k}", "notation": "n", "response": "r"})
+                              for k in range(len(verdicts))], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="jj", judge_key="k", status="verdict", verdict=v)
+                         for i, v in zip(ids, verdicts, strict=True)])
+    for i, label in zip(ids, labels, strict=True):
+        store.annotate(i, "ana", "label", label=label)
+    store.close()
+    return Calibrate(tmp_path / "few.db")
+
+
+@pytest.mark.parametrize("verdicts,labels", [(["yes", "yes"], ["yes", "yes"]), (["yes", "yes"], ["yes", "no"]),
+                                             (["yes", "no", "yes"] * 3, ["yes", "no", "no"] * 3)])
+def test_below_ten_labelled_items_no_output_prints_an_interval_and_says_why_once(tmp_path, verdicts, labels):
+    run = _few_labels(tmp_path, verdicts, labels)
+    text = " ".join(run("report").output.split())
+    assert "[" not in text.split("CI] verdict", 1)[1], "no interval anywhere in the table or its notes"
+    assert text.count("fewer than 10 items: no interval (its coverage is not known to hold)") == 1
+    assert "AC1's interval" not in text
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    stats, errors = line["stats"], line["judge_errors"]
+    assert stats["agreement"]["value"] == pytest.approx(sum(v == h for v, h in zip(verdicts, labels, strict=True)) / len(labels))
+    for estimate in (stats["agreement"], stats["kappa"], stats["ac1"], errors["sensitivity"], errors["specificity"]):
+        assert estimate["ci"] is None and (estimate["value"] is None or "fewer than 10" in estimate["ci_reason"])
+    (row,) = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert all(row[f"{name}_{end}"] == "" for name in ("agreement", "kappa", "ac1", "sensitivity", "specificity")
+               for end in ("low", "high"))
+    assert "fewer than 10 items" in row["kappa_note"]
+    html = run("report", "--format", "html").output
+    assert "fewer than 10 items: no interval" in html and "[-" not in html and "[0." not in html
+    markdown = run("report", "--format", "markdown").output
+    assert "fewer than 10 items: no interval" in markdown and "[0." not in markdown and "[-" not in markdown
+
+
+def test_from_ten_labelled_items_the_intervals_are_printed(tmp_path):
+    run = _few_labels(tmp_path, ["yes", "no"] * 5, ["yes", "no", "no", "no", "yes"] * 2)
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert all(line["stats"][name]["ci"] is not None for name in ("agreement", "kappa", "ac1"))
+    assert "fewer than 10 items" not in run("report").output

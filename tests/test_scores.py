@@ -51,9 +51,9 @@ def test_scores_in_every_format_on_the_demo(demo_db, tmp_path, fmt):
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "Why the C3-rule column differs" in text
     if fmt == "table":
-        assert "Ranking of systems" in text and "[1] 0 labelled item(s)" in text
+        assert "Ranking of systems" in text and "] 0 labelled item(s)" in text
     if fmt == "markdown":  # the footnote's brackets are escaped, so they render as written
-        assert "Ranking of systems" in text and "\\[1\\] 0 labelled item(s)" in text
+        assert "Ranking of systems" in text and "\\] 0 labelled item(s)" in text
 
 
 def test_narrow_terminal_gets_a_block_per_cell(demo_db):
@@ -231,3 +231,76 @@ def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_sho
     assert judge.corrected.approximate is None, "the stratified interval keeps 93 % there"
     markdown = Calibrate(path)("scores", "--format", "markdown").output
     assert "approximate: covers about" in markdown
+
+
+def _two_cells(tmp_path, intonation_labels: list[str], lexical_labels: list[str]) -> Calibrate:
+    """System m on 40 intonation items (the judge says yes on 36) and 40 lexical ones (yes on
+    all), with the given human labels on the first items of each task."""
+    def jsonl(prefix: str, verdicts: list[str]) -> str:
+        path = tmp_path / f"{prefix}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{prefix}{i}", "content": f"s{i}", "notation": "n", "response": "r",
+                                            "j": f"The answer is: {v}."}) + "\n" for i, v in enumerate(verdicts)))
+        return str(path)
+
+    run = Calibrate(tmp_path / "cells.db")
+    for task, prefix, verdicts in (("c3/intonation", "a", ["yes"] * 36 + ["no"] * 4), ("c3/lexical", "b", ["yes"] * 40)):
+        run("import", "jsonl", jsonl(prefix, verdicts), "--task", task, "--lang", "en", "--judge-output", "j",
+            "--judge-name", "jj", "--system", "m")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label\n"
+                      + "".join(f"c3/intonation,en,a{i},ana,{v}\n" for i, v in enumerate(intonation_labels))
+                      + "".join(f"c3/lexical,en,b{i},ana,{v}\n" for i, v in enumerate(lexical_labels)))
+    run("import", "labels", str(labels))
+    return run
+
+
+def test_a_systems_overall_row_gives_no_corrected_number_while_a_cell_it_pools_has_none(tmp_path):
+    # the labels only on intonation, and those picked where the judge says yes (not at random)
+    run = _two_cells(tmp_path, ["yes"] * 28 + ["no"] * 2, [])
+    text = run("scores").output
+    overall = text.split("m · (all) · (all)")[1].split("m · c3/intonation")[0]
+    assert "corrected — · R–G — · +labels —" in overall and "%]" not in overall.split("people")[1].split("\n", 1)[1]
+    assert "none of the 2 cells pooled here has a corrected number of its own" in " ".join(text.split())
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    (judge,) = cells[("m", "(all)", "(all)")]["judges"]
+    assert judge["corrected"]["value"] is None and judge["corrected"]["ci"] is None
+    assert "m · c3/intonation · en: the judge says yes on 100% of labelled items" in judge["corrected"]["reason"]
+    assert "m · c3/lexical · en: 0 labelled item(s)" in judge["corrected"]["reason"]
+    assert judge["more_labels_for_target"] is None and judge["rogan_gladen"]["ci"] is None and judge["corrected_ppi"]["ci"] is None
+
+
+def test_a_systems_overall_row_combines_its_cells_by_their_share_of_the_items(tmp_path):
+    intonation = ["yes", "no"] * 10  # 20 random-looking labels on intonation (the judge says yes on them all)
+    run = _two_cells(tmp_path, intonation, ["no"] * 10)
+    text = run("scores").output
+    assert "none of the" not in text and "lacks one" not in text
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    own = [cells[("m", task, "en")]["judges"][0]["corrected"] for task in ("c3/intonation", "c3/lexical")]
+    (judge,) = cells[("m", "(all)", "(all)")]["judges"]
+    pooled = judge["corrected"]
+    assert all(c["value"] is not None for c in own)
+    assert pooled["value"] == pytest.approx((own[0]["value"] * 40 + own[1]["value"] * 40) / 80)
+    # the interval of the sum of the two cells: inside the span of theirs, narrower than the wider
+    assert min(c["ci"][0] for c in own) <= pooled["ci"][0] <= pooled["value"] <= pooled["ci"][1] <= max(c["ci"][1] for c in own)
+    # pooled as one sample (by the verdict alone) the lexical cell's all-wrong labels would have
+    # pulled the 36 intonation yes-items towards wrong; by cell, intonation keeps its own figure
+    naive = correction.stratified_mean([1] * 36 + [0] * 4 + [1] * 40,
+                                       [1, 0] * 10 + [np.nan] * 20 + [0] * 10 + [np.nan] * 30, random_sample=True)
+    assert abs(naive.value - pooled["value"]) > 0.05
+    assert judge["rogan_gladen"]["value"] is None and "cell by cell" in judge["rogan_gladen"]["reason"]
+
+
+def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_path):
+    run = _two_cells(tmp_path, ["yes", "yes"], [])
+    text = " ".join(run("scores").output.split())
+    assert "people 100% [" not in text and "people 100%" in text
+    assert text.count("people: fewer than 10 items: no interval (its coverage is not known to hold)") == 1
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    people = cells[("m", "c3/intonation", "en")]["people"]
+    assert people["value"] == 1.0 and people["ci"] is None and "fewer than 10" in people["ci_reason"]
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    assert rows and all("[" not in row["people"] for row in rows)
+    assert "people: fewer than 10 items" in " ".join(run("scores", "--format", "html").output.split())
+    (tmp_path / "ten").mkdir()
+    ten = _two_cells(tmp_path / "ten", ["yes", "no"] * 5, [])
+    assert "people 50% [" in ten("scores").output

@@ -23,7 +23,7 @@ from calibrate.stats.alt_test import (
     decision_from_wins,
 )
 from calibrate.stats.ceiling import human_ceiling, human_ceiling_coded
-from calibrate.stats.intervals import MIN_BOOTSTRAP_UNITS
+from calibrate.stats.intervals import MIN_INTERVAL_ITEMS
 from calibrate.stats.shared_votes import SharedVotes
 from calibrate.templates import TemplateSet
 
@@ -121,7 +121,7 @@ def test_ceiling_on_arrays_uses_the_item_by_item_tables(drawn):
     assert same(result.judge.value, kappa_from_tables(judge_pairs.sum(axis=0)))
     if len(people) == 2:
         assert same(result.humans.value, kappa_from_tables(human_pairs.sum(axis=0)))
-    if n >= MIN_BOOTSTRAP_UNITS:
+    if n >= MIN_INTERVAL_ITEMS:
         assert result.difference.ci is not None or result.difference.ci_reason
 
 

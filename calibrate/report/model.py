@@ -297,7 +297,8 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
         s = line.stats
         row.agreement, row.agreement_low, row.agreement_high = split_estimate(s.agreement)
         row.kappa, row.kappa_low, row.kappa_high = split_estimate(s.kappa)
-        row.kappa_note = s.kappa.reason if s.kappa.value is None else (s.kappa.ci_reason or s.kappa.reason)
+        row.kappa_note = (s.kappa.ci_reason or s.kappa.reason) if s.kappa.value is not None else (
+            "; ".join(filter(None, (s.kappa.reason, s.kappa.ci_reason))))
         row.band = kappa_band(s.kappa.value, s.kappa.ci) if s.kappa.value is not None else None
         row.ac1, row.ac1_low, row.ac1_high = split_estimate(s.ac1)
         row.ac1_approximate = s.ac1.approximate

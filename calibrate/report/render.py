@@ -140,7 +140,9 @@ def general_notes(c: AgreementCell) -> list[str]:
     notes = []
     undefined: dict[str, list[str]] = defaultdict(list)
     for line in c.lines:
-        if line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
+        if line.stats and line.stats.n and line.stats.agreement.ci_reason:  # too few items: no interval at all
+            undefined[str(line.stats.agreement.ci_reason)].append(line.versus)
+        elif line.stats and line.stats.kappa.value is not None and line.stats.kappa.ci is None:
             undefined[f"no κ interval: {line.stats.kappa.ci_reason or 'cannot be computed'}"].append(line.versus)
         if line.stats and line.stats.n and line.stats.ac1.approximate is not None:
             undefined[f"AC1's interval {marked(line.stats.ac1)} (few items, nearly all of one label)"].append(
@@ -180,6 +182,12 @@ def score_notes(line) -> list[str]:
 SHOWN_IDS = 20
 
 
+def _with_reason(estimate: Estimate) -> str:
+    """`with_ci`, and why there is no interval where a value stands alone."""
+    missing = estimate.value is not None and estimate.ci is None and estimate.ci_reason
+    return with_ci(*split_estimate(estimate)) + (f" ({estimate.ci_reason})" if missing else "")
+
+
 def reliability_notes(r: JudgeReliability) -> list[str]:
     """The judge's consistency, calibration and bias probes in words (measured against the gold
     label: the adjudicator's, else the majority, else the only annotator's)."""
@@ -192,18 +200,19 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
                            "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
             f"consistency over {r.repeats} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
-            f"{with_ci(*split_estimate(r.consistency.flip_rate))}; α across repeats "
+            f"{_with_reason(r.consistency.flip_rate)}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
             + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
     if r.calibration is not None and r.calibration.n:
         cal = r.calibration
         notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f} (no interval), Brier "
-                     f"{with_ci(*split_estimate(cal.brier))}")
+                     f"{_with_reason(cal.brier)}")
     if r.length is not None:
         b = r.length.estimate
         notes.append(f"length bias on {r.length.n} items: " + (
-            f"{b.value:+.2f} log-odds of a judge yes per sd of response length "
-            f"[{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]: {r.length.verdict}" if b.value is not None else r.length.verdict))
+            f"{b.value:+.2f} log-odds of a judge yes per sd of response length"
+            + (f" [{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]" if b.ci else "") + f": {r.length.verdict}"
+            if b.value is not None else r.length.verdict))
     for name, probe in r.systems.items():
         family = " (judge and system of one model family)" if r.same_family.get(name) else ""
         notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "

@@ -27,6 +27,7 @@ from calibrate.scores.model import (
 from calibrate.stats import correction
 from calibrate.stats.agreement import two_raters
 from calibrate.stats.intervals import proportion
+from calibrate.stats.pooled_correction import pooled_stratified_mean
 from calibrate.stats.reliability import positive_rate_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -169,14 +170,20 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         ok = ~np.isnan(parsed)
         # the judge's evidence: only the items it judged
         fj, yj = np.nan_to_num(verdicts, nan=0.0), _repeat([m.human for m in rows], rows)
-        corrected = correction.stratified_mean(fj, yj, random_sample=True)
+        cells, names = _cells_of(rows)
+        corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
-        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected)
+        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
+                                                   cells=cells)
         if not rows:
             corrected, ppi = replace(corrected, reason=PEOPLE_DECIDE), replace(ppi, reason=PEOPLE_DECIDE)
             rogan_gladen = replace(rogan_gladen, reason=PEOPLE_DECIDE)
             plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
+        elif len(names) > 1:  # PPI++ and Rogan-Gladen take the labels as one random sample of all the items
+            why = ONE_CELL_ONLY if corrected.value is not None else corrected.reason
+            ppi = replace(ppi, value=None, ci=None, se=None, lam=None, reason=why, approximate=None)
+            rogan_gladen = replace(rogan_gladen, value=None, ci=None, se=None, reason=why, approximate=None)
         cell.judges.append(JudgeScores(
             judge=name, judged=judged, unparsed=int((~ok).sum()),
             c3_rule=Accuracy(rules_right, len(parsed)) if rule_known else None,
@@ -192,9 +199,21 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
                       [m.n for m in common], axis=0)
         raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
-        corrected = correction.stratified_mean(f, _repeat([m.human for m in common], common), random_sample=True)
+        corrected = pooled_stratified_mean(f, _repeat([m.human for m in common], common), *_cells_of(common),
+                                           random_sample=True)
         cell.final = Final(c3_judges, raw, corrected)
     return cell
+
+
+ONE_CELL_ONLY = ("it rests on one random sample of labels, and these items pool several cells, each labelled "
+                 "on its own: the corrected column combines them cell by cell")
+
+
+def _cells_of(members: list[_Group]) -> tuple[np.ndarray, list[str]]:
+    """The cell (system · task · lang) of each item of `members`, as an index into the names:
+    the unit whose labels are one random sample."""
+    names = sorted({f"{m.system} · {m.task} · {m.lang}" for m in members})
+    return _repeat([names.index(f"{m.system} · {m.task} · {m.lang}") for m in members], members, np.int64), names
 
 
 def _family(task: str) -> str:

@@ -31,7 +31,8 @@ RULE_EXPLAINED = (
     "20 labels and gives no interval when the labels are all correct. " + APPROXIMATE_MARK + " after an interval: "
     "it covered less than 93 % in simulation near this setting (the note gives the figure). Every interval needs "
     "10 random labels. Labels are taken as a random sample of their cell (a test flags cells where they clearly "
-    "are not). Items people decide (C3's generation phenomena) count in each judge's accuracy by their human "
+    "are not); a row pooling several cells (a system overall) is corrected only when each cell has its own "
+    "number, as those numbers weighted by the cells' shares of the items, with no Rogan–Gladen. Items people decide (C3's generation phenomena) count in each judge's accuracy by their human "
     "label, as wrong while unlabelled, as in C3's statistics; they are not judge evidence: corrected, Rogan–Gladen "
     "and more labels use only the items the judge judged.")
 
@@ -82,8 +83,10 @@ def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
     for cell in scores.cells:
         people = cell.people
         people_text = _estimate_text(people.value, people.ci) if cell.labelled else "—"
+        people_note = notes.ref(f"people: {people.ci_reason}") if cell.labelled and people.ci_reason else ""
         for j in cell.judges:
-            note = notes.ref(j.corrected.reason) + notes.ref(_approximate_note("corrected", j.corrected.approximate))
+            note = people_note + notes.ref(j.corrected.reason)
+            note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")
             note += notes.ref(_approximate_note("Rogan–Gladen", j.rogan_gladen.approximate))
@@ -102,7 +105,8 @@ def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
                 cell.system, cell.task, cell.lang, FINAL, str(cell.items), str(cell.judged), str(cell.labelled),
                 f"{f.raw:.0%}" if f.raw is not None else "—", "", "", people_text,
                 _estimate_text(f.corrected.value, f.corrected.ci, f.corrected.approximate), "", "",
-                notes.ref(f.corrected.reason) + notes.ref(_approximate_note("corrected", f.corrected.approximate)),
+                people_note + notes.ref(f.corrected.reason)
+                + notes.ref(_approximate_note("corrected", f.corrected.approximate)),
             ])
     return out
 
@@ -129,13 +133,19 @@ def _ranking_lines(scores: Scores) -> list[str]:
     return lines or ["(no scope with two or more systems)"]
 
 
+def _no_interval(estimate) -> str:
+    return f" ({estimate.ci_reason})" if estimate.ci_reason else ""
+
+
 def _pair_lines(scores: Scores) -> list[str]:
     lines = []
     for p in scores.judge_pairs:
         k = p.kappa
-        kappa = f"κ {k.value:.2f}" + (f" [{k.ci[0]:.2f}, {k.ci[1]:.2f}]" if k.ci else "") if k.value is not None else f"κ — ({k.reason})"
+        kappa = (f"κ {k.value:.2f}" + (f" [{k.ci[0]:.2f}, {k.ci[1]:.2f}]" if k.ci else _no_interval(k))
+                 if k.value is not None else f"κ — ({k.reason})")
         t = p.tracks_people
-        tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}" + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else "")
+        tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}"
+                  + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else _no_interval(t))
                   + f" (n={p.n_labelled} labelled)" if t.value is not None else f"agreement with people: — ({t.reason})")
         lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}: {kappa}; {tracks}")
     return lines or ["(no items judged by two judges)"]

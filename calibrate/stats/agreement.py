@@ -24,12 +24,14 @@ from calibrate.model import Estimate
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    FEWER_THAN_MIN,
     LEVEL,
+    MIN_INTERVAL_ITEMS,
     estimate_from_draws,
     finite_or_none,
     normal_quantile,
     posterior_tables,
-    wilson_interval,
+    proportion,
 )
 
 MIN_PLANNING_N = 30
@@ -229,7 +231,8 @@ def two_raters(
     linear and quadratic weighted kappa. Give the paired labels (None = missing: the pair is
     left out and counted in `notes`), or a confusion `table` in `labels` order.
 
-    Intervals (95 %). Raw agreement: Wilson score interval (see `wilson_interval`). Kappa:
+    Intervals (95 %), none below MIN_INTERVAL_ITEMS items (`ci_reason` says so; the point
+    estimates stay). Raw agreement: Wilson score interval (see `wilson_interval`). Kappa:
     equal-tailed posterior interval over the contingency table, Dirichlet(n_ij + 1/2)
     (Jeffreys prior; see `posterior_tables`), `resamples` draws, the statistic computed on each
     draw. AC1: the union of that interval and the one under Dirichlet(n_ij + 1/4)
@@ -268,7 +271,8 @@ def two_raters(
         for i, label in enumerate(labels)
     }
     pabak = float((k * po - 1) / (k - 1)) if k > 1 else None
-    agreement = Estimate(po, wilson_interval(int(np.trace(table)), n))
+    agreement = proportion(int(np.trace(table)), n)
+    agreement.se = None
 
     if n < 2:
         reason = "n < 2: one item says nothing about chance agreement"
@@ -277,8 +281,10 @@ def two_raters(
 
     used_a, used_b = np.flatnonzero(rows), np.flatnonzero(cols)
     kappa_value = finite_or_none(kappa_from_tables(table))  # None where p_e = 1 (sklearn would warn and give NaN)
-    draws = posterior_tables(table, resamples, seed)  # one set of draws serves kappa and AC1
-    kappa = estimate_from_draws(kappa_value, kappa_from_tables(draws), se=kappa_standard_error(table))
+    few = n < MIN_INTERVAL_ITEMS  # the point estimates only
+    draws = None if few else posterior_tables(table, resamples, seed)  # one set of draws serves kappa and AC1
+    kappa = (Estimate(kappa_value, ci_reason=FEWER_THAN_MIN) if few else
+             estimate_from_draws(kappa_value, kappa_from_tables(draws), se=kappa_standard_error(table)))
     if kappa_value is None:
         kappa.reason = f"both raters used only '{labels[int(used_a[0])]}': kappa is undefined (chance agreement is 1)"
     elif len(used_a) == 1 or len(used_b) == 1:
@@ -288,6 +294,8 @@ def two_raters(
         kappa.reason = "perfect agreement"
     if k < 2:
         ac1 = Estimate(None, reason="AC1 needs at least two categories in the label set")
+    elif few:
+        ac1 = Estimate(finite_or_none(ac1_from_tables(table)), ci_reason=FEWER_THAN_MIN)
     else:
         ac1 = _ac1(table, draws, resamples, seed, n, max(prevalence.values()))
     result = TwoRaters(n, labels, table.tolist(), po, kappa, ac1, pabak, prevalence, per_class, agreement, notes=notes)
@@ -371,7 +379,7 @@ def judge_vs_human(table: np.ndarray, labels: Sequence[str], positive: str, leve
     """For a confusion table with the judge in rows and the human label in columns:
     sensitivity = P(judge says `positive` | human says it), specificity = P(judge says another
     label | human does), each with a Wilson interval (see `wilson_interval`); with the table
-    collapsed to positive / other (a = both positive, b = judge only, c = human only, d = neither):
+    collapsed to positive / other (none below MIN_INTERVAL_ITEMS items: `proportion`) (a = both positive, b = judge only, c = human only, d = neither):
     Byrt's bias index BI = (b - c) / n and prevalence index PI = (a - d) / n (Byrt, Bishop &
     Carlin 1993, J. Clin. Epidemiol. 46, 423-429); and a test of marginal homogeneity on the full
     table (`marginal_homogeneity`). `direction` in words: "judge more lenient" (says `positive`
@@ -385,9 +393,9 @@ def judge_vs_human(table: np.ndarray, labels: Sequence[str], positive: str, leve
     n = a + b + c + d
 
     def rate(x: int, total: int, who: str) -> Estimate:
-        if total == 0:
-            return Estimate(None, reason=f"no item where the human said {who}")
-        return Estimate(x / total, wilson_interval(x, total, level))
+        estimate = proportion(x, total, level, none_reason=f"no item where the human said {who}")
+        estimate.se = None
+        return estimate
 
     test = marginal_homogeneity(table)
     if test["p"] is not None and test["p"] < 0.05 and b != c:

@@ -19,7 +19,7 @@ from calibrate.stats.agreement import kappa_from_tables
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    MIN_BOOTSTRAP_UNITS,
+    MIN_INTERVAL_ITEMS,
     coincidences,
     estimate_from_draws,
     finite_or_none,
@@ -85,9 +85,9 @@ def krippendorff_alpha(reliability: np.ndarray, level: str = "nominal", *, resam
     value = finite_or_none(alpha_from_coincidences(o.sum(axis=0), values, level))
     if value is None:
         return Estimate(None, reason="no disagreement is expected by chance: alpha is undefined")
-    if data.shape[1] < MIN_BOOTSTRAP_UNITS:
+    if data.shape[1] < MIN_INTERVAL_ITEMS:
         return Estimate(value, ci_reason=f"{data.shape[1]} units: too few to resample for an interval "
-                                         f"(needs {MIN_BOOTSTRAP_UNITS})")
+                                         f"(needs {MIN_INTERVAL_ITEMS})")
     first, _, weights = resample_units(counts, resamples, seed)
     draws = alpha_from_coincidences(np.tensordot(weights, o[first], axes=1), values, level)
     return estimate_from_draws(value, draws)
@@ -128,7 +128,7 @@ def human_ceiling(items: dict, judge: dict, *, resamples: int = DEFAULT_RESAMPLE
     resampled with replacement and both statistics are computed on the same resample (Efron &
     Tibshirani 1993, ch. 13). Verdict: "below the human ceiling" when the interval is below 0,
     "above" when above 0, else "within"; resamples where either statistic is undefined are
-    counted in `difference.undefined_share`. With fewer than MIN_BOOTSTRAP_UNITS items the three
+    counted in `difference.undefined_share`. With fewer than MIN_INTERVAL_ITEMS items the three
     estimates come without intervals (the reason is given) and there is no verdict."""
     return human_ceiling_coded(SharedVotes.from_dicts(items, judge), resamples=resamples, seed=seed)
 
@@ -162,7 +162,7 @@ def human_ceiling_coded(shared_votes: SharedVotes, *, resamples: int = DEFAULT_R
         first_person, second_person = (shared_votes.annotators.index(name) for name in people)
         human_pairs[np.arange(n), index[votes[:, first_person]], index[votes[:, second_person]]] = 1
     units = np.hstack([judge_pairs.reshape(n, -1), human_pairs.reshape(n, -1), counts])
-    first, frequency, resampled = resample_units(units, resamples if n >= MIN_BOOTSTRAP_UNITS else 0, seed)
+    first, frequency, resampled = resample_units(units, resamples if n >= MIN_INTERVAL_ITEMS else 0, seed)
     weights = np.vstack([frequency, resampled])  # row 0: the items as observed
     judge_k = kappa_from_tables(np.tensordot(weights, judge_pairs[first], axes=1))
     if len(people) == 2:
@@ -171,8 +171,8 @@ def human_ceiling_coded(shared_votes: SharedVotes, *, resamples: int = DEFAULT_R
         name = "Krippendorff's alpha (nominal)"
         human_k = alpha_from_coincidences(np.tensordot(weights, coincidences(counts[first]), axes=1), np.arange(k))
     diff = judge_k - human_k
-    if n < MIN_BOOTSTRAP_UNITS:
-        why = f"{n} items: too few to resample for an interval (needs {MIN_BOOTSTRAP_UNITS})"
+    if n < MIN_INTERVAL_ITEMS:
+        why = f"{n} items: too few to resample for an interval (needs {MIN_INTERVAL_ITEMS})"
         judge_est, human_est, difference = (Estimate(finite_or_none(x[0]), ci_reason=why) for x in (judge_k, human_k, diff))
     else:
         judge_est, human_est, difference = (estimate_from_draws(finite_or_none(x[0]), x[1:]) for x in (judge_k, human_k, diff))

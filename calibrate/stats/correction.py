@@ -412,6 +412,16 @@ def _stratified(strata: list[tuple[int, int, int]], correct: int, total: int, le
             posterior)
 
 
+def verdict_strata(f: np.ndarray, y: np.ndarray, labelled: np.ndarray) -> list[tuple[int, int, int]]:
+    """(n_k, s_k, m_k) of each judge-verdict stratum with unlabelled items (`stratified_mean`):
+    labelled items, correct ones among them, unlabelled items; `f` one (mean) verdict per item."""
+    strata = []
+    for v in np.unique(f[~labelled]):
+        stratum = f == v
+        strata.append((int((stratum & labelled).sum()), int(y[stratum & labelled].sum()), int((stratum & ~labelled).sum())))
+    return strata
+
+
 def stratified_mean(
     verdicts: ArrayLike,
     labels: ArrayLike,
@@ -470,10 +480,7 @@ def stratified_mean(
                                                                   needs_both_classes=False)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
-    strata = []
-    for v in np.unique(f[~labelled]):
-        stratum = f == v
-        strata.append((int((stratum & labelled).sum()), int(y[stratum & labelled].sum()), int((stratum & ~labelled).sum())))
+    strata = verdict_strata(f, y, labelled)
     value, ci, se, posterior = _stratified(strata, int(y[labelled].sum()), total, level, prior)
     notes = []
     if n == total:
@@ -644,6 +651,7 @@ def stratified_labels_needed(
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
     now: Corrected | None = None,
+    cells: ArrayLike | None = None,
 ) -> LabelPlan:
     """Fewest further random human labels after which `stratified_mean`'s half-width is
     projected to be at most `target` (`now`: that estimate on these data, when the caller has it).
@@ -655,7 +663,10 @@ def stratified_labels_needed(
     with S_k^2 = q_k (1 - q_k) and q_k the posterior mean accuracy of stratum k,
     (s_k + 1/2) / (n_k + 1), so a stratum whose labels all agree still counts some spread. The
     plan is the smallest n' with z sqrt(V(n')) <= target. A projection: the accuracies per
-    verdict move as labels come in, and at 20 labels they rest on a few items each.
+    verdict move as labels come in, and at 20 labels they rest on a few items each. With `cells`
+    (one cell name per item; `now` then `pooled_stratified_mean`'s estimate) the strata are the
+    verdicts within each cell, and the labels are projected as spread over the cells in
+    proportion to their items.
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     total = len(y)
@@ -670,9 +681,10 @@ def stratified_labels_needed(
     if n == total:
         return LabelPlan(None, half, half, target, f"every item is labelled and the half-width is {half:.3f} > {target}")
     f = f2.mean(axis=1)
+    cell_of = np.zeros(total, dtype=int) if cells is None else np.unique(np.asarray(cells), return_inverse=True)[1].ravel()
     first, second = 0.0, 0.0
-    for v in np.unique(f):
-        stratum = f == v
+    for c, v in sorted(set(zip(cell_of.tolist(), f.tolist(), strict=True))):
+        stratum = (cell_of == c) & (f == v)
         n_k, s_k = int((stratum & labelled).sum()), float(y[stratum & labelled].sum())
         q = (s_k + JEFFREYS) / (n_k + 2 * JEFFREYS)
         weight = stratum.mean()

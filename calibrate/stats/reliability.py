@@ -27,6 +27,8 @@ from calibrate.stats.ceiling import krippendorff_alpha
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    FEWER_THAN_MIN,
+    MIN_INTERVAL_ITEMS,
     normal_quantile,
     proportion,
     wilson_interval,
@@ -69,7 +71,7 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     Computing Krippendorff's alpha-reliability), its 95 % interval the percentile bootstrap of
     `calibrate.stats.ceiling.krippendorff_alpha`, which resamples items with all their repeats
     (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13) and gives none below
-    MIN_BOOTSTRAP_UNITS items; `alpha.reason` then says why.
+    MIN_INTERVAL_ITEMS items; `alpha.reason` then says why.
     """
     rows = verdict_table(verdicts)
     present = [[v for v in row if not is_missing(v)] for row in rows]
@@ -153,7 +155,10 @@ def calibration(confidence, correct, *, bins: int = 10) -> Calibration:
     brier = Estimate(float(squared.mean()))
     if n >= 2:
         brier.se = float(squared.std(ddof=1) / math.sqrt(n))
-        brier.ci = (max(0.0, brier.value - Z95 * brier.se), min(1.0, brier.value + Z95 * brier.se))
+        if n >= MIN_INTERVAL_ITEMS:
+            brier.ci = (max(0.0, brier.value - Z95 * brier.se), min(1.0, brier.value + Z95 * brier.se))
+        else:
+            brier.ci_reason = FEWER_THAN_MIN
     else:
         brier.reason = "one item: calibration from a single verdict says little"
     return Calibration(n, Estimate(ece, reason=brier.reason, ci_reason=ECE_NO_INTERVAL), brier, table)
@@ -263,6 +268,8 @@ def length_bias(judge_yes, human_yes, length) -> Probe:
         return undecided(reason)
     detail["coefficients"], detail["se"] = beta.tolist(), se.tolist()
     b, s = float(beta[-1]), float(se[-1])
+    if n < MIN_INTERVAL_ITEMS:
+        return Probe(Estimate(b, se=s, ci_reason=FEWER_THAN_MIN), f"cannot tell: {FEWER_THAN_MIN}", n, detail)
     ci = (b - Z95 * s, b + Z95 * s)
     if ci[0] > 0:
         verdict = "says yes more for longer answers than people do"
@@ -286,6 +293,7 @@ def positive_rate_difference(judge_yes, human_yes) -> Estimate:
     Newcombe, R. G. (1998). Improved confidence intervals for the difference between binomial
     proportions based on paired data. Stat. Med. 17, 2635-2650; as set out in Fagerland, M. W.,
     Lydersen, S., & Laake, P. (2017). Statistical Analysis of Contingency Tables, ch. 8.
+    No interval below MIN_INTERVAL_ITEMS items (`ci_reason`).
     """
     j = np.asarray(judge_yes, dtype=bool)
     h = np.asarray(human_yes, dtype=bool)
@@ -305,7 +313,9 @@ def positive_rate_difference(judge_yes, human_yes) -> Estimate:
     theta = (b - c) / n
     lower = theta - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     upper = theta + math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
-    return Estimate(theta, (lower, upper), reason="n < 2: one item says little" if n < 2 else None)
+    if n < MIN_INTERVAL_ITEMS:
+        return Estimate(theta, ci_reason=FEWER_THAN_MIN)
+    return Estimate(theta, (lower, upper))
 
 
 def leniency(judge_yes, human_yes, systems: Sequence[str]) -> dict[str, Probe]:
@@ -323,7 +333,9 @@ def leniency(judge_yes, human_yes, systems: Sequence[str]) -> dict[str, Probe]:
     for system in sorted(set(names.tolist()), key=str):
         mask = names == system
         estimate = positive_rate_difference(j[mask], h[mask])
-        if estimate.ci and estimate.ci[0] > 0:
+        if estimate.ci_reason:
+            verdict = f"cannot tell: {estimate.ci_reason}"
+        elif estimate.ci and estimate.ci[0] > 0:
             verdict = "lenient: says yes more often than people do"
         elif estimate.ci and estimate.ci[1] < 0:
             verdict = "harsh: says yes less often than people do"

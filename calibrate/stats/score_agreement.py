@@ -23,20 +23,15 @@ from calibrate.stats.agreement import TwoRaters, confusion, two_raters
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    FEWER_THAN_MIN,
     LEVEL,
+    MIN_INTERVAL_ITEMS,
     finite_or_none,
     fisher_z_interval,
     jackknife_fisher_z,
     normal_quantile,
 )
 from calibrate.stats.simulated import simulated_score_coverage
-
-MIN_INTERVAL_ITEMS = 10
-"""Fewest scored items for any interval here. Below 10 the jackknife and Fisher z intervals rest
-on a handful of values; in the candidate runs of tests/bench/score_coverage.py only the MAE's
-interval was shown to hold at 5 items, and one rule for every statistic keeps outputs readable."""
-
-FEWER_THAN_MIN = f"fewer than {MIN_INTERVAL_ITEMS} items: no interval (its coverage is not known to hold)"
 
 STATISTICS = ("spearman", "pearson", "kendall", "mae", "weighted_kappa", "pass_fail_kappa")
 """The score statistics in the order every output lists them."""
@@ -332,8 +327,6 @@ def score_agreement(
     to_bin = lambda v: np.minimum((v // bin_width).astype(int), n_bins - 1)  # noqa: E731
     pass_fail = two_raters(table=confusion(np.where(x >= threshold, 0, 1), np.where(y >= threshold, 0, 1), [0, 1]),
                            labels=["pass", "fail"], resamples=resamples, seed=seed)
-    if n < MIN_INTERVAL_ITEMS and pass_fail.kappa.ci is not None:
-        pass_fail.kappa.ci, pass_fail.kappa.ci_reason = None, FEWER_THAN_MIN
     _marked(pass_fail.kappa, "pass_fail_kappa", n, shape)
     return ScoreAgreement(
         n, _marked(spearman(x, y), "spearman", n, shape), _marked(pearson(x, y), "pearson", n, shape),

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import bdtr, betaincinv
 
+from calibrate.stats.intervals import MIN_INTERVAL_ITEMS
+
 
 def is_missing(x) -> bool:
     """A verdict that is not there: None or NaN."""
@@ -191,8 +193,10 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     `thresholds` default to the fixed grid 1.000, 0.999, ..., 0.000 (a fixed grid keeps the
     sequence of hypotheses independent of the data; thresholds that accept the same items give
     the same test). Leading thresholds that accept fewer than `min_items` items are passed over
-    before testing starts. By default min_items = `fewest_certifiable(target, risk)`, the fewest
-    items whose test can reject at all; 22 at target 0.9 and risk 0.1. Without the skip,
+    before testing starts. By default min_items is `fewest_certifiable(target, risk)`, the fewest
+    items whose test can reject at all (22 at target 0.9 and risk 0.1), and at least
+    MIN_INTERVAL_ITEMS (10, from targets of about 0.77 down at risk 0.1), the fewest items any
+    bound or interval is printed from. Without the skip,
     continuous (logprob) confidences put one or two items above the top thresholds, whose test
     cannot reject, so testing would stop there and refuse on almost any
     data (in the simulation in tests/test_reliability.py, on every run). The skip depends only
@@ -224,7 +228,7 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     n = len(conf)
     result = Trust(False, target, risk, n)
     if min_items is None:
-        min_items = fewest_certifiable(target, risk)
+        min_items = max(fewest_certifiable(target, risk), MIN_INTERVAL_ITEMS)
     if n == 0:
         result.reason = "no items have both a judge confidence and a human label"
         return result

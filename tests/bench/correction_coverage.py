@@ -46,6 +46,18 @@ Se and Sp each); the coverage per setting is the lower of the two. With --write 
 
     .venv/bin/python tests/bench/correction_coverage.py --judges [DATASETS] [--write]   (default 1000)
     .venv/bin/python tests/bench/correction_coverage.py --differences [DATASETS]       (default 1000)
+
+--pooled simulates `pooled_correction.pooled_stratified_mean`, the number of a row that pools
+several cells (one system over its tasks): two or three cells of different accuracy, judge and
+size, each with its own number of random labels (some as few as 10), against the true accuracy
+over all their items; beside it the same items stratified by the judge's verdict alone, as if the
+labels were one random sample of the pooled items. With 1000 datasets per setting (168 s) the
+pooled interval covered 93.5-99.0 % in every setting (lowest: ten cells at accuracy 0.5 with 20
+labels each); verdict-only pooling covered 0.0 % where one cell had many labels and another few.
+Before the union with the recentred posterior the posterior interval alone covered 51 % for five
+cells at 0.97 with 20 labels (600 datasets), the recentred one alone 91.5 % at ten cells of 0.5.
+
+    .venv/bin/python tests/bench/correction_coverage.py --pooled [DATASETS]            (default 500)
 """
 
 from __future__ import annotations
@@ -301,8 +313,68 @@ def main_differences(datasets: int) -> None:
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
+POOLED_SETTINGS = (
+    # per cell: (accuracy, Se, Sp, items, random labels)
+    ((0.9, 0.9, 0.7, 300, 20), (0.3, 0.9, 0.7, 300, 20)),
+    ((0.9, 0.9, 0.7, 300, 50), (0.3, 0.7, 0.9, 1000, 10)),
+    ((0.97, 0.95, 0.95, 1000, 20), (0.5, 0.9, 0.7, 300, 100)),
+    ((0.8, 0.9, 0.7, 100, 10), (0.5, 0.7, 0.9, 100, 10), (0.3, 0.95, 0.95, 1000, 20)),
+    ((0.97, 0.9, 0.7, 300, 10), (0.97, 0.7, 0.9, 300, 10)),
+    ((0.5, 0.9, 0.7, 40, 10), (0.8, 0.9, 0.7, 40, 30)),
+    ((0.97, 0.9, 0.7, 300, 20),) * 5,
+    ((0.97, 0.7, 0.9, 300, 10),) * 10,
+    ((0.9, 0.9, 0.7, 300, 50),) * 5,
+    ((0.8, 0.9, 0.7, 100, 10),) * 8,
+    ((0.5, 0.9, 0.7, 300, 20),) * 10,
+    ((0.3, 0.7, 0.9, 300, 20),) * 10,
+)
+
+
+def main_pooled(datasets: int) -> None:
+    """Coverage of the pooled (cell x verdict) estimate, and of verdict-only pooling beside it."""
+    from calibrate.stats.pooled_correction import pooled_stratified_mean
+
+    rng = np.random.default_rng(23)
+    start = time.perf_counter()
+    print(f"a row pooling several cells, {datasets} datasets per setting; target = accuracy over all their items\n")
+    print("| cells (accuracy Se/Sp N labels) | pooled: coverage (refused) | width | marked approximate | "
+          "verdict-only pooling: coverage |")
+    print("| --- | --- | --- | --- | --- |")
+    lowest = 1.0
+    for setting in POOLED_SETTINGS:
+        drawn = [simulate(rng, datasets, accuracy, se, sp, total, n) for accuracy, se, sp, total, n in setting]
+        total = sum(cell[3] for cell in setting)
+        hits, naive_hits, widths, marked = 0, 0, [], 0
+        for r in range(datasets):
+            parts = [items(lab[r], unl[r]) for lab, unl, _ in drawn]
+            f = np.concatenate([p[0] for p in parts])
+            y = np.concatenate([p[1] for p in parts])
+            cells = np.repeat(np.arange(len(parts)), [len(p[1]) for p in parts])
+            truth = sum(t[r] * cell[3] for (_, _, t), cell in zip(drawn, setting, strict=True)) / total
+            pooled = pooled_stratified_mean(f, y, cells, [f"c{k}" for k in range(len(parts))], random_sample=True)
+            naive = stratified_mean(f, y, random_sample=True)
+            if naive.ci is not None:
+                naive_hits += naive.ci[0] - 1e-12 <= truth <= naive.ci[1] + 1e-12
+            if pooled.ci is None:  # a cell refused by the random-sample check (about 1 % of cells)
+                continue
+            hits += pooled.ci[0] - 1e-12 <= truth <= pooled.ci[1] + 1e-12
+            widths.append(pooled.ci[1] - pooled.ci[0])
+            marked += pooled.approximate is not None
+        covered = hits / len(widths)
+        lowest = min(lowest, covered)
+        name = "; ".join(f"{a} {se}/{sp} {n_items} {n}" for a, se, sp, n_items, n in dict.fromkeys(setting))
+        name = f"{len(setting)} x {name}" if len(set(setting)) == 1 else name
+        print(f"| {name} | {covered:.1%} ({datasets - len(widths)}) | {np.mean(widths):.3f} | "
+              f"{marked / len(widths):.0%} | {naive_hits / datasets:.1%} |", flush=True)
+    print(f"\nlowest pooled coverage {lowest:.1%}; Monte-Carlo SE at 95 %: {np.sqrt(0.95 * 0.05 / datasets):.1%}; "
+          f"{time.perf_counter() - start:.0f} s")
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--pooled" in sys.argv:
+        main_pooled(int(args[0]) if args else 500)
+        return
     if "--judges" in sys.argv:
         main_judges(int(args[0]) if args else 1000)
         return

@@ -1,0 +1,110 @@
+"""Corrected accuracy over several cells at once (one system over all its tasks and languages, say).
+
+The labels of a cell are a random sample of that cell, not of the pooled items: one cell may
+carry 30 labels, another none, a third labels picked by hand. Pooling the items and stratifying
+by the judge's verdict alone would read the labelled cells' accuracy into the others, and print
+an interval that no cell backs up. Here the pooled number exists only when every cell has its own
+(`correction.stratified_mean`), and it is those numbers weighted by each cell's share of the
+items, with the interval of their sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calibrate.stats.correction import (
+    MIN_LABELLED,
+    STRATUM_PRIOR,
+    Corrected,
+    _inputs,
+    _stratified,
+    stratified_mean,
+    verdict_strata,
+)
+from calibrate.stats.intervals import proportion
+
+
+def pooled_stratified_mean(
+    verdicts: ArrayLike,
+    labels: ArrayLike,
+    cells: ArrayLike,
+    names: Sequence[str],
+    *,
+    random_sample: bool,
+    level: float = 0.95,
+    min_labelled: int = MIN_LABELLED,
+    prior: float = STRATUM_PRIOR,
+) -> Corrected:
+    """Corrected accuracy over the N items of several cells, stratified by cell and, within each
+    cell, by the judge's verdict (`cells`: the index into `names` of each item's cell).
+
+    Cell c has N_c items and weight W_c = N_c / N; the accuracy over the N items is
+        theta = sum_c W_c theta_c,
+    theta_c the accuracy over cell c's items. The value is sum_c W_c theta_hat_c, each cell's
+    post-stratified estimate of `stratified_mean` weighted by its share of the items (the
+    stratified mean, Cochran, W. G. (1977). Sampling Techniques, 3rd ed., eq. 5.1, with strata
+    cell x verdict post-stratified as in Holt, D., & Smith, T. M. F. (1979). Post
+    stratification. J. R. Stat. Soc. A 142, 33-46). Under `stratified_mean`'s model, the cells'
+    strata independent, N theta = sum_c S_c + sum_{c,k} X_ck with
+    X_ck ~ BetaBinomial(m_ck, prior + s_ck, prior + n_ck - s_ck); its posterior is the exact
+    convolution of all the cells' strata. The interval is the union of that posterior's
+    equal-tailed interval (widened to contain the value) and the same quantiles of the posterior
+    recentred on the value (shifted by the value minus its mean), clipped to [0, 1]; `se` is the
+    posterior sd, and the recentred posterior is kept for `correction.difference`. The prior
+    pulls each stratum's posterior mean, (s + 1/2) / (n + 1), towards 1/2; in one cell the pull
+    is small beside the interval's width, but it has the same sign in every cell of a system
+    that is mostly right (or mostly wrong), so it adds up over K cells while the width shrinks
+    like 1 / sqrt(K): in simulation the posterior interval alone covered 51 % for five cells at
+    accuracy 0.97 with 20 labels each, the recentred one alone 91.5 % for ten cells at 0.5.
+    Simulated coverage of the mean over the N items: tests/bench/correction_coverage.py
+    --pooled (figures in its docstring); `approximate` is the lowest simulated coverage among
+    the cells' own intervals where one is below 93 %.
+    Refused (value None) unless every cell gives its own number with the same arguments; the
+    reason names each cell without one and why. A single cell is `stratified_mean` itself.
+    """
+    f2, y, labelled = _inputs(verdicts, labels, judges=True)
+    cell = np.asarray(cells, dtype=np.int64).ravel()
+    if cell.shape != y.shape:
+        raise ValueError(f"cells must be one index per item: {len(cell)} for {len(y)} items")
+    present = np.unique(cell)
+    if len(present) <= 1:
+        return stratified_mean(f2, y, random_sample=random_sample, level=level, min_labelled=min_labelled, prior=prior)
+    masks = {names[c]: cell == c for c in present}
+    parts = {name: stratified_mean(f2[mask], y[mask], random_sample=random_sample, level=level,
+                                   min_labelled=min_labelled, prior=prior) for name, mask in masks.items()}
+    n, total = int(labelled.sum()), len(y)
+    classical = proportion(int(y[labelled].sum()), n, level, none_reason="no labelled items")
+    f = f2.mean(axis=1)
+    raw = float(f.mean())
+    lacking: dict[str, list[str]] = {}  # why -> the cells it applies to
+    for name, part in parts.items():
+        if part.value is None:
+            lacking.setdefault(str(part.reason), []).append(name)
+    if lacking:
+        return Corrected(None, None, None, _lacking_reason(lacking, len(parts)), None, n, total, classical, raw)
+    strata = [stratum for mask in masks.values() for stratum in verdict_strata(f[mask], y[mask], labelled[mask])]
+    value, posterior_ci, se, (theta, probability) = _stratified(strata, int(y[labelled].sum()), total, level, prior)
+    theta = theta + value - float(probability @ theta)  # recentred on the estimate
+    low, high = theta[np.searchsorted(np.cumsum(probability), [(1 - level) / 2, (1 + level) / 2]).clip(0, len(theta) - 1)]
+    ci = (max(0.0, min(float(low), posterior_ci[0])), min(1.0, max(float(high), posterior_ci[1])))
+    notes = [f"{name}: {note}" for name, part in parts.items() for note in part.notes]
+    approximates = [part.approximate for part in parts.values() if part.approximate is not None]
+    return Corrected(value, ci, se, None, None, n, total, classical, raw, notes,
+                     min(approximates) if approximates else None, (theta, probability))
+
+
+def _lacking_reason(lacking: dict[str, list[str]], cells: int) -> str:
+    """Why a pooled number is refused: each reason once, with the cells it applies to (named
+    unless it applies to every cell)."""
+    count = sum(len(names) for names in lacking.values())
+    if count == cells:
+        head = f"none of the {cells} cells pooled here has a corrected number of its own"
+    else:
+        head = (f"pooled over {cells} cells, it needs each cell's own corrected number, and {count} "
+                f"{'lacks' if count == 1 else 'lack'} one")
+    whys = [why if count == cells and len(lacking) == 1 else f"{', '.join(names)}: {why}"
+            for why, names in lacking.items()]
+    return f"{head} ({'; '.join(whys)})"
