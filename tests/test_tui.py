@@ -202,6 +202,13 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
     store = Store(demo_db)
     for item in store.items(task="rubric/reference"):
         store.annotate(item.id, "ana", "label", label=json.dumps({"score_answer": 60, "score_reasoning": 50}))
+    # a cell of 16 labelled items, enough for intervals (none is drawn from fewer than 10)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"more/{k}", {"content": "c", "notation": "n", "response": "r"},
+                                      system="sdm-alpha") for k in range(16)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="demo-judge", judge_key="k", status="verdict",
+                                     verdict="yes" if k % 2 else "no") for k, i in enumerate(ids)])
+    for k, i in enumerate(ids):
+        store.annotate(i, "ana", "label", label="yes" if k % 2 or k % 5 == 0 else "no")
     report = [row for _, _, row in rows_of(build_report(store, TemplateSet())) if row.n]
     store.close()
     app = make_app(demo_db)
