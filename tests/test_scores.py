@@ -288,6 +288,15 @@ def test_a_systems_overall_row_combines_its_cells_by_their_share_of_the_items(tm
                                        [1, 0] * 10 + [np.nan] * 20 + [0] * 10 + [np.nan] * 30, random_sample=True)
     assert abs(naive.value - pooled["value"]) > 0.05
     assert judge["rogan_gladen"]["value"] is None and "cell by cell" in judge["rogan_gladen"]["reason"]
+    # people's accuracy over both cells: each cell's (10 of 20 right, 0 of 10) by its share of the items, not 10 of 30
+    people = cells[("m", "(all)", "(all)")]["people"]
+    assert people["value"] == pytest.approx(0.5 * 10 / 20 + 0.5 * 0) and people["ci"][0] <= people["value"] <= people["ci"][1]
+
+
+def test_people_over_several_cells_need_labels_in_each(tmp_path):
+    run = _two_cells(tmp_path, ["yes", "no"] * 10, [])
+    people = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "(all)", "(all)")]["people"]
+    assert people["value"] is None and "m · c3/lexical · en: 0 labelled item(s)" in people["reason"]
 
 
 def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_path):

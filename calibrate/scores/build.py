@@ -12,7 +12,7 @@ import numpy as np
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.formats.c3 import c3_corrected, c3_right
 from calibrate.kinds import POSITIVE
-from calibrate.model import TextRule
+from calibrate.model import Estimate, TextRule
 from calibrate.scores.model import (
     ALL,
     NO_SYSTEM,
@@ -152,6 +152,12 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
+    cells, names = _cells_of(members)
+    if len(names) > 1 and labelled.any():
+        # over several cells, whose labels sample each its own cell: each cell's people's accuracy weighted by its
+        # share of the items (the pooled estimate with no verdict to stratify by), or none where a cell has none
+        pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True)
+        people = Estimate(pooled.value, pooled.ci, pooled.se, reason=pooled.reason)
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
     cell = ScoreCell(*key, items=len(y), judged=sum(m.n for m in members if m.verdicts),

@@ -32,7 +32,9 @@ RULE_EXPLAINED = (
     "it covered less than 93 % in simulation near this setting (the note gives the figure). Every interval needs "
     "10 random labels. Labels are taken as a random sample of their cell (a test flags cells where they clearly "
     "are not); a row pooling several cells (a system overall) is corrected only when each cell has its own "
-    "number, as those numbers weighted by the cells' shares of the items, with no Rogan–Gladen. Items people decide (C3's generation phenomena) count in each judge's accuracy by their human "
+    "number, as those numbers weighted by the cells' shares of the items, with no Rogan–Gladen; its people column "
+    "likewise weighs each cell's labelled accuracy by its share (none while a cell has no labels). Items people "
+    "decide (C3's generation phenomena) count in each judge's accuracy by their human "
     "label, as wrong while unlabelled, as in C3's statistics; they are not judge evidence: corrected, Rogan–Gladen "
     "and more labels use only the items the judge judged.")
 
