@@ -359,6 +359,14 @@ def test_each_malformed_line_is_refused_with_file_and_line(calibrate, tmp_path, 
     assert "Traceback" not in out.output and counts(calibrate.db) == (0, 0, 0)
 
 
+@pytest.mark.parametrize(("value", "named"), [("null", "null"), ("3", "number"), ('["yes"]', "list of text")])
+def test_a_judge_output_that_is_not_text_is_named_as_json_names_it(calibrate, tmp_path, value, named):
+    f = write_jsonl(tmp_path / "in.jsonl", ['{"id": "a", "content": "c", "notation": "n", "response": "r", "j": ' + value + "}"])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j",
+                    "--judge-name", "jj", ok=False)
+    assert out.exit_code == 1 and f"in.jsonl:1: field 'j' must be text, got {named}" in out.output, out.output
+
+
 def test_an_integer_id_is_its_digits(calibrate, tmp_path):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 7, **LEX}])
     calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en")

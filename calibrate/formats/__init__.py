@@ -49,6 +49,7 @@ from calibrate.validate import (
     finite_float,
     parse_json_value,
     refuse_constant,
+    type_of,
 )
 from calibrate.verdicts import Verdict
 
@@ -295,7 +296,7 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
                 yield BadInput(where, _line_fault(line))
                 continue
             if not isinstance(obj, dict):
-                yield BadInput(where, f"expected a JSON object, got {type(obj).__name__}")
+                yield BadInput(where, f"expected a JSON object, got {type_of(obj)}")
                 continue
             yield where, obj
     if progress and unreported:

@@ -32,6 +32,7 @@ from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import Item, NewItem
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
+from calibrate.validate import type_of
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadI
             return {"turns": turns, "response": response}
         return {**entry, "response": response}
     if not isinstance(entry, dict):
-        return BadInput(where, f"expected a JSON object, got {type(entry).__name__}")
+        return BadInput(where, f"expected a JSON object, got {type_of(entry)}")
     return {**entry, "response": response}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
 from calibrate.model import NewItem, SystemNameError, check_system
-from calibrate.validate import InputError
+from calibrate.validate import InputError, type_of
 from calibrate.validate import source_id as valid_id
 
 
@@ -97,7 +97,7 @@ def jsonl_records(
                 continue
             output = obj[judge_output]
             if not isinstance(output, str):
-                yield BadInput(where, f"field {judge_output!r} must be text, got {type(output).__name__}")
+                yield BadInput(where, f"field {judge_output!r} must be text, got {type_of(output)}")
                 continue
         item = NewItem(task, lang, source_id, fields, reference, line_system)
         yield Record(item, where, judge_output=output, judge_name=judge_name, ignored_fields=not_content, audio=audio)
