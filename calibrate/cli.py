@@ -17,7 +17,7 @@ from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
-from calibrate.formats import ImportReport, import_records
+from calibrate.formats import ImportReport, Record, import_records
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
 from calibrate.names import AnnotatorNameError, annotator_name, listing, unknown_value
@@ -722,8 +722,22 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
                                    "folder named after it)")
         system, shown = named_system(None, default, "the predictions' folder")
     size = file.stat().st_size if file.is_file() else 0
+    unanswered = 0
+
+    def noting_unanswered(records):
+        """The records, counting the items the predictions do not answer (stored gold-only, without a system)."""
+        nonlocal unanswered
+        for record in records:
+            unanswered += bool(predictions) and isinstance(record, Record) and record.item is not None \
+                and not record.item.system
+            yield record
+
     with byte_progress(size, f"importing {file.name}") as advance:
-        run_import(ctx, superglue_records(file, task_name, predictions, advance, system or ""), skip_bad, update, shown)
+        run_import(ctx, noting_unanswered(superglue_records(file, task_name, predictions, advance, system or "")), skip_bad,
+                   update, shown)
+    if unanswered:
+        err_console.print(safe_text(f"{counted(unanswered, 'item')} of {file} had no prediction in {predictions}: stored "
+                                    "gold-only, without a system (not scored for it)", style="yellow"))
 
 
 @import_group.command(name="rubric", database=CREATES)

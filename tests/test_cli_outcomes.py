@@ -305,6 +305,19 @@ def test_default_systems_follow_the_layout_people_have(tmp_path):
     assert Store(tmp_path / "s.db").systems() == ["my-llm", "my-sdm"]
 
 
+def test_items_a_predictions_file_does_not_answer_are_said_to_be_stored_without_a_system(tmp_path):
+    sg = DEMO_DIR / "superglue"
+    (tmp_path / "my-llm").mkdir()
+    first = (sg / "boolq.predictions.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    (tmp_path / "my-llm" / "boolq.jsonl").write_text(first + "\n", encoding="utf-8")  # the first of two items
+    out = Calibrate(tmp_path / "s.db")("import", "superglue", "--task", "boolq", str(sg / "boolq.jsonl"),
+                                       "--predictions", str(tmp_path / "my-llm" / "boolq.jsonl"))
+    assert "2 items added" in out.output
+    assert (f"1 item of {sg / 'boolq.jsonl'} had no prediction in {tmp_path / 'my-llm' / 'boolq.jsonl'}: stored "
+            "gold-only, without a system") in " ".join(out.output.split())
+    assert Store(tmp_path / "s.db").systems() == ["", "my-llm"]
+
+
 def test_a_template_folder_without_fields_works_and_a_wrong_verdict_kind_lists_the_kinds(my_templates, tmp_path):
     listing = Calibrate(tmp_path / "x.db")("--templates", str(my_templates), "templates", "list", "--json").output
     assert {"mine/en/factcheck", "mine/en/broken"} <= {t["id"] for t in json.loads(listing)}
