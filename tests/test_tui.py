@@ -520,6 +520,9 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         assert isinstance(app.screen, FlaggedScreen) and f"#{first}" in screen_text(app)
         await pilot.press("enter")
         assert current_item_id(app) == first
+        await pilot.press("y", "F")  # labelled now: it leaves the list, and the screen says where the flag stays
+        assert "No item you flagged in this queue waits for you" in screen_text(app)
+        assert "its flag stays in the export" in screen_text(app)
 
 
 async def test_score_form_title_is_whole_at_80_columns(demo_db):

@@ -28,8 +28,9 @@ class FlaggedScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            title = (f"Your flagged items ({len(self.items)}): Enter shows one, Esc closes" if self.items
-                     else "You have flagged no item in this queue (f flags one). Esc closes")
+            title = (f"Your flagged items not labelled since ({len(self.items)}): Enter shows one, Esc closes"
+                     if self.items else "No item you flagged in this queue waits for you (f flags one; one you "
+                                        "label leaves this list, its flag stays in the export). Esc closes")
             yield Label(title, markup=False)
             yield OptionList(*(Option(safe(f"#{i.id}  {i.task} {i.lang}  ({i.source_id})"), id=str(i.id))
                                for i in self.items))
