@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import signal
@@ -54,6 +55,28 @@ def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
         os.waitpid(pid, 0)
         os.close(fd)
     assert len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'kill-test'")) == n
+
+
+def test_a_closed_terminal_ends_the_app_giving_its_held_item_back_and_keeping_its_decisions(demo_db):
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
+                                   "--annotator", "hangup-test"], env)
+    held = lambda: len(rows(demo_db, "SELECT item_id FROM leases WHERE annotator = 'hangup-test'"))  # noqa: E731
+    try:
+        assert wait_for(lambda: (read_available(fd), held() > 0)[1]), "app started"
+        os.write(fd, b"s")
+        assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT id FROM annotations")) == 1)[1])
+        os.kill(pid, signal.SIGHUP)  # what a dropped SSH connection or a killed terminal sends
+        assert wait_for(lambda: (read_available(fd), os.waitpid(pid, os.WNOHANG)[0] == pid)[1], timeout=20), "it ended"
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert held() == 0, "its lease given back at once, not after it expires"
+    assert len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'hangup-test'")) == 1
 
 
 def free_port() -> int:

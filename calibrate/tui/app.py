@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from pathlib import Path
 
 from textual.app import App
@@ -109,6 +112,10 @@ class CalibrateApp(App):
         return self.decisions_before + self.session.decisions_here
 
     def on_mount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no such signal, or not the main thread
+            # the terminal closed (a dropped SSH connection, a killed pane): leave as q does, giving the held items
+            # back to the other annotators at once instead of when their leases expire
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
         if self._keymap:
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
@@ -162,6 +169,8 @@ class CalibrateApp(App):
         self.push_screen(AnnotateScreen(self.session))
 
     def on_unmount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         self.session.close()
         self.store.close()
 
