@@ -87,7 +87,8 @@ def build_scores_by(
             groups[key].append(group)
             if "system" in by and len(by) > 1:
                 groups[(group.system, ALL, ALL)].append(group)
-        cells = [_cell(key, members, target, family_judges) for key, members in sorted(groups.items())]
+        memo: dict = {}  # each cell's corrected numbers, worked out once for the rows pooling it and its own row
+        cells = [_cell(key, members, target, family_judges, memo) for key, members in sorted(groups.items())]
         found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
     return found
 
@@ -148,7 +149,7 @@ PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts 
 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
-          family_judges: dict[tuple[str, str], set[str]]) -> ScoreCell:
+          family_judges: dict[tuple[str, str], set[str]], memo: dict) -> ScoreCell:
     y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
@@ -156,7 +157,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     if len(names) > 1 and labelled.any():
         # over several cells, whose labels sample each its own cell: each cell's people's accuracy weighted by its
         # share of the items (the pooled estimate with no verdict to stratify by), or none where a cell has none
-        pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True)
+        pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True, memo=memo)
         people = Estimate(pooled.value, pooled.ci, pooled.se, reason=pooled.reason)
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
@@ -177,7 +178,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         # the judge's evidence: only the items it judged
         fj, yj = np.nan_to_num(verdicts, nan=0.0), _repeat([m.human for m in rows], rows)
         cells, names = _cells_of(rows)
-        corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True)
+        corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
         plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
@@ -206,7 +207,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
         corrected = pooled_stratified_mean(f, _repeat([m.human for m in common], common), *_cells_of(common),
-                                           random_sample=True)
+                                           random_sample=True, memo=memo)
         cell.final = Final(c3_judges, raw, corrected)
     return cell
 

@@ -10,6 +10,7 @@ items, with the interval of their sum.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,6 +38,7 @@ def pooled_stratified_mean(
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
     prior: float = STRATUM_PRIOR,
+    memo: dict | None = None,
 ) -> Corrected:
     """Corrected accuracy over the N items of several cells, stratified by cell and, within each
     cell, by the judge's verdict (`cells`: the index into `names` of each item's cell).
@@ -64,17 +66,31 @@ def pooled_stratified_mean(
     the cells' own intervals where one is below 93 %.
     Refused (value None) unless every cell gives its own number with the same arguments; the
     reason names each cell without one and why. A single cell is `stratified_mean` itself.
+    `memo` (a dict the caller keeps for a set of calls): each cell's own `stratified_mean` is
+    worked out once for the same verdicts and labels (a system's overall row, then its cells).
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     cell = np.asarray(cells, dtype=np.int64).ravel()
     if cell.shape != y.shape:
         raise ValueError(f"cells must be one index per item: {len(cell)} for {len(y)} items")
     present = np.unique(cell)
+
+    def own(verdicts_of: np.ndarray, labels_of: np.ndarray) -> Corrected:
+        """One cell's `stratified_mean`, from `memo` where it was worked out already."""
+        key = (verdicts_of.shape, random_sample, level, min_labelled, prior,
+               hashlib.blake2b(verdicts_of.tobytes() + labels_of.tobytes(), digest_size=16).digest())
+        if memo is not None and key in memo:
+            return memo[key]
+        found = stratified_mean(verdicts_of, labels_of, random_sample=random_sample, level=level,
+                                min_labelled=min_labelled, prior=prior)
+        if memo is not None:
+            memo[key] = found
+        return found
+
     if len(present) <= 1:
-        return stratified_mean(f2, y, random_sample=random_sample, level=level, min_labelled=min_labelled, prior=prior)
+        return own(f2, y)
     masks = {names[c]: cell == c for c in present}
-    parts = {name: stratified_mean(f2[mask], y[mask], random_sample=random_sample, level=level,
-                                   min_labelled=min_labelled, prior=prior) for name, mask in masks.items()}
+    parts = {name: own(f2[mask], y[mask]) for name, mask in masks.items()}
     n, total = int(labelled.sum()), len(y)
     classical = proportion(int(y[labelled].sum()), n, level, none_reason="no labelled items")
     f = f2.mean(axis=1)
