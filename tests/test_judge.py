@@ -52,9 +52,10 @@ def test_judge_stores_everything_a_judgment_needs(lexical_db):
     assert j.prompt_tokens == 100 and j.completion_tokens == 20 and j.latency_ms > 0
     assert j.template_id == "c3/en/lexical" and len(j.template_hash) == 12
     assert j.params == {"temperature": 0.0, "max_tokens": 256, "logprobs": False}
-    sent = server.requests[0]
+    # the request that judged this item (requests run concurrently: they reach the server in any order)
+    (sent,) = [r for r in server.requests if r["messages"][1]["content"] == j.prompt]
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
-    assert sent["messages"][1]["content"] == j.prompt and sent["temperature"] == 0 and sent["max_tokens"] == 256
+    assert sent["temperature"] == 0 and sent["max_tokens"] == 256
     assert "c3/lexical" in out.output and "3 judgments stored" in out.output
 
 
