@@ -103,6 +103,28 @@ def test_ppi_mean_by_hand_from_the_paper_formulas():
     assert result.ci == pytest.approx((theta - 1.959963984540054 * se, theta + 1.959963984540054 * se))
 
 
+def test_an_estimate_beyond_one_is_clipped_to_an_accuracy_with_a_note():
+    # 18 of 20 labelled items correct; the judge says "correct" on 16 of them and on 190 of 200 unlabelled
+    # items (not so many more that they stop looking like a random sample): ppi_py's estimate is 1.05,
+    # which no accuracy is
+    y = np.array([1.0] * 18 + [0.0] * 2)
+    f_l = np.array([1.0] * 16 + [0.0] * 4)
+    f_u = np.array([1.0] * 190 + [0.0] * 10)
+    unclipped = float(ppi_py.ppi_mean_pointestimate(y, f_l, f_u)[0])
+    assert unclipped == pytest.approx(1.05)
+    result = ppi_mean(np.concatenate([f_l, f_u]), np.concatenate([y, np.full(200, np.nan)]), random_sample=True)
+    assert result.value == 1.0
+    assert result.ci[0] <= 1.0 and result.ci[1] == 1.0
+    assert f"clipped from {unclipped:.4f} to 1" in result.notes
+    # the same labels as one system's against a system that is always wrong and judged so: a difference of
+    # accuracies is at most 1
+    f, labels = np.concatenate([f_l, f_u]), np.concatenate([y, np.full(200, np.nan)])
+    never = np.concatenate([np.zeros(20), np.full(200, np.nan)])
+    difference = ppi_paired_difference(f, labels, np.zeros(220), never, random_sample=True)
+    assert difference.value == 1.0 and difference.ci == (result.ci[0], 1.0)
+    assert f"clipped from {unclipped:.4f} to 1" in difference.notes
+
+
 def test_finite_population_interval_by_hand_from_cochran():
     f, labels, _ = cell(13)
     default = ppi_mean(f, labels, random_sample=True)

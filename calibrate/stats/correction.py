@@ -263,7 +263,8 @@ def ppi_mean(
     paper's independent-samples setting; this equals lambda' mean_all(f) + mean_l(Y - lambda' f)
     with lambda' = lambda N / m. The formulas, degrees of freedom and clipping of lambda are
     those of ppi_py's ppi_mean_pointestimate / ppi_mean_ci with lam=None (tested against it);
-    the interval is then clipped to [0, 1] (an accuracy), which ppi_py does not do.
+    the estimate and both ends of its interval are then clipped to [0, 1] (an accuracy; a note
+    gives the estimate before), which ppi_py does not do.
     Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient prediction-powered
     inference. arXiv:2311.01453: the power-tuned estimator of a mean, with the plug-in lambda
     (the expressions above are written out from the reference implementation, A. N.
@@ -297,9 +298,11 @@ def ppi_mean(
     problem = "no items in the cell" if total == 0 else _problem(f2, y, labelled, random_sample, min_labelled)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
-    theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled], finite_population)
+    raw_theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled], finite_population)
     z = normal_quantile(level)
-    ci = (max(0.0, theta - z * se), min(1.0, theta + z * se))
+    theta, ci = float(np.clip(raw_theta, 0, 1)), tuple(float(np.clip(raw_theta + s * z * se, 0, 1)) for s in (-1, 1))
+    if theta != raw_theta:
+        notes = [*notes, f"clipped from {raw_theta:.4f} to {theta:g}"]
     approximate = simulated_coverage("ppi_finite" if finite_population else "ppi", theta, n,
                                      *_judge_rates(f, y, labelled), total)
     return Corrected(theta, ci, se, None, lam, n, total, classical, raw, notes, approximate)
@@ -542,7 +545,8 @@ def ppi_paired_difference(
     """PPI++ for the difference of two systems judged on the same N items (arrays aligned by
     item): the mean of Y = Y_a - Y_b with prediction f = f_a - f_b, labelled where both systems'
     responses are labelled. Same formulas, `finite_population` and references as `ppi_mean`; the item-level
-    covariance of the two systems is inside Var(Y - lambda f). `classical` is the labelled mean
+    covariance of the two systems is inside Var(Y - lambda f); the estimate and its interval are
+    clipped to [-1, 1], the range of a difference of accuracies. `classical` is the labelled mean
     difference with a CLT interval; `raw_judge` the difference of raw judge accuracies. Items
     labelled for one system only are not used here.
     """
@@ -564,8 +568,11 @@ def ppi_paired_difference(
     problem = "no items in the cell" if total == 0 else _problem(np.stack([fa[:, 0], fb[:, 0]], 1), y, both, random_sample, min_labelled)
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
-    theta, se, lam, notes = _ppi(y[both], f[both], f[~both], finite_population)
-    return Corrected(theta, (theta - z * se, theta + z * se), se, None, lam, n, total, classical, raw, notes)
+    raw_theta, se, lam, notes = _ppi(y[both], f[both], f[~both], finite_population)
+    theta, ci = float(np.clip(raw_theta, -1, 1)), tuple(float(np.clip(raw_theta + s * z * se, -1, 1)) for s in (-1, 1))
+    if theta != raw_theta:
+        notes = [*notes, f"clipped from {raw_theta:.4f} to {theta:g}"]
+    return Corrected(theta, ci, se, None, lam, n, total, classical, raw, notes)
 
 
 def rank(cells: Mapping[str, Corrected], level: float = 0.95) -> Ranking:
