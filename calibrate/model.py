@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -37,10 +38,33 @@ NOTE_ACTION = "note"
 ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 
 
-def lease_holder(annotator: str, tab: str | None = None) -> str:
-    """Who holds a lease: the annotator, or one browser tab of theirs (`calibrate serve`), so two
-    tabs of one annotator never work on the same item."""
-    return f"{annotator} @{tab}" if tab else annotator
+PROCESS_HOLDER = "@pid "  # after the annotator's name, in the lease holder of a session that is not a browser tab
+
+
+def lease_holder(annotator: str, tab: str | None = None, pid: int | None = None) -> str:
+    """Who holds a lease: one session of the annotator, so that two sessions of one annotator
+    never work on the same item: a browser tab of theirs (`calibrate serve`), or else the process
+    the session runs in (`pid`; default: this one), say an app in one of two terminals."""
+    return f"{annotator} @{tab}" if tab else f"{annotator} {PROCESS_HOLDER}{os.getpid() if pid is None else pid}"
+
+
+def holder_process(holder: str, annotator: str) -> int | None:
+    """The process id in `holder` when it holds a lease for a session of `annotator` that runs in
+    that process (`lease_holder` without a tab), else None."""
+    head, _, pid = holder.partition(PROCESS_HOLDER)
+    return int(pid) if head == f"{annotator} " and pid.isdigit() else None
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine (SQLite's WAL keeps every session of a
+    database on the machine that holds the file, so a lease holder's process runs here or not at all)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 def now_iso() -> str:

@@ -21,7 +21,7 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.item_view import Decision, ItemView, Progress
 from calibrate.kinds import LabelError
-from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder
+from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder, process_running
 from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
     LaneReader,
@@ -75,7 +75,7 @@ class AnnotationSession:
     require_listen: bool = False
     audio_root: Path | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
-    tab: str | None = None  # one browser tab of `calibrate serve`: its own leases, and undo only its own decisions
+    tab: str | None = None  # one browser tab of `calibrate serve` (else the session is its process: `lease_holder`)
     prepare_in_background: bool | None = None  # work out the queue in a child process (None: on large queues)
     history: list[int] = field(default_factory=list)
     position: int = -1
@@ -108,13 +108,14 @@ class AnnotationSession:
         self._playback: Playback | None = None
         self._playback_item: int | None = None
         self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
-        self._decided_uids: list[str] = []  # this session's decisions (a tab undoes only these)
+        self._decided_uids: list[str] = []  # this session's decisions (the only ones it undoes)
         self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
         self._preparing: Future | None = None  # what the queue needs, worked out in a child process
         self._shown_early: set[int] = set()  # items claimed before the queue was worked out
         self._early_note: str | None = None  # why they came
         self._early = False  # whether the queue's current window is of those
         self.holder = lease_holder(self.annotator, self.tab)
+        self.store.release_ended_sessions(self.annotator, process_running)
         self._total = self._count_meanwhile()
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
 
@@ -647,8 +648,9 @@ class AnnotationSession:
         self.store.annotate(view.item.id, self.annotator, "note", note=text.strip(), blind=self.blind)
 
     def undo(self) -> ItemView | None:
-        """Reverse the latest decision (an appended row) and show that item again."""
-        undone = self.store.undo_last(self.annotator, among=self._decided_uids if self.tab else None)
+        """Reverse this session's latest decision still in force (an appended row) and show that
+        item again; another session's decisions (another terminal or tab) are left as they are."""
+        undone = self.store.undo_last(self.annotator, among=self._decided_uids)
         if undone is None:
             return None
         self.last_decision = None

@@ -748,3 +748,48 @@ def test_unstable_first_queue_read_in_slices_of_ids_is_the_whole_read(templates,
     assert _queue(unstable_first) == open_unstable + [i for i in ids if i not in set(open_unstable)]
     assert store.unstable_item_ids(between=(ids[500], ids[999])) == [i for i in unstable if ids[500] <= i <= ids[999]]
 
+
+
+@pytest.fixture
+def another_process():
+    """A process of this machine that runs until the test ends: where a second app would run."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield child
+    child.kill()
+    child.wait()
+
+
+def test_two_apps_of_one_annotator_never_share_an_item_and_undo_their_own(tmp_path, templates, monkeypatch,
+                                                                        another_process):
+    path = tmp_path / "c.db"
+    Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
+                           for k in range(4)])
+    first = session(Store(path), templates)
+    one = first.start()
+    monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)  # the second app, in another terminal
+    second = session(Store(path), templates)
+    two = second.start()
+    assert one.item.id != two.item.id, "both terminals showed the same item"
+    first.decide("label", "yes")
+    second.decide("label", "no")
+    assert first.undo().item.id == one.item.id, "the first app undoes its own decision, not the second's later one"
+    assert first.store.current_label(two.item.id, "ana") == "no"
+    assert first.store.current_label(one.item.id, "ana") is None
+    assert second.undo().item.id == two.item.id
+    assert first.undo() is None, "nothing of its own is left to undo"
+
+
+def test_an_item_held_by_an_app_that_was_killed_comes_back_when_its_annotator_starts_again(tmp_path, templates,
+                                                                                        monkeypatch, another_process):
+    path = tmp_path / "c.db"
+    Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
+                           for k in range(4)])
+    monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)
+    held = session(Store(path), templates).start().item.id  # the app is killed: it never gives the item back
+    monkeypatch.undo()
+    running = session(Store(path), templates).start()
+    assert running.item.id != held, "the other app's process still runs: its item stays with it"
+    another_process.kill()
+    another_process.wait()
+    again = session(Store(path), templates)
+    assert again.start().item.id == held, "the killed app's item came back at once"

@@ -63,7 +63,8 @@ def test_a_closed_terminal_ends_the_app_giving_its_held_item_back_and_keeping_it
     if pid == 0:
         os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
                                    "--annotator", "hangup-test"], env)
-    held = lambda: len(rows(demo_db, "SELECT item_id FROM leases WHERE annotator = 'hangup-test'"))  # noqa: E731
+    # the app's lease holder: its annotator in that process (`lease_holder`)
+    held = lambda: len(rows(demo_db, f"SELECT item_id FROM leases WHERE annotator = 'hangup-test @pid {pid}'"))  # noqa: E731
     try:
         assert wait_for(lambda: (read_available(fd), held() > 0)[1]), "app started"
         os.write(fd, b"s")

@@ -5,10 +5,10 @@ is built from (decided, contested, unstable)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from calibrate.model import DECISION_ACTIONS, dump_json, now_iso
+from calibrate.model import DECISION_ACTIONS, PROCESS_HOLDER, dump_json, holder_process, now_iso
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
@@ -243,6 +243,18 @@ class QueueMixin:
             "ON CONFLICT (item_id, annotator) DO UPDATE SET expires_at = excluded.expires_at",
             (item_id, holder, expires_at),
         )
+
+    def release_ended_sessions(self, annotator: str, running: Callable[[int], bool]) -> int:
+        """Give back the items held by sessions of `annotator` that ran in a process that is no
+        longer `running` (`lease_holder` without a tab: an app killed before it could give them
+        back), at once instead of when their leases expire. Returns how many leases were given back."""
+        prefix = f"{annotator} {PROCESS_HOLDER}"
+        with self.transaction():
+            holders = [h for (h,) in self.conn.execute(
+                "SELECT DISTINCT annotator FROM leases WHERE substr(annotator, 1, ?) = ?", (len(prefix), prefix))]
+            ended = [h for h in holders if (pid := holder_process(h, annotator)) is not None and not running(pid)]
+            return self.conn.execute("DELETE FROM leases WHERE annotator IN (SELECT value FROM json_each(?))",
+                                     (dump_json(ended),)).rowcount if ended else 0
 
     def release_all(self, holder: str) -> None:
         """Give back every item this lease holder (an annotator, or one session of one) holds."""
