@@ -422,6 +422,9 @@ async def test_footer_shows_only_what_works_and_fits_80_columns(demo_db):
         for entry in ("ok", "y yes", "n no", "o flip", "s skip", "f flag", "u undo", "j next", "k prev", "/ filter",
                       "? help", "q quit"):
             assert entry in footer, (entry, footer)
+    async with make_app(demo_db, task="c3/semantic", lang="zh").run_test(size=SMALL) as pilot:
+        footer = screen_text(pilot.app).splitlines()[-1]
+        assert "y 是 n 否" in footer and "yes" not in footer, "a Chinese item's own words for its two labels"
     blind = make_app(demo_db, task="c3/lexical", blind=True)
     async with blind.run_test(size=SMALL):
         footer = screen_text(blind).splitlines()[-1]

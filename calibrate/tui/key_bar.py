@@ -1,6 +1,7 @@
 """The line of keys at the bottom: the keys that work on the item on screen, as typed (after
 any remapping), in the order the screen lists them, each digit with the label it gives
-(`1 entailment 2 contradiction 3 neutral`). When the line is wider than the terminal, the keys
+(`1 entailment 2 contradiction 3 neutral`), and y and n with the item's own words for yes and no
+(`y 是 n 否` on a Chinese item). When the line is wider than the terminal, the keys
 the screen names in KEY_BAR_DROPS leave it first (they are on the ? page), and digits whose
 labels still do not fit are shown as one range (`1-3 label`). A plain Static redrawn only when
 its text changes, so moving between items of different kinds costs nothing (Textual's Footer
@@ -19,6 +20,7 @@ from textual.widgets import Static
 
 KEY_STYLE = "bold #ffa62b"
 DIGITS = "annotate.label_"
+YES_NO = ("label_yes", "label_no")  # the actions giving a yes/no item's first and second label
 
 
 class KeyBar(Static):
@@ -74,6 +76,9 @@ class KeyBar(Static):
                         entries.append((binding.id, f"1-{len(choices)}", binding.description))
                     continue
                 entries.append((binding.id, key, choices[index]))
+                continue
+            if action in YES_NO and len(choices) == 2:  # the item's own words: y 是, n 否 on a Chinese item
+                entries.append((binding.id, key, choices[YES_NO.index(action)]))
                 continue
             entries.append((binding.id, key, binding.description))
         return entries
