@@ -563,6 +563,17 @@ async def test_the_header_is_one_line_at_80_columns(demo_db):
         await pilot.resize_terminal(140, 24)
         await pilot.pause()
         assert "(ambiguity/phonological/generation/0)" in status(app).splitlines()[0], "whole where it fits"
+        await pilot.resize_terminal(80, 24)
+        await pilot.press("y", "k")  # labelled, then back to it: the header says what you gave
+        await pilot.pause()
+        first = status(app).splitlines()[0]
+        assert first.rstrip().endswith("yours: yes") and len(first) <= 80, "your label keeps its place; the source gives way"
+    async with make_app(demo_db, task="rubric/reference").run_test(size=SMALL) as pilot:
+        await pilot.press("e", "enter", "enter", "k")  # the judge's scores accepted, then back to the item
+        await pilot.pause()
+        first = status(pilot.app).splitlines()[0]
+        assert first.endswith("labelled 1/2  yours: answer 48.5 · reasoning 42.0") and len(first) <= 80, first
+        assert first.startswith(" task=rubric/"), "the filter gives way, cut at its end"
 
 
 async def test_the_app_waits_for_a_writer_holding_the_lock_and_keeps_the_decision(demo_db):

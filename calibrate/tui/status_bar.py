@@ -11,13 +11,14 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from calibrate.escape import safe
-from calibrate.fit import middle_cut
+from calibrate.fit import end_cut, middle_cut
 from calibrate.item_view import ItemView
 from calibrate.session import AnnotationSession
 from calibrate.templates import TemplateError
 from calibrate.tui.text_view import TextView
 
-SOURCE_FLOOR = 12  # a source id shortened to fit keeps at least this many cells
+SOURCE_FLOOR = 12  # a source id shortened to fit keeps at least this many cells (else it is left out)
+SCOPE_FLOOR = 6  # a filter cut to fit keeps at least this many cells
 
 
 class StatusBar(TextView):
@@ -59,19 +60,19 @@ class StatusBar(TextView):
         self.show_text(text)
 
     def _first_line(self, view: ItemView | None, session: AnnotationSession, progress) -> Text:
-        """Filter, item and progress in one line of the bar's width."""
+        """Filter, item, progress and your label in one line of the bar's width. Where it is too
+        narrow the source id gives way first (shortened in its middle, then left out), then the
+        pace, then the filter (cut at its end): your label and the progress always show."""
         width = self.size.width or self.app.size.width
-        head = Text()
-        head.append(safe(f" {session.filter_text() or 'all items'} "), style="bold reverse")
+        item = Text()
         if view is not None:
-            item = view.item
             if not session.task:
-                head.append(f" {safe(item.task)}", style="bold")
+                item.append(f" {safe(view.item.task)}", style="bold")
             if not session.lang:
-                head.append(f" {safe(item.lang)}", style="bold")
-            head.append(f" #{item.id} ", style="bold")
+                item.append(f" {safe(view.item.lang)}", style="bold")
+            item.append(f" #{view.item.id} ", style="bold")
         else:
-            head.append(" queue finished ", style="bold")
+            item.append(" queue finished ", style="bold")
         tail = Text(f"  labelled {progress.labelled}/{progress.total}")
         rate = f" · {progress.per_hour:.0f}/h" if progress.per_hour is not None else ""
         marks = Text()
@@ -80,15 +81,17 @@ class StatusBar(TextView):
         if view is not None and view.current_label is not None:
             yours = view.kind.words(view.current_label) if view.is_scores else view.current_label
             marks.append(f"  yours: {safe(yours)}", style="bold cyan")
+        scope = safe(f" {session.filter_text() or 'all items'} ")
         source = safe(f"({view.item.source_id})") if view is not None else ""
-        room = width - cell_len(head.plain) - cell_len(tail.plain) - cell_len(marks.plain)
+        room = width - sum(cell_len(part) for part in (scope, item.plain, tail.plain, marks.plain))
         if cell_len(source) + cell_len(rate) > room:
             rate = ""
-        if cell_len(source) > room:
-            source = middle_cut(source, max(room, SOURCE_FLOOR))
-        head.append(source, style="dim")
+        source = middle_cut(source, room) if room >= min(SOURCE_FLOOR, cell_len(source)) else ""
+        if room < 0:  # the filter gives way to the item, the progress and your label
+            scope = end_cut(scope, max(cell_len(scope) + room, SCOPE_FLOOR))
         tail.append(rate)
-        line = Text.assemble(head, tail, marks, no_wrap=True, overflow="ellipsis")
+        line = Text.assemble((scope, "bold reverse"), item, (source, "dim"), tail, marks, no_wrap=True,
+                             overflow="ellipsis")
         line.truncate(width, overflow="ellipsis")
         return line
 
