@@ -129,6 +129,10 @@ class Context:
             self._store.close()
             self._store = None
 
+    def saved_anything(self) -> bool:
+        """Whether this command committed a write to its database."""
+        return self._store is not None and self._store.commits > 0
+
     def remove_database(self) -> None:
         """Remove the database file this command created (and SQLite's files beside it)."""
         self.close()
@@ -198,7 +202,8 @@ class DeclaresDatabase:
     WRITES or CREATES, or None for one that never opens it. A command that reads or writes
     opens the database before it runs, so a missing one is refused before anything happens
     (a group that runs without a subcommand opens it on first use). A command that creates
-    the database and fails removes the file it created. Every command takes the global
+    the database and fails removes the file it created, unless all that failed was writing to a
+    closed pipe after it saved something. Every command takes the global
     options (global_options)."""
 
     def __init__(self, *args, database: str | None, **kwargs):
@@ -220,7 +225,12 @@ class DeclaresDatabase:
         try:
             return super().invoke(ctx)
         except BaseException as exc:
-            if new_file and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+            # a closed pipe after the command saved its work (`import … | head -1`) keeps the file: only the
+            # telling failed; any other failure leaves no file behind
+            # (rich ends the process with SystemExit(1) when its stream's pipe is closed, the BrokenPipeError its context)
+            pipe = isinstance(exc, BrokenPipeError) or isinstance(exc.__context__, BrokenPipeError)
+            kept = pipe and shared.saved_anything()
+            if new_file and not kept and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 shared.remove_database()
             raise
 

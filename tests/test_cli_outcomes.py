@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +124,24 @@ def test_a_failed_import_into_a_new_file_removes_it_and_leaves_an_old_one_unchan
     before = fingerprint(demo_db.parent)
     Calibrate(demo_db)("import", "jsonl", str(bad), "--task", "c3/lexical", "--lang", "en", ok=False)
     assert fingerprint(demo_db.parent) == before
+
+
+def test_a_reader_gone_before_the_summary_keeps_the_new_database_the_import_filled(tmp_path):
+    items = write_jsonl(tmp_path / "items.jsonl", [{"id": k, "content": "c", "notation": "n", "response": "r"}
+                                                   for k in range(3)])
+    new = tmp_path / "new.db"
+    reader, writer = os.pipe()
+    os.close(reader)  # `calibrate import … | head -0`: every write to standard output fails
+    try:
+        done = subprocess.run([sys.executable, "-m", "calibrate", "--db", str(new), "import", "jsonl", str(items),
+                               "--task", "c3/lexical", "--lang", "en"], stdout=writer, stderr=subprocess.PIPE,
+                              timeout=120)
+    finally:
+        os.close(writer)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    store = Store(new, read_only=True)
+    assert store.count_items() == 3, "the items the import saved are kept: only telling the user failed"
+    store.close()
 
 
 def test_the_demo_refuses_a_database_holding_other_items_and_adds_nothing_to_its_own(demo_db, tmp_path):

@@ -190,6 +190,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         except BaseException:
             self.conn.close()
             raise
+        self.commits = 0  # write transactions committed since the store was opened (its migrations aside)
 
     def _set_up(self, busy_timeout_ms: int, pending: bool) -> None:
         """The connection's settings; for a writer, WAL and the pending migrations."""
@@ -256,9 +257,11 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
     # -- transactions -------------------------------------------------------------------
 
+    commits = 0
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction (`BEGIN IMMEDIATE`); nested calls join the outer one."""
+        """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls join the outer one."""
         if self.conn.in_transaction:
             yield
             return
@@ -266,6 +269,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         try:
             yield
             self.conn.execute("COMMIT")
+            self.commits += 1
         except BaseException:
             if self.conn.in_transaction:  # SQLite itself rolls back after some faults (a full disk, I/O)
                 with suppress(sqlite3.Error, DatabaseFault):  # the first error says more than this one
