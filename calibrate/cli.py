@@ -674,7 +674,8 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
 @click.option("--annotator", default=C3_RESULT_ANNOTATOR, show_default=True,
               help="Who the people's verdicts filled into generation records are stored as.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
-               "folder's name, or the one above it when that is english/ or chinese/",
+               "folder's name, or the one above it when that is english/ or chinese/, passing over a folder named "
+               "after the judge (my-sdm/gpt-4o/english is my-sdm's)",
                "The spoken dialogue model whose answers were judged")
 @skip_bad_option
 @update_option
@@ -692,7 +693,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     if len(known) == 1:
         system, shown = named_system(None, known[0], f"the one system with C3 {lang} items")
     else:
-        system, shown = named_system(system, default_system(results_dir), "the results' folder")
+        system, shown = named_system(system, default_system(results_dir, judge_name), "the results' folder")
     parts = c3_result_parts(results_dir, lang)
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,

@@ -324,6 +324,11 @@ def test_default_systems_follow_the_layout_people_have(tmp_path):
     assert beside.exit_code == 2 and "--system is required: the folder of" in beside.output
     assert fingerprint(tmp_path) == before
     assert Store(tmp_path / "s.db").systems() == ["my-llm", "my-sdm"]
+    results = tmp_path / "Mooer-Omni" / "gpt-4o" / "english"  # C3's results of a system, kept per judge
+    shutil.copytree(c3 / "results", results)
+    (results / "context-dependency" / "multi-turn.json").unlink()  # (it needs the C3 tree imported first)
+    out = Calibrate(tmp_path / "r.db")("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt-4o")
+    assert "system Mooer-Omni (the results' folder" in out.output, "not the judge's folder"
 
 
 def test_items_a_predictions_file_does_not_answer_are_said_to_be_stored_without_a_system(tmp_path):

@@ -223,13 +223,16 @@ def c3_records(
 LANGUAGE_FOLDERS = {"english", "chinese", "en", "zh"}
 
 
-def default_system(folder: Path) -> str:
+def default_system(folder: Path, judge: str | None = None) -> str:
     """The system a response or result tree belongs to when the user names none: the folder's
     name (of the resolved path, so `.` names the current folder), or the name of the folder
     above it when it is a language folder (`my-sdm/english` is my-sdm's, as C3 lays out a
-    model's responses)."""
+    model's responses); for a result tree of `judge`, passing over a folder named after the
+    judge (`my-sdm/gpt-4o/english`: C3's results are kept per judge)."""
     folder = Path(folder).resolve()
-    return folder.parent.name if folder.name.casefold() in LANGUAGE_FOLDERS else folder.name
+    if folder.name.casefold() in LANGUAGE_FOLDERS:
+        folder = folder.parent
+    return folder.parent.name if judge is not None and folder.name == judge and folder.parent.name else folder.name
 
 
 C3_RESULTS_FAMILY = "c3-official"
