@@ -724,6 +724,9 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
     """Import a SuperGLUE task's published JSONL."""
     from calibrate.formats.superglue import default_system, superglue_records
 
+    if system is not None and not predictions:
+        raise option_error("--system", "it names the model whose --predictions these are: give --predictions too "
+                                       "(without them the items are stored gold-only, without a system)")
     shown = system or ""
     if system is None and predictions:
         default = default_system(predictions, file)

@@ -319,6 +319,10 @@ def test_default_systems_follow_the_layout_people_have(tmp_path):
               str(tmp_path / "my-llm" / "boolq.jsonl"))
     assert "system my-llm (the predictions' folder" in out.output
     before = fingerprint(tmp_path)
+    gold_only = run("import", "superglue", "--task", "cb", str(sg / "cb.jsonl"), "--system", "my-llm", ok=False)
+    assert gold_only.exit_code == 2 and "give --predictions too" in " ".join(gold_only.output.split())
+    assert fingerprint(tmp_path) == before, "nothing stored under a system the items would not have"
+    before = fingerprint(tmp_path)
     beside = run("import", "superglue", "--task", "cb", str(sg / "cb.jsonl"), "--predictions",
                  str(sg / "cb.predictions.jsonl"), ok=False)
     assert beside.exit_code == 2 and "--system is required: the folder of" in beside.output
