@@ -180,7 +180,8 @@ def test_c3_skip_bad_passes_over_a_phenomenon_whose_responses_do_not_pair_and_na
     assert refused.exit_code == 1 and "nothing was imported (use --skip-bad" in refused.output
     out = " ".join(calibrate(*args, "--skip-bad").output.split())
     assert "3 response files but ambiguity/phonological/heterograph.json lists 2 items (no item for 5.txt)" in out
-    assert "pause: response folder is missing for ambiguity/phonological/pause.json" in out
+    assert "by index: none of its 2 items is imported" in out, "how many items the one skip leaves out"
+    assert "pause: response folder is missing for ambiguity/phonological/pause.json: none of its" in out
     tasks = {item.task for item in Store(calibrate.db).items()}
     assert "c3/lexical" in tasks and not {"c3/heterograph", "c3/pause"} & tasks
 

@@ -117,7 +117,8 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
     reference index by index (naming the first files missing and the ones no item has)."""
     folder = responses_root / part.responses
     if not folder.is_dir():
-        return BadInput(str(folder), f"response folder is missing for {part.reference} ({count} items)")
+        return BadInput(str(folder), f"response folder is missing for {part.reference}: none of its {count} items "
+                                     "is imported")
     suffix = "" if part.multi_turn else ".txt"
     found = {int(p.stem): p for p in folder.iterdir()
              if (p.suffix == suffix or (not suffix and p.is_dir())) and p.stem.isdigit()}
@@ -128,7 +129,8 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
             f" and {len(indexes) - 3} more" if len(indexes) > 3 else "")
         problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra)
         return BadInput(str(folder), f"{len(found)} {kind} but {part.reference} lists {count} items "
-                                     f"({'; '.join(problems)}); responses pair with the reference by index")
+                                     f"({'; '.join(problems)}); responses pair with the reference by index: none "
+                                     f"of its {count} items is imported")
     files = [found[k] for k in range(count)]
     if part.multi_turn:
         return [[_read_text(p) for p in _numbered(d)] for d in files]
