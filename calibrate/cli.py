@@ -1766,12 +1766,14 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                          lower_priority=False)
     results = {}
     for judge, target in targets.items():
-        written, left_out = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        written, left_out, passed_over = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
-            n = left_out.get(path, 0)
-            note = f" ({n} item{'s' * (n != 1)} {judge} never judged left out)" if n else ""
+            notes = [f"{counted(n, 'item')} {judge} never judged" for n in [left_out.get(path, 0)] if n]
+            notes += [f"{counted(n, 'item')} repeating an earlier one's {'first turn' if 'multi-turn' in path else 'notation'}"
+                      ", which C3's evaluate.py passes over" for n in [passed_over.get(path, 0)] if n]
+            note = f" ({'; '.join(notes)} left out)" if notes else ""
             console.print(safe_text(f"{target / path}: {len(records)} records{note}"))
         if judge:
             results[judge] = written

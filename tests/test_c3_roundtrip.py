@@ -192,6 +192,24 @@ def test_judge_variant_c3_official_sends_what_c3_sends(calibrate, tmp_path, lang
     assert stored == sent, "the stored prompt is what was sent"
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_export_of_a_judge_run_here_leaves_out_the_records_c3_passes_over(calibrate, tmp_path, lang):
+    """A judge run by calibrate judges every item, the ones C3's evaluate.py passes over too
+    (NOT_JUDGED_BY_C3); `export c3` writes the records that script writes, no more, so that
+    process_results.py counts what it counts on C3's own run."""
+    import_tree(calibrate, tmp_path, lang)
+    with FakeOpenAI(Reply("最终答案为：是。" if lang == "zh" else "The answer is: yes.")) as server:
+        calibrate("judge", "--model", "m", "--base-url", server.url, "--variant", "c3-official")
+    out = tmp_path / "export"
+    shown = " ".join(calibrate("export", "c3", str(out), "--lang", lang, "--judge", "m").output.split())
+    without_verdicts = lambda path: [{k: v for k, v in record.items() if k != "check_answer"}  # noqa: E731
+                                     for record in json.loads(path.read_text(encoding="utf-8"))]
+    theirs = results_of("gpt", lang)
+    for rel in (p.relative_to(theirs) for p in theirs.rglob("*.json")):
+        assert without_verdicts(out / "m" / rel) == without_verdicts(theirs / rel), rel
+    assert shown.count("which C3's evaluate.py passes over left out") == len(NOT_JUDGED_BY_C3[lang])
+
+
 def test_judge_variant_refuses_an_unknown_family_and_says_when_it_serves_nothing(calibrate, tmp_path):
     import_tree(calibrate, tmp_path, "en")
     out = calibrate("judge", "--model", "m", "--variant", "nope", "--export-batch", str(tmp_path / "b"), ok=False)

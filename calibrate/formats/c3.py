@@ -53,6 +53,15 @@ class C3Part:
         """A generation phenomenon: no judge prompt, people decide by listening."""
         return "generation" in self.task
 
+    def resume_key(self, lang: str) -> str | None:
+        """The result record's key by which C3's evaluate.py passes over a record whose value is
+        in its results already (as it resumes an interrupted run): the notation of English
+        omission, the first user turn (`annotation`) of a dialogue in both languages; None where
+        it writes every record."""
+        if self.multi_turn:
+            return "annotation"
+        return "notation" if lang == "en" and "omission" in self.task else None
+
 
 _PHON = "ambiguity/phonological"
 _CTX = "context-dependency"
@@ -407,18 +416,21 @@ def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, sys
 
 def export_c3(
     store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
-) -> tuple[dict[str, list[dict]], dict[str, int]]:
+) -> tuple[dict[str, list[dict]], dict[str, int], dict[str, int]]:
     """Result files in C3's layout (the paths and record keys its script writes) for one
     system's items: (the records written per file, relative path; per file, the items left out
-    because `judge` has not judged them). Judged phenomena carry the judge's raw output in
-    check_answer ("" for a failed call, as C3 writes it); items the judge never judged are left
-    out, as the C3 script leaves out what it skipped, so its scoring script counts what was
-    judged. Generation items carry the consolidated human label in C3's exact verdict wording
-    ("" when nobody labelled them). Without a judge every judged phenomenon's check_answer is
-    empty."""
+    because `judge` has not judged them; per file, the items left out because C3's evaluate.py
+    would not have written them). Judged phenomena carry the judge's raw output in check_answer
+    ("" for a failed call, as C3 writes it); items the judge never judged are left out, as the
+    C3 script leaves out what it skipped, so its scoring script counts what was judged; so is a
+    record repeating an earlier one's `C3Part.resume_key` value, which that script passes over,
+    so that process_results.py counts what it would on C3's own run. Generation items carry the
+    consolidated human label in C3's exact verdict wording ("" when nobody labelled them).
+    Without a judge every judged phenomenon's check_answer is empty."""
     out_dir = Path(out_dir)
     written: dict[str, list[dict]] = {}
     left_out: dict[str, int] = {}
+    passed_over: dict[str, int] = {}
     for part in C3_LAYOUT[lang]:
         labels: dict[int, dict[str, str]] = {}  # where people decide: their labels
         for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
@@ -445,11 +457,19 @@ def export_c3(
         records = [record for _, record in built if record is not None]
         if len(records) < len(built):
             left_out[rel] = len(built) - len(records)
+        if key := part.resume_key(lang):
+            kept, seen = [], set()
+            for record in records:
+                if (value := json.dumps(record[key], sort_keys=True)) not in seen:
+                    seen.add(value)
+                    kept.append(record)
+            if len(kept) < len(records):
+                passed_over[rel], records = len(records) - len(kept), kept
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(c3_json(records), encoding="utf-8")
         written[rel] = records
-    return written, left_out
+    return written, left_out, passed_over
 
 
 def c3_files_left_over(store: Store, lang: str, target: Path, system: str) -> list[str]:
