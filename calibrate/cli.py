@@ -695,9 +695,23 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     else:
         system, shown = named_system(system, default_system(results_dir, judge_name), "the results' folder")
     parts = c3_result_parts(results_dir, lang)
+    decided = {part.task for part in parts if part.people_decide}
+
+    def decisions() -> dict[int, tuple[str, str]]:
+        """The people's decisions in force on this system's generation items: item id -> (source id, label)."""
+        return {row["item_id"]: (row["source_id"], row["label"]) for row in ctx.store.current_labels(
+            annotator, lang=lang, system=system) if row["task"] in decided}
+
+    before = decisions() if decided else {}
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
                                                    annotator), skip_bad, update, shown)
+    if changed := sorted(source for item, (source, label) in decisions().items() if before.get(item, (source, label))[1] != label):
+        listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        err_console.print(safe_text(
+            f"{counted(len(changed), 'generation decision')} of {annotator} changed by these files ({listed}): theirs "
+            "now stand. calibrate keeps one decision per item; where judges' result folders hold different decisions, "
+            "C3's process_results.py counts each judge's own", style="yellow"))
     for path, cell, source_ids in report.unmatched:
         listed = ", ".join(source_ids[:10]) + (f" and {len(source_ids) - 10} more" if len(source_ids) > 10 else "")
         err_console.print(safe_text(f"not judged by C3 (no record in {path}): {len(source_ids)} {cell} items: {listed}",

@@ -320,6 +320,19 @@ def test_people_labels_under_the_annotator_named(calibrate, tmp_path):
     assert "0 judgments added" in again.output and "labels added" not in again.output
 
 
+def test_another_judges_files_changing_a_generation_decision_say_so(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    first = calibrate("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en", "--judge-name", "dpsk")
+    assert "changed by these files" not in first.output
+    results = tmp_path / "gpt" / "english"  # the other judge's folder, where the person decided item 0 otherwise
+    shutil.copytree(results_of("gpt", "en"), results)
+    _edit(results / "ambiguity" / "phonological" / "generation.json",
+          lambda records: records[0].update(check_answer="The answer is: no."))
+    out = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt").output.split())
+    assert "1 generation decision of c3-result-file changed by these files (ambiguity/phonological/generation/0)" in out
+    assert "C3's process_results.py counts each judge's own" in out
+
+
 def test_render_variant_on_a_generation_item_says_people_decide_it(calibrate, tmp_path):
     import_tree(calibrate, tmp_path, "en")
     store = Store(calibrate.db)
