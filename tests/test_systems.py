@@ -79,6 +79,8 @@ def test_second_import_is_a_no_op_and_changed_content_needs_update(calibrate, tw
     refused = import_tree(calibrate, two_systems, "model-a", ok=False)
     assert "lexical.json[0]: c3/lexical (en, system model-a) item ambiguity/semantic/lexical/0 was imported before " \
            "with different content; pass --update" in refused.output
+    assert "(another split, as SuperGLUE's idx restarts in each), import it into a database of its own" \
+        in " ".join(refused.output.split()), "--update is not for a second file whose ids repeat the first's"
     assert counts(calibrate.db) == (before[0], before[1], 1)
 
     assert "1 items added" in import_tree(calibrate, two_systems, "model-a", "--update").output

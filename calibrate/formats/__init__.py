@@ -557,7 +557,10 @@ def _new_item(
         return BadInput(
             record.location,
             f"{where} was imported {earlier} with different content; pass --update to record this content "
-            "as a new version (labels stay with the version they were made on)",
+            "as a new version (labels stay with the version they were made on)"
+            + ("" if stored_id is None else "; if this file holds other items whose ids repeat the first file's (another "
+               "split, as SuperGLUE's idx restarts in each), import it into a database of its own instead: --update "
+               "would replace those items"),
         )
     if stored_id is None:
         return BadInput(record.location, f"{where} appears twice in this import with different content")
