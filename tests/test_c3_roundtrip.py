@@ -75,6 +75,9 @@ def test_both_imports_succeed_and_every_judgment_lands_on_its_item(calibrate, tm
             else:
                 assert [i.fields["response"] for i, _ in landed] == [r["answer"] for r in records]
     assert unjudged == NOT_JUDGED_BY_C3[lang]
+    for output in outputs.values():  # every record is of an item the tree brought, multi-turn's too
+        records = int(output.split(" records:")[0])
+        assert f"{records} records: 0 items added, {records} already present" in output
     for (task, source_id) in NOT_JUDGED_BY_C3[lang]:
         assert any("not judged by C3" in line and task in line and source_id in line
                    for line in outputs["dpsk"].splitlines())

@@ -500,7 +500,7 @@ def import_records(
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported" + _skipped_summary(report.skipped))
             with store.transaction():
-                report.counts.items_existing += sum(r.item is not None for _, r in attached)
+                report.counts.items_existing += len(attached)  # records of stored items (a multi-turn result's too)
                 for item, record in attached:
                     store_audio(item.id, record)
                 judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
