@@ -1628,8 +1628,11 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
 @skip_bad_option
 @pass_ctx
 def import_labels_command(ctx, file, skip_bad):
-    """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note)."""
-    from calibrate.formats.labels import CONSOLIDATED_REASON, import_labels
+    """Import human labels made elsewhere (JSONL or CSV: task, lang, source_id, annotator, label, note).
+
+    A gold export (calibrate export, JSONL or CSV) reads back as each person's own labels and
+    notes, never its gold label; a person's label edited in its CSV takes effect."""
+    from calibrate.formats.labels import CONSOLIDATED_REASON, NOTES_LEFT_OUT_REASON, import_labels
     from calibrate.names import CONSOLIDATED
 
     done = import_labels(ctx.store, ctx.templates, file, skip_bad=skip_bad)
@@ -1637,9 +1640,14 @@ def import_labels_command(ctx, file, skip_bad):
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     if done.consolidated:
         err_console.print(safe_text(f"{counted(done.consolidated, 'row')} refused: {CONSOLIDATED_REASON}", style="yellow"))
-    console.print(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
-                  + (f", {counted(done.without_gold, 'item')} without a gold label left out" if done.without_gold else "")
-                  + (f", {done.consolidated} refused (annotator {CONSOLIDATED!r})" if done.consolidated else ""))
+    if done.notes_left_out:
+        err_console.print(safe_text(f"the notes of {counted(done.notes_left_out, 'item')} left out (or some of them): "
+                                    f"{NOTES_LEFT_OUT_REASON}", style="yellow"))
+    read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
+    console.print(safe_text(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
+                            + (f", {counted(done.unlabelled, 'item')} without a label left out" if done.unlabelled else "")
+                            + (f", {done.consolidated} refused (annotator {CONSOLIDATED!r})" if done.consolidated else "")
+                            + f"; labels read: {read}"))
 
 
 @cli.command(name="merge", database=CREATES)

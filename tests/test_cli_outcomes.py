@@ -261,39 +261,6 @@ def test_a_byte_order_mark_and_other_delimiters_are_read(demo_db, tmp_path):
     assert fingerprint(demo_db.parent) == before
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_a_gold_export_reads_back_with_import_labels_but_not_its_consolidated_gold(labelled_demo_db, tmp_path, fmt):
-    run = Calibrate(labelled_demo_db)
-    Calibrate(labelled_demo_db)("import", "labels", str(write_jsonl(tmp_path / "cy.jsonl", [
-        {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "cy", "label": "2"},
-        {"task": "rubric/reference", "lang": "zh", "system": "sdm-alpha", "source_id": "r1", "annotator": "cy",
-         "label": json.dumps({"score_answer": 80, "score_reasoning": 60})}])))
-    gold = tmp_path / f"gold.{fmt}"
-    run("export", "--format", fmt, "--out", str(gold))
-    exported = {(r["task"], r["lang"], r["system"], r["source_id"]): r for r in map(json.loads, run("export").stdout.splitlines())}
-    copa, rubric = ("superglue/copa", "en", "sdm-alpha", "0"), ("rubric/reference", "zh", "sdm-alpha", "r1")
-    assert exported[copa]["annotator"] == "gold", "ana and bo agree on it, cy does not: a majority"
-    assert exported[rubric]["annotator"] == "cy"
-    empty = tmp_path / "unlabelled.db"  # the same items, no label yet
-    Calibrate(empty)("demo", "--no-tui")
-    out = Calibrate(empty)("import", "labels", str(gold))
-    with_gold = sum(1 for r in exported.values() if r["gold_label"] is not None)
-    consolidated = sum(1 for r in exported.values() if r["annotator"] == "gold")
-    assert 0 < consolidated < with_gold
-    assert (f"{with_gold - consolidated} labels added, 0 already present, 0 skipped, "
-            f"{len(exported) - with_gold} items without a gold label left out, {consolidated} refused (annotator 'gold')"
-            ) in out.stdout
-    assert f"{consolidated} rows refused: annotator 'gold' is the label several people decided" in out.stderr
-    store = Store(empty)
-    labels = {(r["task"], r["lang"], r["system"], r["source_id"]): (r["annotator"], r["label"])
-              for r in store.current_labels()}
-    assert copa not in labels, "a label several people decided is no person's: it would vote beside them"
-    assert labels[rubric][0] == "cy" and "gold" not in {who for who, _ in labels.values()}
-    assert len(labels) == with_gold - consolidated
-    again = Calibrate(empty)("import", "labels", str(gold))
-    assert f"0 labels added, {with_gold - consolidated} already present" in again.output
-
-
 def test_an_import_of_only_consolidated_gold_labels_imports_nothing_and_fails(labelled_demo_db, tmp_path):
     only_gold = write_jsonl(tmp_path / "g.jsonl", [
         {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "gold", "label": "1"}])

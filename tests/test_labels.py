@@ -1,11 +1,15 @@
-"""Human labels made elsewhere (`calibrate import labels`): JSONL and CSV, idempotent, bad rows named."""
+"""Human labels made elsewhere (`calibrate import labels`): JSONL and CSV, idempotent, bad rows
+named; a gold export read back as each person's labels and notes."""
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
 import pytest
 
+from calibrate.demo import load_demo
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -86,3 +90,114 @@ def test_labels_match_the_label_set_case_insensitively_where_that_is_unambiguous
     ambiguous = VerdictKind("label_set", ("Yes", "yes"))
     with pytest.raises(LabelError, match="label 'YES' is not one of Yes, yes"):
         ambiguous.normalize_label("YES")
+
+
+def _by_person(db) -> tuple[dict, dict]:
+    """Each person's label in force and notes (oldest first) per item identity."""
+    store = Store(db)
+    try:
+        key = {r["id"]: (r["task"], r["lang"], r["system"], r["source_id"])
+               for r in store.conn.execute("SELECT * FROM items")}
+        labels = {(key[r["item_id"]], r["annotator"]): r["label"] for r in store.current_labels()}
+        notes: dict = {}
+        for r in store.conn.execute("SELECT item_id, annotator, note FROM annotations WHERE note IS NOT NULL ORDER BY id"):
+            notes.setdefault((key[r["item_id"]], r["annotator"]), []).append(r["note"])
+        return labels, notes
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def noted_demo_db(labelled_demo_db) -> Path:
+    """The labelled demo (ana and bo: ties and agreements) with notes: bo's with a line break and
+    a comma on an item, two of ana's on another, and one by cy, who labels nothing."""
+    store = Store(labelled_demo_db)
+    tied, agreed = (next(r["item_id"] for r in store.conn.execute(
+        "SELECT a.item_id FROM labels_in_force a JOIN labels_in_force b ON b.item_id = a.item_id AND b.annotator = 'bo' "
+        f"WHERE a.annotator = 'ana' AND a.label {op} b.label ORDER BY a.item_id")) for op in ("!=", "="))
+    store.annotate(tied, "bo", "note", note="the audio cuts out,\nthen comes back")
+    store.annotate(agreed, "ana", "note", note="easy")
+    store.annotate(agreed, "ana", "note", note="on second thought, hard")
+    store.annotate(agreed, "cy", "skip", note="not my language")
+    store.close()
+    return labelled_demo_db
+
+
+@pytest.fixture
+def unlabelled_demo_db(tmp_path, templates):
+    """The same items as the demo, without a label."""
+    path = tmp_path / "unlabelled" / "demo.db"
+    path.parent.mkdir()
+    store = Store(path)
+    load_demo(store, templates)
+    store.close()
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_gold_export_reads_back_as_each_persons_labels_and_notes(noted_demo_db, unlabelled_demo_db, tmp_path, fmt):
+    db = noted_demo_db
+    gold = tmp_path / f"gold.{fmt}"
+    Calibrate(db)("export", "--format", fmt, "--out", str(gold))
+    labels, notes = _by_person(db)
+    bo_tied = next(key for key in notes if key[1] == "bo")
+    assert labels[(bo_tied[0], "ana")] != labels[bo_tied], "a tie: no gold label, both people's labels"
+    run = Calibrate(unlabelled_demo_db)
+    out = run("import", "labels", str(gold))
+    people = {who: sum(1 for _, by in labels if by == who) for who in ("ana", "bo")}
+    assert f"{len(labels)} labels added, 0 already present, 0 skipped" in out.stdout
+    assert f"labels read: ana {people['ana']}, bo {people['bo']}" in out.stdout
+    assert "refused" not in out.output, "the export's gold label is never read as a person's"
+    read_labels, read_notes = _by_person(unlabelled_demo_db)
+    assert read_labels == labels
+    if fmt == "jsonl":  # each note names its author
+        assert read_notes == {key: n for key, n in notes.items() if key[1] != "cy"}
+    else:  # a notes cell is read where it holds one note by a person with a label column
+        assert read_notes == {bo_tied: ["the audio cuts out,\nthen comes back"]}
+    assert "the notes of 1 item left out" in out.stderr  # cy's (and in CSV ana's two, in one cell with cy's)
+    again = run("import", "labels", str(gold))
+    assert f"0 labels added, {len(labels)} already present" in again.stdout
+    assert _by_person(unlabelled_demo_db) == (read_labels, read_notes)
+    assert f"0 labels added, {len(labels)} already present" in Calibrate(db)("import", "labels", str(gold)).stdout
+    assert _by_person(db) == (labels, notes), "read back into its own database, the export changes nothing"
+
+
+def test_a_persons_label_edited_in_a_csv_export_takes_effect(labelled_demo_db, tmp_path):
+    run = Calibrate(labelled_demo_db)
+    gold = tmp_path / "gold.csv"
+    run("export", "--format", "csv", "--out", str(gold))
+    rows = list(csv.DictReader(gold.open(encoding="utf-8", newline="")))
+    row = next(r for r in rows if r["gold_basis"] == "tie")
+    row["label:bo"] = row["label:ana"]  # bo comes round to ana's label
+    row["gold_label"] = "nonsense"  # the consolidated label is no one's: never read
+    with gold.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    before, _ = _by_person(labelled_demo_db)
+    out = run("import", "labels", str(gold))
+    assert f"1 labels added, {len(before) - 1} already present" in out.stdout
+    after, _ = _by_person(labelled_demo_db)
+    key = ((row["task"], row["lang"], row["system"] or None, row["source_id"]), "bo")
+    assert after == {**before, key: row["label:bo"]}
+
+
+def test_a_csv_field_in_quotes_may_hold_line_breaks_but_one_left_open_is_named(demo_db, tmp_path):
+    f = tmp_path / "l.csv"
+    f.write_text('task,lang,source_id,annotator,label,note\n'
+                 'superglue/copa,en,0,sam,1,"first line\nsecond, line"\n'
+                 'superglue/boolq,en,0,sam,True,\n', encoding="utf-8")
+    run = Calibrate(demo_db)
+    assert "2 labels added" in run("import", "labels", str(f)).output
+    assert _by_person(demo_db)[1] == {(("superglue/copa", "en", "sdm-alpha", "0"), "sam"): ["first line\nsecond, line"]}
+    f.write_text('task,lang,source_id,annotator,label,note\nsuperglue/copa,en,0,sam,"2\nsuperglue/boolq,en,0,sam,True,"\n',
+                 encoding="utf-8")
+    out = run("import", "labels", str(f), ok=False)
+    assert "l.csv:2: 5 cells, but the header names 6 (comma-separated; its quotes run on to line 3: one left open?)" \
+        in " ".join(out.output.split())
+    f.write_text('task,lang,source_id,annotator,label,note\nsuperglue/copa,en,0,sam,2,\n'
+                 'superglue/boolq,en,0,sam,False,"left open\nsuperglue/copa,en,2,sam,2,\n', encoding="utf-8")
+    for skip_bad in ((), ("--skip-bad",)):
+        out = run("import", "labels", *skip_bad, str(f), ok=False)
+        assert out.exit_code == 1 and "l.csv:3: malformed CSV (unexpected end of data; an unterminated quote?)" in out.output
+        assert {r["label"] for r in Store(demo_db).current_labels()} == {"1", "True"}, "nothing was imported"

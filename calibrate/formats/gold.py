@@ -1,7 +1,7 @@
 """Gold labels out: items with every annotator's label, the gold label (`calibrate.gold`) and
-who decided it (the annotator, or "gold" where several people's labels make it; `calibrate
-import labels` reads an export back, refusing the rows of "gold"), judge verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
-neutralised); for items with audio whether each annotator listened (seconds played, 0 when
+who decided it (the annotator, or "gold" where several people's labels make it), judge
+verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
+neutralised; `calibrate import labels` reads an export back as each person's labels and notes); for items with audio whether each annotator listened (seconds played, 0 when
 they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
 judge whether each item's verdict is accepted or needs a person.
 
@@ -29,6 +29,8 @@ from calibrate.store import Store
 from calibrate.store.export_rows import CSV_SPECIAL, NO_SPARSE_JSON, Sparse
 
 CHUNK = 2000  # lines written at once
+LABEL_COLUMN = "label:"  # a CSV column of one person's labels, before their name
+NOTES_BETWEEN = " | "  # between the notes of a CSV notes cell, each "annotator: note"
 MEMO = 4096  # sets of labels (or verdicts) whose gold label part (JSON) or cells (CSV) are kept
 
 
@@ -142,7 +144,7 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
     write = _bytes_to(out)
     write(_csv_cells([spreadsheet_safe(v) for v in [
         "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
-        *(f"label:{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
+        *(f"{LABEL_COLUMN}{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
         "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])[1:] + b"\r\n")  # the header row
     column = {a: k for k, a in enumerate(annotators)}
     no_sparse = _csv_cells(["", "", *[""] * len(listeners)]) + b"\r\n"
@@ -168,7 +170,7 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
             chunk.append(b"".join((head, decided[labels], judged[verdicts], no_sparse)))
         else:
             tail = _csv_cells(map(spreadsheet_safe, (
-                " | ".join(f"{note['annotator']}: {note['note']}" for note in sparse.notes), " ".join(sparse.flagged_by),
+                NOTES_BETWEEN.join(f"{note['annotator']}: {note['note']}" for note in sparse.notes), " ".join(sparse.flagged_by),
                 *((sparse.listened or {}).get(a, "") for a in listeners))))
             cells = verdict_cells(json.loads(verdicts), dict(sparse.marks)) if sparse.marks else judged[verdicts]
             chunk.append(b"".join((head, decided[labels], cells, tail, b"\r\n")))

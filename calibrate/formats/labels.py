@@ -2,23 +2,33 @@
 with its delimiter found from the header: comma, semicolon or tab; with task, lang, source_id,
 annotator, label, and optional system and note), joined to items by their identity, so they
 count in the report like labels made in calibrate. Without a system column a source id must
-name one system's item. A gold export (`calibrate export`, JSONL or CSV) reads back as labels:
-its gold label, by the annotator who decided it; its items without a gold label (unlabelled or
-tied) are counted, not refused. A row by the annotator "gold" (what an export names for a label
-several people's labels make) is refused and counted, the rest imported: it is no person's
-label, and would vote beside the people it consolidates in the majority, the human ceiling and
-the alternative annotator test."""
+name one system's item. A gold export (`calibrate export`, JSONL or CSV) reads back as each
+person's own labels: its JSONL `labels` object, or its CSV `label:NAME` columns (one edited in a
+spreadsheet takes effect), each with that person's notes: from JSONL `notes` (they name their
+author), from a CSV `notes` cell only where it holds one note by a person with a label column
+(it joins notes with " | ", which a note may hold too). The notes of people without a label on
+the item, and those a CSV cell cannot attribute, are counted, not imported; so are the export's
+items without a label. Its gold label is never read: several people's labels make it, and it is
+no person's. A row by the annotator "gold" (what an export names for such a label) is refused
+and counted, the rest imported: it would vote beside the people it consolidates in the majority,
+the human ceiling and the alternative annotator test.
+
+A CSV field in quotes may hold line breaks (a note with a newline; Excel's Alt+Enter), as
+Python's `csv` reads it; a quote left open at the end of the file is named by the line of the
+row it opens in."""
 
 from __future__ import annotations
 
 import codecs
 import csv
 import io
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
+from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN
 from calibrate.kinds import LabelError
 from calibrate.model import digest
 from calibrate.names import CONSOLIDATED
@@ -47,8 +57,16 @@ class LabelRow:
 
 
 @dataclass(frozen=True)
-class NoGold:
-    """A row of a gold export whose item has no gold label (unlabelled or tied): not a label."""
+class Unlabelled:
+    """A row of a gold export whose item has no person's label: nothing to import."""
+
+    location: str
+
+
+@dataclass(frozen=True)
+class NotesLeftOut:
+    """A gold export's row with notes not imported: by people without a label on the item, or in
+    a CSV notes cell that cannot be split into its authors' notes unambiguously."""
 
     location: str
 
@@ -62,20 +80,28 @@ class Consolidated:
 
 CONSOLIDATED_REASON = (f"annotator {CONSOLIDATED!r} is the label several people decided (what calibrate export "
                        "writes), not a person's: imported, it would vote beside them in the majority and the human "
-                       "ceiling. Bring the people's own labels instead (calibrate merge of their database, or a file "
-                       "with one row per person)")
+                       "ceiling. Bring the people's own labels instead (calibrate merge of their database, the export "
+                       "with its label:NAME columns or labels object, or a file with one row per person)")
+
+
+NOTES_LEFT_OUT_REASON = ("a note comes back with its author's label on the item; a CSV notes cell only where it holds "
+                         "one note by a person with a label column, as the export joins notes with ' | ', which a note "
+                         "may hold too (the JSONL export names each note's author)")
 
 
 @dataclass
 class LabelImport:
-    """What an import of labels did: labels added, rows already present, bad rows skipped, rows
-    of a gold export without a gold label, and rows refused as a consolidated label."""
+    """What an import of labels did: labels (an annotator's on an item) added or changed, those
+    already present, bad rows skipped, rows of a gold export without a label, rows refused as a
+    consolidated label, notes of a gold export left out, and labels read per annotator."""
 
     added: int
     present: int
     skipped: list[BadInput]
-    without_gold: int
+    unlabelled: int
     consolidated: int = 0
+    notes_left_out: int = 0
+    by_annotator: dict[str, int] = field(default_factory=dict)
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -96,7 +122,7 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
     if not text.strip():
         raise ImportFailed(f"{path}: file is empty")
     delimiter = _delimiter(path, text.splitlines()[0])
-    # Strict: one row per line. A quote left open would otherwise swallow the rows after it.
+    # strict: a quote left open to the end of the file is an error (not a last field swallowing the rows after it)
     reader = csv.reader(io.StringIO(text), delimiter=delimiter, strict=True)
     header, line = None, 0
     while True:
@@ -108,17 +134,15 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
         except csv.Error as exc:
             raise ImportFailed(f"{path}:{start}: malformed CSV ({exc}; an unterminated quote?)") from None
         line = reader.line_num
-        if line != start:
-            raise ImportFailed(f"{path}:{start}: a quoted field runs on to line {line} (an unterminated quote?); "
-                               "label files take one row per line")
         if header is None:
             header = [name.strip() for name in row]
             continue
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
+            runs_on = f"; its quotes run on to line {line}: one left open?" if line != start else ""
             yield BadInput(f"{path}:{start}", f"{len(row)} cells, but the header names {len(header)} "
-                                              f"({DELIMITERS[delimiter]}-separated)")
+                                              f"({DELIMITERS[delimiter]}-separated{runs_on})")
             continue
         yield f"{path}:{start}", {k: v.strip() for k, v in zip(header, row, strict=True) if k}
 
@@ -137,46 +161,98 @@ def _delimiter(path: Path, header: str) -> str:
     return best
 
 
-def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput | NoGold | Consolidated]:
-    """Label rows from a JSONL or CSV file, each checked against its task's verdict kind."""
+def read_labels(path: Path, templates: TemplateSet) -> Iterator[LabelRow | BadInput | Unlabelled | Consolidated |
+                                                                  NotesLeftOut]:
+    """Label rows from a JSONL or CSV file, each checked against its task's verdict kind: a gold
+    export's row gives a row per person's label and note (`_people`)."""
     for entry in _rows(path):
         if isinstance(entry, BadInput):
             yield entry
             continue
         where, obj = entry
-        obj = {**obj, "source_id": obj.get("source_id", obj.get("id")), "label": obj.get("label", obj.get("gold_label"))}
-        if "gold_basis" in obj and obj["label"] in (None, ""):
-            yield NoGold(where)
-            continue
-        missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
-        if missing:
-            yield BadInput(where, f"missing field {missing[0]!r} (a label row has {', '.join(REQUIRED)}; "
-                                  f"this one has {', '.join(k for k, v in obj.items() if v not in (None, '')) or 'none'})")
-            continue
-        not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
-        if not_text:
-            yield BadInput(where, f"{not_text[0]!r} must be text, not {type_of(obj[not_text[0]])}")
-            continue
-        try:
-            source_id = valid_id(obj["source_id"], "'source_id'")
-        except InputError as exc:
-            yield BadInput(where, str(exc))
-            continue
-        if obj["annotator"] == CONSOLIDATED:
-            yield Consolidated(where)
-            continue
-        task, lang = obj["task"], obj["lang"]
-        try:
-            label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
-        except (TemplateError, LabelError) as exc:
-            yield BadInput(where, str(exc))
-            continue
-        system = obj.get("system")
-        if system not in (None, "") and not str(system).strip():
-            yield BadInput(where, "'system' is only spaces; leave it out for items without a system")
-            continue
-        yield LabelRow(where, task, lang, source_id, obj["annotator"], label, obj.get("note") or None,
-                       system.strip() if system not in (None, "") else None)
+        obj = {**obj, "source_id": obj.get("source_id", obj.get("id"))}
+        people = _people(where, obj)
+        if isinstance(people, BadInput):
+            yield people
+        elif people is not None:
+            rows, notes_left_out = people
+            if notes_left_out:
+                yield NotesLeftOut(where)
+            if not rows:
+                yield Unlabelled(where)
+            for location, row in rows:
+                yield _label_row(location, row, templates)
+        elif "gold_basis" in obj and obj.get("label", obj.get("gold_label")) in (None, ""):
+            yield Unlabelled(where)  # an export cut down to its gold label, of an item without one
+        else:
+            yield _label_row(where, {**obj, "label": obj.get("label", obj.get("gold_label"))}, templates)
+
+
+def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadInput | None:
+    """A gold export's row as rows of a label file, one per person's label and note of theirs
+    (with the label only, for one without a note), and whether it holds notes none of them
+    takes; None for a row not an export's (without a JSONL `labels` object or CSV `label:NAME`
+    columns)."""
+    columns = {name.removeprefix(LABEL_COLUMN): label for name, label in obj.items() if name.startswith(LABEL_COLUMN)}
+    if columns:
+        labels = {who: label for who, label in columns.items() if label}
+        notes = _csv_notes(obj.get("notes") or "", labels)
+        column = f"{LABEL_COLUMN}{{}}"
+    elif "labels" in obj:
+        labels, notes, column = obj["labels"], obj.get("notes") or [], "labels: {}"
+        if not isinstance(labels, dict):
+            return BadInput(where, f"'labels' must be an object of annotator -> label (as calibrate export writes), "
+                                   f"not {type_of(labels)}")
+        if not isinstance(notes, list) or not all(
+                isinstance(n, dict) and isinstance(n.get("annotator"), str) and isinstance(n.get("note"), str)
+                for n in notes):
+            return BadInput(where, "'notes' must be a list of objects with a text annotator and note "
+                                   "(as calibrate export writes)")
+        notes = [(n["annotator"], n["note"]) for n in notes]
+    else:
+        return None
+    item = {k: obj.get(k) for k in ("task", "lang", "source_id", "system")}
+    rows = [(f"{where} ({column.format(who)})", {**item, "annotator": who, "label": label, "note": note})
+            for who, label in labels.items()
+            for note in [note for by, note in notes or () if by == who] or [None]]
+    return rows, notes is None or any(by not in labels for by, _ in notes)
+
+
+def _csv_notes(cell: str, people: dict) -> list[tuple[str, str]] | None:
+    """(author, note) of a CSV export's notes cell ("ana: text | bo: text"), or None where that
+    is not certain: the cell holds NOTES_BETWEEN (between notes, or within one) or does not
+    start with the name of exactly one of `people`."""
+    authors = [who for who in people if cell.startswith(f"{who}: ")]
+    if not cell:
+        return []
+    return [(authors[0], cell[len(authors[0]) + 2:])] if len(authors) == 1 and NOTES_BETWEEN not in cell else None
+
+
+def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadInput | Consolidated:
+    """One row of a label file (task, lang, source_id, annotator, label[, system, note]), checked."""
+    missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
+    if missing:
+        return BadInput(where, f"missing field {missing[0]!r} (a label row has {', '.join(REQUIRED)}; "
+                               f"this one has {', '.join(k for k, v in obj.items() if v not in (None, '')) or 'none'})")
+    not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
+    if not_text:
+        return BadInput(where, f"{not_text[0]!r} must be text, not {type_of(obj[not_text[0]])}")
+    try:
+        source_id = valid_id(obj["source_id"], "'source_id'")
+    except InputError as exc:
+        return BadInput(where, str(exc))
+    if obj["annotator"] == CONSOLIDATED:
+        return Consolidated(where)
+    task, lang = obj["task"], obj["lang"]
+    try:
+        label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
+    except (TemplateError, LabelError) as exc:
+        return BadInput(where, str(exc))
+    system = obj.get("system")
+    if system not in (None, "") and not str(system).strip():
+        return BadInput(where, "'system' is only spaces; leave it out for items without a system")
+    return LabelRow(where, task, lang, source_id, obj["annotator"], label, obj.get("note") or None,
+                    system.strip() if system not in (None, "") else None)
 
 
 def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> LabelImport:
@@ -186,13 +262,16 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         raise ImportFailed(f"{path}: no such file")
     index = ItemIndex(store)
     hashes: dict[int, str] = {}
-    rows, skipped, without_gold, consolidated = [], [], 0, 0
+    rows, skipped, unlabelled, consolidated, notes_left_out = [], [], 0, 0, 0
     for row in read_labels(path, templates):
-        if isinstance(row, NoGold):
-            without_gold += 1
+        if isinstance(row, Unlabelled):
+            unlabelled += 1
             continue
         if isinstance(row, Consolidated):
             consolidated += 1
+            continue
+        if isinstance(row, NotesLeftOut):
+            notes_left_out += 1
             continue
         problem = row if isinstance(row, BadInput) else None
         if problem is None:
@@ -209,12 +288,14 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
             skipped.append(problem)
     if not rows:
-        left_out = [f"{without_gold} rows of items without a gold label"] if without_gold else []
+        left_out = [f"{unlabelled} rows of items without a label"] if unlabelled else []
         left_out += [f"{consolidated} rows refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
                            (f" ({'; '.join(left_out)})" if left_out else ""))
     added = store.add_imported_labels(rows)
-    return LabelImport(added, len(rows) - added, skipped, without_gold, consolidated)
+    labels = {(item_id, annotator) for _, item_id, annotator, _, _ in rows}  # a person's label may come with notes
+    by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))
+    return LabelImport(added, len(labels) - added, skipped, unlabelled, consolidated, notes_left_out, by_annotator)
 
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:

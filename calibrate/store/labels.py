@@ -144,27 +144,32 @@ class LabelsMixin:
             return undone
 
     def add_imported_labels(self, rows: Iterable[tuple]) -> int:
-        """Labels made elsewhere: (uid, item_id, annotator, label, note). A row whose label and
-        note are those of the annotator's decision in force on the item adds nothing, nor does
-        one whose uid is present, so importing the same file twice adds nothing. A row that
-        differs from the decision in force takes over, under a uid made of its own and the
-        replaced decision's: a file that returns to an earlier decision puts it back in force.
-        Returns rows added."""
+        """Labels made elsewhere: (uid, item_id, annotator, label, note; an annotator's several
+        notes on an item come as several rows). A row adds nothing where its label is the
+        annotator's label in force on the item and its note is None or one of theirs on it
+        already, nor where its uid is present, so importing the same file twice adds nothing. A
+        row that differs takes over, under a uid made of its own and the replaced decision's (a
+        file that returns to an earlier decision puts it back in force), without a note already
+        theirs on the item (it is not said twice). Returns how many annotators' labels on items
+        it added or changed."""
         stamp = now_iso()
-        added = 0
+        added = set()
         with self.transaction():
             for uid, item_id, annotator, label, note in rows:
+                noted = note is not None and self.conn.execute(
+                    "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? AND note = ?",
+                    (item_id, annotator, note)).fetchone() is not None
                 in_force = self.conn.execute(
-                    "SELECT l.annotation_uid, l.label, a.note FROM labels_in_force l "
-                    "JOIN annotations a ON a.uid = l.annotation_uid WHERE l.item_id = ? AND l.annotator = ?",
+                    "SELECT annotation_uid, label FROM labels_in_force WHERE item_id = ? AND annotator = ?",
                     (item_id, annotator)).fetchone()
                 if in_force is not None:
-                    if (in_force["label"], in_force["note"]) == (label, note):
+                    if in_force["label"] == label and (note is None or noted):
                         continue
                     uid = digest(uid, in_force["annotation_uid"])
-                added += self._append_annotation(uid, item_id, None, annotator, "label", label, None, note, 0, None,
-                                                 stamp) is not None
-        return added
+                if self._append_annotation(uid, item_id, None, annotator, "label", label, None,
+                                           None if noted else note, 0, None, stamp) is not None:
+                    added.add((item_id, annotator))
+        return len(added)
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
