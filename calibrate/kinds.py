@@ -107,6 +107,14 @@ class VerdictKind:
         return not self.scored
 
     @property
+    def right_by_reference(self) -> bool:
+        """A verdict is an answer, right when it is the item's reference (the benchmark's gold
+        label): label sets and ReCoRD entities, True/False ones too (a SuperGLUE system answering
+        False where the gold is False is right). A yes/no verdict or an Inspect score says itself
+        whether the response is right (its positive label)."""
+        return self.name in ("label_set", "record_entity")
+
+    @property
     def pool_key(self) -> str:
         """Kinds with the same pool key can share a cell once labels are made canonical: the
         English and Chinese yes/no kinds pool; other kinds only with themselves."""

@@ -313,3 +313,29 @@ def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_pat
     (tmp_path / "ten").mkdir()
     ten = _two_cells(tmp_path / "ten", ["yes", "no"] * 5, [])
     assert "people 50% [" in ten("scores").output
+
+
+def test_a_superglue_answer_is_right_when_it_is_the_gold_label_whatever_its_polarity(tmp_path):
+    # BoolQ's gold False answered False, and RTE's gold not_entailment answered so: every answer is right, and a
+    # person who reads each response's answer as the gold label agrees (True and entailment are no "yes, right")
+    boolq = [{"question": f"q{k}", "passage": "p", "idx": k, "label": False} for k in range(12)]
+    rte = [{"premise": f"p{k}", "hypothesis": "h", "idx": k, "label": "not_entailment"} for k in range(12)]
+    (tmp_path / "my-llm").mkdir()
+    run = Calibrate(tmp_path / "s.db")
+    for task, rows, answer in (("boolq", boolq, "False"), ("rte", rte, "not_entailment")):
+        (tmp_path / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (tmp_path / "my-llm" / f"{task}.jsonl").write_text(
+            "".join(json.dumps({"idx": r["idx"], "response": answer}) + "\n" for r in rows), encoding="utf-8")
+        run("import", "superglue", "--task", task, str(tmp_path / f"{task}.jsonl"), "--predictions",
+            str(tmp_path / "my-llm" / f"{task}.jsonl"))
+    run("judge", "--judge", "rule")
+    store = Store(tmp_path / "s.db")
+    for item in store.items():
+        store.annotate(item.id, "ana", "label", label=item.reference)
+    store.close()
+    for cell in json.loads(run("scores", "--format", "json").output)["cells"]:
+        if cell["task"] == "(all)":
+            continue
+        (judge,) = cell["judges"]
+        assert judge["parser_unparsed_wrong"] == {"right": 12, "n": 12, "accuracy": 1.0}, cell["task"]
+        assert cell["people"]["value"] == 1.0 and judge["corrected"]["value"] == pytest.approx(1.0, abs=0.05)

@@ -114,7 +114,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
             skipped[task] += " (see `calibrate report`)"
             del kinds[(task, lang)]
     judges = [judge] if judge else store.judge_names(system=system)
-    rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.positive is None],
+    rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.right_by_reference],
                               system=system, c3_rule=c3_right)
     found = []
     for task, lang, item_system, reference, gold, *rest in rows:
@@ -127,7 +127,7 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
                 continue
             if status != "verdict":
                 parsed = np.nan
-            elif correct is not None and kind.positive is None:
+            elif correct is not None and kind.right_by_reference:
                 parsed = float(correct)
             else:
                 parsed = float(_right(kind, verdict, reference))
@@ -139,8 +139,9 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
 
 
 def _right(kind, label: str, reference: str | None) -> bool:
-    """A verdict or label means the system's response is right."""
-    if kind.positive is not None:
+    """A verdict or label means the system's response is right: it is the reference (`right_by_reference`), or
+    else the kind's positive label."""
+    if not kind.right_by_reference:
         return kind.polarity(label) == POSITIVE
     return reference is not None and kind.canonical(label) == kind.canonical(reference)
 
