@@ -802,7 +802,8 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     One item per sample and epoch (input, target, the solver's output) in task inspect/<task>;
     a model-graded score is a judgment of the grader model with the grader's exact messages as
     its prompt; the score's value (C/I, True/False, a number from 0 to 1, text) is the verdict,
-    and people label in the same values."""
+    and people label in the same values. In a reviewed log (score edits, as `export inspect`
+    writes them) the scorer's original score is the judgment and each edit a label of its author."""
     from itertools import chain
 
     from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
@@ -819,7 +820,10 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     data_tasks = [(task, lang, FAMILY, labels) for task, labels in tasks.items()]
     ctx.templates.add_data_tasks(data_tasks)
     records = chain.from_iterable(inspect_records(log, lang=lang, system=system) for log in opened)
-    run_import(ctx, records, skip_bad, update, data_tasks=data_tasks)
+    models = list(dict.fromkeys(log.model for log in opened))
+    _, shown = named_system(system, ", ".join(models), "the log's evaluated model" if len(models) == 1
+                            else "each log's evaluated model")
+    run_import(ctx, records, skip_bad, update, shown, data_tasks=data_tasks)
 
 
 @import_group.command(name="runs", database=READS)

@@ -180,6 +180,22 @@ def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(log, db_
     again = calibrate("export", "inspect", str(edited), "--out", str(edited), "--annotator", "ana", ok=False)
     assert again.exit_code == 1 and "every label by ana is in it already; nothing was written" in again.output
 
+    # the reviewed log read back: the grader's own scores are its judgments, the edits ana's labels
+    before = counts(db_path)
+    out = calibrate("import", "inspect", str(edited)).output
+    assert ("12 records: 0 items added, 12 already present, 0 judgments added, 0 skipped; system mockllm/model (the "
+            "log's evaluated model; --system names another)") in out
+    assert counts(db_path) == before
+    elsewhere = Calibrate(tmp_path / "elsewhere.db")
+    assert "12 judgments added, 12 labels added" in elsewhere("import", "inspect", str(edited)).output
+    store = Store(elsewhere.db)
+    assert [label for _, _, label in sorted(store.labels_in_force())] == PEOPLE
+    assert [(j.judge_name, j.verdict) for j in store.judgments()] == [(JUDGE, grade) for grade in GRADER]
+    store.close()
+    (line,) = [line for cell in json.loads(elsewhere("report", "--format", "json").output)["cells"]
+               for line in cell["lines"]]
+    assert (line["judge"], line["versus"], line["n"], line["kappa"]) == (JUDGE, "ana", 12, pytest.approx(0.4))
+
 
 def test_render_shows_the_graders_exact_messages(log, calibrate):
     calibrate("import", "inspect", str(log))
@@ -214,6 +230,57 @@ def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
     (item,) = [item for item in store.items() if item.source_id == "3"]  # the current version
     assert (item.version, item.fields["response"]) == (2, "A better answer to question 2")
     store.close()
+
+
+def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,
+                                                                                               tmp_path):
+    def hand_made(log):  # a log written by hand or another tool: the grader named only in the results
+        log.eval.scorers = None
+        log.results.scores[0].params = {"model": "openai/gpt-grader"}
+    made = rewrite(log, tmp_path / "made.json", hand_made)
+    calibrate("import", "inspect", str(made))
+    calibrate("import", "labels", str(write_labels(tmp_path / "l.csv", {"1": "I", "2": "C", "4": "I"}, "ana")))
+    calibrate("export", "inspect", str(made), "--out", str(tmp_path / "reviewed.eval"), "--annotator", "ana")
+    assert "0 judgments added" in calibrate("import", "inspect", str(tmp_path / "reviewed.eval")).output
+    report = json.loads(calibrate("report", "--format", "json").output)
+    assert [(line["judge"], line["n"]) for cell in report["cells"] for line in cell["lines"]] == [("openai/gpt-grader", 3)]
+
+
+def test_a_gold_edit_reads_back_as_each_persons_label(log, calibrate, tmp_path):
+    calibrate("import", "inspect", str(log))
+    for name, label in (("ana", "I"), ("bo", "I"), ("cy", "C")):
+        calibrate("import", "labels", str(write_labels(tmp_path / f"{name}.csv", {"1": label}, name)))
+    calibrate("export", "inspect", str(log), "--out", str(tmp_path / "gold.eval"), "--gold")
+    other = Calibrate(tmp_path / "other.db")
+    assert "3 labels added" in other("import", "inspect", str(tmp_path / "gold.eval")).output
+    store = Store(other.db)
+    assert sorted(store.labels_in_force()) == [(1, "ana", "I"), (1, "bo", "I"), (1, "cy", "C")]
+    store.close()
+
+
+def test_an_edited_score_without_its_original_is_refused(log, calibrate, tmp_path):
+    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.scorer import ScoreEdit
+
+    def rescored_by_hand(log):  # as inspect's edit_score leaves a score it created: only the edit in its history
+        score = log.samples[1].scores[SCORER]
+        score.value = "C"
+        score.history = [ScoreEdit(value="C", provenance=ProvenanceData(author="ana"))]
+    edited = rewrite(log, tmp_path / "edited.eval", rescored_by_hand)
+    result = calibrate("import", "inspect", str(edited), ok=False)
+    assert result.exit_code == 1 and (f"{edited}:sample 2: the score was edited (by ana) and its history keeps no "
+                                      "original score: the scorer's judgment cannot be told from people's edits") \
+        in result.output
+    assert counts(calibrate.db) == (0, 0, 0)
+    assert "11 judgments added" in calibrate("import", "inspect", str(edited), "--skip-bad").output
+
+    def partial_overturned(log):  # the grader's P, edited to C: no score in force says P
+        log.samples[0].scores[SCORER].value = "P"
+        edit_score(log, 1, SCORER, ScoreEdit(value="C", provenance=ProvenanceData(author="ana")))
+    overturned = rewrite(log, tmp_path / "overturned.eval", partial_overturned)
+    result = calibrate("import", "inspect", str(overturned), ok=False)
+    assert (f"{overturned}:sample 1: the scorer's original value 'P' is none of the values the log's scores have now "
+            "(C, I)") in result.output
 
 
 # -- bad input ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ reading files line by line, errors that name file:line, validating items against
 manifests, matching records to stored items, and storing them in one transaction.
 
 A format's reader is a generator of `Record`s (an item, or a reference to a stored item, and
-perhaps a judge's raw output produced elsewhere or a person's label) and `BadInput`s
+perhaps a judge's raw output produced elsewhere or people's labels) and `BadInput`s
 (something wrong at file:line). Reading a file never touches the database: `ItemIndex` matches
 references to stored items afterwards, in one place, by identity (`ItemRef`) or, for files
 whose order is not the items' order, by what the record holds (`ContentRef`). `import_records` stores records atomically: the first
@@ -242,8 +242,7 @@ class Record:
     judge_params: dict = field(default_factory=dict)
     judge_error: str | None = None
     audio: tuple[AudioClip, ...] = ()
-    label: str | None = None  # a person's label for the item, in its verdict kind's stored form
-    annotator: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()  # people's (annotator, label), each in its kind's stored form
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
     judge_model: str | None = None
@@ -428,8 +427,8 @@ def import_records(
             report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
 
     def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
-        rows = [(digest(content_hash, r.annotator, r.label, "imported label"), item_id, r.annotator, r.label, None)
-                for item_id, content_hash, r in pairs if r.label is not None]
+        rows = [(digest(content_hash, annotator, label, "imported label"), item_id, annotator, label, None)
+                for item_id, content_hash, r in pairs for annotator, label in r.labels]
         report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
 
     batch_size = BATCH
@@ -441,7 +440,7 @@ def import_records(
         items = [r.item for r in records]
         values = store.item_values(items, run=run)
         with_judgments = any(r.has_judgment for r in records)
-        need_ids = with_judgments or any(r.audio or r.label is not None for r in records)
+        need_ids = with_judgments or any(r.audio or r.labels for r in records)
         with store.transaction():
             started = time.perf_counter()  # once the write lock is held
             ids, added = store.add_items(items, with_ids=need_ids, run=run, values=values) if records else ([], 0)

@@ -343,7 +343,8 @@ def c3_result_records(
                              "C3 tree first (calibrate import c3)")
             if part.people_decide:
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
-                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, label=label, annotator=annotator)
+                labels = ((annotator, label),) if label is not None else ()
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels)
                 continue
             yield Record(
                 item,

@@ -11,12 +11,15 @@ the grader model, the judged prompt the grader's exact messages and the raw outp
 a scorer that sends no messages is a judge named after itself, without a prompt. The verdict is
 the score's value as a label of the task (see `kinds.inspect_labels`): C/P/I/N letters,
 True/False, numbers from 0 to 1, or the scorer's own text; an unscored sample (NaN, a grader
-whose answer did not parse) is an unparsed verdict.
+whose answer did not parse) is an unparsed verdict. An edited score (a log reviewed here or in
+Inspect) is read as what it is: the scorer's original score, the first of its history, is the
+judgment, and each edit is a label of the person its provenance names; a score whose history
+keeps no original is refused, so people's decisions never become a judge's verdicts.
 
 Back out, each labelled sample's score gets a `ScoreEdit` with provenance (the annotator, the
 time of the decision, their note as the reason) through inspect's own `edit_score`, and the
-metrics are recomputed; a decision that agrees with the score is recorded as a review that
-leaves the value unchanged.
+metrics are recomputed (the scorers' parameters kept as the log had them); a decision that
+agrees with the score is recorded as a review that leaves the value unchanged.
 
 inspect-ai is an optional dependency (`pip install 'calibrate[inspect]'`), imported only when a
 log is read. `.eval` logs are read a sample at a time from their zip members (inspect's own
@@ -40,6 +43,7 @@ from calibrate.formats import BadInput, ImportFailed, Record
 from calibrate.gold import gold_label
 from calibrate.kinds import INSPECT_LETTERS, inspect_labels
 from calibrate.model import CalibrateError, NewItem, check_system
+from calibrate.names import annotator_name
 from calibrate.store import Store
 from calibrate.verdicts import Verdict
 
@@ -310,17 +314,55 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
             yield BadInput(where, f"no score from scorer {log.scorer!r}")
             continue
         try:
-            verdict = score_verdict(log, score)
+            scored, people = scorer_and_people(log, score)
+            verdict = score_verdict(log, scored)
         except ValueError as exc:
             yield BadInput(where, str(exc))
             continue
-        grading = _grading(score)
-        prompt, raw = (grading[0], grading[1]) if grading else (None, score.explanation)
+        grading = _grading(scored)
+        prompt, raw = (grading[0], grading[1]) if grading else (None, scored.explanation)
         yield Record(
             sample_item(log, sample, lang, system), where, judge_output=raw, judge_name=log.judge,
             judge_params=params, judge_verdict=verdict, judge_prompt=prompt,
-            judge_model=log.grader if grading else None,
+            judge_model=log.grader if grading else None, labels=people,
         )
+
+
+def scorer_and_people(log: InspectLog, score) -> tuple[object, tuple[tuple[str, str], ...]]:
+    """The scorer's own score and people's (annotator, label) decisions, read from a score's
+    edit history. An edited score's value is people's, not the scorer's: the scorer's is the
+    first entry of its history (the one without provenance), and each edit is its author's
+    label (a review that keeps the value labels the value in force); a gold edit calibrate
+    wrote names each person's label in its provenance. ValueError when the history keeps no
+    original score, or an edit's author or value cannot be a person's label."""
+    if not score.history:
+        return score, ()
+    original, *edits = score.history
+    if original.provenance is not None:
+        raise ValueError(f"the score was edited (by {original.provenance.author}) and its history keeps no original "
+                         "score: the scorer's judgment cannot be told from people's edits, so the sample is not "
+                         "imported")
+    value, decided = original.value, {}
+    if (label := _label(value, log.family)) is not None and label not in log.labels:
+        raise ValueError(f"the scorer's original value {repr(value)[:60]} is none of the values the log's scores have "
+                         f"now ({', '.join(log.labels)}), which are the values people label in")
+    for edit in edits:
+        if edit.provenance is None:
+            raise ValueError("the score's history has an edit without provenance: whose decision it is is unknown")
+        if edit.value != "UNCHANGED":
+            value = edit.value
+        label = _label(value, log.family)
+        if label not in log.labels:
+            raise ValueError(f"{edit.provenance.author}'s edit gives the value {repr(value)[:60]}, which is not one of "
+                             f"the scorer's values ({', '.join(log.labels)})")
+        ours = edit.provenance.metadata.get("calibrate")
+        gold = ours.get("labels") if isinstance(ours, dict) else None
+        for author, given in (gold.items() if isinstance(gold, dict) else [(edit.provenance.author, label)]):
+            if given not in log.labels:
+                raise ValueError(f"{author}'s label {given!r} in a gold edit is not one of the scorer's values "
+                                 f"({', '.join(log.labels)})")
+            decided[annotator_name(author, f"score edit author {author!r}")] = given
+    return original, tuple(decided.items())
 
 
 def _grading(score) -> tuple[tuple[str | None, str], str | None] | None:
@@ -440,7 +482,12 @@ def export_edits(
         else:
             why = f"none of its samples has a label {whose} in {store.path}"
         raise CalibrateError(f"{log_path}: {why}; nothing was written")
+    params = {score.name: score.params for score in (full.results.scores if full.results else ())}
     api.recompute_metrics(full)
+    for score in full.results.scores if full.results else ():
+        # inspect rebuilds the scorers' parameters from the header's scorers, which a log may not
+        # have: kept as the log had them, a grader they name still names the judge of a re-import
+        score.params = params.get(score.name, score.params)
     summary.metrics_after = _metrics(full, log.scorer)
     api.write_eval_log(full, str(out))
     return summary
