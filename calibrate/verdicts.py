@@ -174,7 +174,8 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     """The one label of the task's set that the answer names (whole words, any case).
 
     SuperGLUE prompts ask for the label only, so an answer naming two different labels is
-    ambiguous and unparsed. `not_entailment` is also recognised written `not entailment`.
+    ambiguous and unparsed, and so is one negating a label ("Not true", "isn't false": which
+    label it means is a guess). `not_entailment` is also recognised written `not entailment`.
     """
     if not text or not text.strip():
         return unparsed("empty output")
@@ -182,6 +183,9 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     pattern = "|".join(_label_pattern(label) for label in alternatives)
     found = []
     for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
+        if negation := _NEGATED.search(text[: match.start()]):
+            said = text[text.rfind(" ", 0, negation.start()) + 1 : match.end()].strip()  # from the negating word on
+            return unparsed(f"negates a label ({said!r}): it names none")
         word = re.sub(r"[\s-]+", "_", match.group(0).lower())
         found.extend(label for label in labels if label.lower() == word)
     distinct = list(dict.fromkeys(found))
@@ -190,6 +194,9 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     if len(distinct) > 1:
         return unparsed(f"names more than one label: {', '.join(distinct)}")
     return Verdict(distinct[0])
+
+
+_NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+$", re.IGNORECASE)  # right before a label: it is negated
 
 
 def _label_pattern(label: str) -> str:

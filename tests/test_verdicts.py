@@ -287,6 +287,14 @@ def test_superglue_ambiguous_or_missing_is_unparsed(text, labels):
     assert parse_label_set(text, labels).value is None
 
 
+@pytest.mark.parametrize(("text", "said"), [("Not true", "Not true"), ("That is not true.", "not true"),
+                                            ("Not false", "Not false"), ("It isn't true", "isn't true"),
+                                            ("never neutral", "never neutral")])
+def test_a_negated_label_is_unparsed_not_read_as_that_label(text, said):
+    verdict = parse_label_set(text, ("True", "False", "neutral"))
+    assert verdict.value is None and verdict.reason == f"negates a label ({said!r}): it names none"
+
+
 def test_record_normalisation_matches_the_metric():
     assert normalize_record("The  Walmart, Inc.!") == "walmart inc"
     assert parse_record_entity("walmart.", ["Walmart"]).value == "correct"
