@@ -1264,7 +1264,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--api-key-env", help="Environment variable holding the API key [default: OPENAI_API_KEY].")
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True,
-              help="Most requests in flight; halved on timeouts and 429s, grown back as answers come.")
+              help="Most requests in flight; halved on a timeout, an HTTP 429 or 503, grown back as answers come.")
 @click.option("--task")
 @lang_option()
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
