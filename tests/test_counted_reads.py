@@ -538,7 +538,7 @@ def _per_item_gather(store, templates, judge, system):
         gold, _ = gold_label(labels.get(it.id, {}))
 
         def right(value, kind=kind, reference=it.reference) -> bool:
-            if kind.positive is not None:
+            if not kind.right_by_reference:
                 return kind.polarity(value) == POSITIVE
             return reference is not None and kind.canonical(value) == kind.canonical(reference)
 
@@ -553,7 +553,7 @@ def _per_item_gather(store, templates, judge, system):
             j, status, verdict = in_force(judgments)  # the majority of repeats, computed in Python
             if status != "verdict":
                 parsed = np.nan
-            elif j.correct is not None and kind.positive is None:
+            elif j.correct is not None and kind.right_by_reference:
                 parsed = float(j.correct)
             else:
                 parsed = float(right(verdict))
