@@ -104,6 +104,9 @@ async def test_skip_flag_note_and_undo(demo_db):
         assert current_item_id(app) == second, "undo brings the flagged item back"
         await pilot.press("u")
         assert current_item_id(app) == first
+        await pilot.press("u")
+        await pilot.pause()
+        assert "u undoes only its own" in " ".join(note.message for note in app._notifications)
     assert rows(demo_db, "SELECT action, note FROM annotations ORDER BY id") == [
         ("note", "tricky one"), ("skip", None), ("flag", None), ("undo", None), ("undo", None)]
 

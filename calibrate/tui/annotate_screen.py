@@ -306,7 +306,8 @@ class AnnotateScreen(Screen):
     def action_undo(self) -> None:
         def undone(view: ItemView | None) -> None:
             if view is None:
-                self.notify("nothing to undo", severity="information")
+                self.notify("nothing to undo: this app has made no decision still in force (u undoes only its own)",
+                            severity="information")
                 return
             self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
             self.show(view)
