@@ -189,6 +189,17 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
     assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("status", "says"), [(500, "3 items in a row failed"), (401, "check the key")])
+def test_a_run_stopped_with_requests_in_flight_ends_with_its_message(db, status, says):
+    """The other requests in flight are abandoned as the run stops; the run still ends, at once."""
+    run = db(40)
+    with FakeOpenAI(Reply(status=status, delay=0.05)) as server:
+        out = judge(run, server, "--concurrency", "8", "--max-retries", "0", ok=False)
+    assert out.exit_code == 1 and says in out.output and f"HTTP {status}" in out.output
+    assert stored(run) == [] and runs(run)[0]["outcome"] in ("stopped", "refused")
+
+
 def test_failures_the_server_recovers_from_are_stored_as_the_items_errors(db):
     run = db(3)
     with FakeOpenAI() as server:
