@@ -266,7 +266,8 @@ def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
     assert out.exit_code != 0 and "out.jsonl:1" in out.output and "matches no item" in out.output
 
 
-def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_an_interrupted_run_keeps_completed_judgments_and_resume_finishes(lexical_db, sent):
     run = lexical_db(12)
     with FakeOpenAI(Reply(delay=0.25)) as server:
         env = {**os.environ, "CALIBRATE_DB": str(run.db)}
@@ -278,11 +279,13 @@ def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
         deadline = time.time() + 20
         while len(judgments(run)) < 3 and time.time() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sent)
         output, _ = proc.communicate(timeout=20)
-        assert proc.returncode != 0 and "interrupted" in output
         kept = len(judgments(run))
+        assert proc.returncode == 1 and f"interrupted: {kept} judgments were stored; run again to resume" in output
         assert 3 <= kept < 12
+        (record,) = json.loads(run("status", "--runs", "--json").output)
+        assert (record["outcome"], record["stored"], record["items"]) == ("interrupted", kept, 12)
         asked_before_resume = server.count
         judge(run, server)
         assert len(judgments(run)) == 12
