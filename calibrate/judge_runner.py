@@ -11,7 +11,8 @@ the samples still missing. Faults (429, 5xx, timeouts, refused connections, malf
 empty content) get bounded retries with backoff, every one counted; after that the item is
 stored as an error and the run goes on, unless STOP_AFTER_FAILURES items fail in a row with no
 answer in between: then the server is taken to be down or refusing everything, the run stops
-with one message, and nothing is stored for those items or the ones never asked. A server that
+with one message, and neither those failures nor the items never asked are stored (the samples
+of one item count as one item). A server that
 refuses `temperature` (a reasoning model) is asked again without it, with
 `max_completion_tokens`, as `--reasoning` would. Each run is recorded (judge_runs) with its
 requests, retries and failures by cause.
@@ -446,7 +447,7 @@ async def run_jobs(
     run_id = store.begin_judge_run(config.name, config.model, config.server, config.params(),
                                    items=len({job.item.id for job in jobs}), samples=len(jobs),
                                    concurrency=config.concurrency)
-    failures: list[tuple[Job, NewJudgment]] = []  # failed items since the last answer, not yet stored
+    failures: list[tuple[Job, NewJudgment]] = []  # failed requests since the last answer, not yet stored
     outcome, message = "interrupted", None
     session = ServerSession(base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout,
                             max_retries=config.max_retries, backoff=config.backoff,
@@ -505,7 +506,7 @@ async def run_jobs(
                 continue
             answer = await ask(job)
             if answer is None:
-                if len(failures) >= STOP_AFTER_FAILURES:
+                if len({failed.item.id for failed, _ in failures}) >= STOP_AFTER_FAILURES:
                     raise RunStopped(_stop_message(failures, redact_url(config.url)))
                 continue
             for failed_job, judgment in failures:  # the server answers: earlier failures were the items'
@@ -560,9 +561,11 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
     reasons = Counter((judgment.error or "").split(":", 1)[0] for _, judgment in failures)
     reason, _ = reasons.most_common(1)[0]
     example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
-    return (f"{len(failures)} items in a row failed with no answer from the server in between "
+    items = len({job.item.id for job, _ in failures})
+    unstored = f"these {len(failures)} failed requests were" if len(failures) > 1 else "this failed request was"
+    return (f"{items} items in a row failed with no answer from the server in between "
             f"({reason}; e.g. {example}). Stopped: is the server at {url} up and serving this model? "
-            "Nothing was stored for those items or the ones not asked; run again to resume")
+            f"{unstored[0].upper()}{unstored[1:]} not stored, nor were the items not yet asked; run again to resume")
 
 
 class _ReasoningSwitch:

@@ -323,6 +323,17 @@ def test_repeat_asks_again_a_sample_that_failed(lexical_db):
     assert sorted((j.sample, j.status) for j in judgments(run)) == [(0, "error"), (0, "verdict"), (1, "verdict")]
 
 
+def test_with_repeats_one_failing_item_does_not_stop_the_run(lexical_db):
+    """Its samples failing one after another are one item failing, not three."""
+    run = lexical_db(8)
+    with FakeOpenAI(Reply(delay=0.05), by_content={"sentence 3": Reply(status=500)}) as server:
+        out = judge(run, server, "--repeat", "3", "--temperature", "0.7", "--concurrency", "4", "--max-retries", "0",
+                    ok=False)
+    assert "in a row" not in out.output and "3 of 24 items ended in error" in out.output
+    assert sorted((j.item_id, j.status) for j in judgments(run) if j.status == "error") == [(4, "error")] * 3
+    assert [j.status for j in judgments(run)].count("verdict") == 21
+
+
 def test_batch_round_trip_with_repeats(lexical_db, tmp_path):
     run = lexical_db(2)
     batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
