@@ -187,6 +187,23 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
         out = judge(run, server, "--concurrency", "1", "--param", "top_k=40", ok=False)
         assert server.count == 3, "a 400 is not retried; three in a row stop the run"
     assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
+    assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
+
+
+def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
+    """Three items the server always rejects (prompts too long for its context) fail the first
+    run between answers; a resumed run asks the items never asked first, then stores the three
+    failures again instead of taking them for a server that is down."""
+    run = db(10)
+    too_long = Reply(status=400, raw_body='{"error": {"message": "maximum context length exceeded"}}')
+    with FakeOpenAI(by_content={f"sentence {k}\n": too_long for k in (1, 3, 5)}) as server:
+        first = judge(run, server, "--concurrency", "1", "--limit", "6", ok=False)
+        assert "3 of 6 items ended in error" in first.output
+        again = judge(run, server, "--concurrency", "1", ok=False)
+        assert [r["messages"][1]["content"].split("\n")[1] for r in server.requests[6:]] == \
+            [f"sentence {k}" for k in (6, 7, 8, 9, 1, 3, 5)]
+    assert "in a row" not in again.output and "3 of 7 items ended in error" in again.output
+    assert sorted(j.item_id for j in stored(run) if j.status == "verdict") == [1, 3, 5, 7, 8, 9, 10]
 
 
 @pytest.mark.timeout(60)
