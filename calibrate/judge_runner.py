@@ -476,10 +476,11 @@ async def run_jobs(
         """The job's answer; None when it failed (held in `failures` until the server answers
         another, or stored at once if an earlier run stored its failure too) or when, after a switch to reasoning mode, it turns out judged already."""
         while True:
+            as_reasoning = config.reasoning  # a request sent before a switch to reasoning mode is asked again
             try:
                 response, seconds = await session.create(lambda: request_body(job, config), _content)
             except ReasoningRefusal as exc:
-                if config.reasoning:
+                if as_reasoning:
                     raise RunStopped(f"the server refuses the request even as a reasoning model: {exc}") from None
                 session.counts.failures["HTTP 400"] += 1
                 session.counts.retries += 1  # the same request, asked again in the new mode

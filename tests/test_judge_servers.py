@@ -321,6 +321,19 @@ def test_a_server_that_refuses_temperature_is_asked_again_as_a_reasoning_model(d
     assert runs(run)[-1]["params"]["reasoning"] is True
 
 
+@pytest.mark.timeout(60)
+def test_refusals_of_requests_sent_before_the_switch_to_reasoning_mode_are_asked_again(db):
+    """At --concurrency 8 the first eight requests carry temperature; their refusals arrive
+    after the switch and are asked again, as a reasoning model."""
+    run = db(16)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        out = judge(run, server, "--concurrency", "8")
+        refused = sum("temperature" in body for body in server.requests)
+        assert 1 <= refused <= 8 and server.count == 16 + refused
+    assert out.exit_code == 0 and "judging as a reasoning model" in out.output
+    assert [j.status for j in stored(run)] == ["verdict"] * 16 and all(j.params["reasoning"] for j in stored(run))
+
+
 def test_a_400_about_a_value_is_not_taken_for_a_reasoning_model(db):
     run = db(1)
     with FakeOpenAI(Reply(status=400, raw_body='{"error": {"message": "max_tokens must be at most 4096"}}')) as server:
