@@ -474,7 +474,8 @@ async def run_jobs(
 
     async def ask(job: Job) -> Answer | None:
         """The job's answer; None when it failed (held in `failures` until the server answers
-        another, or stored at once if an earlier run stored its failure too) or when, after a switch to reasoning mode, it turns out judged already."""
+        another, or stored at once if an earlier run stored its failure too) or when, after a
+        switch to reasoning mode, it turns out judged already."""
         while True:
             as_reasoning = config.reasoning  # a request sent before a switch to reasoning mode is asked again
             try:
@@ -575,7 +576,7 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
     reason, _ = reasons.most_common(1)[0]
     example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
     items = len({job.item.id for job, _ in failures})
-    unstored = f"these {len(failures)} failed requests were" if len(failures) > 1 else "this failed request was"
+    unstored = f"These {len(failures)} failed requests were" if len(failures) > 1 else "This failed request was"
     if reason in ("connection failed", TIMED_OUT):
         seen = f"is the server at {url} up and serving this model?"
     elif reason == "HTTP 400":
@@ -585,7 +586,7 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
         seen = f"the server at {url} is up but fails every request."
     return (f"{items} items in a row failed with no answer from the server in between "
             f"({reason}; e.g. {example}). Stopped: {seen} "
-            f"{unstored[0].upper()}{unstored[1:]} not stored, nor were the items not yet asked; run again to resume")
+            f"{unstored} not stored, nor were the items not yet asked; run again to resume")
 
 
 class _ReasoningSwitch:
