@@ -1381,8 +1381,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     stopped = None
     with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
-            asyncio.run(run_jobs(ctx.store, jobs, config, summary, progress))
-        except KeyboardInterrupt:
+            asyncio.run(_terminated_as_interrupted(run_jobs(ctx.store, jobs, config, summary, progress)))
+        except (KeyboardInterrupt, asyncio.CancelledError):
             summary.interrupted = True
         except (JudgeRefused, RunStopped) as exc:
             stopped = exc
@@ -1398,6 +1398,20 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
     _print_judge_summary(summary)
     _refuse_left_out(left_out)
+
+
+async def _terminated_as_interrupted(run):
+    """Awaits `run`, cancelled on SIGTERM (kill, `timeout`) as asyncio.run cancels it on Ctrl-C,
+    so the run records what it stored as interrupted and the command says so."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+    try:
+        return await run
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _items_left_out(summary) -> list[str]:

@@ -11,7 +11,10 @@ the samples still missing. Faults (429, 5xx, timeouts, refused connections, malf
 empty content) get bounded retries with backoff, every one counted; after that the item is
 stored as an error and the run goes on, unless STOP_AFTER_FAILURES items fail in a row with no
 answer in between: then the server is taken to be down or refusing everything, the run stops
-with one message, and nothing is stored for those items or the ones never asked. A server that
+with one message, and neither those failures nor the items never asked are stored (the samples
+of one item count as one item). Requests that failed in an earlier run are asked after the
+others, and their failures are stored at once, never counted toward the stop: an item that
+always fails (a prompt longer than the model's context) cannot block the rest. A server that
 refuses `temperature` (a reasoning model) is asked again without it, with
 `max_completion_tokens`, as `--reasoning` would. Each run is recorded (judge_runs) with its
 requests, retries and failures by cause.
@@ -35,6 +38,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from calibrate.judge_server import (
+    TIMED_OUT,
     JudgeRefused,
     ReasoningRefusal,
     RequestCounts,
@@ -162,6 +166,7 @@ class Job:
     key: str
     sample: int = 0
     judged_after: int = 0  # a judgment of this request newer than this judgment id means another run answered it
+    failed_before: bool = False  # an earlier run asked it and stored an error
 
     @property
     def custom_id(self) -> str:
@@ -234,10 +239,12 @@ def plan_jobs(
     """Requests to make: for each item with a judge prompt (in `config.family`, when set: items
     of tasks it does not serve are passed over), each of its `config.repeat` samples not yet
     judged by this exact configuration (all of them if `force`). `limit` counts items;
-    `summary.skipped_done` counts the samples already judged."""
+    `summary.skipped_done` counts the samples already judged. Samples that ended in error before
+    come last: the server's answers to the others are not held up behind them."""
     summary = summary if summary is not None else RunSummary()
     judged_after = store.newest_judgment_id() if force else 0
     done_by_key: dict[str, dict[int, set[int]]] = {}
+    failed_by_key: dict[str, dict[int, set[int]]] = {}
     jobs: list[Job] = []
     items_asked = 0
     for item in store.iter_items(task=task, lang=lang):
@@ -257,6 +264,7 @@ def plan_jobs(
         key = config.key_for(template)
         if key not in done_by_key:
             done_by_key[key] = {} if force else store.judged_samples(key)
+            failed_by_key[key] = {} if force else store.judged_samples(key, failed=True)
         done = done_by_key[key].get(item.id, set())
         missing = [sample for sample in range(config.repeat) if sample not in done]
         summary.skipped_done += config.repeat - len(missing)
@@ -269,11 +277,12 @@ def plan_jobs(
             continue
         if config.system_prompt is not None:
             prompt = replace(prompt, system=config.system_prompt)
-        jobs += [Job(item, template, prompt, key, sample, judged_after) for sample in missing]
+        failed = failed_by_key[key].get(item.id, set())
+        jobs += [Job(item, template, prompt, key, sample, judged_after, sample in failed) for sample in missing]
         items_asked += 1
         if limit is not None and items_asked >= limit:
             break
-    return jobs
+    return sorted(jobs, key=lambda job: job.failed_before)
 
 
 class RunStopped(Exception):
@@ -446,7 +455,7 @@ async def run_jobs(
     run_id = store.begin_judge_run(config.name, config.model, config.server, config.params(),
                                    items=len({job.item.id for job in jobs}), samples=len(jobs),
                                    concurrency=config.concurrency)
-    failures: list[tuple[Job, NewJudgment]] = []  # failed items since the last answer, not yet stored
+    failures: list[tuple[Job, NewJudgment]] = []  # failed requests since the last answer, not yet stored
     outcome, message = "interrupted", None
     session = ServerSession(base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout,
                             max_retries=config.max_retries, backoff=config.backoff,
@@ -465,12 +474,14 @@ async def run_jobs(
 
     async def ask(job: Job) -> Answer | None:
         """The job's answer; None when it failed (held in `failures` until the server answers
-        another) or when, after a switch to reasoning mode, it turns out judged already."""
+        another, or stored at once if an earlier run stored its failure too) or when, after a
+        switch to reasoning mode, it turns out judged already."""
         while True:
+            as_reasoning = config.reasoning  # a request sent before a switch to reasoning mode is asked again
             try:
                 response, seconds = await session.create(lambda: request_body(job, config), _content)
             except ReasoningRefusal as exc:
-                if config.reasoning:
+                if as_reasoning:
                     raise RunStopped(f"the server refuses the request even as a reasoning model: {exc}") from None
                 session.counts.failures["HTTP 400"] += 1
                 session.counts.retries += 1  # the same request, asked again in the new mode
@@ -479,7 +490,11 @@ async def run_jobs(
                     return None
                 continue
             except RequestFailed as exc:
-                failures.append((job, judgment_for(job, config, status="error", error=exc.message)))
+                failure = judgment_for(job, config, status="error", error=exc.message)
+                if job.failed_before:  # the item's own fault, not a sign the server is down: not held
+                    stored(job, Answer(failure))
+                else:
+                    failures.append((job, failure))
                 return None
             answer = judgment_from_response(job, config, response, seconds * 1000)
             reported = answer.judgment.model_reported
@@ -505,7 +520,7 @@ async def run_jobs(
                 continue
             answer = await ask(job)
             if answer is None:
-                if len(failures) >= STOP_AFTER_FAILURES:
+                if len({failed.item.id for failed, _ in failures}) >= STOP_AFTER_FAILURES:
                     raise RunStopped(_stop_message(failures, redact_url(config.url)))
                 continue
             for failed_job, judgment in failures:  # the server answers: earlier failures were the items'
@@ -560,9 +575,18 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
     reasons = Counter((judgment.error or "").split(":", 1)[0] for _, judgment in failures)
     reason, _ = reasons.most_common(1)[0]
     example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
-    return (f"{len(failures)} items in a row failed with no answer from the server in between "
-            f"({reason}; e.g. {example}). Stopped: is the server at {url} up and serving this model? "
-            "Nothing was stored for those items or the ones not asked; run again to resume")
+    items = len({job.item.id for job, _ in failures})
+    unstored = f"These {len(failures)} failed requests were" if len(failures) > 1 else "This failed request was"
+    if reason in ("connection failed", TIMED_OUT):
+        seen = f"is the server at {url} up and serving this model?"
+    elif reason == "HTTP 400":
+        seen = (f"the server at {url} rejects these requests (prompts longer than the model's context? a field it "
+                "does not take?).")
+    else:
+        seen = f"the server at {url} is up but fails every request."
+    return (f"{items} items in a row failed with no answer from the server in between "
+            f"({reason}; e.g. {example}). Stopped: {seen} "
+            f"{unstored} not stored, nor were the items not yet asked; run again to resume")
 
 
 class _ReasoningSwitch:

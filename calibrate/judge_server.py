@@ -200,8 +200,11 @@ class OldestFirstTimeout:
                 oldest.task.cancel()
                 self.remove(key)
                 continue
+            # not asyncio.wait_for: on Python 3.11 it returns, swallowing stop()'s cancellation,
+            # when the event is set in the same turn, and stop() then waits forever
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
 
 
 class ServerSession:

@@ -266,7 +266,8 @@ def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
     assert out.exit_code != 0 and "out.jsonl:1" in out.output and "matches no item" in out.output
 
 
-def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_an_interrupted_run_keeps_completed_judgments_and_resume_finishes(lexical_db, sent):
     run = lexical_db(12)
     with FakeOpenAI(Reply(delay=0.25)) as server:
         env = {**os.environ, "CALIBRATE_DB": str(run.db)}
@@ -278,11 +279,13 @@ def test_ctrl_c_keeps_completed_judgments_and_resume_finishes(lexical_db):
         deadline = time.time() + 20
         while len(judgments(run)) < 3 and time.time() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sent)
         output, _ = proc.communicate(timeout=20)
-        assert proc.returncode != 0 and "interrupted" in output
         kept = len(judgments(run))
+        assert proc.returncode == 1 and f"interrupted: {kept} judgments were stored; run again to resume" in output
         assert 3 <= kept < 12
+        (record,) = json.loads(run("status", "--runs", "--json").output)
+        assert (record["outcome"], record["stored"], record["items"]) == ("interrupted", kept, 12)
         asked_before_resume = server.count
         judge(run, server)
         assert len(judgments(run)) == 12
@@ -318,6 +321,17 @@ def test_repeat_asks_again_a_sample_that_failed(lexical_db):
         assert failed.exit_code == 1 and [j.status for j in judgments(run)].count("error") == 1
         judge(run, server, "--repeat", "2")
     assert sorted((j.sample, j.status) for j in judgments(run)) == [(0, "error"), (0, "verdict"), (1, "verdict")]
+
+
+def test_with_repeats_one_failing_item_does_not_stop_the_run(lexical_db):
+    """Its samples failing one after another are one item failing, not three."""
+    run = lexical_db(8)
+    with FakeOpenAI(Reply(delay=0.05), by_content={"sentence 3": Reply(status=500)}) as server:
+        out = judge(run, server, "--repeat", "3", "--temperature", "0.7", "--concurrency", "4", "--max-retries", "0",
+                    ok=False)
+    assert "in a row" not in out.output and "3 of 24 items ended in error" in out.output
+    assert sorted((j.item_id, j.status) for j in judgments(run) if j.status == "error") == [(4, "error")] * 3
+    assert [j.status for j in judgments(run)].count("verdict") == 21
 
 
 def test_batch_round_trip_with_repeats(lexical_db, tmp_path):

@@ -175,7 +175,7 @@ def test_an_unreachable_server_stops_the_run_with_one_message_and_stores_nothing
         out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
     assert out.exit_code == 1
     assert "3 items in a row failed" in out.output and "connection failed" in out.output and "is the server" in out.output
-    assert out.output.count("Error:") == 1
+    assert out.output.count("Error:") == 1 and "failed requests were not stored, nor were the items not yet asked" in out.output
     assert stored(run) == [], "nothing stored: not for the failed items, nor for the items never asked"
     (record,) = runs(run)
     assert record["outcome"] == "stopped" and record["requests"] <= 8
@@ -187,6 +187,34 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
         out = judge(run, server, "--concurrency", "1", "--param", "top_k=40", ok=False)
         assert server.count == 3, "a 400 is not retried; three in a row stop the run"
     assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
+    assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
+
+
+def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
+    """Three items the server always rejects (prompts too long for its context) fail the first
+    run between answers; a resumed run asks the items never asked first, then stores the three
+    failures again instead of taking them for a server that is down."""
+    run = db(10)
+    too_long = Reply(status=400, raw_body='{"error": {"message": "maximum context length exceeded"}}')
+    with FakeOpenAI(by_content={f"sentence {k}\n": too_long for k in (1, 3, 5)}) as server:
+        first = judge(run, server, "--concurrency", "1", "--limit", "6", ok=False)
+        assert "3 of 6 items ended in error" in first.output
+        again = judge(run, server, "--concurrency", "1", ok=False)
+        assert [r["messages"][1]["content"].split("\n")[1] for r in server.requests[6:]] == \
+            [f"sentence {k}" for k in (6, 7, 8, 9, 1, 3, 5)]
+    assert "in a row" not in again.output and "3 of 7 items ended in error" in again.output
+    assert sorted(j.item_id for j in stored(run) if j.status == "verdict") == [1, 3, 5, 7, 8, 9, 10]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("status", "says"), [(500, "3 items in a row failed"), (401, "check the key")])
+def test_a_run_stopped_with_requests_in_flight_ends_with_its_message(db, status, says):
+    """The other requests in flight are abandoned as the run stops; the run still ends, at once."""
+    run = db(40)
+    with FakeOpenAI(Reply(status=status, delay=0.05)) as server:
+        out = judge(run, server, "--concurrency", "8", "--max-retries", "0", ok=False)
+    assert out.exit_code == 1 and says in out.output and f"HTTP {status}" in out.output
+    assert stored(run) == [] and runs(run)[0]["outcome"] in ("stopped", "refused")
 
 
 def test_failures_the_server_recovers_from_are_stored_as_the_items_errors(db):
@@ -291,6 +319,19 @@ def test_a_server_that_refuses_temperature_is_asked_again_as_a_reasoning_model(d
     assert [j.status for j in judged] == ["verdict"] * 4 and all(j.params["reasoning"] for j in judged)
     assert len({j.judge_key for j in judged}) == 1
     assert runs(run)[-1]["params"]["reasoning"] is True
+
+
+@pytest.mark.timeout(60)
+def test_refusals_of_requests_sent_before_the_switch_to_reasoning_mode_are_asked_again(db):
+    """At --concurrency 8 the first eight requests carry temperature; their refusals arrive
+    after the switch and are asked again, as a reasoning model."""
+    run = db(16)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        out = judge(run, server, "--concurrency", "8")
+        refused = sum("temperature" in body for body in server.requests)
+        assert 1 <= refused <= 8 and server.count == 16 + refused
+    assert out.exit_code == 0 and "judging as a reasoning model" in out.output
+    assert [j.status for j in stored(run)] == ["verdict"] * 16 and all(j.params["reasoning"] for j in stored(run))
 
 
 def test_a_400_about_a_value_is_not_taken_for_a_reasoning_model(db):

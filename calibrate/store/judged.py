@@ -83,12 +83,14 @@ class JudgmentsMixin:
         )
         return {r[0] for r in rows}
 
-    def judged_samples(self, judge_key_value: str) -> dict[int, set[int]]:
+    def judged_samples(self, judge_key_value: str, *, failed: bool = False) -> dict[int, set[int]]:
         """item id -> the sample indices (repeats) that already have a non-error judgment from
-        this exact judge configuration: what a resumed `judge --repeat K` need not ask again."""
+        this exact judge configuration: what a resumed `judge --repeat K` need not ask again.
+        With `failed`, those that have an error judgment instead: asked before, in vain."""
         done: dict[int, set[int]] = {}
         for item_id, sample in self.conn.execute(
-            "SELECT item_id, sample FROM judgments WHERE judge_key = ? AND status != 'error'", (judge_key_value,)
+            "SELECT item_id, sample FROM judgments WHERE judge_key = ? AND (status = 'error') = ?",
+            (judge_key_value, failed),
         ):
             done.setdefault(item_id, set()).add(sample)
         return done
