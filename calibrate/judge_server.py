@@ -35,13 +35,15 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import openai
 
 from calibrate.redact import redact_url
 
 TIMED_OUT = "timed out"
-RETRY_AFTER_CAP = 120.0  # seconds: a longer retry-after is not waited for (the attempt fails)
+RETRY_AFTER_CAP = 120.0  # seconds: a longer retry-after is not waited for (the request fails, not asked again)
 BACKOFF_CAP = 30.0
 # HTTP statuses worth asking again (as the openai client's own rule): timeout, conflict, rate
 # limit and server errors; of those, 429 and 503 say the server is overloaded.
@@ -306,8 +308,11 @@ class ServerSession:
         if status == 400 and _REASONING_FIELD.search(str(exc)) and _UNSUPPORTED.search(str(exc)):
             raise ReasoningRefusal(self.redact(self._short(exc))) from None
         retry = status in RETRY_STATUS or status >= 500
-        return AttemptFailure(f"HTTP {status}", self._short(exc), retry=retry,
-                              overload=status in OVERLOAD_STATUS, retry_after=_retry_after(exc.response))
+        wait, detail = _retry_after(exc.response), self._short(exc)
+        if wait is not None and wait > RETRY_AFTER_CAP:  # (a quota spent for the day): not asked again in this run
+            retry, wait, detail = False, None, f"{detail} (the server asks to wait {wait:.0f} s before asking again)"
+        return AttemptFailure(f"HTTP {status}", detail, retry=retry, overload=status in OVERLOAD_STATUS,
+                              retry_after=wait)
 
     def _short(self, exc: Exception) -> str:
         text = self.redact(str(exc).replace("\n", " "))
@@ -334,13 +339,19 @@ class RequestFailed(Exception):
 
 
 def _retry_after(response) -> float | None:
-    """The server's retry-after(-ms) in seconds, if it sent one we will wait for."""
+    """The server's retry-after-ms or retry-after in seconds (retry-after in seconds or as an
+    HTTP date, RFC 9110 section 10.2.3), if it sent one."""
     headers = getattr(response, "headers", None) or {}
     for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
+        value = headers.get(name)
         try:
-            seconds = float(headers.get(name)) / scale
+            seconds = float(value) / scale
         except (TypeError, ValueError):
-            continue
-        if 0 <= seconds <= RETRY_AFTER_CAP:
-            return seconds
+            try:
+                seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds() if name == "retry-after" \
+                    else None
+            except (TypeError, ValueError):
+                seconds = None
+        if seconds is not None and not math.isnan(seconds):
+            return max(0.0, seconds)
     return None

@@ -92,6 +92,11 @@ def test_unparseable_output_is_kept_and_flagged(lexical_db):
 
 FAULTS = {
     "429 with retry-after, then ok": ([Reply(status=429, headers={"retry-after": "0.1"})], "verdict", 2),
+    "429 with retry-after as a past HTTP date, then ok":
+        ([Reply(status=429, headers={"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})], "verdict", 2),
+    "429 asking to wait a day: not asked again": ([Reply(status=429, headers={"retry-after": "86400"})], "error", 1),
+    "429 asking to wait until 2099: not asked again":
+        ([Reply(status=429, headers={"retry-after": "Wed, 21 Oct 2099 07:28:00 GMT"})], "error", 1),
     "500, then ok": ([Reply(status=500)], "verdict", 2),
     "503 every time": ([Reply(status=503)] * 3, "error", 3),
     "malformed body, then ok": ([Reply(raw_body="{not json")], "verdict", 2),
@@ -116,6 +121,8 @@ def test_faults_are_retried_then_stored_as_errors(lexical_db, fault):
         assert j.verdict is None and j.error
         assert out.exit_code == 1 and "1 of 1 items ended in error" in out.output, "a failed run does not look like success"
         assert f"1 × {j.error.split(':')[0]}" in out.output, "the reasons are printed, grouped"
+        if "not asked again" in fault:
+            assert "the server asks to wait" in j.error
 
 
 def test_timeout_is_an_error_and_the_run_goes_on(lexical_db):
