@@ -1460,7 +1460,7 @@ def _print_judge_summary(summary, check: bool = True) -> None:
     rows = summary.table()
     if rows:
         print_table("judged", summary.columns(), rows, False)
-    console.print(f"{summary.stored} judgments stored, {summary.skipped_done} items already judged (skipped)")
+    console.print(f"{summary.stored} judgments stored, {summary.skipped_done} {summary.unit} already judged (skipped)")
     requests = summary.requests
     if requests.attempts:
         causes = ", ".join(f"{n} × {cause}" for cause, n in requests.failures.most_common())
@@ -1482,7 +1482,7 @@ def _print_judge_summary(summary, check: bool = True) -> None:
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
-        raise click.ClickException(f"{summary.failed} of {summary.stored} items ended in error (stored as errors; "
+        raise click.ClickException(f"{summary.failed} of {summary.stored} {summary.unit} ended in error (stored as errors; "
                                    "the next run asks for them again)")
 
 

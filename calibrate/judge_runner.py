@@ -195,6 +195,12 @@ class RunSummary:
     no_confidence: Counter = field(default_factory=Counter)  # why a parsed verdict has no confidence -> n
     notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode)
     stopped: str | None = None  # why the run stopped before asking everything
+    repeat: int = 1  # samples asked per item: the counts above count samples
+
+    @property
+    def unit(self) -> str:
+        """What the counts count, in words: items, or their samples with --repeat."""
+        return "items" if self.repeat == 1 else "samples"
 
     def count(self, item: Item, judgment: NewJudgment, bare: bool = False) -> None:
         self.stored += 1
@@ -242,6 +248,7 @@ def plan_jobs(
     `summary.skipped_done` counts the samples already judged. Samples that ended in error before
     come last: the server's answers to the others are not held up behind them."""
     summary = summary if summary is not None else RunSummary()
+    summary.repeat = config.repeat
     judged_after = store.newest_judgment_id() if force else 0
     done_by_key: dict[str, dict[int, set[int]]] = {}
     failed_by_key: dict[str, dict[int, set[int]]] = {}

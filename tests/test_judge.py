@@ -306,7 +306,7 @@ def test_repeat_stores_k_samples_per_item_under_one_judge_and_resumes(lexical_db
         assert server.count == 6, "2 items x 3 samples"
         out = judge(run, server, "--repeat", "3")
         assert server.count == 12, "only the 2 items not yet asked, 3 samples each"
-        assert "6 already judged (no call)" in out.output
+        assert "6 already judged (no call)" in out.output and "6 samples already judged (skipped)" in out.output
         judge(run, server, "--repeat", "3")
         assert server.count == 12, "a complete run asks nothing again"
         judge(run, server, "--repeat", "4")
@@ -336,7 +336,7 @@ def test_with_repeats_one_failing_item_does_not_stop_the_run(lexical_db):
     with FakeOpenAI(Reply(delay=0.05), by_content={"sentence 3": Reply(status=500)}) as server:
         out = judge(run, server, "--repeat", "3", "--temperature", "0.7", "--concurrency", "4", "--max-retries", "0",
                     ok=False)
-    assert "in a row" not in out.output and "3 of 24 items ended in error" in out.output
+    assert "in a row" not in out.output and "3 of 24 samples ended in error" in out.output, "it counts samples"
     assert sorted((j.item_id, j.status) for j in judgments(run) if j.status == "error") == [(4, "error")] * 3
     assert [j.status for j in judgments(run)].count("verdict") == 21
 
