@@ -1460,7 +1460,9 @@ def _print_judge_summary(summary, check: bool = True) -> None:
     rows = summary.table()
     if rows:
         print_table("judged", summary.columns(), rows, False)
-    console.print(f"{summary.stored} judgments stored, {summary.skipped_done} {summary.unit} already judged (skipped)")
+    errors = f" ({summary.failed} of them errors)" if summary.failed else ""
+    console.print(f"{summary.stored} judgments stored{errors}, {summary.skipped_done} {summary.unit} already judged "
+                  "(skipped)")
     requests = summary.requests
     if requests.attempts:
         causes = ", ".join(f"{n} × {cause}" for cause, n in requests.failures.most_common())

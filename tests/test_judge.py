@@ -120,6 +120,7 @@ def test_faults_are_retried_then_stored_as_errors(lexical_db, fault):
     if status == "error":
         assert j.verdict is None and j.error
         assert out.exit_code == 1 and "1 of 1 items ended in error" in out.output, "a failed run does not look like success"
+        assert "1 judgments stored (1 of them errors)" in out.output
         assert f"1 × {j.error.split(':')[0]}" in out.output, "the reasons are printed, grouped"
         if "not asked again" in fault:
             assert "the server asks to wait" in j.error
