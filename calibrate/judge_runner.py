@@ -591,8 +591,9 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
                 "does not take?).")
     else:
         seen = f"the server at {url} is up but fails every request."
+    cause = reason if example == reason else f"{reason}; e.g. {example}"
     return (f"{items} items in a row failed with no answer from the server in between "
-            f"({reason}; e.g. {example}). Stopped: {seen} "
+            f"({cause}). Stopped: {seen} "
             f"{unstored} not stored, nor were the items not yet asked; run again to resume")
 
 

@@ -190,6 +190,15 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
     assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
 
 
+def test_a_stop_names_its_cause_once(db):
+    run = db(10)
+    with FakeOpenAI(Reply(text="")) as server:
+        out = judge(run, server, "--concurrency", "1", "--max-retries", "1", ok=False)
+    stop = " ".join(out.output.split())
+    assert "3 items in a row failed with no answer from the server in between (empty content (after 2 attempts))" \
+        in stop and "e.g." not in stop and "is up but fails every request" in stop
+
+
 def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
     """Three items the server always rejects (prompts too long for its context) fail the first
     run between answers; a resumed run asks the items never asked first, then stores the three
