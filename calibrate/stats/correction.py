@@ -42,7 +42,13 @@ from scipy.signal import fftconvolve
 from scipy.special import betaln, gammaln
 
 from calibrate.model import Estimate
-from calibrate.stats.intervals import DEFAULT_SEED, JEFFREYS, normal_quantile, proportion
+from calibrate.stats.intervals import (
+    DEFAULT_SEED,
+    JEFFREYS,
+    clipped_wald,
+    normal_quantile,
+    proportion,
+)
 from calibrate.stats.simulated import simulated_coverage
 
 MIN_LABELLED = 10
@@ -263,14 +269,12 @@ def ppi_mean(
     paper's independent-samples setting; this equals lambda' mean_all(f) + mean_l(Y - lambda' f)
     with lambda' = lambda N / m. The formulas, degrees of freedom and clipping of lambda are
     those of ppi_py's ppi_mean_pointestimate / ppi_mean_ci with lam=None (tested against it);
-    the estimate and both ends of its interval are then clipped to [0, 1] (an accuracy; a note
-    gives the estimate before), which ppi_py does not do.
+    the estimate and its interval are then clipped to [0, 1] (`clipped_wald`), as ppi_py does not.
     Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient prediction-powered
     inference. arXiv:2311.01453: the power-tuned estimator of a mean, with the plug-in lambda
     (the expressions above are written out from the reference implementation, A. N.
     Angelopoulos et al., ppi_py 0.2.3, ppi.py: ppi_mean_ci and _calc_lam_glm). Beside it: the
-    classical estimate from the labels alone with the Wilson interval
-    (`calibrate.stats.intervals.proportion`) and the raw
+    classical estimate from the labels alone with the Wilson interval (`proportion`) and the raw
     judge accuracy mean_all(f).
 
     Coverage of the mean over the N items, tests/bench/correction_coverage.py (3000 datasets per
@@ -299,10 +303,7 @@ def ppi_mean(
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
     raw_theta, se, lam, notes = _ppi(y[labelled], f[labelled], f[~labelled], finite_population)
-    z = normal_quantile(level)
-    theta, ci = float(np.clip(raw_theta, 0, 1)), tuple(float(np.clip(raw_theta + s * z * se, 0, 1)) for s in (-1, 1))
-    if theta != raw_theta:
-        notes = [*notes, f"clipped from {raw_theta:.4f} to {theta:g}"]
+    theta, ci, notes = clipped_wald(raw_theta, se, normal_quantile(level), 0.0, notes)
     approximate = simulated_coverage("ppi_finite" if finite_population else "ppi", theta, n,
                                      *_judge_rates(f, y, labelled), total)
     return Corrected(theta, ci, se, None, lam, n, total, classical, raw, notes, approximate)
@@ -545,8 +546,7 @@ def ppi_paired_difference(
     """PPI++ for the difference of two systems judged on the same N items (arrays aligned by
     item): the mean of Y = Y_a - Y_b with prediction f = f_a - f_b, labelled where both systems'
     responses are labelled. Same formulas, `finite_population` and references as `ppi_mean`; the item-level
-    covariance of the two systems is inside Var(Y - lambda f); the estimate and its interval are
-    clipped to [-1, 1], the range of a difference of accuracies. `classical` is the labelled mean
+    covariance of the two systems is inside Var(Y - lambda f), clipped to [-1, 1]. `classical` is the labelled mean
     difference with a CLT interval; `raw_judge` the difference of raw judge accuracies. Items
     labelled for one system only are not used here.
     """
@@ -569,9 +569,7 @@ def ppi_paired_difference(
     if problem:
         return Corrected(None, None, None, problem, None, n, total, classical, raw)
     raw_theta, se, lam, notes = _ppi(y[both], f[both], f[~both], finite_population)
-    theta, ci = float(np.clip(raw_theta, -1, 1)), tuple(float(np.clip(raw_theta + s * z * se, -1, 1)) for s in (-1, 1))
-    if theta != raw_theta:
-        notes = [*notes, f"clipped from {raw_theta:.4f} to {theta:g}"]
+    theta, ci, notes = clipped_wald(raw_theta, se, z, -1.0, notes)
     return Corrected(theta, ci, se, None, lam, n, total, classical, raw, notes)
 
 

@@ -225,3 +225,12 @@ def coincidences(counts: np.ndarray) -> np.ndarray:
     outer = counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(counts.shape[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where((m >= 2)[:, None, None], outer / (m - 1)[:, None, None], 0.0)
+
+
+def clipped_wald(theta: float, se: float, z: float, low: float, notes: list[str]) -> tuple[float, tuple, list[str]]:
+    """An estimate of an accuracy (low 0) or of a difference of two (low -1) and its Wald
+    interval theta +- z se, each clipped to [low, 1]: a large-sample estimate can fall outside
+    (PPI++'s does); `notes` with one giving the estimate before, where it was clipped."""
+    clip = lambda value: float(min(max(value, low), 1.0))  # noqa: E731
+    notes = [*notes, f"clipped from {theta:.4f} to {clip(theta):g}"] if clip(theta) != theta else notes
+    return clip(theta), (clip(theta - z * se), clip(theta + z * se)), notes
