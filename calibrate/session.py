@@ -654,6 +654,7 @@ class AnnotationSession:
         if undone is None:
             return None
         self.last_decision = None
+        self.store.hold(undone.item_id, self.holder, self.lease_seconds)
         view = self.jump_to(undone.item_id)
         in_queue = all(value in (None, getattr(view.item, name)) for name, value in self._scope.items())
         if in_queue and undone.action in LABEL_ACTIONS and view.current_label is None:
@@ -661,6 +662,10 @@ class AnnotationSession:
         if undone.action in LABEL_ACTIONS and undone.uid in self._decided_uids:
             self.labels_here -= 1
         return view
+
+    def follows(self, earlier: AnnotationSession) -> None:
+        """This session takes over from `earlier` in the same app (a filter change): the decisions made there stay its own to undo."""
+        self._decided_uids[:0] = earlier._decided_uids
 
     def progress(self) -> Progress:
         elapsed = time.monotonic() - self.started

@@ -793,3 +793,32 @@ def test_an_item_held_by_an_app_that_was_killed_comes_back_when_its_annotator_st
     another_process.wait()
     again = session(Store(path), templates)
     assert again.start().item.id == held, "the killed app's item came back at once"
+
+
+def test_an_item_brought_back_by_undo_stays_with_the_app_that_shows_it(tmp_path, templates, monkeypatch,
+                                                                       another_process):
+    path = tmp_path / "c.db"
+    Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
+                           for k in range(2)])
+    first = session(Store(path), templates)
+    one = first.start()
+    monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)  # the second terminal
+    second = session(Store(path), templates)
+    two = second.start()
+    first.decide("label", "yes")
+    second.decide("label", "no")
+    assert first.undo().item.id == one.item.id
+    assert second.forward() is None, "the undone item is the first app's again, not free for the second to show"
+    assert first.store.current_label(two.item.id, "ana") == "no"
+
+
+def test_a_new_queue_of_the_same_app_undoes_the_decisions_made_before_it(two_cells, templates):
+    store, _ = two_cells
+    before = session(store, templates, task="c3/lexical")
+    decided = before.start()
+    before.decide("label", "yes")
+    before.close()
+    after = session(store, templates, task="c3/semantic")  # the app's filter changed (/)
+    after.follows(before)
+    after.start()
+    assert after.undo().item.id == decided.item.id and store.current_label(decided.item.id, "ana") is None

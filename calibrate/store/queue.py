@@ -237,6 +237,12 @@ class QueueMixin:
             "SELECT value FROM json_each(?) WHERE (SELECT count(*) FROM labels_in_force f WHERE f.item_id = value) < ?",
             (dump_json(list(item_ids)), overlap))}
 
+    def hold(self, item_id: int, holder: str, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        """Lease `item_id` to `holder` again (an item its session shows again once its decision
+        is undone), so that no other session takes it meanwhile."""
+        with self.transaction():
+            self._lease(item_id, holder, time.time() + lease_seconds)
+
     def _lease(self, item_id: int, holder: str, expires_at: float) -> None:
         self.conn.execute(
             "INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, ?, ?) "

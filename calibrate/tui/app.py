@@ -164,7 +164,8 @@ class CalibrateApp(App):
         values = _filter_values(text)
         self.session.close()
         self.decisions_before += self.session.decisions_here
-        self.session = self._session(values["task"], values["lang"], values["system"])
+        earlier, self.session = self.session, self._session(values["task"], values["lang"], values["system"])
+        self.session.follows(earlier)
         self.pop_screen()
         self.push_screen(AnnotateScreen(self.session))
 
