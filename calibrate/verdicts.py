@@ -184,7 +184,7 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     found = []
     for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
         if negation := _NEGATED.search(text[: match.start()]):
-            said = text[text.rfind(" ", 0, negation.start()) + 1 : match.end()].strip()  # from the negating word on
+            said = re.sub(r"^\W+", "", text[text.rfind(" ", 0, negation.start()) + 1 : match.end()])  # from its word on
             return unparsed(f"negates a label ({said!r}): it names none")
         word = re.sub(r"[\s-]+", "_", match.group(0).lower())
         found.extend(label for label in labels if label.lower() == word)
@@ -196,7 +196,10 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     return Verdict(distinct[0])
 
 
-_NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+$", re.IGNORECASE)  # right before a label: it is negated
+# right before a label, it is negated: not, no, never, cannot, -n't, with at most two small words between
+# ("not an entailment", "cannot be true", "not really true")
+_NEGATED = re.compile(r"(?:\b(?:not|no|never|cannot)|n't)(?:\s+(?:a|an|the|be|really|quite|exactly)){0,2}\s+$",
+                      re.IGNORECASE)
 
 
 def _label_pattern(label: str) -> str:

@@ -289,10 +289,16 @@ def test_superglue_ambiguous_or_missing_is_unparsed(text, labels):
 
 @pytest.mark.parametrize(("text", "said"), [("Not true", "Not true"), ("That is not true.", "not true"),
                                             ("Not false", "Not false"), ("It isn't true", "isn't true"),
-                                            ("never neutral", "never neutral")])
+                                            ("never neutral", "never neutral"), ("No true.", "No true"),
+                                            ("Not really true", "Not really true"), ("cannot be true", "cannot be true"),
+                                            ("Answer: False (not True)", "not True")])
 def test_a_negated_label_is_unparsed_not_read_as_that_label(text, said):
     verdict = parse_label_set(text, ("True", "False", "neutral"))
     assert verdict.value is None and verdict.reason == f"negates a label ({said!r}): it names none"
+    rte = ("entailment", "not_entailment")
+    assert parse_label_set("No entailment.", rte).value is None, "never read as the entailment it denies"
+    assert parse_label_set("It is not an entailment.", rte).value is None
+    assert parse_label_set("Not entailment.", rte).value == "not_entailment", "the label itself"
 
 
 def test_record_normalisation_matches_the_metric():
