@@ -116,6 +116,12 @@ def spreadsheet_safe(value) -> str:
     return text
 
 
+def spreadsheet_unsafe(cell: str) -> str:
+    """A cell as it was before `spreadsheet_safe`: the apostrophe it puts first taken off (a
+    gold export's CSV read back)."""
+    return cell[1:] if cell[:1] == "'" and spreadsheet_safe(cell[1:]) == cell else cell
+
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 

@@ -201,3 +201,25 @@ def test_a_csv_field_in_quotes_may_hold_line_breaks_but_one_left_open_is_named(d
         out = run("import", "labels", *skip_bad, str(f), ok=False)
         assert out.exit_code == 1 and "l.csv:3: malformed CSV (unexpected end of data; an unterminated quote?)" in out.output
         assert {r["label"] for r in Store(demo_db).current_labels()} == {"1", "True"}, "nothing was imported"
+
+
+def test_a_csv_export_reads_back_what_it_guarded_against_spreadsheets(tmp_path):
+    # source ids and an annotator a spreadsheet would run as formulas: the export writes them after an apostrophe
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": name, "question": "q?", "passage": "p", "response": "False"}) + "\n"
+                             for name in ("@home", "=1+1")), encoding="utf-8")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label,note\nsuperglue/boolq,en,@home,ana,False,\n"
+                      "superglue/boolq,en,=1+1,-bo,True,=SUM(A1)\n", encoding="utf-8")
+    for name in ("from.db", "to.db"):
+        Calibrate(tmp_path / name)("import", "jsonl", str(items), "--task", "superglue/boolq", "--lang", "en")
+    Calibrate(tmp_path / "from.db")("import", "labels", str(labels))
+    gold = tmp_path / "gold.csv"
+    Calibrate(tmp_path / "from.db")("export", "--format", "csv", "--out", str(gold))
+    assert "'@home" in gold.read_text(encoding="utf-8"), "the export guards the cell"
+    out = Calibrate(tmp_path / "to.db")("import", "labels", str(gold))
+    assert "2 labels added" in out.stdout
+    store = Store(tmp_path / "to.db")
+    read = {(row["source_id"], row["annotator"], row["label"]) for row in store.current_labels()}
+    store.close()
+    assert read == {("@home", "ana", "False"), ("=1+1", "-bo", "True")}

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibrate.escape import spreadsheet_unsafe
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
 from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN
 from calibrate.kinds import LabelError
@@ -194,8 +195,9 @@ def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadI
     takes; None for a row not an export's (without a JSONL `labels` object or CSV `label:NAME`
     columns)."""
     columns = {name.removeprefix(LABEL_COLUMN): label for name, label in obj.items() if name.startswith(LABEL_COLUMN)}
-    if columns:
-        labels = {who: label for who, label in columns.items() if label}
+    if columns:  # a CSV export: its cells as they were before the export guarded them against spreadsheets
+        obj = {k: spreadsheet_unsafe(v) if isinstance(v, str) else v for k, v in obj.items()}
+        labels = {who: spreadsheet_unsafe(label) for who, label in columns.items() if label}
         notes = _csv_notes(obj.get("notes") or "", labels)
         column = f"{LABEL_COLUMN}{{}}"
     elif "labels" in obj:
