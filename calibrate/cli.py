@@ -1663,8 +1663,15 @@ def import_labels_command(ctx, file, skip_bad):
     if done.notes_left_out:
         err_console.print(safe_text(f"the notes of {counted(done.notes_left_out, 'item')} left out (or some of them): "
                                     f"{NOTES_LEFT_OUT_REASON}", style="yellow"))
+    if done.added.put_back:
+        err_console.print(safe_text(
+            f"{counted(done.added.put_back, 'label')} put back a label the person had given the item before, over a "
+            "newer decision of theirs (is the file older than those decisions?): the newer ones stay in the history, "
+            "no longer in force", style="yellow"))
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
-    console.print(safe_text(f"{done.added} labels added, {done.present} already present, {len(done.skipped)} skipped"
+    notes = f", {counted(done.added.notes, 'more note')} on labels already present" if done.added.notes else ""
+    console.print(safe_text(f"{done.added.labels} labels added, {done.present} already present{notes}, "
+                            f"{len(done.skipped)} skipped"
                             + (f", {counted(done.unlabelled, 'item')} without a label left out" if done.unlabelled else "")
                             + (f", {done.consolidated} refused (annotator {CONSOLIDATED!r})" if done.consolidated else "")
                             + f"; labels read: {read}"))

@@ -197,6 +197,18 @@ class ImportCounts:
 
 
 @dataclass
+class LabelsAdded:
+    """What labels made elsewhere added (`Store.add_imported_labels`): people's labels on items
+    added or changed, of those the changed ones that put back a label the person had given the
+    item before (a newer decision of theirs now out of force: an older file read again?), and
+    notes added beside a label already in force."""
+
+    labels: int = 0
+    put_back: int = 0
+    notes: int = 0
+
+
+@dataclass
 class Judgment:
     id: int
     item_id: int

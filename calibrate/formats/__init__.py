@@ -429,7 +429,7 @@ def import_records(
     def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
         rows = [(digest(content_hash, annotator, label, "imported label"), item_id, annotator, label, None)
                 for item_id, content_hash, r in pairs for annotator, label in r.labels]
-        report.counts.labels_added += store.add_imported_labels(rows) if rows else 0
+        report.counts.labels_added += store.add_imported_labels(rows).labels if rows else 0
 
     batch_size = BATCH
 

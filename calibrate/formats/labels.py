@@ -31,7 +31,7 @@ from calibrate.escape import spreadsheet_unsafe
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
 from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN
 from calibrate.kinds import LabelError
-from calibrate.model import digest
+from calibrate.model import LabelsAdded, digest
 from calibrate.names import CONSOLIDATED
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -92,11 +92,11 @@ NOTES_LEFT_OUT_REASON = ("a note comes back with its author's label on the item;
 
 @dataclass
 class LabelImport:
-    """What an import of labels did: labels (an annotator's on an item) added or changed, those
-    already present, bad rows skipped, rows of a gold export without a label, rows refused as a
+    """What an import of labels did: labels (an annotator's on an item) added or changed (with
+    the notes added beside labels in force, and the labels put back), those already present, bad rows skipped, rows of a gold export without a label, rows refused as a
     consolidated label, notes of a gold export left out, and labels read per annotator."""
 
-    added: int
+    added: LabelsAdded
     present: int
     skipped: list[BadInput]
     unlabelled: int
@@ -297,7 +297,8 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
     added = store.add_imported_labels(rows)
     labels = {(item_id, annotator) for _, item_id, annotator, _, _ in rows}  # a person's label may come with notes
     by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))
-    return LabelImport(added, len(labels) - added, skipped, unlabelled, consolidated, notes_left_out, by_annotator)
+    return LabelImport(added, len(labels) - added.labels, skipped, unlabelled, consolidated, notes_left_out,
+                       by_annotator)
 
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:

@@ -13,6 +13,7 @@ from calibrate.model import (
     LABEL_ACTIONS,
     REVERT_ACTION,
     Annotation,
+    LabelsAdded,
     digest,
     dump_json,
     now_iso,
@@ -150,10 +151,10 @@ class LabelsMixin:
         already, nor where its uid is present, so importing the same file twice adds nothing. A
         row that differs takes over, under a uid made of its own and the replaced decision's (a
         file that returns to an earlier decision puts it back in force), without a note already
-        theirs on the item (it is not said twice). Returns how many annotators' labels on items
-        it added or changed."""
+        theirs on the item (it is not said twice). Returns what it added, per annotator's label on
+        an item."""
         stamp = now_iso()
-        added = set()
+        added, put_back, notes = set(), set(), 0
         with self.transaction():
             for uid, item_id, annotator, label, note in rows:
                 noted = note is not None and self.conn.execute(
@@ -162,14 +163,24 @@ class LabelsMixin:
                 in_force = self.conn.execute(
                     "SELECT annotation_uid, label FROM labels_in_force WHERE item_id = ? AND annotator = ?",
                     (item_id, annotator)).fetchone()
+                same = in_force is not None and in_force["label"] == label
+                if same and (note is None or noted):
+                    continue
                 if in_force is not None:
-                    if in_force["label"] == label and (note is None or noted):
-                        continue
                     uid = digest(uid, in_force["annotation_uid"])
                 if self._append_annotation(uid, item_id, None, annotator, "label", label, None,
-                                           None if noted else note, 0, None, stamp) is not None:
-                    added.add((item_id, annotator))
-        return len(added)
+                                           None if noted else note, 0, None, stamp) is None:
+                    continue
+                if same:
+                    notes += 1
+                    continue
+                added.add((item_id, annotator))
+                if in_force is not None and self.conn.execute(
+                        f"SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.label = ? "
+                        f"AND {LABELLED} AND a.uid NOT IN (?, ?)", (item_id, annotator, label, LABELS_JSON, uid,
+                                                                    in_force["annotation_uid"])).fetchone():
+                    put_back.add((item_id, annotator))
+        return LabelsAdded(len(added), len(put_back), notes)
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
