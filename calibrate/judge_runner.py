@@ -583,9 +583,10 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
     reason, _ = reasons.most_common(1)[0]
     example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
     items = len({job.item.id for job, _ in failures})
-    unstored = f"These {len(failures)} failed requests were" if len(failures) > 1 else "This failed request was"
     if reason in ("connection failed", TIMED_OUT):
         seen = f"is the server at {url} up and serving this model?"
+    elif reason == "HTTP 429":
+        seen = f"the server at {url} limits how often it is asked: wait as it says, or lower --concurrency."
     elif reason == "HTTP 400":
         seen = (f"the server at {url} rejects these requests (prompts longer than the model's context? a field it "
                 "does not take?).")
@@ -594,7 +595,8 @@ def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
     cause = reason if example == reason else f"{reason}; e.g. {example}"
     return (f"{items} items in a row failed with no answer from the server in between "
             f"({cause}). Stopped: {seen} "
-            f"{unstored} not stored, nor were the items not yet asked; run again to resume")
+            "The requests that failed (those in flight meanwhile too) were not stored, nor were the items not yet "
+            "asked; run again to resume")
 
 
 class _ReasoningSwitch:

@@ -175,7 +175,7 @@ def test_an_unreachable_server_stops_the_run_with_one_message_and_stores_nothing
         out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
     assert out.exit_code == 1
     assert "3 items in a row failed" in out.output and "connection failed" in out.output and "is the server" in out.output
-    assert out.output.count("Error:") == 1 and "failed requests were not stored, nor were the items not yet asked" in out.output
+    assert out.output.count("Error:") == 1 and "The requests that failed (those in flight meanwhile too) were not stored, nor were the items not yet asked" in " ".join(out.output.split())
     assert stored(run) == [], "nothing stored: not for the failed items, nor for the items never asked"
     (record,) = runs(run)
     assert record["outcome"] == "stopped" and record["requests"] <= 8
@@ -188,6 +188,15 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
         assert server.count == 3, "a 400 is not retried; three in a row stop the run"
     assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
     assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
+
+
+def test_a_stop_on_rate_limits_says_so(db):
+    run = db(10)
+    with FakeOpenAI(Reply(status=429, headers={"retry-after": "121"})) as server:
+        out = judge(run, server, "--concurrency", "1", ok=False)
+    stop = " ".join(out.output.split())
+    assert "3 items in a row failed" in stop and "limits how often it is asked: wait as it says" in stop
+    assert "the server asks to wait 121 s" in stop and "fails every request" not in stop
 
 
 def test_a_stop_names_its_cause_once(db):
