@@ -759,11 +759,17 @@ def another_process():
     child.wait()
 
 
-def test_two_apps_of_one_annotator_never_share_an_item_and_undo_their_own(tmp_path, templates, monkeypatch,
-                                                                        another_process):
+def items_file(tmp_path, n: int):
+    """A database file of `n` items, that several apps (processes) can open."""
     path = tmp_path / "c.db"
     Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
-                           for k in range(4)])
+                           for k in range(n)])
+    return path
+
+
+def test_two_apps_of_one_annotator_never_share_an_item_and_undo_their_own(tmp_path, templates, monkeypatch,
+                                                                        another_process):
+    path = items_file(tmp_path, 4)
     first = session(Store(path), templates)
     one = first.start()
     monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)  # the second app, in another terminal
@@ -781,9 +787,7 @@ def test_two_apps_of_one_annotator_never_share_an_item_and_undo_their_own(tmp_pa
 
 def test_an_item_held_by_an_app_that_was_killed_comes_back_when_its_annotator_starts_again(tmp_path, templates,
                                                                                         monkeypatch, another_process):
-    path = tmp_path / "c.db"
-    Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
-                           for k in range(4)])
+    path = items_file(tmp_path, 4)
     monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)
     held = session(Store(path), templates).start().item.id  # the app is killed: it never gives the item back
     monkeypatch.undo()
@@ -797,9 +801,7 @@ def test_an_item_held_by_an_app_that_was_killed_comes_back_when_its_annotator_st
 
 def test_an_item_brought_back_by_undo_stays_with_the_app_that_shows_it(tmp_path, templates, monkeypatch,
                                                                        another_process):
-    path = tmp_path / "c.db"
-    Store(path).add_items([NewItem("c3/lexical", "en", f"l{k}", {"content": "c", "notation": "n", "response": "r"})
-                           for k in range(2)])
+    path = items_file(tmp_path, 2)
     first = session(Store(path), templates)
     one = first.start()
     monkeypatch.setattr("calibrate.model.os.getpid", lambda: another_process.pid)  # the second terminal
