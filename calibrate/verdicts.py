@@ -175,7 +175,7 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
 
     SuperGLUE prompts ask for the label only, so an answer naming two different labels is
     ambiguous and unparsed, and so is one negating a label ("Not true", "isn't false": which
-    label it means is a guess). `not_entailment` is also recognised written `not entailment`.
+    label it means is a guess); a label asked about ("Is it true? No.") is not one given. `not_entailment` is also recognised written `not entailment`.
     """
     if not text or not text.strip():
         return unparsed("empty output")
@@ -183,6 +183,8 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     pattern = "|".join(_label_pattern(label) for label in alternatives)
     found = []
     for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
+        if text[match.end():].lstrip().startswith("?"):  # a label asked about ("Is it true? No."), not given
+            continue
         if negation := _NEGATED.search(text[: match.start()]):
             said = re.sub(r"^\W+", "", text[text.rfind(" ", 0, negation.start()) + 1 : match.end()])  # from its word on
             return unparsed(f"negates a label ({said!r}): it names none")

@@ -299,6 +299,8 @@ def test_a_negated_label_is_unparsed_not_read_as_that_label(text, said):
     assert parse_label_set("No entailment.", rte).value is None, "never read as the entailment it denies"
     assert parse_label_set("It is not an entailment.", rte).value is None
     assert parse_label_set("Not entailment.", rte).value == "not_entailment", "the label itself"
+    assert parse_label_set("Is it true? No.", ("True", "False")).value is None, "a label asked about is not given"
+    assert parse_label_set("Is it true? It is False.", ("True", "False")).value == "False"
 
 
 def test_record_normalisation_matches_the_metric():
