@@ -183,7 +183,7 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     pattern = "|".join(_label_pattern(label) for label in alternatives)
     found = []
     for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
-        if text[match.end():].lstrip().startswith("?"):  # a label asked about ("Is it true? No."), not given
+        if _ASKED.match(text, match.end()):  # in a question ("Is it true? No.", "True or False?"): not given
             continue
         if negation := _NEGATED.search(text[: match.start()]):
             said = re.sub(r"^\W+", "", text[text.rfind(" ", 0, negation.start()) + 1 : match.end()])  # from its word on
@@ -202,6 +202,9 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
 # ("not an entailment", "cannot be true", "not really true")
 _NEGATED = re.compile(r"(?:\b(?:not|no|never|cannot)|n't)(?:\s+(?:a|an|the|be|really|quite|exactly)){0,2}\s+$",
                       re.IGNORECASE)
+
+
+_ASKED = re.compile(r"[^.!?\n]*\?")  # the rest of a sentence that ends in a question mark
 
 
 def _label_pattern(label: str) -> str:
