@@ -41,11 +41,11 @@ ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 PROCESS_HOLDER = "@pid "  # after the annotator's name, in the lease holder of a session that is not a browser tab
 
 
-def lease_holder(annotator: str, tab: str | None = None, pid: int | None = None) -> str:
+def lease_holder(annotator: str, tab: str | None = None) -> str:
     """Who holds a lease: one session of the annotator, so that two sessions of one annotator
     never work on the same item: a browser tab of theirs (`calibrate serve`), or else the process
-    the session runs in (`pid`; default: this one), say an app in one of two terminals."""
-    return f"{annotator} @{tab}" if tab else f"{annotator} {PROCESS_HOLDER}{os.getpid() if pid is None else pid}"
+    the session runs in (this one), say an app in one of two terminals."""
+    return f"{annotator} @{tab}" if tab else f"{annotator} {PROCESS_HOLDER}{os.getpid()}"
 
 
 def holder_process(holder: str, annotator: str) -> int | None:
