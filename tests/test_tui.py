@@ -555,6 +555,21 @@ async def test_the_score_form_error_goes_once_the_scores_are_fixed_and_last_read
         assert "label → answer 48.5 · reasoning 42.0" in last and "{" not in last
 
 
+async def test_scores_typed_in_a_burst_go_to_the_fields_they_were_typed_for(demo_db):
+    from textual import events
+
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        # a fast typist: every key reaches the app before the first is handled
+        for key in ["backspace"] * 4 + ["9", "0", "enter"] + ["backspace"] * 4 + ["8", "0", "enter"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await pilot.pause(0.5)
+    assert rows(demo_db, "SELECT action, label FROM annotations") == [
+        ("label", '{"score_answer": 90.0, "score_reasoning": 80.0}')]
+
+
 async def test_the_header_is_one_line_at_80_columns(demo_db):
     app = make_app(demo_db, task="c3/heterograph", lang="en")
     async with app.run_test(size=SMALL) as pilot:

@@ -4,6 +4,7 @@ under the fields goes as soon as the scores are fixed."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -12,6 +13,33 @@ from textual.widgets import Input, Label
 
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.verdicts import SCORE_KEYS
+
+
+class ScoreField(Input):
+    """A score's field that takes the keys of a burst in the order they were typed. Input's own
+    Backspace and Enter are bindings, resolved once the key has gone up to the app, after the
+    digits typed later and in whichever field has the focus by then; here they act as each key
+    comes. Keys that reach the field after its Enter moved the focus on (typed before the move)
+    go on to the next field."""
+
+    handed_to: Input | None = None  # the field the focus moved to, while keys typed before the move still come
+
+    def _on_focus(self, event: events.Focus) -> None:
+        self.handed_to = None
+        super()._on_focus(event)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if self.handed_to is None and event.key not in ("backspace", "enter"):
+            await super()._on_key(event)
+            return
+        event.stop()
+        event.prevent_default()
+        if self.handed_to is not None:
+            self.handed_to.post_message(events.Key(event.key, event.character))
+        elif event.key == "backspace":
+            self.action_delete_left()
+        else:
+            self.screen.entered(self)
 
 
 class ScoreForm(ModalScreen[str | None]):
@@ -33,13 +61,15 @@ class ScoreForm(ModalScreen[str | None]):
             for key in SCORE_KEYS:
                 yield Label(key)
                 value = self.initial.get(key)
-                yield Input(value="" if value is None else f"{float(value):.1f}", id=f"score-{key}", type="number")
+                yield ScoreField(value="" if value is None else f"{float(value):.1f}", id=f"score-{key}", type="number")
             yield Label("", id="score-error")
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    def entered(self, field: ScoreField) -> None:
+        """Enter in `field`: on the first, move to the second at once; on the second, save."""
         inputs = [self.query_one(f"#score-{k}", Input) for k in SCORE_KEYS]
-        if event.input is inputs[0]:
-            inputs[1].focus()
+        if field is inputs[0]:
+            field.handed_to = inputs[1]
+            self.set_focus(inputs[1])
             return
         try:
             label = self.kind.score_label({k: i.value for k, i in zip(SCORE_KEYS, inputs, strict=True)})
