@@ -22,17 +22,16 @@ from calibrate.stats.correction import (
     MIN_LABELLED,
     Corrected,
     Estimate,
-    difference,
     labelled_problem,
     labels_needed,
     ppi_mean,
     ppi_paired_difference,
-    rank,
     rogan_gladen,
     stratified_labels_needed,
     stratified_mean,
 )
 from calibrate.stats.intervals import proportion
+from calibrate.stats.ranking import difference, rank
 from calibrate.stats.simulated import simulated_coverage
 
 

@@ -24,7 +24,7 @@ from calibrate.scores.model import (
     Scores,
     ScoresError,
 )
-from calibrate.stats import correction
+from calibrate.stats import correction, ranking
 from calibrate.stats.agreement import two_raters
 from calibrate.stats.intervals import proportion
 from calibrate.stats.pooled_correction import pooled_stratified_mean
@@ -229,7 +229,7 @@ def _family(task: str) -> str:
     return task.split("/", 1)[0]
 
 
-def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, correction.Ranking]]:
+def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, ranking.Ranking]]:
     """Systems ranked within each scope (the same task and language, or overall) and by each
     judge (and the final score), where at least two systems have a cell."""
     if "system" not in by:
@@ -238,7 +238,7 @@ def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, co
     for cell in cells:
         for judge, estimate in cell.estimates().items():
             scopes[(cell.task, cell.lang, judge)][cell.system] = estimate
-    return [(_scope(task, lang, judge), correction.rank(members))
+    return [(_scope(task, lang, judge), ranking.rank(members))
             for (task, lang, judge), members in sorted(scopes.items()) if len(members) > 1]
 
 

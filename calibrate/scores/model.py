@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibrate.model import CalibrateError, Estimate
-from calibrate.stats import correction
+from calibrate.stats import correction, ranking
 
 ALL = "(all)"
 NO_SYSTEM = "(none)"
@@ -136,7 +136,7 @@ class Scores:
     by: tuple[str, ...]
     target: float
     cells: list[ScoreCell]
-    rankings: list[tuple[str, correction.Ranking]]
+    rankings: list[tuple[str, ranking.Ranking]]
     judge_pairs: list[JudgePair]
     rule_differences: list[str]
     notes: list[str]

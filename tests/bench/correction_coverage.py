@@ -72,7 +72,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from calibrate.stats import correction
+from calibrate.stats import correction, ranking
 from calibrate.stats.correction import _stratified, ppi_mean, rogan_gladen, stratified_mean
 from calibrate.stats.simulated import COVERAGE_GRID, COVERAGE_TABLE, PROMISED_COVERAGE
 
@@ -306,7 +306,7 @@ def main_differences(datasets: int) -> None:
                 for r in range(datasets):
                     a = stratified_mean(*items(a_lab[r], a_unl[r]), random_sample=True)
                     b = stratified_mean(*items(b_lab[r], b_unl[r]), random_sample=True)
-                    ci = correction.difference(a, b).ci
+                    ci = ranking.difference(a, b).ci
                     if ci is None:  # the random-sample check refused a cell (about 1 % of cells)
                         continue
                     hits += ci[0] - 1e-12 <= a_truth[r] - b_truth[r] <= ci[1] + 1e-12
