@@ -706,7 +706,8 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
                                                    annotator), skip_bad, update, shown)
-    if changed := sorted(source for item, (source, label) in decisions().items() if before.get(item, (source, label))[1] != label):
+    changed = sorted(source for item, (source, label) in decisions().items() if item in before and before[item][1] != label)
+    if changed:
         listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
         err_console.print(safe_text(
             f"{counted(len(changed), 'generation decision')} of {annotator} changed by these files ({listed}): theirs "
@@ -1819,9 +1820,12 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         if not written:
             raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
         for path, records in written.items():
-            notes = [f"{counted(n, 'item')} {judge} never judged" for n in [left_out.get(path, 0)] if n]
-            notes += [f"{counted(n, 'item')} repeating an earlier one's {'first turn' if 'multi-turn' in path else 'notation'}"
-                      ", which C3's evaluate.py passes over" for n in [passed_over.get(path, 0)] if n]
+            notes = []
+            if path in left_out:
+                notes.append(f"{counted(left_out[path], 'item')} {judge} never judged")
+            if path in passed_over:
+                notes.append(f"{counted(passed_over[path], 'item')} repeating an earlier record, which C3's evaluate.py "
+                             "passes over")
             note = f" ({'; '.join(notes)} left out)" if notes else ""
             console.print(safe_text(f"{target / path}: {len(records)} records{note}"))
         if judge:

@@ -1,7 +1,8 @@
 """Gold labels out: items with every annotator's label, the gold label (`calibrate.gold`) and
 who decided it (the annotator, or "gold" where several people's labels make it), judge
 verdicts and notes, as JSONL or CSV (cells a spreadsheet would run as formulas are
-neutralised; `calibrate import labels` reads an export back as each person's labels and notes); for items with audio whether each annotator listened (seconds played, 0 when
+neutralised; `calibrate import labels` reads an export back as each person's labels and
+notes); for items with audio whether each annotator listened (seconds played, 0 when
 they labelled without playing it); and, given the judges' trust marks (`calibrate trust`), per
 judge whether each item's verdict is accepted or needs a person.
 

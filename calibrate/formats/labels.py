@@ -93,8 +93,9 @@ NOTES_LEFT_OUT_REASON = ("a note comes back with its author's label on the item;
 @dataclass
 class LabelImport:
     """What an import of labels did: labels (an annotator's on an item) added or changed (with
-    the notes added beside labels in force, and the labels put back), those already present, bad rows skipped, rows of a gold export without a label, rows refused as a
-    consolidated label, notes of a gold export left out, and labels read per annotator."""
+    the notes added beside labels in force, and the labels put back), those already present,
+    bad rows skipped, rows of a gold export without a label, rows refused as a consolidated
+    label, notes of a gold export left out, and labels read per annotator."""
 
     added: LabelsAdded
     present: int
