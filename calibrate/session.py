@@ -7,7 +7,6 @@ directly, and decisions are committed to SQLite before the next item is shown.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ ID_SLICE = 50_000  # item ids per read of the orders that read their first items
 FIRST_SLICE = 2_048  # ids of the first such read; each next one twice as many, up to ID_SLICE
 PREPARE_IN_BACKGROUND_FROM = 100_000  # items: from this many on, escalate and informative work out their queue
                                       # in a child process, showing items meanwhile (`prepare_queue`)
+RECOUNT_EVERY = 5.0  # seconds between two counts of the annotator's labels (`recount_labelled`)
 EARLY_WINDOW = 32  # ids per claim while the queue is worked out (dropped once it is); twice as many after each
                   # window none of whose items could be claimed, up to WINDOW (`_early_limits`)
 EARLY_NOTES = {
@@ -116,32 +116,12 @@ class AnnotationSession:
         self._early = False  # whether the queue's current window is of those
         self.holder = lease_holder(self.annotator, self.tab)
         self.store.release_ended_sessions(self.annotator, process_running)
-        self._total = self._count_meanwhile()
+        # the queue's items counted on a thread while the app imports, composes and claims the first item
+        self._total = self.store.counted_meanwhile("count_items", **self._scope)
         self.labelled = self.store.count_labelled(self.annotator, **self._scope)
-
-    def _count_meanwhile(self) -> Future:
-        """The queue's items (`Store.count_items`), counted on a thread with its own read-only
-        connection when the database is a file: at a million items the count takes 0.1-0.3 s,
-        and SQLite counts without the interpreter's lock, so the app imports, composes and claims
-        the first item meanwhile. Counted here, at once, on SQLite's in-memory database."""
-        counted: Future = Future()
-        if not self.store.in_file:
-            counted.set_result(self.store.count_items(**self._scope))
-            return counted
-        path, scope = self.store.path, self._scope
-
-        def count() -> None:
-            try:
-                reader = Store(path, read_only=True)
-                try:
-                    counted.set_result(reader.count_items(**scope))
-                finally:
-                    reader.close()
-            except BaseException as exc:  # raised where the total is first read
-                counted.set_exception(exc)
-
-        threading.Thread(target=count, name="calibrate-count", daemon=True).start()
-        return counted
+        self._changes = 0  # this session's decisions and undos: a recount started before the latest is stale
+        self._recount: tuple[int, Future] | None = None  # (changes when started, the count), while counting
+        self._recounted_at = time.monotonic()  # when the latest count of the labelled items started
 
     @property
     def total(self) -> int:
@@ -626,6 +606,7 @@ class AnnotationSession:
             uid=uid, holder=self.holder,
         )
         self._decided_uids.append(uid)
+        self._changes += 1
         if action in LABEL_ACTIONS and view.current_label is None:
             self.labelled += 1
         self.decisions_here += 1
@@ -654,6 +635,7 @@ class AnnotationSession:
         if undone is None:
             return None
         self.last_decision = None
+        self._changes += 1
         self.store.hold(undone.item_id, self.holder, self.lease_seconds)
         view = self.jump_to(undone.item_id)
         in_queue = all(value in (None, getattr(view.item, name)) for name, value in self._scope.items())
@@ -672,6 +654,22 @@ class AnnotationSession:
         # labels per hour (skips, flags and labels undone aside); from one or two labels it is noise: shown from the third on
         per_hour = self.labels_here / elapsed * 3600 if self.labels_here >= 3 and elapsed > 0 else None
         return Progress(self.labelled, self.total, per_hour)
+
+    def recount_labelled(self) -> bool:
+        """Count this annotator's labels in the queue again, on a thread, at most every
+        RECOUNT_EVERY seconds (their other terminals and tabs label too; this session tallies
+        only its own): a count finished since the last call is taken, unless this session decided
+        or undid meanwhile. Whether `progress` changed."""
+        before = self.labelled
+        if self._recount is not None and self._recount[1].done():
+            (changes, counted), self._recount = self._recount, None
+            if changes == self._changes and counted.exception() is None:
+                self.labelled = counted.result()
+        if self._recount is None and time.monotonic() - self._recounted_at >= RECOUNT_EVERY:
+            self._recounted_at = time.monotonic()
+            self._recount = (self._changes, self.store.counted_meanwhile("count_labelled", self.annotator,
+                                                                         **self._scope))
+        return self.labelled != before
 
     def finished_summary(self) -> str:
         """What became of this queue's items, for the screen that says it is finished."""

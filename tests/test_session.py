@@ -144,6 +144,33 @@ def test_a_count_that_fails_on_its_thread_fails_where_the_total_is_read(tmp_path
         s.progress()
 
 
+def test_labels_given_in_another_terminal_reach_the_count_of_the_first(tmp_path, templates, monkeypatch):
+    monkeypatch.setattr(session_module, "RECOUNT_EVERY", 0)
+    store = Store(tmp_path / "t.db")
+    store.add_items([NewItem("c3/lexical", "en", f"x{k}", {"content": "c", "notation": "n", "response": "r"})
+                     for k in range(6)])
+    here, there = session(store, templates), session(Store(tmp_path / "t.db"), templates, tab="2")  # a second terminal
+    here.start(), there.start()
+    here.decide("label", "yes")
+    for _ in range(3):
+        there.decide("label", "no")
+        there.forward()
+
+    def recounted(s: AnnotationSession) -> int:
+        s.recount_labelled()
+        s._recount[1].result(timeout=10)  # the count on its thread
+        assert s.recount_labelled()  # taken: the count changed
+        return s.progress().labelled
+
+    assert here.progress().labelled == 1, "this session tallies its own labels at once"
+    assert recounted(here) == 4 == recounted(there)
+    here.recount_labelled()
+    here._recount[1].result(timeout=10)
+    here.forward()
+    here.decide("label", "no")  # decided while counting: that count is stale, and not taken
+    assert not here.recount_labelled() and here.progress().labelled == 5
+
+
 def test_progress_counts_labelled_items_only(two_cells, templates):
     store, ids = two_cells
     s = session(store, templates, task="c3/lexical")

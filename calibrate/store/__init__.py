@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -206,6 +208,31 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
             with self.transaction():
                 _migrations().apply(sqlite_utils.Database(self.conn))
+
+    def counted_meanwhile(self, count: str, *args, **kwargs) -> Future:
+        """The result of `getattr(store, count)(*args, **kwargs)` (a read), worked out on a thread
+        with its own read-only connection when the database is a file: at a million items a count
+        takes 0.1-0.3 s, and SQLite counts without the interpreter's lock, so the caller goes on
+        meanwhile. Worked out here, at once, on SQLite's in-memory database. An error is raised
+        where the result is read."""
+        counted: Future = Future()
+        if not self.in_file:
+            counted.set_result(getattr(self, count)(*args, **kwargs))
+            return counted
+        path = self.path
+
+        def work() -> None:
+            try:
+                reader = Store(path, read_only=True)
+                try:
+                    counted.set_result(getattr(reader, count)(*args, **kwargs))
+                finally:
+                    reader.close()
+            except BaseException as exc:  # raised where the result is read
+                counted.set_exception(exc)
+
+        threading.Thread(target=work, name=f"calibrate {count}", daemon=True).start()
+        return counted
 
     @property
     def in_file(self) -> bool:

@@ -39,6 +39,7 @@ from calibrate.tui.verdict_panel import VerdictPanel
 T = TypeVar("T")
 CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's write-ahead log, off the key path
 PREPARE_AFTER_PAINT = 0.3  # seconds after the first item is painted before the queue is worked out (`prepare_queue`)
+RECOUNT_POLL = 1.0  # seconds between two looks at the count of the annotator's labels (`recount_labelled`)
 
 
 def _stop_waiting_here(seconds: float) -> None:
@@ -127,6 +128,7 @@ class AnnotateScreen(Screen):
         # they are painted: the child process's start (its arguments pickled on a thread) would hold up the
         # first frame's way to the terminal
         self.call_after_refresh(self.set_timer, PREPARE_AFTER_PAINT, self.session.prepare_queue)
+        self.set_interval(RECOUNT_POLL, self._recount_labelled)
         # then what the start built stays out of Python's full garbage collections: on a queue of
         # 1M items one took ~160 ms, a pause on whichever key it fell (one in a few hundred)
         self.call_after_refresh(gc.freeze)
@@ -138,6 +140,11 @@ class AnnotateScreen(Screen):
             if self._checkpoints is not None:
                 self._checkpoints.close()
                 self._checkpoints = None
+
+    def _recount_labelled(self) -> None:
+        """The status bar's "labelled N/M" follows the labels this annotator gives elsewhere."""
+        if self.session.recount_labelled():
+            self.query_one(StatusBar).show_again()
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 

@@ -34,6 +34,10 @@ class StatusBar(TextView):
         self.show_text(text)
 
     def on_resize(self) -> None:
+        self.show_again()
+
+    def show_again(self) -> None:
+        """Draw the item last shown again, with the session's counts as they are now."""
         if self._shown is not None:
             self.show(*self._shown)
 
