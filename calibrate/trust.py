@@ -67,23 +67,32 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
 COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lower bound", "agree", "shortfall"]
 
 
+GRID_STEP = 0.001  # the step of trust_threshold's fixed grid of thresholds
+
+
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
-    """The columns shown (system only when cut by system), each row as text, and why the
-    target cannot be met where it cannot (each reason once, with the rows it applies to)."""
+    """The columns shown (system only when cut by system), each row as text, and notes (each
+    once, with the rows it applies to): why the target cannot be met where it cannot, and where
+    the threshold lies well below the confidences of the labelled items it accepts (confidences
+    that take a few values, as repeats' majority shares do)."""
     by_system = any(r.system is not None for r in table.rows)
     columns = COLUMNS if by_system else COLUMNS[1:]
-    body, refused = [], []
+    body, notes = [], []
     for r in table.rows:
         t = r.found
+        where = f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})"
         if t.met:
             values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.lower_bound:.3f}",
                       f"{t.agreement:.3f}", f"{t.shortfall:.3f}"]
+            if t.lowest_accepted - t.threshold > GRID_STEP:
+                notes.append((where, f"threshold {t.threshold:.3f}: the labelled items it accepts have confidences "
+                                     f"from {t.lowest_accepted:.3f} up, and none lies between (the threshold is the "
+                                     "lowest of the grid 1.000, 0.999, … 0 that accepts the same labelled items)"))
         else:
             values = ["—"] * 5
-            refused.append((f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})",
-                            refusal_words(t)))
+            notes.append((where, refusal_words(t)))
         body.append(([r.system] if by_system else []) + [r.task, r.lang, r.judge, str(t.n), *values])
-    return columns, body, said_once(refused)
+    return columns, body, said_once(notes)
 
 
 def _one_in(risk: float) -> str:
@@ -121,11 +130,11 @@ def render_table(table: TrustTable, console) -> None:
         return
     for paragraph in guarantee_words(table):
         console.print(hanging(paragraph, console.width), soft_wrap=False)
-    columns, body, refused = _cells(table)
+    columns, body, notes = _cells(table)
     keys = [name for name in columns if name in ("system", "task", "lang")]
     how = Columns(names=("system", "task", "judge"), right=tuple(columns[len(keys) + 1 :]), keys=len(keys))
     console.print(fit_table(columns, [[safe(v) for v in row] for row in body], console.width, how))
-    for line in refused:
+    for line in notes:
         console.print(hanging(safe(line), console.width), soft_wrap=False)
 
 
@@ -145,12 +154,12 @@ def render_csv(table: TrustTable) -> str:
 
 
 def render_markdown(table: TrustTable) -> str:
-    columns, body, refused = _cells(table)
+    columns, body, notes = _cells(table)
     out = ["# Trust or escalate", "", *(f"{markdown_safe(p)}\n" for p in guarantee_words(table)),
            "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     out += ["| " + " | ".join(markdown_safe(v) for v in row) + " |" for row in body]
-    if refused:
-        out += ["", *(f"- {markdown_safe(line)}" for line in refused)]
+    if notes:
+        out += ["", *(f"- {markdown_safe(line)}" for line in notes)]
     return "\n".join(out) + "\n"
 
 

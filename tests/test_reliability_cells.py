@@ -127,6 +127,15 @@ def test_trust_finds_the_hand_computed_threshold(tmp_path):
     assert "0.701" in table and "67% (40)" in table and "0.944" in table and "0.118" in table
     assert "lower bound" in table and "guaranteed" not in table
     assert "the simulated minimum is 198" in " ".join(table.split()), "an override below the minimum is said"
+    assert "threshold 0.701: the labelled items it accepts have confidences from 0.950 up, and none lies between" \
+        in " ".join(table.split()), "a threshold far below what its labelled items show is said"
+
+
+def test_trust_says_nothing_of_a_threshold_at_the_confidences_it_accepts(tmp_path):
+    path = tmp_path / "t.db"
+    confident_db(path, [(40, 0.95, 40), (20, 0.9495, 10)])
+    table = " ".join(Calibrate(path)("trust", "--min-labels", "22").output.split())
+    assert "0.950" in table and "67% (40)" in table and "none lies between" not in table
 
 
 def test_trust_refuses_below_the_minimum_calibration_by_default(tmp_path):
