@@ -530,6 +530,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, "
         + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
+        + (f"{counted(counts.notes_added, 'more note')} on labels already present, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
@@ -804,7 +805,8 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     a model-graded score is a judgment of the grader model with the grader's exact messages as
     its prompt; the score's value (C/I, True/False, a number from 0 to 1, text) is the verdict,
     and people label in the same values. In a reviewed log (score edits, as `export inspect`
-    writes them) the scorer's original score is the judgment and each edit a label of its author."""
+    writes them) the scorer's original score is the judgment and each edit a label of its author,
+    with their notes."""
     from itertools import chain
 
     from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
