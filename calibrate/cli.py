@@ -530,6 +530,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, "
         + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
+        + (f"{counted(counts.notes_added, 'more note')} on labels already present, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
@@ -804,7 +805,8 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     a model-graded score is a judgment of the grader model with the grader's exact messages as
     its prompt; the score's value (C/I, True/False, a number from 0 to 1, text) is the verdict,
     and people label in the same values. In a reviewed log (score edits, as `export inspect`
-    writes them) the scorer's original score is the judgment and each edit a label of its author."""
+    writes them) the scorer's original score is the judgment and each edit a label of its author,
+    with their notes."""
     from itertools import chain
 
     from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
@@ -1115,13 +1117,13 @@ def demo_command(click_ctx, no_tui):
 # -- annotate ------------------------------------------------------------------------------------
 
 
-def check_app_files(guidelines: Path | None, keymap: str | Path | None) -> None:
+def check_app_files(guidelines: Path | None, keymap: str | Path | None) -> dict[str, str] | None:
     """Refuse, before the app starts, a guidelines or keymap file it could not read (not UTF-8,
-    not TOML, a key that is not text): the error names the file."""
+    not TOML, a key that is not text): the error names the file. Returns the keymap as read, for
+    the app to check and use (the file is read once)."""
     if guidelines:
         read_text_file(guidelines)
-    if keymap:
-        read_keymap(keymap)
+    return read_keymap(keymap) if keymap else None
 
 
 def in_terminal() -> bool:
@@ -1181,7 +1183,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     annotator = checked_annotator(annotator)
     check_queue_filters(ctx, task=task, lang=lang, system=system, judge=judge)
-    check_app_files(guidelines, keymap)
+    bindings = check_app_files(guidelines, keymap)
     if tab is None and not in_terminal():  # a tab of `calibrate serve` runs the app without a terminal
         raise click.ClickException("annotate opens a full-screen app and needs a terminal (input and output are "
                                    "not one here): run it in a terminal, or label in a browser with calibrate serve")
@@ -1194,7 +1196,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     from calibrate.tui import CalibrateApp
 
     app = CalibrateApp(ctx.db_path, templates=templates, task=task, lang=lang, system=system, guidelines_file=guidelines,
-                       keymap_file=keymap, session=session, **options)
+                       keymap_file=keymap, keymap=bindings, session=session, **options)
     app.run()
     progress = app.session.progress()
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
@@ -1226,11 +1228,11 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     annotator = options.pop("annotator")
     annotator = annotator if annotator is None else checked_annotator(annotator)
     options["keymap"] = ctx.settings.with_flags(keymap=options["keymap"]).get("keymap")
-    check_app_files(options["guidelines"], options["keymap"])
-    if options["keymap"]:  # the tabs' apps would each refuse it
+    bindings = check_app_files(options["guidelines"], options["keymap"])
+    if bindings is not None:  # the tabs' apps would each refuse it
         from calibrate.tui.app import checked_keymap
 
-        checked_keymap(options["keymap"])
+        checked_keymap(options["keymap"], bindings)
     args = [sys.executable, "-m", "calibrate", "--db", str(Path(ctx.db_path).resolve())]
     for folder in ctx.template_dirs:
         args += ["--templates", str(Path(folder).resolve())]

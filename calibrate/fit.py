@@ -6,17 +6,18 @@ while distinct names stay distinct (`demo-judge` and `demo-judge-2` never look a
 text wraps, previews are cut at the end; then the leading key columns become a heading above
 each group of rows; and a table that still cannot fit is written as one block of
 "column  value" lines per row. No column is ever dropped or squeezed out of sight. Display
-widths are terminal cells (a CJK character counts 2). Notes that repeat are said once with a
-count (`said_once`).
+widths are terminal cells (a CJK character counts 2; an emoji sequence joined by U+200D is one
+character, never cut). Notes that repeat are said once with a count (`said_once`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich import box
-from rich.cells import cell_len
+from rich.cells import cell_len, split_graphemes
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -28,19 +29,25 @@ ELLIPSIS = "…"
 
 
 def head(text: str, width: int) -> str:
-    """The first cells of `text` that fit `width`."""
-    out, used = [], 0
-    for char in text:
-        used += cell_len(char)
+    """The first cells of `text` that fit `width`, in whole characters as a terminal draws them
+    (an emoji sequence joined by U+200D, a letter with its accents: one character, measured
+    whole; cut inside, a joiner left at the end would join the "…" after it)."""
+    used = 0
+    for start, _, cells in split_graphemes(text)[0]:
+        used += cells
         if used > width:
-            break
-        out.append(char)
-    return "".join(out)
+            return text[:start]
+    return text
 
 
 def tail(text: str, width: int) -> str:
-    """The last cells of `text` that fit `width`."""
-    return head(text[::-1], width)[::-1]
+    """The last cells of `text` that fit `width`, in whole characters (as `head`)."""
+    used = 0
+    for _, end, cells in reversed(split_graphemes(text)[0]):
+        used += cells
+        if used > width:
+            return text[end:]
+    return text
 
 
 def middle_cut(text: str, width: int) -> str:
@@ -55,6 +62,22 @@ def middle_cut(text: str, width: int) -> str:
 def end_cut(text: str, width: int) -> str:
     """`text` in at most `width` cells, cut at the end with "…"."""
     return text if cell_len(text) <= width else head(text, max(width - 1, 1)) + ELLIPSIS
+
+
+def broken_name(name: str, width: int, indent: int = 0) -> str:
+    """`name` (a template id, a judge) with line breaks after its '/', '-' and '_' where a line
+    would be wider than `width` cells, the first line starting `indent` cells in (a break before
+    the name when not even its first part fits there); a part wider than `width` loses its
+    middle (middle_cut). A name is never broken within a word, as wrapping at spaces would."""
+    lines, used = [""], indent
+    for part in re.findall(r"[^/_-]*[/_-]|[^/_-]+$", name):
+        part = middle_cut(part, max(width, 2))
+        if used + cell_len(part) > width and (lines[-1] or used):
+            lines.append("")
+            used = 0
+        lines[-1] += part
+        used += cell_len(part)
+    return "\n".join(lines)
 
 
 def shorten_distinct(values: Sequence[str], width: int) -> dict[str, str] | None:

@@ -13,9 +13,10 @@ STYLE = f"""
 body{{font-family:{FONTS};margin:24px auto;max-width:1200px;padding:0 16px;color:#1b1b1b;line-height:1.4}}
 h1{{font-size:22px}} h2{{font-size:16px;margin:28px 0 6px}} .muted{{color:#555;font-size:13px}}
 li{{font-size:13px;margin:2px 0}}
-table.forest{{border-collapse:collapse;width:100%;min-width:760px;table-layout:fixed}}
+table.forest{{border-collapse:collapse;width:100%;min-width:56em;table-layout:fixed}}
 table.forest th,table.forest td{{border-bottom:1px solid #e3e3e3;padding:4px 6px;font-size:13px;text-align:left;
   vertical-align:middle;overflow-wrap:anywhere}}
+table.forest th{{overflow-wrap:normal;word-break:keep-all}}
 table.forest td.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
 table.cm{{border-collapse:collapse;font-size:12px;margin:6px 12px 6px 0;display:inline-table}}
 table.cm td,table.cm th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}

@@ -191,6 +191,7 @@ class ImportCounts:
     items_existing: int = 0
     judgments_added: int = 0
     labels_added: int = 0
+    notes_added: int = 0  # beside a label already in force (a first note comes with its label)
 
 
 # -- judgments ----------------------------------------------------------------------------------

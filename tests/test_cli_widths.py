@@ -134,3 +134,14 @@ def test_piped_without_columns_a_message_stays_one_line(labelled_demo_db, tmp_pa
     titles = [line for line in status.stdout.splitlines() if line.startswith(f"status of {labelled_demo_db}")]
     tables = [line for line in status.stdout.splitlines() if line not in titles]
     assert len(titles) == 2 and cell_len(titles[0]) > 80 and max(map(cell_len, tables)) <= 80
+
+
+def test_an_emoji_sequence_in_an_item_is_cut_whole_in_the_items_preview(calibrate, tmp_path):
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # one emoji: three people joined by U+200D
+    # the preview's 24 cells end inside the sequence counted a character at a time (2 cells each)
+    data = write_jsonl(tmp_path / "items.jsonl", [{"id": "1", "content": f"Family {family} and more", "notation": "n",
+                                                   "response": "r"}])
+    calibrate("import", "jsonl", str(data), "--task", "c3/lexical", "--lang", "en")
+    (row,) = [line for line in calibrate("items").output.splitlines() if "Family" in line]
+    assert f'"content": "Family {family} …' in row, "the emoji kept whole, the preview filled to its width"
+    assert "\u200d…" not in row, "a joiner left before the … would join it to the emoji"

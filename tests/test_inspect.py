@@ -246,16 +246,47 @@ def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lis
     assert [(line["judge"], line["n"]) for cell in report["cells"] for line in cell["lines"]] == [("openai/gpt-grader", 3)]
 
 
-def test_a_gold_edit_reads_back_as_each_persons_label(log, calibrate, tmp_path):
+def test_a_gold_edit_reads_back_as_each_persons_label_and_notes(log, calibrate, tmp_path):
     calibrate("import", "inspect", str(log))
     for name, label in (("ana", "I"), ("bo", "I"), ("cy", "C")):
-        calibrate("import", "labels", str(write_labels(tmp_path / f"{name}.csv", {"1": label}, name)))
+        calibrate("import", "labels", str(write_labels(tmp_path / f"{name}.csv", {"1": label}, name,
+                                                       {"1": f"{name} saw it"} if name != "bo" else None)))
     calibrate("export", "inspect", str(log), "--out", str(tmp_path / "gold.eval"), "--gold")
     other = Calibrate(tmp_path / "other.db")
     assert "3 labels added" in other("import", "inspect", str(tmp_path / "gold.eval")).output
     store = Store(other.db)
     assert sorted(store.labels_in_force()) == [(1, "ana", "I"), (1, "bo", "I"), (1, "cy", "C")]
+    assert store.note_texts(1) == ["ana: ana saw it", "cy: cy saw it"]  # cy's too, though the gold is not theirs
     store.close()
+
+
+def test_a_reviewed_log_brings_back_each_persons_notes_once(log, calibrate, tmp_path):
+    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.scorer import ScoreEdit
+
+    calibrate("import", "inspect", str(log))
+    calibrate("import", "labels", str(write_labels(tmp_path / "a.csv", {"1": "I", "2": "C"}, "ana",
+                                                   {"1": "vague\nno answer given"})))
+    calibrate("import", "labels", str(write_labels(tmp_path / "b.csv", {"1": "I"}, "ana", {"1": "checked twice"})))
+    calibrate("export", "inspect", str(log), "--out", str(tmp_path / "reviewed.eval"), "--annotator", "ana")
+
+    def reviewed_in_inspect(log):  # a person's edit made in Inspect: its reason is their note
+        edit_score(log, 3, SCORER, ScoreEdit(value="I", provenance=ProvenanceData(author="dee", reason="off topic")))
+    reviewed = rewrite(tmp_path / "reviewed.eval", tmp_path / "more.eval", reviewed_in_inspect)
+    before = counts(calibrate.db)
+    out = calibrate("import", "inspect", str(reviewed)).output
+    assert "1 labels added, 0 skipped" in out and counts(calibrate.db) == (before[0], before[1], before[2] + 1)
+
+    other = Calibrate(tmp_path / "other.db")
+    out = other("import", "inspect", str(reviewed)).output
+    assert "3 labels added, 1 more note on labels already present, 0 skipped" in out
+    store = Store(other.db)
+    assert [store.note_texts(n) for n in (1, 2, 3)] == [["ana: vague\nno answer given", "ana: checked twice"], [],
+                                                        ["dee: off topic"]]
+    store.close()
+    before = counts(other.db)
+    assert "0 judgments added, 0 skipped" in other("import", "inspect", str(reviewed)).output
+    assert counts(other.db) == before
 
 
 def test_an_edited_score_without_its_original_is_refused(log, calibrate, tmp_path):

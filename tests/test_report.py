@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -571,3 +574,34 @@ def test_from_ten_labelled_items_the_intervals_are_printed(tmp_path):
     (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
     assert all(line["stats"][name]["ci"] is not None for name in ("agreement", "kappa", "ac1"))
     assert "fewer than 10 items" not in run("report").output
+
+
+HEADER_WORDS = """<script>
+addEventListener('load', () => {
+  const broken = [], over = [];
+  for (const th of document.querySelectorAll('th')) {
+    if (th.scrollWidth > th.clientWidth) over.push(th.textContent);
+    const text = th.firstChild, words = /\\S+/g;
+    for (let m; text && text.nodeType === 3 && (m = words.exec(text.data));) {
+      const range = document.createRange();
+      range.setStart(text, m.index);
+      range.setEnd(text, m.index + m[0].length);
+      if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1) broken.push(m[0]);
+    }
+  }
+  document.body.dataset.headers = JSON.stringify({broken, over});
+});
+</script>"""
+"""Marks the page with the header words drawn on more than one line, and the headers wider than their cell."""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium to lay the page out")
+def test_html_report_headers_keep_their_words_whole_on_a_phone(labelled_demo_db, tmp_path):
+    Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(tmp_path / "report.html"))
+    page = tmp_path / "measured.html"
+    page.write_text((tmp_path / "report.html").read_text(encoding="utf-8").replace("</body>", HEADER_WORDS + "</body>"),
+                    encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=390,844",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    headers = json.loads(html.unescape(re.search(r'data-headers="([^"]*)"', dom).group(1)))
+    assert headers == {"broken": [], "over": []}, "no header word broken or spilling into the next column"

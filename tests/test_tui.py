@@ -594,6 +594,23 @@ async def test_the_header_is_one_line_at_80_columns(demo_db):
         assert first.startswith(" task=rubric/"), "the filter gives way, cut at its end"
 
 
+async def test_the_verdict_panel_breaks_the_template_id_between_its_parts_at_any_width(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL) as pilot:
+        for width in (80, 70, 140):
+            await pilot.resize_terminal(width, 24)
+            await pilot.pause()
+            panel = [line.split("│")[-2].strip() for line in screen_text(app).splitlines() if line.count("│") == 4]
+            start = next(n for n, line in enumerate(panel) if "template" in line)
+            ends = [n for n, line in enumerate(panel) if line.endswith("heterograph")]
+            assert ends, f"the id broken within a word: {panel}"
+            end = ends[0]
+            assert " ".join(panel[start:end + 1]).replace("/ ", "/").replace("- ", "-") == \
+                "template c3-official/en/heterograph", panel
+            assert all(line == "template" or line[-1] in "/-_" for line in panel[start:end]), panel
+        assert end == start, "whole where it fits"
+
+
 async def test_the_app_waits_for_a_writer_holding_the_lock_and_keeps_the_decision(demo_db):
     import asyncio
     import sqlite3

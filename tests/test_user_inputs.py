@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,25 @@ def test_annotate_and_serve_refuse_a_keymap_they_cannot_read_before_the_app_star
         out = Calibrate(demo_db)(command, "--keymap", str(keymap), ok=False)
         assert out.exit_code == 1 and f"Error: {keymap}: {message}" in one_line(out.output), command
         assert "token=" not in out.output
+
+
+def test_annotate_reads_its_keymap_file_once(demo_db, tmp_path, monkeypatch):
+    import calibrate.cli
+    import calibrate.user_files
+    from calibrate.tui import CalibrateApp
+    from calibrate.tui.annotate_screen import AnnotateScreen
+
+    keymap = tmp_path / "km.toml"
+    keymap.write_text('"annotate.next" = "m"\n', encoding="utf-8")
+    reads, read, used = [], calibrate.user_files.read_toml_file, []
+    monkeypatch.setattr(calibrate.user_files, "read_toml_file",
+                        lambda path, *rest: reads.append(Path(path)) or read(path, *rest))
+    monkeypatch.setattr(calibrate.cli, "in_terminal", lambda: True)
+    following = next(b for b in AnnotateScreen.BINDINGS if getattr(b, "id", None) == "annotate.next")
+    monkeypatch.setattr(CalibrateApp, "run", lambda app: used.append(app.keys_of(following)))
+    assert "0 decisions saved" in Calibrate(demo_db)("annotate", "--keymap", str(keymap)).output
+    assert used == [["m"]], "the app made as annotate makes it (not run) has the keymap"
+    assert reads.count(keymap) == 1, "the file could change between two reads: the app would not use what was checked"
 
 
 def test_annotate_refuses_guidelines_that_are_not_utf8_before_the_app_starts(demo_db, tmp_path):

@@ -34,6 +34,7 @@ from calibrate.model import (
     CalibrateError,
     ImportCounts,
     Item,
+    LabelsAdded,
     NewItem,
     NewJudgment,
     digest,
@@ -243,6 +244,7 @@ class Record:
     judge_error: str | None = None
     audio: tuple[AudioClip, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()  # people's (annotator, label), each in its kind's stored form
+    notes: tuple[tuple[str, str], ...] = ()  # people's (annotator, note) on the item, each beside their label
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
     judge_model: str | None = None
@@ -427,9 +429,13 @@ def import_records(
             report.without_audio += [BadInput(str(c.file), c.problem) for c in record.audio if not c.usable]
 
     def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
-        rows = [(digest(content_hash, annotator, label, "imported label"), item_id, annotator, label, None)
-                for item_id, content_hash, r in pairs for annotator, label in r.labels]
-        report.counts.labels_added += store.add_imported_labels(rows).labels if rows else 0
+        rows = [(digest(content_hash, annotator, label, *([note] if note else []), "imported label"), item_id,
+                 annotator, label, note)
+                for item_id, content_hash, r in pairs for annotator, label in r.labels
+                for note in [note for who, note in r.notes if who == annotator] or [None]]
+        added = store.add_imported_labels(rows) if rows else LabelsAdded()
+        report.counts.labels_added += added.labels
+        report.counts.notes_added += added.notes
 
     batch_size = BATCH
 

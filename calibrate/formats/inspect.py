@@ -13,11 +13,13 @@ the score's value as a label of the task (see `kinds.inspect_labels`): C/P/I/N l
 True/False, numbers from 0 to 1, or the scorer's own text; an unscored sample (NaN, a grader
 whose answer did not parse) is an unparsed verdict. An edited score (a log reviewed here or in
 Inspect) is read as what it is: the scorer's original score, the first of its history, is the
-judgment, and each edit is a label of the person its provenance names; a score whose history
-keeps no original is refused, so people's decisions never become a judge's verdicts.
+judgment, and each edit is a label of the person its provenance names, with their notes; a score
+whose history keeps no original is refused, so people's decisions never become a judge's
+verdicts.
 
 Back out, each labelled sample's score gets a `ScoreEdit` with provenance (the annotator, the
-time of the decision, their note as the reason) through inspect's own `edit_score`, and the
+time of the decision, their notes as the reason and, in calibrate's metadata, each person's
+label and notes) through inspect's own `edit_score`, and the
 metrics are recomputed (the scorers' parameters kept as the log had them); a decision that
 agrees with the score is recorded as a review that leaves the value unchanged.
 
@@ -314,7 +316,7 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
             yield BadInput(where, f"no score from scorer {log.scorer!r}")
             continue
         try:
-            scored, people = scorer_and_people(log, score)
+            scored, people, notes = scorer_and_people(log, score)
             verdict = score_verdict(log, scored)
         except ValueError as exc:
             yield BadInput(where, str(exc))
@@ -324,45 +326,54 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
         yield Record(
             sample_item(log, sample, lang, system), where, judge_output=raw, judge_name=log.judge,
             judge_params=params, judge_verdict=verdict, judge_prompt=prompt,
-            judge_model=log.grader if grading else None, labels=people,
+            judge_model=log.grader if grading else None, labels=people, notes=notes,
         )
 
 
-def scorer_and_people(log: InspectLog, score) -> tuple[object, tuple[tuple[str, str], ...]]:
-    """The scorer's own score and people's (annotator, label) decisions, read from a score's
-    edit history. An edited score's value is people's, not the scorer's: the scorer's is the
-    first entry of its history (the one without provenance), and each edit is its author's
-    label (a review that keeps the value labels the value in force); a gold edit calibrate
-    wrote names each person's label in its provenance. ValueError when the history keeps no
-    original score, or an edit's author or value cannot be a person's label."""
+def scorer_and_people(log: InspectLog, score) -> tuple[object, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The scorer's own score, people's (annotator, label) decisions and their (annotator, note)
+    notes, read from a score's edit history. An edited score's value is people's, not the
+    scorer's: the scorer's is the first entry of its history (the one without provenance), and
+    each edit is its author's label (a review that keeps the value labels the value in force);
+    an edit calibrate wrote names each person's label (a gold edit's several people) and notes
+    in its provenance, and any other edit's reason is its author's note. ValueError when the
+    history keeps no original score, or an edit's author, value or notes cannot be a person's."""
     if not score.history:
-        return score, ()
+        return score, (), ()
     original, *edits = score.history
     if original.provenance is not None:
         raise ValueError(f"the score was edited (by {original.provenance.author}) and its history keeps no original "
                          "score: the scorer's judgment cannot be told from people's edits, so the sample is not "
                          "imported")
-    value, decided = original.value, {}
+    value, decided, noted = original.value, {}, {}
     if (label := _label(value, log.family)) is not None and label not in log.labels:
         raise ValueError(f"the scorer's original value {repr(value)[:60]} is none of the values the log's scores have "
                          f"now ({', '.join(log.labels)}), which are the values people label in")
     for edit in edits:
-        if edit.provenance is None:
+        provenance = edit.provenance
+        if provenance is None:
             raise ValueError("the score's history has an edit without provenance: whose decision it is is unknown")
         if edit.value != "UNCHANGED":
             value = edit.value
         label = _label(value, log.family)
         if label not in log.labels:
-            raise ValueError(f"{edit.provenance.author}'s edit gives the value {repr(value)[:60]}, which is not one of "
+            raise ValueError(f"{provenance.author}'s edit gives the value {repr(value)[:60]}, which is not one of "
                              f"the scorer's values ({', '.join(log.labels)})")
-        ours = edit.provenance.metadata.get("calibrate")
-        gold = ours.get("labels") if isinstance(ours, dict) else None
-        for author, given in (gold.items() if isinstance(gold, dict) else [(edit.provenance.author, label)]):
+        ours = provenance.metadata.get("calibrate")
+        ours = ours if isinstance(ours, dict) else {}
+        gold = ours.get("labels") if isinstance(ours.get("labels"), dict) else None
+        notes = ours.get("notes", {} if gold is not None else {provenance.author: [provenance.reason]})
+        if not (isinstance(notes, dict) and all(isinstance(n, list) and all(isinstance(t, str | None) for t in n)
+                                                for n in notes.values())):
+            raise ValueError(f"{provenance.author}'s edit has notes that are not lists of text per person")
+        for author, given in (gold if gold is not None else {provenance.author: label}).items():
             if given not in log.labels:
                 raise ValueError(f"{author}'s label {given!r} in a gold edit is not one of the scorer's values "
                                  f"({', '.join(log.labels)})")
-            decided[annotator_name(author, f"score edit author {author!r}")] = given
-    return original, tuple(decided.items())
+            name = annotator_name(author, f"score edit author {author!r}")
+            decided[name] = given
+            noted.update({(name, note): None for note in notes.get(author, ()) if note})
+    return original, tuple(decided.items()), tuple(noted)
 
 
 def _grading(score) -> tuple[tuple[str | None, str], str | None] | None:
@@ -494,13 +505,16 @@ def export_edits(
 
 
 def _decision(rows: list[dict], annotator: str | None, gold: bool, summary: ExportSummary):
-    """(label, author, time, notes, metadata) of the decision to write for one item, or None."""
+    """(label, author, time, notes, metadata) of the decision to write for one item, or None. The
+    metadata names each person's notes (a gold edit's reason joins the notes of those who agree,
+    whose authors it does not say), so that they come back whole with the labels on import."""
     if not gold:
         row = next((r for r in rows if r["annotator"] == annotator), None)
         if row is None:
             summary.unlabelled += 1
             return None
-        return row["label"], annotator, row["decided_at"], row["notes"], {"action": row["action"]}
+        return (row["label"], annotator, row["decided_at"], row["notes"],
+                {"action": row["action"], "notes": {annotator: row["notes"]}})
     labels = {r["annotator"]: r["label"] for r in rows}
     label, how = gold_label(labels)
     if label is None:
@@ -510,7 +524,7 @@ def _decision(rows: list[dict], annotator: str | None, gold: bool, summary: Expo
     agreeing = [r for r in rows if r["label"] == label]
     notes = [note for r in agreeing for note in r["notes"]]
     return (label, ", ".join(r["annotator"] for r in agreeing), max(r["decided_at"] for r in agreeing), notes,
-            {"gold": how, "labels": labels})
+            {"gold": how, "labels": labels, "notes": {r["annotator"]: r["notes"] for r in rows}})
 
 
 def _score_edit(api, log: InspectLog, sample, label: str, author: str, decided_at: str, notes: list[str],

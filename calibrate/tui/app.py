@@ -31,10 +31,10 @@ def binding_keys(keymap: dict[str, str], binding: Binding) -> list[str]:
     return [k.strip() for k in keymap.get(binding.id or "", binding.key).split(",") if k.strip()]
 
 
-def checked_keymap(path: Path | str) -> dict[str, str]:
-    """The keymap file at `path` (`read_keymap`), or UserFileError naming it and everything
-    `keymap_problems` finds in it."""
-    keymap = read_keymap(path)
+def checked_keymap(path: Path | str, keymap: dict[str, str] | None = None) -> dict[str, str]:
+    """The keymap file at `path` (`read_keymap`, unless `keymap` is what the caller read from
+    it), or UserFileError naming it and everything `keymap_problems` finds in it."""
+    keymap = read_keymap(path) if keymap is None else keymap
     if problems := keymap_problems(keymap):
         raise UserFileError(f"{path}: " + "; ".join(problems))
     return keymap
@@ -84,6 +84,7 @@ class CalibrateApp(App):
         seed: int = 0,
         guidelines_file: Path | None = None,
         keymap_file: Path | None = None,
+        keymap: dict[str, str] | None = None,
         require_listen: bool = False,
         audio_root: Path | None = None,
         tab: str | None = None,
@@ -91,7 +92,8 @@ class CalibrateApp(App):
     ):
         """`session`: the session of these options, where the caller has made it already
         (`calibrate annotate` does, before importing Textual, so that its first reads go on
-        during the import); its store is the app's."""
+        during the import); its store is the app's. `keymap`: what `keymap_file` holds, where the
+        caller has read it already (`calibrate annotate` does, to refuse it before the app)."""
         super().__init__()
         self.db_path = db_path
         self.store = session.store if session is not None else Store(db_path)
@@ -101,7 +103,7 @@ class CalibrateApp(App):
         self.guidelines_file = guidelines_file
         self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
-        self._keymap = checked_keymap(keymap_file) if keymap_file else {}
+        self._keymap = checked_keymap(keymap_file, keymap) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)

@@ -1,5 +1,7 @@
 """The judge's verdict, large and coloured, with the raw judge output beneath it. In blind
-mode the verdict stays hidden until the annotator has labelled the item."""
+mode the verdict stays hidden until the annotator has labelled the item. The judge's name and
+template id break at their '/', '-' and '_' to fit the panel's width (wrapping at spaces would
+cut them mid-word), so the panel is drawn again when its width changes."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from textual.containers import Vertical
 
 from calibrate.display import PAGE_CHARS
 from calibrate.escape import safe
+from calibrate.fit import broken_name
 from calibrate.item_view import ItemView
 from calibrate.kinds import BADGE_TEXT, STATUS_BADGES
 from calibrate.tui.reading_pane import ReadingPane
@@ -26,7 +29,13 @@ class VerdictPanel(Vertical):
         with ReadingPane(id="verdict-raw-scroll"):
             yield TextView(id="verdict-raw")
 
+    _shown: tuple[ItemView | None, bool] = (None, False)
+
+    def on_resize(self) -> None:
+        self.show(*self._shown)
+
     def show(self, view: ItemView | None, hidden: bool) -> None:
+        self._shown = (view, hidden)
         big, meta, raw = (self.query_one(f"#verdict-{n}", TextView) for n in ("big", "meta", "raw"))
         if view is None or view.judgment is None or hidden:
             big.styles.background = None  # set only where it changes: each change repaints the badge
@@ -52,12 +61,14 @@ class VerdictPanel(Vertical):
             text_colour, background = STATUS_BADGES[judgment.status]
         big.styles.background = background
         big.show_text(Text(f"  {safe(words)}  ", style=f"bold {text_colour} on {background}"))
-        details = [safe(judgment.judge_name), f"template {safe(judgment.template_id or '?')}"]
+        width = self.content_size.width or 10_000  # before the first layout: wrapped again on resize
+        details = [broken_name(safe(judgment.judge_name), width)]
         if judgment.correct is not None:
             details.append("matches gold" if judgment.correct else "differs from gold")
         if judgment.confidence is not None:
             details.append(f"P={judgment.confidence:.2f}")
         info = Text(" · ".join(details), style="dim")
+        info.append(f"\ntemplate {broken_name(safe(judgment.template_id or '?'), width, len('template '))}", style="dim")
         if view.repeats:
             said = [view.kind.words(v) if status == "verdict" else status for status, v in view.repeats]
             info.append(f"\n{len(said)} repeats: {safe(' · '.join(said))} (the verdict is their majority)", style="dim")
