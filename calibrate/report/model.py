@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from calibrate.kinds import VerdictKind
 from calibrate.model import Estimate
+from calibrate.names import CONSOLIDATED
 from calibrate.reliability_cells import JudgeReliability
 from calibrate.stats.agreement import JudgeVsHuman, TwoRaters, kappa_band
 from calibrate.stats.alt_test import AltTest
@@ -141,8 +142,10 @@ class Report:
 
 
 def gold_name(options: ReportOptions) -> str:
-    """The name of the line against the gold label."""
-    return f"gold ({options.gold_from})" if options.gold_from else "majority"
+    """The name of the line against the gold label (`calibrate.gold`): "gold", as exports name a
+    label several people decided (no annotator can take the name), or "gold (NAME)" with the
+    adjudicator NAME."""
+    return f"{CONSOLIDATED} ({options.gold_from})" if options.gold_from else CONSOLIDATED
 
 
 def multiplicity_note(report: Report) -> str | None:

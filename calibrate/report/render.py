@@ -18,7 +18,6 @@ from calibrate.report.model import (
     AgreementCell,
     Report,
     ReportRow,
-    gold_name,
     line_rows,
     multiplicity_note,
     report_row,
@@ -119,7 +118,9 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
                 + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
             )
     if c.ties:
-        notes.append(f"{c.ties} item(s) tied between annotators have no {gold_name(report.options)} label")
+        adjudicator = report.options.gold_from
+        notes.append(f"{c.ties} item(s) tied between annotators have no gold label"
+                     + (f" ({adjudicator} did not label them)" if adjudicator else ""))
     alt = c.alt_test
     if alt is not None and alt.ran:
         notes.append(
