@@ -635,3 +635,16 @@ def test_the_gold_line_takes_the_gold_label_every_export_and_figure_takes(gold_d
     assert line["n"] == len(parsed) == 7 and line["unparsed"] == 4
     assert line["agreement"] == pytest.approx(sum(gold[i] == "yes" for i in parsed) / 7)
 
+
+def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_path):
+    run = _few_labels(tmp_path, ["yes"] * 20, ["yes"] * 20)  # both raters used only "yes": κ is 0/0 here
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert line["kappa"] is None and line["kappa_low"] < line["kappa_high"]
+    said = "the interval is for κ in the population these items come from"
+    assert said in line["kappa_note"] and said in line["verdict"]
+    (row,) = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert row["kappa"] == "" and row["kappa_low"] and said in row["kappa_note"]
+    table = " ".join(run("report").output.split())
+    assert "— [" in table and f"κ undefined on these items: both raters used only 'yes'; {said}" in table
+    for fmt in ("markdown", "html"):
+        assert said in run("report", "--format", fmt).output

@@ -40,7 +40,7 @@ def with_ci(value: float | None, low: float | None, high: float | None, approxim
     """A value with its interval (APPROXIMATE_MARK after an approximate one). A statistic
     undefined on the observed table (e.g. kappa when both raters used one label) can still have
     an interval for its population value, which is defined: it is shown after the dash, as in
-    the CSV and JSON."""
+    the CSV and JSON, and the line's verdict says what it is (`POPULATION_INTERVAL`)."""
     ci = f"[{low:.{digits}f}, {high:.{digits}f}]" if low is not None else None
     if ci and approximate is not None:
         ci += APPROXIMATE_MARK
