@@ -299,7 +299,7 @@ class AgreementData:
     """Rows for the agreement report (see Store.agreement_data); counts are the last field."""
 
     judge_vs_human: list[tuple]  # task, lang, judge, annotator, status, verdict, label, n
-    judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n
+    judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n (every labelled item with one)
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
     judged: list[tuple]  # task, lang, judge, status, n (all judged items)

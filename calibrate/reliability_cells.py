@@ -420,9 +420,10 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     judge's newest verdict there (`calibrate.stats.reliability.jury`: the plurality label, the mean of
     scores), so its agreement with people can be set beside each member's. An item where the
     judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
-    gold label follows `Store.agreement_data`: on items two or more people labelled, the
-    adjudicator's where given, else the strict majority. Only items two or more judges judged
-    count; with `system`, only that system's items. None with fewer than two judges."""
+    gold label follows `Store.agreement_data` (`calibrate.gold`: the adjudicator's where given
+    and they labelled the item, else the strict majority, an item one person labelled having
+    theirs). Only items two or more judges judged count; with `system`, only that system's
+    items. None with fewer than two judges."""
     judges, rows = store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)
     if len(judges) < 2:
         return None

@@ -440,9 +440,10 @@ def test_items_surely_escalated_are_those_no_trust_marks_could_accept():
 
 def test_agreement_gold_rows_worked_out_in_python_equal_sql_in_its_order():
     """`agreement_data` works out the gold label of the items several people labelled, its
-    judge x gold counts and its ties in Python from the rows it reads: they equal the SQL gold
-    (`gold_of`) joined to the verdicts in force and grouped, row for row in SQLite's order,
-    with and without an adjudicator, per system and for one judge."""
+    judge x gold counts (those of the items one person labelled from the counts less the shared
+    items' labels) and its ties in Python from the rows it reads: they equal the SQL gold
+    (`gold_of`) of every labelled item joined to the verdicts in force and grouped, row for row
+    in SQLite's order, with and without an adjudicator, per system and for one judge."""
     from calibrate.store.sql import gold_of
 
     store = Store(":memory:")
@@ -454,7 +455,7 @@ def test_agreement_gold_rows_worked_out_in_python_equal_sql_in_its_order():
     def check(items, changes, gold_from, system, judge):
         shake(store, fill(store, items, serial), changes)
         data = store.agreement_data(judge, system=system, gold_from=gold_from)
-        gold = f"SELECT g.item_id, g.label, i.task, i.lang FROM ({gold_of('labels_in_force', shared_only=True)}) g " \
+        gold = f"SELECT g.item_id, g.label, i.task, i.lang FROM ({gold_of('labels_in_force')}) g " \
                "JOIN counted_items i ON i.id = g.item_id WHERE (?2 IS NULL OR i.system = ?2)"
         assert data.judge_vs_gold == [tuple(r) for r in store.conn.execute(
             f"SELECT g.task, g.lang, v.judge_name, v.status, v.verdict, g.label, count(*) FROM ({gold}) g "
@@ -470,9 +471,9 @@ def test_agreement_gold_rows_worked_out_in_python_equal_sql_in_its_order():
 
 
 def test_jury_from_counted_sets_equals_the_jury_item_by_item():
-    """The jury's rows (judged, against each annotator, against the gold label, on shared items)
-    from the counted sets of verdicts equal the plurality of each item's verdicts in force, read
-    item by item, overall and per system."""
+    """The jury's rows (judged, against each annotator, against the gold label of every labelled
+    item, on shared items) from the counted sets of verdicts equal the plurality of each item's
+    verdicts in force, read item by item, overall and per system."""
     store = Store(":memory:")
     serial = itertools.count()
 
@@ -504,9 +505,9 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
                 versus_human[(*cell, annotator, status, verdict, label)] += 1
             if len(labels.get(it.id, {})) >= 2:
                 shared.add((it.id, JURY, status, verdict))
-                gold = gold_label(labels[it.id]).label
-                if gold is not None:
-                    versus_gold[(*cell, status, verdict, gold)] += 1
+            gold = gold_label(labels.get(it.id, {})).label
+            if gold is not None:
+                versus_gold[(*cell, status, verdict, gold)] += 1
         if len(judges) < 2:
             assert data is None
             return

@@ -333,7 +333,7 @@ def test_jury_is_one_more_judge_in_the_report(tmp_path):
     assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
 
 
-def test_jury_counts_current_items_only_and_takes_the_gold_of_shared_items(tmp_path, templates):
+def test_jury_counts_current_items_only_and_takes_the_gold_of_every_labelled_item(tmp_path, templates):
     from calibrate.reliability_cells import jury_data
 
     store = Store(tmp_path / "g.db")
@@ -352,9 +352,13 @@ def test_jury_counts_current_items_only_and_takes_the_gold_of_shared_items(tmp_p
         (*cell, "x", "verdict", "no", "yes", 1), (*cell, "y", "verdict", "yes", "yes", 1),
         (*cell, "y", "verdict", "no", "no", 1)])
     assert sorted(data.shared_verdicts) == [(ids[0], "jury", "verdict", "yes"), (ids[3], "jury", "verdict", "no")]
-    assert data.judge_vs_gold == [(*cell, "verdict", "yes", "yes", 1)], "the tied item has no gold"
+    # item 1, which x alone labelled, has x's label as its gold; the tied item 3 has none
+    assert sorted(data.judge_vs_gold, key=str) == sorted(
+        [(*cell, "verdict", "yes", "yes", 1), (*cell, "unparsed", None, "yes", 1)], key=str)
     adjudicated = jury_data(store, templates, gold_from="y")
-    assert sorted(adjudicated.judge_vs_gold) == [(*cell, "verdict", "no", "no", 1), (*cell, "verdict", "yes", "yes", 1)]
+    assert sorted(adjudicated.judge_vs_gold, key=str) == sorted(
+        [(*cell, "verdict", "no", "no", 1), (*cell, "verdict", "yes", "yes", 1), (*cell, "unparsed", None, "yes", 1)],
+        key=str)
 
 
 def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):

@@ -1,4 +1,4 @@
-"""The agreement report through the CLI: lines per annotator and majority, ceilings, formats, cells."""
+"""The agreement report through the CLI: lines per annotator and against the gold label, ceilings, formats, cells."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ from calibrate.store import Store
 from tests.conftest import Calibrate
 
 
-def test_report_json_judge_vs_each_annotator_and_majority(labelled_db):
+def test_report_json_judge_vs_each_annotator_and_the_gold(labelled_db):
     path, verdicts, humans = labelled_db
     report = json.loads(Calibrate(path)("report", "--format", "json").output)
     (cell,) = report["cells"]
     assert (cell["task"], cell["lang"], cell["judge"], cell["unparsed"]) == ("c3/lexical", "en", "gpt", 1)
     lines = {line["versus"]: line for line in cell["lines"]}
-    assert set(lines) == {"a", "b", "c", "majority"}
+    assert set(lines) == {"a", "b", "c", "gold"}
     expected = two_raters(verdicts[1:], humans["a"][1:], ["yes", "no"])
     assert lines["a"]["n"] == 59
     assert lines["a"]["stats"]["kappa"]["value"] == pytest.approx(expected.kappa.value)
@@ -222,8 +222,8 @@ def test_ties_are_counted_and_an_adjudicator_is_the_gold(tmp_path):
     store.close()
     run = Calibrate(tmp_path / "ties.db")
     (cell,) = json.loads(run("report", "--format", "json").output)["cells"]
-    majority = next(line for line in cell["lines"] if line["versus"] == "majority")
-    assert cell["gold_ties"] == 2 and majority["n"] == 4  # item 5 has a majority of two against one now
+    gold = next(line for line in cell["lines"] if line["versus"] == "gold")
+    assert cell["gold_ties"] == 2 and gold["n"] == 4  # item 5 has a majority of two against one now
     assert "tied between annotators" in run("report").output
     (cell,) = json.loads(run("report", "--format", "json", "--gold-from", "boss").output)["cells"]
     gold = next(line for line in cell["lines"] if line["versus"] == "gold (boss)")
@@ -605,3 +605,80 @@ def test_html_report_headers_keep_their_words_whole_on_a_phone(labelled_demo_db,
                           "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     headers = json.loads(html.unescape(re.search(r'data-headers="([^"]*)"', dom).group(1)))
     assert headers == {"broken": [], "over": []}, "no header word broken or spilling into the next column"
+
+
+# -- the line against the gold label -------------------------------------------------------------
+
+AUDIT_TRUTH = ["yes", "yes", "no", "yes", "no", "yes", "yes", "no", "yes", "yes", "yes", "no"]
+
+
+@pytest.fixture
+def gold_db(tmp_path) -> Calibrate:
+    """Twelve lexical items imported with two judges' outputs (j1 says AUDIT_TRUTH, j2 "yes" but
+    an unparsed output on i0), all labelled by ana (who says "no" on i3), two of them by bob too
+    (i0 agrees, i1 ties), as a user imports them."""
+    run = Calibrate(tmp_path / "gold.db")
+    outputs = {"j1": lambda k: f"The answer is: {AUDIT_TRUTH[k]}.", "j2": lambda k: "The answer is: yes." if k else "unsure"}
+    for judge, said in outputs.items():
+        lines = tmp_path / f"{judge}.jsonl"
+        lines.write_text("".join(json.dumps({"id": f"i{k}", "content": f"c{k}", "notation": "n", "response": "r",
+                                             "out": said(k)}) + "\n" for k in range(12)), encoding="utf-8")
+        run("import", "jsonl", str(lines), "--task", "c3/lexical", "--lang", "en", "--system", "S",
+            "--judge-output", "out", "--judge-name", judge)
+    ana = ["no" if k == 3 else label for k, label in enumerate(AUDIT_TRUTH)]
+    rows = [f"c3/lexical,en,i{k},ana,{label}" for k, label in enumerate(ana)] + ["c3/lexical,en,i0,bob,yes",
+                                                                                 "c3/lexical,en,i1,bob,no"]
+    (tmp_path / "labels.csv").write_text("task,lang,source_id,annotator,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    run("import", "labels", str(tmp_path / "labels.csv"))
+    return run
+
+
+def _lines(run: Calibrate, *args: str) -> dict[str, dict]:
+    (cell,) = json.loads(run("report", "--format", "json", *args).output)["cells"]
+    return {line["versus"]: line for line in cell["lines"]}
+
+
+def test_the_gold_line_takes_the_gold_label_every_export_and_figure_takes(gold_db):
+    run = gold_db
+    exported = {row["source_id"]: row for row in csv.DictReader(io.StringIO(run("export", "--format", "csv").stdout))}
+    gold = {item: row["gold_label"] for item, row in exported.items() if row["gold_label"]}
+    assert len(gold) == 11, "every item has a gold label but the tied i1"
+    items = sorted(gold)
+    expected = two_raters([exported[i]["verdict:j1"] for i in items], [gold[i] for i in items], ["yes", "no"])
+    line = _lines(run, "--judge", "j1")["gold"]
+    assert line["n"] == 11 and line["agreement"] == pytest.approx(10 / 11)
+    assert line["kappa"] == pytest.approx(expected.kappa.value) == pytest.approx(48 / 59)
+    assert line["gold_ties"] == 1
+    assert line["ceiling_items"] == 2, "the human ceiling stays on the items two people labelled"
+    (row,) = [r for r in csv.DictReader(io.StringIO(run("report", "--judge", "j1", "--format", "csv").output))
+              if r["versus"] == "gold"]
+    assert row["n"] == "11" and float(row["kappa"]) == pytest.approx(48 / 59)
+    table = run("report", "--judge", "j1").output
+    assert any(text.split()[:2] == ["gold", "11"] for text in table.splitlines())
+    assert "1 item(s) tied between annotators have no gold label" in " ".join(table.split())
+    assert "| gold | 11 |" in run("report", "--judge", "j1", "--format", "markdown").output
+    assert "<td>gold</td><td class='num'>11</td>" in run("report", "--judge", "j1", "--format", "html").output
+
+    # the adjudicator labelled every item: the gold is hers everywhere, the tie too
+    lines = _lines(run, "--judge", "j1", "--gold-from", "ana")
+    assert lines["gold (ana)"]["n"] == 12 and lines["gold (ana)"]["kappa"] == pytest.approx(lines["ana"]["kappa"])
+
+    # the jury of j1 and j2 says yes where j1 does (j2 says yes, or is unparsed on i0), else the two tie
+    parsed = [i for i in items if exported[i]["verdict:j1"] == "yes"]
+    line = _lines(run, "--judge", "jury")["gold"]
+    assert line["n"] == len(parsed) == 7 and line["unparsed"] == 4
+    assert line["agreement"] == pytest.approx(sum(gold[i] == "yes" for i in parsed) / 7)
+
+
+def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_path):
+    run = _few_labels(tmp_path, ["yes"] * 20, ["yes"] * 20)  # both raters used only "yes": κ is 0/0 here
+    (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]
+    assert line["kappa"] is None and line["kappa_low"] < line["kappa_high"]
+    said = "the interval is for κ in the population these items come from"
+    assert said in line["kappa_note"] and said in line["verdict"]
+    (row,) = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert row["kappa"] == "" and row["kappa_low"] and said in row["kappa_note"]
+    table = " ".join(run("report").output.split())
+    assert "— [" in table and f"κ undefined on these items: both raters used only 'yes'; {said}" in table
+    for fmt in ("markdown", "html"):
+        assert said in run("report", "--format", fmt).output

@@ -2,9 +2,11 @@
 beside the human-human ceiling on the same items.
 
 The human label is each annotator's current label; with several annotators there is also a
-line against the gold label (the adjudicator's, or the strict majority; ties are counted,
-never dropped). Cells pooled across languages compare like with like: a cell holds one kind
-of verdict, and English yes/no and Chinese 是/否 meet on their canonical polarity. Unparsed
+line against the gold label (`calibrate.gold`, as every other figure and export takes it: the
+adjudicator's, else the strict majority, so an item one person labelled has their label;
+ties are counted, never dropped). Cells pooled across languages compare like with like: a
+cell holds one kind of verdict, and English yes/no and Chinese 是/否 meet on their canonical
+polarity. Unparsed
 verdicts are left out, counted as "no" (as C3's script does) or counted as disagreement, as
 asked, and whenever a cell has some the range of kappa between the best and the worst case
 is kept beside it.
@@ -237,7 +239,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             people[(key, judge)].add(versus)
     for key, judge, versus in sorted({*parsed, *unparsed}, key=lambda k: (k[0], k[1], k[2] == gold, k[2])):
         if versus == gold and len(people[(key, judge)]) < 2:
-            continue  # a majority of one annotator is that annotator's line again
+            continue  # the gold label of one annotator's labels is that annotator's line again
         c = cells[(key, judge)]
         c.ties = ties.get(key, 0)
         c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))

@@ -18,7 +18,6 @@ from calibrate.report.model import (
     AgreementCell,
     Report,
     ReportRow,
-    gold_name,
     line_rows,
     multiplicity_note,
     report_row,
@@ -41,7 +40,7 @@ def with_ci(value: float | None, low: float | None, high: float | None, approxim
     """A value with its interval (APPROXIMATE_MARK after an approximate one). A statistic
     undefined on the observed table (e.g. kappa when both raters used one label) can still have
     an interval for its population value, which is defined: it is shown after the dash, as in
-    the CSV and JSON."""
+    the CSV and JSON, and the line's verdict says what it is (`POPULATION_INTERVAL`)."""
     ci = f"[{low:.{digits}f}, {high:.{digits}f}]" if low is not None else None
     if ci and approximate is not None:
         ci += APPROXIMATE_MARK
@@ -119,7 +118,9 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
                 + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
             )
     if c.ties:
-        notes.append(f"{c.ties} item(s) tied between annotators have no {gold_name(report.options)} label")
+        adjudicator = report.options.gold_from
+        notes.append(f"{c.ties} item(s) tied between annotators have no gold label"
+                     + (f" ({adjudicator} did not label them)" if adjudicator else ""))
     alt = c.alt_test
     if alt is not None and alt.ran:
         notes.append(

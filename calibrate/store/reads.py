@@ -37,15 +37,17 @@ class ReadsMixin:
     def agreement_data(self, judge: str | None = None, system: str | None = None, *,
                        gold_from: str | None = None) -> AgreementData:
         """Everything the agreement report needs: judge verdict x human label counts per
-        annotator and against the gold label, and the per-item labels and verdicts of items that
-        several annotators labelled (the human ceiling is worked out from them). `system` keeps
-        only that system's items.
+        annotator and against the gold label (`calibrate.gold`, `gold_from` the adjudicator: on
+        an item one person labelled, their label), and the per-item labels and verdicts of items
+        that several annotators labelled (the human ceiling is worked out from them, and their
+        gold label). `system` keeps only that system's items.
 
         The judge x annotator counts and the judged counts are kept up to date by the triggers
         of migration 0008 (agreement_counts, verdict_counts), so they cost a few hundred rows
         whatever the number of labels; only items labelled by two or more people are read one
-        by one. Only the current version of an item counts: labels made on an earlier version
-        stay attached to it, but one source item is never counted twice."""
+        by one (the counts against the gold label are agreement_counts less their labels, plus
+        their gold labels). Only the current version of an item counts: labels made on an
+        earlier version stay attached to it, but one source item is never counted twice."""
         counts_filter, params = "n != 0", []
         if system is not None:
             counts_filter += " AND system = ?"
@@ -60,6 +62,17 @@ class ReadsMixin:
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
         judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
                       "GROUP BY 1, 2, 3, 4", params)
+        shared_filter = (" AND i.system = ?" if system is not None else "") + (" AND v.judge_name = ?" if judge else "")
+        # the judgments against the one label of each item one person labelled, its gold label: every pair of a
+        # judgment and a label (agreement_counts) less those of the items several people labelled, in one
+        # statement (one snapshot of the database: a label given meanwhile cannot make a count negative)
+        once_labelled = rows(
+            "SELECT task, lang, judge_name, status, nullif(verdict, ''), label, sum(n) FROM ("
+            f"SELECT task, lang, judge_name, status, verdict, label, n FROM agreement_counts WHERE {counts_filter} "
+            "UNION ALL SELECT i.task, i.lang, v.judge_name, v.status, coalesce(v.verdict, ''), l.label, -count(*) "
+            "FROM counted_items i CROSS JOIN verdicts_in_force v ON v.item_id = i.id CROSS JOIN labels_in_force l ON l.item_id = i.id "
+            f"WHERE i.id IN (SELECT item_id FROM main.shared_items){shared_filter} GROUP BY 1, 2, 3, 4, 5, 6) "
+            "GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) != 0", params * 2)
         temporary = ("shared_now", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -87,7 +100,7 @@ class ReadsMixin:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         cell_of = {r[0]: (r[1], r[2]) for r in shared_labels}
-        versus_gold: Counter = Counter()
+        versus_gold: Counter = Counter({tuple(key): n for *key, n in once_labelled})
         for item_id, judge_name, status, verdict in shared_verdicts:
             if (label := gold.get(item_id)) is not None:
                 versus_gold[(*cell_of[item_id], judge_name, status, verdict, label)] += 1
@@ -109,8 +122,8 @@ class ReadsMixin:
         column per judge in that order, the parsed verdict or NULL (unparsed, or not judged):
         - judged: task, lang, verdicts..., n (items);
         - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
-        - versus_gold: task, lang, verdicts..., gold label, n (items two or more people labelled,
-          with a gold label: `calibrate.gold`, `gold_from` the adjudicator);
+        - versus_gold: task, lang, verdicts..., gold label, n (labelled items with a gold label:
+          `calibrate.gold`, `gold_from` the adjudicator; an item one person labelled has theirs);
         - shared: item_id, task, lang, verdicts..., one row per item two or more people labelled.
         With `system`, only that system's items. Read from the sets of verdicts migration 0018's
         triggers keep per item and count, so the work grows with the distinct sets of verdicts
@@ -152,7 +165,14 @@ class ReadsMixin:
         self._drop_shared_gold()
         with_gold = Counter((task, lang, text, label) for item_id, task, lang, text in sets
                             if (label := gold.get(item_id)) is not None)
-        versus_gold: Counter = Counter()
+        # the items one person labelled, with that label as their gold: every label of each set (verdict_set_labels)
+        # less those of the items several people labelled, in one statement (one snapshot, as in `agreement_data`)
+        versus_gold: Counter = Counter({tuple(key): n for *key, n in counted(
+            "SELECT task, lang, verdicts, label, sum(n) FROM (SELECT task, lang, verdicts, label, n "
+            "FROM verdict_set_labels WHERE n != 0 AND (?1 IS NULL OR system = ?1) UNION ALL "
+            "SELECT s.task, s.lang, s.verdicts, l.label, -1 FROM main.shared_items x "
+            "CROSS JOIN verdict_sets s ON s.item_id = x.item_id CROSS JOIN labels_in_force l ON l.item_id = x.item_id "
+            "WHERE ?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3, 4 HAVING sum(n) != 0")})
         for task, lang, text, label in sorted(with_gold, key=in_sql_order):
             if (row := verdicts(text)) is not None:
                 versus_gold[(task, lang, *row, label)] += with_gold[(task, lang, text, label)]

@@ -36,15 +36,12 @@ LABELS_JSON = dump_json(LABEL_ACTIONS)
 
 
 
-def gold_of(labels: str, *, shared_only: bool = False) -> str:
-    """A SELECT of (item_id, label): the gold label (`calibrate.gold`) of each item that has two
-    or more rows in the table `labels` (item_id, annotator, label; every row of it, unless
-    `shared_only` keeps the items with two or more): the adjudicator's label (bound to the one
-    `?`) where they labelled the item, else the strict majority, NULL on a tie."""
-    rows = (f"(SELECT * FROM {labels} WHERE item_id IN (SELECT item_id FROM {labels} GROUP BY item_id "
-            "HAVING count(*) >= 2))") if shared_only else labels
+def gold_of(labels: str) -> str:
+    """A SELECT of (item_id, label): the gold label (`calibrate.gold`) of each item in the table
+    `labels` (item_id, annotator, label): the adjudicator's label (bound to the one `?`) where
+    they labelled the item, else the strict majority (an item's one label), NULL on a tie."""
     return f"""
-    WITH counted AS (SELECT item_id, label, count(*) AS votes FROM {rows} GROUP BY item_id, label),
+    WITH counted AS (SELECT item_id, label, count(*) AS votes FROM {labels} GROUP BY item_id, label),
     ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
     majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
                  WHERE votes = top GROUP BY item_id)
