@@ -526,8 +526,9 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
 
 
 def _per_item_gather(store, templates, judge, system):
-    """`calibrate scores`' data item by item, from plain reads: one group per item."""
-    groups, skipped = [], {}
+    """`calibrate scores`' data item by item, from plain reads: one group per item, and the
+    labelled items whose labels tie."""
+    groups, skipped, ties = [], {}, defaultdict(int)
     labels = defaultdict(dict)
     for row in store.current_labels():
         labels[row["item_id"]][row["annotator"]] = row["label"]
@@ -537,6 +538,8 @@ def _per_item_gather(store, templates, judge, system):
         if not kind.right_or_wrong:
             continue
         gold, _ = gold_label(labels.get(it.id, {}))
+        if gold is None and labels.get(it.id):
+            ties[(it.task, it.lang, it.system or NO_SYSTEM)] += 1
 
         def right(value, kind=kind, reference=it.reference) -> bool:
             if not kind.right_by_reference:
@@ -561,7 +564,7 @@ def _per_item_gather(store, templates, judge, system):
             group.verdicts[name] = (parsed, c3_right(j.raw_output, it.lang) if it.task.startswith("c3/") else None)
             group.stored[name] = (status, verdict)
         groups.append(group)
-    return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
+    return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())], ties
 
 
 def _differences(a, b, where: str = "") -> list[str]:

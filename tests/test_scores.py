@@ -339,3 +339,128 @@ def test_a_superglue_answer_is_right_when_it_is_the_gold_label_whatever_its_pola
         (judge,) = cell["judges"]
         assert judge["parser_unparsed_wrong"] == {"right": 12, "n": 12, "accuracy": 1.0}, cell["task"]
         assert cell["people"]["value"] == 1.0 and judge["corrected"]["value"] == pytest.approx(1.0, abs=0.05)
+
+
+AUDIT_VERDICTS = ["yes", "yes", "no", "yes", "no", "yes", "yes", "no", "yes", "yes", "yes", "no"]
+
+
+@pytest.fixture
+def judged_and_unjudged(tmp_path) -> Calibrate:
+    """System S: 12 c3/lexical items judged by j1 and by j2 (whose one output that is not yes,
+    "unsure", is unparsed), and 12 c3/pause items no judge ran on; ana labels all 24, bob two
+    lexical ones (i1: ana yes, bob no, a tie)."""
+    outputs = {"j1": lambda i: f"The answer is: {AUDIT_VERDICTS[i]}.",
+               "j2": lambda i: "The answer is: yes." if i else "unsure"}
+    run = Calibrate(tmp_path / "r.db")
+    for judge, output in outputs.items():
+        path = tmp_path / f"{judge}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"i{i}", "content": f"c{i}", "notation": "n", "response": "r",
+                                            judge: output(i)}) + "\n" for i in range(12)))
+        run("import", "jsonl", str(path), "--task", "c3/lexical", "--lang", "en", "--system", "S",
+            "--judge-output", judge, "--judge-name", judge)
+    pause = tmp_path / "pause.jsonl"
+    pause.write_text("".join(json.dumps({"id": f"p{i}", "content": f"c{i}", "notation": "n", "response": "r"}) + "\n"
+                             for i in range(12)))
+    run("import", "jsonl", str(pause), "--task", "c3/pause", "--lang", "en", "--system", "S")
+    labels = ["task,lang,source_id,annotator,label"]
+    for i, v in enumerate(AUDIT_VERDICTS):
+        labels += [f"c3/lexical,en,i{i},ana,{v if i != 3 else 'no'}", f"c3/pause,en,p{i},ana,no"]
+    labels += ["c3/lexical,en,i0,bob,yes", "c3/lexical,en,i1,bob,no"]
+    (tmp_path / "labels.csv").write_text("\n".join(labels) + "\n")
+    run("import", "labels", str(tmp_path / "labels.csv"))
+    return run
+
+
+def test_an_overall_row_gives_no_judge_figure_while_a_cell_it_pools_has_no_verdicts(judged_and_unjudged):
+    run = judged_and_unjudged
+    text = " ".join(run("scores").output.split())
+    overall = text.split("S · (all) · (all)")[1].split("S · c3/lexical")[0]
+    assert "corrected 57%" not in overall and "8/12" not in overall and overall.count("corrected — ") == 3
+    assert "j1: no verdicts in 1 of the cells pooled here (S · c3/pause · en; 12 of its 24 items)" in text
+    assert "S · c3/pause · en 12 items, 12 labelled, people 0% [0%, 24%] (no judge) [" in text
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    whole = cells[("S", "(all)", "(all)")]
+    for judge in whole["judges"]:
+        assert judge["cells_without_verdicts"] == ["S · c3/pause · en"]
+        assert judge["corrected"]["value"] is None and judge["parser_unparsed_wrong"]["accuracy"] is None
+        assert judge["c3_rule"]["right"] is None and "S · c3/pause · en" in judge["corrected"]["reason"]
+    assert whole["final"]["raw"] is None and whole["final"]["corrected"]["value"] is None
+    (j1,) = [j for j in cells[("S", "c3/lexical", "en")]["judges"] if j["judge"] == "j1"]
+    assert j1["corrected"]["value"] == pytest.approx(4 / 7) and j1["cells_without_verdicts"] == []
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    pooled = [r for r in rows if r["task"] == "(all)"]
+    assert pooled and all(r["corrected"] == "—" and r["corrected_value"] == "" and "c3/pause" in r["note"]
+                          for r in pooled)
+    markdown = run("scores", "--format", "markdown").output
+    assert "no verdicts in 1 of the cells pooled here (S · c3/pause · en" in markdown
+
+
+def test_judge_against_judge_leaves_unparsed_verdicts_out_and_says_how_many(judged_and_unjudged):
+    run = judged_and_unjudged
+    text = " ".join(run("scores").output.split())
+    # j2's only output other than yes is unparsed: without it j2 is constant, so κ is 0, not -0.15
+    assert "all items: j1 vs j2, n=11 (1 item(s) with an unparsed or error verdict left out): κ 0.00" in text
+    (pair,) = [p for p in json.loads(run("scores", "--format", "json").output)["judge_pairs"] if p["scope"] == "all items"]
+    assert (pair["n"], pair["left_out_unparsed"], pair["kappa"]["value"]) == (11, 1, 0.0)
+    # the corrected figures read it as "no", and j2's row (the only one with one) says so
+    lines = run("scores").output.splitlines()
+    (note,) = [line.split()[0] for line in lines if "read this judge's unparsed and error verdicts" in line]
+    lexical = lines[next(k for k, line in enumerate(lines) if "S · c3/lexical · en" in line):]
+    j1, j2 = (next(k for k, line in enumerate(lexical) if line.strip().startswith(f"{j}:")) for j in ("j1", "j2"))
+    assert note not in lexical[j1 + 1] and note in lexical[j2 + 1]
+
+
+def test_labelled_items_whose_labels_tie_are_counted_and_said(judged_and_unjudged):
+    run = judged_and_unjudged
+    status = run("status").output
+    assert any(line.split()[:2] == ["c3/lexical", "en"] and line.split()[-1] == "12" for line in status.splitlines())
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    lexical, pause = cells[("S", "c3/lexical", "en")], cells[("S", "c3/pause", "en")]
+    assert (lexical["labelled"], lexical["tied"]) == (11, 1) and (pause["labelled"], pause["tied"]) == (12, 0)
+    assert cells[("S", "(all)", "(all)")]["tied"] == 1
+    text = " ".join(run("scores").output.split())
+    assert "1 labelled item(s) whose labels tie (no majority label): counted unlabelled here" in text
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    assert {(r["task"], r["tied"]) for r in rows} == {("(all)", "1"), ("c3/lexical", "1"), ("c3/pause", "0")}
+
+
+def test_the_csv_gives_each_figure_as_a_number_beside_its_text(judged_and_unjudged):
+    run = judged_and_unjudged
+    text = run("scores", "--format", "csv").output
+    header = next(csv.reader(io.StringIO(text)))
+    assert header[:14] == ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule",
+                           "parser (unparsed wrong)", "parser (unparsed left out)", "people", "corrected",
+                           "Rogan–Gladen", "more labels"] and header[-1] == "note"
+    rows = {(r["task"], r["judge"]): r for r in csv.DictReader(io.StringIO(text))}
+    cell = cells_by(json.loads(run("scores", "--format", "json").output))[("S", "c3/lexical", "en")]
+    (j1,) = [j for j in cell["judges"] if j["judge"] == "j1"]
+    row = rows[("c3/lexical", "j1")]
+    assert row["corrected"] == "57% [50%, 58%]"
+    assert [float(row[f"corrected_{k}"]) for k in ("value", "low", "high")] == [j1["corrected"]["value"], *j1["corrected"]["ci"]]
+    assert [float(row[f"rogan_gladen_{k}"]) for k in ("value", "low", "high")] == [j1["rogan_gladen"]["value"],
+                                                                                    *j1["rogan_gladen"]["ci"]]
+    assert [float(row[f"people_{k}"]) for k in ("value", "low", "high")] == [cell["people"]["value"], *cell["people"]["ci"]]
+    assert float(row["c3_rule_accuracy"]) == float(row["parser_unparsed_wrong_accuracy"]) == 8 / 12
+    assert float(rows[("c3/lexical", "j2")]["parser_unparsed_left_out_accuracy"]) == 1.0
+    assert rows[("c3/lexical", "j2")]["rogan_gladen_value"] == "" and rows[("c3/pause", "(no judge)")]["corrected_low"] == ""
+
+
+def test_the_ranking_orders_only_systems_the_interval_separates(tmp_path, two_systems_two_judges):
+    path, _, _ = two_systems_two_judges
+    assert "c3/lexical en, by mean of judges: strong > weak" in Calibrate(path)("scores").output
+    run = Calibrate(tmp_path / "close.db")
+    for system, right in (("A", 12), ("B", 10)):  # 12 and 10 right of 20, every item labelled: no difference shown
+        items = tmp_path / f"{system}.jsonl"
+        items.write_text("".join(json.dumps({"id": f"{system}{i}", "content": "c", "notation": "n", "response": "r",
+                                             "j": f"The answer is: {'yes' if i < right else 'no'}."}) + "\n"
+                                 for i in range(20)))
+        run("import", "jsonl", str(items), "--task", "c3/lexical", "--lang", "en", "--system", system,
+            "--judge-output", "j", "--judge-name", "jj")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("system,task,lang,source_id,annotator,label\n" + "".join(
+        f"{s},c3/lexical,en,{s}{i},ana,{'yes' if i < right else 'no'}\n" for s, right in (("A", 12), ("B", 10))
+        for i in range(0, 20, 2)))
+    run("import", "labels", str(labels))
+    text = " ".join(run("scores").output.split())
+    assert "c3/lexical en, by jj: A ≈ B" in text and "A > B" not in text
+    assert "(the interval includes 0: no difference shown)" in text and "not a real difference" not in text

@@ -15,7 +15,11 @@ would bring its corrected interval under the target half-width.
 Right and wrong: for a yes/no kind a verdict or label is "right" when it means yes (C3:
 the system's answer is correct); for a label-set kind (SuperGLUE) when it equals the item's
 reference (the gold label). Items with several annotators use the majority label (a tie
-counts as unlabelled). Score kinds (the rubric) have no right/wrong and are left out. Tasks
+counts as unlabelled, and each cell counts its ties). A corrected or raw figure over a row
+pooling cells needs the judge's verdicts in every cell of its benchmarks there, else it is
+withheld, naming the cells; an unparsed verdict counts as not right in the corrected figures
+(a fixed reading the labels measure the judge's errors under), and is left out where two judges
+are compared. Score kinds (the rubric) have no right/wrong and are left out. Tasks
 without a judge prompt (C3's generation phenomena) are decided by people: as in C3's own
 statistics, they count in the accuracy of every judge of their benchmark and system by the
 human label, and as wrong while unlabelled. They are never judge evidence: a judgment stored

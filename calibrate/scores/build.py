@@ -50,6 +50,11 @@ class _Group:
     # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3)
     stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict) as stored
 
+    @property
+    def cell(self) -> str:
+        """The group's cell (system · task · lang), the unit whose labels are one random sample."""
+        return f"{self.system} · {self.task} · {self.lang}"
+
 
 def _repeat(values, groups: list[_Group], dtype=float) -> np.ndarray:
     """One value per item: each group's value repeated for its items."""
@@ -71,7 +76,7 @@ def build_scores_by(
     """`build_scores` for each cut in `bys`, the items read from the store once."""
     for by in bys:
         check_by(by)
-    groups_found, notes = _gather(store, templates, judge, system)
+    groups_found, notes, ties = _gather(store, templates, judge, system)
     if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
@@ -88,7 +93,7 @@ def build_scores_by(
             if "system" in by and len(by) > 1:
                 groups[(group.system, ALL, ALL)].append(group)
         memo: dict = {}  # each cell's corrected numbers, worked out once for the rows pooling it and its own row
-        cells = [_cell(key, members, target, family_judges, memo) for key, members in sorted(groups.items())]
+        cells = [_cell(key, members, target, family_judges, memo, ties) for key, members in sorted(groups.items())]
         found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
     return found
 
@@ -96,7 +101,10 @@ def build_scores_by(
 C3_RULE = TextRule("c3/", c3_right)
 
 
-def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str | None) -> tuple[list[_Group], list[str]]:
+def _gather(store: Store, templates: TemplateSet, judge: str | None,
+            system: str | None) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int]]:
+    """The score groups of the right/wrong tasks, the notes on the tasks left out, and the tied
+    items per (task, lang, system as shown)."""
     kinds: dict[tuple[str, str], object] = {}
     prompted: dict[tuple[str, str], bool] = {}
     skipped: dict[str, str] = {}
@@ -135,7 +143,10 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None, system: str
             group.stored[name] = (status, verdict)
         found.append(group)
     notes = [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
-    return found, notes
+    ties: dict[tuple[str, str, str], int] = defaultdict(int)
+    for (task, lang, item_system), n in store.score_ties(kinds, system=system).items():
+        ties[(task, lang, item_system or NO_SYSTEM)] += n
+    return found, notes, ties
 
 
 def _right(kind, label: str, reference: str | None) -> bool:
@@ -150,7 +161,7 @@ PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts 
 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
-          family_judges: dict[tuple[str, str], set[str]], memo: dict) -> ScoreCell:
+          family_judges: dict[tuple[str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int]) -> ScoreCell:
     y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
@@ -163,13 +174,18 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
     cell = ScoreCell(*key, items=len(y), judged=sum(m.n for m in members if m.verdicts),
-                     labelled=int(labelled.sum()), people=people)
+                     labelled=int(labelled.sum()), people=people,
+                     tied=sum(ties.get(k, 0) for k in {(m.task, m.lang, m.system) for m in members}))
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
         judged = sum(m.n for m in rows)
         # as C3's statistics: the items people decide count for every judge of their system's
         # benchmark, by the human label (wrong while unlabelled), beside the judge's own items
         decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task))]]
+        # a row pooling cells: the judge's figures cover the cells of the benchmarks it judges in the row, and
+        # need its verdicts in each of them that has a judge prompt
+        families = {_family(m.task) for m in rows + decided}
+        without = _without_verdicts([m for m in members if _family(m.task) in families], {m.cell for m in rows})
         verdicts = _repeat([m.verdicts[name][0] for m in rows], rows)
         parsed = np.concatenate([verdicts, _repeat([np.nan_to_num(m.human, nan=0.0) for m in decided], decided)])
         rule_known = all(m.verdicts[name][1] is not None for m in rows)
@@ -184,20 +200,26 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
         plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
                                                    cells=cells)
-        if not rows:
+        if without:
+            why = _without_reason(f"{name}: no verdicts", without, members)
+            corrected, ppi, rogan_gladen = _withheld(corrected, why), _withheld(ppi, why), _withheld(rogan_gladen, why)
+            plan = replace(plan, more=None, reason=why)
+        elif not rows:
             corrected, ppi = replace(corrected, reason=PEOPLE_DECIDE), replace(ppi, reason=PEOPLE_DECIDE)
             rogan_gladen = replace(rogan_gladen, reason=PEOPLE_DECIDE)
             plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
         elif len(names) > 1:  # PPI++ and Rogan-Gladen take the labels as one random sample of all the items
             why = ONE_CELL_ONLY if corrected.value is not None else corrected.reason
-            ppi = replace(ppi, value=None, ci=None, se=None, lam=None, reason=why, approximate=None)
-            rogan_gladen = replace(rogan_gladen, value=None, ci=None, se=None, reason=why, approximate=None)
+            ppi, rogan_gladen = _withheld(ppi, why), _withheld(rogan_gladen, why)
+        raw = [Accuracy(rules_right, len(parsed)), Accuracy(int(f.sum()), len(parsed)),
+               Accuracy(int(parsed[ok].sum()), int(ok.sum()))]
+        if without:  # over only some of the row's cells: not this row's accuracy
+            raw = [Accuracy(None, None)] * 3
         cell.judges.append(JudgeScores(
-            judge=name, judged=judged, unparsed=int((~ok).sum()),
-            c3_rule=Accuracy(rules_right, len(parsed)) if rule_known else None,
-            parser_unparsed_wrong=Accuracy(int(f.sum()), len(parsed)),
-            parser_unparsed_left_out=Accuracy(int(parsed[ok].sum()), int(ok.sum())),
-            corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi,
+            judge=name, judged=judged, unparsed=int((~ok).sum()), c3_rule=raw[0] if rule_known else None,
+            parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
+            corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
+            other_benchmarks=sum(m.n for m in members if _family(m.task) not in families),
         ))
     c3 = [m for m in members if _family(m.task) == "c3"]
     c3_judges = sorted({j for m in c3 for j in m.verdicts})
@@ -209,8 +231,32 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
         corrected = pooled_stratified_mean(f, _repeat([m.human for m in common], common), *_cells_of(common),
                                            random_sample=True, memo=memo)
-        cell.final = Final(c3_judges, raw, corrected)
+        without = _without_verdicts(c3, {m.cell for m in common})
+        if without:
+            raw, corrected = None, _withheld(corrected, _without_reason(
+                f"the judges' mean: {', '.join(c3_judges)} do not all have verdicts", without, members))
+        cell.final = Final(c3_judges, raw, corrected, without)
     return cell
+
+
+def _without_verdicts(members: list[_Group], judged: set[str]) -> list[str]:
+    """The cells of `members` with a judge prompt that are not among the `judged` cells."""
+    return sorted({m.cell for m in members if not m.people_decide} - judged)
+
+
+def _without_reason(lead: str, without: list[str], members: list[_Group]) -> str:
+    """Why a pooled row gives no raw or corrected accuracy: `lead` (whose verdicts are missing),
+    then the cells without them, named, with their items."""
+    items = sum(m.n for m in members if m.cell in without)
+    return (f"{lead} in {len(without)} of the cells pooled here ({', '.join(without)}; {items} of its "
+            f"{sum(m.n for m in members)} items), so no raw or corrected accuracy over this row: it would leave "
+            "those items out")
+
+
+def _withheld(estimate, why: str):
+    """`estimate` (Corrected or RoganGladen) with its number and interval taken away, `why` given."""
+    gone = {"lam": None, "posterior": None} if isinstance(estimate, correction.Corrected) else {}
+    return replace(estimate, value=None, ci=None, se=None, reason=why, approximate=None, **gone)
 
 
 ONE_CELL_ONLY = ("it rests on one random sample of labels, and these items pool several cells, each labelled "
@@ -220,8 +266,8 @@ ONE_CELL_ONLY = ("it rests on one random sample of labels, and these items pool 
 def _cells_of(members: list[_Group]) -> tuple[np.ndarray, list[str]]:
     """The cell (system · task · lang) of each item of `members`, as an index into the names:
     the unit whose labels are one random sample."""
-    names = sorted({f"{m.system} · {m.task} · {m.lang}" for m in members})
-    return _repeat([names.index(f"{m.system} · {m.task} · {m.lang}") for m in members], members, np.int64), names
+    names = sorted({m.cell for m in members})
+    return _repeat([names.index(m.cell) for m in members], members, np.int64), names
 
 
 def _family(task: str) -> str:
@@ -249,7 +295,8 @@ def _scope(task: str, lang: str, judge: str) -> str:
 
 def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     """Every pair of judges over all items both judged, and per language (C3's judges are
-    compared per language in its paper)."""
+    compared per language in its paper). Items where either verdict is unparsed or an error
+    are left out and counted (`JudgePair.left_out`): read as "no" they would pass for a verdict."""
     judges = sorted({j for g in groups for j in g.verdicts})
     groups = [g for g in groups if g.verdicts]
     pairs = []
@@ -258,9 +305,10 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     for k, a in enumerate(judges):
         for b in judges[k + 1:]:
             for scope, members in scopes:
-                both = [g for g in members if a in g.verdicts and b in g.verdicts]
-                if not both:
+                judged = [g for g in members if a in g.verdicts and b in g.verdicts]
+                if not judged:
                     continue
+                both = [g for g in judged if not np.isnan(g.verdicts[a][0]) and not np.isnan(g.verdicts[b][0])]
                 table = np.zeros((2, 2), dtype=np.int64)  # right / wrong of a x of b
                 for g in both:
                     table[int(g.verdicts[a][0] != 1), int(g.verdicts[b][0] != 1)] += g.n
@@ -269,7 +317,8 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
                 agree_a = _repeat([g.verdicts[a][0] == g.human for g in lab], lab, bool)
                 agree_b = _repeat([g.verdicts[b][0] == g.human for g in lab], lab, bool)
                 tracks = positive_rate_difference(agree_a, agree_b)
-                pairs.append(JudgePair(scope, a, b, sum(g.n for g in both), kappa, len(agree_a), tracks))
+                n = sum(g.n for g in both)
+                pairs.append(JudgePair(scope, a, b, n, kappa, len(agree_a), tracks, sum(g.n for g in judged) - n))
     return pairs
 
 

@@ -20,10 +20,11 @@ class ScoresError(CalibrateError):
 
 @dataclass
 class Accuracy:
-    """right / n, or no value when n is 0."""
+    """right / n, or no value when n is 0 or None (None: withheld, as over a row pooling a cell
+    the judge did not judge)."""
 
-    right: int
-    n: int
+    right: int | None
+    n: int | None
 
     @property
     def value(self) -> float | None:
@@ -39,7 +40,9 @@ class Accuracy:
 @dataclass
 class JudgeScores:
     """One judge's figures in one cell. `judged` counts the items this judge judged; the
-    accuracies also count the cell's items that people decide (see the module docstring)."""
+    accuracies also count the cell's items that people decide (see the module docstring). In a
+    row pooling cells of several benchmarks (C3 and SuperGLUE, say) they cover the cells of the
+    benchmarks this judge judges there."""
 
     judge: str
     judged: int
@@ -51,10 +54,15 @@ class JudgeScores:
     rogan_gladen: correction.RoganGladen
     plan: correction.LabelPlan  # labels for the corrected interval to reach the target half-width
     ppi: correction.Corrected | None = None  # PPI++, kept in JSON for comparison (marked approximate)
+    # over a row pooling cells: the cells of its benchmarks it has no verdicts in (its figures are then withheld),
+    # and the row's items of the benchmarks it does not judge (its figures leave them out)
+    without_verdicts: list[str] = field(default_factory=list)
+    other_benchmarks: int = 0
 
     def as_dict(self) -> dict:
         return {
             "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed,
+            "cells_without_verdicts": self.without_verdicts, "items_of_other_benchmarks": self.other_benchmarks,
             "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
             "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),
             "parser_unparsed_left_out": self.parser_unparsed_left_out.as_dict(),
@@ -68,20 +76,26 @@ class JudgeScores:
 class Final:
     """C3's final score: the mean over its judges, raw (each judge's accuracy by C3's rule) and
     corrected (stratified by the judges' mean verdict, on the C3 items every one of them
-    judged)."""
+    judged). Over several cells both need every judge's verdicts in each (`without_verdicts`
+    names the cells where one has none; both are then withheld)."""
 
     judges: list[str]
     raw: float | None
     corrected: correction.Corrected
+    without_verdicts: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"judges": self.judges, "raw": self.raw, "corrected": self.corrected.as_dict()}
+        return {"judges": self.judges, "raw": self.raw, "corrected": self.corrected.as_dict(),
+                "cells_without_verdicts": self.without_verdicts}
 
 
 @dataclass
 class ScoreCell:
     """A system's items in one task and language, or in several pooled (ALL where `--by` or the
-    overall line merges them): counts, people's accuracy, each judge's figures, C3's final score."""
+    overall line merges them): counts, people's accuracy, each judge's figures, C3's final score.
+    `labelled` counts the items with a gold label; `tied` the items people labelled whose labels
+    tie (no strict majority), left out of `labelled`, people's accuracy and the corrected ones:
+    the two add up to `calibrate status`'s labelled count."""
 
     system: str
     task: str
@@ -90,6 +104,7 @@ class ScoreCell:
     judged: int
     labelled: int
     people: Estimate
+    tied: int = 0
     judges: list[JudgeScores] = field(default_factory=list)
     final: Final | None = None
 
@@ -107,7 +122,7 @@ class ScoreCell:
     def as_dict(self) -> dict:
         return {
             "system": self.system, "task": self.task, "lang": self.lang, "items": self.items, "judged": self.judged,
-            "labelled": self.labelled, "people": self.people.as_dict(), "judges": [j.as_dict() for j in self.judges],
+            "labelled": self.labelled, "tied": self.tied, "people": self.people.as_dict(), "judges": [j.as_dict() for j in self.judges],
             "final": self.final.as_dict() if self.final else None,
         }
 
@@ -116,7 +131,9 @@ class ScoreCell:
 class JudgePair:
     """Two judges on the same items of one scope: agreement with each other, and which tracks
     people better (agreement of a with people minus agreement of b, paired over the items
-    both judged and people labelled)."""
+    both judged and people labelled). `n` counts the items both judges gave a verdict on;
+    `left_out` the items both judged where one of them has an unparsed or error verdict, left
+    out of both figures (as `calibrate report` leaves unparsed verdicts out by default)."""
 
     scope: str
     a: str
@@ -125,9 +142,11 @@ class JudgePair:
     kappa: Estimate
     n_labelled: int
     tracks_people: Estimate
+    left_out: int = 0
 
     def as_dict(self) -> dict:
-        return {"scope": self.scope, "a": self.a, "b": self.b, "n": self.n, "kappa": self.kappa.as_dict(),
+        return {"scope": self.scope, "a": self.a, "b": self.b, "n": self.n, "left_out_unparsed": self.left_out,
+                "kappa": self.kappa.as_dict(),
                 "n_labelled": self.n_labelled, "agreement_with_people_a_minus_b": self.tracks_people.as_dict()}
 
 

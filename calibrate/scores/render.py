@@ -17,6 +17,21 @@ from calibrate.stats.simulated import approximate_words
 
 COLUMNS = ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule", "parser (unparsed wrong)",
            "parser (unparsed left out)", "people", "corrected", "Rogan–Gladen", "more labels", "note"]
+NUMBER_COLUMNS = ["tied", "c3_rule_accuracy", "parser_unparsed_wrong_accuracy", "parser_unparsed_left_out_accuracy",
+                  "people_value", "people_low", "people_high", "corrected_value", "corrected_low", "corrected_high",
+                  "rogan_gladen_value", "rogan_gladen_low", "rogan_gladen_high"]
+"""The CSV's numbers, between COLUMNS' "more labels" and "note" (so the note stays last): the shown figures as
+fractions at full precision, empty where none."""
+NO_JUDGE = "(no judge)"
+"""The judge column of a cell no judge shown has verdicts in."""
+OTHER_BENCHMARKS = ("{judge}'s figures here leave out this row's {n} item(s) of benchmarks it does not judge "
+                    "(their judges' rows give theirs)")
+NO_VERDICTS = "no verdicts on these items by the judges shown: no judge accuracy, raw or corrected"
+TIED = ("{} labelled item(s) whose labels tie (no majority label): counted unlabelled here, so left out of labelled, "
+        "people and corrected (`calibrate status` counts them labelled)")
+UNPARSED_READ_AS_NO = (
+    "corrected and Rogan–Gladen read this judge's unparsed and error verdicts as not right, like a \"no\": a valid "
+    "reading (the labels measure the judge's errors under that same reading), not a parsed verdict")
 APPROXIMATE_MARK = "~"
 """After an interval simulated to cover less than 93 % near this cell's setting (a note gives the figure)."""
 RULE_EXPLAINED = (
@@ -33,7 +48,11 @@ RULE_EXPLAINED = (
     "10 random labels. Labels are taken as a random sample of their cell (a test flags cells where they clearly "
     "are not); a row pooling several cells (a system overall) is corrected only when each cell has its own "
     "number, as those numbers weighted by the cells' shares of the items, with no Rogan–Gladen; its people column "
-    "likewise weighs each cell's labelled accuracy by its share (none while a cell has no labels). Items people "
+    "likewise weighs each cell's labelled accuracy by its share (none while a cell has no labels). A judge's raw and "
+    "corrected figures in such a row cover the cells of the benchmarks it judges and need its verdicts in each of "
+    "them: else they are — and the note names the cells without. Unparsed and error verdicts count as not right in corrected and Rogan–Gladen (the "
+    "labels measure the judge's errors under that reading, so both stay valid; a note marks the rows). Items "
+    "whose labels tie have no majority label and count as unlabelled (a note says how many). Items people "
     "decide (C3's generation phenomena) count in each judge's accuracy by their human "
     "label, as wrong while unlabelled, as in C3's statistics; they are not judge evidence: corrected, Rogan–Gladen "
     "and more labels use only the items the judge judged.")
@@ -75,19 +94,34 @@ def _approximate_note(what: str, approximate: float | None) -> str | None:
 
 
 def rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
-    """One row per cell and judge (and a final row per cell with several judges), as
-    terminal-safe text (escape.safe: names come from data); reasons go to `notes`."""
-    return [[safe(value) for value in row] for row in _rows(scores, notes)]
+    """One row per cell and judge (and a final row per cell with several judges, a row saying so
+    for a cell without verdicts), as terminal-safe text (escape.safe: names come from data);
+    reasons go to `notes`."""
+    return [[safe(value) for value in row] for row, _ in _rows(scores, notes)]
 
 
-def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
+def _numbers(*estimates) -> list[float | None]:
+    """Value, low and high of each estimate (None where there is none)."""
+    return [x for e in estimates for x in ((e.value, *(e.ci or (None, None))) if e is not None else (None,) * 3)]
+
+
+def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
+    """Each row's text (COLUMNS) and numbers (NUMBER_COLUMNS)."""
     out = []
     for cell in scores.cells:
         people = cell.people
         people_text = _estimate_text(people.value, people.ci) if cell.labelled else "—"
         people_note = notes.ref(f"people: {people.ci_reason}") if cell.labelled and people.ci_reason else ""
+        people_note += notes.ref(TIED.format(cell.tied) if cell.tied else None)
+        people_numbers = _numbers(people if cell.labelled else None)
+        if not cell.judges and cell.final is None:
+            out.append(([cell.system, cell.task, cell.lang, NO_JUDGE, str(cell.items), str(cell.judged),
+                         str(cell.labelled), "—", "", "", people_text, "—", "", "", people_note + notes.ref(NO_VERDICTS)],
+                        [cell.tied, None, None, None, *people_numbers, *_numbers(None, None)]))
         for j in cell.judges:
             note = people_note + notes.ref(j.corrected.reason)
+            note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=j.other_benchmarks) if j.other_benchmarks else None)
+            note += notes.ref(UNPARSED_READ_AS_NO if j.unparsed and j.corrected.value is not None else None)
             note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")
@@ -95,21 +129,22 @@ def _rows(scores: Scores, notes: Footnotes) -> list[list[str]]:
             if j.plan.reason and j.plan.reason != j.corrected.reason:
                 note += notes.ref(f"more labels: {j.plan.reason}")
             more = str(j.plan.more) if j.plan.more is not None else "—"
-            out.append([
+            out.append(([
                 cell.system, cell.task, cell.lang, j.judge, str(cell.items), str(j.judged), str(cell.labelled),
                 j.c3_rule.text() if j.c3_rule else "—", j.parser_unparsed_wrong.text(), j.parser_unparsed_left_out.text(),
                 people_text, _estimate_text(j.corrected.value, j.corrected.ci, j.corrected.approximate),
                 _estimate_text(j.rogan_gladen.value, j.rogan_gladen.ci, j.rogan_gladen.approximate), more, note,
-            ])
+            ], [cell.tied, j.c3_rule.value if j.c3_rule else None, j.parser_unparsed_wrong.value,
+                j.parser_unparsed_left_out.value, *people_numbers, *_numbers(j.corrected, j.rogan_gladen)]))
         if cell.final is not None:
             f = cell.final
-            out.append([
+            out.append(([
                 cell.system, cell.task, cell.lang, FINAL, str(cell.items), str(cell.judged), str(cell.labelled),
                 f"{f.raw:.0%}" if f.raw is not None else "—", "", "", people_text,
                 _estimate_text(f.corrected.value, f.corrected.ci, f.corrected.approximate), "", "",
                 people_note + notes.ref(f.corrected.reason)
                 + notes.ref(_approximate_note("corrected", f.corrected.approximate)),
-            ])
+            ], [cell.tied, f.raw, None, None, *people_numbers, *_numbers(f.corrected, None)]))
     return out
 
 
@@ -118,21 +153,29 @@ def _ranking_lines(scores: Scores) -> list[str]:
     unranked: dict[str, list[str]] = defaultdict(list)
     for scope, ranking in scores.rankings:
         if len(ranking.order) > 1:
-            lines.append(f"{scope}: " + " > ".join(ranking.order))
+            separated = {(p.a, p.b): p.separated for p in ranking.pairs}
+            lines.append(f"{scope}: " + ranking.order[0] + "".join(
+                f" {'>' if separated[(a, b)] else NOT_SEPARATED} {b}" for a, b in zip(ranking.order, ranking.order[1:], strict=False)))
             for p in ranking.pairs:
                 d = p.difference
                 lines.append(f"  {p.a} − {p.b}: {_estimate_text(d.value, d.ci)}"
-                             f" ({'a real difference' if p.separated else 'the interval includes 0: not a real difference'})")
+                             f" ({'a real difference' if p.separated else 'the interval includes 0: no difference shown'})")
         for name, why in sorted(ranking.unranked.items()):
             unranked[why].append(f"{name} in {scope}")
     for why, where in unranked.items():
         shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
         lines.append(f"not ranked ({why}): {shown}")
     if any(len(r.order) > 1 for _, r in scores.rankings):
-        lines.append("each difference's interval is that of the two corrected accuracies' posteriors, taken as "
-                     "independent (conservative when the systems answered the same items); each is at 95 % on its "
-                     "own, so with many pairs some separate by chance")
+        lines.append(f"a > b: the interval of a − b excludes 0; a {NOT_SEPARATED} b: it includes 0, so the two are not "
+                     "separated (no difference shown, which is not the same as none); each difference's interval is "
+                     "that of the two corrected accuracies' posteriors, taken as independent (conservative when the "
+                     "systems answered the same items); each is at 95 % on its own, so with many pairs some separate "
+                     "by chance")
     return lines or ["(no scope with two or more systems)"]
+
+
+NOT_SEPARATED = "≈"
+"""Between two systems in a ranking whose difference's interval includes 0."""
 
 
 def _no_interval(estimate) -> str:
@@ -149,7 +192,8 @@ def _pair_lines(scores: Scores) -> list[str]:
         tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}"
                   + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else _no_interval(t))
                   + f" (n={p.n_labelled} labelled)" if t.value is not None else f"agreement with people: — ({t.reason})")
-        lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}: {kappa}; {tracks}")
+        left_out = f" ({p.left_out} item(s) with an unparsed or error verdict left out)" if p.left_out else ""
+        lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}{left_out}: {kappa}; {tracks}")
     return lines or ["(no items judged by two judges)"]
 
 
@@ -211,6 +255,9 @@ def _render_cards(table_rows: list[list[str]], console) -> None:
             console.print(hanging(Text.assemble((f"{system} · {task} · {lang}", "bold cyan"),
                                                 f"   {items} items, {labelled} labelled, people {people}"),
                                   console.width), soft_wrap=False)
+        if judge == NO_JUDGE:
+            console.print(hanging(f"{judge} {note}", console.width, 2, 4), soft_wrap=False)
+            continue
         first = [f"C3 rule {rule}"] if rule != "—" or not parser else []
         if parser:
             first.append(f"parser {parser}" + (f" (unparsed left out {left_out})" if left_out != parser else ""))
@@ -236,8 +283,10 @@ def render_json(scores: Scores) -> str:
 def render_csv(scores: Scores) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(COLUMNS)
-    writer.writerows([spreadsheet_safe(v) for v in row] for row in rows(scores, InlineNotes()))
+    writer.writerow(COLUMNS[:-1] + NUMBER_COLUMNS + COLUMNS[-1:])
+    for row, numbers in _rows(scores, InlineNotes()):
+        text = [spreadsheet_safe(safe(v)) for v in row]
+        writer.writerow(text[:-1] + ["" if x is None else x for x in numbers] + text[-1:])
     return buffer.getvalue()
 
 

@@ -1,8 +1,9 @@
 """The reads behind `calibrate scores`: the counted items of the scored tasks, grouped by what the
 scores tell apart, read from the sets migration 0020's triggers keep per item and count (the
 cell, reference, gold label, and each verdict in force with its `correct` and C3's rule), so the
-work grows with the distinct sets, not with the items; and the items behind one group, for the
-outputs C3's rule reads differently from calibrate's parser."""
+work grows with the distinct sets, not with the items; the labelled items those sets count as
+unlabelled because their labels tie; and the items behind one group, for the outputs C3's rule
+reads differently from calibrate's parser."""
 
 from __future__ import annotations
 
@@ -95,6 +96,20 @@ class ScoreCountsMixin:
             if n > counted[cell]:
                 found[(*cell, None, None, *[None] * (4 * len(judges)))] += n - counted[cell]
         return [(*key, n) for key, n in found.items()]
+
+    def score_ties(self, scored: Iterable[tuple[str, str]], *, system: str | None = None) -> Counter:
+        """(task, lang, system) -> the counted items of the `scored` (task, lang) pairs (of
+        `system`, if given) that people labelled but whose labels tie: no strict majority, so
+        `score_groups` gives them no gold label and they count as unlabelled there. Read from the
+        items two or more people labelled (one label is never a tie), so the work grows with those."""
+        scored = set(scored)
+        ties: Counter = Counter()
+        for task, lang, item_system, n in self.conn.execute(
+                "SELECT s.task, s.lang, s.system, count(*) FROM shared_items h JOIN score_sets s ON s.item_id = h.item_id "
+                "WHERE s.gold = '' AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3", (system,)):
+            if (task, lang) in scored:
+                ties[(task, lang, item_system)] += n
+        return ties
 
     def _items_ruled(self, judges: list[str], key: tuple, values: tuple,
                      c3_rule: Callable[[str | None, str], bool]) -> Iterable[tuple]:
