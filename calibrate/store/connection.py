@@ -1,8 +1,8 @@
 """The SQLite connection the Store talks through, and the one place where SQLite's failures of
-the file or its surroundings (a full disk, a file-size limit, a read-only folder, a damaged or foreign file, a lock
-held longer than calibrate waits) become `DatabaseFault`s: CalibrateErrors whose message names
-the file and says what is wrong, so every command prints `Error: PATH: reason` instead of a
-traceback, whichever statement or row it happened on.
+the file or its surroundings (a full disk, a file-size limit, a read-only folder, a damaged or
+foreign file, a lock held longer than calibrate waits) become `DatabaseFault`s: CalibrateErrors
+whose message names the file and says what is wrong, so every command prints `Error: PATH:
+reason` instead of a traceback, whichever statement or row it happened on.
 
 Other SQLite errors (a constraint or trigger refusing a row) are the code's own and pass
 through unchanged."""
