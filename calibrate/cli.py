@@ -3,6 +3,7 @@ export) as a scriptable subcommand over one SQLite file."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -24,9 +25,9 @@ from calibrate.names import AnnotatorNameError, annotator_name, listing, unknown
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
-from calibrate.store import Store, UnknownFilter
+from calibrate.store import Store, UnknownFilter, past_file_size_limit
 from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
-from calibrate.user_files import read_keymap, read_text_file
+from calibrate.user_files import read_keymap, read_text_file, replaced_whole
 
 
 def width_given(stream) -> bool:
@@ -273,24 +274,13 @@ class CalibrateGroup(DeclaresDatabase, click.Group):
                 raise
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
-                raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+                reason = exc.errno == errno.EFBIG and past_file_size_limit() or exc.strerror or exc
+                raise click.ClickException(f"{where}{reason}") from None
         except click.ClickException as exc:
             exc.message = safe(exc.message)
             fitted = fit_error(exc.format_message())
             exc.format_message = lambda: fitted  # shown as "Error: …" within the terminal's width
             raise
-
-
-@contextmanager
-def naming_on_failure(path: Path):
-    """A write error inside (a full disk, a quota) names `path`: the system names the file
-    only when it cannot open it."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(path)
-        raise
 
 
 def fit_error(message: str) -> str:
@@ -483,8 +473,8 @@ def emit(result, fmt: str, out: Path | None, what: str, table, renderers: dict, 
     else:
         text = renderers[fmt](result)
     if out:
-        with naming_on_failure(out):
-            out.write_text(text, encoding="utf-8")
+        with replaced_whole(out) as part:
+            part.write_text(text, encoding="utf-8")
         console.print(safe_text(f"wrote {fmt} {what} to {out}"))
     else:
         click.echo(for_terminal(text), nl=False)
@@ -498,7 +488,8 @@ def by_option(default: str, more_help: str = ""):
 
 
 def out_file_callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """Refuse an output file whose folder does not exist before any work is done (not after it)."""
+    """Refuse an output file whose folder does not exist before any work is done (not after it).
+    The file is then written through `user_files.replaced_whole`: whole, or left as it was."""
     if value is not None and not value.parent.is_dir():
         raise click.BadParameter(f"{value.parent} is not a folder: create it first, or write elsewhere", ctx, param)
     return value
@@ -1198,6 +1189,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     app = CalibrateApp(ctx.db_path, templates=templates, task=task, lang=lang, system=system, guidelines_file=guidelines,
                        keymap_file=keymap, keymap=bindings, session=session, **options)
     app.run()
+    if app.fault is not None:  # the database file is damaged: nothing more could be saved
+        raise click.ClickException(str(app.fault))
     progress = app.session.progress()
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
@@ -1745,7 +1738,7 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
     say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
     if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
-        with naming_on_failure(out), out.open("wb") if fmt == "jsonl" else out.open(
+        with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                 "w", encoding="utf-8", newline="") as handle:
             n = writer(ctx.store, handle, system, marks)
         console.print(f"wrote {n} items to {out}")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from calibrate.model import CalibrateError
 from calibrate.redact import redact_url
-from calibrate.user_files import decode_text, parse_toml
+from calibrate.user_files import decode_text, parse_toml, replaced_whole
 
 CONFIG_NAME = "calibrate.toml"
 APP_NAME = "calibrate"
@@ -146,9 +146,8 @@ def trust_settings_file(path: Path, store: Path | None = None) -> SettingsFile:
     trusted = read_trusted(store)
     trusted[str(Path(path).resolve())] = settings_file.sha256
     store.parent.mkdir(parents=True, exist_ok=True)
-    partial = store.with_name(store.name + ".partial")
-    partial.write_text(json.dumps(trusted, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(store)
+    with replaced_whole(store) as part:
+        part.write_text(json.dumps(trusted, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return settings_file
 
 

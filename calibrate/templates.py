@@ -215,7 +215,8 @@ class Template:
     field_types: dict = field(default_factory=dict, hash=False, compare=False)  # field -> "text" | "list of text" | "object" | "a or b"
     text: str | None = None
     system: str | None = None
-    source: str = ""
+    source: str = ""  # the manifest
+    text_file: str = ""  # the prompt's file (`text`), named by errors in it
     stored_prompts: bool = False  # judgments bring the prompt they were judged with (an Inspect grader's messages)
 
     @property
@@ -241,7 +242,8 @@ class Template:
     @cached_property
     def syntax(self) -> nodes.Template:
         """The template's checked syntax tree (see `_refuse_internals`); read when it is loaded."""
-        return _refuse_internals(self.text or "", f"template {self.id}" + (f" ({self.source})" if self.source else ""))
+        where = self.text_file or self.source
+        return _refuse_internals(self.text or "", f"template {self.id}" + (f" ({where})" if where else ""))
 
     @cached_property
     def _compiled(self) -> jinja2.Template:
@@ -352,6 +354,7 @@ class TemplateSet:
                 text=_read(path.parent, entry.get("file"), where),
                 system=_read(path.parent, entry.get("system"), where),
                 source=str(path),
+                text_file=str(path.parent / entry["file"]) if entry.get("file") else "",
                 stored_prompts=bool(entry.get("stored_prompts", False)),
             )
             if check:

@@ -1,15 +1,22 @@
-"""Reading a text file the user hands over: a template folder's manifest and prompts, a settings
-file, a keymap, a system prompt, guidelines, an annotators file.
+"""Reading a text file the user hands over (a template folder's manifest and prompts, a settings
+file, a keymap, a system prompt, guidelines, an annotators file), and writing the file a
+command's `--out` names.
 
 Each is read here, so that every one that cannot be used (bytes that are not UTF-8, TOML that
 does not parse, a file that cannot be opened) gives one kind of message, naming the file, what
 is wrong and what to do, instead of a traceback. Imported data files (JSONL, CSV, C3 trees) have
-their own readers in `calibrate.formats`, which name the line as well.
+their own readers in `calibrate.formats`, which name the line as well. Every `--out` file is
+written through `replaced_whole`, so that a command that fails leaves the file as it was.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from calibrate.model import CalibrateError
@@ -66,3 +73,46 @@ def read_keymap(path: Path | str) -> dict[str, str]:
             raise UserFileError(f'{path}: {binding} = {shown}: expected the keys as a quoted text, '
                                 f'e.g. "annotate.next" = "right,m"')
     return dict(table)
+
+
+@contextmanager
+def replaced_whole(path: Path) -> Iterator[Path]:
+    """Where to write the whole of `path`: a new file beside it, renamed over it once the block
+    ends without error (its data on disk first), so that a command failing half way (a damaged
+    database, a full disk) leaves an earlier `path` as it was and no partial file; the new file
+    is removed on failure. It has the same ending as `path` (writers that choose the format by
+    it) and, where `path` exists, its permissions. A link is followed (the file it names is
+    replaced). Written directly: a file of /dev or /proc (/dev/stdout, /dev/fd/N: whatever the
+    shell opened there, a pipe or a file appended to, stays the one written) and what is not a
+    regular file (a named pipe). A write error names `path` (the system names a file only when
+    it cannot open it)."""
+    target = Path(os.path.realpath(path))
+    if Path(os.path.realpath(path.parent)).parts[1:2] in (("dev",), ("proc",)) or (
+            target.exists() and not target.is_file()):
+        with _naming(path, path):
+            yield path
+        return
+    part = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.part{target.suffix}")
+    with _naming(path, part):
+        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # 0o666 less the umask, as open() gives
+        try:
+            if target.exists():
+                shutil.copymode(target, part)
+            yield part
+            with open(part, "rb") as written:
+                os.fsync(written.fileno())
+            os.replace(part, target)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+
+
+@contextmanager
+def _naming(path: Path, written: Path) -> Iterator[None]:
+    """An OSError inside names `path`, where it names no file or the file `written` in its place."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None or exc.filename == str(written):
+            exc.filename = str(path)
+        raise

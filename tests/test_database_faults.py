@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import resource
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -76,6 +77,20 @@ def another_programs_database(path: Path) -> Path:
     conn.execute("CREATE TABLE notes (x)")
     conn.commit()
     conn.close()
+    return path
+
+
+def damaged_table(path: Path, table: str) -> Path:
+    """`path` with the first page of `table` overwritten: the file opens, and a command fails
+    only where it reads that table's rows."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\x0d" + b"\xff" * 71)
     return path
 
 
@@ -203,3 +218,49 @@ async def test_the_app_on_a_full_disk_shows_the_error_keeps_what_was_saved_and_g
         await pilot.press("y")
     assert rows(demo_db, "SELECT action, coalesce(label, note) FROM annotations") == [
         ("label", "yes"), ("note", "short"), ("label", "yes")], "the decision before the error is kept"
+
+
+def test_a_command_failing_on_a_damaged_database_leaves_the_file_its_out_named_as_it_was(demo_db, tmp_path):
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    run = Calibrate(demo_db)
+    writes = {"gold.jsonl": ("export",), "scores.csv": ("scores", "--format", "csv")}
+    for name, command in writes.items():
+        run(*command, "--out", str(outputs / name))
+    before = {name: (outputs / name).read_bytes() for name in writes}
+    damaged_table(demo_db, "judgments")
+    for name, command in writes.items():
+        out = run(*command, "--out", str(outputs / name), ok=False)
+        assert out.exit_code == 1 and f"Error: {demo_db}: the database file is damaged" in out.output, out.output
+    assert {path.name: path.read_bytes() for path in outputs.iterdir()} == before, "the earlier files, and no other"
+
+
+def test_a_file_growing_past_the_file_size_limit_is_said_so_and_the_earlier_one_kept(tmp_path):
+    db = a_calibrate_database(tmp_path / "x.db")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("an earlier export\n", encoding="utf-8")
+    big = write_jsonl(tmp_path / "big.jsonl", [{**line, "content": "y" * 20_000} for line in lexical_lines(20, start=500)])
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    limit = 64 * 1024  # above the database's shared-memory file (32 KiB), below the export and the import
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))  # Python ignores SIGXFSZ: a write past it fails (EFBIG)
+    try:
+        export = Calibrate(db)("export", "--out", str(gold), ok=False)
+        imported = Calibrate(db)("import", "jsonl", str(big), *IMPORT, ok=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    said = f"the file grew past this process's file-size limit ({limit:,} bytes, set by `ulimit -f`)"
+    assert export.exit_code == 1 and export.output.startswith(f"Error: {gold}: {said}"), export.output
+    assert imported.exit_code == 1 and imported.output.startswith(f"Error: {db}: {said}"), imported.output
+    assert gold.read_text(encoding="utf-8") == "an earlier export\n"
+    assert sorted(p.name for p in tmp_path.glob("*gold*")) == ["gold.jsonl"]
+    assert Store(db).count_items() == 400
+
+
+def test_a_folder_named_as_the_database_is_said_to_be_a_folder(tmp_path):
+    folder = tmp_path / "labels.db"
+    folder.mkdir()
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3))
+    for command in (("status",), ("import", "jsonl", str(lines), *IMPORT)):
+        out = Calibrate(folder)(*command, ok=False)
+        assert out.exit_code == 1 and out.output.startswith(f"Error: {folder}: a folder, not a database file"), out.output
+    assert list(folder.iterdir()) == []

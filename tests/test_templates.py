@@ -244,6 +244,13 @@ def custom_template(tmp_path, text: str):
     return tmp_path / "mine"
 
 
+def test_a_syntax_error_in_a_prompt_names_its_file_and_line(tmp_path):
+    folder = custom_template(tmp_path, "Content:\n{{ content }} {{ unclosed")
+    with pytest.raises(TemplateError) as refused:
+        TemplateSet([folder])
+    assert str(refused.value).startswith(f"template custom/en/lexical ({folder / 'custom' / 'l.j2'}): line 2: ")
+
+
 def escapes(marker) -> dict[str, str]:
     """Known ways out of Jinja to Python, each creating `marker` if it ever ran."""
     run = f"popen('touch {marker}').read()"

@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 
+from tests.test_database_faults import damaged_table
 from tests.tui_helpers import rows
 
 
@@ -26,15 +27,20 @@ def wait_for(predicate, timeout: float = 30.0, step: float = 0.05) -> bool:
     return False
 
 
-def read_available(fd: int) -> None:
+def read_available(fd: int, into: bytearray | None = None) -> None:
+    """Read what the app has written so far (a pty whose output is never read blocks the
+    writer), kept `into` where given."""
     import select
 
     while select.select([fd], [], [], 0)[0]:
         try:
-            if not os.read(fd, 65536):
-                return
+            chunk = os.read(fd, 65536)
         except OSError:
             return
+        if not chunk:
+            return
+        if into is not None:
+            into += chunk
 
 
 def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
@@ -78,6 +84,37 @@ def test_a_closed_terminal_ends_the_app_giving_its_held_item_back_and_keeping_it
         os.close(fd)
     assert held() == 0, "its lease given back at once, not after it expires"
     assert len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'hangup-test'")) == 1
+
+
+def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(demo_db):
+    damaged_table(demo_db, "annotations")
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
+                                   "--annotator", "damage-test"], env)
+    shown, ended = bytearray(), []
+
+    def exited() -> bool:
+        read_available(fd, shown)
+        child, status = os.waitpid(pid, os.WNOHANG)
+        if child == pid:
+            ended.append(os.waitstatus_to_exitcode(status))
+        return bool(ended)
+
+    try:
+        assert wait_for(lambda: (read_available(fd, shown), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), \
+            "app started"
+        os.write(fd, b"s")  # a decision: it goes into the damaged table
+        assert wait_for(exited, timeout=20), "it ended"
+        read_available(fd, shown)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert ended == [1]
+    assert f"Error: {demo_db}: the database file is damaged".encode() in shown.replace(b"\r\n", b" "), bytes(shown[-500:])
 
 
 def free_port() -> int:

@@ -47,6 +47,7 @@ from calibrate.kinds import INSPECT_LETTERS, inspect_labels
 from calibrate.model import CalibrateError, NewItem, check_system
 from calibrate.names import annotator_name
 from calibrate.store import Store
+from calibrate.user_files import replaced_whole
 from calibrate.verdicts import Verdict
 
 FAMILY = "inspect"
@@ -500,7 +501,8 @@ def export_edits(
         # have: kept as the log had them, a grader they name still names the judge of a re-import
         score.params = params.get(score.name, score.params)
     summary.metrics_after = _metrics(full, log.scorer)
-    api.write_eval_log(full, str(out))
+    with replaced_whole(out) as part:
+        api.write_eval_log(full, str(part))
     return summary
 
 

@@ -23,6 +23,7 @@ from calibrate.judge_server import UnusableAnswer
 from calibrate.model import CalibrateError, NewJudgment
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
+from calibrate.user_files import replaced_whole
 
 
 class BatchFileError(CalibrateError):
@@ -33,7 +34,7 @@ class BatchFileError(CalibrateError):
 def export_batch(jobs: Iterable[Job], config: JudgeConfig, path: Path) -> int:
     """Write OpenAI Batch API JSONL (also what vLLM's run-batch reads)."""
     n = 0
-    with Path(path).open("w", encoding="utf-8") as out:
+    with replaced_whole(Path(path)) as part, part.open("w", encoding="utf-8") as out:
         for job in jobs:
             line = {"custom_id": job.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": request_body(job, config)}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -28,7 +28,7 @@ from pathlib import Path
 from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
 from calibrate.store.confidence import ConfidenceMixin
-from calibrate.store.connection import DatabaseFault, connect
+from calibrate.store.connection import DatabaseFault, connect, past_file_size_limit
 from calibrate.store.export_rows import ExportRowsMixin
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
@@ -43,7 +43,7 @@ from calibrate.store.sql import JUDGMENT_COLUMNS
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "DatabaseFault", "DatabaseMissing", "NewItem",
-    "NotACalibrateDatabase", "Store", "UnknownFilter",
+    "NotACalibrateDatabase", "Store", "UnknownFilter", "past_file_size_limit",
 ]
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -167,6 +167,9 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         self._import_leases = {}
         file = Path(self.path)
         self.read_only = read_only and self.in_file
+        if self.in_file and file.is_dir():
+            raise NotACalibrateDatabase(f"{self.path}: a folder, not a database file: name a file with --db "
+                                        f"(such as {file / 'calibrate.db'})")
         if self.read_only and not file.is_file():
             raise DatabaseMissing(f"no database at {self.path}: import items first (calibrate import …), "
                                   "or name another file with --db")

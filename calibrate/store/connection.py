@@ -1,8 +1,8 @@
 """The SQLite connection the Store talks through, and the one place where SQLite's failures of
-the file or its surroundings (a full disk, a read-only folder, a damaged or foreign file, a lock
-held longer than calibrate waits) become `DatabaseFault`s: CalibrateErrors whose message names
-the file and says what is wrong, so every command prints `Error: PATH: reason` instead of a
-traceback, whichever statement or row it happened on.
+the file or its surroundings (a full disk, a file-size limit, a read-only folder, a damaged or
+foreign file, a lock held longer than calibrate waits) become `DatabaseFault`s: CalibrateErrors
+whose message names the file and says what is wrong, so every command prints `Error: PATH:
+reason` instead of a traceback, whichever statement or row it happened on.
 
 Other SQLite errors (a constraint or trigger refusing a row) are the code's own and pass
 through unchanged."""
@@ -10,6 +10,7 @@ through unchanged."""
 from __future__ import annotations
 
 import os
+import resource
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from calibrate.model import CalibrateError
 
 # SQLite's primary result codes for faults of the file or its surroundings, and what they mean
 BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+DAMAGED_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 FAULTS = {
     3: "permission denied",
     5: "locked by another process for longer than calibrate waits; try again once it is done",
@@ -32,6 +34,21 @@ FAULTS = {
     26: "not an SQLite database (another kind of file, or encrypted)",
 }
 
+# SQLite's extended codes of an input/output error while a file grows: what a write past the
+# process's file-size limit gives (SQLITE_IOERR_WRITE, _TRUNCATE, _SHMSIZE)
+GROWING = {778, 1546, 4874}
+
+
+def past_file_size_limit() -> str | None:
+    """Why a file could not grow, where this process may write files only up to a size (`ulimit
+    -f`: the write fails with EFBIG, which SQLite reports as an input/output error); None where
+    there is no such limit."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    return (f"the file grew past this process's file-size limit ({limit:,} bytes, set by `ulimit -f`): "
+            "raise the limit and run again (what was saved before is kept)")
+
 
 class DatabaseFault(CalibrateError):
     """SQLite could not use the database file: the message names it and the reason."""
@@ -45,6 +62,12 @@ class DatabaseFault(CalibrateError):
         """Another connection holds the lock this one needs."""
         return self.code in BUSY_CODES
 
+    @property
+    def damaged(self) -> bool:
+        """The file is damaged or no database: unlike a full disk or a lock, waiting does not
+        help, and no later read or write of it can be trusted."""
+        return self.code in DAMAGED_CODES
+
 
 def database_fault(path: str, exc: sqlite3.Error) -> DatabaseFault | None:
     """The DatabaseFault naming `path` for a fault of the file or its surroundings, else None."""
@@ -52,6 +75,8 @@ def database_fault(path: str, exc: sqlite3.Error) -> DatabaseFault | None:
     if code not in FAULTS:
         return None
     reason = FAULTS[code]
+    if code == 10 and exc.sqlite_errorcode in GROWING and (limit := past_file_size_limit()):
+        reason = limit
     if code == 14:
         folder = Path(path).resolve().parent
         if not folder.is_dir():

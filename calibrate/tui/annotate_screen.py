@@ -162,11 +162,8 @@ class AnnotateScreen(Screen):
             result = work()
         except DatabaseBusy:
             busy = True
-        except SessionError as exc:
-            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
-            return
-        except DatabaseFault as exc:  # a full disk, a read-only file: this action was not saved, earlier ones are
-            self.notify(safe(str(exc)), severity="error", timeout=30, markup=False)
+        except (SessionError, DatabaseFault) as exc:
+            self._not_saved(exc)
             return
         finally:
             store.on_wait = None
@@ -184,12 +181,22 @@ class AnnotateScreen(Screen):
         try:
             result = work()
         except (SessionError, DatabaseFault) as exc:
-            message, severity = safe(str(exc)), "error" if isinstance(exc, DatabaseFault) else "warning"
-            self.app.call_from_thread(self._written, lambda _: self.notify(message, severity=severity, markup=False), None)
+            self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None)
         else:
             self.app.call_from_thread(self._written, done, result)
         finally:
             store.on_wait = None
+
+    def _not_saved(self, exc: SessionError | DatabaseFault) -> None:
+        """Say why an action was not saved, in a toast: what the session refused, or a fault of
+        the file that may pass (a full disk, a read-only file; the actions before it are saved).
+        A damaged file ends the app instead (`CalibrateApp.end_on`): nothing more can be saved."""
+        if isinstance(exc, DatabaseFault) and exc.damaged:
+            self.app.end_on(exc)
+        elif isinstance(exc, DatabaseFault):
+            self.notify(safe(str(exc)), severity="error", timeout=30, markup=False)
+        else:
+            self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
 
     def _written(self, done: Callable, result) -> None:
         self.saving = False

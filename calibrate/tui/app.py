@@ -12,7 +12,7 @@ from textual.binding import Binding
 
 from calibrate.names import closest, listing
 from calibrate.session import AnnotationSession
-from calibrate.store import Store, UnknownFilter
+from calibrate.store import DatabaseFault, Store, UnknownFilter
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
 from calibrate.tui.flagged_screen import FlaggedScreen
@@ -103,6 +103,7 @@ class CalibrateApp(App):
         self.guidelines_file = guidelines_file
         self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
+        self.fault: DatabaseFault | None = None  # the damage that ended the app (`end_on`)
         self._keymap = checked_keymap(keymap_file, keymap) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
@@ -121,6 +122,12 @@ class CalibrateApp(App):
         if self._keymap:
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
+
+    def end_on(self, fault: DatabaseFault) -> None:
+        """End the app on a damaged database file: every later decision would fail too. The
+        command that ran the app then says so (the fault's message) and exits 1."""
+        self.fault = fault
+        self.exit(return_code=1)
 
     def keys_of(self, binding: Binding) -> list[str]:
         """The key names of a binding, after any remapping."""
