@@ -30,10 +30,10 @@ ELLIPSIS = "…"
 
 def head(text: str, width: int) -> str:
     """The first cells of `text` that fit `width`, in whole characters as a terminal draws them
-    (an emoji sequence joined by U+200D, a letter with its accents: one character, measured
-    whole; cut inside, a joiner left at the end would join the "…" after it)."""
+    (`_characters`; cut inside, a joiner left at the end would join the "…" after it, half a
+    flag would pair with the next)."""
     used = 0
-    for start, _, cells in split_graphemes(text)[0]:
+    for start, _, cells in _characters(text):
         used += cells
         if used > width:
             return text[:start]
@@ -43,11 +43,31 @@ def head(text: str, width: int) -> str:
 def tail(text: str, width: int) -> str:
     """The last cells of `text` that fit `width`, in whole characters (as `head`)."""
     used = 0
-    for _, end, cells in reversed(split_graphemes(text)[0]):
+    for _, end, cells in reversed(_characters(text)):
         used += cells
         if used > width:
             return text[end:]
     return text
+
+
+def _characters(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, cells) of each character of `text` as a terminal draws it: rich's graphemes
+    (an emoji sequence joined by U+200D, a letter with its accents: one), and a flag, two regional
+    indicator letters paired from the start of their run, one too."""
+    found: list[tuple[int, int, int]] = []
+    paired = False  # whether the last one is a regional indicator waiting for its pair
+    for start, end, cells in split_graphemes(text)[0]:
+        if paired and end - start == 1 and _REGIONAL <= ord(text[start]) < _REGIONAL + 26:
+            first = found.pop()
+            found.append((first[0], end, first[2] + cells))
+            paired = False
+            continue
+        found.append((start, end, cells))
+        paired = end - start == 1 and _REGIONAL <= ord(text[start]) < _REGIONAL + 26
+    return found
+
+
+_REGIONAL = 0x1F1E6  # REGIONAL INDICATOR SYMBOL LETTER A; a flag is two of them
 
 
 def middle_cut(text: str, width: int) -> str:
@@ -65,19 +85,20 @@ def end_cut(text: str, width: int) -> str:
 
 
 def broken_name(name: str, width: int, indent: int = 0) -> str:
-    """`name` (a template id, a judge) with line breaks after its '/', '-' and '_' where a line
+    """`name` (a template id, a judge) with line breaks after its '/', '-', '_' and spaces where a line
     would be wider than `width` cells, the first line starting `indent` cells in (a break before
     the name when not even its first part fits there); a part wider than `width` loses its
-    middle (middle_cut). A name is never broken within a word, as wrapping at spaces would."""
+    middle (middle_cut). A name is never broken within a word, as a wrap at spaces only would
+    break a long name that has none; a space at a break is left out."""
     lines, used = [""], indent
-    for part in re.findall(r"[^/_-]*[/_-]|[^/_-]+$", name):
+    for part in re.findall(r"[^/_ -]*[/_ -]|[^/_ -]+$", name):
         part = middle_cut(part, max(width, 2))
         if used + cell_len(part) > width and (lines[-1] or used):
             lines.append("")
             used = 0
         lines[-1] += part
         used += cell_len(part)
-    return "\n".join(lines)
+    return "\n".join(line.rstrip(" ") for line in lines)
 
 
 def shorten_distinct(values: Sequence[str], width: int) -> dict[str, str] | None:

@@ -84,7 +84,7 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
         if t.met:
             values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.lower_bound:.3f}",
                       f"{t.agreement:.3f}", f"{t.shortfall:.3f}"]
-            if t.lowest_accepted - t.threshold > GRID_STEP:
+            if t.lowest_accepted - t.threshold > 1.5 * GRID_STEP:  # more than one step (floats: 0.95 - 0.949 > 0.001)
                 notes.append((where, f"threshold {t.threshold:.3f}: the labelled items it accepts have confidences "
                                      f"from {t.lowest_accepted:.3f} up, and none lies between (the threshold is the "
                                      "lowest of the grid 1.000, 0.999, … 0 that accepts the same labelled items)"))

@@ -8,7 +8,17 @@ import io
 from rich.cells import cell_len
 from rich.console import Console
 
-from calibrate.fit import Columns, fit_table, hanging, middle_cut, said_once, shorten_distinct
+from calibrate.fit import (
+    Columns,
+    broken_name,
+    fit_table,
+    hanging,
+    head,
+    middle_cut,
+    said_once,
+    shorten_distinct,
+    tail,
+)
 
 HEADERS = ["task", "lang", "judge", "n", "threshold", "accepts", "bound", "agree"]
 ROWS = [["c3/coreference-detection", "en", "demo-judge", "12", "0.850", "80% (10)", "0.912", "0.950"],
@@ -67,3 +77,18 @@ def test_notes_said_once_with_a_count_and_hanging_indent():
     text = hanging("word " * 30, 40, 2, 4).plain.splitlines()
     assert text[0].startswith("  word") and all(line.startswith("    word") for line in text[1:])
     assert max(map(cell_len, text)) <= 40
+
+
+def test_a_cut_keeps_a_flag_whole():
+    flags = "\U0001f1e9\U0001f1ea\U0001f1eb\U0001f1f7\U0001f1fa\U0001f1f8"  # DE FR US: two letters each
+    for width in range(1, 10):  # a half flag left would pair with the next letter: another country's flag
+        first, last = head("x" + flags, width)[1:], tail(flags + "x", width)[:-1]
+        assert len(first) % 2 == 0 and flags.startswith(first), (width, first)
+        assert len(last) % 2 == 0 and flags.endswith(last), (width, last)
+        assert cell_len(first) <= width - 1 and cell_len(last) <= width - 1
+
+
+def test_a_name_breaks_between_its_words_and_parts_never_inside_them():
+    name = "judge from the evaluation team A of the speech lab"
+    assert broken_name(name, 23).splitlines() == ["judge from the", "evaluation team A of", "the speech lab"]
+    assert broken_name("c3-official/en/heterograph", 20).splitlines() == ["c3-official/en/", "heterograph"]

@@ -133,9 +133,9 @@ def test_trust_finds_the_hand_computed_threshold(tmp_path):
 
 def test_trust_says_nothing_of_a_threshold_at_the_confidences_it_accepts(tmp_path):
     path = tmp_path / "t.db"
-    confident_db(path, [(40, 0.95, 40), (20, 0.9495, 10)])
+    confident_db(path, [(40, 0.95, 40), (20, 0.9485, 10)])  # the grid's 0.949 accepts the 40 and no more
     table = " ".join(Calibrate(path)("trust", "--min-labels", "22").output.split())
-    assert "0.950" in table and "67% (40)" in table and "none lies between" not in table
+    assert "0.949" in table and "67% (40)" in table and "none lies between" not in table, "one step of the grid is not far"
 
 
 def test_trust_refuses_below_the_minimum_calibration_by_default(tmp_path):

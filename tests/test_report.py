@@ -581,12 +581,15 @@ addEventListener('load', () => {
   const broken = [], over = [];
   for (const th of document.querySelectorAll('th')) {
     if (th.scrollWidth > th.clientWidth) over.push(th.textContent);
-    const text = th.firstChild, words = /\\S+/g;
-    for (let m; text && text.nodeType === 3 && (m = words.exec(text.data));) {
-      const range = document.createRange();
-      range.setStart(text, m.index);
-      range.setEnd(text, m.index + m[0].length);
-      if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1) broken.push(m[0]);
+    const texts = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let text; (text = texts.nextNode());) {
+      const words = /\\S+/g;
+      for (let m; (m = words.exec(text.data));) {
+        const range = document.createRange();
+        range.setStart(text, m.index);
+        range.setEnd(text, m.index + m[0].length);
+        if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1) broken.push(m[0]);
+      }
     }
   }
   document.body.dataset.headers = JSON.stringify({broken, over});
@@ -596,8 +599,9 @@ addEventListener('load', () => {
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium to lay the page out")
-def test_html_report_headers_keep_their_words_whole_on_a_phone(labelled_demo_db, tmp_path):
-    Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(tmp_path / "report.html"))
+@pytest.mark.parametrize("command", ["report", "scores"])
+def test_html_report_headers_keep_their_words_whole_on_a_phone(labelled_demo_db, tmp_path, command):
+    Calibrate(labelled_demo_db)(command, "--format", "html", "--out", str(tmp_path / "report.html"))
     page = tmp_path / "measured.html"
     page.write_text((tmp_path / "report.html").read_text(encoding="utf-8").replace("</body>", HEADER_WORDS + "</body>"),
                     encoding="utf-8")

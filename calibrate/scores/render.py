@@ -292,7 +292,9 @@ def render_csv(scores: Scores) -> str:
 
 def render_html(scores: Scores) -> str:
     e = html.escape
-    head = "".join(f"<th>{e(c)}</th>" for c in COLUMNS)
+    # a header wraps between its words only: "Rogan–Gladen" kept whole on a phone (a browser may break after "–")
+    head = "".join("<th>" + " ".join(f"<span class='whole'>{e(w)}</span>" if "–" in w else e(w) for w in c.split(" "))
+                   + "</th>" for c in COLUMNS)
     notes = Footnotes()
     body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows(scores, notes))
     parts = "".join(f"<h2>{e(t)}</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
