@@ -303,7 +303,7 @@ class AgreementData:
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
     judged: list[tuple]  # task, lang, judge, status, n (all judged items)
-    ties: list[tuple] = field(default_factory=list)  # task, lang, n items with no majority (and no adjudicator)
+    tied_items: list[int] = field(default_factory=list)  # of those, the items with no gold label (a tie)
 
     @staticmethod
     def combine(parts: list[AgreementData]) -> AgreementData:
@@ -319,7 +319,7 @@ class AgreementData:
         return AgreementData(
             summed("judge_vs_human"), summed("judge_vs_gold"),
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
-            summed("ties"),
+            [i for p in parts for i in p.tied_items],
         )
 
 

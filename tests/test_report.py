@@ -674,6 +674,24 @@ def test_the_gold_line_takes_the_gold_label_every_export_and_figure_takes(gold_d
     assert line["agreement"] == pytest.approx(sum(gold[i] == "yes" for i in parsed) / 7)
 
 
+def test_the_ties_noted_on_a_judges_gold_line_are_items_it_judged(tmp_path):
+    run = Calibrate(tmp_path / "t.db")
+    for system, prefix, out in (("S1", "a", {"out": "The answer is: yes."}), ("S2", "b", {})):
+        lines = tmp_path / f"{system}.jsonl"
+        lines.write_text("".join(json.dumps({"id": f"{prefix}{k}", "content": f"{prefix}{k}", "notation": "n",
+                                             "response": "r", **out}) + "\n" for k in range(4)), encoding="utf-8")
+        run("import", "jsonl", str(lines), "--task", "c3/lexical", "--lang", "en", "--system", system,
+            *(("--judge-output", "out", "--judge-name", "j") if out else ()))
+    rows = ["S1,a0,ana,yes", "S1,a0,bob,no", "S1,a1,ana,yes", "S1,a2,ana,no", "S1,a3,ana,yes",
+            "S2,b0,ana,yes", "S2,b0,bob,no", "S2,b1,ana,no", "S2,b1,bob,yes"]  # ties on a0 (judged), b0, b1 (not)
+    (tmp_path / "l.csv").write_text("task,lang,system,source_id,annotator,label\n" + "".join(
+        f"c3/lexical,en,{row}\n" for row in rows), encoding="utf-8")
+    run("import", "labels", str(tmp_path / "l.csv"))
+    line = _lines(run)["gold"]
+    assert line["n"] == 3 and line["gold_ties"] == 1, "j judged a0..a3: one of them tied; b0 and b1 are not its items"
+    assert "1 item(s) tied between annotators have no gold label" in " ".join(run("report").output.split())
+
+
 def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_path):
     run = _few_labels(tmp_path, ["yes"] * 20, ["yes"] * 20)  # both raters used only "yes": κ is 0/0 here
     (line,) = json.loads(run("report", "--format", "json").output)["cells"][0]["lines"]

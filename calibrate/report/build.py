@@ -14,7 +14,7 @@ is kept beside it.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -209,9 +209,10 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             c.unparsed += n
         elif status == "error":
             c.errors += n
-    ties: dict[tuple, int] = defaultdict(int)
-    for task, lang, n in data.ties:
-        ties[kinds.key(task, lang)] += n
+    # the tied items (no gold label) each judge judged, for the note of its line against the gold label
+    tied, cell_of = set(data.tied_items), {r[0]: (r[1], r[2]) for r in data.shared_labels}
+    ties = Counter((kinds.key(*cell_of[item_id]), judge) for item_id, judge, status, _ in data.shared_verdicts
+                   if item_id in tied and status != "error")
 
     # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed
     parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
@@ -241,7 +242,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
         if versus == gold and len(people[(key, judge)]) < 2:
             continue  # the gold label of one annotator's labels is that annotator's line again
         c = cells[(key, judge)]
-        c.ties = ties.get(key, 0)
+        c.ties = ties[(key, judge)]
         c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))
 
     _add_ceilings_and_alt_tests(data, cells, kinds, options)

@@ -104,11 +104,10 @@ class ReadsMixin:
         for item_id, judge_name, status, verdict in shared_verdicts:
             if (label := gold.get(item_id)) is not None:
                 versus_gold[(*cell_of[item_id], judge_name, status, verdict, label)] += 1
-        ties = Counter(cell for item_id, cell in cell_of.items() if item_id not in gold)
         return AgreementData(
             judge_vs_human=judge_vs_human,
             judge_vs_gold=[(*key, versus_gold[key]) for key in sorted(versus_gold, key=in_sql_order)],
-            ties=[(*key, ties[key]) for key in sorted(ties)],
+            tied_items=[item_id for item_id in cell_of if item_id not in gold],
             shared_labels=shared_labels,
             shared_verdicts=shared_verdicts,
             judged=judged,
