@@ -521,7 +521,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, "
         + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
-        + (f"{counted(counts.notes_added, 'more note')} on labels already present, " if counts.notes_added else "")
+        + (f"{counted(counts.notes_added, 'more note')} beside labels, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
@@ -1665,7 +1665,7 @@ def import_labels_command(ctx, file, skip_bad):
             "newer decision of theirs (is the file older than those decisions?): the newer ones stay in the history, "
             "no longer in force", style="yellow"))
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
-    notes = f", {counted(done.added.notes, 'more note')} on labels already present" if done.added.notes else ""
+    notes = f", {counted(done.added.notes, 'more note')} beside labels" if done.added.notes else ""
     console.print(safe_text(f"{done.added.labels} labels added, {done.present} already present{notes}, "
                             f"{len(done.skipped)} skipped"
                             + (f", {counted(done.unlabelled, 'item')} without a label left out" if done.unlabelled else "")
@@ -1813,7 +1813,10 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     for judge, target in targets.items():
         written, left_out, passed_over = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
-            raise click.ClickException(f"no C3 {lang} items in {ctx.db_path}")
+            raise click.ClickException(
+                f"no C3 {lang} items in {ctx.db_path} with C3's source ids (<phenomenon folder>/<index>, as `import c3` "
+                "and `import c3-results` give them): items imported another way (`import jsonl`) have no place in "
+                "C3's result files; nothing was written")
         for path, records in written.items():
             notes = []
             if path in left_out:

@@ -411,3 +411,12 @@ flat_values = st.none() | st.booleans() | st.integers() | st.floats() | json_tex
 def test_c3_files_are_written_as_pythons_indenting_encoder_writes_them(rows):
     # C3's scripts write json.dumps(..., ensure_ascii=False, indent=4): the files must read the same, byte for byte
     assert c3_json(rows) == json.dumps(rows, ensure_ascii=False, indent=4)
+
+
+def test_export_c3_of_items_without_c3s_source_ids_says_why_nothing_was_written(calibrate, tmp_path):
+    lines = tmp_path / "lexical.jsonl"
+    lines.write_text("".join(json.dumps({"id": f"q{k}", "content": "c", "notation": "n", "response": "r"}) + "\n"
+                             for k in range(3)), encoding="utf-8")
+    calibrate("import", "jsonl", str(lines), "--task", "c3/lexical", "--lang", "en")
+    out = calibrate("export", "c3", str(tmp_path / "out"), "--lang", "en", ok=False)
+    assert out.exit_code == 1 and "with C3's source ids" in out.output and "nothing was written" in out.output

@@ -279,7 +279,7 @@ def test_a_reviewed_log_brings_back_each_persons_notes_once(log, calibrate, tmp_
 
     other = Calibrate(tmp_path / "other.db")
     out = other("import", "inspect", str(reviewed)).output
-    assert "3 labels added, 1 more note on labels already present, 0 skipped" in out
+    assert "3 labels added, 1 more note beside labels, 0 skipped" in out
     store = Store(other.db)
     assert [store.note_texts(n) for n in (1, 2, 3)] == [["ana: vague\nno answer given", "ana: checked twice"], [],
                                                         ["dee: off topic"]]

@@ -54,7 +54,7 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
     noted = tmp_path / "noted.csv"
     noted.write_text("task,lang,source_id,annotator,label,note\nsuperglue/copa,en,0,bob,2,still 2\n", encoding="utf-8")
     out = run("import", "labels", str(noted))
-    assert "0 labels added, 1 already present, 1 more note on labels already present" in out.stdout
+    assert "0 labels added, 1 already present, 1 more note beside labels" in out.stdout
 
 
 @pytest.mark.parametrize(
