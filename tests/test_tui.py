@@ -550,6 +550,15 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         assert "its flag stays in the export" in screen_text(app)
 
 
+async def test_flagged_items_title_is_whole_at_80_columns(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("f", "F")
+        text = " ".join(screen_text(app).replace("│", " ").split())
+        assert "Your flagged items not labelled since (1): Enter shows one, Esc" in text, text
+        assert re.search(r"Esc \S* ?closes", text), "the title wraps, whole"
+
+
 async def test_score_form_title_is_whole_at_80_columns(demo_db):
     app = make_app(demo_db, task="rubric/reference")
     async with app.run_test(size=SMALL) as pilot:
