@@ -1196,7 +1196,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
     if app.session.trust_marks is not None:  # the escalate order's, as built when the queue started
-        say_trust_refusals(app.session.trust_marks, "the escalate order sent all their items to people first")
+        say_trust_refusals(app.session.trust_marks.refusals(app.session.task, app.session.lang),
+                           "the escalate order sent all their items to people first")
 
 
 @cli.command(name="serve", database=WRITES)
@@ -1584,16 +1585,17 @@ def min_labels_option(what: str):
                              "fresh items]")
 
 
-def say_trust_refusals(marks, consequence: str) -> None:
+def say_trust_refusals(refusals: list[tuple[str, str]], consequence: str) -> None:
     """Where no confidence threshold was certified (too few labelled items, or the target not
-    met), say so on stderr, each reason once with its cells: a mark never changes silently."""
+    met: `TrustMarks.refusals`), say so on stderr, each reason once with its cells: a mark never
+    changes silently."""
     from calibrate.fit import hanging, said_once
 
-    if not marks.refused:
+    if not refusals:
         return
-    lines = [(safe_text(f"no confidence threshold certified in {counted(len(marks.refused), 'cell')} "
+    lines = [(safe_text(f"no confidence threshold certified in {counted(len(refusals), 'cell')} "
                         f"({consequence}; see calibrate trust):", style="yellow"), 0, 2)]
-    lines += [(safe_text(line), 2, 4) for line in said_once(marks.refused)]
+    lines += [(safe_text(line), 2, 4) for line in said_once(refusals)]
     for text, first, rest in lines:
         if err_console.soft_wrap:  # a log or a pipe: one line each
             err_console.print(Text(" " * first) + text)
@@ -1736,7 +1738,7 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
     marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
-    say_trust_refusals(marks, "trust marks: every verdict there is marked 'needs a person'")
+    say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
     if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
         with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                 "w", encoding="utf-8", newline="") as handle:

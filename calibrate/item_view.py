@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from calibrate.kinds import VerdictKind
 from calibrate.model import AudioClip, Item, Judgment
-from calibrate.templates import RenderedPrompt, Template, TemplateError
+from calibrate.templates import RenderedPrompt, Template
 
 
 @dataclass
@@ -59,15 +59,13 @@ class ItemView:
         return self.judgment.verdict if self.judgment and self.judgment.status == "verdict" else None
 
     def prompt(self) -> RenderedPrompt | None:
-        """The prompt the judge saw: the stored one, else rendered from the template now."""
+        """The prompt the judge saw: the stored one, else rendered from the template now
+        (TemplateError, as `calibrate render` says it, if the template cannot render the item)."""
         if self.judgment and self.judgment.prompt:
             return RenderedPrompt(self.template, self.judgment.system_prompt, self.judgment.prompt)
         if not self.template.has_prompt:
             return None
-        try:
-            return self.template.render(self.item.task, self.item.fields)
-        except TemplateError:
-            return None
+        return self.template.render(self.item.task, self.item.fields)
 
 
 @dataclass

@@ -359,7 +359,13 @@ class TrustMarks:
     thresholds: dict[tuple[str, str, str], float]
     irregular: dict[tuple[int, str], bool]
     judge: str | None = None
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (cell and judge, why no threshold)
+    refused: list[tuple[tuple[str, str], str, str]] = field(default_factory=list)  # (cell, judge, why no threshold)
+
+    def refusals(self, task: str | None = None, lang: str | None = None) -> list[tuple[str, str]]:
+        """(cell and judge, why) where no threshold was certified, in the cells of `task` and
+        `lang` (None: any)."""
+        return [(f"{cell[0]} {cell[1]} ({judge_name})", why) for cell, judge_name, why in self.refused
+                if task in (None, cell[0], "*") and lang in (None, cell[1], "*")]
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
@@ -382,7 +388,7 @@ def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGE
             marks[(item.item_id, judge_name)] = bool(
                 trust is not None and trust.met and item.verdict is not None and item.confidence is not None
                 and item.confidence >= trust.threshold)
-    refused = [(f"{key[0]} {key[1]} ({judge_name})", refusal_words(trust))
+    refused = [(key, judge_name, refusal_words(trust))
                for (key, judge_name, _), trust in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
                if not trust.met and not kinds.scored(key)]
     return TrustMarks(thresholds, marks, judge, refused)

@@ -19,7 +19,7 @@ from calibrate.session import AnnotationSession, SessionError
 from calibrate.store import Store
 from calibrate.tui.audio_strip import AudioStrip
 from tests.conftest import Calibrate
-from tests.tui_helpers import make_app, rows, screen_text
+from tests.tui_helpers import make_app, rows, screen_text, told
 
 SIZE = (100, 30)
 PAUSE = "ambiguity/phonological/pause"
@@ -158,11 +158,6 @@ def fake_player(tmp_path, monkeypatch, player_dirs) -> Path:
     monkeypatch.setenv("PATH", str(player_dirs["ffplay"]))
     monkeypatch.setenv("PLAYER_LOG", str(log))
     return log
-
-
-def told(app) -> list[str]:
-    """The messages the app has shown as notifications."""
-    return [n.message for n in app._notifications]
 
 
 async def played(app, pilot) -> None:

@@ -1,9 +1,11 @@
-"""Eight processes claim and label from one database at once: no collisions, nothing lost."""
+"""Writers sharing one database: eight processes claim and label at once (no collisions, nothing
+lost), and two threads sharing one store (the annotation app and its worker) never share a transaction."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import sqlite3
+import threading
 from collections import Counter
 
 import pytest
@@ -55,3 +57,32 @@ def test_eight_processes_share_one_database(tmp_path, overlap):
     store = Store(path)
     rows = store.conn.execute("SELECT count(*) FROM annotations").fetchone()[0]
     assert rows == sum(len(labelled) for _, labelled, _ in outcomes) == ITEMS * overlap, "no annotation lost"
+
+
+def test_a_write_of_one_thread_waits_for_another_threads_transaction_and_is_kept(tmp_path):
+    """The annotation app's own thread and its worker share a store. A decision written while the
+    other thread's transaction is open waits for it (as for another process) instead of joining
+    it: when that transaction fails and is rolled back, the decision stays."""
+    store = Store(tmp_path / "shared.db")
+    item_id = store.add_items([NewItem("c3/lexical", "en", "a", {"k": 1})], with_ids=True)[0][0]
+    opened, fail = threading.Event(), threading.Event()
+
+    def failing_write() -> None:
+        with pytest.raises(RuntimeError), store.transaction():
+            store.conn.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'worker', 0)", (item_id,))
+            opened.set()
+            fail.wait(10)
+            raise RuntimeError("the worker's write fails (a full disk, say)")
+
+    worker = threading.Thread(target=failing_write)
+    worker.start()
+    opened.wait(10)
+    waits = []
+    store.on_wait = lambda seconds: (waits.append(seconds), fail.set())  # this thread's own: the worker's has none
+    store.annotate(item_id, "ana", "label", label="yes")
+    fail.set()
+    worker.join(10)
+    assert waits, "the decision waited for the worker's transaction"
+    assert [tuple(r) for r in store.conn.execute("SELECT annotator, action, label FROM annotations")] == \
+        [("ana", "label", "yes")], "the decision is kept"
+    assert store.conn.execute("SELECT count(*) FROM leases").fetchone()[0] == 0, "the worker's write is rolled back"

@@ -295,7 +295,7 @@ def test_escalate_and_export_refuse_below_the_minimum_calibration_and_say_so(tmp
 
     session = AnnotationSession(store, templates, "cy", order="escalate")
     session.start()
-    (refused,) = session.trust_marks.refused  # what `annotate` says on stderr when the app closes
+    (refused,) = session.trust_marks.refusals()  # what `annotate` says on stderr when the app closes
     assert refused[0] == "c3/lexical en (gpt)" and "fewer than 198 labelled items" in refused[1]
     store.close()
     default = Calibrate(path)("export")
@@ -435,3 +435,15 @@ def test_a_stored_confidence_outside_0_1_is_not_used(tmp_path):
     store.close()
     row = report_cell(path)["lines"][0]
     assert row["calibration_items"] == 2 and row["ece"] == pytest.approx(0.1)
+
+
+def test_escalate_under_a_filter_names_only_the_filters_cells_where_nothing_is_certified(demo_db):
+    from calibrate.session import AnnotationSession
+    from calibrate.templates import TemplateSet
+
+    session = AnnotationSession(Store(demo_db), TemplateSet(), "cy", task="c3/tone", lang="zh", order="escalate")
+    session.start()
+    assert len(session.trust_marks.refusals()) > 2, "the demo's other cells have none either"
+    cells = [cell for cell, _ in session.trust_marks.refusals(session.task, session.lang)]
+    assert cells and all(cell.startswith("c3/tone zh (") for cell in cells), cells
+    session.store.close()

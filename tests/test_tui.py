@@ -10,11 +10,12 @@ import pytest
 
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
+from calibrate.templates import TemplateSet
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError
-from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status
+from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status, told
 
 SIZE = (140, 40)
 
@@ -138,6 +139,24 @@ async def test_p_opens_the_rendered_prompt_with_its_system_prompt(demo_db):
         text = screen_text(app)
         assert "This is a sentence that contains ambiguity caused by polysemy" in text
         assert "You are an expert proficient" in text
+
+
+async def test_p_on_an_item_its_template_cannot_render_says_why(tmp_path):
+    family = tmp_path / "mine" / "fc"
+    family.mkdir(parents=True)
+    (family / "manifest.toml").write_text('family = "fc"\ndescription = "x"\n[[template]]\nid = "fc/en"\n'
+                                          'file = "claim.j2"\nlang = "en"\ntasks = ["mine/fc"]\n'
+                                          'required = ["claim", "response"]\nverdict = "yes_no_en"\n')
+    (family / "claim.j2").write_text("Claim: {{ claim }} Evidence: {{ evidence }} Answer: {{ response }}")
+    db = tmp_path / "fc.db"
+    Store(db).add_items([NewItem("mine/fc", "en", "a", {"claim": "sky is {{ green }}", "response": "yes"})])
+    app = make_app(db, templates=TemplateSet([tmp_path / "mine"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert "(the judge prompt cannot be rendered: template fc/en: missing field ('evidence' is undefined))" in text
+        assert "humans decide it" not in text
 
 
 async def test_at_80_by_24_the_open_prompt_leaves_the_item_the_verdict_and_the_keys_in_view(demo_db):
@@ -527,8 +546,17 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         await pilot.press("enter")
         assert current_item_id(app) == first
         await pilot.press("y", "F")  # labelled now: it leaves the list, and the screen says where the flag stays
-        assert "No item you flagged in this queue waits for you" in screen_text(app)
-        assert "its flag stays in the export" in screen_text(app)
+        said = " ".join(str(app.screen.query_one("Label").render()).split())  # wrapped in the dialog
+        assert "No item you flagged in this queue waits for you" in said and "its flag stays in the export" in said
+
+
+async def test_flagged_items_title_is_whole_at_80_columns(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("f", "F")
+        text = " ".join(screen_text(app).replace("│", " ").split())
+        assert "Your flagged items not labelled since (1): Enter shows one, Esc" in text, text
+        assert re.search(r"Esc \S* ?closes", text), "the title wraps, whole"
 
 
 async def test_score_form_title_is_whole_at_80_columns(demo_db):
@@ -611,28 +639,70 @@ async def test_the_verdict_panel_breaks_the_template_id_between_its_parts_at_any
         assert end == start, "whole where it fits"
 
 
-async def test_the_app_waits_for_a_writer_holding_the_lock_and_keeps_the_decision(demo_db):
-    import asyncio
+async def waiting_shown(app, pilot, seconds: float = 10) -> str:
+    """The screen once its status line says that a write has waited a second or more."""
+    deadline = time.monotonic() + seconds
+    while not re.search(r"waiting [1-9]\d* s", status(app)):
+        assert time.monotonic() < deadline, f"the app never said it waits: {status(app)!r}"
+        await pilot.pause(0.05)
+    await pilot.pause()  # and every redraw that follows (the line changes the bar's height)
+    return screen_text(app)
+
+
+async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the_decision(demo_db):
     import sqlite3
 
     app = make_app(demo_db, task="c3/lexical")
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
         first = current_item_id(app)
         other = sqlite3.connect(demo_db, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
         other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
-        await pilot.press("n")
-        await asyncio.sleep(3.0)
-        await pilot.pause()
-        assert "waiting" in status(app) and "not saved yet" in status(app), "the app says it is waiting"
-        assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
-        await pilot.press("y")  # keys wait meanwhile; nothing else is recorded
-        other.execute("COMMIT")
+        try:
+            await pilot.press("n")  # the first decision of the app
+            shown = " ".join((await waiting_shown(app, pilot)).split())
+            assert "saving… waiting" in shown and "your decision is not saved yet" in shown, shown
+            assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
+            await pilot.press("j", "y", "u")  # keys wait meanwhile, each saying so; nothing else is recorded
+            assert told(app).count("still waiting to save the previous action") == 3, told(app)
+        finally:
+            other.execute("COMMIT")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert current_item_id(app) != first and "last: #" in status(app) and "waiting" not in status(app)
+        assert current_item_id(app) != first and "last: #" in status(app) and "saving…" not in screen_text(app)
         other.close()
     assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
+
+
+async def test_a_decision_saved_before_the_next_item_waits_is_not_made_again(demo_db):
+    """Another writer takes the lock between the decision's commit and the claim of the next
+    item: the claim waits, the decision is not recorded twice, and the line says it is saved."""
+    import sqlite3
+
+    app = make_app(demo_db, task="c3/pause")
+    other = sqlite3.connect(demo_db, isolation_level=None)
+    async with app.run_test(size=SMALL) as pilot:
+        store, first = app.session.store, current_item_id(app)
+        annotate = store.annotate
+
+        def then_locked(*args, **kwargs):
+            row = annotate(*args, **kwargs)
+            if not other.in_transaction:
+                other.execute("BEGIN IMMEDIATE")
+            return row
+
+        store.annotate = then_locked
+        try:
+            await pilot.press("n")
+            assert "your decision is saved; the next item comes once it is free" in " ".join(
+                (await waiting_shown(app, pilot)).split())
+        finally:
+            other.execute("COMMIT")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert current_item_id(app) != first and "last: #" in status(app)
+    other.close()
+    assert rows(demo_db) == [("label", "no")]
 
 
 async def test_a_bad_item_is_shown_and_can_be_skipped(tmp_path):

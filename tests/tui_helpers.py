@@ -35,6 +35,11 @@ def status(app: CalibrateApp) -> str:
     return str(app.screen.query_one(StatusBar).content)
 
 
+def told(app: CalibrateApp) -> list[str]:
+    """The messages the app has shown as notifications."""
+    return [n.message for n in app._notifications]
+
+
 def current_item_id(app: CalibrateApp) -> int | None:
     view = app.screen.view
     return view.item.id if view else None

@@ -157,13 +157,16 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
     A writer never dies of a busy database: `transaction()` waits for the write lock as long as
     another writer holds it, in steps of `busy_timeout_ms`, calling `on_wait(seconds waited)`
-    after each step so the caller can show that it is waiting (or raise DatabaseBusy to stop)."""
+    after each step so the caller can show that it is waiting (or raise DatabaseBusy to stop).
 
-    on_wait: Callable[[float], None] | None = None
+    Threads may share a store (the annotation app writes on a worker thread while its own thread
+    waits): one thread's transaction at a time. A thread whose transaction another thread's holds
+    open waits for it as for another process's, and `on_wait` is each thread's own."""
 
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False,
                  on_upgrade: Callable[[str, list[str]], None] | None = None):
         self.path = str(path)
+        self._share_between_threads(busy_timeout_ms)
         self._import_leases = {}
         file = Path(self.path)
         self.read_only = read_only and self.in_file
@@ -259,6 +262,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
             raise NotACalibrateDatabase(f"{path}: not an SQLite database")
         store = cls.__new__(cls)
         store.path = str(path)
+        store._share_between_threads(250)
         store.conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True)
         try:
             _check_schema(path, store.applied_migrations(), must_be_calibrate=True)
@@ -289,13 +293,30 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
 
     commits = 0
 
+    def _share_between_threads(self, busy_timeout_ms: int) -> None:
+        self._writer = threading.Lock()  # held from BEGIN to COMMIT or ROLLBACK by the thread writing
+        self._writing: int | None = None  # that thread's id
+        self._wait_step = busy_timeout_ms / 1000
+        self._threads = threading.local()  # each thread's `on_wait`
+
+    @property
+    def on_wait(self) -> Callable[[float], None] | None:
+        """Called with the seconds waited while this thread's write waits for the lock; None: wait silently."""
+        return getattr(self._threads, "on_wait", None)
+
+    @on_wait.setter
+    def on_wait(self, callback: Callable[[float], None] | None) -> None:
+        self._threads.on_wait = callback
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls join the outer one."""
-        if self.conn.in_transaction:
+        """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls of the
+        same thread join the outer one (another thread's wait for it: `_begin_immediate`)."""
+        if self._writing == threading.get_ident():
             yield
             return
         self._begin_immediate()
+        self._writing = threading.get_ident()
         try:
             yield
             self.conn.execute("COMMIT")
@@ -305,16 +326,26 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
                 with suppress(sqlite3.Error, DatabaseFault):  # the first error says more than this one
                     self.conn.execute("ROLLBACK")
             raise
+        finally:
+            self._writing = None
+            self._writer.release()
 
     def _begin_immediate(self) -> None:
-        """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock."""
+        """BEGIN IMMEDIATE, holding `_writer`, waiting for as long as another writer holds the
+        lock: another process, or another thread of this store (whose transaction is let be:
+        joining it, a write would be committed, or rolled back, by that thread's)."""
         started = None
         while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except DatabaseFault as exc:
-                if not exc.busy:
+            if self._writer.acquire(timeout=self._wait_step):
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    return
+                except DatabaseFault as exc:
+                    self._writer.release()  # not held while waiting: this store's other threads go on meanwhile
+                    if not exc.busy:
+                        raise
+                except BaseException:
+                    self._writer.release()
                     raise
             started = started if started is not None else time.monotonic()
             if self.on_wait is not None:

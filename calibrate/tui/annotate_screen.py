@@ -2,7 +2,9 @@
 the rendered prompt; one key to confirm, override, label, skip, flag or undo. Each decision is
 committed to SQLite (through the session) before the next item is shown. When another writer
 holds the database (a long import, a judge run), the write waits on a worker thread and the
-status line says so; keys wait meanwhile, and the decision is confirmed only once committed."""
+status line says so; keys wait meanwhile (each one pressed says so), and the decision is
+confirmed only once committed. A decision and the claim of the next item are two writes: the
+wait of the second never makes the first one again."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Key
 from textual.screen import Screen
 
 from calibrate.audio import scp_path
 from calibrate.escape import safe
-from calibrate.item_view import ItemView
+from calibrate.item_view import Decision, ItemView
 from calibrate.session import AnnotationSession, NoPlayerError, SessionError
 from calibrate.store import DatabaseBusy, DatabaseFault, Store
 from calibrate.tui.audio_strip import AudioStrip
@@ -40,6 +43,10 @@ T = TypeVar("T")
 CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's write-ahead log, off the key path
 PREPARE_AFTER_PAINT = 0.3  # seconds after the first item is painted before the queue is worked out (`prepare_queue`)
 RECOUNT_POLL = 1.0  # seconds between two looks at the count of the annotator's labels (`recount_labelled`)
+STILL_WAITING = "still waiting to save the previous action"
+# what waits, in the status line's "saving… waiting" (`write`)
+DECISION_PENDING = "your decision is not saved yet"
+NEXT_PENDING = "the next item comes once it is free"
 
 
 def _stop_waiting_here(seconds: float) -> None:
@@ -123,7 +130,7 @@ class AnnotateScreen(Screen):
     def on_mount(self) -> None:
         if self.session.store.in_file:
             self.session.store.defer_checkpoints()  # `_checkpoint` does them, on a thread, between keys
-        self.write(self.session.start, self.show)
+        self.write(self.session.start, self.show, NEXT_PENDING)
         # what the queue's order needs beyond its first items (seconds on a large queue), a moment after
         # they are painted: the child process's start (its arguments pickled on a thread) would hold up the
         # first frame's way to the terminal
@@ -148,12 +155,13 @@ class AnnotateScreen(Screen):
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
-    def write(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
-        """Run `work` (which writes) and hand its result to `done`. If another writer holds the
-        database, nothing is written here: a worker thread waits for it, the status line shows
-        the wait, and `done` runs once the write is committed."""
+    def write(self, work: Callable[[], T], done: Callable[[T], None], pending: str = DECISION_PENDING) -> None:
+        """Run `work` (one write: it is done again, whole, if the database is busy) and hand its
+        result to `done`. If another writer holds the database, nothing is written here: a worker
+        thread waits for it, the status line shows the wait and that `pending` waits, and `done`
+        runs once the write is committed."""
         if self.saving:
-            self.notify("still waiting to save the previous action", severity="warning")
+            self.notify(STILL_WAITING, severity="warning")
             return
         store = self.session.store
         store.on_wait = _stop_waiting_here
@@ -169,15 +177,15 @@ class AnnotateScreen(Screen):
             store.on_wait = None
         if busy:
             self.saving = True
-            self.query_one(StatusBar).waiting(0.0)
-            self._write_waiting(work, done)
+            self.query_one(StatusBar).waiting(0.0, pending)
+            self._write_waiting(work, done, pending)
             return
         done(result)
 
     @work(thread=True, exclusive=True, group="write")
-    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
-        store = self.session.store
-        store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds)
+    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None], pending: str) -> None:
+        store = self.session.store  # its `on_wait` is this thread's own
+        store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds, pending)
         try:
             result = work()
         except (SessionError, DatabaseFault) as exc:
@@ -200,8 +208,13 @@ class AnnotateScreen(Screen):
 
     def _written(self, done: Callable, result) -> None:
         self.saving = False
-        done(result)
         self.query_one(StatusBar).waiting(None)
+        done(result)  # which may start the next write (`decide`)
+
+    def on_key(self, event: Key) -> None:
+        """A key of this screen pressed while a write waits does nothing (`check_action`): say why."""
+        if self.saving and any(event.key in self.app.keys_of(binding) for binding in self.BINDINGS):
+            self.notify(STILL_WAITING, severity="warning")
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -251,12 +264,11 @@ class AnnotateScreen(Screen):
         return True
 
     def decide(self, action: str, label: str | None = None) -> None:
-        def save():
-            decision = self.session.decide(action, label)
+        def decided(decision: Decision) -> None:
             self.revealed.add(decision.item_id)
-            return self.session.forward()
+            self.write(self.session.forward, self._show_decided, f"your decision is saved; {NEXT_PENDING}")
 
-        self.write(save, self._show_decided)
+        self.write(lambda: self.session.decide(action, label), decided)
 
     def _show_decided(self, view: ItemView | None) -> None:
         self.show(view)
@@ -326,7 +338,7 @@ class AnnotateScreen(Screen):
             self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
             self.show(view)
 
-        self.write(self.session.undo, undone)
+        self.write(self.session.undo, undone, "your undo is not saved yet")
 
     def action_note(self) -> None:
         if self.view is None:
@@ -335,7 +347,8 @@ class AnnotateScreen(Screen):
         def done(text: str | None) -> None:
             if text:
                 self.write(lambda: self.session.note(text), lambda _: (self.show(self.session.current()),
-                                                                       self.notify("note saved")))
+                                                                       self.notify("note saved")),
+                           "your note is not saved yet")
 
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
 
@@ -377,7 +390,7 @@ class AnnotateScreen(Screen):
         self.show(self.session.back())
 
     def action_next(self) -> None:
-        self.write(self.session.forward, self.show)
+        self.write(self.session.forward, self.show, NEXT_PENDING)
 
     def action_expand(self) -> None:
         self.expanded = not self.expanded

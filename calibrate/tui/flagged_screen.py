@@ -19,6 +19,7 @@ class FlaggedScreen(ModalScreen[int | None]):
     DEFAULT_CSS = """
     FlaggedScreen { align: center middle; }
     FlaggedScreen > Vertical { width: 90%; height: 80%; border: round $accent; padding: 0 1; background: $surface; }
+    FlaggedScreen Label { width: 1fr; }  /* the title wraps where the dialog is narrow */
     FlaggedScreen OptionList { height: 1fr; }
     """
 

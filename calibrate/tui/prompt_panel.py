@@ -10,6 +10,7 @@ from textual.widgets.collapsible import CollapsibleTitle
 from calibrate.display import PAGE_CHARS
 from calibrate.escape import safe
 from calibrate.item_view import ItemView
+from calibrate.templates import TemplateError
 from calibrate.tui.reading_pane import ReadingPane
 
 
@@ -36,7 +37,11 @@ class PromptPanel(Collapsible):
 
     def _fill(self) -> None:
         text = self.query_one("#prompt-text", Static)
-        prompt = self._view.prompt() if self._view else None
+        try:
+            prompt = self._view.prompt() if self._view else None
+        except TemplateError as exc:  # the task has a judge prompt, which this item's fields cannot fill
+            text.update(Text(safe(f"(the judge prompt cannot be rendered: {exc})"), style="bold red"))
+            return
         if prompt is None:
             judged = self._view is not None and self._view.template.stored_prompts
             text.update(Text("(no prompt was stored with this judgment)" if judged else

@@ -24,14 +24,21 @@ SCOPE_FLOOR = 6  # a filter cut to fit keeps at least this many cells
 class StatusBar(TextView):
     _text = Text()
     _shown: tuple[ItemView | None, AnnotationSession] | None = None
+    _wait: str | None = None  # the line saying that a write waits, while one does
 
-    def waiting(self, seconds: float | None) -> None:
-        """Say that a write waits for another writer to release the database (None: done)."""
-        text = self._text.copy()
-        if seconds is not None:
-            text.append(f"\n saving… waiting {seconds:.0f} s for the database (another writer holds it); "
-                        "your decision is not saved yet", style="bold yellow")
-        self.show_text(text)
+    def waiting(self, seconds: float | None, pending: str = "your decision is not saved yet") -> None:
+        """Say that a write waits for another writer to release the database, and what is
+        `pending` meanwhile (None: done). The line stays through every redraw until then."""
+        self._wait = None if seconds is None else (
+            f"saving… waiting {seconds:.0f} s for the database (another writer holds it); {pending}")
+        self.show_text(self._with_wait(self._text))
+
+    def _with_wait(self, text: Text) -> Text:
+        if self._wait is None:
+            return text
+        text = text.copy()
+        text.append(f"\n {self._wait}", style="bold yellow")
+        return text
 
     def on_resize(self) -> None:
         self.show_again()
@@ -61,7 +68,7 @@ class StatusBar(TextView):
         if view is None:
             text.append(f"\n {session.finished_summary()}. k goes back.")
         self._text = text
-        self.show_text(text)
+        self.show_text(self._with_wait(text))
 
     def _first_line(self, view: ItemView | None, session: AnnotationSession, progress) -> Text:
         """Filter, item, progress and your label in one line of the bar's width. Where it is too
