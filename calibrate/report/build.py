@@ -79,8 +79,10 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     if "system" in options.by or system is not None:
         cells = []
         with store.shared_gold_kept(options.gold_from):
+            groups = store.once_labelled_groups()  # every system's, read once
             for name in [system] if system is not None else store.systems():
-                data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from), jury_of(name))
+                data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from,
+                                                      once_labelled=lambda: groups), jury_of(name))
                 for cell in report_from_data(data, templates, options).cells:
                     cell.system = name
                     cells.append(cell)
@@ -99,7 +101,8 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
                 once_labelled=once)
             measuring = aside.submit(lambda s: measure(s, aside.irregular.result, once_labelled.result())) \
                 if aside else None
-            data = store.agreement_data(judge, gold_from=options.gold_from)
+            data = store.agreement_data(judge, gold_from=options.gold_from,
+                                        once_labelled=once_labelled.result if once_labelled else None)
             if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
                 aside.irregular.set_result(store.irregular_samples(judge))
             data = with_jury(data, jury.result() if jury else jury_of(None))

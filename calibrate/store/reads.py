@@ -6,6 +6,7 @@ exports' in `export_rows.py`.)"""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from calibrate.gold import gold_by_item_in_order
 from calibrate.model import AgreementData
@@ -35,7 +36,8 @@ class ReadsMixin:
     # -- agreement -----------------------------------------------------------------------------
 
     def agreement_data(self, judge: str | None = None, system: str | None = None, *,
-                       gold_from: str | None = None) -> AgreementData:
+                       gold_from: str | None = None,
+                       once_labelled: Callable[[], list[tuple]] | None = None) -> AgreementData:
         """Everything the agreement report needs: judge verdict x human label counts per
         annotator and against the gold label (`calibrate.gold`, `gold_from` the adjudicator: on
         an item one person labelled, their label), and the per-item labels and verdicts of items
@@ -45,8 +47,10 @@ class ReadsMixin:
         The judge x annotator counts and the judged counts are kept up to date by the triggers
         of migration 0008 (agreement_counts, verdict_counts), so they cost a few hundred rows
         whatever the number of labels; only items labelled by two or more people are read one
-        by one (the counts against the gold label are agreement_counts less their labels, plus
-        their gold labels). Only the current version of an item counts: labels made on an
+        by one. The counts against the gold label are those of the items one person labelled, in
+        the groups of cell_verdicts (migration 0017) `once_labelled_groups` reads (`once_labelled`
+        gives them when another connection reads them already), and the gold labels of the items
+        several people labelled. Only the current version of an item counts: labels made on an
         earlier version stay attached to it, but one source item is never counted twice."""
         counts_filter, params = "n != 0", []
         if system is not None:
@@ -62,17 +66,6 @@ class ReadsMixin:
             f"WHERE {counts_filter} GROUP BY 1, 2, 3, 4, 5, 6, 7", params)
         judged = rows(f"SELECT task, lang, judge_name, status, sum(n) FROM verdict_counts WHERE {counts_filter} "
                       "GROUP BY 1, 2, 3, 4", params)
-        shared_filter = (" AND i.system = ?" if system is not None else "") + (" AND v.judge_name = ?" if judge else "")
-        # the judgments against the one label of each item one person labelled, its gold label: every pair of a
-        # judgment and a label (agreement_counts) less those of the items several people labelled, in one
-        # statement (one snapshot of the database: a label given meanwhile cannot make a count negative)
-        once_labelled = rows(
-            "SELECT task, lang, judge_name, status, nullif(verdict, ''), label, sum(n) FROM ("
-            f"SELECT task, lang, judge_name, status, verdict, label, n FROM agreement_counts WHERE {counts_filter} "
-            "UNION ALL SELECT i.task, i.lang, v.judge_name, v.status, coalesce(v.verdict, ''), l.label, -count(*) "
-            "FROM counted_items i CROSS JOIN verdicts_in_force v ON v.item_id = i.id CROSS JOIN labels_in_force l ON l.item_id = i.id "
-            f"WHERE i.id IN (SELECT item_id FROM main.shared_items){shared_filter} GROUP BY 1, 2, 3, 4, 5, 6) "
-            "GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) != 0", params * 2)
         temporary = ("shared_now", "labels_now")
         for table in temporary:
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -100,7 +93,14 @@ class ReadsMixin:
             for table in temporary:
                 c.execute(f"DROP TABLE IF EXISTS temp.{table}")
         cell_of = {r[0]: (r[1], r[2]) for r in shared_labels}
-        versus_gold: Counter = Counter({tuple(key): n for *key, n in once_labelled})
+        # the judgments against the one label of each item one person labelled, its gold label: the groups of
+        # cell_verdicts that `once_labelled_groups` reads (or `once_labelled` gives: the report's other
+        # connection reads them for the reliability figures), summed over what the report does not tell apart
+        versus_gold: Counter = Counter()
+        for task, lang, name, _, item_system, status, verdict, label, _, n, _ in (
+                once_labelled() if once_labelled is not None else self.once_labelled_groups()):
+            if (system is None or item_system == system) and judge in (None, name):
+                versus_gold[(task, lang, name, status, verdict or None, label)] += n
         for item_id, judge_name, status, verdict in shared_verdicts:
             if (label := gold.get(item_id)) is not None:
                 versus_gold[(*cell_of[item_id], judge_name, status, verdict, label)] += 1
