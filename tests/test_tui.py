@@ -661,7 +661,7 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
         try:
             await pilot.press("n")  # the first decision of the app
             shown = " ".join((await waiting_shown(app, pilot)).split())
-            assert "saving… waiting" in shown and "your decision is not saved yet" in shown, shown
+            assert "waiting" in shown and "for another writer: your decision is not saved yet" in shown, shown
             assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
             await pilot.press("j", "y", "u")  # keys wait meanwhile, each saying so; nothing else is recorded
             assert told(app).count("still waiting to save the previous action") == 3, told(app)
@@ -669,7 +669,7 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
             other.execute("COMMIT")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert current_item_id(app) != first and "last: #" in status(app) and "saving…" not in screen_text(app)
+        assert current_item_id(app) != first and "last: #" in status(app) and "for another writer" not in screen_text(app)
         other.close()
     assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
 
@@ -694,7 +694,7 @@ async def test_a_decision_saved_before_the_next_item_waits_is_not_made_again(dem
         store.annotate = then_locked
         try:
             await pilot.press("n")
-            assert "your decision is saved; the next item comes once it is free" in " ".join(
+            assert "for another writer: saved; the next item comes when it is free" in " ".join(
                 (await waiting_shown(app, pilot)).split())
         finally:
             other.execute("COMMIT")

@@ -44,9 +44,9 @@ CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's wri
 PREPARE_AFTER_PAINT = 0.3  # seconds after the first item is painted before the queue is worked out (`prepare_queue`)
 RECOUNT_POLL = 1.0  # seconds between two looks at the count of the annotator's labels (`recount_labelled`)
 STILL_WAITING = "still waiting to save the previous action"
-# what waits, in the status line's "saving… waiting" (`write`)
+# what waits, in the status line's "waiting N s for another writer" (`write`)
 DECISION_PENDING = "your decision is not saved yet"
-NEXT_PENDING = "the next item comes once it is free"
+NEXT_PENDING = "the next item comes when it is free"
 
 
 def _stop_waiting_here(seconds: float) -> None:
@@ -266,7 +266,7 @@ class AnnotateScreen(Screen):
     def decide(self, action: str, label: str | None = None) -> None:
         def decided(decision: Decision) -> None:
             self.revealed.add(decision.item_id)
-            self.write(self.session.forward, self._show_decided, f"your decision is saved; {NEXT_PENDING}")
+            self.write(self.session.forward, self._show_decided, f"saved; {NEXT_PENDING}")
 
         self.write(lambda: self.session.decide(action, label), decided)
 

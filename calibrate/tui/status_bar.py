@@ -26,11 +26,10 @@ class StatusBar(TextView):
     _shown: tuple[ItemView | None, AnnotationSession] | None = None
     _wait: str | None = None  # the line saying that a write waits, while one does
 
-    def waiting(self, seconds: float | None, pending: str = "your decision is not saved yet") -> None:
+    def waiting(self, seconds: float | None, pending: str = "") -> None:
         """Say that a write waits for another writer to release the database, and what is
-        `pending` meanwhile (None: done). The line stays through every redraw until then."""
-        self._wait = None if seconds is None else (
-            f"saving… waiting {seconds:.0f} s for the database (another writer holds it); {pending}")
+        `pending` meanwhile (seconds None: done). The line stays through every redraw until then."""
+        self._wait = None if seconds is None else f"waiting {seconds:.0f} s for another writer: {pending}"
         self.show_text(self._with_wait(self._text))
 
     def _with_wait(self, text: Text) -> Text:
