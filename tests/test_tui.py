@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -756,3 +757,23 @@ async def test_checkpoints_share_one_connection_closed_with_the_screen(demo_db, 
     assert len(opened) == 1 and opened[0].checkpoints == 3
     with pytest.raises(Exception, match="closed"):
         opened[0].conn.execute("SELECT 1")
+
+
+async def test_a_damaged_database_met_by_a_read_ends_the_app_with_its_message_not_a_traceback(demo_db):
+    from calibrate.store import DatabaseFault
+
+    app = make_app(demo_db)
+    damage = DatabaseFault(f"{demo_db}: the database file is damaged (truncated or corrupt)", 11)
+
+    def back():
+        raise damage
+
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.session.back = back
+        app.simulate_key("k")  # going back reads the item before: the damaged page (the app ends: nothing to wait for)
+        for _ in range(200):  # bounded: 2 s at most
+            if app.fault is not None:
+                break
+            await asyncio.sleep(0.01)
+    assert app.fault is damage and app.return_code == 1, "annotate then says the fault's message and exits 1"

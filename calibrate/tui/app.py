@@ -129,6 +129,15 @@ class CalibrateApp(App):
         self.fault = fault
         self.exit(return_code=1)
 
+    def _handle_exception(self, error: Exception) -> None:
+        """A damaged database met by a read outside the saving path (going back, the flagged
+        list, the statistics) ends the app as one met by a save does (`end_on`), without
+        Textual's traceback; any other error goes to Textual."""
+        if isinstance(error, DatabaseFault) and error.damaged:
+            self.end_on(error)
+        else:
+            super()._handle_exception(error)
+
     def keys_of(self, binding: Binding) -> list[str]:
         """The key names of a binding, after any remapping."""
         return binding_keys(self._keymap, binding)
