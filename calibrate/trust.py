@@ -17,7 +17,7 @@ from calibrate.cells import CellKinds
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, hanging, said_once
 from calibrate.reliability_cells import refusal_words, trust_by_cell
-from calibrate.stats.trust_or_escalate import Trust, minimum_calibration
+from calibrate.stats.trust_or_escalate import GRID_STEP, Trust, minimum_calibration
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
@@ -65,9 +65,6 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
 
 
 COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lower bound", "agree", "shortfall"]
-
-
-GRID_STEP = 0.001  # the step of trust_threshold's fixed grid of thresholds
 
 
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:

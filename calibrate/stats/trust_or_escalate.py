@@ -161,6 +161,9 @@ class Trust:
         return dict(self.__dict__)
 
 
+GRID_STEP = 0.001  # the step of `trust_threshold`'s default grid of thresholds, 1.000 down to 0.000
+
+
 def lower_bound(agree, n, risk: float) -> np.ndarray:
     """One-sided (1 - risk) Clopper-Pearson lower bound for a binomial proportion (vectorised):
     L = Beta quantile(risk; k, n - k + 1), L = 0 when k = 0. P(Bin(n, L) >= k) = risk, so the
@@ -239,7 +242,7 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
                              f"certified (with fewer, a certification is usually wrong on fresh items)")
             return result
     if thresholds is None:
-        grid = np.round(np.linspace(1, 0, 1001), 3)
+        grid = np.round(np.linspace(1, 0, round(1 / GRID_STEP) + 1), 3)
     else:
         grid = np.sort(np.asarray(thresholds, dtype=float))[::-1]
     order = np.argsort(-conf, kind="stable")

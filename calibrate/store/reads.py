@@ -165,7 +165,8 @@ class ReadsMixin:
         with_gold = Counter((task, lang, text, label) for item_id, task, lang, text in sets
                             if (label := gold.get(item_id)) is not None)
         # the items one person labelled, with that label as their gold: every label of each set (verdict_set_labels)
-        # less those of the items several people labelled, in one statement (one snapshot, as in `agreement_data`)
+        # less those of the items several people labelled, in one statement (one snapshot: a label given meanwhile
+        # cannot make a count negative)
         versus_gold: Counter = Counter({tuple(key): n for *key, n in counted(
             "SELECT task, lang, verdicts, label, sum(n) FROM (SELECT task, lang, verdicts, label, n "
             "FROM verdict_set_labels WHERE n != 0 AND (?1 IS NULL OR system = ?1) UNION ALL "
