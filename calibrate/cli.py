@@ -521,7 +521,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
         f"{counts.judgments_added} judgments added, "
         + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
-        + (f"{counted(counts.notes_added, 'more note')} beside labels, " if counts.notes_added else "")
+        + (f"{more_notes(counts.notes_added)}, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
@@ -1585,6 +1585,12 @@ def min_labels_option(what: str):
                              "fresh items]")
 
 
+def more_notes(n: int) -> str:
+    """How an import summary counts the notes that came beside labels (a label's notes after its
+    first, on a label the import added or one already present)."""
+    return f"{counted(n, 'more note')} beside labels"
+
+
 def say_trust_refusals(refusals: list[tuple[str, str]], consequence: str) -> None:
     """Where no confidence threshold was certified (too few labelled items, or the target not
     met: `TrustMarks.refusals`), say so on stderr, each reason once with its cells: a mark never
@@ -1667,7 +1673,7 @@ def import_labels_command(ctx, file, skip_bad):
             "newer decision of theirs (is the file older than those decisions?): the newer ones stay in the history, "
             "no longer in force", style="yellow"))
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
-    notes = f", {counted(done.added.notes, 'more note')} beside labels" if done.added.notes else ""
+    notes = f", {more_notes(done.added.notes)}" if done.added.notes else ""
     console.print(safe_text(f"{done.added.labels} labels added, {done.present} already present{notes}, "
                             f"{len(done.skipped)} skipped"
                             + (f", {counted(done.unlabelled, 'item')} without a label left out" if done.unlabelled else "")
