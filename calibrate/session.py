@@ -122,6 +122,7 @@ class AnnotationSession:
         self._changes = 0  # this session's decisions and undos: a recount started before the latest is stale
         self._recount: tuple[int, Future] | None = None  # (changes when started, the count), while counting
         self._recounted_at = time.monotonic()  # when the latest count of the labelled items started
+        self._counted_version = self.store.data_version()  # the database as the latest count found it
 
     @property
     def total(self) -> int:
@@ -656,17 +657,20 @@ class AnnotationSession:
         return Progress(self.labelled, self.total, per_hour)
 
     def recount_labelled(self) -> bool:
-        """Count this annotator's labels in the queue again, on a thread, at most every
-        RECOUNT_EVERY seconds (their other terminals and tabs label too; this session tallies
-        only its own): a count finished since the last call is taken, unless this session decided
+        """Count this annotator's labels in the queue again, on a thread, at most every RECOUNT_EVERY
+        seconds, once another connection wrote (their other terminals and tabs label too; this session
+        tallies its own): a count finished since the last call is taken, unless this session decided
         or undid meanwhile. Whether `progress` changed."""
         before = self.labelled
         if self._recount is not None and self._recount[1].done():
             (changes, counted), self._recount = self._recount, None
             if changes == self._changes and counted.exception() is None:
                 self.labelled = counted.result()
-        if self._recount is None and time.monotonic() - self._recounted_at >= RECOUNT_EVERY:
-            self._recounted_at = time.monotonic()
+            else:  # stale, or failed: count again, whatever was written meanwhile
+                self._counted_version = None
+        due = self._recount is None and time.monotonic() - self._recounted_at >= RECOUNT_EVERY
+        if due and (version := self.store.data_version()) != self._counted_version:  # another connection wrote
+            self._recounted_at, self._counted_version = time.monotonic(), version
             self._recount = (self._changes, self.store.counted_meanwhile("count_labelled", self.annotator,
                                                                          **self._scope))
         return self.labelled != before

@@ -164,11 +164,18 @@ def test_labels_given_in_another_terminal_reach_the_count_of_the_first(tmp_path,
 
     assert here.progress().labelled == 1, "this session tallies its own labels at once"
     assert recounted(here) == 4 == recounted(there)
+    counts = []
+    monkeypatch.setattr(Store, "count_labelled", lambda *a, **k: counts.append(a) or 0)
+    assert not here.recount_labelled() and not counts, "nobody else wrote: no count"
+    monkeypatch.undo()
+    monkeypatch.setattr(session_module, "RECOUNT_EVERY", 0)
+    there.decide("label", "yes")
     here.recount_labelled()
     here._recount[1].result(timeout=10)
     here.forward()
     here.decide("label", "no")  # decided while counting: that count is stale, and not taken
     assert not here.recount_labelled() and here.progress().labelled == 5
+    assert recounted(here) == 6
 
 
 def test_progress_counts_labelled_items_only(two_cells, templates):

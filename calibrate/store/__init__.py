@@ -240,6 +240,11 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsM
         threading.Thread(target=work, name=f"calibrate {count}", daemon=True).start()
         return counted
 
+    def data_version(self) -> int:
+        """A number that changes when another connection commits a change to the database
+        (SQLite's `PRAGMA data_version`); what this connection writes leaves it as it is."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
     @property
     def in_file(self) -> bool:
         """Whether the database is a file (that another connection, thread or process can open
