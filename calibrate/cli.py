@@ -1195,9 +1195,15 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
+    if app.held_back or app.lost:
+        held = (f"the items you held come back to you when you start again, and to others when their leases end (in "
+                f"{app.session.lease_seconds / 60:g} min at most)") if app.held_back else ""
+        console.print(f"Another writer held the database as the app ended: {'; '.join(filter(None, (app.lost, held)))}.")
     if app.session.trust_marks is not None:  # the escalate order's, as built when the queue started
         say_trust_refusals(app.session.trust_marks.refusals(app.session.task, app.session.lang),
                            "the escalate order sent all their items to people first")
+    if app.lost:
+        raise SystemExit(1)
 
 
 @cli.command(name="serve", database=WRITES)

@@ -693,10 +693,13 @@ class AnnotationSession:
         """The active filter as typed in the app ("task=c3/pause lang=zh"; "" for all items)."""
         return " ".join(f"{k}={v}" for k, v in self._scope.items() if v)
 
+    def give_back(self) -> None:
+        """Give back the items this session holds, so others can take them at once."""
+        self.store.release_all(self.holder)
+
     def close(self) -> None:
-        """Stop the audio and the reading of lanes, and give back this annotator's held items so
-        others can take them."""
+        """Stop the audio and the reading of lanes, and give back the held items (`give_back`)."""
         self.stop_listening()
         if self._lanes is not None:
             self._lanes.close()
-        self.store.release_all(self.holder)
+        self.give_back()

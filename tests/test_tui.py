@@ -675,6 +675,55 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
     assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
 
 
+async def test_quitting_and_a_new_filter_wait_for_a_writer_holding_the_lock_and_say_so(demo_db):
+    """q and a filter change give the held items back first: under another writer's lock the app
+    says what waits instead of freezing; a second q quits at once, and the summary says the
+    items stay held."""
+    import sqlite3
+
+    other = sqlite3.connect(demo_db, isolation_level=None)
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            await pilot.press("slash", *"task=c3/multi-turn lang=zh", "enter")
+            assert "for another writer: the new filter starts when it is free" in " ".join(
+                (await waiting_shown(app, pilot)).split())
+            assert app.screen.view.item.task == "c3/lexical", "the queue is not changed before the items are given back"
+        finally:
+            other.execute("COMMIT")
+        deadline = time.monotonic() + 10  # (the old queue's screen, and its worker, are gone then)
+        while getattr(app.screen, "view", None) is None or app.screen.view.item.task == "c3/lexical":
+            assert time.monotonic() < deadline, "the new filter never started"
+            await pilot.pause(0.05)
+        assert (app.screen.view.item.task, app.screen.view.item.lang) == ("c3/multi-turn", "zh")
+        assert rows(demo_db, "SELECT count(*) FROM leases WHERE item_id IN (SELECT id FROM items "
+                             "WHERE task = 'c3/lexical')") == [(0,)], "the old queue's item is given back"
+        other.execute("BEGIN IMMEDIATE")  # held until the app has ended
+        await pilot.press("q")
+        assert "for another writer: calibrate quits when it is free; q quits now" in " ".join(
+            (await waiting_shown(app, pilot)).split())
+        assert app.is_running
+        await pilot.press("q")  # not "still waiting": it quits at once
+    other.execute("COMMIT")
+    held = [(app.session.holder,)]
+    assert app.held_back and rows(demo_db, "SELECT annotator FROM leases") == held, "held until a start or the lease's end"
+    quitting = make_app(demo_db, task="c3/lexical")
+    async with quitting.run_test(size=SMALL) as pilot:
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            await pilot.press("q")
+            await waiting_shown(quitting, pilot)
+        finally:
+            other.execute("COMMIT")
+        deadline = time.monotonic() + 10
+        while quitting.is_running and time.monotonic() < deadline:  # it quits once the items are given back
+            await pilot.pause(0.05)
+        assert not quitting.is_running
+    other.close()
+    assert not quitting.held_back and rows(demo_db, "SELECT annotator FROM leases") == [], "given back as it quit"
+
+
 async def test_a_decision_saved_before_the_next_item_waits_is_not_made_again(demo_db):
     """Another writer takes the lock between the decision's commit and the claim of the next
     item: the claim waits, the decision is not recorded twice, and the line says it is saved."""

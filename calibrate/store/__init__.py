@@ -42,7 +42,7 @@ from calibrate.store.score_counts import ScoreCountsMixin
 from calibrate.store.sql import JUDGMENT_COLUMNS
 
 __all__ = [
-    "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "DatabaseFault", "DatabaseMissing", "NewItem",
+    "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "stop_waiting", "DatabaseFault", "DatabaseMissing", "NewItem",
     "NotACalibrateDatabase", "Store", "UnknownFilter", "past_file_size_limit",
 ]
 
@@ -136,6 +136,11 @@ class DatabaseMissing(CalibrateError):
 class DatabaseBusy(Exception):
     """Raised by an `on_wait` callback to stop waiting for the write lock (nothing was written):
     the annotation app raises it on its own thread, then waits on a worker thread instead."""
+
+
+def stop_waiting(seconds: float) -> None:
+    """An `on_wait` that stops a transaction's wait for another writer at once (DatabaseBusy)."""
+    raise DatabaseBusy
 
 
 class NotACalibrateDatabase(CalibrateError):

@@ -253,19 +253,24 @@ class QueueMixin:
     def release_ended_sessions(self, annotator: str, running: Callable[[int], bool]) -> int:
         """Give back the items held by sessions of `annotator` that ran in a process that is no
         longer `running` (`lease_holder` without a tab: an app killed before it could give them
-        back), at once instead of when their leases expire. Returns how many leases were given back."""
+        back), at once instead of when their leases expire. Returns how many leases were given back.
+        Writes only when there are some (a process that ended stays ended: read before)."""
         prefix = f"{annotator} {PROCESS_HOLDER}"
+        holders = [h for (h,) in self.conn.execute(
+            "SELECT DISTINCT annotator FROM leases WHERE substr(annotator, 1, ?) = ?", (len(prefix), prefix))]
+        ended = [h for h in holders if (pid := holder_process(h, annotator)) is not None and not running(pid)]
+        if not ended:
+            return 0
         with self.transaction():
-            holders = [h for (h,) in self.conn.execute(
-                "SELECT DISTINCT annotator FROM leases WHERE substr(annotator, 1, ?) = ?", (len(prefix), prefix))]
-            ended = [h for h in holders if (pid := holder_process(h, annotator)) is not None and not running(pid)]
             return self.conn.execute("DELETE FROM leases WHERE annotator IN (SELECT value FROM json_each(?))",
-                                     (dump_json(ended),)).rowcount if ended else 0
+                                     (dump_json(ended),)).rowcount
 
     def release_all(self, holder: str) -> None:
-        """Give back every item this lease holder (an annotator, or one session of one) holds."""
-        with self.transaction():
-            self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
+        """Give back every item this lease holder (an annotator, or one session of one) holds;
+        writes only while it holds some (so a holder with none never waits for another writer)."""
+        if self.conn.execute("SELECT 1 FROM leases WHERE annotator = ? LIMIT 1", (holder,)).fetchone():
+            with self.transaction():
+                self.conn.execute("DELETE FROM leases WHERE annotator = ?", (holder,))
 
     # -- kept stratified queues ------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from calibrate.audio import scp_path
 from calibrate.escape import safe
 from calibrate.item_view import Decision, ItemView
 from calibrate.session import AnnotationSession, NoPlayerError, SessionError
-from calibrate.store import DatabaseBusy, DatabaseFault, Store
+from calibrate.store import DatabaseBusy, DatabaseFault, Store, stop_waiting
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
@@ -46,12 +46,11 @@ RECOUNT_POLL = 1.0  # seconds between two looks at the count of the annotator's 
 STILL_WAITING = "still waiting to save the previous action"
 # what waits, in the status line's "waiting N s for another writer" (`write`)
 DECISION_PENDING = "your decision is not saved yet"
+UNDO_PENDING = "your undo is not saved yet"
 NEXT_PENDING = "the next item comes when it is free"
-
-
-def _stop_waiting_here(seconds: float) -> None:
-    """on_wait on the app's own thread: do not freeze the screen, hand the write to a worker."""
-    raise DatabaseBusy
+FILTER_PENDING = "the new filter starts when it is free"
+QUIT_PENDING = "calibrate quits when it is free; q quits now"  # (the held items are then given back later)
+LOST_AT_THE_END = {DECISION_PENDING: "your last decision was not saved", UNDO_PENDING: "your last undo was not saved"}
 
 
 DIGIT_BINDINGS = [
@@ -113,7 +112,8 @@ class AnnotateScreen(Screen):
         self.expanded = False
         self.page = 0
         self.pane = 0  # which of the panes the scrolling keys move
-        self.saving = False
+        self.saving = False  # a write waits for another writer (`write`)
+        self.pending: str | None = None  # what waits with it, as the status line says
         self._checkpoints: Store | None = None  # the checkpoint thread's own connection, opened on its first run
         self._checkpoints_lock = threading.Lock()  # held while it is used, and while it is closed on unmount
         self._unmounted = False
@@ -141,6 +141,8 @@ class AnnotateScreen(Screen):
         self.call_after_refresh(gc.freeze)
 
     def on_unmount(self) -> None:
+        if self.saving and self.pending in LOST_AT_THE_END:  # the app ends (Ctrl-C) while a write waits
+            self.app.lost = LOST_AT_THE_END[self.pending]
         gc.unfreeze()
         with self._checkpoints_lock:
             self._unmounted = True
@@ -164,7 +166,7 @@ class AnnotateScreen(Screen):
             self.notify(STILL_WAITING, severity="warning")
             return
         store = self.session.store
-        store.on_wait = _stop_waiting_here
+        store.on_wait = stop_waiting  # on the app's own thread: the screen does not freeze, a worker waits
         busy = False
         try:
             result = work()
@@ -176,7 +178,7 @@ class AnnotateScreen(Screen):
         finally:
             store.on_wait = None
         if busy:
-            self.saving = True
+            self.saving, self.pending = True, pending
             self.query_one(StatusBar).waiting(0.0, pending)
             self._write_waiting(work, done, pending)
             return
@@ -207,14 +209,20 @@ class AnnotateScreen(Screen):
             self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
 
     def _written(self, done: Callable, result) -> None:
-        self.saving = False
+        self.saving, self.pending = False, None
         self.query_one(StatusBar).waiting(None)
         done(result)  # which may start the next write (`decide`)
 
     def on_key(self, event: Key) -> None:
         """A key of this screen pressed while a write waits does nothing (`check_action`): say why."""
-        if self.saving and any(event.key in self.app.keys_of(binding) for binding in self.BINDINGS):
+        if self.saving and any(event.key in self.app.keys_of(binding) for binding in self.BINDINGS
+                               if not self._quits_now(binding.action)):
             self.notify(STILL_WAITING, severity="warning")
+
+    def _quits_now(self, action: str) -> bool:
+        """While the quit itself waits for another writer, q quits at once: the items this session
+        holds are then given back when the annotator starts again, or when their leases end."""
+        return action == "quit_app" and self.pending == QUIT_PENDING
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -240,7 +248,7 @@ class AnnotateScreen(Screen):
         a write waits for the database every key waits too (the decision already made is saved
         first, nothing is lost)."""
         if self.saving:
-            return False
+            return self._quits_now(action)
         view, blind = self.view, self.session.blind
         if action in ("confirm", "label_yes", "label_no", "label_index", "scores", "override", "skip", "flag",
                       "note", "guidelines", "expand", "page") and view is None:
@@ -338,7 +346,7 @@ class AnnotateScreen(Screen):
             self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
             self.show(view)
 
-        self.write(self.session.undo, undone, "your undo is not saved yet")
+        self.write(self.session.undo, undone, UNDO_PENDING)
 
     def action_note(self) -> None:
         if self.view is None:
@@ -439,8 +447,8 @@ class AnnotateScreen(Screen):
         current = self.session.filter_text()
 
         def done(text: str | None) -> None:
-            if text is not None:
-                self.app.refilter(text)
+            if text is not None:  # the held items given back first: the new queue's session starts after it
+                self.write(self.session.give_back, lambda _: self.app.refilter(text), FILTER_PENDING)
 
         self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current,
                                         check=lambda text: safe(self.app.filter_problem(text) or "") or None), done)
@@ -477,4 +485,7 @@ class AnnotateScreen(Screen):
         self.app.push_screen(TextScreen("Keys", lines))
 
     def action_quit_app(self) -> None:
-        self.app.exit()
+        if self.saving:  # q again while the quit waits (`_quits_now`)
+            self.app.exit()
+            return
+        self.write(self.session.give_back, lambda _: self.app.exit(), QUIT_PENDING)

@@ -12,7 +12,7 @@ from textual.binding import Binding
 
 from calibrate.names import closest, listing
 from calibrate.session import AnnotationSession
-from calibrate.store import DatabaseFault, Store, UnknownFilter
+from calibrate.store import DatabaseBusy, DatabaseFault, Store, UnknownFilter, stop_waiting
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
 from calibrate.tui.flagged_screen import FlaggedScreen
@@ -104,6 +104,8 @@ class CalibrateApp(App):
         self.session = session if session is not None else self._session(task, lang, system)
         self.decisions_before = 0  # decisions of this run made in queues left by a filter change
         self.fault: DatabaseFault | None = None  # the damage that ended the app (`end_on`)
+        self.held_back = False  # whether the held items could not be given back as the app ended (another writer)
+        self.lost: str | None = None  # what waited for another writer as the app ended, and was not saved
         self._keymap = checked_keymap(keymap_file, keymap) if keymap_file else {}
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
@@ -190,8 +192,14 @@ class CalibrateApp(App):
     def on_unmount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-        self.session.close()
-        self.store.close()
+        self.store.on_wait = stop_waiting  # leaving (q pressed twice, Ctrl-C, a closed terminal) waits for no writer
+        try:
+            self.session.close()
+        except DatabaseBusy:
+            self.held_back = True
+        finally:
+            self.store.on_wait = None
+            self.store.close()
 
 
 FILTER_VALUES_SHOWN = 4  # a filter error names the closest value and a few valid ones, in one line
