@@ -13,7 +13,13 @@ from calibrate.kinds import VerdictKind
 from calibrate.model import Estimate
 from calibrate.names import CONSOLIDATED
 from calibrate.reliability_cells import JudgeReliability
-from calibrate.stats.agreement import JudgeVsHuman, TwoRaters, kappa_band
+from calibrate.stats.agreement import (
+    KAPPA_UNDEFINED,
+    KAPPA_ZERO_BY_CONSTRUCTION,
+    JudgeVsHuman,
+    TwoRaters,
+    kappa_band,
+)
 from calibrate.stats.alt_test import AltTest
 from calibrate.stats.ceiling import Ceiling
 from calibrate.stats.intervals import DEFAULT_RESAMPLES
@@ -109,11 +115,11 @@ class AgreementCell:
             return "" if line.scores else "not enough scored items"
         kappa = line.stats.kappa
         if kappa.value is None and kappa.ci is not None:
-            return f"κ undefined on these items: {kappa.reason.split(': kappa')[0]}; {POPULATION_INTERVAL}"
+            return f"κ undefined on these items: {kappa.reason.removesuffix(KAPPA_UNDEFINED)}; {POPULATION_INTERVAL}"
         if kappa.value is None:
             return f"κ undefined: {kappa.reason}"
-        if kappa.reason and "by construction" in kappa.reason:
-            return f"κ is 0 by construction: {kappa.reason.split(': kappa')[0]}"
+        if kappa.reason and kappa.reason.endswith(KAPPA_ZERO_BY_CONSTRUCTION):
+            return f"κ is 0 by construction: {kappa.reason.removesuffix(KAPPA_ZERO_BY_CONSTRUCTION)}"
         words = kappa_band(kappa.value, kappa.ci)
         if self.ceiling and self.ceiling.verdict:
             words += f"; {self.ceiling.verdict.split()[0]} ceiling"  # below / within / above, by the paired interval

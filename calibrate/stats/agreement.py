@@ -35,6 +35,9 @@ from calibrate.stats.intervals import (
 )
 
 MIN_PLANNING_N = 30
+# what follows the cause in kappa's reason where it is undefined or 0 by construction (a report says the cause alone)
+KAPPA_UNDEFINED = ": kappa is undefined (chance agreement is 1)"
+KAPPA_ZERO_BY_CONSTRUCTION = ": kappa is 0 by construction"
 
 AC1_WIDER_PRIOR = 0.25
 """AC1's interval is the union of the equal-tailed posterior intervals under Dirichlet(n_ij + 1/2)
@@ -286,10 +289,10 @@ def two_raters(
     kappa = (Estimate(kappa_value, ci_reason=FEWER_THAN_MIN) if few else
              estimate_from_draws(kappa_value, kappa_from_tables(draws), se=kappa_standard_error(table)))
     if kappa_value is None:
-        kappa.reason = f"both raters used only '{labels[int(used_a[0])]}': kappa is undefined (chance agreement is 1)"
+        kappa.reason = f"both raters used only '{labels[int(used_a[0])]}'{KAPPA_UNDEFINED}"
     elif len(used_a) == 1 or len(used_b) == 1:
         who, used = (raters[0], used_a) if len(used_a) == 1 else (raters[1], used_b)
-        kappa.reason = f"{who} used a single class ('{labels[int(used[0])]}'): kappa is 0 by construction"
+        kappa.reason = f"{who} used a single class ('{labels[int(used[0])]}'){KAPPA_ZERO_BY_CONSTRUCTION}"
     elif po == 1:
         kappa.reason = "perfect agreement"
     if k < 2:
