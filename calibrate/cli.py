@@ -18,7 +18,7 @@ from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
-from calibrate.formats import ImportReport, Record, import_records
+from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import CalibrateError, check_system
 from calibrate.names import AnnotatorNameError, annotator_name, listing, unknown_value
@@ -501,15 +501,16 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
-               data_tasks=()) -> ImportReport:
+               data_tasks=(), conflict_advice=new_version_advice) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
     the name was chosen), at the end of the summary; `data_tasks` are the tasks the records bring
-    (Inspect logs). The run is recorded as its command and the paths it reads."""
+    (Inspect logs); `conflict_advice` is the format's advice on changed content (`ConflictAdvice`).
+    The run is recorded as its command and the paths it reads."""
     command = click.get_current_context()
     source = " ".join(["calibrate", *command.command_path.split()[1:],
                        *(str(v) for v in command.params.values() if isinstance(v, Path))])
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, source=source,
-                            data_tasks=data_tasks)
+                            data_tasks=data_tasks, conflict_advice=conflict_advice)
     for bad in report.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
@@ -635,7 +636,8 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
               help="A tree of the responses' .wav files, at the same relative paths as the .txt files "
                    "[default: beside the .txt files].")
 @lang_option("Language: en or zh.", required=True)
-@system_option("the --responses folder's name, or the one above it when that is english/ or chinese/",
+@system_option("the --responses folder's name or, in C3's layout (MODEL/english/txt), that of the folder above "
+               "txt/ and english/ or chinese/",
                "The spoken dialogue model that wrote the responses")
 @skip_bad_option
 @update_option
@@ -646,14 +648,21 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
     Responses are read as C3's evaluate.py reads them (CRLF line endings become LF). That
     script counts every file of a response folder as a response, so keep the .wav files in a
     tree of their own for it and name that tree with --audio."""
-    from calibrate.formats.c3 import c3_audio_root, c3_parts, c3_records, default_system
+    from calibrate.formats.c3 import (
+        c3_audio_root,
+        c3_conflict_advice,
+        c3_parts,
+        c3_records,
+        default_system,
+    )
 
-    system, shown = named_system(system, default_system(responses_dir), "the responses' folder")
+    system, shown = named_system(system, *default_system(responses_dir, "responses"))
     parts = c3_parts(reference_dir, lang)
     audio_root = c3_audio_root(responses_dir, audio_dir) if responses_dir.is_dir() else None
     with byte_progress(len(parts), "importing C3", unit="files") as advance:
         report = run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system, audio_root,
-                                            with_audio=audio_root is not None), skip_bad, update, shown)
+                                            with_audio=audio_root is not None), skip_bad, update, shown,
+                            conflict_advice=c3_conflict_advice)
     if audio_root is None:
         err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {report.records} items imported "
                                     "without audio (text only; --audio names a tree of .wav files)", style="yellow"))
@@ -666,8 +675,9 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
 @click.option("--annotator", default=C3_RESULT_ANNOTATOR, show_default=True,
               help="Who the people's verdicts filled into generation records are stored as.")
 @system_option("the one system with C3 items in this language, if there is exactly one; else the results "
-               "folder's name, or the one above it when that is english/ or chinese/, passing over a folder named "
-               "after the judge (my-sdm/gpt-4o/english is my-sdm's)",
+               "folder's name or, in C3's layout (MODEL/JUDGE/english), that of the folder above english/ or "
+               "chinese/ and a folder named after the judge; required where that system has no C3 items and others "
+               "have",
                "The spoken dialogue model whose answers were judged")
 @skip_bad_option
 @update_option
@@ -681,12 +691,22 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     label (--annotator); an empty one waits for a person."""
     from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems, default_system
 
-    known = c3_systems(ctx.store, lang) if system is None else []
-    if len(known) == 1:
+    known = c3_systems(ctx.store, lang)
+    named, how = default_system(results_dir, "results", judge_name)
+    if system is None and len(known) == 1:
         system, shown = named_system(None, known[0], f"the one system with C3 {lang} items")
+    elif system is None and known and named not in known:
+        raise click.UsageError(
+            f"--system is required: {results_dir} would be system {named} ({how}), which has no C3 {lang} items "
+            f"here while {listing(known)} have: its records would make new items beside theirs instead of judging "
+            "them (name the system whose answers these are; a new name makes its items from the records)")
     else:
-        system, shown = named_system(system, default_system(results_dir, judge_name), "the results' folder")
+        system, shown = named_system(system, named, how)
     parts = c3_result_parts(results_dir, lang)
+    # the cells where the records will make this system's items though other systems have the tree's
+    beside = {part.task: others for part in parts if not part.multi_turn
+              and not ctx.store.count_items(task=part.task, lang=lang, system=system, at_most=1)
+              and (others := [s for s in ctx.store.systems(task=part.task, lang=lang) if s != system])}
     decided = {part.task for part in parts if part.people_decide}
 
     def decisions() -> dict[int, tuple[str, str]]:
@@ -698,6 +718,13 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
                                                    annotator), skip_bad, update, shown)
+    made = {task: n for task in beside if (n := ctx.store.count_items(task=task, lang=lang, system=system))}
+    if made:
+        others = sorted({s for task in made for s in beside[task]})
+        err_console.print(safe_text(
+            f"{counted(sum(made.values()), 'item')} of system {system} made from the result records ({listing(list(made), 5)}, "
+            f"{lang}): this database holds those tasks' items under {listing(others)}, not under {system} (if those are "
+            "the answers judged here, import into a fresh database with their --system)", style="yellow"))
     changed = sorted(source for item, (source, label) in decisions().items() if item in before and before[item][1] != label)
     if changed:
         listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
@@ -729,7 +756,11 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
 @pass_ctx
 def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update):
     """Import a SuperGLUE task's published JSONL."""
-    from calibrate.formats.superglue import default_system, superglue_records
+    from calibrate.formats.superglue import (
+        default_system,
+        superglue_conflict_advice,
+        superglue_records,
+    )
 
     if system is not None and not predictions:
         raise option_error("--system", "it names the model whose --predictions these are: give --predictions too "
@@ -755,7 +786,7 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
 
     with byte_progress(size, f"importing {file.name}") as advance:
         run_import(ctx, noting_unanswered(superglue_records(file, task_name, predictions, advance, system or "")), skip_bad,
-                   update, shown)
+                   update, shown, conflict_advice=superglue_conflict_advice)
     if unanswered:
         err_console.print(safe_text(f"{counted(unanswered, 'item')} of {file} had no prediction in {predictions}: stored "
                                     "gold-only, without a system (not scored for it)", style="yellow"))

@@ -277,7 +277,7 @@ def test_default_systems_follow_the_layout_people_have(tmp_path):
     shutil.copytree(c3 / "responses", responses)
     run = Calibrate(tmp_path / "s.db")
     out = run("import", "c3", "--reference", str(c3 / "reference"), "--responses", str(responses), "--lang", "en")
-    assert "system my-sdm (the responses' folder; --system names another)" in out.output
+    assert "system my-sdm (the folder above english in C3's layout; --system names another)" in out.output
     assert Store(tmp_path / "s.db").systems() == ["my-sdm"]
     sg = DEMO_DIR / "superglue"
     (tmp_path / "my-llm").mkdir()
@@ -299,7 +299,7 @@ def test_default_systems_follow_the_layout_people_have(tmp_path):
     shutil.copytree(c3 / "results", results)
     (results / "context-dependency" / "multi-turn.json").unlink()  # (it needs the C3 tree imported first)
     out = Calibrate(tmp_path / "r.db")("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt-4o")
-    assert "system Mooer-Omni (the results' folder" in out.output, "not the judge's folder"
+    assert "system Mooer-Omni (the folder above gpt-4o/english in C3's layout" in out.output, "not the judge's folder"
 
 
 def test_items_a_predictions_file_does_not_answer_are_said_to_be_stored_without_a_system(tmp_path):

@@ -171,6 +171,25 @@ def test_c3_response_count_mismatch_imports_nothing(calibrate, c3_en):
     assert counts(calibrate.db) == (0, 0, 0)
 
 
+def test_c3_response_with_a_leading_zero_beside_its_index_is_refused_naming_both(calibrate, c3_en):
+    """C3's evaluate.py reads str(i) + ".txt": 1.txt is item 1, and 01.txt beside it is no item's response."""
+    args = ("import", "c3", "--reference", str(c3_en / "reference"), "--responses", str(c3_en / "responses"), "--lang", "en")
+    heterograph = c3_en / "responses" / "ambiguity" / "phonological" / "heterograph"
+    (heterograph / "01.txt").write_text("a stale copy", encoding="utf-8")
+    out = calibrate(*args, ok=False)
+    assert out.exit_code == 1 and "heterograph: 3 response files but ambiguity/phonological/heterograph.json lists 2 " \
+        "items (no item for 01.txt beside 1.txt: C3's evaluate.py reads <i>.txt without leading zeros)" \
+        in " ".join(out.output.split())
+    assert counts(calibrate.db) == (0, 0, 0)
+    (heterograph / "01.txt").unlink()
+    dialogue = c3_en / "responses" / "context-dependency" / "multi-turn" / "0"
+    (dialogue / "01.txt").write_text("a stale turn", encoding="utf-8")
+    out = calibrate(*args, ok=False)
+    assert out.exit_code == 1 and "multi-turn/0: 01.txt beside 1.txt: C3's evaluate.py reads <i>.txt without leading " \
+        "zeros" in " ".join(out.output.split())
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
 def test_c3_skip_bad_passes_over_a_phenomenon_whose_responses_do_not_pair_and_names_it(calibrate, c3_en):
     responses = c3_en / "responses" / "ambiguity" / "phonological"
     (responses / "heterograph" / "5.txt").write_text("a stray answer", encoding="utf-8")

@@ -151,6 +151,7 @@ def test_an_identity_seen_twice_in_one_import_is_the_same_item_or_a_bad_line(cal
     changed.write_text(json.dumps({**line, "id": "b"}) + "\n" + json.dumps({**line, "id": "b", "response": "s"}) + "\n",
                        encoding="utf-8")
     out = calibrate("import", "jsonl", str(changed), "--task", "c3/lexical", "--lang", "en", ok=False)
-    assert out.exit_code == 1 and "changed.jsonl:2: c3/lexical (en) item b was imported earlier in this import" in out.output
+    assert out.exit_code == 1 and "changed.jsonl:2: c3/lexical (en) item b appears twice in this import" in out.output
+    assert "--update" not in out.output.replace("--skip-bad", ""), "--update is no help here"
     out = calibrate("import", "jsonl", str(changed), "--task", "c3/lexical", "--lang", "en", "--update", ok=False)
     assert out.exit_code == 1 and "changed.jsonl:2: c3/lexical (en) item b appears twice in this import" in out.output

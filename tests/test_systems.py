@@ -78,9 +78,10 @@ def test_second_import_is_a_no_op_and_changed_content_needs_update(calibrate, tw
     (two_systems / "model-a" / "ambiguity" / "semantic" / "lexical" / "0.txt").write_text("changed", encoding="utf-8")
     refused = import_tree(calibrate, two_systems, "model-a", ok=False)
     assert "lexical.json[0]: c3/lexical (en, system model-a) item ambiguity/semantic/lexical/0 was imported before " \
-           "with different content; pass --update" in refused.output
-    assert "(another split, as SuperGLUE's idx restarts in each), import it into a database of its own" \
-        in " ".join(refused.output.split()), "--update is not for a second file whose ids repeat the first's"
+           "with different content (its response): if these are another model's responses, in a folder of the same " \
+           "name, name that model with --system; if this model's responses changed, pass --update" \
+           in " ".join(refused.output.split())
+    assert "SuperGLUE" not in refused.output
     assert counts(calibrate.db) == (before[0], before[1], 1)
 
     assert "1 items added" in import_tree(calibrate, two_systems, "model-a", "--update").output
@@ -189,3 +190,67 @@ def test_c3_results_default_to_the_one_imported_system(calibrate, two_systems):
     out = calibrate("import", "c3-results", str(DEMO_DIR / "c3" / "en" / "results"), "--lang", "en", "--judge-name", "gpt")
     assert "0 items added" in out.output and "12 judgments added" in out.output
     assert Store(calibrate.db).systems() == ["model-a"]
+
+
+def test_c3s_own_layout_names_the_model_so_its_results_judge_its_tree(calibrate, tmp_path):
+    """C3's EvaluationUsage keeps a model's answers in <model>/english/txt and a judge's results
+    of them in <model>/<judge>/english: both name the model, so two models' trees stay apart and
+    the results judge the tree's items instead of making copies of them."""
+    c3 = DEMO_DIR / "c3" / "en"
+    for sdm in ("Mooer-Omni", "Other-SDM"):
+        shutil.copytree(c3 / "responses", tmp_path / sdm / "english" / "txt")
+        out = calibrate("import", "c3", "--reference", str(c3 / "reference"), "--responses",
+                        str(tmp_path / sdm / "english" / "txt"), "--lang", "en")
+        assert f"system {sdm} (the folder above english/txt in C3's layout; --system names another)" \
+            in " ".join(out.output.split())
+    shutil.copytree(c3 / "results", tmp_path / "Mooer-Omni" / "gpt-4o" / "english")
+    out = calibrate("import", "c3-results", str(tmp_path / "Mooer-Omni" / "gpt-4o" / "english"), "--lang", "en",
+                    "--judge-name", "gpt-4o")
+    assert "0 items added" in out.output and "12 judgments added" in out.output
+    assert "system Mooer-Omni (the folder above gpt-4o/english in C3's layout" in " ".join(out.output.split())
+    store = Store(calibrate.db)
+    assert store.systems() == ["Mooer-Omni", "Other-SDM"]
+    assert {j.item_id for j in store.judgments(judge="gpt-4o")} <= {i.id for i in store.items(system="Mooer-Omni")}
+    store.close()
+
+    third = tmp_path / "Third" / "gpt-4o" / "english"  # results of a model whose tree was not imported
+    shutil.copytree(c3 / "results", third)
+    (third / "context-dependency" / "multi-turn.json").unlink()  # (it needs the tree)
+    before = counts(calibrate.db)
+    refused = calibrate("import", "c3-results", str(third), "--lang", "en", "--judge-name", "gpt-4o", ok=False)
+    assert refused.exit_code == 2 and "--system is required: " in refused.output
+    assert "would be system Third (the folder above gpt-4o/english in C3's layout), which has no C3 en items here while " \
+           "Mooer-Omni, Other-SDM have: its records would make new items beside theirs" in " ".join(refused.output.split())
+    assert counts(calibrate.db) == before
+    named = calibrate("import", "c3-results", str(third), "--lang", "en", "--judge-name", "gpt-4o", "--system", "Third")
+    assert "12 items added" in named.output
+    assert "12 items of system Third made from the result records (c3/generation, c3/heterograph, c3/pause, c3/stress, " \
+           "c3/intonation and 6 more, en): this database holds those tasks' items under Mooer-Omni, Other-SDM, not " \
+           "under Third" in " ".join(named.output.split())
+
+
+def test_changed_content_gets_the_advice_of_its_format(calibrate, tmp_path):
+    """What an item imported before with other content means depends on the files: C3 result
+    files imported before the tree made items without the tree's fields; SuperGLUE's idx restarts
+    in each split."""
+    c3 = DEMO_DIR / "c3" / "en"
+    results = tmp_path / "Mooer-Omni" / "gpt-4o" / "english"
+    shutil.copytree(c3 / "results", results)
+    (results / "context-dependency" / "multi-turn.json").unlink()
+    calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt-4o")
+    before = counts(calibrate.db)
+    tree = calibrate("import", "c3", "--reference", str(c3 / "reference"), "--responses", str(c3 / "responses"),
+                     "--lang", "en", "--system", "Mooer-Omni", ok=False)
+    said = " ".join(tree.output.split())
+    assert "coreference.json[0]: c3/coreference-detection (en, system Mooer-Omni) item context-dependency/coreference/0 " \
+           "was imported before with different content (the stored item has no 'answer', 'problem', as one made from " \
+           "C3 result files has): import the C3 tree into a fresh database first and the result files after it" in said
+    assert "SuperGLUE" not in said and "pass --update" not in said
+    assert counts(calibrate.db) == before
+
+    for split, premise in (("val", "It rained."), ("test", "The sun shone.")):
+        write_jsonl(tmp_path / f"{split}.jsonl", [{"premise": premise, "hypothesis": "h", "idx": 0, "label": "neutral"}])
+    calibrate("import", "superglue", "--task", "cb", str(tmp_path / "val.jsonl"))
+    split = calibrate("import", "superglue", "--task", "cb", str(tmp_path / "test.jsonl"), ok=False)
+    assert "if this file is another split of the task (SuperGLUE's idx restarts in each), import it into a database " \
+           "of its own instead" in " ".join(split.output.split())

@@ -388,6 +388,19 @@ def cycle_collection_paused() -> Iterator[None]:
             gc.enable()
 
 
+UPDATE_ADVICE = "pass --update to record this content as a new version (labels stay with the version they were made on)"
+ConflictAdvice = Callable[[Item, NewItem], str]
+"""What a new item whose content differs from the stored item of its identity may mean and
+what to do, as the end of the message after "was imported before with different content"; each
+format that knows its files' usual causes has its own."""
+
+
+def new_version_advice(stored: Item, item: NewItem) -> str:
+    """The advice of a format without one of its own (`ConflictAdvice`)."""
+    return (f"; {UPDATE_ADVICE}; if this file holds other items whose ids repeat an earlier file's, give them another "
+            "--system or import this file into a database of its own: --update would replace those items")
+
+
 def import_records(
     store: Store,
     records: Iterable[Record | BadInput],
@@ -397,12 +410,13 @@ def import_records(
     update: bool = False,
     source: str = "import",
     data_tasks: Sequence[tuple[str, str, str, tuple[str, ...]]] = (),
+    conflict_advice: ConflictAdvice = new_version_advice,
 ) -> ImportReport:
     """Store records as one recorded import run. Raises ImportFailed (nothing stored) on the
     first bad input unless `skip_bad`. With `update`, changed content under a stored identity
-    becomes a new version instead of a bad input. `data_tasks` (task, lang, family, labels) are
-    the tasks these records bring with them (see TemplateSet.add_data_task), recorded with the
-    finish.
+    becomes a new version instead of a bad input (which ends in the format's `conflict_advice`).
+    `data_tasks` (task, lang, family, labels) are the tasks these records bring with them (see
+    TemplateSet.add_data_task), recorded with the finish.
 
     New items (with their judgments and audio) are written in short transactions of BATCH to
     BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never locked out for long; they stay hidden until
@@ -489,7 +503,7 @@ def import_records(
                     else:
                         record.ref = None
                 if isinstance(record, Record) and record.ref is None:
-                    record = _new_item(record, templates, index, update, attached)
+                    record = _new_item(record, templates, index, update, attached, conflict_advice)
                 if isinstance(record, BadInput):
                     if not skip_bad:
                         raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
@@ -535,11 +549,12 @@ def _skipped_summary(skipped: list[BadInput]) -> str:
 
 
 def _new_item(
-    record: Record, templates: TemplateSet, index: ItemIndex, update: bool, attached: list[tuple[Item, Record]]
+    record: Record, templates: TemplateSet, index: ItemIndex, update: bool, attached: list[tuple[Item, Record]],
+    conflict_advice: ConflictAdvice,
 ) -> Record | BadInput:
     """Check a record's new item and its identity. Returns the record to store, the record
     turned into a reference (to an item stored earlier with ignored fields among its fields),
-    or the bad input."""
+    or the bad input (for changed content without `update`, ending in `conflict_advice`)."""
     item = record.item
     try:
         template = check_item(templates, item)
@@ -557,18 +572,11 @@ def _new_item(
             record.ref = ItemRef(item.task, item.lang, item.source_id, system=item.system)
             return record
     where = f"{describe_cell(item.task, item.lang, item.system)} item {item.source_id}"
-    if not update:
-        earlier = "earlier in this import" if stored_id is None else "before"
-        return BadInput(
-            record.location,
-            f"{where} was imported {earlier} with different content; pass --update to record this content "
-            "as a new version (labels stay with the version they were made on)"
-            + ("" if stored_id is None else "; if this file holds other items whose ids repeat the first file's (another "
-               "split, as SuperGLUE's idx restarts in each), import it into a database of its own instead: --update "
-               "would replace those items"),
-        )
-    if stored_id is None:
+    if stored_id is None:  # no version to follow: --update is no help
         return BadInput(record.location, f"{where} appears twice in this import with different content")
+    if not update:
+        return BadInput(record.location, f"{where} was imported before with different content"
+                                         f"{conflict_advice(index.store.item(stored_id), item)}")
     item.version = version + 1
     index.accept(item)
     return record

@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibrate.audio import probe_clip
-from calibrate.formats import BadInput, ContentRef, ImportFailed, Progress, Record, read_json_list
+from calibrate.formats import (
+    UPDATE_ADVICE,
+    BadInput,
+    ContentRef,
+    ImportFailed,
+    Progress,
+    Record,
+    read_json_list,
+)
 from calibrate.gold import gold_label
 from calibrate.judgments import render_for
 from calibrate.kinds import POSITIVE, VerdictKind
@@ -108,12 +116,30 @@ def _read_text(path: Path) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _indexed(folder: Path, suffix: str) -> tuple[dict[int, Path], list[str]]:
+    """The files <i><suffix> of a folder (suffix "": the folders <i>) by index, named as C3's
+    evaluate.py reads them (`str(i) + ".txt"`: no leading zero, so `1.txt` is item 1), and the
+    names of the others that look numbered (`01.txt`), each with the file of its index beside it
+    ("01.txt beside 1.txt"): no item's response, as evaluate.py never reads them."""
+    found: dict[int, Path] = {}
+    odd: list[Path] = []
+    for path in folder.iterdir():
+        if (path.suffix == suffix or (not suffix and path.is_dir())) and path.stem.isdigit():
+            if path.stem == str(int(path.stem)):
+                found[int(path.stem)] = path
+            else:
+                odd.append(path)
+    return found, sorted(f"{p.name} beside {found[int(p.stem)].name}" if int(p.stem) in found else p.name for p in odd)
+
+
 def _numbered(folder: Path, suffix: str = ".txt") -> list[Path]:
-    """<0..n-1><suffix> in a folder, failing if the numbering has a gap."""
-    names = sorted(
-        (p for p in folder.iterdir() if (p.suffix == suffix or (not suffix and p.is_dir())) and p.stem.isdigit()),
-        key=lambda p: int(p.stem),
-    )
+    """<0..n-1><suffix> in a folder, failing if the numbering has a gap or a name C3's
+    evaluate.py does not read (`01.txt`)."""
+    found, odd = _indexed(folder, suffix)
+    if odd:
+        raise ImportFailed(f"{folder}: {', '.join(odd)}: C3's evaluate.py reads <i>{suffix} without leading zeros, so "
+                           "no turn is read from there (remove or rename it)")
+    names = [found[k] for k in sorted(found)]
     for expected, path in enumerate(names):
         if int(path.stem) != expected:
             raise ImportFailed(f"{folder}: response {expected}{suffix} is missing (found {path.name})")
@@ -129,15 +155,15 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
         return BadInput(str(folder), f"response folder is missing for {part.reference}: none of its {count} items "
                                      "is imported")
     suffix = "" if part.multi_turn else ".txt"
-    found = {int(p.stem): p for p in folder.iterdir()
-             if (p.suffix == suffix or (not suffix and p.is_dir())) and p.stem.isdigit()}
+    found, odd = _indexed(folder, suffix)
     missing, extra = sorted(set(range(count)) - set(found)), sorted(set(found) - set(range(count)))
-    if missing or extra:
+    if missing or extra or odd:
         kind = "dialogue folders" if part.multi_turn else "response files"
-        named = lambda indexes: ", ".join(f"{k}{suffix}" for k in indexes[:3]) + (  # noqa: E731
-            f" and {len(indexes) - 3} more" if len(indexes) > 3 else "")
-        problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra)
-        return BadInput(str(folder), f"{len(found)} {kind} but {part.reference} lists {count} items "
+        listed = lambda names: ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")  # noqa: E731
+        named = lambda indexes: listed([f"{k}{suffix}" for k in indexes])  # noqa: E731
+        problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra) + [
+            f"no item for {listed(odd)}: C3's evaluate.py reads <i>{suffix} without leading zeros"] * bool(odd)
+        return BadInput(str(folder), f"{len(found) + len(odd)} {kind} but {part.reference} lists {count} items "
                                      f"({'; '.join(problems)}); responses pair with the reference by index: none "
                                      f"of its {count} items is imported")
     files = [found[k] for k in range(count)]
@@ -202,7 +228,7 @@ def c3_records(
     audio_root: Path | None = None, with_audio: bool = True,
 ) -> Iterator[Record | BadInput]:
     """Items of every phenomenon whose reference file exists under `reference_root`, the
-    responses of `system` (default: the response folder's name), each with its audio (probed,
+    responses of `system` (default: `default_system`), each with its audio (probed,
     or the reason it is missing) at the response's relative path under `audio_root` (default:
     beside the response), unless `with_audio` is off (a text-only tree); `progress` is told of
     each phenomenon file done."""
@@ -210,7 +236,7 @@ def c3_records(
     parts = c3_parts(reference_root, lang)
     if not responses_root.is_dir():
         raise ImportFailed(f"{responses_root}: not a folder")
-    system = default_system(responses_root) if system is None else system
+    system = default_system(responses_root, "responses")[0] if system is None else system
     audio_root = (Path(audio_root) if audio_root is not None else responses_root) if with_audio else None
     for part in parts:
         entries = read_json_list(reference_root / part.reference)
@@ -231,19 +257,44 @@ def c3_records(
             progress(1)
 
 
-LANGUAGE_FOLDERS = {"english", "chinese", "en", "zh"}
+C3_LAYOUT_FOLDERS = {"txt", "english", "chinese", "en", "zh"}
+"""Folder names of C3's own layout, which never name a model (see `default_system`)."""
 
 
-def default_system(folder: Path, judge: str | None = None) -> str:
-    """The system a response or result tree belongs to when the user names none: the folder's
-    name (of the resolved path, so `.` names the current folder), or the name of the folder
-    above it when it is a language folder (`my-sdm/english` is my-sdm's, as C3 lays out a
-    model's responses); for a result tree of `judge`, passing over a folder named after the
-    judge (`my-sdm/gpt-4o/english`: C3's results are kept per judge)."""
+def default_system(folder: Path, what: str, judge: str | None = None) -> tuple[str, str]:
+    """The system a response or result tree belongs to when the user names none, and where the
+    name came from, for the import summary (`what`: "responses" or "results"). C3's
+    EvaluationUsage keeps a model's answers in `Mooer-Omni/english/txt` and a judge's results of
+    them in `Mooer-Omni/gpt-4o/english`, so the name is that of the folder above the ones of
+    C3's layout (`C3_LAYOUT_FOLDERS`: `txt`, a language folder) and, for a result tree of
+    `judge`, above a folder named after the judge; else the folder's own name (of the resolved
+    path, so `.` names the current folder)."""
     folder = Path(folder).resolve()
-    if folder.name.casefold() in LANGUAGE_FOLDERS:
+    passed: list[str] = []
+    while folder.parent.name and (folder.name.casefold() in C3_LAYOUT_FOLDERS or folder.name == judge):
+        passed.insert(0, folder.name)
         folder = folder.parent
-    return folder.parent.name if judge is not None and folder.name == judge and folder.parent.name else folder.name
+    return folder.name, f"the folder above {'/'.join(passed)} in C3's layout" if passed else f"the {what}' folder"
+
+
+def c3_conflict_advice(stored: Item, item: NewItem) -> str:
+    """A C3 tree's item whose content differs from the stored one of its identity
+    (`ConflictAdvice`): another model's responses under the same system name (two models'
+    folders of the same name), this model's new responses, or, where the stored item lacks
+    fields of the tree's, an item made from result files imported before the tree."""
+    reference = lambda fields: {k: v for k, v in fields.items() if k != "response"}  # noqa: E731
+    if reference(stored.fields) == reference(item.fields):
+        return (f" (its response): if these are another model's responses, in a folder of the same name, name that model "
+                f"with --system; if this model's responses changed, {UPDATE_ADVICE}")
+    lacking = sorted(set(item.fields) - set(stored.fields))
+    if lacking:
+        return (f" (the stored item has no {', '.join(repr(k) for k in lacking)}, as one made from C3 result files "
+                "has): import the C3 tree into a fresh database first and the result files after it, which then judge "
+                "the tree's items (--update would leave their judgments on the items the result files made)")
+    changed = next(k for k in sorted({*item.fields, *stored.fields} - {"response"})
+                   if stored.fields.get(k) != item.fields.get(k))
+    return (f" (its {changed!r}): if this tree is another release of C3, import it into a database of its own; if "
+            f"the reference was corrected, {UPDATE_ADVICE}")
 
 
 C3_RESULTS_FAMILY = "c3-official"
@@ -302,7 +353,7 @@ def c3_result_records(
     system: str | None = None, annotator: str = C3_RESULT_ANNOTATOR,
 ) -> Iterator[Record | BadInput]:
     """Judgments and people's labels from the C3 script's result files, for the responses of
-    `system` (default: the results folder's name).
+    `system` (default: `default_system`).
 
     A record is matched to the stored item of its task, language and system that holds the
     same values (`ContentRef`: content with notation, annotation, problem or reference answer;
@@ -313,7 +364,7 @@ def c3_result_records(
     phenomena give `annotator`'s label from a filled `check_answer`, and an empty one leaves
     the item waiting for a person."""
     results_root = Path(results_root)
-    system = default_system(results_root) if system is None else system
+    system = default_system(results_root, "results")[0] if system is None else system
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
         keys = c3_record_keys(part, lang)

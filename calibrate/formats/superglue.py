@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from calibrate.formats import BadInput, ImportFailed, Progress, Record, read_jsonl
-from calibrate.model import NewItem
+from calibrate.formats import UPDATE_ADVICE, BadInput, ImportFailed, Progress, Record, read_jsonl
+from calibrate.model import Item, NewItem
 from calibrate.validate import InputError
 from calibrate.validate import source_id as valid_id
 
@@ -131,6 +131,13 @@ def default_system(predictions: Path, task_file: Path) -> str | None:
         return None
     name = folder.name
     return None if name.casefold().replace("-", "") in {key.replace("-", "") for key in SUPERGLUE_TASKS} else name
+
+
+def superglue_conflict_advice(stored: Item, item: NewItem) -> str:
+    """A SuperGLUE item whose content differs from the one imported before (`ConflictAdvice`):
+    mostly another split of the task, whose idx restarts at 0."""
+    return (f"; {UPDATE_ADVICE}; if this file is another split of the task (SuperGLUE's idx restarts in each), import "
+            "it into a database of its own instead: --update would replace the first split's items")
 
 
 def superglue_records(
