@@ -898,7 +898,9 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 @cli.command(name="items", database=READS)
 @click.option("--task")
 @lang_option()
-@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--status", type=click.Choice(STATUSES),
+              help="judged: a judge's verdict in force on the item is a verdict or an unparsed output (a failed "
+                   "call, an error, is no verdict); unjudged: none is; unparsed, error: a verdict in force is one.")
 @system_filter_option
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="Show at most this many items.")
 @click.option("--offset", type=click.IntRange(0), default=0, show_default=True, help="Skip this many items first.")
@@ -930,7 +932,10 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
 @click.option("--runs", is_flag=True, help="Every judge run (requests, retries, failures by cause) instead of the cells.")
 @pass_ctx
 def status_command(ctx, system=None, as_json=False, runs=False):
-    """Items, judged, unparsed, errors, labelled per cell (task × language × system); the last judge runs."""
+    """Items, judged, unparsed, errors, labelled per cell (task × language × system); the last judge runs.
+
+    An item is judged when a judge's verdict in force on it is a verdict or an unparsed output
+    (counted under unparsed too); one whose only verdicts failed (errors) is not judged."""
     if runs:
         _print_judge_runs(ctx.store.judge_runs(), as_json)
         return
@@ -945,12 +950,16 @@ def status_command(ctx, system=None, as_json=False, runs=False):
     for name in dict.fromkeys(c["system"] for c in counts):  # a table per system keeps 80 columns readable
         rows = [[c[k] for k in columns[1:]] for c in counts if c["system"] == name]
         print_table(f"status of {ctx.db_path} · system {name or '(none)'}", columns[1:], rows, False)
+    if any(c["errors"] for c in counts):
+        console.print(JUDGED_MEANS, style="dim")
     recent = ctx.store.judge_runs(limit=JUDGE_RUNS_SHOWN)
     if recent:
         _print_judge_runs(recent, False, title=f"the last {len(recent)} judge runs (more: status --runs)", full=False)
 
 
 JUDGE_RUNS_SHOWN = 5
+JUDGED_MEANS = ("judged counts the items with a judge's verdict or unparsed output in force; a failed judgment "
+                "(errors) is no verdict, so an item with only failed ones is not judged")
 
 
 def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs", full: bool = True) -> None:

@@ -236,6 +236,19 @@ class Judgment:
     sample: int = 0  # which of the judge's K repeats on this item (0 without --repeat)
 
 
+FAILED = "error"
+"""The status of a judgment whose call failed (no output, or C3's empty check_answer): it is no
+verdict. An item is judged (by a judge) when that judge's verdict in force on it has another
+status: a verdict, or an output no verdict could be read from ('unparsed'). `status`, `items
+--status judged`, `report` and `scores` all count "judged" so (`judged`; in SQL,
+calibrate.store.sql.JUDGED)."""
+
+
+def judged(status: str | None) -> bool:
+    """Whether a verdict in force of this status (None: none) makes its item judged."""
+    return status is not None and status != FAILED
+
+
 @dataclass(frozen=True)
 class NewJudgment:
     """A judgment ready to store. `uid` defaults to a fresh one (a new run)."""
@@ -302,7 +315,7 @@ class AgreementData:
     judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n (every labelled item with one)
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
-    judged: list[tuple]  # task, lang, judge, status, n (all judged items)
+    judged: list[tuple]  # task, lang, judge, status, n (every verdict in force, failed ones too)
     tied_items: list[int] = field(default_factory=list)  # of those, the items with no gold label (a tie)
 
     @staticmethod

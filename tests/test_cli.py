@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -151,6 +152,45 @@ def test_status_and_items_json(demo_db):
     assert {i["task"] for i in unparsed} == {"c3/stress", "c3/tone", "rubric/reference"}
     zh = json.loads(run("items", "--lang", "zh", "--task", "c3/multi-turn", "--json").output)
     assert len(zh) == 1 and zh[0]["fields"]["question"] == "中国的首都是哪里？"
+
+
+def test_a_failed_judgment_is_not_judged_in_status_items_report_or_scores(tmp_path):
+    # C3's judge call failed on pause/1: its result file holds an empty check_answer, stored as an error
+    reference, responses, results = (tmp_path / name / "ambiguity" / "phonological" for name in ("ref", "resp", "res"))
+    for folder in (reference, responses / "pause", results):
+        folder.mkdir(parents=True)
+    (reference / "pause.json").write_text(json.dumps([{"content": "s0", "notation": "n0"},
+                                                      {"content": "s1", "notation": "n1"}]), encoding="utf-8")
+    for k in range(2):
+        (responses / "pause" / f"{k}.txt").write_text(f"A says {k}\n", encoding="utf-8")
+    (results / "pause.json").write_text(json.dumps([
+        {"content": "s0", "notation": "n0", "answer": "A says 0\n", "check_answer": "The answer is: yes."},
+        {"content": "s1", "notation": "n1", "answer": "A says 1\n", "check_answer": ""}]), encoding="utf-8")
+    run = Calibrate(tmp_path / "e.db")
+    run("import", "c3", "--reference", str(tmp_path / "ref"), "--responses", str(tmp_path / "resp"), "--lang", "en",
+        "--system", "A")
+    run("import", "c3-results", str(tmp_path / "res"), "--lang", "en", "--judge-name", "gpt-4o", "--system", "A")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label\n"
+                      "c3/pause,en,A,ambiguity/phonological/pause/0,ana,yes\n"
+                      "c3/pause,en,A,ambiguity/phonological/pause/1,ana,no\n", encoding="utf-8")
+    run("import", "labels", str(labels))
+
+    (cell,) = json.loads(run("status", "--json").stdout)
+    assert (cell["items"], cell["judged"], cell["unparsed"], cell["errors"]) == (2, 1, 0, 1)
+    assert "a failed judgment (errors) is no verdict" in " ".join(run("status").stdout.split())
+    ids = {status: [i["source_id"] for i in json.loads(run("items", "--status", status, "--json").stdout)]
+           for status in ("judged", "unjudged")}
+    assert ids == {"judged": ["ambiguity/phonological/pause/0"], "unjudged": ["ambiguity/phonological/pause/1"]}
+    (report,) = json.loads(run("report", "--format", "json").stdout)["cells"]
+    assert (report["judged"], report["unparsed"], report["errors"]) == (1, 0, 1)
+    scores = json.loads(run("scores", "--format", "json").stdout)
+    (judge,) = next(c for c in scores["cells"] if c["task"] == "c3/pause")["judges"]
+    assert (judge["judged"], judge["unparsed"], judge["errors"]) == (1, 0, 1)
+    assert judge["c3_rule"] == {"right": 1, "n": 2, "accuracy": 0.5}, "C3 counts a failed call as wrong"
+    table = run("scores", "--format", "csv").stdout
+    assert {row["judged"] for row in csv.DictReader(io.StringIO(table))} == {"1"}
+    assert "1 failed judgment(s) (errors: no output, no verdict), not counted as judged" in table
 
 
 def test_templates_list_and_show(calibrate):

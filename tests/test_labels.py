@@ -19,7 +19,7 @@ def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
     run = Calibrate(demo_db)
     csv_file = tmp_path / "labels.csv"
     csv_file.write_text("task,lang,system,source_id,annotator,label,note\n"
-                        "superglue/copa,en,,0,sam,1,easy\n"
+                        "superglue/copa,en,sdm-alpha,0,sam,1,easy\n"
                         "c3/pause,zh,sdm-beta,ambiguity/phonological/pause/0,sam,是,\n", encoding="utf-8")
     assert "2 labels added" in run("import", "labels", str(csv_file)).output
     assert "0 labels added" in run("import", "labels", str(csv_file)).output
@@ -65,9 +65,13 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "label": "1"}, "missing field 'annotator'"),
         ({"task": "rubric/reference", "lang": "zh", "source_id": "r1", "annotator": "s", "label": "great"}, "a rubric label is JSON"),
         ({"task": "c3/pause", "lang": "zh", "source_id": "ambiguity/phonological/pause/0", "annotator": "s", "label": "是"},
-         "c3/pause (zh) item 'ambiguity/phonological/pause/0' exists for systems 'sdm-alpha', 'sdm-beta': add a 'system' column"),
+         "c3/pause (zh) item 'ambiguity/phonological/pause/0' exists for systems 'sdm-alpha', 'sdm-beta': add a 'system' column "
+         "naming one;"),
+        ({"task": "c3/pause", "lang": "zh", "system": None, "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
+          "label": "是"}, "no c3/pause (zh) item 'ambiguity/phonological/pause/0' without a system (it has 'sdm-alpha', "
+                         "'sdm-beta'; name one in the 'system' column)"),
         ({"task": "c3/pause", "lang": "zh", "system": "sdm-gamma", "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
-          "label": "是"}, "no system 'sdm-gamma' for c3/pause (zh) item 'ambiguity/phonological/pause/0' (it has 'sdm-alpha', 'sdm-beta')"),
+          "label": "是"}, "no system 'sdm-gamma' for c3/pause (zh) item 'ambiguity/phonological/pause/0' (it has 'sdm-alpha', 'sdm-beta';"),
         ({"task": "c3/pause", "lang": "zh", "system": "  ", "source_id": "ambiguity/phonological/pause/0", "annotator": "s",
           "label": "是"}, "'system' is only spaces"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "1", "note": 7},
@@ -170,6 +174,39 @@ def test_a_gold_export_reads_back_as_each_persons_labels_and_notes(noted_demo_db
     assert _by_person(db) == (labels, notes), "read back into its own database, the export changes nothing"
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_export_reads_back_to_the_item_without_a_system_beside_one_with_a_system(tmp_path, fmt):
+    # source id 0 exists gold-only (system '') and as system preds' item: the export's empty system names the first
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": k, "premise": "p", "hypothesis": "h", "response": "neutral"}) + "\n"
+                             for k in range(2)), encoding="utf-8")
+    for name in ("from.db", "to.db"):
+        for system in ((), ("--system", "preds")):
+            Calibrate(tmp_path / name)("import", "jsonl", str(items), "--task", "superglue/cb", "--lang", "en", *system)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label\nsuperglue/cb,en,,0,carl,neutral\n"
+                      "superglue/cb,en,preds,0,carl,entailment\n", encoding="utf-8")
+    Calibrate(tmp_path / "from.db")("import", "labels", str(labels))
+    gold = tmp_path / f"gold.{fmt}"
+    Calibrate(tmp_path / "from.db")("export", "--format", fmt, "--out", str(gold))
+    for name in ("from.db", "to.db"):
+        out = Calibrate(tmp_path / name)("import", "labels", str(gold))
+        assert "labels read: carl 2" in out.stdout
+    assert _by_person(tmp_path / "to.db")[0] == {(("superglue/cb", "en", "", "0"), "carl"): "neutral",
+                                                  (("superglue/cb", "en", "preds", "0"), "carl"): "entailment"}
+    nulled = tmp_path / "nulled.jsonl"  # null in JSONL is the item without a system too
+    nulled.write_text(json.dumps({"task": "superglue/cb", "lang": "en", "system": None, "source_id": "1",
+                                  "annotator": "dora", "label": "neutral"}) + "\n", encoding="utf-8")
+    Calibrate(tmp_path / "to.db")("import", "labels", str(nulled))
+    assert _by_person(tmp_path / "to.db")[0][(("superglue/cb", "en", "", "1"), "dora")] == "neutral"
+    without = tmp_path / "without.csv"
+    without.write_text("task,lang,source_id,annotator,label\nsuperglue/cb,en,0,dora,neutral\n", encoding="utf-8")
+    out = Calibrate(tmp_path / "to.db")("import", "labels", str(without), ok=False)
+    assert out.exit_code == 1 and ("without.csv:2: superglue/cb (en) item '0' exists for systems (none), 'preds': add a "
+                                   "'system' column naming one (empty for the item without a system)") \
+        in " ".join(out.output.split())
+
+
 def test_a_persons_label_edited_in_a_csv_export_takes_effect(labelled_demo_db, tmp_path):
     run = Calibrate(labelled_demo_db)
     gold = tmp_path / "gold.csv"
@@ -186,7 +223,7 @@ def test_a_persons_label_edited_in_a_csv_export_takes_effect(labelled_demo_db, t
     out = run("import", "labels", str(gold))
     assert f"1 labels added, {len(before) - 1} already present" in out.stdout
     after, _ = _by_person(labelled_demo_db)
-    key = ((row["task"], row["lang"], row["system"] or None, row["source_id"]), "bo")
+    key = ((row["task"], row["lang"], row["system"], row["source_id"]), "bo")
     assert after == {**before, key: row["label:bo"]}
 
 

@@ -2,7 +2,8 @@
 with its delimiter found from the header: comma, semicolon or tab; with task, lang, source_id,
 annotator, label, and optional system and note), joined to items by their identity, so they
 count in the report like labels made in calibrate. Without a system column a source id must
-name one system's item. A gold export (`calibrate export`, JSONL or CSV) reads back as each
+name one system's item; in a file with the column, an empty value (CSV) or "" or null (JSONL)
+names the item without a system, stored with the system '', as an export writes it. A gold export (`calibrate export`, JSONL or CSV) reads back as each
 person's own labels: its JSONL `labels` object, or its CSV `label:NAME` columns (one edited in a
 spreadsheet takes effect), each with that person's notes: from JSONL `notes` (they name their
 author), from a CSV `notes` cell only where it holds one note by a person with a label column
@@ -54,7 +55,7 @@ class LabelRow:
     annotator: str
     label: str
     note: str | None
-    system: str | None = None
+    system: str | None = None  # None: the file has no system column; "": the item without a system
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadI
         notes = [(n["annotator"], n["note"]) for n in notes]
     else:
         return None
-    item = {k: obj.get(k) for k in ("task", "lang", "source_id", "system")}
+    item = {k: obj[k] for k in ("task", "lang", "source_id", "system") if k in obj}  # a system left out stays out
     rows = [(f"{where} ({column.format(who)})", {**item, "annotator": who, "label": label, "note": note})
             for who, label in labels.items()
             for note in [note for by, note in notes or () if by == who] or [None]]
@@ -252,10 +253,10 @@ def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadI
     except (TemplateError, LabelError) as exc:
         return BadInput(where, str(exc))
     system = obj.get("system")
-    if system not in (None, "") and not str(system).strip():
-        return BadInput(where, "'system' is only spaces; leave it out for items without a system")
+    if system and not system.strip():
+        return BadInput(where, "'system' is only spaces; leave it empty for the item without a system")
     return LabelRow(where, task, lang, source_id, obj["annotator"], label, obj.get("note") or None,
-                    system.strip() if system not in (None, "") else None)
+                    (system or "").strip() if "system" in obj else None)
 
 
 def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad: bool = False) -> LabelImport:
@@ -304,15 +305,17 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:
     """The item a label row names, or None and why not."""
+    item = f"{row.task} ({row.lang}) item {row.source_id!r}"
     systems = index.systems_for(row.task, row.lang, row.source_id)
     if not systems:
         return None, f"no {row.task} ({row.lang}) item with source id {row.source_id!r}"
+    known = ", ".join(repr(s) if s else "(none)" for s in systems)
+    empty = " (empty for the item without a system)" if "" in systems else ""
     if row.system is None:
         if len(systems) > 1:
-            return None, (f"{row.task} ({row.lang}) item {row.source_id!r} exists for systems "
-                          f"{', '.join(map(repr, systems))}: add a 'system' column")
+            return None, f"{item} exists for systems {known}: add a 'system' column naming one{empty}"
         return index.find_id(row.task, row.lang, row.source_id, systems[0]), ""
     if row.system not in systems:
-        known = ", ".join(repr(s) for s in systems)
-        return None, f"no system {row.system!r} for {row.task} ({row.lang}) item {row.source_id!r} (it has {known})"
+        missing = f"no system {row.system!r} for {item}" if row.system else f"no {item} without a system"
+        return None, f"{missing} (it has {known}; name one in the 'system' column{empty})"
     return index.find_id(row.task, row.lang, row.source_id, row.system), ""

@@ -26,7 +26,7 @@ import numpy as np
 from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
-from calibrate.model import AgreementData
+from calibrate.model import AgreementData, judged
 from calibrate.preload import import_meanwhile
 from calibrate.reliability_cells import (
     JURY,
@@ -207,15 +207,16 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
 
     for task, lang, judge, status, n in data.judged:
         c = cell(task, lang, judge)
+        if not judged(status):
+            c.errors += n
+            continue
         c.judged += n
         if status == "unparsed":
             c.unparsed += n
-        elif status == "error":
-            c.errors += n
     # the tied items (no gold label) each judge judged, for the note of its line against the gold label
     tied, cell_of = set(data.tied_items), {r[0]: (r[1], r[2]) for r in data.shared_labels}
     ties = Counter((kinds.key(*cell_of[item_id]), judge) for item_id, judge, status, _ in data.shared_verdicts
-                   if item_id in tied and status != "error")
+                   if item_id in tied and judged(status))
 
     # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed
     parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
@@ -227,7 +228,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             else:
                 task, lang, judge, status, verdict, label, n = row
                 annotator = gold
-            if status == "error":
+            if not judged(status):
                 continue
             cell(task, lang, judge)
             key = (kinds.key(task, lang), judge, annotator)

@@ -80,7 +80,8 @@ class Line:
 
 @dataclass
 class AgreementCell:
-    """One judge in one cell: its judged, unparsed and failed verdicts, a line per annotator (and
+    """One judge in one cell: its judged items (`calibrate.model.judged`: a failed call is not),
+    the unparsed among them and its failed verdicts (errors), a line per annotator (and
     one against the gold label), the human ceiling, the alternative annotator test and the
     judge's reliability figures."""
 

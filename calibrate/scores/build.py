@@ -3,7 +3,7 @@ cells, corrected, ranked and compared (see calibrate.scores for the rules)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -12,7 +12,7 @@ import numpy as np
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.formats.c3 import c3_corrected, c3_right
 from calibrate.kinds import POSITIVE
-from calibrate.model import Estimate, TextRule
+from calibrate.model import FAILED, Estimate, TextRule, judged
 from calibrate.scores.model import (
     ALL,
     NO_SYSTEM,
@@ -173,12 +173,15 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         people = Estimate(pooled.value, pooled.ci, pooled.se, reason=pooled.reason)
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
-    cell = ScoreCell(*key, items=len(y), judged=sum(m.n for m in members if m.verdicts),
+    by_any = sum(m.n for m in members if any(judged(status) for status, _ in m.stored.values()))
+    cell = ScoreCell(*key, items=len(y), judged=by_any,
                      labelled=int(labelled.sum()), people=people,
                      tied=sum(ties.get(k, 0) for k in {(m.task, m.lang, m.system) for m in members}))
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
-        judged = sum(m.n for m in rows)
+        statuses = Counter()
+        for m in rows:
+            statuses[m.stored[name][0]] += m.n
         # as C3's statistics: the items people decide count for every judge of their system's
         # benchmark, by the human label (wrong while unlabelled), beside the judge's own items
         decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task))]]
@@ -216,7 +219,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         if without:  # over only some of the row's cells: not this row's accuracy
             raw = [Accuracy(None, None)] * 3
         cell.judges.append(JudgeScores(
-            judge=name, judged=judged, unparsed=int((~ok).sum()), c3_rule=raw[0] if rule_known else None,
+            judge=name, judged=sum(n for status, n in statuses.items() if judged(status)),
+            unparsed=statuses["unparsed"], errors=statuses[FAILED], c3_rule=raw[0] if rule_known else None,
             parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
             other_benchmarks=sum(m.n for m in members if _family(m.task) not in families),

@@ -39,14 +39,18 @@ class Accuracy:
 
 @dataclass
 class JudgeScores:
-    """One judge's figures in one cell. `judged` counts the items this judge judged; the
-    accuracies also count the cell's items that people decide (see the module docstring). In a
+    """One judge's figures in one cell. `judged` counts the items this judge judged
+    (`calibrate.model.judged`), `unparsed` those of them without a readable verdict, `errors`
+    the items its judgment failed on (not judged): the accuracies count these as C3's statistics
+    do (wrong by C3's rule and the parser's unparsed-wrong reading, left out of unparsed-left-out)
+    and also count the cell's items that people decide (see the module docstring). In a
     row pooling cells of several benchmarks (C3 and SuperGLUE, say) they cover the cells of the
     benchmarks this judge judges there."""
 
     judge: str
     judged: int
     unparsed: int
+    errors: int
     c3_rule: Accuracy | None  # None outside C3
     parser_unparsed_wrong: Accuracy
     parser_unparsed_left_out: Accuracy
@@ -61,7 +65,7 @@ class JudgeScores:
 
     def as_dict(self) -> dict:
         return {
-            "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed,
+            "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed, "errors": self.errors,
             "cells_without_verdicts": self.without_verdicts, "items_of_other_benchmarks": self.other_benchmarks,
             "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
             "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),
@@ -92,7 +96,8 @@ class Final:
 @dataclass
 class ScoreCell:
     """A system's items in one task and language, or in several pooled (ALL where `--by` or the
-    overall line merges them): counts, people's accuracy, each judge's figures, C3's final score.
+    overall line merges them): counts (`judged`: by any judge shown), people's accuracy, each
+    judge's figures, C3's final score.
     `labelled` counts the items with a gold label; `tied` the items people labelled whose labels
     tie (no strict majority), left out of `labelled`, people's accuracy and the corrected ones:
     the two add up to `calibrate status`'s labelled count."""

@@ -32,9 +32,14 @@ TIED = ("{} labelled item(s) whose labels tie (no majority label): counted unlab
 UNPARSED_READ_AS_NO = (
     "corrected and Rogan–Gladen read this judge's unparsed and error verdicts as not right, like a \"no\": a valid "
     "reading (the labels measure the judge's errors under that same reading), not a parsed verdict")
+FAILED_NOT_JUDGED = ("{} failed judgment(s) (errors: no output, no verdict), not counted as judged; C3 rule and "
+                     "parser (unparsed wrong) count them wrong, as C3's statistics count a failed call, and parser "
+                     "(unparsed left out) leaves them out")
 APPROXIMATE_MARK = "~"
 """After an interval simulated to cover less than 93 % near this cell's setting (a note gives the figure)."""
 RULE_EXPLAINED = (
+    "judged: the items with a verdict in force by the judge (by any judge shown, in its (no judge) and mean rows), "
+    "its unparsed outputs included; a failed judgment is no verdict, so it is not judged. "
     "C3 rule: C3's own statistics script (split on \"The answer is: \" / \"最终答案为：\", right iff the rest starts "
     "with yes/是), so a bold, full-width-colon or space-less \"yes\" counts as wrong; parser: calibrate's tolerant "
     "parser. Corrected: the accuracy of the labelled items within each judge verdict, weighted by how often the "
@@ -121,7 +126,8 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
         for j in cell.judges:
             note = people_note + notes.ref(j.corrected.reason)
             note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=j.other_benchmarks) if j.other_benchmarks else None)
-            note += notes.ref(UNPARSED_READ_AS_NO if j.unparsed and j.corrected.value is not None else None)
+            note += notes.ref(UNPARSED_READ_AS_NO if (j.unparsed or j.errors) and j.corrected.value is not None else None)
+            note += notes.ref(FAILED_NOT_JUDGED.format(j.errors) if j.errors else None)
             note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")

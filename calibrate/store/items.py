@@ -13,7 +13,7 @@ from itertools import chain
 from pathlib import Path
 
 from calibrate.model import AudioClip, CalibrateError, Item, NewItem, dump_json, now_iso
-from calibrate.store.sql import IN_FORCE, VISIBLE, chunks, item_from_row
+from calibrate.store.sql import IN_FORCE, JUDGED, VISIBLE, chunks, item_from_row
 
 _ITEM_COLUMNS = ("task", "lang", "system", "source_id", "version", "fields", "reference", "content_hash", "imported_at",
                  "import_run", "response_length")
@@ -146,7 +146,8 @@ class ItemsMixin:
         offset: int = 0,
     ) -> Iterator[Item]:
         """Current items in id order, streamed. status: unjudged | judged | unparsed | error |
-        labelled | unlabelled."""
+        labelled | unlabelled (judged: a judge's verdict in force is not a failed call,
+        `calibrate.model.judged`; unjudged: none is)."""
         where, params = self._item_filter(task, lang, status, judge, system)
         sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
         if limit is not None:
@@ -262,14 +263,15 @@ class ItemsMixin:
         if lang:
             clauses.append("i.lang = ?")
             params.append(lang)
-        judge_clause = " AND j.judge_name = ?" if judge else ""
+        judge_clause = " AND v.judge_name = ?" if judge else ""
         judge_params = [judge] if judge else []
+        # the verdict in force (a majority of repeats, the newest judgment)
         if status in ("judged", "unjudged"):
             neg = "NOT " if status == "unjudged" else ""
-            clauses.append(f"{neg}EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = i.id{judge_clause})")
+            clauses.append(f"{neg}EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND {JUDGED}{judge_clause})")
             params += judge_params
-        elif status in ("unparsed", "error"):  # the verdict in force (a majority of repeats, the newest judgment)
-            clauses.append(f"EXISTS (SELECT 1 FROM verdicts_in_force j WHERE j.item_id = i.id AND j.status = ?{judge_clause})")
+        elif status in ("unparsed", "error"):
+            clauses.append(f"EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status = ?{judge_clause})")
             params += [status, *judge_params]
         elif status in ("labelled", "unlabelled"):
             neg = "NOT " if status == "unlabelled" else ""
@@ -284,13 +286,13 @@ class ItemsMixin:
 
     def status_counts(self, *, system: str | None = None) -> list[dict]:
         """Per task x language x system: items, judged (a judge's verdict in force on them is not
-        an error), unparsed and errors (a judge's verdict in force is: under repeats, their
-        majority; else the newest judgment, so an error a later judgment put right does not
-        count), labelled (by anyone)."""
+        a failed call: `calibrate.model.judged`), unparsed and errors (a judge's verdict in force
+        is: under repeats, their majority; else the newest judgment, so an error a later
+        judgment put right does not count), labelled (by anyone)."""
         where, params = self._item_filter(None, None, None, None, system)
         sql = f"""
         SELECT i.task, i.lang, i.system, count(*) AS items,
-            sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status != 'error')) AS judged,
+            sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND {JUDGED})) AS judged,
             sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status = 'unparsed')) AS unparsed,
             sum(EXISTS (SELECT 1 FROM verdicts_in_force v WHERE v.item_id = i.id AND v.status = 'error')) AS errors,
             sum(EXISTS (SELECT 1 FROM current_labels c WHERE c.item_id = i.id)) AS labelled

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from calibrate.model import (
     DECISION_ACTIONS,
+    FAILED,
     LABEL_ACTIONS,
     Annotation,
     Item,
@@ -27,6 +28,8 @@ VISIBLE_BY_ID = ("i.id NOT IN (SELECT w.id FROM items w WHERE w.import_run IN "
                  "(SELECT id FROM import_runs WHERE finished_at IS NULL))")
 # An annotation row `a` is in force until an undo row reverts it.
 IN_FORCE = "NOT EXISTS (SELECT 1 FROM annotations u WHERE u.reverts_id = a.id)"
+# A verdict in force `v` makes its item judged: calibrate.model.judged in SQL (a failed call is no verdict).
+JUDGED = f"v.status != '{FAILED}'"
 # Row `a` gives a label (its action one of the JSON array bound to the next `?`).
 LABELLED = "a.action IN (SELECT value FROM json_each(?)) AND a.label IS NOT NULL"
 # The action sets of calibrate.model reach SQL as parameters (JSON arrays read by json_each),
