@@ -500,6 +500,9 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
                           help="Write to a file instead of the terminal.")
 
 
+IMPORT_ERRORS_SHOWN = 5  # the first few records an import's note on judgments without a verdict names
+
+
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
                data_tasks=()) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
@@ -526,6 +529,12 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
     )
+    for (judge, why), where in report.errors.items():
+        one = len(where) == 1
+        err_console.print(safe_text(
+            f"{counted(len(where), 'record')} of {judge} {'holds' if one else 'hold'} no verdict ({why}): the "
+            f"{'item is' if one else 'items are'} imported, {'its judgment' if one else 'their judgments'} an error, not a verdict "
+            f"({listing(where, IMPORT_ERRORS_SHOWN)})", style="yellow"))
     return report
 
 
