@@ -500,6 +500,9 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
                           help="Write to a file instead of the terminal.")
 
 
+IMPORT_ERRORS_SHOWN = 5  # the first few records an import's note on judgments without a verdict names
+
+
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
                data_tasks=(), conflict_advice=new_version_advice) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
@@ -527,6 +530,12 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
     )
+    for (judge, why), where in report.errors.items():
+        one = len(where) == 1
+        err_console.print(safe_text(
+            f"{counted(len(where), 'record')} of {judge} {'holds' if one else 'hold'} no verdict ({why}): the "
+            f"{'item is' if one else 'items are'} imported, {'its judgment' if one else 'their judgments'} an error, not a verdict "
+            f"({listing(where, IMPORT_ERRORS_SHOWN)})", style="yellow"))
     return report
 
 
@@ -1394,8 +1403,13 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             "(e.g. 0.7) to sample", style="yellow"))
     summary = RunSummary()
     if import_batch:
-        read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
+        found = read_batch(ctx.store, ctx.templates, config, import_batch, summary, force=force)
+        _say_batch_import(found, import_batch)
         _print_judge_summary(summary)
+        if found.batch and found.batch.unanswered:
+            unanswered = len(found.batch.unanswered)
+            raise click.ClickException(f"{unanswered} of the batch's {found.batch.requests} requests "
+                                       f"{'has' if unanswered == 1 else 'have'} no result yet (named above)")
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
     left_out = _items_left_out(summary)
@@ -1410,7 +1424,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _nothing_to_judge(ctx, summary, left_out, config.name)
         return
     if export_batch:
-        n = write_batch(jobs, config, export_batch)
+        n = write_batch(ctx.store, jobs, config, export_batch)
         console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
         _refuse_left_out(left_out)
         return
@@ -1441,6 +1455,35 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
     _print_judge_summary(summary)
     _refuse_left_out(left_out)
+
+
+BATCH_ITEMS_SHOWN = 5  # the first few items a batch import's notes name
+
+
+def _say_batch_import(found, path: Path) -> None:
+    """On stderr, what a batch result file held beside its judgments: requests it answers more
+    than once (one judgment each kept), and the requests of its batch with no result yet (or
+    that this database has no record of the batch, so these cannot be told)."""
+    if found.repeated:
+        shown = [f"item {source} on lines {', '.join(map(str, lines))}: kept line {kept}"
+                 for source, lines, kept in found.repeated]
+        err_console.print(safe_text(
+            f"{counted(len(shown), 'request')} of {path} {'has' if len(shown) == 1 else 'have'} more than one result "
+            f"line; one judgment per request was stored, of the last line that is not an error "
+            f"({listing(shown, BATCH_ITEMS_SHOWN)})", style="yellow"))
+    batch = found.batch
+    if batch is None and found.answered:
+        err_console.print(safe_text(
+            f"note: no batch written by --export-batch into this database holds the requests of {path}, so "
+            "requests of the batch that have no result cannot be named", style="yellow"))
+    elif batch is not None and batch.unanswered:
+        one = len(batch.unanswered) == 1
+        err_console.print(safe_text(
+            f"{len(batch.unanswered)} of the {batch.requests} requests of the batch written to {batch.path} on "
+            f"{batch.exported_at[:16].replace('T', ' ')} UTC {'has' if one else 'have'} no result yet: "
+            f"{'item' if one else 'items'} {listing(batch.unanswered, BATCH_ITEMS_SHOWN)}. The "
+            "Batch API writes failed requests to a separate error file: import it too (--import-batch), or judge "
+            "again without --import-batch to ask them", style="red"))
 
 
 async def _terminated_as_interrupted(run):

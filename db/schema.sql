@@ -589,6 +589,21 @@ CREATE TABLE audio_roots (
     root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
     imported_at TEXT NOT NULL
 );
+CREATE TABLE batch_exports (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,                 -- the request file written, as given
+    judge_name TEXT NOT NULL,
+    exported_at TEXT NOT NULL,
+    judged_after INTEGER NOT NULL       -- the newest judgment id when the batch was written
+);
+CREATE TABLE batch_requests (
+    export_id INTEGER NOT NULL REFERENCES batch_exports (id),
+    custom_id TEXT NOT NULL,
+    item_id INTEGER NOT NULL,
+    judge_key TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    PRIMARY KEY (export_id, custom_id)
+);
 CREATE TABLE cell_verdicts (
     labelled INTEGER NOT NULL,
     task TEXT NOT NULL,
@@ -794,6 +809,7 @@ CREATE INDEX annotations_by_annotator ON annotations (annotator, id);
 CREATE INDEX annotations_by_item ON annotations (item_id, annotator);
 CREATE INDEX annotations_by_judgment ON annotations (judgment_id) WHERE judgment_id IS NOT NULL;
 CREATE INDEX annotations_by_reverts ON annotations (reverts_id) WHERE reverts_id IS NOT NULL;
+CREATE INDEX batch_requests_by_custom_id ON batch_requests (custom_id);
 CREATE INDEX cell_verdicts_by_item ON cell_verdicts (item_id, judge_name);
 CREATE INDEX import_runs_unfinished ON import_runs (id) WHERE finished_at IS NULL;
 CREATE INDEX item_audio_by_root ON item_audio (root_id);

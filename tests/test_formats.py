@@ -379,12 +379,33 @@ def test_each_malformed_line_is_refused_with_file_and_line(calibrate, tmp_path, 
     assert "Traceback" not in out.output and counts(calibrate.db) == (0, 0, 0)
 
 
-@pytest.mark.parametrize(("value", "named"), [("null", "null"), ("3", "number"), ('["yes"]', "list of text")])
+@pytest.mark.parametrize(("value", "named"), [("3", "number"), ('["yes"]', "list of text")])
 def test_a_judge_output_that_is_not_text_is_named_as_json_names_it(calibrate, tmp_path, value, named):
     f = write_jsonl(tmp_path / "in.jsonl", ['{"id": "a", "content": "c", "notation": "n", "response": "r", "j": ' + value + "}"])
     out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j",
                     "--judge-name", "jj", ok=False)
     assert out.exit_code == 1 and f"in.jsonl:1: field 'j' must be text, got {named}" in out.output, out.output
+
+
+def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(calibrate, tmp_path):
+    """A judge output that is null, missing or empty is no verdict, as C3's empty check_answer
+    is: the item is imported (people can label it), its judgment is an error, and the summary
+    says how many and where."""
+    lines = [{"id": str(k), **LEX, "out": "The answer is: yes."} for k in range(6)]
+    lines[1]["out"], lines[3]["out"] = None, ""
+    del lines[5]["out"]
+    f = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+                    "--judge-name", "ext")
+    text = " ".join(out.output.split())
+    assert "6 records: 6 items added" in text and "6 judgments added" in text and "0 skipped" in text, text
+    assert "1 record of ext holds no verdict (no judge output: field 'out' is null): the item is imported, its " \
+           f"judgment an error, not a verdict ({f}:2)" in text
+    assert "field 'out' is empty): the item is imported" in text and "field 'out' is missing): the item" in text
+    store = Store(calibrate.db)
+    stored = {store.item(j.item_id).source_id: (j.status, j.error) for j in store.judgments()}
+    assert stored["0"] == ("verdict", None) and stored["5"] == ("error", "no judge output: field 'out' is missing")
+    assert [k for k, (status, _) in sorted(stored.items()) if status == "error"] == ["1", "3", "5"]
 
 
 def test_an_integer_id_is_its_digits(calibrate, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,6 +264,57 @@ def test_batch_round_trip(lexical_db, tmp_path):
         assert server.count == 1, "only the batch's failed item is asked again"
 
 
+def test_batch_results_give_one_judgment_per_request_and_name_the_requests_without_one(lexical_db, tmp_path):
+    """A result file missing a request, repeating one and holding a failed one: one judgment
+    per request (a verdict over an error, else the last line), counted by item; the failure's
+    own message kept; the request without a result named, and found once its result comes."""
+    run = lexical_db(10)
+    batch_in, batch_out, later = tmp_path / "requests.jsonl", tmp_path / "results.jsonl", tmp_path / "errors.jsonl"
+    run("judge", "--model", "fake-judge", "--limit", "6", "--export-batch", str(batch_in))
+    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+
+    def result(r, reply="The answer is: yes.", status=200):
+        body = completion(r["body"], Reply(reply)) if status == 200 else {"error": {"message": "boom"}}
+        return json.dumps({"custom_id": r["custom_id"], "response": {"status_code": status, "body": body}, "error": None})
+
+    lines = [result(requests[0]), result(requests[1], status=500), result(requests[2]),
+             result(requests[3], "The answer is: no."), result(requests[3], "The answer is: yes."),
+             result(requests[4]), result(requests[4], status=500)]  # requests[5] has no result
+    batch_out.write_text(lines[0] + "\n")  # the first result only: the rest are named, and the command fails
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(batch_out), ok=False)
+    text = " ".join(out.output.split())
+    assert out.exit_code == 1 and "1 judgment" in text and "have no result yet: items 1, 2, 3, 4, 5." in text
+    assert "Error: 5 of the batch's 6 requests have no result yet (named above)" in text, text
+    batch_out.write_text("\n".join(lines) + "\n")
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(batch_out), ok=False)
+    text = " ".join(out.output.split())
+    assert out.exit_code == 1 and "4 judgments stored (1 of them errors)" in text, text
+    assert "1 × batch error e.g. batch error: HTTP 500: boom" in text
+    assert "2 requests of " in text and "have more than one result line; one judgment per request was stored, of " \
+           "the last line that is not an error (item 3 on lines 4, 5: kept line 5, item 4 on lines 6, 7: kept line 6)" in text
+    assert f"1 of the 6 requests of the batch written to {batch_in} on " in text and "UTC has no result yet: item 5." in text
+    stored = {j.item_id: (j.status, j.verdict, j.error) for j in judgments(run)}
+    assert stored == {1: ("verdict", "yes", None), 2: ("error", None, "batch error: HTTP 500: boom"),
+                      3: ("verdict", "yes", None), 4: ("verdict", "yes", None), 5: ("verdict", "yes", None)}
+
+    later.write_text(result(requests[5], "The answer is: no.") + "\n")  # e.g. the batch's error file, retried
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(later))
+    assert "1 judgment" in out.output and "no result" not in out.output and out.exit_code == 0
+
+
+def test_batch_results_in_a_database_that_did_not_write_the_batch_say_what_cannot_be_told(lexical_db, tmp_path):
+    run = lexical_db(2)
+    before = tmp_path / "before.db"
+    shutil.copy(run.db, before)
+    batch_in = tmp_path / "requests.jsonl"
+    run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    (request, _) = [json.loads(line) for line in batch_in.read_text().splitlines()]
+    line = {"custom_id": request["custom_id"], "response": {"status_code": 200, "body": completion(request["body"], Reply())}}
+    (tmp_path / "out.jsonl").write_text(json.dumps(line) + "\n")
+    out = Calibrate(before)("judge", "--model", "fake-judge", "--import-batch", str(tmp_path / "out.jsonl"))
+    assert "no batch written by --export-batch into this database holds the requests of" in " ".join(out.output.split())
+
+
 def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
     run = lexical_db(1)
     batch_in = tmp_path / "requests.jsonl"
@@ -354,7 +406,7 @@ def test_batch_round_trip_with_repeats(lexical_db, tmp_path):
     run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
     assert sorted((j.item_id, j.sample) for j in judgments(run)) == [(1, 0), (1, 1), (2, 0), (2, 1)]
     out = run("judge", "--model", "fake-judge", "--repeat", "2", "--import-batch", str(batch_out))
-    assert "4 items already judged" in out.output and len(judgments(run)) == 4
+    assert "4 samples already judged" in out.output and len(judgments(run)) == 4
 
 
 def test_a_bad_batch_file_is_a_message_naming_the_line(lexical_db, tmp_path):

@@ -261,6 +261,7 @@ class ImportReport:
     records: int = 0
     without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
     unmatched: list[tuple[str, str, list[str]]] = field(default_factory=list)  # see ItemIndex.unmatched
+    errors: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (judge, why) -> where: no verdict, an error
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -510,6 +511,8 @@ def import_records(
                     report.skipped.append(record)
                     continue
                 report.records += 1
+                if record.judge_error:
+                    report.errors.setdefault((record.judge_name or "imported", record.judge_error), []).append(record.location)
                 if record.ref is not None:
                     continue  # attaches to a stored item: written with the finish
                 batch.append(record)

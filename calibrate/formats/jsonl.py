@@ -32,8 +32,9 @@ def jsonl_records(
     """Items from a JSONL file. `field_map` maps item field -> line field (others pass through);
     the line's `id_field` is the item's source id (else, unless `require_id`, its line number).
     The system under test is `system`, or each line's `system_field`. The id, reference,
-    judge-output and system fields are never item fields; `audio_field` names the path of the
-    response's .wav, relative to the file's folder."""
+    judge-output and system fields are never item fields; a line whose judge output is missing,
+    null or empty brings an error judgment (see `_no_judge_output`). `audio_field` names the path
+    of the response's .wav, relative to the file's folder."""
     field_map = field_map or {}
     audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
@@ -90,14 +91,22 @@ def jsonl_records(
                 continue
             value = obj[reference_field]
             reference = value if isinstance(value, str) else str(value)
-        output = None
+        output = error = None
         if judge_output:
-            if judge_output not in obj:
-                yield BadInput(where, f"missing field {judge_output!r} (the judge output)")
-                continue
-            output = obj[judge_output]
-            if not isinstance(output, str):
+            output = obj.get(judge_output)
+            if output is None or output == "":
+                output, error = None, _no_judge_output(judge_output, obj)
+            elif not isinstance(output, str):
                 yield BadInput(where, f"field {judge_output!r} must be text, got {type_of(output)}")
                 continue
         item = NewItem(task, lang, source_id, fields, reference, line_system)
-        yield Record(item, where, judge_output=output, judge_name=judge_name, ignored_fields=not_content, audio=audio)
+        yield Record(item, where, judge_output=output, judge_name=judge_name, judge_error=error,
+                     ignored_fields=not_content, audio=audio)
+
+
+def _no_judge_output(name: str, obj: dict) -> str:
+    """The error stored as the judgment of a line whose judge-output field is missing, null or
+    empty: the judge gave nothing (its call failed, or it was never asked), which is no verdict,
+    as C3's empty check_answer is; the item is imported for people to label all the same."""
+    state = "missing" if name not in obj else "null" if obj[name] is None else "empty"
+    return f"no judge output: field {name!r} is {state}"

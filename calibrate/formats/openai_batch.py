@@ -1,12 +1,15 @@
 """OpenAI Batch API files, both directions: the judge's requests written as Batch API JSONL
-(also what vLLM's run-batch reads), and the results read back into judgments of the same
-configuration, each line parsed as the judge runner parses a live answer.
+(also what vLLM's run-batch reads), recorded in the store request by request, and the results
+read back into judgments of the same configuration, each line parsed as the judge runner parses
+a live answer: one judgment per request, whatever the file repeats, and the requests of the batch
+that have no result yet named.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.judge_runner import (
@@ -22,6 +25,7 @@ from calibrate.judge_runner import (
 from calibrate.judge_server import UnusableAnswer
 from calibrate.model import CalibrateError, NewJudgment
 from calibrate.store import Store
+from calibrate.store.batch_exports import BatchExport
 from calibrate.templates import TemplateSet
 from calibrate.user_files import replaced_whole
 
@@ -31,15 +35,18 @@ class BatchFileError(CalibrateError):
 
 
 
-def export_batch(jobs: Iterable[Job], config: JudgeConfig, path: Path) -> int:
-    """Write OpenAI Batch API JSONL (also what vLLM's run-batch reads)."""
-    n = 0
+def export_batch(store: Store, jobs: Iterable[Job], config: JudgeConfig, path: Path) -> int:
+    """Write OpenAI Batch API JSONL (also what vLLM's run-batch reads) and record its requests,
+    for the import of its results to name those that never come back."""
+    jobs = list(jobs)
+    judged_after = store.newest_judgment_id()
     with replaced_whole(Path(path)) as part, part.open("w", encoding="utf-8") as out:
         for job in jobs:
             line = {"custom_id": job.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": request_body(job, config)}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            n += 1
-    return n
+    store.record_batch_export(str(path), config.name, judged_after,
+                              ((job.custom_id, job.item.id, job.key, job.sample) for job in jobs))
+    return len(jobs)
 
 
 class _Obj:
@@ -75,16 +82,30 @@ def _check_result_line(record: dict, where: str) -> None:
                          "has one per line)")
 
 
+@dataclass
+class BatchImport:
+    """What reading a batch's results found beside its judgments: how many requests it answers,
+    those it answers more than once (item source id, the lines, the line kept) and the batch
+    written by `--export-batch` it answers, with the requests of it that have no result yet
+    (None when this database has no record of writing it)."""
+
+    answered: int = 0
+    repeated: list[tuple[str, list[int], int]] = field(default_factory=list)
+    batch: BatchExport | None = None
+
+
 def import_batch(
     store: Store, templates: TemplateSet, config: JudgeConfig, path: Path, summary: RunSummary, *, force: bool = False
-) -> RunSummary:
-    """Store the results of a batch exported with the same configuration. Lines for items
-    already judged by it are skipped unless `force`; a line from another configuration is an
-    error naming the line."""
+) -> BatchImport:
+    """Store the results of a batch exported with the same configuration, one judgment per
+    request: of lines repeating a custom_id, the last that is no error is kept (the last line,
+    if all are). Requests already judged by it are skipped unless `force`; a line from another
+    configuration is an error naming the line."""
     path = Path(path)
     jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
-    done: dict[str, dict[int, set[int]]] = {}
-    judgments: list[NewJudgment] = []
+    summary.repeat = config.repeat
+    kept: dict[str, tuple[int, Job, Answer]] = {}
+    lines: dict[str, list[int]] = {}
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -99,6 +120,8 @@ def import_batch(
                 custom_id = record["custom_id"]
             except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise BatchFileError(f"{where}: not a batch result line ({exc})") from None
+            if not isinstance(custom_id, str):
+                raise BatchFileError(f"{where}: not a batch result line (custom_id {json.dumps(custom_id)} is not text)")
             _check_result_line(record, where)
             job = jobs.get(custom_id)
             if job is None:
@@ -106,22 +129,41 @@ def import_batch(
                     f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
                     "parameters (was the batch exported with another --model, template or parameters?)"
                 )
-            if not force:
-                already = done.setdefault(job.key, store.judged_samples(job.key))
-                if job.sample in already.get(job.item.id, ()):
-                    summary.skipped_done += 1
-                    continue
-            response = record["response"] or {}
-            status_code = response.get("status_code")
-            if record.get("error") or status_code != 200:
-                error = record.get("error") or {"status_code": status_code}
-                answer = Answer(judgment_for(job, config, status="error", error=f"batch error: {json.dumps(error)[:200]}"))
-            else:
-                try:
-                    answer = judgment_from_response(job, config, _wrap(response.get("body")), None)
-                except UnusableAnswer as exc:
-                    answer = Answer(judgment_for(job, config, status="error", error=f"batch result: {exc}"))
-            judgments.append(answer.judgment)
-            summary.count(job.item, answer.judgment, answer.bare)
+            answer = _answer(record, job, config)
+            lines.setdefault(custom_id, []).append(lineno)
+            before = kept.get(custom_id)
+            if before is None or answer.judgment.status != "error" or before[2].judgment.status == "error":
+                kept[custom_id] = (lineno, job, answer)
+    done: dict[str, dict[int, set[int]]] = {}
+    judgments: list[NewJudgment] = []
+    for _, job, answer in kept.values():
+        if not force:
+            already = done.setdefault(job.key, store.judged_samples(job.key))
+            if job.sample in already.get(job.item.id, ()):
+                summary.skipped_done += 1
+                continue
+        judgments.append(answer.judgment)
+        summary.count(job.item, answer.judgment, answer.bare)
     store.add_judgments(judgments)
-    return summary
+    repeated = [(kept[custom_id][1].item.source_id, numbers, kept[custom_id][0])
+                for custom_id, numbers in lines.items() if len(numbers) > 1]
+    return BatchImport(len(kept), repeated, store.batch_export_of(kept) if kept else None)
+
+
+def _answer(record: dict, job: Job, config: JudgeConfig) -> Answer:
+    """The judgment of one result line: the answer parsed, or an error with the message the
+    batch gave (the request's own error, else the error body of a failed response)."""
+    response = record["response"] or {}
+    status_code = response.get("status_code")
+    if not record.get("error") and status_code == 200:
+        try:
+            return judgment_from_response(job, config, _wrap(response.get("body")), None)
+        except UnusableAnswer as exc:
+            return Answer(judgment_for(job, config, status="error", error=f"batch result: {exc}"))
+    error = record.get("error")
+    if not error and isinstance(response.get("body"), dict):
+        error = response["body"].get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    code = f"HTTP {status_code}" if status_code else error.get("code") if isinstance(error, dict) else None
+    text = ": ".join(str(part) for part in (code, message) if part) or json.dumps(error)
+    return Answer(judgment_for(job, config, status="error", error=f"batch error: {text[:300]}"))

@@ -9,8 +9,8 @@ This module opens the file (refusing, before anything is written, a schema newer
 calibrate or another program's database), applies the migrations, and holds the transactions
 and the errors; `connection.py` turns SQLite's faults of the file (full disk, read-only, damaged)
 into errors naming it. The queries live in one module per concern (items, import runs,
-judgments, labels, the annotation queue, report reads, export reads, merge rows), each a mixin class composed
-into the one `Store` here, so callers see a single object. Their shared SQL conditions are in
+judgments, judge runs, exported batches, labels, the annotation queue, report reads, export
+reads, merge rows), each a mixin class composed into the one `Store` here, so callers see a single object. Their shared SQL conditions are in
 `sql.py`.
 """
 
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
+from calibrate.store.batch_exports import BatchExportsMixin
 from calibrate.store.confidence import ConfidenceMixin
 from calibrate.store.connection import DatabaseFault, connect, past_file_size_limit
 from calibrate.store.export_rows import ExportRowsMixin
@@ -150,8 +151,8 @@ class NotACalibrateDatabase(CalibrateError):
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, LabelsMixin, QueueMixin, ReadsMixin,
-            ScoreCountsMixin, ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
+class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchExportsMixin, LabelsMixin, QueueMixin,
+            ReadsMixin, ScoreCountsMixin, ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
 
     `read_only=True` is for commands that only read: a missing file is a DatabaseMissing error
