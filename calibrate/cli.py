@@ -321,9 +321,9 @@ def main() -> None:
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 item', '2 items'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 item', '2 items' ('1 entry', '2 entries' with the `plural` given)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def option_error(option: str, message: str) -> click.BadParameter:
@@ -500,9 +500,6 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
                           help="Write to a file instead of the terminal.")
 
 
-IMPORT_ERRORS_SHOWN = 5  # the first few records an import's note on judgments without a verdict names
-
-
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
                data_tasks=(), conflict_advice=new_version_advice) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
@@ -522,21 +519,48 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         err_console.print(Text(f"no audio: … and {len(report.without_audio) - AUDIO_PROBLEMS_SHOWN} more", style="yellow"))
     counts = report.counts
     console.print(
-        f"{report.records} records: {counts.items_added} items added, {counts.items_existing} already present, "
-        f"{counts.judgments_added} judgments added, "
-        + (f"{counts.labels_added} labels added, " if counts.labels_added else "")
+        f"{counted(report.records, 'record')}: {counted(counts.items_added, 'item')} added, "
+        + (f"{counted(counts.versions_added, 'new version')}, " if counts.versions_added else "")
+        + f"{counts.items_existing} already present, {counted(counts.judgments_added, 'judgment')} added, "
+        + (f"{counted(counts.labels_added, 'label')} added, " if counts.labels_added else "")
         + (f"{more_notes(counts.notes_added)}, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
     )
+    say_import_changes(report)
+    return report
+
+
+CHANGES_SHOWN = 5  # the first few items an import's note names
+
+
+def say_import_changes(report: ImportReport) -> None:
+    """What an import changed beyond what it added, on stderr: records whose judgment is an
+    error (the judge's call failed elsewhere), verdicts in force it changed, and labels left on
+    the versions of items that --update replaced."""
     for (judge, why), where in report.errors.items():
         one = len(where) == 1
+        over = sum(c.judge == judge and c.after == "error" for c in report.changed)
         err_console.print(safe_text(
-            f"{counted(len(where), 'record')} of {judge} {'holds' if one else 'hold'} no verdict ({why}): the "
-            f"{'item is' if one else 'items are'} imported, {'its judgment' if one else 'their judgments'} an error, not a verdict "
-            f"({listing(where, IMPORT_ERRORS_SHOWN)})", style="yellow"))
-    return report
+            f"{counted(len(where), 'record')} of {judge} {'holds' if one else 'hold'} no verdict ({why}): stored as "
+            f"{'an error, not a verdict' if one else 'errors, not verdicts'} ({listing(where, CHANGES_SHOWN)})"
+            + (f"; {'it' if one else f'{over} of them'} replaced an earlier verdict of {judge}" if over else "")
+            + f". Ask {judge} again for {'it' if one else 'them'} and import the output: a verdict replaces an error",
+            style="yellow"))
+    if report.changed:
+        shown = [f"{c.judge} on {c.source_id}: {c.before} -> {c.after}" for c in report.changed]
+        err_console.print(safe_text(
+            f"{counted(len(shown), 'verdict')} in force changed by this import ({listing(shown, CHANGES_SHOWN)}): "
+            "a judge's newest judgment of an item is the one in force", style="yellow"))
+    if report.left_behind:
+        one = len(report.left_behind) == 1
+        shown = [f"{who} on {source}" for source, who in report.left_behind]
+        err_console.print(safe_text(
+            f"{counted(len(shown), 'label')} {'stays' if one else 'stay'} with the "
+            f"{'version' if one else 'versions'} --update replaced and no longer "
+            f"{'counts' if one else 'count'} ({listing(shown, CHANGES_SHOWN)}): label the new "
+            f"{'version' if one else 'versions'} (calibrate annotate)", style="yellow"))
 
 
 def named_system(system: str | None, default: str, how: str) -> tuple[str, str]:
@@ -673,7 +697,7 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
                                             with_audio=audio_root is not None), skip_bad, update, shown,
                             conflict_advice=c3_conflict_advice)
     if audio_root is None:
-        err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {report.records} items imported "
+        err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {counted(report.records, 'item')} imported "
                                     "without audio (text only; --audio names a tree of .wav files)", style="yellow"))
 
 
@@ -736,19 +760,19 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
             "the answers judged here, import into a fresh database with their --system)", style="yellow"))
     changed = sorted(source for item, (source, label) in decisions().items() if item in before and before[item][1] != label)
     if changed:
-        listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
         err_console.print(safe_text(
-            f"{counted(len(changed), 'generation decision')} of {annotator} changed by these files ({listed}): theirs "
+            f"{counted(len(changed), 'generation decision')} of {annotator} changed by these files "
+            f"({listing(changed, CHANGES_SHOWN)}): theirs "
             "now stand. calibrate keeps one decision per item; where judges' result folders hold different decisions, "
             "C3's process_results.py counts each judge's own", style="yellow"))
     for path, cell, source_ids in report.unmatched:
-        listed = ", ".join(source_ids[:10]) + (f" and {len(source_ids) - 10} more" if len(source_ids) > 10 else "")
-        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {len(source_ids)} {cell} items: {listed}",
-                                    style="yellow"))
+        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {counted(len(source_ids), f'{cell} item')}: "
+                                    f"{listing(source_ids, 10)}", style="yellow"))
     for part in (p for p in parts if p.people_decide):
         waiting = sum(1 for _ in ctx.store.iter_items(task=part.task, lang=lang, system=system, status="unlabelled"))
         if waiting:
-            console.print(safe_text(f"{waiting} {part.task} ({lang}) items wait for a person's label "
+            console.print(safe_text(f"{counted(waiting, f'{part.task} ({lang}) item')} {'waits' if waiting == 1 else 'wait'} "
+                                    "for a person's label "
                                     f"(calibrate annotate --task {part.task} --lang {lang})"))
 
 
@@ -896,7 +920,7 @@ def import_abandon_command(ctx, run, force):
             f"import run {run} is running ({_describe_import_run(found)}; heartbeat {found['heartbeat_age']:.0f} s ago): "
             "stop that import, or pass --force if its process is gone")
     removed = ctx.store.abandon_import(run)
-    console.print(safe_text(f"abandoned import run {run} ({found['source']}): {removed} items removed"))
+    console.print(safe_text(f"abandoned import run {run} ({found['source']}): {counted(removed, 'item')} removed"))
 
 
 # -- look around -------------------------------------------------------------------------------
@@ -1763,7 +1787,7 @@ def import_labels_command(ctx, file, skip_bad):
             "no longer in force", style="yellow"))
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
     notes = f", {more_notes(done.added.notes)}" if done.added.notes else ""
-    console.print(safe_text(f"{done.added.labels} labels added, {done.present} already present{notes}, "
+    console.print(safe_text(f"{counted(done.added.labels, 'label')} added, {done.present} already present{notes}, "
                             f"{len(done.skipped)} skipped"
                             + (f", {counted(done.unlabelled, 'item')} without a label left out" if done.unlabelled else "")
                             + (f", {done.consolidated} refused (annotator {CONSOLIDATED!r})" if done.consolidated else "")
@@ -1922,7 +1946,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                 notes.append(f"{counted(passed_over[path], 'item')} repeating an earlier record, which C3's evaluate.py "
                              "passes over")
             note = f" ({'; '.join(notes)} left out)" if notes else ""
-            console.print(safe_text(f"{target / path}: {len(records)} records{note}"))
+            console.print(safe_text(f"{target / path}: {counted(len(records), 'record')}{note}"))
         if judge:
             results[judge] = written
     if not results:
@@ -1945,7 +1969,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     statistics.mkdir(parents=True, exist_ok=True)
     for name, rows in c3_statistics(results, lang, by_category):
         (statistics / name).write_text(c3_json(rows), encoding="utf-8")
-        console.print(safe_text(f"{statistics / name}: {len(rows)} entries"))
+        console.print(safe_text(f"{statistics / name}: {counted(len(rows), 'entry', 'entries')}"))
 
 
 @export_group.command(name="inspect", database=READS)

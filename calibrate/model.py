@@ -192,6 +192,19 @@ class ImportCounts:
     judgments_added: int = 0
     labels_added: int = 0
     notes_added: int = 0  # beside a label already in force (a first note comes with its label)
+    versions_added: int = 0  # new versions of stored items (--update), not among items_added
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    """A judge's verdict in force on an item that an import changed (a re-imported file whose
+    output differs, or a failed call over an earlier verdict): each as its verdict, or its
+    status when it has none (unparsed, error)."""
+
+    source_id: str
+    judge: str
+    before: str
+    after: str
 
 
 # -- judgments ----------------------------------------------------------------------------------

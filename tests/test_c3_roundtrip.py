@@ -314,7 +314,7 @@ def test_people_labels_under_the_annotator_named(calibrate, tmp_path):
     out = calibrate("import", "c3-results", str(results_of("gpt", "zh")), "--lang", "zh", "--judge-name", "gpt",
                     "--annotator", "lin")
     assert "5 labels added" in out.output
-    assert "1 c3/generation-heteronym (zh) items wait for a person's label" in out.output
+    assert "1 c3/generation-heteronym (zh) item waits for a person's label" in out.output
     store = Store(calibrate.db)
     assert {row["annotator"] for row in store.current_labels()} == {"lin"}
     store.close()
@@ -334,6 +334,34 @@ def test_another_judges_files_changing_a_generation_decision_say_so(calibrate, t
     out = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt").output.split())
     assert "1 generation decision of c3-result-file changed by these files (ambiguity/phonological/generation/0)" in out
     assert "C3's process_results.py counts each judge's own" in out
+
+
+def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate, tmp_path):
+    """An empty check_answer (C3's judge call failed) is stored as an error, and the summary
+    says so; a file of the same judge read again says which verdicts in force it changed,
+    including a failed call now standing over an earlier verdict."""
+    import_tree(calibrate, tmp_path, "en")
+    first = " ".join(calibrate("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en",
+                               "--judge-name", "dpsk").output.split())
+    assert ("3 records of dpsk hold no verdict (empty check_answer: the C3 script's judge call failed five times): "
+            "stored as errors, not verdicts (") in first
+    assert "in force changed" not in first and "replaced an earlier verdict" not in first
+    results = _copy_results(tmp_path)
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    assert [r["check_answer"].splitlines()[-1] for r in json.loads(lexical.read_text(encoding="utf-8"))] == \
+        ["The answer is: yes.", "The answer is: no."]
+    _edit(lexical, lambda records: (records[0].update(check_answer="The answer is: no."),
+                                    records[1].update(check_answer="")))
+    again = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output.split())
+    assert "27 records: 0 items added, 27 already present, 2 judgments added, " in again
+    assert "4 records of dpsk hold no verdict" in again and f"{lexical}[1]" in again
+    assert "1 of them replaced an earlier verdict of dpsk" in again
+    assert ("2 verdicts in force changed by this import (dpsk on ambiguity/semantic/lexical/0: yes -> no, "
+            "dpsk on ambiguity/semantic/lexical/1: no -> error)") in again
+    store = Store(calibrate.db)
+    (item,) = [i for i in store.items(task="c3/lexical") if i.source_id.endswith("/0")]
+    assert store.verdict_in_force(item.id, "dpsk")["verdict"] == "no"
+    store.close()
 
 
 def test_render_variant_on_a_generation_item_says_people_decide_it(calibrate, tmp_path):

@@ -244,15 +244,15 @@ def test_commands_with_nothing_to_work_on_say_what_to_do(tmp_path):
 def test_a_byte_order_mark_and_other_delimiters_are_read(demo_db, tmp_path):
     bom = tmp_path / "bom.jsonl"
     bom.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": 1, "content": "c", "notation": "n", "response": "r"}).encode() + b"\n")
-    assert "1 items added" in Calibrate(tmp_path / "new.db")("import", "jsonl", str(bom), "--task", "c3/lexical",
+    assert "1 item added" in Calibrate(tmp_path / "new.db")("import", "jsonl", str(bom), "--task", "c3/lexical",
                                                               "--lang", "en").output
     lexical = "c3/lexical\ten\tsdm-alpha\tambiguity/semantic/lexical/0"
     (tmp_path / "tab.tsv").write_text(f"task\tlang\tsystem\tsource_id\tannotator\tlabel\n{lexical}\tana\tyes\n")
     (tmp_path / "semi.csv").write_bytes("\ufefftask;lang;system;source_id;annotator;label\n".encode()
                                         + lexical.replace("\t", ";").encode() + b";bo;no\n")
     run = Calibrate(demo_db)
-    assert "1 labels added" in run("import", "labels", str(tmp_path / "tab.tsv")).output
-    assert "1 labels added" in run("import", "labels", str(tmp_path / "semi.csv")).output
+    assert "1 label added" in run("import", "labels", str(tmp_path / "tab.tsv")).output
+    assert "1 label added" in run("import", "labels", str(tmp_path / "semi.csv")).output
     (tmp_path / "pipe.csv").write_text(f"task|lang|source_id|annotator|label\n{lexical.replace(chr(9), '|')}|cy|yes\n")
     before = fingerprint(demo_db.parent)
     out = run("import", "labels", str(tmp_path / "pipe.csv"), ok=False)

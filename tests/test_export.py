@@ -38,7 +38,7 @@ def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):
     store.close()
     out = Calibrate(demo_db)("export", "c3", "--lang", "zh", "--system", "sdm-alpha", str(tmp_path), "--judge", "demo-judge")
     out_dir = tmp_path / "demo-judge"
-    assert "demo-judge/ambiguity/phonological/generation/pause.json: 1 records" in out.output
+    assert "demo-judge/ambiguity/phonological/generation/pause.json: 1 record\n" in out.output
     gen = json.loads((out_dir / "ambiguity/phonological/generation/pause.json").read_text())
     assert gen[0]["check_answer"] == "最终答案为：是。" and gen[0]["content"] == "南京市长江大桥"
     tone = json.loads((out_dir / "ambiguity/phonological/generation/tone.json").read_text())

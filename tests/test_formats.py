@@ -399,9 +399,9 @@ def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(cal
                     "--judge-name", "ext")
     text = " ".join(out.output.split())
     assert "6 records: 6 items added" in text and "6 judgments added" in text and "0 skipped" in text, text
-    assert "1 record of ext holds no verdict (no judge output: field 'out' is null): the item is imported, its " \
-           f"judgment an error, not a verdict ({f}:2)" in text
-    assert "field 'out' is empty): the item is imported" in text and "field 'out' is missing): the item" in text
+    assert "1 record of ext holds no verdict (no judge output: field 'out' is null): stored as an error, not a " \
+           f"verdict ({f}:2)" in text
+    assert "field 'out' is empty): stored as an error" in text and "field 'out' is missing): stored as an error" in text
     store = Store(calibrate.db)
     stored = {store.item(j.item_id).source_id: (j.status, j.error) for j in store.judgments()}
     assert stored["0"] == ("verdict", None) and stored["5"] == ("error", "no judge output: field 'out' is missing")

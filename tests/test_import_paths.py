@@ -146,7 +146,7 @@ def test_an_identity_seen_twice_in_one_import_is_the_same_item_or_a_bad_line(cal
     twice = tmp_path / "twice.jsonl"
     twice.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
     out = calibrate("import", "jsonl", str(twice), "--task", "c3/lexical", "--lang", "en")
-    assert "2 records: 1 items added, 1 already present" in out.output
+    assert "2 records: 1 item added, 1 already present" in out.output
     changed = tmp_path / "changed.jsonl"
     changed.write_text(json.dumps({**line, "id": "b"}) + "\n" + json.dumps({**line, "id": "b", "response": "s"}) + "\n",
                        encoding="utf-8")

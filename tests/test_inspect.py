@@ -225,7 +225,7 @@ def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
                                        "with different content; pass --update") in refused.output
     assert counts(calibrate.db) == (12, 12, 0)
     updated = calibrate("import", "inspect", str(newer), "--update").output
-    assert "1 items added, 11 already present, 1 judgments added" in updated
+    assert "0 items added, 1 new version, 11 already present, 1 judgment added" in updated
     store = Store(calibrate.db)
     (item,) = [item for item in store.items() if item.source_id == "3"]  # the current version
     assert (item.version, item.fields["response"]) == (2, "A better answer to question 2")
@@ -275,7 +275,7 @@ def test_a_reviewed_log_brings_back_each_persons_notes_once(log, calibrate, tmp_
     reviewed = rewrite(tmp_path / "reviewed.eval", tmp_path / "more.eval", reviewed_in_inspect)
     before = counts(calibrate.db)
     out = calibrate("import", "inspect", str(reviewed)).output
-    assert "1 labels added, 0 skipped" in out and counts(calibrate.db) == (before[0], before[1], before[2] + 1)
+    assert "1 label added, 0 skipped" in out and counts(calibrate.db) == (before[0], before[1], before[2] + 1)
 
     other = Calibrate(tmp_path / "other.db")
     out = other("import", "inspect", str(reviewed)).output

@@ -47,7 +47,8 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
              ("v2", 1, "2", True))
     for name, added, label, put_back in steps:
         out = run("import", "labels", str(files[name]))
-        assert f"{added} labels added, {1 - added} already present" in out.stdout, (name, out.output)
+        assert f"{added} {'label' if added == 1 else 'labels'} added, {1 - added} already present" in out.stdout, \
+            (name, out.output)
         assert in_force() == label, name
         said = "1 label put back a label the person had given the item before, over a newer decision of theirs"
         assert (said in " ".join(out.stderr.split())) == put_back, (name, out.stderr)
@@ -221,7 +222,7 @@ def test_a_persons_label_edited_in_a_csv_export_takes_effect(labelled_demo_db, t
         writer.writerows(rows)
     before, _ = _by_person(labelled_demo_db)
     out = run("import", "labels", str(gold))
-    assert f"1 labels added, {len(before) - 1} already present" in out.stdout
+    assert f"1 label added, {len(before) - 1} already present" in out.stdout
     after, _ = _by_person(labelled_demo_db)
     key = ((row["task"], row["lang"], row["system"], row["source_id"]), "bo")
     assert after == {**before, key: row["label:bo"]}

@@ -75,7 +75,9 @@ def test_second_import_is_a_no_op_and_changed_content_needs_update(calibrate, tw
     (old,) = store.items(task="c3/lexical", system="model-a")
     store.annotate(old.id, "ana", "label", label="yes")
     store.close()
-    (two_systems / "model-a" / "ambiguity" / "semantic" / "lexical" / "0.txt").write_text("changed", encoding="utf-8")
+    response = two_systems / "model-a" / "ambiguity" / "semantic" / "lexical" / "0.txt"
+    original = response.read_bytes()
+    response.write_text("changed", encoding="utf-8")
     refused = import_tree(calibrate, two_systems, "model-a", ok=False)
     assert "lexical.json[0]: c3/lexical (en, system model-a) item ambiguity/semantic/lexical/0 was imported before " \
            "with different content (its response): if these are another model's responses, in a folder of the same " \
@@ -84,12 +86,20 @@ def test_second_import_is_a_no_op_and_changed_content_needs_update(calibrate, tw
     assert "SuperGLUE" not in refused.output
     assert counts(calibrate.db) == (before[0], before[1], 1)
 
-    assert "1 items added" in import_tree(calibrate, two_systems, "model-a", "--update").output
+    updated = " ".join(import_tree(calibrate, two_systems, "model-a", "--update").output.split())
+    assert "0 items added, 1 new version, " in updated, "a new version is not a new item"
+    assert ("1 label stays with the version --update replaced and no longer counts (ana on "
+            "ambiguity/semantic/lexical/0)") in updated
     store = Store(calibrate.db)
     (new,) = store.items(task="c3/lexical", system="model-a")
     assert new.version == 2 and new.fields["response"] == "changed"
     assert store.current_label(old.id, "ana") == "yes" and store.current_label(new.id, "ana") is None
     assert store.item(old.id).version == 1 and store.count_items(system="model-a") == before[0]
+    store.close()
+    response.write_bytes(original)
+    back = import_tree(calibrate, two_systems, "model-a", "--update", ok=False)
+    assert back.exit_code == 1 and "item ambiguity/semantic/lexical/0 held this content in an earlier version; --update " \
+        "records new content as a new version and cannot make an earlier one current again" in " ".join(back.output.split())
 
 
 def test_judge_output_and_reference_fields_are_never_item_fields(calibrate, tmp_path):
@@ -98,7 +108,7 @@ def test_judge_output_and_reference_fields_are_never_item_fields(calibrate, tmp_
     calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system", "m")
     out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--system", "m",
                     "--judge-output", "judge", "--judge-name", "gpt", "--reference-field", "gold")
-    assert "1 judgments added" in out.output and counts(calibrate.db) == (1, 1, 0)
+    assert "1 judgment added" in out.output and counts(calibrate.db) == (1, 1, 0)
     g = write_jsonl(tmp_path / "fresh.jsonl", [{"id": "b", **LEX, "judge": "The answer is: yes.", "gold": "yes"}])
     calibrate("import", "jsonl", str(g), "--task", "c3/lexical", "--lang", "en", "--system", "m",
               "--judge-output", "judge", "--judge-name", "gpt", "--reference-field", "gold")

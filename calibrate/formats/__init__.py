@@ -37,6 +37,7 @@ from calibrate.model import (
     LabelsAdded,
     NewItem,
     NewJudgment,
+    VerdictChange,
     digest,
     dump_json,
 )
@@ -261,7 +262,10 @@ class ImportReport:
     records: int = 0
     without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
     unmatched: list[tuple[str, str, list[str]]] = field(default_factory=list)  # see ItemIndex.unmatched
+    changed: list[VerdictChange] = field(default_factory=list)  # verdicts in force on items stored before
     errors: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (judge, why) -> where: no verdict, an error
+    superseded: list[tuple[int, str]] = field(default_factory=list)  # (id, source id) of versions --update replaced
+    left_behind: list[tuple[str, str]] = field(default_factory=list)  # (source id, annotator): labels on those versions
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -438,6 +442,22 @@ def import_records(
             model=record.judge_model, decided=record.judge_verdict, prompt=record.judge_prompt,
         )
 
+    def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool) -> None:
+        """Store the records' judgments of these items; where some of the items were stored
+        before this import (`earlier`), note the verdicts in force that they change."""
+        if not judged:
+            return
+        new = [judgment(item_id, item, r) for item_id, item, r in judged]
+        before = store.verdicts_in_force_of((j.item_id, j.judge_name) for j in new) if earlier else {}
+        report.counts.judgments_added += store.add_judgments(new)
+        after = store.verdicts_in_force_of(before) if before else {}
+        sources = {item_id: item.source_id for item_id, item, _ in judged}
+        report.changed += [VerdictChange(sources[item_id], judge, _shown(before[item_id, judge]), _shown(now))
+                           for (item_id, judge), now in after.items() if now != before[item_id, judge]]
+        for _, _, r in judged:
+            if r.judge_error:
+                report.errors.setdefault((r.judge_name or "imported", r.judge_error), []).append(r.location)
+
     def store_audio(item_id: int, record: Record) -> None:
         if record.audio:
             store.set_item_audio(item_id, record.audio)
@@ -465,13 +485,15 @@ def import_records(
         with store.transaction():
             started = time.perf_counter()  # once the write lock is held
             ids, added = store.add_items(items, with_ids=need_ids, run=run, values=values) if records else ([], 0)
-            report.counts.items_added += added
+            versions = sum(r.item.version > 1 for r in records)  # each a new row: the content differs
+            report.counts.items_added += added - versions
+            report.counts.versions_added += versions
             report.counts.items_existing += len(records) - added
             for item_id, record in zip(ids, records, strict=True) if need_ids else ():
                 store_audio(item_id, record)
             if with_judgments:
-                new = [judgment(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment]
-                report.counts.judgments_added += store.add_judgments(new)
+                store_judgments([(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment],
+                                earlier=added < len(records))
             if need_ids:
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, records, strict=True)])
         took = time.perf_counter() - started
@@ -504,15 +526,13 @@ def import_records(
                     else:
                         record.ref = None
                 if isinstance(record, Record) and record.ref is None:
-                    record = _new_item(record, templates, index, update, attached, conflict_advice)
+                    record = _new_item(record, templates, index, update, attached, conflict_advice, report.superseded)
                 if isinstance(record, BadInput):
                     if not skip_bad:
                         raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
                     report.skipped.append(record)
                     continue
                 report.records += 1
-                if record.judge_error:
-                    report.errors.setdefault((record.judge_name or "imported", record.judge_error), []).append(record.location)
                 if record.ref is not None:
                     continue  # attaches to a stored item: written with the finish
                 batch.append(record)
@@ -525,13 +545,15 @@ def import_records(
                 report.counts.items_existing += len(attached)  # records of stored items (a multi-turn result's too)
                 for item, record in attached:
                     store_audio(item.id, record)
-                judgments = [judgment(item.id, item, r) for item, r in attached if r.has_judgment]
-                report.counts.judgments_added += store.add_judgments(judgments) if judgments else 0
+                store_judgments([(item.id, item, r) for item, r in attached if r.has_judgment], earlier=True)
                 store_labels([(item.id, item.content_hash, r) for item, r in attached])
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
                 store.finish_import(run)
             report.unmatched = index.unmatched()
+            sources = dict(report.superseded)
+            report.left_behind = [(sources[item_id], row["annotator"])
+                                  for item_id, rows in store.decisions(sources).items() for row in rows]
         except TemplateError as exc:
             store.abandon_import(run)
             raise ImportFailed(str(exc)) from None
@@ -539,6 +561,13 @@ def import_records(
             store.abandon_import(run)
             raise
     return report
+
+
+def _shown(in_force: tuple[str, str | None]) -> str:
+    """A verdict in force, (status, verdict), as a summary names it: the verdict, or the status
+    of a judgment that gave none."""
+    status, verdict = in_force
+    return str(verdict) if status == "verdict" else status
 
 
 def _skipped_summary(skipped: list[BadInput]) -> str:
@@ -554,10 +583,12 @@ def _skipped_summary(skipped: list[BadInput]) -> str:
 def _new_item(
     record: Record, templates: TemplateSet, index: ItemIndex, update: bool, attached: list[tuple[Item, Record]],
     conflict_advice: ConflictAdvice,
+    superseded: list[tuple[int, str]],
 ) -> Record | BadInput:
     """Check a record's new item and its identity. Returns the record to store, the record
     turned into a reference (to an item stored earlier with ignored fields among its fields),
-    or the bad input (for changed content without `update`, ending in `conflict_advice`)."""
+    or the bad input (for changed content without `update`, ending in `conflict_advice`). A new
+    version (`update`) notes the stored one it replaces in `superseded`."""
     item = record.item
     try:
         template = check_item(templates, item)
@@ -580,6 +611,10 @@ def _new_item(
     if not update:
         return BadInput(record.location, f"{where} was imported before with different content"
                                          f"{conflict_advice(index.store.item(stored_id), item)}")
+    if index.store.items_by_hash([item.content_hash]):
+        return BadInput(record.location, f"{where} held this content in an earlier version; --update records new "
+                        "content as a new version and cannot make an earlier one current again")
     item.version = version + 1
     index.accept(item)
+    superseded.append((stored_id, item.source_id))
     return record

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
 from calibrate.store.imports import process_alive
-from calibrate.store.sql import JUDGMENT_COLUMNS, judgment_from_row
+from calibrate.store.sql import JUDGMENT_COLUMNS, chunks, judgment_from_row
 
 # judgments stored at once from which their items' score_sets rows are rewritten once at the end
 # (migration 0021) rather than once per verdict in force: measured 0.79-0.93 times the CPU of the
@@ -133,6 +133,21 @@ class JudgmentsMixin:
         row = self.conn.execute("SELECT judgment_id, status, verdict, reason FROM verdicts_in_force "
                                 "WHERE item_id = ? AND judge_name = ?", (item_id, judge)).fetchone()
         return dict(row) if row else None
+
+    def verdicts_in_force_of(self, pairs: Iterable[tuple[int, str]]) -> dict[tuple[int, str], tuple[str, str | None]]:
+        """(item id, judge) -> (status, verdict) of the judge's verdict in force on the item, for
+        those of `pairs` that have one: what an import compares before and after it stores
+        judgments, to say which verdicts it changed."""
+        wanted = set(pairs)
+        found = {}
+        for chunk in chunks(sorted({item_id for item_id, _ in wanted}), 500):
+            for item_id, judge, status, verdict in self.conn.execute(
+                f"SELECT item_id, judge_name, status, verdict FROM verdicts_in_force "
+                f"WHERE item_id IN ({','.join('?' * len(chunk))})", chunk,
+            ):
+                if (item_id, judge) in wanted:
+                    found[item_id, judge] = (status, verdict)
+        return found
 
     def samples_in_force(self, item_id: int, judge: str) -> list[tuple[int, str, str | None]]:
         """(sample, status, verdict) of each sample the verdict in force is taken from, in
