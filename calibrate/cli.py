@@ -1456,9 +1456,9 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     else:
-        console.print(safe_text(f"{len({job.item.id for job in jobs})} items, {len(jobs)} samples to ask ({repeat} per "
-                                f"item) with {config.name} at {redact_url(config.url)}; {summary.skipped_done} "
-                                "already judged (no call)"))
+        console.print(safe_text(f"{len({job.item.id for job in jobs})} items, {len(jobs)} samples to ask (up to {repeat} "
+                                f"per item: those not yet stored) with {config.name} at {redact_url(config.url)}; "
+                                f"{summary.skipped_done} already judged (no call)"))
     stopped = None
     with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
@@ -1589,8 +1589,12 @@ def _print_judge_summary(summary, check: bool = True) -> None:
         err_console.print(safe_text(f"no confidence for {n} verdicts: {reason}", style="yellow"))
     truncated = sum(n for key, n in summary.cells.items() if key[2] == "truncated")
     if truncated:
-        err_console.print(safe_text(f"{truncated} outputs were cut at the token limit (stored as unparsed, "
-                                    "\"truncated at N tokens\"): raise --max-tokens", style="yellow"))
+        asked = summary.stored + summary.skipped_done
+        err_console.print(safe_text(
+            f"{truncated} outputs were cut at the token limit (stored as unparsed, \"truncated at N tokens\"): raise "
+            f"--max-tokens. That is another configuration of the judge: it asks all {asked} {summary.unit} of this run "
+            f"again, not only the {truncated} cut, and its verdicts replace these item by item; --task, --lang and "
+            "--limit narrow it, and another --judge-name keeps it a judge of its own", style="yellow"))
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
@@ -1677,7 +1681,7 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     """Each system's benchmark score, raw and corrected for the judge's errors.
 
     Per system × task × language and per system overall: the judge's accuracy three ways (C3's
-    own rule, calibrate's parser with unparsed counted wrong, unparsed left out), people's
+    own rule, calibrate's parser with unparsed and errors counted wrong, then left out), people's
     accuracy, and the corrected accuracy (stratified by the judge's verdict; Rogan–Gladen
     beside it) with 95 % intervals; C3's final score (mean over judges); the ranking of
     systems; judge against judge."""

@@ -109,6 +109,7 @@ class JudgeReliability:
     judge: str
     kind: VerdictKind | None
     repeats: int = 1  # the most samples any item has
+    fewest_repeats: int = 1  # the fewest samples of an item with two or more (runs resumed with another --repeat)
     temperatures: str | None = None  # the temperature(s) the repeats were asked at, in words
     consistency: Consistency | None = None
     unstable_items: list[int] = field(default_factory=list)  # item ids whose repeats disagree
@@ -117,9 +118,14 @@ class JudgeReliability:
     systems: dict[str, Probe] = field(default_factory=dict)
     same_family: dict[str, bool | None] = field(default_factory=dict)  # system -> judge of its family?
 
+    @property
+    def repeats_words(self) -> str:
+        """How many repeats the items have: "3", or "2-3" where runs asked for different numbers."""
+        return str(self.repeats) if self.fewest_repeats == self.repeats else f"{self.fewest_repeats}-{self.repeats}"
+
     def as_dict(self) -> dict:
         return {
-            "repeats": self.repeats,
+            "repeats": self.repeats, "fewest_repeats": self.fewest_repeats,
             "consistency": self.consistency.as_dict() if self.consistency else None,
             "unstable_items": self.unstable_items,
             "calibration": self.calibration.as_dict() if self.calibration else None,
@@ -240,6 +246,7 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
         return result  # consistency, calibration and the probes here are for categorical verdicts
     items = sorted(verdicts.irregular, key=lambda i: i.item_id)  # only these have repeats
     result.repeats = max((len(i.samples) for i in items), default=1)
+    result.fewest_repeats = min((len(i.samples) for i in items if len(i.samples) > 1), default=result.repeats)
     if result.repeats >= 2:
         width = max(max(i.samples) + 1 for i in items)
         table = [[i.samples.get(k) for k in range(width)] for i in items]

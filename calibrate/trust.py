@@ -14,9 +14,10 @@ import io
 from dataclasses import dataclass, fields
 
 from calibrate.cells import CellKinds
+from calibrate.configurations import MixedConfigurations, mixed_by_cell
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, hanging, said_once
-from calibrate.reliability_cells import refusal_words, trust_by_cell
+from calibrate.reliability_cells import NO_SYSTEM, refusal_words, trust_by_cell
 from calibrate.stats.trust_or_escalate import GRID_STEP, Trust, minimum_calibration
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -31,10 +32,12 @@ class TrustRow:
     lang: str
     judge: str
     found: Trust
+    configurations: MixedConfigurations | None = None  # where the judge's verdicts here come from several
 
     def as_dict(self) -> dict:
         return {"system": self.system, "task": self.task, "lang": self.lang, "judge": self.judge,
-                **self.found.as_dict()}
+                **self.found.as_dict(),
+                "configurations": self.configurations.as_dict() if self.configurations else None}
 
 
 @dataclass
@@ -56,10 +59,15 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
     kinds = CellKinds(templates, by)
+    by_system = "system" in by
     found, _ = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
-                             by_system="system" in by, min_labels=min_labels)
-    rows = [TrustRow(system, key[0], key[1], name, trust) for (key, name, system), trust in found.items()
-            if not kinds.scored(key)]
+                             by_system=by_system, min_labels=min_labels)
+    # keyed as trust_by_cell keys its cells: the items of no system under NO_SYSTEM
+    mixed = {(key, name, system or NO_SYSTEM if by_system else None): configurations
+             for (key, name, system), configurations in
+             mixed_by_cell(store.configuration_counts(), kinds.key, by_system=by_system).items()}
+    rows = [TrustRow(system, key[0], key[1], name, trust, mixed.get((key, name, system)))
+            for (key, name, system), trust in found.items() if not kinds.scored(key)]
     rows.sort(key=lambda r: (r.system or "", r.task, r.lang, r.judge))
     return TrustTable(target, risk, rows, min_labels)
 
@@ -78,6 +86,8 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
     for r in table.rows:
         t = r.found
         where = f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})"
+        if r.configurations:
+            notes.append((where, r.configurations.words()))
         if t.met:
             values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.lower_bound:.3f}",
                       f"{t.agreement:.3f}", f"{t.shortfall:.3f}"]

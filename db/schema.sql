@@ -170,6 +170,49 @@ BEGIN
         SELECT 1 FROM judgments r WHERE r.item_id = old.item_id AND r.judge_name = old.judge_name AND r.sample > 0)
     WHERE item_id = old.item_id AND judge_name = old.judge_name;
 END;
+CREATE TRIGGER configuration_count_added AFTER INSERT ON verdicts_in_force
+BEGIN
+    INSERT INTO configuration_counts (task, lang, system, judge_name, judge_key, n)
+    SELECT c.task, c.lang, c.system, new.judge_name, j.judge_key, 1
+    FROM counted_items c, judgments j WHERE c.id = new.item_id AND j.id = new.judgment_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER configuration_count_removed AFTER DELETE ON verdicts_in_force
+BEGIN
+    INSERT INTO configuration_counts (task, lang, system, judge_name, judge_key, n)
+    SELECT c.task, c.lang, c.system, old.judge_name, j.judge_key, -1
+    FROM counted_items c, judgments j WHERE c.id = old.item_id AND j.id = old.judgment_id
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER configuration_counts_import_shown AFTER UPDATE OF finished_at ON import_runs
+WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
+BEGIN
+    INSERT INTO configuration_counts (task, lang, system, judge_name, judge_key, n)
+    SELECT i.task, i.lang, i.system, v.judge_name, j.judge_key, count(*)
+    FROM verdicts_in_force v CROSS JOIN items i ON i.id = v.item_id JOIN judgments j ON j.id = v.judgment_id
+    WHERE v.item_id BETWEEN (SELECT min(id) FROM items WHERE import_run = new.id)
+                        AND (SELECT max(id) FROM items WHERE import_run = new.id)
+      AND i.import_run = new.id AND i.current = 1
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
+CREATE TRIGGER configuration_counts_item_changed AFTER UPDATE OF current, task, lang, system, import_run ON items
+WHEN old.current IS NOT new.current OR old.task IS NOT new.task OR old.lang IS NOT new.lang
+  OR old.system IS NOT new.system OR old.import_run IS NOT new.import_run
+BEGIN
+    INSERT INTO configuration_counts (task, lang, system, judge_name, judge_key, n)
+    SELECT old.task, old.lang, old.system, v.judge_name, j.judge_key, -count(*)
+    FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = old.id AND old.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = old.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+    INSERT INTO configuration_counts (task, lang, system, judge_name, judge_key, n)
+    SELECT new.task, new.lang, new.system, v.judge_name, j.judge_key, count(*)
+    FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id WHERE v.item_id = new.id AND new.current = 1
+     AND NOT EXISTS (SELECT 1 FROM import_runs r WHERE r.id = new.import_run AND r.finished_at IS NULL)
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT DO UPDATE SET n = n + excluded.n;
+END;
 CREATE TRIGGER import_run_shown AFTER UPDATE OF finished_at ON import_runs
 WHEN old.finished_at IS NULL AND new.finished_at IS NOT NULL
 BEGIN
@@ -618,6 +661,15 @@ CREATE TABLE cell_verdicts (
     item_id INTEGER NOT NULL,
     confidence REAL,
     PRIMARY KEY (labelled, task, lang, judge_name, repeated, system, status, verdict, label, response_length, item_id)
+) WITHOUT ROWID;
+CREATE TABLE configuration_counts (
+    task TEXT NOT NULL,
+    lang TEXT NOT NULL,
+    system TEXT NOT NULL,
+    judge_name TEXT NOT NULL,
+    judge_key TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (task, lang, system, judge_name, judge_key)
 ) WITHOUT ROWID;
 CREATE TABLE data_tasks (
     task TEXT NOT NULL,

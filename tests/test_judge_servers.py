@@ -80,6 +80,8 @@ def test_an_output_cut_at_the_token_limit_is_unparsed_as_truncated_even_if_it_ho
     truncated = next(j for j in stored(run) if j.item_id == 1)
     assert (truncated.status, truncated.verdict, truncated.unparsed_reason) == ("unparsed", None, "truncated at 16 tokens")
     assert "1 outputs were cut at the token limit" in out.output and "raise --max-tokens" in out.output
+    assert "another configuration of the judge: it asks all 2 items of this run again, not only the 1 cut" in \
+        " ".join(out.output.split())
     assert runs(run)[-1]["truncated"] == 1
     run("parse")
     assert next(j for j in stored(run) if j.item_id == 1).unparsed_reason == "truncated at 16 tokens", "re-parsing keeps it"
@@ -87,8 +89,34 @@ def test_an_output_cut_at_the_token_limit_is_unparsed_as_truncated_even_if_it_ho
     for item_id in (1, 2):
         store.annotate(item_id, "ann", "label", label="yes")
     store.close()
-    assert "1 of the unparsed outputs were cut at the judge's token limit: judge again with a higher --max-tokens" in \
-        " ".join(run("report").output.split())
+    assert ("1 of the unparsed outputs were cut at the judge's token limit: judge again with a higher --max-tokens "
+            "(another configuration: it asks every item again, not only these)") in " ".join(run("report").output.split())
+
+
+def test_one_judge_name_over_two_configurations_is_said_beside_it_until_the_new_one_has_judged_every_item(db):
+    """Another server is another configuration of the judge: its run asks again, and its verdicts
+    replace the first server's item by item. Until it has asked every item, the report, the scores
+    and trust say how many verdicts each configuration gave."""
+    run = db(10)
+    confident = dict(logprobs=[(" yes", -0.05), (".", -0.01)])
+    with FakeOpenAI(Reply("The answer is: yes.", **confident)) as first:
+        judge(run, first, "--logprobs")
+    store = Store(run.db)
+    for item_id in range(1, 11):
+        store.annotate(item_id, "ann", "label", label="yes" if item_id % 3 else "no")
+    store.close()
+    mixed = "fake-judge's verdicts here come from 2 configurations (7 + 3 items)"
+    assert mixed not in " ".join(run("report").output.split()), "one configuration: nothing to say"
+    with FakeOpenAI(Reply("The answer is: no.", **confident)) as second:
+        assert "0 already judged" in judge(run, second, "--logprobs", "--limit", "3").output
+        outputs = {what: " ".join(run(*what, ok=False).output.split()) for what in (("report",), ("scores",), ("trust",))}
+        for what, text in outputs.items():
+            assert mixed in text and "give each its own --judge-name to report them apart" in text, what
+        (cell,) = json.loads(run("report", "--format", "json").output)["cells"]
+        assert cell["configurations"] == [{"task": "c3/lexical", "lang": "en", "items_per_configuration": [7, 3]}]
+        judge(run, second, "--logprobs")
+    assert not any("configurations (" in run(*what, ok=False).output for what in (("report",), ("scores",), ("trust",))), \
+        "once the new configuration judged every item, every verdict in force is its own"
 
 
 def test_without_max_tokens_the_truncation_names_the_tokens_the_server_gave(db):

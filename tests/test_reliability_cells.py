@@ -74,6 +74,24 @@ LOGPROB_CASES = [(0.95, "yes", "yes"), (0.95, "yes", "yes"), (0.88, "yes", "no")
                  (0.75, "yes", "yes"), (0.75, "yes", "no"), (0.65, "yes", "no"), (0.55, "yes", "yes")]
 
 
+def test_runs_asking_for_different_numbers_of_repeats_are_told_as_they_are(tmp_path):
+    path = tmp_path / "r.db"
+    store = Store(path)
+    ids = lexical_items(store, 6)
+    label_all(store, ids, ["yes"] * 6)
+    store.close()
+    run = Calibrate(path)
+    with FakeOpenAI(YES) as server:
+        judge(run, server, "--repeat", "3", "--temperature", "0.7", "--limit", "2")
+        judge(run, server, "--repeat", "2", "--temperature", "0.7")
+        assert "consistency over 2-3 repeats at temperature 0.7 on 6 items" in \
+            " ".join(run("report", "--reliability").output.split())
+        assert report_cell(path)["reliability"]["fewest_repeats"] == 2
+        out = judge(run, server, "--repeat", "4", "--temperature", "0.7")
+    assert server.count == 6 + 8 + 2 * 1 + 4 * 2
+    assert "6 items, 10 samples to ask (up to 4 per item: those not yet stored)" in " ".join(out.output.split())
+
+
 def test_ece_from_logprobs_equals_a_hand_computation(tmp_path):
     path = tmp_path / "c.db"
     store = Store(path)

@@ -429,7 +429,7 @@ def test_the_csv_gives_each_figure_as_a_number_beside_its_text(judged_and_unjudg
     text = run("scores", "--format", "csv").output
     header = next(csv.reader(io.StringIO(text)))
     assert header[:14] == ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule",
-                           "parser (unparsed wrong)", "parser (unparsed left out)", "people", "corrected",
+                           "parser (unparsed, errors wrong)", "parser (unparsed, errors left out)", "people", "corrected",
                            "Rogan–Gladen", "more labels"] and header[-1] == "note"
     rows = {(r["task"], r["judge"]): r for r in csv.DictReader(io.StringIO(text))}
     cell = cells_by(json.loads(run("scores", "--format", "json").output))[("S", "c3/lexical", "en")]
@@ -464,3 +464,24 @@ def test_the_ranking_orders_only_systems_the_interval_separates(tmp_path, two_sy
     text = " ".join(run("scores").output.split())
     assert "c3/lexical en, by jj: A ≈ B" in text and "A > B" not in text
     assert "(the interval includes 0: no difference shown)" in text and "not a real difference" not in text
+
+
+def test_the_parser_figure_without_missing_verdicts_names_the_unparsed_and_the_errors_it_leaves_out(tmp_path):
+    path = tmp_path / "left.db"
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"s{k}", "notation": "n", "response": "r"},
+                                      system="m") for k in range(6)], with_ids=True)
+    statuses = ["verdict", "verdict", "verdict", "unparsed", "error", "error"]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="jj", judge_key="k", status=status,
+                                     verdict="yes" if status == "verdict" else None)
+                         for i, status in zip(ids, statuses, strict=True)])
+    for i in ids:
+        store.annotate(i, "ana", "label", label="yes")
+    store.close()
+    run = Calibrate(path)
+    text = " ".join(run("scores").output.split())
+    assert "parser 3/6 50% (3/3 100% without 1 unparsed and 2 errors)" in text
+    (judge,) = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "c3/lexical", "en")]["judges"]
+    assert (judge["unparsed"], judge["errors"]) == (1, 2)
+    row = next(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    assert row["parser (unparsed, errors left out)"] == "3/3 100% without 1 unparsed and 2 errors"

@@ -25,7 +25,7 @@ MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_i
               "0010_run_leases", "0011_judge_runs", "0013_inspect", "0014_irregular_verdicts",
               "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
               "0018_verdict_sets", "0019_unparsed_reasons", "0020_score_sets", "0021_trigger_work_per_batch",
-              "0022_stratified_orders", "0023_shared_items", "0024_batch_exports"]
+              "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -250,6 +250,13 @@ def assert_counts_kept(store: Store, step: str) -> None:
         expected_pairs, expected_judged = counts_from_every_row(store, system)
         assert sorted(data.judge_vs_human) == expected_pairs, f"judge x label counts after {step} (system {system})"
         assert sorted(data.judged) == expected_judged, f"judged counts after {step} (system {system})"
+        where = f"{NEWEST} AND {VISIBLE_CURRENT}" + (" AND i.system = ?" if system is not None else "")
+        configurations = store.conn.execute(
+            "SELECT i.task, i.lang, i.system, j.judge_name, j.judge_key, count(*) FROM judgments j "
+            f"JOIN items i ON i.id = j.item_id WHERE {where} GROUP BY 1, 2, 3, 4, 5",
+            [system] if system is not None else []).fetchall()
+        assert store.configuration_counts(system=system) == sorted(map(tuple, configurations)), \
+            f"configuration counts after {step} (system {system})"
 
 
 def test_report_counts_stay_equal_to_a_recount_through_every_kind_of_write(tmp_path, templates):
@@ -273,6 +280,9 @@ def test_report_counts_stay_equal_to_a_recount_through_every_kind_of_write(tmp_p
     assert_counts_kept(store, "override, undo and skip")
     store.add_judgments([judge(ids[0], "no"), judge(ids[1], "yes", "llama")])  # a newer judgment replaces the older
     assert_counts_kept(store, "re-judging")
+    store.add_judgments([NewJudgment(item_id=ids[3], judge_name="gpt", judge_key="gpt at 4096 tokens", status="verdict",
+                                     verdict="yes")])
+    assert_counts_kept(store, "re-judging under another configuration")
     reparsed = store.judgments_for_item(ids[2], "llama")[-1]
     store.update_parse(reparsed.id, "verdict", "no", None, None)
     older = store.judgments_for_item(ids[0], "gpt")[0]

@@ -24,6 +24,7 @@ from typing import TypeVar
 import numpy as np
 
 from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
+from calibrate.configurations import mixed_by_cell
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
 from calibrate.model import AgreementData, judged
@@ -86,7 +87,7 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
                 for cell in report_from_data(data, templates, options).cells:
                     cell.system = name
                     cells.append(cell)
-        return count_truncations(store, templates, Report(cells, options))
+        return count_per_cell(store, templates, Report(cells, options))
     measured_too = options.reliability or store.has_repeats_or_confidence()
     aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
@@ -106,7 +107,7 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
             if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
                 aside.irregular.set_result(store.irregular_samples(judge))
             data = with_jury(data, jury.result() if jury else jury_of(None))
-            report = count_truncations(store, templates, report_from_data(data, templates, options))
+            report = count_per_cell(store, templates, report_from_data(data, templates, options))
             if not measured_too:
                 return report
             measured = measuring.result() if measuring else measure(store)
@@ -180,8 +181,10 @@ def temperature_words(temperatures: list) -> str | None:
     return ("temperature " if len(shown) == 1 else "temperatures ") + ", ".join(shown)
 
 
-def count_truncations(store: Store, templates: TemplateSet, report: Report) -> Report:
-    """Each cell's unparsed verdicts that were outputs cut at the token limit."""
+def count_per_cell(store: Store, templates: TemplateSet, report: Report) -> Report:
+    """Each cell's unparsed verdicts that were outputs cut at the token limit, and the
+    configurations its judge's verdicts come from where they are several
+    (`calibrate.configurations`)."""
     kinds = CellKinds(templates, report.options.by)
     by_cell = {(c.key, c.judge, c.system): c for c in report.cells}
     for task, lang, system, judge, n in store.unparsed_counts(TRUNCATED):
@@ -189,6 +192,10 @@ def count_truncations(store: Store, templates: TemplateSet, report: Report) -> R
             c = by_cell.get((kinds.key(task, lang), judge, name))
             if c is not None:
                 c.truncated += n
+    by_system = any(c.system is not None for c in report.cells)
+    for cell, mixed in mixed_by_cell(store.configuration_counts(), kinds.key, by_system=by_system).items():
+        if (c := by_cell.get(cell)) is not None:
+            c.configurations = mixed
     return report
 
 

@@ -122,7 +122,7 @@ def _reliability_html(c: AgreementCell) -> str:
     rows = []
     if r.consistency is not None:
         rows.append(("flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
-                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats} repeats"
+                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats_words} repeats"
                      + (f" at {r.temperatures}" if r.temperatures else "")))
         alpha = r.consistency.alpha
         rows.append(("α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from calibrate.configurations import MixedConfigurations
 from calibrate.kinds import VerdictKind
 from calibrate.model import Estimate
 from calibrate.names import CONSOLIDATED
@@ -81,9 +82,9 @@ class Line:
 @dataclass
 class AgreementCell:
     """One judge in one cell: its judged items (`calibrate.model.judged`: a failed call is not),
-    the unparsed among them and its failed verdicts (errors), a line per annotator (and
-    one against the gold label), the human ceiling, the alternative annotator test and the
-    judge's reliability figures."""
+    the unparsed among them and its failed verdicts (errors), a line per annotator (and one
+    against the gold label), the human ceiling, the alternative annotator test, the judge's
+    reliability figures, and the configurations its verdicts come from where several."""
 
     key: tuple[str, str]  # (task, lang); "*" where --by merged it
     judge: str
@@ -98,6 +99,7 @@ class AgreementCell:
     alt_test: AltTest | None = None
     ties: int = 0
     reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
+    configurations: MixedConfigurations | None = None  # where the judge's verdicts come from several
 
     @property
     def task(self) -> str:
@@ -146,6 +148,7 @@ class Report:
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
                 "reliability": cell.reliability.as_dict() if cell.reliability else None,
+                "configurations": cell.configurations.as_dict() if cell.configurations else None,
                 "lines": [
                     {**asdict(row), "stats": line.stats.as_dict() if line.stats else None,
                      "judge_errors": line.errors.as_dict() if line.errors else None,

@@ -83,9 +83,10 @@ def cell_notes(c: AgreementCell, report: Report) -> list[str]:
 
 
 def own_notes(c: AgreementCell, report: Report) -> list[str]:
-    """A cell's own figures in words: unparsed verdicts and how they were counted, the labels a
-    narrower interval needs, the ceiling, ties, the alternative annotator test, reliability."""
-    notes = []
+    """A cell's own figures in words: the configurations the judge's verdicts come from where
+    several, unparsed verdicts and how they were counted, the labels a narrower interval needs,
+    the ceiling, ties, the alternative annotator test, reliability."""
+    notes = [c.configurations.words()] if c.configurations else []
     mode = report.options.unparsed
     if c.unparsed:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
@@ -93,7 +94,7 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
         notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
     if c.truncated:
         notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
-                     "higher --max-tokens")
+                     "higher --max-tokens (another configuration: it asks every item again, not only these)")
     for line in c.lines:
         if line.kappa_range and line.unparsed:
             worst, best = line.kappa_range
@@ -200,7 +201,7 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
         by_construction = (" (at temperature 0 repeats agree by construction unless the server samples anyway: "
                            "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
-            f"consistency over {r.repeats} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
+            f"consistency over {r.repeats_words} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
             f"{_with_reason(r.consistency.flip_rate)}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
             + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
@@ -359,7 +360,7 @@ def _reliability_table(c: AgreementCell, width: int):
     if r is None or not c.lines or (r.consistency is None and r.calibration is None and r.length is None):
         return None
     row = report_row(c, c.lines[0])
-    body = [["repeats", str(row.repeats)]]
+    body = [["repeats", r.repeats_words]]
     if r.consistency is not None:
         body += [["flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high)],
                  ["α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high)]]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
+from calibrate.configurations import mixed_configurations
 from calibrate.formats.c3 import c3_corrected, c3_right
 from calibrate.kinds import POSITIVE
 from calibrate.model import FAILED, Estimate, TextRule, judged
@@ -77,6 +78,7 @@ def build_scores_by(
     for by in bys:
         check_by(by)
     groups_found, notes, ties = _gather(store, templates, judge, system)
+    configurations = store.configuration_counts(system=system)
     if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
@@ -93,7 +95,8 @@ def build_scores_by(
             if "system" in by and len(by) > 1:
                 groups[(group.system, ALL, ALL)].append(group)
         memo: dict = {}  # each cell's corrected numbers, worked out once for the rows pooling it and its own row
-        cells = [_cell(key, members, target, family_judges, memo, ties) for key, members in sorted(groups.items())]
+        cells = [_cell(key, members, target, family_judges, memo, ties, configurations)
+                 for key, members in sorted(groups.items())]
         found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
     return found
 
@@ -161,7 +164,11 @@ PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts 
 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
-          family_judges: dict[tuple[str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int]) -> ScoreCell:
+          family_judges: dict[tuple[str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int],
+          configurations: list[tuple]) -> ScoreCell:
+    """One cell's figures; `configurations` are the store's counts of the verdicts in force per
+    judge configuration (`Store.configuration_counts`), to note a judge whose verdicts here come
+    from several."""
     y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
@@ -214,6 +221,9 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         elif len(names) > 1:  # PPI++ and Rogan-Gladen take the labels as one random sample of all the items
             why = ONE_CELL_ONLY if corrected.value is not None else corrected.reason
             ppi, rogan_gladen = _withheld(ppi, why), _withheld(rogan_gladen, why)
+        places = {(m.task, m.lang, m.stored_system) for m in rows}
+        mixed = mixed_configurations(name, [(task, lang, config, n) for task, lang, item_system, judge, config, n
+                                            in configurations if judge == name and (task, lang, item_system) in places])
         raw = [Accuracy(rules_right, len(parsed)), Accuracy(int(f.sum()), len(parsed)),
                Accuracy(int(parsed[ok].sum()), int(ok.sum()))]
         if without:  # over only some of the row's cells: not this row's accuracy
@@ -223,7 +233,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
             unparsed=statuses["unparsed"], errors=statuses[FAILED], c3_rule=raw[0] if rule_known else None,
             parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
-            other_benchmarks=sum(m.n for m in members if _family(m.task) not in families),
+            other_benchmarks=sum(m.n for m in members if _family(m.task) not in families), configurations=mixed,
         ))
     c3 = [m for m in members if _family(m.task) == "c3"]
     c3_judges = sorted({j for m in c3 for j in m.verdicts})

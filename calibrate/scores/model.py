@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from calibrate.configurations import MixedConfigurations
 from calibrate.model import CalibrateError, Estimate
 from calibrate.stats import correction, ranking
 
@@ -62,10 +63,12 @@ class JudgeScores:
     # and the row's items of the benchmarks it does not judge (its figures leave them out)
     without_verdicts: list[str] = field(default_factory=list)
     other_benchmarks: int = 0
+    configurations: MixedConfigurations | None = None  # where its verdicts here come from several
 
     def as_dict(self) -> dict:
         return {
             "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed, "errors": self.errors,
+            "configurations": self.configurations.as_dict() if self.configurations else None,
             "cells_without_verdicts": self.without_verdicts, "items_of_other_benchmarks": self.other_benchmarks,
             "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
             "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),

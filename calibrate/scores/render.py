@@ -12,11 +12,11 @@ from collections import defaultdict
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import hanging
 from calibrate.html_page import page
-from calibrate.scores.model import FINAL, Scores
+from calibrate.scores.model import FINAL, JudgeScores, Scores
 from calibrate.stats.simulated import approximate_words
 
-COLUMNS = ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule", "parser (unparsed wrong)",
-           "parser (unparsed left out)", "people", "corrected", "Rogan–Gladen", "more labels", "note"]
+COLUMNS = ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule", "parser (unparsed, errors wrong)",
+           "parser (unparsed, errors left out)", "people", "corrected", "Rogan–Gladen", "more labels", "note"]
 NUMBER_COLUMNS = ["tied", "c3_rule_accuracy", "parser_unparsed_wrong_accuracy", "parser_unparsed_left_out_accuracy",
                   "people_value", "people_low", "people_high", "corrected_value", "corrected_low", "corrected_high",
                   "rogan_gladen_value", "rogan_gladen_low", "rogan_gladen_high"]
@@ -124,7 +124,8 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
                          str(cell.labelled), "—", "", "", people_text, "—", "", "", people_note + notes.ref(NO_VERDICTS)],
                         [cell.tied, None, None, None, *people_numbers, *_numbers(None, None)]))
         for j in cell.judges:
-            note = people_note + notes.ref(j.corrected.reason)
+            note = people_note + notes.ref(j.configurations.words() if j.configurations else None)
+            note += notes.ref(j.corrected.reason)
             note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=j.other_benchmarks) if j.other_benchmarks else None)
             note += notes.ref(UNPARSED_READ_AS_NO if (j.unparsed or j.errors) and j.corrected.value is not None else None)
             note += notes.ref(FAILED_NOT_JUDGED.format(j.errors) if j.errors else None)
@@ -137,7 +138,7 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
             more = str(j.plan.more) if j.plan.more is not None else "—"
             out.append(([
                 cell.system, cell.task, cell.lang, j.judge, str(cell.items), str(j.judged), str(cell.labelled),
-                j.c3_rule.text() if j.c3_rule else "—", j.parser_unparsed_wrong.text(), j.parser_unparsed_left_out.text(),
+                j.c3_rule.text() if j.c3_rule else "—", j.parser_unparsed_wrong.text(), _left_out_text(j),
                 people_text, _estimate_text(j.corrected.value, j.corrected.ci, j.corrected.approximate),
                 _estimate_text(j.rogan_gladen.value, j.rogan_gladen.ci, j.rogan_gladen.approximate), more, note,
             ], [cell.tied, j.c3_rule.value if j.c3_rule else None, j.parser_unparsed_wrong.value,
@@ -152,6 +153,14 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
                 + notes.ref(_approximate_note("corrected", f.corrected.approximate)),
             ], [cell.tied, f.raw, None, None, *people_numbers, *_numbers(f.corrected, None)]))
     return out
+
+
+def _left_out_text(j: JudgeScores) -> str:
+    """The parser's accuracy without the judge's unparsed and error verdicts, naming what it
+    leaves out ("40/80 50% without 20 errors")."""
+    gone = " and ".join(f"{n} {what}" for n, what in ((j.unparsed, "unparsed"), (j.errors, "errors")) if n)
+    accuracy = j.parser_unparsed_left_out
+    return f"{accuracy.text()} without {gone}" if gone and accuracy.n else accuracy.text()
 
 
 def _ranking_lines(scores: Scores) -> list[str]:
@@ -266,7 +275,7 @@ def _render_cards(table_rows: list[list[str]], console) -> None:
             continue
         first = [f"C3 rule {rule}"] if rule != "—" or not parser else []
         if parser:
-            first.append(f"parser {parser}" + (f" (unparsed left out {left_out})" if left_out != parser else ""))
+            first.append(f"parser {parser}" + (f" ({left_out})" if left_out != parser else ""))
         second = [f"corrected {corrected}"] + ([f"R–G {rg}"] if rg else []) + ([f"+labels {more}"] if more else [])
         console.print(hanging(f"{judge}: " + " · ".join(first), console.width, 2, 4), soft_wrap=False)
         console.print(hanging(" · ".join(second) + (f" {note}" if note else ""), console.width, 4, 6), soft_wrap=False)
