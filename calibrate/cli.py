@@ -1400,14 +1400,14 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
                                        (f" of task {task}" if task else "") + ": import them with "
                                        "calibrate import superglue FILE --task NAME --predictions FILE")
-        _print_judge_summary(summary)
+        _print_judge_summary(summary, model_outputs=False)
         return
     if not model:
         raise click.UsageError("--model is required (or use --judge rule)")
     if reasoning and temperature is not None:
         raise click.UsageError("--reasoning sends no temperature (reasoning models take only their default)")
     settings = ctx.settings.with_flags(base_url=base_url, api_key_env=api_key_env)
-    base_url, api_key_env = settings.get("base_url"), settings.get("api_key_env")
+    (base_url, url_source), api_key_env = settings.lookup("base_url"), settings.get("api_key_env")
     if variant:
         requested = ctx.templates.request_defaults(variant)
         given = click.get_current_context().get_parameter_source("temperature") != click.core.ParameterSource.DEFAULT
@@ -1420,6 +1420,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         system_prompt=read_text_file(system_prompt) if system_prompt else None,
         extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
+    if problem := config.url_problem():
+        if url_source == "command line":
+            raise option_error("--base-url", problem)
+        raise click.UsageError(f"{problem}; set by {url_source}")
     if repeat > 1 and not reasoning and not config.temperature:
         err_console.print(safe_text(
             f"warning: --repeat {repeat} at temperature 0: the repeats will agree by construction unless the server "
@@ -1563,10 +1567,12 @@ def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> 
     raise click.ClickException(f"nothing to judge: no items in {ctx.db_path}; import items first (calibrate import …)")
 
 
-def _print_judge_summary(summary, check: bool = True) -> None:
+def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True) -> None:
     """The per-cell table and totals, what the requests cost (retries and timeouts by cause),
     warnings and advice; then, if any item ended in error, the reasons grouped and a non-zero
-    exit (a run with errors did not succeed, even if it stored something)."""
+    exit (a run with errors did not succeed, even if it stored something); so does a model's
+    run none of whose outputs parsed (not `model_outputs`: the rule judge's, whose unparsed
+    outputs are the system's answers, a finding rather than a failure)."""
     rows = summary.table()
     if rows:
         print_table("judged", summary.columns(), rows, False)
@@ -1595,11 +1601,22 @@ def _print_judge_summary(summary, check: bool = True) -> None:
             f"--max-tokens. That is another configuration of the judge: it asks all {asked} {summary.unit} of this run "
             f"again, not only the {truncated} cut, and its verdicts replace these item by item; --task, --lang and "
             "--limit narrow it, and another --judge-name keeps it a judge of its own", style="yellow"))
+    unparsed, parsed = summary.outputs("unparsed"), summary.outputs("verdict")
+    if unparsed > parsed and summary.unparsed and model_outputs:  # (truncations have their advice above)
+        reasons = "; ".join(f"{n} × {reason}" for reason, n in summary.unparsed.most_common(3))
+        err_console.print(safe_text(
+            f"warning: {unparsed} of the {unparsed + parsed} outputs did not parse as a verdict ({reasons}): "
+            "see them with calibrate items --status unparsed, and the prompt one answered with calibrate render ID; "
+            "does the model follow the template's answer format (another --variant, a --system-prompt), and is it "
+            "the model meant?", style="yellow"))
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
         raise click.ClickException(f"{summary.failed} of {summary.stored} {summary.unit} ended in error (stored as errors; "
                                    "the next run asks for them again)")
+    if unparsed and not parsed and check and model_outputs:
+        raise click.ClickException(f"none of the {unparsed} outputs of this run parsed as a verdict (see above); they are "
+                                   "stored as unparsed, and the next run does not ask them again (--force does)")
 
 
 # -- measure -------------------------------------------------------------------------------------

@@ -9,13 +9,13 @@ asks each item K times under that one key (test-retest consistency, confidence f
 among repeats); each answer is stored with its sample index 0..K-1, and a resumed run asks only
 the samples still missing. Faults (429, 5xx, timeouts, refused connections, malformed bodies,
 empty content) get bounded retries with backoff, every one counted; after that the item is
-stored as an error and the run goes on, unless STOP_AFTER_FAILURES items fail in a row with no
-answer in between: then the server is taken to be down or refusing everything, the run stops
-with one message, and neither those failures nor the items never asked are stored (the samples
-of one item count as one item). Requests that failed in an earlier run are asked after the
-others, and their failures are stored at once, never counted toward the stop: an item that
-always fails (a prompt longer than the model's context) cannot block the rest. A server that
-refuses `temperature` (a reasoning model) is asked again without it, with
+stored as an error at once and the run goes on. Items failing in a row with no answer in
+between stop the run as a server that is down or refuses everything (calibrate.judge_stop:
+three before the server has answered any request of the run, ten after); the failed items stay
+stored as errors, the items never asked are not. Requests that failed in an earlier run are
+asked after the others, and their failures never count toward the stop: items that always fail
+(prompts longer than the model's context) cannot block the rest, on this run or the next. A
+server that refuses `temperature` (a reasoning model) is asked again without it, with
 `max_completion_tokens`, as `--reasoning` would. Each run is recorded (judge_runs) with its
 requests, retries and failures by cause.
 The API key is read from the environment and never stored: it and any credentials in the base
@@ -38,7 +38,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from calibrate.judge_server import (
-    TIMED_OUT,
+    STREAMED,
     JudgeRefused,
     ReasoningRefusal,
     RequestCounts,
@@ -46,6 +46,7 @@ from calibrate.judge_server import (
     ServerSession,
     UnusableAnswer,
 )
+from calibrate.judge_stop import FailureStreak, RunStopped
 from calibrate.judgments import (
     is_truncated,
     judgment_from_output,
@@ -62,13 +63,11 @@ from calibrate.verdicts import BARE
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RULE_JUDGE = "rule"
 RULE_PARAMS = {"rule": "superglue seed-004 answer parsing"}
-STOP_AFTER_FAILURES = 3
-"""Items failing in a row, with no answer from the server in between, that stop a run."""
 # Request fields set by their own flags, so --param cannot set them (or the key would lie).
 FLAG_FIELDS = {"model": "--model", "messages": "the template", "temperature": "--temperature",
                "max_tokens": "--max-tokens", "max_completion_tokens": "--max-tokens with --reasoning",
                "seed": "--seed", "top_p": "--top-p", "stop": "--stop", "logprobs": "--logprobs",
-               "top_logprobs": "--logprobs", "stream": "(not supported)", "n": "--repeat"}
+               "top_logprobs": "--logprobs", "n": "--repeat"}
 
 
 class JudgeConfigError(CalibrateError):
@@ -82,6 +81,8 @@ def parse_param(text: str) -> tuple[str, object]:
     key = key.strip()
     if not sep or not key:
         raise JudgeConfigError(f"--param {text!r}: write KEY=VALUE, e.g. --param top_k=40")
+    if key == "stream":
+        raise JudgeConfigError("--param stream: streaming is not supported (calibrate reads each answer whole)")
     if key in FLAG_FIELDS:
         raise JudgeConfigError(f"--param {key}: set by {FLAG_FIELDS[key]}, not by --param")
     try:
@@ -142,6 +143,15 @@ class JudgeConfig:
         """The server URL the client will use (the openai client's own default when unset)."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
+    def url_problem(self) -> str | None:
+        """Why the server URL cannot be asked (no http:// or https://: the client would take
+        `127.0.0.1:8000/v1` for a path and fail to connect), or None."""
+        parts = urlsplit(self.url)
+        if parts.scheme in ("http", "https") and parts.hostname:
+            return None
+        fix = "write it with http:// or https://" + ("" if "://" in self.url else f" (http://{self.url})")
+        return self.redact(f"{self.url!r} is no server URL: {fix}")
+
     @property
     def server(self) -> str:
         """host:port of the judge server: part of the judge's identity."""
@@ -187,6 +197,7 @@ class RunSummary:
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n; also "bare", "truncated"
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
     error_examples: dict = field(default_factory=dict)  # reason -> one full error message
+    unparsed: Counter = field(default_factory=Counter)  # why an output did not parse (truncation aside) -> n
     interrupted: bool = False
     requests: RequestCounts = field(default_factory=RequestCounts)
     concurrency: tuple[int, int] | None = None  # (requests allowed in flight now, the ceiling)
@@ -209,6 +220,8 @@ class RunSummary:
             self.cells[(item.task, item.lang, BARE)] += 1
         if is_truncated(judgment.unparsed_reason):
             self.cells[(item.task, item.lang, "truncated")] += 1
+        elif judgment.status == "unparsed":
+            self.unparsed[judgment.unparsed_reason or "no reason given"] += 1
         if judgment.status == "error":
             error = judgment.error or "unknown error"
             reason = error.split(":", 1)[0]
@@ -229,6 +242,10 @@ class RunSummary:
     @property
     def failed(self) -> int:
         return sum(self.errors.values())
+
+    def outputs(self, status: str) -> int:
+        """The outputs stored with `status` (verdict, unparsed, error) over the cells."""
+        return sum(n for (_, _, cell_status), n in self.cells.items() if cell_status == status)
 
 
 def plan_jobs(
@@ -292,10 +309,6 @@ def plan_jobs(
     return sorted(jobs, key=lambda job: job.failed_before)
 
 
-class RunStopped(Exception):
-    """The run stopped before asking every item: the server failed or refused too often."""
-
-
 REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",
                  404: "the server has no model {model!r} (or the base URL is wrong)"}
 
@@ -315,7 +328,11 @@ class Answer:
 
 
 def _content(response) -> tuple[str, str | None]:
-    """The answer's text and finish reason."""
+    """The answer's text and finish reason. The openai client hands over a server-sent-events
+    body (a server or proxy that streams whatever it is asked) as its text."""
+    if isinstance(response, str) and response.lstrip().startswith(("data:", "event:")):
+        raise UnusableAnswer(STREAMED, "the server answered with a stream (server-sent events), which calibrate "
+                             "does not read", retry=False)
     try:
         choice = response.choices[0]
         content = choice.message.content
@@ -446,8 +463,8 @@ async def run_jobs(
     progress: Progress | None = None,
 ) -> RunSummary:
     """Ask for every job with up to `config.concurrency` requests in flight; store each judgment
-    as it arrives, so an interruption keeps everything completed. Raises RunStopped (the server
-    failed STOP_AFTER_FAILURES items in a row) or JudgeRefused; either way the run is recorded
+    as it arrives, so an interruption keeps everything completed. Raises RunStopped (items
+    failed in a row: see calibrate.judge_stop) or JudgeRefused; either way the run is recorded
     (a run with nothing to ask is not). Each job is claimed in the store
     before it is asked; a job another run has answered or holds counts in `summary.skipped_done`."""
     if not jobs:
@@ -462,7 +479,7 @@ async def run_jobs(
     run_id = store.begin_judge_run(config.name, config.model, config.server, config.params(),
                                    items=len({job.item.id for job in jobs}), samples=len(jobs),
                                    concurrency=config.concurrency)
-    failures: list[tuple[Job, NewJudgment]] = []  # failed requests since the last answer, not yet stored
+    streak = FailureStreak(redact_url(config.url))
     outcome, message = "interrupted", None
     session = ServerSession(base_url=config.base_url, api_key=config.api_key(), timeout=config.timeout,
                             max_retries=config.max_retries, backoff=config.backoff,
@@ -480,8 +497,7 @@ async def run_jobs(
         progress.advance(job)
 
     async def ask(job: Job) -> Answer | None:
-        """The job's answer; None when it failed (held in `failures` until the server answers
-        another, or stored at once if an earlier run stored its failure too) or when, after a
+        """The job's answer (an error judgment when its request failed); None when, after a
         switch to reasoning mode, it turns out judged already."""
         while True:
             as_reasoning = config.reasoning  # a request sent before a switch to reasoning mode is asked again
@@ -497,12 +513,7 @@ async def run_jobs(
                     return None
                 continue
             except RequestFailed as exc:
-                failure = judgment_for(job, config, status="error", error=exc.message)
-                if job.failed_before:  # the item's own fault, not a sign the server is down: not held
-                    stored(job, Answer(failure))
-                else:
-                    failures.append((job, failure))
-                return None
+                return Answer(judgment_for(job, config, status="error", error=exc.message))
             answer = judgment_from_response(job, config, response, seconds * 1000)
             reported = answer.judgment.model_reported
             if not same_model(config.model, reported):
@@ -525,15 +536,15 @@ async def run_jobs(
                 summary.skipped_done += 1
                 progress.advance(job)
                 continue
+            answers_before = streak.answers
             answer = await ask(job)
             if answer is None:
-                if len({failed.item.id for failed, _ in failures}) >= STOP_AFTER_FAILURES:
-                    raise RunStopped(_stop_message(failures, redact_url(config.url)))
                 continue
-            for failed_job, judgment in failures:  # the server answers: earlier failures were the items'
-                stored(failed_job, Answer(judgment))
-            failures.clear()
             stored(job, answer)
+            if answer.judgment.status != "error":
+                streak.answered()
+            elif not job.failed_before:  # an item that failed before fails again: its own fault, not the server's
+                streak.failed(job.item.id, answer.judgment.error or "unknown error", answers_before)
 
     def note_concurrency() -> None:
         summary.concurrency = (session.concurrency.allowed, config.concurrency)
@@ -556,8 +567,6 @@ async def run_jobs(
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
-        for job, judgment in failures:
-            stored(job, Answer(judgment))
         outcome = "finished"
     except RunStopped as exc:
         outcome, message = "stopped", str(exc)
@@ -576,27 +585,6 @@ async def run_jobs(
                                stored=summary.stored, cells=summary.cells, requests=session.counts,
                                concurrency_lowest=session.concurrency.lowest)
     return summary
-
-
-def _stop_message(failures: list[tuple[Job, NewJudgment]], url: str) -> str:
-    reasons = Counter((judgment.error or "").split(":", 1)[0] for _, judgment in failures)
-    reason, _ = reasons.most_common(1)[0]
-    example = next(j.error for _, j in failures if (j.error or "").startswith(reason))
-    items = len({job.item.id for job, _ in failures})
-    if reason in ("connection failed", TIMED_OUT):
-        seen = f"is the server at {url} up and serving this model?"
-    elif reason == "HTTP 429":
-        seen = f"the server at {url} limits how often it is asked: wait as it says, or lower --concurrency."
-    elif reason == "HTTP 400":
-        seen = (f"the server at {url} rejects these requests (prompts longer than the model's context? a field it "
-                "does not take?).")
-    else:
-        seen = f"the server at {url} is up but fails every request."
-    cause = reason if example == reason else f"{reason}; e.g. {example}"
-    return (f"{items} items in a row failed with no answer from the server in between "
-            f"({cause}). Stopped: {seen} "
-            "The requests that failed (those in flight meanwhile too) were not stored, nor were the items not yet "
-            "asked; run again to resume")
 
 
 class _ReasoningSwitch:

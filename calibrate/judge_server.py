@@ -43,6 +43,7 @@ import openai
 from calibrate.redact import redact_url
 
 TIMED_OUT = "timed out"
+STREAMED = "streamed answer"  # a server-sent-events body where a whole answer was asked for
 RETRY_AFTER_CAP = 120.0  # seconds: a longer retry-after is not waited for (the request fails, not asked again)
 BACKOFF_CAP = 30.0
 # HTTP statuses worth asking again (as the openai client's own rule): timeout, conflict, rate
@@ -71,11 +72,12 @@ class ReasoningRefusal(Exception):
 
 
 class UnusableAnswer(Exception):
-    """A 200 response we cannot use (malformed body, empty content): worth asking again."""
+    """A 200 response we cannot use (malformed body, empty content): worth asking again, unless
+    `retry` is False (a streamed answer: the server would stream again)."""
 
-    def __init__(self, cause: str, detail: str = ""):
+    def __init__(self, cause: str, detail: str = "", retry: bool = True):
         super().__init__(f"{cause}: {detail}" if detail else cause)
-        self.cause, self.detail = cause, detail
+        self.cause, self.detail, self.retry = cause, detail, retry
 
 
 @dataclass
@@ -294,7 +296,7 @@ class ServerSession:
             raise _Failed(AttemptFailure("connection failed", self._short(exc),
                                          retry=True)) from None
         except UnusableAnswer as exc:
-            raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=True)) from None
+            raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=exc.retry)) from None
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
             raise _Failed(AttemptFailure("malformed response body", self._short(exc),
                                          retry=True)) from None

@@ -1,8 +1,9 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, for tests and
 benchmarks. Each test scripts it: verdict texts (bare ones too), 429s with retry-after, 5xx,
 delays, garbage bodies, empty content, missing logprobs, outputs cut at the token limit
-(finish_reason "length"), another reported model, and a hostile server echoing the credentials it was sent
-(`Reply(echo=True)`). Modes: `slots=1` serves one request at a time
+(finish_reason "length"), another reported model, a server (or proxy) that streams its answer as
+server-sent events though none was asked for (`Reply(sse=True)`), and a hostile server echoing the
+credentials it was sent (`Reply(echo=True)`). Modes: `slots=1` serves one request at a time
 (the others wait in its queue, as llama.cpp's server does) and counts the work done for clients
 that had gone (abandoned); `rejects_temperature` answers 400 to a request with `temperature` or
 `max_tokens`, as OpenAI's reasoning models do; `refused_url()` is an address where nothing
@@ -39,6 +40,7 @@ class Reply:
     echo: bool = False  # put the request's credentials, in every form, in the content, model and error body
     finish_reason: str = "stop"  # "length": the output was cut at the token limit
     completion_tokens: int = 20
+    sse: bool = False  # the answer as a stream of server-sent events, as OpenAI streams it
 
 
 class FakeOpenAI:
@@ -141,6 +143,8 @@ class FakeOpenAI:
                 self.served += 1
                 if request.transport is None or request.transport.is_closing():
                     self.abandoned += 1
+        if reply.sse:
+            return web.Response(text=streamed(reply), content_type="text/event-stream", headers=reply.headers)
         if reply.raw_body is not None:
             return web.Response(text=reply.raw_body, status=reply.status, content_type="application/json", headers=reply.headers)
         if reply.status != 200:
@@ -184,6 +188,14 @@ def reasoning_refusal(body: dict) -> dict:
                "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
     return {"error": {"message": message, "type": "invalid_request_error", "param": name,
                       "code": "unsupported_value" if name == "temperature" else "unsupported_parameter"}}
+
+
+def streamed(reply: Reply) -> str:
+    """The reply's text as OpenAI's chat-completion chunks, one event per word, then [DONE]."""
+    events = [{"object": "chat.completion.chunk", "model": reply.model,
+               "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+              for word in (reply.text or "").split(" ")]
+    return "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
 
 
 def completion(body: dict, reply: Reply) -> dict:

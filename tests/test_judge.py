@@ -86,9 +86,25 @@ def test_changed_parameters_make_a_new_judge(lexical_db):
 def test_unparseable_output_is_kept_and_flagged(lexical_db):
     run = lexical_db(1)
     with FakeOpenAI(Reply("I am not sure what to say.")) as server:
-        judge(run, server)
+        judge(run, server, ok=False)
     (j,) = judgments(run)
     assert j.status == "unparsed" and j.verdict is None and j.raw_output == "I am not sure what to say."
+
+
+def test_a_run_none_of_whose_outputs_parsed_fails_and_says_why(lexical_db):
+    """The usual cause is a model that does not follow the template (or the wrong model): the
+    run says so and exits 1; when most outputs did not parse, it warns."""
+    run = lexical_db(4)
+    with FakeOpenAI(Reply("Let me think about whether the answer")) as server:
+        out = judge(run, server, ok=False)
+        text = " ".join(out.output.split())
+        assert out.exit_code == 1 and "none of the 4 outputs of this run parsed as a verdict" in text
+        assert f"4 of the 4 outputs did not parse as a verdict (4 × {judgments(run)[0].unparsed_reason})" in text
+        assert "calibrate render ID" in text and "the template's answer format" in text
+        assert "nothing to judge" in judge(run, server).output, "stored: a rerun asks nothing"
+        server.by_content = {"sentence 3": Reply("The answer is: yes.")}
+        most = judge(run, server, "--force")
+    assert "3 of the 4 outputs did not parse as a verdict" in " ".join(most.output.split()) and "Error" not in most.output
 
 
 FAULTS = {
@@ -389,7 +405,7 @@ def test_with_repeats_one_failing_item_does_not_stop_the_run(lexical_db):
     with FakeOpenAI(Reply(delay=0.05), by_content={"sentence 3": Reply(status=500)}) as server:
         out = judge(run, server, "--repeat", "3", "--temperature", "0.7", "--concurrency", "4", "--max-retries", "0",
                     ok=False)
-    assert "in a row" not in out.output and "3 of 24 samples ended in error" in out.output, "it counts samples"
+    assert "Stopped" not in out.output and "3 of 24 samples ended in error" in out.output, "it counts samples"
     assert sorted((j.item_id, j.status) for j in judgments(run) if j.status == "error") == [(4, "error")] * 3
     assert [j.status for j in judgments(run)].count("verdict") == 21
 

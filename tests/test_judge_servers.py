@@ -122,8 +122,10 @@ def test_one_judge_name_over_two_configurations_is_said_beside_it_until_the_new_
 def test_without_max_tokens_the_truncation_names_the_tokens_the_server_gave(db):
     run = db(1)
     with FakeOpenAI(Reply("The answer", finish_reason="length", completion_tokens=2048)) as server:
-        judge(run, server)
+        out = judge(run, server, ok=False)
     assert stored(run)[0].unparsed_reason == "truncated at 2048 tokens"
+    assert "raise --max-tokens" in out.output and "none of the 1 outputs of this run parsed" in out.output
+    assert "template's answer format" not in out.output, "the advice for a truncation is the token limit's"
 
 
 # -- 3. a server that answers one request at a time ----------------------------------------------
@@ -197,14 +199,17 @@ def test_429s_lower_the_concurrency_and_are_reported(db):
 # -- 4. a dead or refusing server ---------------------------------------------------------------
 
 
-def test_an_unreachable_server_stops_the_run_with_one_message_and_stores_nothing(db):
+def test_an_unreachable_server_stops_the_run_with_one_message_naming_the_failed_items(db):
     run = db(20)
     with refused_url() as url:
         out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
-    assert out.exit_code == 1
-    assert "3 items in a row failed" in out.output and "connection failed" in out.output and "is the server" in out.output
-    assert out.output.count("Error:") == 1 and "The requests that failed (those in flight meanwhile too) were not stored, nor were the items not yet asked" in " ".join(out.output.split())
-    assert stored(run) == [], "nothing stored: not for the failed items, nor for the items never asked"
+    stop = " ".join(out.output.split())
+    assert out.exit_code == 1 and stop.count("Error:") == 1
+    assert "3 items failed, and the server answered no request of this run (e.g. connection failed" in stop
+    assert "is the server" in stop and "stored as errors (calibrate items --status error lists them" in stop
+    failed = stored(run)
+    assert [j.status for j in failed] == ["error"] * 3, "the failed items are stored, the items never asked are not"
+    assert f"id {', '.join(str(item_id) for item_id in sorted(j.item_id for j in failed))}." in stop
     (record,) = runs(run)
     assert record["outcome"] == "stopped" and record["requests"] <= 8
 
@@ -214,7 +219,8 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
     with FakeOpenAI(Reply(status=400, raw_body='{"error": {"message": "unknown field top_k"}}')) as server:
         out = judge(run, server, "--concurrency", "1", "--param", "top_k=40", ok=False)
         assert server.count == 3, "a 400 is not retried; three in a row stop the run"
-    assert "3 items in a row failed" in out.output and "HTTP 400" in out.output and stored(run) == []
+    assert "3 items failed, and the server answered no request of this run" in " ".join(out.output.split())
+    assert "HTTP 400" in out.output and [(j.item_id, j.status) for j in stored(run)] == [(k, "error") for k in (1, 2, 3)]
     assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
 
 
@@ -223,7 +229,7 @@ def test_a_stop_on_rate_limits_says_so(db):
     with FakeOpenAI(Reply(status=429, headers={"retry-after": "121"})) as server:
         out = judge(run, server, "--concurrency", "1", ok=False)
     stop = " ".join(out.output.split())
-    assert "3 items in a row failed" in stop and "limits how often it is asked: wait as it says" in stop
+    assert "3 items failed" in stop and "limits how often it is asked: wait as it says" in stop
     assert "the server asks to wait 121 s" in stop and "fails every request" not in stop
 
 
@@ -232,8 +238,10 @@ def test_a_stop_names_its_cause_once(db):
     with FakeOpenAI(Reply(text="")) as server:
         out = judge(run, server, "--concurrency", "1", "--max-retries", "1", ok=False)
     stop = " ".join(out.output.split())
-    assert "3 items in a row failed with no answer from the server in between (empty content (after 2 attempts))" \
-        in stop and "e.g." not in stop and "is up but fails every request" in stop
+    assert "3 items failed, and the server answered no request of this run (empty content (after 2 attempts)): " \
+        "id 1, 2, 3." in stop and "e.g." not in stop
+    assert "is up, but failed each request of this run: it fails every request, or these items are ones it cannot " \
+        "judge" in stop
 
 
 def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
@@ -253,14 +261,76 @@ def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("status", "says"), [(500, "3 items in a row failed"), (401, "check the key")])
+@pytest.mark.parametrize(("status", "says"), [(500, "items failed, and the server answered no request"),
+                                              (401, "check the key")])
 def test_a_run_stopped_with_requests_in_flight_ends_with_its_message(db, status, says):
-    """The other requests in flight are abandoned as the run stops; the run still ends, at once."""
+    """The other requests in flight are abandoned as the run stops; the run still ends, at once.
+    A failure is stored as the item's error (a 401 is the server refusing everyone: not)."""
     run = db(40)
     with FakeOpenAI(Reply(status=status, delay=0.05)) as server:
         out = judge(run, server, "--concurrency", "8", "--max-retries", "0", ok=False)
-    assert out.exit_code == 1 and says in out.output and f"HTTP {status}" in out.output
-    assert stored(run) == [] and runs(run)[0]["outcome"] in ("stopped", "refused")
+    assert out.exit_code == 1 and says in " ".join(out.output.split()) and f"HTTP {status}" in out.output
+    assert runs(run)[0]["outcome"] in ("stopped", "refused")
+    assert {j.status for j in stored(run)} == ({"error"} if status == 500 else set())
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_items_that_always_fail_at_the_start_of_a_run_do_not_block_the_next(db, concurrency):
+    """Three items the server always fails (HTTP 500) come first: the run cannot tell them from
+    a server failing everything and stops, but stores them as errors and names them; the next
+    run asks the other items first and the three last, and finishes. (The other items are slow
+    to answer, so at concurrency 4 the three fail before the first answer.)"""
+    run = db(12)
+    bad = {f"sentence {k}\n": Reply(status=500) for k in (0, 1, 2)}
+    with FakeOpenAI(Reply(delay=0.2 if concurrency > 1 else 0), by_content=bad) as server:
+        first = judge(run, server, "--concurrency", str(concurrency), "--max-retries", "0", ok=False)
+        stop = " ".join(first.output.split())
+        assert [(j.item_id, j.status) for j in stored(run)] == [(1, "error"), (2, "error"), (3, "error")]
+        assert "3 items failed, and the server answered no request of this run (e.g. HTTP 500" in stop
+        assert "id 1, 2, 3." in stop and "these items are ones it cannot judge" in stop
+        listed = run("items", "--status", "error").output
+        assert all(f"sentence {k}" in listed for k in (0, 1, 2))
+        asked = server.count
+        again = judge(run, server, "--concurrency", str(concurrency), "--max-retries", "0", ok=False)
+        later = [r["messages"][1]["content"].split("\n")[1] for r in server.requests[asked:]]
+    assert len(later) == 12 and all(later.index(f"sentence {k}") >= 9 - (concurrency - 1) for k in (0, 1, 2)), \
+        "asked after the others (but for the requests in flight)"
+    assert "items failed" not in again.output and "3 of 12 items ended in error" in again.output
+    assert sorted(j.item_id for j in stored(run) if j.status == "verdict") == list(range(4, 13))
+
+
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_a_stretch_of_failing_items_between_answers_does_not_stop_the_run(db, concurrency):
+    """A server failing a share of the items (content filtered, prompts too long) fails a few in
+    a row now and then: the run goes on, storing them as errors."""
+    run = db(24)
+    with FakeOpenAI(by_content={f"sentence {k}\n": Reply(text="") for k in (5, 6, 7, 8, 9, 15, 16, 17)}) as server:
+        out = judge(run, server, "--concurrency", concurrency, "--max-retries", "0", ok=False)
+    assert "Stopped" not in out.output and "8 of 24 items ended in error" in out.output
+    assert len(stored(run)) == 24 and runs(run)[0]["outcome"] == "finished"
+
+
+def test_failing_items_that_outlast_the_answers_in_flight_beside_them_do_not_stop_the_run(db):
+    """At concurrency 16 the items that fail (slowly) are still in flight when the quick answers
+    beside them have all come: their failures then arrive one after another, but the server
+    answered while each was being asked, so none is a sign of a server that stopped working."""
+    run = db(45)
+    with FakeOpenAI(by_content={f"sentence {k}\n": Reply(status=500, delay=1.0) for k in range(0, 45, 3)}) as server:
+        out = judge(run, server, "--concurrency", "16", "--max-retries", "0", ok=False)
+    assert "Stopped" not in out.output and "15 of 45 items ended in error" in out.output
+
+
+def test_a_server_that_stops_answering_mid_run_stops_it_after_ten_items(db):
+    run = db(30)
+    with FakeOpenAI(Reply(status=500)) as server:
+        server.then(*[Reply()] * 5)
+        out = judge(run, server, "--concurrency", "1", "--max-retries", "0", ok=False)
+        assert server.count == 15
+    stop = " ".join(out.output.split())
+    assert "10 items in a row failed after the server had answered 5 requests of this run (e.g. HTTP 500" in stop
+    assert "id 6, 7, 8, 9, 10 and 5 more" in stop and "may have stopped answering anything but errors" in stop
+    assert "every request" not in stop
+    assert sorted(j.status for j in stored(run)) == ["error"] * 10 + ["verdict"] * 5
 
 
 def test_failures_the_server_recovers_from_are_stored_as_the_items_errors(db):
@@ -336,8 +406,34 @@ def test_a_param_that_a_flag_owns_is_refused(db):
     run = db(1)
     out = run("judge", "--model", "m", "--param", "temperature=1", ok=False)
     assert out.exit_code == 1 and "--param temperature: set by --temperature" in out.output
+    out = run("judge", "--model", "m", "--param", "stream=true", ok=False)
+    assert out.exit_code == 1 and "--param stream: streaming is not supported" in out.output
     out = run("judge", "--model", "m", "--param", "top_k", ok=False)
     assert "write KEY=VALUE" in out.output
+
+
+def test_a_server_that_streams_its_answers_is_said_to_and_not_asked_again(db):
+    run = db(5)
+    with FakeOpenAI(Reply(sse=True)) as server:
+        out = judge(run, server, "--concurrency", "1", ok=False)
+        assert server.count == 3, "a streamed answer is not retried: the server would stream again"
+    stop = " ".join(out.output.split())
+    assert "the server answered with a stream (server-sent events), which calibrate does not read" in stop
+    assert "streams its answers: make it answer whole" in stop and "AttributeError" not in stop
+
+
+def test_a_base_url_without_its_scheme_is_a_usage_error_before_any_request(db, monkeypatch):
+    run = db(2)
+    with FakeOpenAI() as server:
+        bare = server.url.removeprefix("http://")
+        out = judge(run, bare, ok=False)
+        assert out.exit_code == 2 and f"'{bare}' is no server URL: write it with http:// or https:// (http://{bare})" \
+            in " ".join(out.output.split())
+        monkeypatch.setenv("OPENAI_BASE_URL", bare)
+        out = run("judge", "--model", "fake-judge", ok=False)
+        assert out.exit_code == 2 and "set by $OPENAI_BASE_URL" in out.output
+        assert server.count == 0
+    assert stored(run) == [] and runs(run) == []
 
 
 def test_reasoning_mode_sends_no_temperature_and_max_completion_tokens(db):
