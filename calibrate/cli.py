@@ -1014,7 +1014,7 @@ def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs"
         lowest = run["concurrency_lowest"]
         values = {
             "run": run["id"], "started": run["started_at"][:16].replace("T", " "), "judge": run["judge_name"],
-            "server": run["server"], "outcome": run["outcome"] or "running or died",
+            "server": run["server"], "outcome": run["outcome"] or "running or died",  # None: another machine's run
             "stored": f"{run['stored']}/{run['samples']}", "retries": run["retries"],
             "timeouts": run["failures"].get("timed out", 0), "429s": run["failures"].get("HTTP 429", 0),
             "errors": run["errors"], "truncated": run["truncated"], "requests": run["requests"],

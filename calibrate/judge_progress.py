@@ -1,10 +1,12 @@
 """How a judge run shows its progress, on any stream: a Rich bar on a terminal, a plain line
 every few seconds otherwise (a CI log, `nohup`, a pipe), so a long run is never silent. Items
 and samples are counted apart (with `--repeat K` an item is done when its K samples are), and
-the retries, timeouts and the adaptive concurrency are shown as they happen."""
+the retries, failures by cause, the adaptive concurrency and a wait the server asked for
+(retry-after) are shown as they happen."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 
@@ -68,7 +70,8 @@ class JudgeProgress:
     # -- what it says ------------------------------------------------------------------------
 
     def counts(self) -> str:
-        """12/58 items (36/174 samples), 0.8 samples/s, 2 retries (1 timeout), concurrency 4 of 8."""
+        """12/58 items (36/174 samples), 0.8 samples/s, 2 retries (1 timed out, 3 HTTP 429), concurrency
+        4 of 8, waiting 60 s as the server asks (52 s left); "3 failed (3 HTTP 429)" before any retry."""
         repeats = self.samples_total != self.items_total
         done = f"{self.items_done}/{self.items_total} items"
         if repeats:
@@ -77,11 +80,15 @@ class JudgeProgress:
         if self.samples_done and elapsed > 0:
             done += f", {self.samples_done / elapsed:.2f} {'samples' if repeats else 'items'}/s"
         requests = self.summary.requests
-        if requests.retries:
+        if requests.failures:
             causes = ", ".join(f"{n} {cause}" for cause, n in requests.failures.most_common())
-            done += f", {requests.retries} retries ({causes})"
+            tried = f"{requests.retries} retries" if requests.retries else f"{requests.failures.total()} failed"
+            done += f", {tried} ({causes})"
         if self.summary.concurrency and self.summary.concurrency[0] < self.summary.concurrency[1]:
             done += f", concurrency {self.summary.concurrency[0]} of {self.summary.concurrency[1]}"
+        if (wait := requests.waiting()) and wait[0] >= 1:
+            asked, left = wait
+            done += f", waiting {asked:.0f} s as the server asks ({math.ceil(left)} s left)"
         return done
 
     def line(self) -> str:

@@ -488,10 +488,11 @@ async def run_jobs(
     switch = _ReasoningSwitch(store, jobs, config, summary, progress)
 
     def stored(job: Job, answer: Answer) -> None:
-        with store.transaction():
+        with store.transaction():  # the run's counts with the judgment: true even if the process dies
             store.add_judgments([answer.judgment])
             store.release_judging(job.item.id, job.key, job.sample, holder)
-        summary.count(job.item, answer.judgment, answer.bare)
+            summary.count(job.item, answer.judgment, answer.bare)
+            store.count_judge_run(run_id, stored=summary.stored, cells=summary.cells, requests=session.counts)
         if answer.no_confidence:
             summary.no_confidence[answer.no_confidence] += 1
         progress.advance(job)

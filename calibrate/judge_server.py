@@ -3,7 +3,10 @@ fitted to what the server can take, and timeouts that do not punish waiting in i
 
 The openai client is used with `max_retries=0`: it would otherwise retry timeouts, 429s and 5xx
 silently (its default is 2 retries per request), so a run could not say how many requests it
-really sent. Every retry happens here, is counted by cause, and honours `retry-after`.
+really sent. Every retry happens here, is counted by cause, and honours `retry-after`. An
+attempt counts as a request once it is sent (the HTTP client's trace says its headers were
+written) or once it fails without being sent (no connection); an attempt the run cancels as it
+stops, before sending it, is not counted, so the counts agree with what the server received.
 
 Concurrency adapts by AIMD (additive increase, multiplicative decrease, as TCP does, and as
 Netflix's concurrency-limits library does for services): it starts at the ceiling
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import math
 import random
@@ -99,15 +103,64 @@ class AttemptFailure:
 
 @dataclass
 class RequestCounts:
-    """Every attempt a run made, and why the failed ones failed (cause -> n)."""
+    """Every request a run sent, and why the failed ones failed (cause -> n); and the wait the
+    server asked for last (retry-after), while the run waits."""
 
     attempts: int = 0
     retries: int = 0
     failures: Counter = field(default_factory=Counter)
+    wait: tuple[float, float] | None = None  # (seconds the server asked to wait, time.monotonic() the wait ends)
 
     @property
     def timeouts(self) -> int:
         return self.failures[TIMED_OUT]
+
+    def waiting(self) -> tuple[float, float] | None:
+        """(seconds the server asked to wait, seconds of it left) while some request waits as
+        the server asked; else None."""
+        if self.wait is None or self.wait[1] <= time.monotonic():
+            return None
+        return self.wait[0], self.wait[1] - time.monotonic()
+
+    def asked_to_wait(self, seconds: float) -> None:
+        """A request waits `seconds` before it is asked again, as the server said (retry-after)."""
+        ends = time.monotonic() + seconds
+        if self.wait is None or ends > self.wait[1]:
+            self.wait = (seconds, ends)
+
+
+class _Sending:
+    """One attempt, counted once as a request: when its headers are written (`trace`, the HTTP
+    client's trace extension), or when it ends having failed unsent (no connection); never if
+    the run cancels it before it is sent (`unsent`)."""
+
+    def __init__(self, counts: RequestCounts, retry: bool):
+        self.counts, self.retry, self.done = counts, retry, False
+
+    def count(self) -> None:
+        if not self.done:
+            self.done = True
+            self.counts.attempts += 1
+            self.counts.retries += self.retry
+
+    def unsent(self) -> None:
+        """The run cancelled the attempt: it counts only if it was sent already."""
+        self.done = True
+
+    async def trace(self, event: str, info: dict) -> None:
+        if event.endswith("send_request_headers.complete"):
+            self.count()
+
+
+_SENDING: contextvars.ContextVar[_Sending | None] = contextvars.ContextVar("calibrate_sending", default=None)
+"""The attempt a request of the HTTP client belongs to (set around the task that sends it)."""
+
+
+async def _trace_sending(request) -> None:
+    """The HTTP client's request hook: the attempt's trace follows the request being sent."""
+    sending = _SENDING.get()
+    if sending is not None:
+        request.extensions["trace"] = sending.trace
 
 
 class AdaptiveConcurrency:
@@ -222,6 +275,7 @@ class ServerSession:
         self.client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key, max_retries=0,
             timeout=openai.Timeout(connect=timeout, read=None, write=timeout, pool=None),
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [_trace_sending]}),
         )
         self.timeout = timeout
         self.max_retries = max_retries
@@ -250,33 +304,41 @@ class ServerSession:
         attempt fails in a way worth retrying, up to `max_retries` times; then raises
         RequestFailed with the last failure."""
         for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.counts.retries += 1
             sent_at = await self.concurrency.acquire()
-            self.counts.attempts += 1
+            sending = _Sending(self.counts, retry=attempt > 0)
             overload: bool | None = None
             try:
-                response = await self._send(body(), check)
+                response = await self._send(body(), check, sending)
                 overload = False
                 return response, time.monotonic() - sent_at
             except _Failed as failed:
                 failure = failed.failure
                 overload = failure.overload or None
+            except asyncio.CancelledError:
+                sending.unsent()
+                raise
             finally:
+                sending.count()
                 await self.concurrency.release(sent_at, overload)
             self.counts.failures[failure.cause] += 1
             if not failure.retry or attempt == self.max_retries:
                 break
+            if failure.retry_after is not None:
+                self.counts.asked_to_wait(failure.retry_after)
             await asyncio.sleep(failure.retry_after if failure.retry_after is not None
                                 else min(BACKOFF_CAP, self.backoff * 2**attempt * (0.5 + random.random())))
         raise RequestFailed(failure, attempt + 1)
 
-    async def _send(self, body: dict, check: Callable):
+    async def _send(self, body: dict, check: Callable, sending: _Sending):
         # the body is sent as it is (as a batch file holds it): every field but the two the
         # client requires goes through extra_body, so fields the client does not know pass too
         fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        task = asyncio.ensure_future(self.client.chat.completions.create(
-            model=body["model"], messages=body["messages"], extra_body=fields))
+        token = _SENDING.set(sending)  # the task copies this context: its request hook finds the attempt
+        try:
+            task = asyncio.ensure_future(self.client.chat.completions.create(
+                model=body["model"], messages=body["messages"], extra_body=fields))
+        finally:
+            _SENDING.reset(token)
         key, attempt = self._timeouts.add(task)
         try:
             response = await task

@@ -741,7 +741,7 @@ CREATE TABLE judge_runs (
     failures TEXT NOT NULL DEFAULT '{}', -- JSON: failed attempts by cause ("timeout", "HTTP 429", ...) -> n
     concurrency INTEGER NOT NULL,       -- the ceiling asked for
     concurrency_lowest INTEGER          -- the lowest the adaptive limit went
-);
+, host TEXT, pid INTEGER);
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent

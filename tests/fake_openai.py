@@ -97,7 +97,7 @@ class FakeOpenAI:
         asyncio.set_event_loop(self._loop)
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         self._loop.run_until_complete(runner.setup())
         if self.slots:
             self._slots = asyncio.Semaphore(self.slots)
@@ -109,6 +109,10 @@ class FakeOpenAI:
             self._loop.run_forever()
         finally:
             self._loop.run_until_complete(runner.cleanup())
+            left = asyncio.all_tasks(self._loop)  # requests still delayed when the test is done with the server
+            for task in left:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             self._loop.close()
 
     def _pick(self, body: dict) -> Reply:

@@ -9,6 +9,10 @@ import asyncio
 import io
 import json
 import math
+import subprocess
+import sys
+import time
+from collections import Counter
 
 import pytest
 from rich.console import Console
@@ -51,6 +55,14 @@ def stored(run: Calibrate):
 
 def runs(run: Calibrate) -> list[dict]:
     return json.loads(run("status", "--runs", "--json").output)
+
+
+def wait_for(condition, seconds: float = 60) -> None:
+    """Poll until `condition()` holds (another process or thread gets there), `seconds` at most:
+    the caller's assertions then say what did not happen."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 # -- 1. bare verdicts ------------------------------------------------------------------------
@@ -194,6 +206,53 @@ def test_429s_lower_the_concurrency_and_are_reported(db):
         out = judge(run, server, "--concurrency", "4")
     assert len(stored(run)) == 6 and out.exit_code == 0
     assert "failed: 4 × HTTP 429" in out.output and "concurrency went down to 2 of 4" in out.output
+
+
+def test_requests_are_counted_as_the_server_received_them_when_a_run_stops_with_retries_pending(db):
+    """Every request hangs: retries waiting for room in flight, and requests not yet sent, are
+    cancelled as the run stops; none of them counts as sent."""
+    run = db(20)
+    with FakeOpenAI(Reply(delay=5)) as server:
+        out = judge(run, server, "--concurrency", "4", "--timeout", "0.3", "--max-retries", "1", ok=False)
+        (record,) = runs(run)
+        wait_for(lambda: server.count >= record["requests"], 5)  # the last ones sent may reach it just after
+        asked = Counter(body["messages"][-1]["content"] for body in server.requests)
+    assert "3 items failed, and the server answered no request of this run" in out.output
+    assert (record["requests"], record["retries"]) == (server.count, server.count - len(asked))
+    assert f"{server.count} requests sent, {record['retries']} of them retries" in out.output
+
+
+def test_the_progress_line_says_the_server_asked_to_wait_while_the_run_waits(db):
+    run = db(1)
+    with FakeOpenAI() as server:
+        server.then(Reply(status=429, headers={"retry-after": "3"}))
+        out = judge(run, server, "--concurrency", "1", "--progress-every", "0.5")
+    lines = [line for line in out.output.splitlines() if line.startswith("judging: ")]
+    assert any("0/1 items, 1 failed (1 HTTP 429)" in line and "waiting 3 s as the server asks (" in line
+               for line in lines), out.output
+    assert "1/1 items" in lines[-1] and "1 retries (1 HTTP 429)" in lines[-1] and "waiting" not in lines[-1]
+
+
+def test_status_counts_a_judge_run_as_it_goes_and_after_its_process_was_killed(db):
+    """Five items are answered at once, the sixth never: the run's record counts what it stored
+    while it runs, and keeps it after a kill -9 (which leaves the run no chance to record its end)."""
+    run = db(10)
+    with FakeOpenAI(by_content={f"sentence {k}\n": Reply(delay=60) for k in range(5, 10)}) as server:
+        judging = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(run.db), "judge", "--model",
+                                    "fake-judge", "--base-url", server.url, "--concurrency", "1"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: server.count == 6)  # the sixth is asked once the fifth is stored
+            (record,) = runs(run)
+            assert (record["outcome"], record["stored"], record["verdicts"], record["requests"]) == ("running", 5, 5, 5)
+            assert "running   5/10" in run("status").output
+        finally:
+            judging.kill()
+            judging.wait()
+    (record,) = runs(run)
+    assert (record["outcome"], record["stored"], record["verdicts"], record["requests"]) == ("died", 5, 5, 5)
+    assert len(stored(run)) == 5
+    assert "died      5/10" in run("status").output
 
 
 # -- 4. a dead or refusing server ---------------------------------------------------------------

@@ -25,7 +25,8 @@ MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_i
               "0010_run_leases", "0011_judge_runs", "0013_inspect", "0014_irregular_verdicts",
               "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
               "0018_verdict_sets", "0019_unparsed_reasons", "0020_score_sets", "0021_trigger_work_per_batch",
-              "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts"]
+              "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts",
+              "0026_judge_run_process"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:

@@ -1,12 +1,22 @@
 """The record of `calibrate judge` runs: when each started and ended, how (finished, stopped,
 refused, interrupted), what it stored by kind of outcome, and how many requests, retries and
-failures by cause it took, for `calibrate status` and the end-of-run summary."""
+failures by cause it took, for `calibrate status` and the end-of-run summary.
+
+A run's counts are written in the transaction that stores each of its judgments
+(`count_judge_run`), so they are true while it runs and after its process died; the run's
+process (host and id) tells a run that goes on from one that died without a word."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 
 from calibrate.model import dump_json, now_iso
+from calibrate.store.imports import process_alive
+
+OUTCOMES = ("verdict", "bare", "unparsed", "truncated", "error")
+"""What a run's stored judgments are counted by (judge_runs columns verdicts … errors)."""
 
 
 class JudgeRunsMixin:
@@ -14,35 +24,49 @@ class JudgeRunsMixin:
 
     def begin_judge_run(self, judge_name: str, model: str, server: str, params: dict, *, items: int, samples: int,
                         concurrency: int) -> int:
-        """Record the start of a `calibrate judge` run; returns its id."""
+        """Record the start of a `calibrate judge` run by this process; returns its id."""
         with self.transaction():
             return self.conn.execute(
-                "INSERT INTO judge_runs (judge_name, model, server, params, started_at, items, samples, concurrency) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (judge_name, model, server, dump_json(params), now_iso(), items, samples, concurrency),
+                "INSERT INTO judge_runs (judge_name, model, server, params, started_at, items, samples, concurrency, "
+                "host, pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (judge_name, model, server, dump_json(params), now_iso(), items, samples, concurrency,
+                 socket.gethostname(), os.getpid()),
             ).lastrowid
+
+    def count_judge_run(self, run_id: int, *, stored: int, cells: dict, requests) -> None:
+        """Record what a run has stored and sent so far: `cells` counts stored judgments by (task,
+        lang, what) where what is one of OUTCOMES; `requests` has attempts, retries and failures
+        (cause -> n). Call it in the transaction that stores a judgment."""
+        what = {name: sum(n for key, n in cells.items() if key[2] == name) for name in OUTCOMES}
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE judge_runs SET stored = ?, verdicts = ?, bare = ?, unparsed = ?, truncated = ?, errors = ?, "
+                "requests = ?, retries = ?, failures = ? WHERE id = ?",
+                (stored, *(what[name] for name in OUTCOMES), requests.attempts, requests.retries,
+                 dump_json(dict(requests.failures)), run_id),
+            )
 
     def finish_judge_run(self, run_id: int, *, outcome: str, message: str | None, params: dict, stored: int,
                          cells: dict, requests, concurrency_lowest: int) -> None:
-        """Record how a judge run ended: `cells` counts stored judgments by (task, lang, what)
-        where what is verdict, bare, unparsed, truncated or error; `requests` has attempts,
-        retries and failures (cause -> n)."""
-        what = {name: sum(n for key, n in cells.items() if key[2] == name)
-                for name in ("verdict", "bare", "unparsed", "truncated", "error")}
+        """Record how a judge run ended, with its counts (as `count_judge_run`)."""
         with self.transaction():
+            self.count_judge_run(run_id, stored=stored, cells=cells, requests=requests)
             self.conn.execute(
-                "UPDATE judge_runs SET finished_at = ?, outcome = ?, message = ?, params = ?, stored = ?, verdicts = ?, "
-                "bare = ?, unparsed = ?, truncated = ?, errors = ?, requests = ?, retries = ?, failures = ?, "
-                "concurrency_lowest = ? WHERE id = ?",
-                (now_iso(), outcome, message, dump_json(params), stored, what["verdict"], what["bare"],
-                 what["unparsed"], what["truncated"], what["error"], requests.attempts, requests.retries,
-                 dump_json(dict(requests.failures)), concurrency_lowest, run_id),
+                "UPDATE judge_runs SET finished_at = ?, outcome = ?, message = ?, params = ?, concurrency_lowest = ? "
+                "WHERE id = ?",
+                (now_iso(), outcome, message, dump_json(params), concurrency_lowest, run_id),
             )
 
     def judge_runs(self, limit: int | None = None) -> list[dict]:
-        """Judge runs, newest first (`failures` and `params` as dicts)."""
+        """Judge runs, newest first (`failures` and `params` as dicts). A run not recorded as
+        ended has the outcome "running" while its process runs on this machine, "died" once it
+        is gone from it, and None when this machine cannot tell (another machine's run, or one with no
+        process recorded)."""
         sql = "SELECT * FROM judge_runs ORDER BY id DESC" + (" LIMIT ?" if limit else "")
         runs = [dict(r) for r in self.conn.execute(sql, (limit,) if limit else ())]
+        here = socket.gethostname()
         for run in runs:
             run["failures"], run["params"] = json.loads(run["failures"]), json.loads(run["params"])
+            if run["outcome"] is None and run["host"] == here and run["pid"] is not None:
+                run["outcome"] = "running" if process_alive(run["pid"]) else "died"
         return runs
