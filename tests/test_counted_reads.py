@@ -147,10 +147,11 @@ def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = Non
 
 def reliability_one_by_one(key, judge, kind, items: list[JudgedItem]) -> dict:
     """Every reliability figure from a list of items, as the statistics take them item by item."""
-    figures = {"repeats": max(len(i.samples) for i in items), "consistency": None, "unstable_items": [],
-               "calibration": None, "length_bias": None, "systems": {}}
+    most = max(len(i.samples) for i in items)
+    figures = {"repeats": most, "fewest_repeats": min((len(i.samples) for i in items if len(i.samples) > 1), default=most),
+               "consistency": None, "unstable_items": [], "calibration": None, "length_bias": None, "systems": {}}
     if kind is not None and kind.scored:
-        return {**figures, "repeats": 1}
+        return {**figures, "repeats": 1, "fewest_repeats": 1}
     if figures["repeats"] >= 2:
         width = max(max(i.samples) + 1 for i in items)
         found = stats.consistency([[i.samples.get(k) for k in range(width)] for i in items])
