@@ -258,6 +258,7 @@ async def stats_shown(app, pilot, seconds: float = 30) -> str:
     while "computing" in (title := str(app.screen.query_one("#stats-title").content)):
         assert time.monotonic() < deadline, "the statistics were never shown"
         await pilot.pause(0.05)
+    await pilot.pause()  # and painted (a screenshot taken before shows the screen below)
     return title
 
 
