@@ -987,7 +987,7 @@ def status_command(ctx, system=None, as_json=False, runs=False):
         console.print(JUDGED_MEANS, style="dim")
     recent = ctx.store.judge_runs(limit=JUDGE_RUNS_SHOWN)
     if recent:
-        _print_judge_runs(recent, False, title=f"the last {len(recent)} judge runs (more: status --runs)", full=False)
+        _print_judge_runs(recent, False, title=f"the last {counted(len(recent), 'judge run')} (more: status --runs)", full=False)
 
 
 JUDGE_RUNS_SHOWN = 5
@@ -1457,10 +1457,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         _refuse_left_out(left_out)
         return
     if repeat == 1:
-        console.print(safe_text(f"{len(jobs)} items to judge with {config.name} at {redact_url(config.url)}; "
+        console.print(safe_text(f"{counted(len(jobs), 'item')} to judge with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     else:
-        console.print(safe_text(f"{len({job.item.id for job in jobs})} items, {len(jobs)} samples to ask (up to {repeat} "
+        console.print(safe_text(f"{counted(len({job.item.id for job in jobs}), 'item')}, {counted(len(jobs), 'sample')} to ask (up to {repeat} "
                                 f"per item: those not yet stored) with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     stopped = None
@@ -1577,7 +1577,7 @@ def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True
     if rows:
         print_table("judged", summary.columns(), rows, False)
     errors = f" ({summary.failed} of them errors)" if summary.failed else ""
-    console.print(f"{summary.stored} judgments stored{errors}, {summary.skipped_done} {summary.unit} already judged "
+    console.print(f"{counted(summary.stored, 'judgment')} stored{errors}, {counted(summary.skipped_done, summary.unit)} already judged "
                   "(skipped)")
     requests = summary.requests
     if requests.attempts:
@@ -1598,7 +1598,7 @@ def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True
         asked = summary.stored + summary.skipped_done
         err_console.print(safe_text(
             f"{truncated} outputs were cut at the token limit (stored as unparsed, \"truncated at N tokens\"): raise "
-            f"--max-tokens. That is another configuration of the judge: it asks all {asked} {summary.unit} of this run "
+            f"--max-tokens. That is another configuration of the judge: it asks all {counted(asked, summary.unit)} of this run "
             f"again, not only the {truncated} cut, and its verdicts replace these item by item; --task, --lang and "
             "--limit narrow it, and another --judge-name keeps it a judge of its own", style="yellow"))
     unparsed, parsed = summary.outputs("unparsed"), summary.outputs("verdict")
@@ -1612,7 +1612,7 @@ def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
-        raise click.ClickException(f"{summary.failed} of {summary.stored} {summary.unit} ended in error (stored as errors; "
+        raise click.ClickException(f"{summary.failed} of {counted(summary.stored, summary.unit)} ended in error (stored as errors; "
                                    "the next run asks for them again)")
     if unparsed and not parsed and check and model_outputs:
         raise click.ClickException(f"none of the {unparsed} outputs of this run parsed as a verdict (see above); they are "
@@ -1835,12 +1835,12 @@ def merge_command(ctx, other):
     finally:
         other_store.close()
     added = report.added
-    console.print(safe_text(f"merged {other}: {added['items']} items, {added['judgments']} judgments, "
-                            f"{added['annotations']} annotations added"))
+    console.print(safe_text(f"merged {other}: {counted(added['items'], 'item')}, {counted(added['judgments'], 'judgment')}, "
+                            f"{counted(added['annotations'], 'annotation')} added"))
     if report.redacted:
-        err_console.print(safe_text(f"blanked credentials out of {report.redacted} judgments from {other}", style="yellow"))
+        err_console.print(safe_text(f"blanked credentials out of {counted(report.redacted, 'judgment')} from {other}", style="yellow"))
     if report.refused:
-        counts = ", ".join(f"{n} {table}s" for table, n in sorted(report.refused.items()))
+        counts = ", ".join(counted(n, table) for table, n in sorted(report.refused.items()))
         err_console.print(safe_text(f"refused {counts} from {other}:", style="yellow"))
         for example in report.examples:
             err_console.print(safe_text(f"  {example}"))

@@ -210,8 +210,8 @@ class RunSummary:
 
     @property
     def unit(self) -> str:
-        """What the counts count, in words: items, or their samples with --repeat."""
-        return "items" if self.repeat == 1 else "samples"
+        """What the counts count, in words (one of them): item, or sample with --repeat."""
+        return "item" if self.repeat == 1 else "sample"
 
     def count(self, item: Item, judgment: NewJudgment, bare: bool = False) -> None:
         self.stored += 1

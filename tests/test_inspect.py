@@ -517,7 +517,7 @@ def test_merge_brings_the_tasks_of_the_other_database(log, tmp_path):
     offline("import", "inspect", str(log))
     offline("import", "labels", str(write_labels(tmp_path / "l.csv", {"1": "I"}, "ana")))
     main("import", "jsonl", str(write_jsonl(tmp_path / "c3.jsonl")), "--task", "c3/lexical", "--lang", "en")
-    assert "12 items, 12 judgments, 1 annotations added" in main("merge", str(offline.db)).output
+    assert "12 items, 12 judgments, 1 annotation added" in main("merge", str(offline.db)).output
     assert Store(main.db).data_tasks() == [(TASK, "en", "inspect", ("C", "I"))]
     assert "ana" in main("report").output
 

@@ -136,8 +136,8 @@ def test_faults_are_retried_then_stored_as_errors(lexical_db, fault):
     assert j.status == status
     if status == "error":
         assert j.verdict is None and j.error
-        assert out.exit_code == 1 and "1 of 1 items ended in error" in out.output, "a failed run does not look like success"
-        assert "1 judgments stored (1 of them errors)" in out.output
+        assert out.exit_code == 1 and "1 of 1 item ended in error" in out.output, "a failed run does not look like success"
+        assert "1 judgment stored (1 of them errors)" in out.output
         assert f"1 × {j.error.split(':')[0]}" in out.output, "the reasons are printed, grouped"
         if "not asked again" in fault:
             assert "the server asks to wait" in j.error
@@ -157,7 +157,7 @@ def test_connection_refused_is_an_error(lexical_db):
     run = lexical_db(1)
     out = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", ok=False)
     (j,) = judgments(run)
-    assert j.status == "error" and "connection failed" in j.error and "1 judgments stored" in out.output
+    assert j.status == "error" and "connection failed" in j.error and "1 judgment stored" in out.output
     assert out.exit_code == 1 and "1 × connection failed" in out.output
 
 

@@ -174,7 +174,7 @@ def test_a_run_whose_timeouts_leave_an_item_unanswered_fails(db):
         out = judge(run, server, "--concurrency", "1", "--timeout", "0.3", "--max-retries", "1", ok=False)
     assert out.exit_code == 1 and "1 of 2 items ended in error" in out.output and "2 × timed out" in out.output
     status = run("status").output
-    assert "judge runs" in status and "timeouts" in status
+    assert "the last 1 judge run (more" in status and "timeouts" in status
 
 
 def test_concurrency_halves_once_per_round_on_overload_and_grows_back_by_one_per_round():

@@ -22,7 +22,7 @@ def test_merge_folds_an_offline_database_in_once(demo_db, tmp_path, templates):
     offline.close()
     run = Calibrate(demo_db)
     out = run("merge", str(tmp_path / "offline.db"))
-    assert "1 items, 0 judgments, 4 annotations added" in out.output
+    assert "1 item, 0 judgments, 4 annotations added" in out.output
     assert "0 items, 0 judgments, 0 annotations added" in run("merge", str(tmp_path / "offline.db")).output
     store = Store(demo_db)
     merged = store.item(store.identity_index("c3/lexical", "en")[(item.system, item.source_id)][0])
@@ -103,7 +103,7 @@ def test_merge_refuses_bad_rows_and_reports_them(tmp_path, templates):
     run = Calibrate(tmp_path / "main.db")
     main.close()
     result = run("merge", str(tmp_path / "offline.db"), ok=False)
-    assert result.exit_code == 1 and "refused 3 annotations, 1 items" in result.output
+    assert result.exit_code == 1 and "refused 3 annotations, 1 item" in result.output
     assert "4 rows of" in result.output and "refused (listed above), not merged" in result.output
 
 
@@ -187,6 +187,6 @@ def test_merge_blanks_credentials_a_server_echoed_into_the_other_database(tmp_pa
         model_reported="m Basic dXNlcjpodW50ZXIy", error=None)])
     offline.close()
     out = Calibrate(demo_db)("merge", str(tmp_path / "offline.db"))
-    assert "blanked credentials out of 1 judgments" in out.output
+    assert "blanked credentials out of 1 judgment" in out.output
     row = dict(Store(demo_db).conn.execute("SELECT raw_output, model_reported FROM judgments WHERE judge_name = 'j'").fetchone())
     assert row == {"raw_output": "echo ***, Authorization: Bearer ***\nThe answer is: yes.", "model_reported": "m Basic ***"}
