@@ -344,7 +344,7 @@ def test_items_that_always_fail_at_the_start_of_a_run_do_not_block_the_next(db, 
     with FakeOpenAI(Reply(delay=0.2 if concurrency > 1 else 0), by_content=bad) as server:
         first = judge(run, server, "--concurrency", str(concurrency), "--max-retries", "0", ok=False)
         stop = " ".join(first.output.split())
-        assert [(j.item_id, j.status) for j in stored(run)] == [(1, "error"), (2, "error"), (3, "error")]
+        assert sorted((j.item_id, j.status) for j in stored(run)) == [(1, "error"), (2, "error"), (3, "error")]
         assert "3 items failed, and the server answered no request of this run (e.g. HTTP 500" in stop
         assert "id 1, 2, 3." in stop and "these items are ones it cannot judge" in stop
         listed = run("items", "--status", "error").output
