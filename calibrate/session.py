@@ -153,8 +153,7 @@ class AnnotationSession:
         return self.store.max_item_id() >= n and self.store.count_items(**self._scope, at_most=n) >= n
 
     def _prepare_later(self, note: str) -> None:
-        """The queue is to be worked out in another process (`prepare_queue`); the items shown
-        meanwhile carry `note`."""
+        """The queue is to be worked out in another process (`prepare_queue`); items shown meanwhile carry `note`."""
         self._preparing, self._early_note = Future(), note
 
     def prepare_queue(self) -> None:
@@ -382,10 +381,9 @@ class AnnotationSession:
 
     def _claim_fresh(self) -> int | None:
         if self.order == "in-order":
-            item_id = self.store.claim_next(
-                self.annotator, overlap=self.overlap, task=self.task, lang=self.lang, system=self.system,
-                after_id=self._claim_after, lease_seconds=self.lease_seconds, holder=self.holder,
-            )
+            item_id = self.store.claim_next(self.annotator, overlap=self.overlap, task=self.task, lang=self.lang,
+                                            system=self.system, after_id=self._claim_after,
+                                            lease_seconds=self.lease_seconds, holder=self.holder)
             if item_id is not None:
                 self._claim_after = item_id
             return item_id
@@ -604,8 +602,7 @@ class AnnotationSession:
             view.item.id, self.annotator, action, label=label if action in LABEL_ACTIONS else None,
             judgment_id=shown, blind=self.blind, seconds_spent=round(time.monotonic() - self._shown_at, 3),
             audio_plays=plays if has_audio else None, listened_seconds=round(listened, 3) if has_audio else None,
-            uid=uid, holder=self.holder,
-        )
+            uid=uid, holder=self.holder)
         self._decided_uids.append(uid)
         self._changes += 1
         if action in LABEL_ACTIONS and view.current_label is None:
@@ -657,10 +654,9 @@ class AnnotationSession:
         return Progress(self.labelled, self.total, per_hour)
 
     def recount_labelled(self) -> bool:
-        """Count this annotator's labels in the queue again, on a thread, at most every RECOUNT_EVERY
-        seconds, once another connection wrote (their other terminals and tabs label too; this session
-        tallies its own): a count finished since the last call is taken, unless this session decided
-        or undid meanwhile. Whether `progress` changed."""
+        """Count this annotator's labels in the queue again on a thread, at most every RECOUNT_EVERY s, once
+        another connection wrote (their other terminals and tabs label too): a count finished since the
+        last call is taken unless this session decided or undid meanwhile. Whether `progress` changed."""
         before = self.labelled
         if self._recount is not None and self._recount[1].done():
             (changes, counted), self._recount = self._recount, None
@@ -671,8 +667,7 @@ class AnnotationSession:
         due = self._recount is None and time.monotonic() - self._recounted_at >= RECOUNT_EVERY
         if due and (version := self.store.data_version()) != self._counted_version:  # another connection wrote
             self._recounted_at, self._counted_version = time.monotonic(), version
-            self._recount = (self._changes, self.store.counted_meanwhile("count_labelled", self.annotator,
-                                                                         **self._scope))
+            self._recount = (self._changes, self.store.counted_meanwhile("count_labelled", self.annotator, **self._scope))
         return self.labelled != before
 
     def finished_summary(self) -> str:
