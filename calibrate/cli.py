@@ -1538,8 +1538,7 @@ def _items_left_out(summary) -> list[str]:
                      f"({cells}); add their template folder with --templates DIR (calibrate templates list "
                      "shows the templates loaded)")
     for reason, ids in summary.not_renderable.items():
-        shown = ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        lines.append(f"{counted(len(ids), 'item')} cannot be rendered ({reason}): id {shown}; fix the template or "
+        lines.append(f"{counted(len(ids), 'item')} cannot be rendered ({reason}): id {listing(list(map(str, ids)), 5)}; fix the template or "
                      "the items' fields (calibrate render ID shows one)")
     for line in lines:
         err_console.print(safe_text(line, style="yellow"))
@@ -1938,7 +1937,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     targets = {judge: out_dir / folders[judge] if judge else out_dir for judge in judges or (None,)}
     for target in targets.values():
         if left := c3_files_left_over(ctx.store, lang, target, system):
-            shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            shown = listing(left, 3)
             raise click.ClickException(
                 f"{target} holds {counted(len(left), 'result file')} this export would not write ({shown}), left by an "
                 "earlier export: C3's process_results.py reads every file of the folder and would score them with "

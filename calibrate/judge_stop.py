@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from calibrate.judge_server import STREAMED, TIMED_OUT
+from calibrate.names import listing
 
 STOP_AFTER_FAILURES = 3
 """Items failing in a row that stop a run the server has answered no request of: nothing
@@ -65,7 +66,7 @@ class FailureStreak:
         reason, _ = Counter(error.split(":", 1)[0] for _, error in self.failures).most_common(1)[0]
         example = next(error for _, error in self.failures if error.startswith(reason))
         ids = self.item_ids
-        shown = ", ".join(map(str, ids[:self.SHOWN])) + (f" and {len(ids) - self.SHOWN} more" if len(ids) > self.SHOWN else "")
+        shown = listing([str(item_id) for item_id in ids], self.SHOWN)
         url = self.url
         if reason in ("connection failed", TIMED_OUT):
             seen = f"is the server at {url} up and serving this model?"

@@ -38,6 +38,7 @@ from calibrate.gold import gold_label
 from calibrate.judgments import render_for
 from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import Item, NewItem
+from calibrate.names import listing
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.validate import type_of
@@ -159,10 +160,9 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
     missing, extra = sorted(set(range(count)) - set(found)), sorted(set(found) - set(range(count)))
     if missing or extra or odd:
         kind = "dialogue folders" if part.multi_turn else "response files"
-        listed = lambda names: ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")  # noqa: E731
-        named = lambda indexes: listed([f"{k}{suffix}" for k in indexes])  # noqa: E731
+        named = lambda indexes: listing([f"{k}{suffix}" for k in indexes], 3)  # noqa: E731
         problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra) + [
-            f"no item for {listed(odd)}: C3's evaluate.py reads <i>{suffix} without leading zeros"] * bool(odd)
+            f"no item for {listing(odd, 3)}: C3's evaluate.py reads <i>{suffix} without leading zeros"] * bool(odd)
         return BadInput(str(folder), f"{len(found) + len(odd)} {kind} but {part.reference} lists {count} items "
                                      f"({'; '.join(problems)}); responses pair with the reference by index: none "
                                      f"of its {count} items is imported")

@@ -12,6 +12,7 @@ from collections import defaultdict
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import hanging
 from calibrate.html_page import page
+from calibrate.names import listing
 from calibrate.scores.model import FINAL, JudgeScores, Scores
 from calibrate.stats.simulated import approximate_words
 
@@ -178,8 +179,7 @@ def _ranking_lines(scores: Scores) -> list[str]:
         for name, why in sorted(ranking.unranked.items()):
             unranked[why].append(f"{name} in {scope}")
     for why, where in unranked.items():
-        shown = ", ".join(where[:4]) + (f" and {len(where) - 4} more" if len(where) > 4 else "")
-        lines.append(f"not ranked ({why}): {shown}")
+        lines.append(f"not ranked ({why}): {listing(where, 4)}")
     if any(len(r.order) > 1 for _, r in scores.rankings):
         lines.append(f"a > b: the interval of a − b excludes 0; a {NOT_SEPARATED} b: it includes 0, so the two are not "
                      "separated (no difference shown, which is not the same as none); each difference's interval is "
