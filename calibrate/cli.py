@@ -1562,7 +1562,7 @@ def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> 
     if summary.no_prompt:
         what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
         raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
-                                   "label them with calibrate annotate")
+                                   f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")
     raise click.ClickException(f"nothing to judge: no items in {ctx.db_path}; import items first (calibrate import …)")
 
 

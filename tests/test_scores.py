@@ -485,3 +485,18 @@ def test_the_parser_figure_without_missing_verdicts_names_the_unparsed_and_the_e
     assert (judge["unparsed"], judge["errors"]) == (1, 2)
     row = next(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
     assert row["parser (unparsed, errors left out)"] == "3/3 100% without 1 unparsed and 2 errors"
+
+
+def test_outputs_read_differently_are_shown_ten_at_a_time_and_listed_whole_in_json(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"a{i}", "content": f"s{i}", "notation": "n", "response": "r",
+                                         "j": "the answer is：yes"}) + "\n" for i in range(14)), encoding="utf-8")
+    run = Calibrate(tmp_path / "many.db")
+    run("import", "jsonl", str(items), "--task", "c3/intonation", "--lang", "en", "--judge-output", "j",
+        "--judge-name", "jj", "--system", "m")
+    why = json.loads(run("scores", "--format", "json").output)["why_the_c3_rule_differs"]
+    assert len(why) == 14
+    for fmt in ("table", "markdown"):
+        text = " ".join(run("scores", "--format", fmt).output.split())
+        assert text.count("C3's rule says wrong") == 10
+        assert "… and 4 more outputs (14 in all):" in text and "--format json" in text and "lists every one" in text

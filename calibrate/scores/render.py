@@ -212,6 +212,22 @@ def _pair_lines(scores: Scores) -> list[str]:
     return lines or ["(no items judged by two judges)"]
 
 
+DIFFERENCES_SHOWN = 10
+"""Outputs the C3 rule and the parser read differently shown in the text formats (the JSON lists every one)."""
+
+
+def _difference_lines(scores: Scores) -> list[str]:
+    """The first DIFFERENCES_SHOWN outputs the two columns read differently, then how many more
+    there are and where they are all listed: at thousands of items they would bury the rest."""
+    found = scores.rule_differences
+    if len(found) <= DIFFERENCES_SHOWN:
+        return found or ["(no output is read differently)"]
+    more = len(found) - DIFFERENCES_SHOWN
+    return [*found[:DIFFERENCES_SHOWN],
+            f"… and {more} more output{'s' if more != 1 else ''} ({len(found)} in all): `calibrate scores --format json` "
+            "lists every one (why_the_c3_rule_differs)"]
+
+
 def sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
     """The parts below the table, as (title, lines) of terminal-safe text."""
     return [(title, [safe(line) for line in lines]) for title, lines in _sections(scores, notes)]
@@ -222,7 +238,7 @@ def _sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
         ("Notes", notes.lines() or ["(none)"]),
         ("Ranking of systems (corrected accuracy, 95 % interval of each difference)", _ranking_lines(scores)),
         ("Judge against judge", _pair_lines(scores)),
-        ("Why the C3-rule column differs from the parser column", scores.rule_differences or ["(no output is read differently)"]),
+        ("Why the C3-rule column differs from the parser column", _difference_lines(scores)),
         ("How the columns are computed", [
             RULE_EXPLAINED,
             f"more labels: random labels that would bring the corrected interval under ±{scores.target:g}, projected "
