@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -55,16 +56,33 @@ def holder_process(holder: str, annotator: str) -> int | None:
     return int(pid) if head == f"{annotator} " and pid.isdigit() else None
 
 
-def process_running(pid: int) -> bool:
+def process_running(pid: int, since: float | None = None) -> bool:
     """Whether a process `pid` runs on this machine (SQLite's WAL keeps every session of a
-    database on the machine that holds the file, so a lease holder's process runs here or not at all)."""
+    database on the machine that holds the file, so a lease holder's process runs here or not at
+    all). With `since` (a time as `time.time()` gives it, when the process was seen running) and
+    where the system tells when a process started (Linux's /proc), a process with that id that
+    started later is another one, the id reused: not running."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process
         pass
+    if since is not None and (started := _process_start(pid)) is not None:
+        return started <= since + 1.0  # within the second: /proc's clock ticks and the boot time are coarse
     return True
+
+
+def _process_start(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), from /proc; None where there is no /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError):
+        return None
+    # the fields after the command name (in parentheses, which may hold spaces): starttime is the 22nd field
+    ticks = int(stat.rpartition(")")[2].split()[19])
+    return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def now_iso() -> str:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -254,6 +255,26 @@ def test_status_counts_a_judge_run_as_it_goes_and_after_its_process_was_killed(d
     assert len(stored(run)) == 5
     assert "died      5/10" in run("status").output
 
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process start times are read from /proc")
+def test_a_run_whose_process_id_another_process_took_since_shows_as_died(db):
+    """A run killed long ago whose process id a newer process holds now (ids are reused) is not
+    shown as running."""
+    run = db(1)
+    store = Store(run.db)
+    run_id = store.begin_judge_run("j", "m", "s", {}, items=1, samples=1, concurrency=1)
+    newer = subprocess.Popen(["sleep", "30"])
+    try:
+        with store.transaction():  # the run began an hour ago, in a process with the id the newer one has now
+            store.conn.execute("UPDATE judge_runs SET pid = ?, started_at = ? WHERE id = ?",
+                               (newer.pid, "2026-01-01T00:00:00.000000+00:00", run_id))
+        store.close()
+        (record,) = runs(run)
+        assert record["outcome"] == "died"
+    finally:
+        newer.kill()
+        newer.wait()
 
 # -- 4. a dead or refusing server ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from calibrate.model import CalibrateError, now_iso
+from calibrate.model import CalibrateError, now_iso, process_running
 
 IMPORT_HEARTBEAT_SECONDS = 5.0  # a running import renews its heartbeat this often
 IMPORT_STALE_SECONDS = 60.0  # a heartbeat older than this: the import is dead, whatever its host
@@ -175,21 +175,9 @@ class ImportRunsMixin:
             if run["finished_at"] is not None:
                 run["state"] = "finished"
             elif (run["heartbeat_age"] is None or run["heartbeat_age"] > IMPORT_STALE_SECONDS
-                  or (run["host"] == here and not process_alive(run["pid"]))):
+                  or (run["host"] == here and not process_running(run["pid"]))):
                 run["state"] = "dead"
             else:
                 run["state"] = "running"
             runs.append(run)
         return runs
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (perhaps another one than expected:
-    ids are reused, which is why a run's heartbeat decides too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

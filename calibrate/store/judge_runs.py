@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+from datetime import datetime
 
-from calibrate.model import dump_json, now_iso
-from calibrate.store.imports import process_alive
+from calibrate.model import dump_json, now_iso, process_running
 
 OUTCOMES = ("verdict", "bare", "unparsed", "truncated", "error")
 """What a run's stored judgments are counted by (judge_runs columns verdicts … errors)."""
@@ -68,5 +68,6 @@ class JudgeRunsMixin:
         for run in runs:
             run["failures"], run["params"] = json.loads(run["failures"]), json.loads(run["params"])
             if run["outcome"] is None and run["host"] == here and run["pid"] is not None:
-                run["outcome"] = "running" if process_alive(run["pid"]) else "died"
+                started = datetime.fromisoformat(run["started_at"]).timestamp()  # its id may be another's since
+                run["outcome"] = "running" if process_running(run["pid"], since=started) else "died"
         return runs

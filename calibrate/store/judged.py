@@ -11,8 +11,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 
-from calibrate.model import Judgment, NewJudgment, dump_json, now_iso
-from calibrate.store.imports import process_alive
+from calibrate.model import Judgment, NewJudgment, dump_json, now_iso, process_running
 from calibrate.store.sql import JUDGMENT_COLUMNS, chunks, judgment_from_row
 
 # judgments stored at once from which their items' score_sets rows are rewritten once at the end
@@ -185,7 +184,7 @@ class JudgmentsMixin:
                 (item_id, judge_key_value, sample),
             ).fetchone()
             if (held and held["holder"] != holder and held["expires_at"] > now
-                    and not (held["host"] == socket.gethostname() and not process_alive(held["pid"]))):
+                    and not (held["host"] == socket.gethostname() and not process_running(held["pid"]))):
                 return "held"
             self.conn.execute(
                 "INSERT OR REPLACE INTO judge_claims (item_id, judge_key, sample, holder, host, pid, expires_at) "
