@@ -1343,7 +1343,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
               help="Most requests in flight; halved on a timeout, an HTTP 429 or 503, grown back as answers come.")
 @click.option("--task")
 @lang_option()
-@click.option("--limit", type=click.IntRange(1), help="Judge at most this many items.")
+@click.option("--limit", type=click.IntRange(1), help="Judge at most this many items (items that failed in an earlier run only where fewer are left that did not).")
 @click.option("--temperature", type=float, help="Sampling temperature [default: 0; none with --reasoning].")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Ask each item K times under one judge (test-retest consistency; confidence from the repeats).")

@@ -261,16 +261,18 @@ def plan_jobs(
 ) -> list[Job]:
     """Requests to make: for each item with a judge prompt (in `config.family`, when set: items
     of tasks it does not serve are passed over), each of its `config.repeat` samples not yet
-    judged by this exact configuration (all of them if `force`). `limit` counts items;
-    `summary.skipped_done` counts the samples already judged. Samples that ended in error before
-    come last: the server's answers to the others are not held up behind them."""
+    judged by this exact configuration (all of them if `force`). `limit` counts items: those
+    with a sample that ended in error before are taken only where fewer items are left without
+    one, so that a run limited to N items is not spent asking the same failing ones again;
+    `summary.skipped_done` counts the samples already judged of the items looked at. Samples that
+    ended in error before come last: the server's answers to the others are not held up behind them."""
     summary = summary if summary is not None else RunSummary()
     summary.repeat = config.repeat
     judged_after = store.newest_judgment_id() if force else 0
     done_by_key: dict[str, dict[int, set[int]]] = {}
     failed_by_key: dict[str, dict[int, set[int]]] = {}
-    jobs: list[Job] = []
-    items_asked = 0
+    fresh: list[list[Job]] = []  # per item to ask, its jobs: items with no sample failed before, then the others
+    failed_before: list[list[Job]] = []
     for item in store.iter_items(task=task, lang=lang):
         try:
             template = templates.for_task(item.task, item.lang, config.family)
@@ -302,11 +304,12 @@ def plan_jobs(
         if config.system_prompt is not None:
             prompt = replace(prompt, system=config.system_prompt)
         failed = failed_by_key[key].get(item.id, set())
-        jobs += [Job(item, template, prompt, key, sample, judged_after, sample in failed) for sample in missing]
-        items_asked += 1
-        if limit is not None and items_asked >= limit:
+        jobs = [Job(item, template, prompt, key, sample, judged_after, sample in failed) for sample in missing]
+        (failed_before if any(job.failed_before for job in jobs) else fresh).append(jobs)
+        if limit is not None and len(fresh) >= limit:
             break
-    return sorted(jobs, key=lambda job: job.failed_before)
+    asked = fresh + failed_before if limit is None else fresh + failed_before[:max(0, limit - len(fresh))]
+    return sorted((job for jobs in asked for job in jobs), key=lambda job: job.failed_before)
 
 
 REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",

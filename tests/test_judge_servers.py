@@ -379,6 +379,22 @@ def test_items_that_always_fail_at_the_start_of_a_run_do_not_block_the_next(db, 
     assert sorted(j.item_id for j in stored(run) if j.status == "verdict") == list(range(4, 13))
 
 
+def test_a_limited_run_asks_items_never_asked_before_the_ones_that_failed(db):
+    """`--limit N` runs one after another work through the items: an item that failed in an
+    earlier run is asked again only where fewer than N items are left that never failed."""
+    run = db(5)
+    with FakeOpenAI(by_content={"sentence 0\n": Reply(status=500)}) as server:
+        judge(run, server, "--limit", "2", "--max-retries", "0", ok=False)
+        assert sorted((j.item_id, j.status) for j in stored(run)) == [(1, "error"), (2, "verdict")]
+        asked = server.count
+        judge(run, server, "--limit", "2", "--max-retries", "0")
+        assert sorted(r["messages"][1]["content"].split("\n")[1] for r in server.requests[asked:]) == \
+            ["sentence 2", "sentence 3"]
+        asked = server.count
+        judge(run, server, "--limit", "2", "--max-retries", "0", ok=False)  # the one item left that never failed, then the failed one
+        assert sorted(r["messages"][1]["content"].split("\n")[1] for r in server.requests[asked:]) == \
+            ["sentence 0", "sentence 4"]
+
 @pytest.mark.parametrize("concurrency", ["1", "4"])
 def test_a_stretch_of_failing_items_between_answers_does_not_stop_the_run(db, concurrency):
     """A server failing a share of the items (content filtered, prompts too long) fails a few in
