@@ -1705,7 +1705,8 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     from calibrate.scores.build import build_scores
 
     check_filters(ctx, system=system, judge=judge)
-    result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
+    with ctx.store.reading():  # one snapshot: a label given meanwhile counts in every figure or in none
+        result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
 
 
@@ -1767,8 +1768,9 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
     from calibrate import trust
 
     check_filters(ctx, judge=judge, gold_from=gold_from)
-    result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
-                               gold_from=gold_from, min_labels=min_labels)
+    with ctx.store.reading():
+        result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
+                                   gold_from=gold_from, min_labels=min_labels)
     if not result.rows:
         raise click.ClickException(f"no judge verdicts with a yes/no or label verdict in {ctx.db_path}: "
                                    "run calibrate judge first")
@@ -1876,19 +1878,20 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
     writer = write_jsonl if fmt == "jsonl" else write_csv
-    marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
-    say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
-    if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
-        with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
-                "w", encoding="utf-8", newline="") as handle:
-            n = writer(ctx.store, handle, system, marks)
-        console.print(f"wrote {n} items to {out}")
-    elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
-        buffer = io.StringIO(newline="")
-        writer(ctx.store, buffer, system, marks)
-        click.echo(safe(buffer.getvalue()), nl=False)
-    else:
-        writer(ctx.store, sys.stdout, system, marks)
+    with ctx.store.reading():  # the trust marks and the rows from one snapshot of the database
+        marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
+        say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
+        if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
+            with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
+                    "w", encoding="utf-8", newline="") as handle:
+                n = writer(ctx.store, handle, system, marks)
+            console.print(f"wrote {n} items to {out}")
+        elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
+            buffer = io.StringIO(newline="")
+            writer(ctx.store, buffer, system, marks)
+            click.echo(safe(buffer.getvalue()), nl=False)
+        else:
+            writer(ctx.store, sys.stdout, system, marks)
 
 
 @export_group.command(name="c3", database=READS)

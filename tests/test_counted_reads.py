@@ -670,3 +670,46 @@ def test_report_of_a_file_equals_the_report_of_its_copy_in_memory(tmp_path):
         assert reports[0] == reports[1]
 
     check()
+
+
+def test_a_label_given_while_a_report_is_worked_out_counts_in_none_of_it(tmp_path, monkeypatch):
+    """The report reads on two connections for seconds at a million items: a label committed
+    meanwhile (here a second person's label on an item one person labelled, committed by another
+    connection after the report's connection read the agreement and before the other one reads
+    the jury's rows) reaches neither; the report is the one of the database as it was when it began."""
+    import threading
+
+    from calibrate.report import build as report_build
+    from calibrate.report.model import ReportOptions
+    from calibrate.report.render import render_json
+
+    path = tmp_path / "busy.db"
+    store = Store(path)
+    items = [{"task": 0, "system": "s1", "reference": 0, "repeats": False, "correct": None, "padding": 0,
+              "labels": [k % 2, 0] if k < 4 else [k % 2],
+              "judges": [[("verdict", k % 3 % 2, 0.6 + k / 50, "The answer is: yes")],
+                         [("verdict", k % 2, None, "The answer is: no")]]} for k in range(16)]
+    once_labelled = fill(store, items, itertools.count())[5]
+    options = ReportOptions(reliability=True, resamples=200)
+    before = render_json(report_build.build_report(store, TEMPLATES, options=options))
+
+    labelled, read_agreement, read_jury = threading.Event(), Store.agreement_data, report_build.jury_data
+    def agreement_then_a_label(self, *args, **kwargs):
+        found = read_agreement(self, *args, **kwargs)
+        other = Store(path)
+        other.annotate(once_labelled, "ann1", "label", label=TASKS[0][2][1])  # as the first person
+        other.close()
+        labelled.set()
+        return found
+    def jury_after_the_label(*args, **kwargs):
+        assert labelled.wait(30)
+        return read_jury(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "agreement_data", agreement_then_a_label)
+        patch.setattr(report_build, "jury_data", jury_after_the_label)
+        during = render_json(report_build.build_report(store, TEMPLATES, options=options))
+    after = render_json(report_build.build_report(store, TEMPLATES, options=options))
+    store.close()
+    assert during == before
+    assert after != before, "the label counts once the report that began before it is done"

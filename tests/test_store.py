@@ -450,3 +450,27 @@ def test_the_majority_of_repeats_wins_over_the_newest_and_a_tie_or_no_parsed_rep
     reasons = dict(store.conn.execute("SELECT item_id, reason FROM verdicts_in_force WHERE item_id != ?", (ids[2],)).fetchall())
     assert reasons == {ids[0]: "the 2 repeats tie: 1 each for the most frequent verdicts",
                        ids[1]: "none of the 3 repeats gave a verdict"}
+
+
+def test_reading_keeps_two_connections_on_one_snapshot_though_a_commit_comes_between(tmp_path):
+    """`Store.reading` over two connections: a commit between their beginnings has them begin
+    again, so both see the database with it; a commit after they began reaches neither."""
+    path = tmp_path / "pinned.db"
+    writer, reader, other = Store(path), Store(path), Store(path, read_only=True)
+    item = lambda n: NewItem("c3/lexical", "en", str(n), {"content": "c", "notation": "n", "response": "r"})  # noqa: E731
+    writer.add_items([item(0)])
+    begin_read, added = other.conn.execute, []
+
+    def execute(sql, *args):  # the other connection's snapshot taken, an import commits before this one's
+        cursor = begin_read(sql, *args)
+        if sql.startswith("SELECT count(*) FROM sqlite_master") and not added:
+            added.append(writer.add_items([item(1)]))
+        return cursor
+
+    other.conn.execute = execute
+    with reader.reading(other):
+        writer.add_items([item(2)])
+        assert reader.count_items() == other.count_items() == 2
+    assert reader.count_items() == other.count_items() == 3
+    for store in (writer, reader, other):
+        store.close()

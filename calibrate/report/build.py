@@ -79,7 +79,7 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
 
     if "system" in options.by or system is not None:
         cells = []
-        with store.shared_gold_kept(options.gold_from):
+        with store.reading(), store.shared_gold_kept(options.gold_from):
             groups = store.once_labelled_groups()  # every system's, read once
             for name in [system] if system is not None else store.systems():
                 data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from,
@@ -91,7 +91,8 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
     measured_too = options.reliability or store.has_repeats_or_confidence()
     aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
-        with store.shared_gold_kept(options.gold_from, share=aside.give if aside else None):
+        with store.reading(*[aside.store] if aside else []), \
+                store.shared_gold_kept(options.gold_from, share=aside.give if aside else None):
             # the worker's first read needs no gold label: it is not kept waiting while this connection works them out
             once_labelled = aside.submit(lambda s: s.once_labelled_groups()) if aside else None
             jury = aside.submit(lambda s: jury_data(s, templates, gold_from=options.gold_from)) \
@@ -111,10 +112,10 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
             if not measured_too:
                 return report
             measured = measuring.result() if measuring else measure(store)
+            temperatures = store.repeat_temperatures()
     finally:
         if aside:
             aside.close()
-    temperatures = store.repeat_temperatures()
     for r in measured.values():
         r.temperatures = temperature_words(temperatures.get(r.judge, []))
     for c in report.cells:
@@ -124,7 +125,8 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
 
 class _Aside:
     """The jury and the judges' reliability figures, read and worked out in a worker thread on a
-    read-only connection of its own to the database at `path` while the report's connection
+    read-only connection of its own to the database at `path` (`store`, which the report's
+    connection reads the same snapshot as: `Store.reading`) while the report's connection
     reads and works out the agreement (SQLite, and numpy's draws and sorts, work without the
     interpreter's lock). The report's connection gives it what it works out or reads anyway, so
     that neither thread waits long for the other: the gold labels of the items several people
@@ -135,8 +137,9 @@ class _Aside:
     def __init__(self, path: str, gold_from: str | None):
         self.path, self.gold_from = path, gold_from
         self.worker = ThreadPoolExecutor(max_workers=1)
-        self.store: Store | None = None
+        self.store = Store(path, read_only=True)
         self.kept = ExitStack()
+        self.kept_open = False  # whether `kept` holds the shared gold labels' context
         self.gold: Future[dict[int, str] | None] = Future()
         self.irregular: Future[tuple[list[tuple], list[tuple]] | None] = Future()  # read by the report's connection
 
@@ -151,9 +154,9 @@ class _Aside:
         return self.worker.submit(lambda: read(self._opened()))
 
     def _opened(self) -> Store:
-        if self.store is None:
-            self.store = Store(self.path, read_only=True)
+        if not self.kept_open:
             self.kept.enter_context(self.store.shared_gold_kept(self.gold_from, given=self.gold))
+            self.kept_open = True
         return self.store
 
     def close(self) -> None:
@@ -166,8 +169,7 @@ class _Aside:
         try:
             self.kept.close()
         finally:
-            if self.store is not None:
-                self.store.close()
+            self.store.close()
 
 
 def temperature_words(temperatures: list) -> str | None:

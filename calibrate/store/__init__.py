@@ -341,6 +341,41 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             self._writing = None
             self._writer.release()
 
+    PINNING_ATTEMPTS = 100
+    """How often `reading` begins again when commits keep coming between its connections' beginnings."""
+
+    @contextmanager
+    def reading(self, *others: Store) -> Iterator[None]:
+        """One read transaction on this store's connection, and on each of `others` (connections
+        to the same file) over the same snapshot: every read made in them sees the database as it
+        was when they began, whatever is committed meanwhile, so that a command's reads, seconds
+        apart at a million items, agree with each other and with a second connection working
+        beside it. A commit that comes between their beginnings (this connection's `PRAGMA
+        data_version` tells) has them begin again, PINNING_ATTEMPTS times at most (then each
+        keeps a snapshot of its own). Inside a transaction of this connection: joins it."""
+        if self.conn.in_transaction:
+            if others:
+                raise ValueError("other connections cannot share the snapshot of a transaction already open")
+            yield
+            return
+        stores = (*others, self)  # this one last: its data_version, read after, says whether anything came between
+        try:
+            for _ in range(self.PINNING_ATTEMPTS):
+                before = self.data_version()
+                for store in stores:
+                    store.conn.execute("BEGIN")
+                    store.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot is taken here
+                if not others or self.data_version() == before:
+                    break
+                for store in stores:
+                    store.conn.execute("COMMIT")
+            yield
+        finally:
+            for store in stores:
+                if store.conn.in_transaction:
+                    with suppress(sqlite3.Error, DatabaseFault):  # a closed connection ends its own
+                        store.conn.execute("COMMIT")
+
     def _begin_immediate(self) -> None:
         """BEGIN IMMEDIATE, holding `_writer`, waiting for as long as another writer holds the
         lock: another process, or another thread of this store (whose transaction is let be:
