@@ -13,12 +13,18 @@ Per item and judge:
 - verdict: the majority verdict over the judge's samples (its only verdict without --repeat);
   a tie, or no parsed sample, gives none and the item is left out of calibration and trust;
 - confidence: P(verdict) from logprobs where every sample giving that verdict has one stored
-  (their mean), else the share of its repeats giving the majority verdict (two or more parsed
-  samples), else none; a stored value outside [0, 1] (a server's malformed logprob) is not a
-  probability and counts as none;
+  (their mean), else the share of its answers giving the majority verdict
+  (`majority_confidence`: an unparsed sample is an answer that did not agree, a failed one no
+  answer; two "yes" and one unparsed give 2/3) where two or more samples answered, else none;
+  a stored value outside [0, 1] (a server's malformed logprob) is not a probability and counts
+  as none;
 - human label: the adjudicator's (`gold_from`) where given, else the strict majority of the
   annotators' labels in force (a single annotator's label counts; ties give none).
-Unparsed samples count as missing repeats, not as a verdict.
+An unparsed sample is UNPARSED in `JudgedItem.samples`, a failed one None: the verdict and the
+consistency figures read labels only, the confidence every answer. The report's figures,
+`trust`, the escalate order and the export's trust marks all take the verdicts and confidences
+set here. Items with a verdict and a gold label but no confidence are left out of calibration and
+trust, and counted (`JudgeVerdicts.unscored`).
 
 The statistics (numpy, scipy) are imported when first used, so the CLI and the annotation app,
 which read this module's defaults, start without them.
@@ -55,7 +61,7 @@ class JudgedItem:
     labels: read sample by sample, and few."""
 
     item_id: int
-    samples: dict[int, str | None] = field(default_factory=dict)  # sample index -> verdict (None: unparsed)
+    samples: dict[int, object] = field(default_factory=dict)  # sample index -> verdict, UNPARSED, or None (failed)
     logprobs: dict[int, float | None] = field(default_factory=dict)  # sample index -> stored P(verdict)
     human: str | None = None
     length: int | None = None
@@ -87,18 +93,28 @@ class JudgeVerdicts:
     groups: list[VerdictGroup] = field(default_factory=list)
     irregular: list[JudgedItem] = field(default_factory=list)
 
+    def _labelled(self, system: str | None) -> list[VerdictGroup]:
+        """The groups with a verdict and a gold label (of `system` only, when given)."""
+        return [g for g in self.groups if g.verdict is not None and g.human is not None
+                and (system is None or (g.system or NO_SYSTEM) == system)]
+
     def scored(self, system: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(confidence, agrees with the gold label) of the items with a verdict, a confidence and
         a gold label (of `system` only, when given; NO_SYSTEM for items that name none): what
         calibration and trust take."""
         import numpy as np
 
-        groups = [g for g in self.groups if g.verdict is not None and g.human is not None and len(g.confidences)
-                  and (system is None or (g.system or NO_SYSTEM) == system)]
+        groups = [g for g in self._labelled(system) if len(g.confidences)]
         if not groups:
             return np.zeros(0), np.zeros(0, dtype=bool)
         return (np.concatenate([g.confidences for g in groups]),
                 np.repeat([g.verdict == g.human for g in groups], [len(g.confidences) for g in groups]))
+
+    def unscored(self, system: str | None = None) -> int:
+        """How many items with a verdict and a gold label (of `system` only, when given) have no
+        confidence, and so are left out of `scored`: no logprob stored, and not two samples
+        that answered."""
+        return sum(g.n - len(g.confidences) for g in self._labelled(system))
 
 
 @dataclass
@@ -204,7 +220,8 @@ def _in_cell_words(kinds: CellKinds, task: str, lang: str, items) -> None:
 
 
 def _set_verdicts(items: list[JudgedItem]) -> None:
-    from calibrate.stats.trust_or_escalate import majority_confidence
+    """Each item's verdict and confidence from its samples, as the module docstring says."""
+    from calibrate.stats.trust_or_escalate import is_label, majority_confidence
 
     repeated = []
     for item in items:
@@ -212,20 +229,21 @@ def _set_verdicts(items: list[JudgedItem]) -> None:
             repeated.append(item)
             continue
         ((sample, verdict),) = item.samples.items()  # one sample: its verdict and stored confidence
-        item.verdict = verdict
-        item.confidence = item.logprobs[sample] if verdict is not None else None
+        item.verdict = verdict if is_label(verdict) else None
+        item.confidence = item.logprobs[sample] if item.verdict is not None else None
     if not repeated:
         return
     width = max(max(i.samples) + 1 for i in repeated)
     majority = majority_confidence([[i.samples.get(k) for k in range(width)] for i in repeated])
-    for item, verdict, share in zip(repeated, majority.verdicts, majority.confidence, strict=True):
+    for item, verdict, share, answers in zip(repeated, majority.verdicts, majority.confidence, majority.answers,
+                                             strict=True):
         item.verdict = verdict
         if verdict is None:
             continue
         stored = [item.logprobs.get(k) for k, v in item.samples.items() if v == verdict]
         if stored and all(p is not None for p in stored):
             item.confidence = sum(stored) / len(stored)
-        elif sum(v is not None for v in item.samples.values()) >= 2:
+        elif answers >= 2:
             item.confidence = share
 
 
@@ -297,6 +315,8 @@ def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]
     """(cell, judge) -> the irregular verdicts (`irregular`, as `Store.irregular_samples` gives
     them: repeats, or an error in force), one JudgedItem each with its verdict and confidence
     set: they are few."""
+    from calibrate.stats.trust_or_escalate import UNPARSED
+
     samples, labels = irregular
     people: dict[int, dict[str, str]] = {}
     for item_id, annotator, label in labels:
@@ -310,7 +330,7 @@ def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]
         item = items.get(item_id)
         if item is None:
             item = items[item_id] = JudgedItem(item_id, human=humans.get(item_id), length=length, system=system or None)
-        item.samples[sample] = verdict if status == "verdict" else None
+        item.samples[sample] = verdict if status == "verdict" else UNPARSED if status == "unparsed" else None
         item.logprobs[sample] = confidence if confidence is not None and 0 <= confidence <= 1 else None
     out: dict[tuple[tuple[str, str], str], list[JudgedItem]] = {}
     for (task, lang, judge_name), items in cells.items():
@@ -330,11 +350,18 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     verdict, a confidence and a gold label (`JudgeVerdicts.scored`; system None unless
     `by_system`), certified only from `min_labels` labelled items (None:
     `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
-    with a judged item; and the irregular verdicts by (cell, judge), for the trust marks."""
+    with a judged item, with the labelled items it leaves out for want of a confidence
+    (`Trust.without_confidence`); and the irregular verdicts by (cell, judge), for the trust
+    marks."""
     from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
 
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
+
+    def fitted(verdicts: JudgeVerdicts, system: str | None) -> Trust:
+        found = trust_threshold(*verdicts.scored(system), target=target, risk=risk, min_calibration=min_labels)
+        found.without_confidence = verdicts.unscored(system)
+        return found
 
     gathered = gather(store, kinds, judge=judge, gold_from=gold_from)
     judged: dict[tuple[tuple[str, str], str], set[str]] = {}
@@ -344,14 +371,12 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     found = {}
     for (key, judge_name), verdicts in gathered.items():
         if not by_system:
-            found[(key, judge_name, None)] = trust_threshold(*verdicts.scored(), target=target, risk=risk,
-                                                             min_calibration=min_labels)
+            found[(key, judge_name, None)] = fitted(verdicts, None)
             continue
         systems = (judged.get((key, judge_name), set()) | {g.system or NO_SYSTEM for g in verdicts.groups}
                    | {i.system or NO_SYSTEM for i in verdicts.irregular})
         for system in sorted(systems):
-            found[(key, judge_name, system)] = trust_threshold(*verdicts.scored(system), target=target, risk=risk,
-                                                               min_calibration=min_labels)
+            found[(key, judge_name, system)] = fitted(verdicts, system)
     return found, {cell: verdicts.irregular for cell, verdicts in gathered.items() if verdicts.irregular}
 
 

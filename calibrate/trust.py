@@ -77,8 +77,8 @@ COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lowe
 
 def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
     """The columns shown (system only when cut by system), each row as text, and notes (each
-    once, with the rows it applies to): why the target cannot be met where it cannot, and where
-    the threshold lies well below the confidences of the labelled items it accepts (confidences
+    once, with the rows it applies to): why the target cannot be met where it cannot, the
+    labelled items left out of n for want of a confidence, and where the threshold lies well below the confidences of the labelled items it accepts (confidences
     that take a few values, as repeats' majority shares do)."""
     by_system = any(r.system is not None for r in table.rows)
     columns = COLUMNS if by_system else COLUMNS[1:]
@@ -88,6 +88,8 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
         where = f"{r.task} {r.lang} ({r.judge}{', ' + r.system if by_system else ''})"
         if r.configurations:
             notes.append((where, r.configurations.words()))
+        if t.without_confidence:
+            notes.append((where, _without_confidence_words(t.without_confidence)))
         if t.met:
             values = [f"{t.threshold:.3f}", f"{t.coverage:.0%} ({t.accepted})", f"{t.lower_bound:.3f}",
                       f"{t.agreement:.3f}", f"{t.shortfall:.3f}"]
@@ -100,6 +102,13 @@ def _cells(table: TrustTable) -> tuple[list[str], list[list[str]], list[str]]:
             notes.append((where, refusal_words(t)))
         body.append(([r.system] if by_system else []) + [r.task, r.lang, r.judge, str(t.n), *values])
     return columns, body, said_once(notes)
+
+
+def _without_confidence_words(n: int) -> str:
+    """Why `n` labelled items with a verdict are not in a row's n."""
+    items = "1 labelled item with a verdict has" if n == 1 else f"{n} labelled items with a verdict have"
+    return (f"{items} no confidence (no logprob stored, nor two or more repeats that answered: a failed call is no "
+            f"answer) and {'is' if n == 1 else 'are'} left out of n")
 
 
 def _one_in(risk: float) -> str:

@@ -42,7 +42,7 @@ from calibrate.scores import build as scores_build
 from calibrate.scores import render as scores_render
 from calibrate.scores.model import NO_SYSTEM
 from calibrate.stats import reliability as stats
-from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
+from calibrate.stats.trust_or_escalate import UNPARSED, minimum_calibration, trust_threshold
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 from tests.majority_reference import in_force
@@ -135,7 +135,7 @@ def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = Non
                 it.id, human=gold.get(it.id), length=len(response) if isinstance(response, str) else None,
                 system=it.system or None))
             for k, j in samples.items():
-                found.samples[k] = j.verdict if j.status == "verdict" else None
+                found.samples[k] = j.verdict if j.status == "verdict" else UNPARSED if j.status == "unparsed" else None
                 found.logprobs[k] = j.confidence if j.confidence is not None and 0 <= j.confidence <= 1 else None
     out: dict[tuple, list[JudgedItem]] = defaultdict(list)
     for (task, lang, name), members in cells.items():
@@ -377,9 +377,11 @@ def test_trust_from_verdict_groups_equals_trust_from_every_items_confidence():
                 groups[(m.system or NO_SYSTEM) if "system" in by else None].append(m)
             for system, group in groups.items():
                 scored = [m for m in group if m.verdict is not None and m.confidence is not None and m.human is not None]
-                expected[(key, name, system)] = trust_threshold(
+                found_here = expected[(key, name, system)] = trust_threshold(
                     [m.confidence for m in scored], [m.verdict == m.human for m in scored], target=target, risk=risk,
                     min_calibration=minimum_calibration(target, risk))
+                found_here.without_confidence = sum(m.verdict is not None and m.human is not None and m.confidence is None
+                                                    for m in group)
         assert found.keys() == expected.keys()
         for key, trust in expected.items():
             assert found[key].as_dict() == pytest.approx(trust.as_dict()), key

@@ -25,6 +25,7 @@ from calibrate.stats.reliability import (
     same_family,
 )
 from calibrate.stats.trust_or_escalate import (
+    UNPARSED,
     detectable_shortfall,
     fewest_certifiable,
     majority_confidence,
@@ -82,6 +83,16 @@ def test_consistency_degenerate_inputs_give_reasons():
     assert empty.alpha.value is None and empty.alpha.reason
     with pytest.raises(ValueError):
         consistency([["yes", "no"], ["yes"]])
+
+
+def test_an_unparsed_repeat_is_an_answer_that_did_not_agree_and_a_failed_one_no_answer():
+    result = majority_confidence([["yes", "yes", UNPARSED], ["yes", "yes", None], ["yes", UNPARSED, UNPARSED],
+                                  [UNPARSED, UNPARSED, None], ["yes", "no", UNPARSED]])
+    assert result.verdicts == ["yes", "yes", "yes", None, None] and result.ties == 1
+    assert result.confidence == [pytest.approx(2 / 3), 1.0, pytest.approx(1 / 3), None, pytest.approx(1 / 3)]
+    assert result.answers == [3, 2, 3, 2, 3]
+    flips = consistency([["yes", "yes", UNPARSED], ["yes", "no", UNPARSED]], resamples=10)
+    assert flips.items == 2 and flips.unstable == [1], "consistency compares the labels given"
 
 
 def test_majority_confidence_and_ties():

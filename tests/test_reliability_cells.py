@@ -38,8 +38,8 @@ def report_cell(path, *args) -> dict:
     return cell
 
 
-def judge(run: Calibrate, server: FakeOpenAI, *extra: str):
-    return run("judge", "--model", "fake-judge", "--base-url", server.url, "--max-retries", "0", *extra)
+def judge(run: Calibrate, server: FakeOpenAI, *extra: str, ok: bool = True):
+    return run("judge", "--model", "fake-judge", "--base-url", server.url, "--max-retries", "0", *extra, ok=ok)
 
 
 def test_flip_rate_equals_the_scripted_one_and_confidence_comes_from_repeats(tmp_path):
@@ -189,6 +189,44 @@ def test_trust_refuses_when_the_target_cannot_be_met(tmp_path):
     assert found["met"] is False and found["threshold"] is None
     assert found["best_lower_bound"] == pytest.approx(stats.beta.ppf(0.1, 32, 9))
     assert "no threshold meets the target 0.9 at risk 0.1" in Calibrate(path)("trust", "--min-labels", "0").output
+
+
+def test_an_unparsed_repeat_counts_against_the_confidence_and_a_failed_call_does_not(tmp_path):
+    """Repeats by hand (people: yes on A, C, D, E; no on B):
+    A 10 items yes yes yes: 3/3 = 1;         B 10 items yes yes unparsed: 2/3, wrong;
+    C 4 items yes yes failed: 2/2 = 1;       D 2 items yes unparsed unparsed: 1/3;
+    E 1 item yes failed failed: one answer, no confidence (left out of trust, and said)."""
+    path = tmp_path / "r.db"
+    store = Store(path)
+    ids = lexical_items(store, 27)
+    label_all(store, ids, ["yes"] * 10 + ["no"] * 10 + ["yes"] * 7)
+    store.close()
+    unreadable, failed = Reply("I would rather not say."), Reply(status=500)
+    scripts = {**{k: [YES, YES, unreadable] for k in range(10, 20)}, **{k: [YES, YES, failed] for k in range(20, 24)},
+               **{k: [YES, unreadable, unreadable] for k in (24, 25)}, 26: [YES, failed, failed]}
+    run = Calibrate(path)
+    with FakeOpenAI(YES, by_content={f"sentence {k}": replies for k, replies in scripts.items()}) as server:
+        judge(run, server, "--repeat", "3", "--concurrency", "1", ok=False)
+    assert report_cell(path)["lines"][0]["n"] == 27, "every item has the verdict yes: the report counts 27"
+    (found,) = json.loads(run("trust", "--target", "0.6", "--min-labels", "0", "--format", "json").output)
+    # A and C at 1, all agreeing: at 1.000 ... 0.667 the 14 items give the Clopper-Pearson bound .1^(1/14) = 0.848
+    # >= 0.6; at 0.666 B joins (14 of 24 agree, bound below 0.6) and testing stops
+    assert found["n"] == 26 and found["without_confidence"] == 1
+    assert found["met"] is True and found["threshold"] == pytest.approx(0.667) and found["accepted"] == 14
+    assert found["lower_bound"] == pytest.approx(0.1 ** (1 / 14)) and found["agreement"] == 1
+    table = " ".join(run("trust", "--target", "0.6", "--min-labels", "0").output.split())
+    assert "1 labelled item with a verdict has no confidence (no logprob stored, nor two or more repeats that " \
+           "answered: a failed call is no answer) and is left out of n" in table
+    # ECE: bin (0.9, 1] 14 items all right: 0; (0.6, 0.7] 10 at 2/3 all wrong; (0.3, 0.4] 2 at 1/3 both right
+    row = report_cell(path)["lines"][0]
+    assert row["calibration_items"] == 26
+    assert row["ece"] == pytest.approx((10 * 2 / 3 + 2 * 2 / 3) / 26)
+    assert row["brier"] == pytest.approx((10 + 2) * (2 / 3) ** 2 / 26)
+    # the export's trust marks accept those 14 (the escalate order takes the same marks: see
+    # test_escalate_order_and_export_marks_follow_the_trust_threshold)
+    export = run("export", "--target", "0.6", "--min-labels", "0").stdout.splitlines()
+    marks = [json.loads(line)["trust"]["fake-judge"] for line in export]
+    assert [k for k, mark in enumerate(marks) if mark == "accepted"] == [*range(10), *range(20, 24)]
 
 
 def length_db(path, *, biased: bool, n: int = 80) -> None:

@@ -35,6 +35,7 @@ from calibrate.stats.intervals import (
 )
 from calibrate.stats.trust_or_escalate import (
     confidence_and_outcome,
+    is_label,
     is_missing,
     majority_confidence,
     verdict_table,
@@ -63,7 +64,9 @@ class Consistency:
 
 def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Consistency:
     """Flip rate, agreement across repeats and the unstable items, from an items x K table of
-    verdict labels (None or NaN = missing).
+    verdict labels (None or NaN = missing; UNPARSED, an answer without a label, counts as
+    missing too: these figures compare the labels the judge gave, and how often its outputs
+    do not parse is counted apart, as unparsed).
 
     Flip rate = share of items whose repeats are not all equal, over items with >= 2 repeats,
     with a 95 % Wilson interval (`calibrate.stats.intervals.proportion`). Agreement across
@@ -74,7 +77,7 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     MIN_INTERVAL_ITEMS items; `alpha.reason` then says why.
     """
     rows = verdict_table(verdicts)
-    present = [[v for v in row if not is_missing(v)] for row in rows]
+    present = [[v for v in row if is_label(v)] for row in rows]
     rated = [i for i, values in enumerate(present) if len(values) >= 2]
     unstable = [i for i in rated if len(set(present[i])) > 1]
     flip = proportion(len(unstable), len(rated), none_reason="no item has two or more repeats")
@@ -85,7 +88,7 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     codes = np.full((len(rated), len(rows[0])), -1)
     for r, i in enumerate(rated):
         for j, v in enumerate(rows[i]):
-            if not is_missing(v):
+            if is_label(v):
                 codes[r, j] = index[v]
     reliability = np.where(codes >= 0, codes, np.nan).T  # raters (repeats) x units (items)
     alpha = krippendorff_alpha(reliability, resamples=resamples, seed=seed)

@@ -26,6 +26,26 @@ def is_missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+class _Unparsed:
+    """The type of `UNPARSED` (one instance)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+
+UNPARSED = _Unparsed()
+"""In a table of repeats, an answer that did not parse: the judge answered, with no label that
+can be read. Unlike a missing verdict (None or NaN: a failed call, or no such repeat), it is an
+answer, one that agrees with no label."""
+
+
+def is_label(x) -> bool:
+    """A verdict that gives a label: neither missing nor UNPARSED."""
+    return not is_missing(x) and x is not UNPARSED
+
+
 def verdict_table(verdicts) -> list[list]:
     """Rows of plain Python values (numpy scalars unwrapped, so results serialise as JSON)."""
     rows = [[v.item() if isinstance(v, np.generic) else v for v in row] for row in verdicts]
@@ -36,41 +56,53 @@ def verdict_table(verdicts) -> list[list]:
 
 @dataclass
 class MajorityVerdicts:
-    """The majority verdict per item and the share of its repeats (or judges) that gave it."""
+    """The majority verdict per item and the share of its answers (its repeats, or for the jury
+    its judges) that gave it."""
 
-    verdicts: list  # the majority label, or None on a tie or with no repeats
-    confidence: list[float | None]  # share of the item's repeats giving its most frequent label
+    verdicts: list  # the majority label, or None on a tie or with no label
+    confidence: list[float | None]  # share of the item's answers giving its most frequent label
     ties: int
+    answers: list[int]  # the item's answers: its labels and UNPARSED ones (not the missing ones)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
 def majority_confidence(verdicts) -> MajorityVerdicts:
-    """Confidence from K repeats when the server gives no logprobs: for item i with m_i
-    non-missing verdicts, confidence_i = max_c n_ic / m_i, the share of repeats that gave the
-    most frequent label (self-consistency: Wang et al. (2023). Self-consistency improves chain
-    of thought reasoning in language models. ICLR 2023).
+    """Confidence from K repeats when the server gives no logprobs (self-consistency: Wang et al.
+    (2023). Self-consistency improves chain of thought reasoning in language models. ICLR 2023):
+    for item i with a_i answers (its labels and its UNPARSED outputs; a missing verdict, None or
+    NaN, is a failed call that gave no answer and is left out) and n_ic answers giving label c,
+
+        confidence_i = max_c n_ic / a_i,
+
+    the share of the item's answers that gave its most frequent label. An unparsed output is an
+    answer that did not agree with that label, so it counts in the denominator: two "yes" and one
+    unparsed give 2/3, like two "yes" and one "no", where three "yes" give 1; two "yes" and one
+    failed call give 2/2 = 1. `answers` holds a_i, for callers that need two or more answers
+    before a share means anything (a single answer always gives 1).
 
     Ties: when two or more labels share the top count the majority verdict is None (the item is
     undecided and counted in `ties`) and the confidence is still that top share (e.g. 0.5 for
-    one "yes" and one "no"), so a tied item never looks confident. An item with no verdicts has
-    verdict None and confidence None.
+    one "yes" and one "no"), so a tied item never looks confident. An item with no label (no
+    answer, or only unparsed ones) has verdict None and confidence None.
     """
-    out_verdicts, confidence, ties = [], [], 0
+    out_verdicts, confidence, answers, ties = [], [], [], 0
     for row in verdict_table(verdicts):
-        values = [v for v in row if not is_missing(v)]
-        if not values:
+        given = [v for v in row if not is_missing(v)]
+        answers.append(len(given))
+        labels = [v for v in given if v is not UNPARSED]
+        if not labels:
             out_verdicts.append(None)
             confidence.append(None)
             continue
-        ranked = Counter(values).most_common()
+        ranked = Counter(labels).most_common()
         top = ranked[0][1]
         tied = len(ranked) > 1 and ranked[1][1] == top
         ties += tied
         out_verdicts.append(None if tied else ranked[0][0])
-        confidence.append(top / len(values))
-    return MajorityVerdicts(out_verdicts, confidence, ties)
+        confidence.append(top / len(given))
+    return MajorityVerdicts(out_verdicts, confidence, ties, answers)
 
 
 def confidence_and_outcome(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +188,7 @@ class Trust:
     reason: str | None = None
     shortfall: float | None = None  # detectable_shortfall of the accepted items (when met)
     min_calibration: int | None = None  # the minimum calibration size applied, if any
+    without_confidence: int = 0  # labelled items with a verdict but no confidence, not in n (the caller counts them)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
