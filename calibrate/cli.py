@@ -1680,8 +1680,10 @@ def _nothing_to_report(ctx: Context, cells) -> str:
     if not labelled:
         return (f"no agreement to report yet: none of the {len(cells)} judged cells has an item labelled by people. "
                 "Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
-    return (f"no agreement to report: every labelled item's verdict is unparsed in the {len(labelled)} labelled "
-            "cells; see --unparsed, or calibrate parse after a parser change")
+    tied = sum(line.jury_ties for c in labelled for line in c.lines)
+    return (f"no agreement to report: every labelled item's verdict is unparsed in the {len(labelled)} labelled cells"
+            + (f", or the jury's judges tie on it ({tied} labelled items tied, which --unparsed does not settle)"
+               if tied else "") + "; see --unparsed, or calibrate parse after a parser change")
 
 
 @cli.command(name="scores", database=READS)

@@ -280,6 +280,13 @@ def judged(status: str | None) -> bool:
     return status is not None and status != FAILED
 
 
+TIED = "tied"
+"""The status of the jury's verdict on an item where two or more labels share its judges' top
+count (`calibrate.reliability_cells.jury_data`): the item is judged, but has no verdict. A tie
+is not an unparsed output, so `report --unparsed` never settles it; it is counted apart and left
+out of the jury's agreement."""
+
+
 @dataclass(frozen=True)
 class NewJudgment:
     """A judgment ready to store. `uid` defaults to a fresh one (a new run)."""
@@ -346,8 +353,12 @@ class AgreementData:
     judge_vs_gold: list[tuple]  # task, lang, judge, status, verdict, gold label, n (every labelled item with one)
     shared_labels: list[tuple]  # item_id, task, lang, annotator, label (items with >= 2 annotators)
     shared_verdicts: list[tuple]  # item_id, judge, status, verdict (same items)
-    judged: list[tuple]  # task, lang, judge, status, n (every verdict in force, failed ones too)
+    judged: list[tuple]  # task, lang, judge, status, n (every verdict in force, failed ones too; the jury's TIED)
     tied_items: list[int] = field(default_factory=list)  # of those, the items with no gold label (a tie)
+    jury_judges: tuple[str, ...] = ()  # the judges the jury combines (none without a jury)
+    # task, lang, judge (the jury), judges whose calls failed there (a tuple, maybe empty), n: the items the
+    # jury leaves out because only one of its judges judged them
+    one_judge_only: list[tuple] = field(default_factory=list)
 
     @staticmethod
     def combine(parts: list[AgreementData]) -> AgreementData:
@@ -363,7 +374,8 @@ class AgreementData:
         return AgreementData(
             summed("judge_vs_human"), summed("judge_vs_gold"),
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
-            [i for p in parts for i in p.tied_items],
+            [i for p in parts for i in p.tied_items], next((p.jury_judges for p in parts if p.jury_judges), ()),
+            summed("one_judge_only"),
         )
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from calibrate.cells import CellKinds
 from calibrate.gold import gold_by_item
 from calibrate.kinds import POSITIVE, VerdictKind
-from calibrate.model import AgreementData
+from calibrate.model import TIED, AgreementData
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
@@ -440,34 +440,47 @@ def refusal_words(found: Trust) -> str:
 JURY = "jury"
 
 
-def _jury_verdict(kind: VerdictKind | None, row: tuple) -> str | None:
-    """The jury's verdict on one item from its judges' verdicts (None = none parsed): the
-    plurality label, or for scores the mean per dimension (`calibrate.stats.reliability.jury`)."""
+def _jury_verdict(kind: VerdictKind | None, row: tuple) -> tuple[str, str | None]:
+    """The jury's status and verdict on one item from its judges' verdicts (None: unparsed):
+    'verdict' with the plurality label, or for scores the mean per dimension
+    (`calibrate.stats.reliability.jury`); TIED where two or more labels share the top count;
+    'unparsed' where no judge's output parsed."""
     from calibrate.stats.reliability import jury
 
     if kind is not None and kind.scored:
         dims = [[(kind.scores(v) or {}).get(d) if v else None for v in row] for d in SCORE_KEYS]
         means = [jury([dim], scores=True).verdicts[0] for dim in dims]
-        return None if None in means else kind.score_label(dict(zip(SCORE_KEYS, means, strict=True)))
-    return jury([list(row)]).verdicts[0]
+        return ("unparsed", None) if None in means else (
+            "verdict", kind.score_label(dict(zip(SCORE_KEYS, means, strict=True))))
+    combined = jury([list(row)])
+    if combined.verdicts[0] is not None:
+        return "verdict", combined.verdicts[0]
+    return (TIED if combined.ties else "unparsed"), None
 
 
 def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = None,
               system: str | None = None) -> AgreementData | None:
     """The agreement rows of one more judge, `jury`, whose verdict on an item combines every
     judge's newest verdict there (`calibrate.stats.reliability.jury`: the plurality label, the mean of
-    scores), so its agreement with people can be set beside each member's. An item where the
-    judges tie, or none gave a parsed verdict, has no jury verdict and counts as unparsed. The
-    gold label follows `Store.agreement_data` (`calibrate.gold`: the adjudicator's where given
+    scores), so its agreement with people can be set beside each member's. The rule, per item:
+    - only items two or more judges judged count; an item only one judged (the others' calls
+      failed: an error is no judgment, `calibrate.model.judged`; or they never judged it) is left
+      out, and counted in `one_judge_only` with the judges whose calls failed there;
+    - an unparsed output is a judgment but no vote: the other judges' labels decide (beside one
+      unparsed output, a single other label stands);
+    - where two or more labels share the top count the judges tie: the item has no verdict and
+      the status TIED, not 'unparsed' (with two judges, it has a verdict only where they agree or
+      one output is unparsed);
+    - where no judge's output parsed, the jury's is unparsed.
+    The gold label follows `Store.agreement_data` (`calibrate.gold`: the adjudicator's where given
     and they labelled the item, else the strict majority, an item one person labelled having
-    theirs). Only items two or more judges judged count; with `system`, only that system's
-    items. None with fewer than two judges."""
+    theirs). With `system`, only that system's items. None with fewer than two judges."""
     judges, rows = store.jury_rows(exclude=JURY, system=system, gold_from=gold_from)
     if len(judges) < 2:
         return None
     k = len(judges)
     kinds: dict[tuple[str, str], VerdictKind | None] = {}
-    combined: dict[tuple, str | None] = {}  # the jury's verdict per kind and row of verdicts: rows repeat
+    combined: dict[tuple, tuple[str, str | None]] = {}  # the jury's status and verdict per kind and row: rows repeat
 
     def verdict_of(task: str, lang: str, verdicts: tuple) -> tuple[str, str | None]:
         if (task, lang) not in kinds:
@@ -478,8 +491,7 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
         kind = kinds[task, lang]
         if (kind, verdicts) not in combined:
             combined[kind, verdicts] = _jury_verdict(kind, verdicts)
-        verdict = combined[kind, verdicts]
-        return ("verdict" if verdict is not None else "unparsed"), verdict
+        return combined[kind, verdicts]
 
     judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
     for task, lang, *verdicts, n in rows["judged"]:
@@ -494,4 +506,5 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
         shared.append((item_id, JURY, *verdict_of(task, lang, tuple(verdicts))))
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
     return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold),
-                         shared_labels=[], shared_verdicts=shared, judged=counted(judged))
+                         shared_labels=[], shared_verdicts=shared, judged=counted(judged), jury_judges=tuple(judges),
+                         one_judge_only=[(task, lang, JURY, failed, n) for task, lang, failed, n in rows["one_judge"]])

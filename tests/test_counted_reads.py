@@ -26,7 +26,7 @@ from calibrate.formats.c3 import c3_right
 from calibrate.formats.gold import write_csv, write_jsonl
 from calibrate.gold import gold_by_item, gold_label
 from calibrate.kinds import POSITIVE
-from calibrate.model import NewItem, NewJudgment
+from calibrate.model import TIED, NewItem, NewJudgment
 from calibrate.reliability_cells import (
     JURY,
     JudgedItem,
@@ -476,7 +476,9 @@ def test_agreement_gold_rows_worked_out_in_python_equal_sql_in_its_order():
 def test_jury_from_counted_sets_equals_the_jury_item_by_item():
     """The jury's rows (judged, against each annotator, against the gold label of every labelled
     item, on shared items) from the counted sets of verdicts equal the plurality of each item's
-    verdicts in force, read item by item, overall and per system."""
+    verdicts in force, read item by item, overall and per system (a tie counted as one, not as
+    unparsed), and so do the items it leaves out as judged by one judge only, with the judges
+    whose calls failed there."""
     store = Store(":memory:")
     serial = itertools.count()
 
@@ -489,19 +491,21 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
         for row in store.current_labels():
             labels[row["item_id"]][row["annotator"]] = row["label"]
         judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), set()
-        judges = set()
+        judges, alone = set(), []
         for it in store.iter_items(system=system):
             by_judge = defaultdict(list)
             for j in store.judgments_for_item(it.id):
                 by_judge[j.judge_name].append(j)
-            said = {name: (status, verdict) for name, (_, status, verdict) in
-                    ((name, in_force(found)) for name, found in by_judge.items()) if status != "error"}
+            found = {name: in_force(judgments)[1:] for name, judgments in by_judge.items()}
+            said = {name: (status, verdict) for name, (status, verdict) in found.items() if status != "error"}
             judges |= set(said)
+            if len(said) == 1:
+                alone.append((it.task, it.lang, {name for name, (status, _) in found.items() if status == "error"}))
             if len(said) < 2:
                 continue
             votes = Counter(verdict for status, verdict in said.values() if status == "verdict").most_common()
             verdict = votes[0][0] if votes and (len(votes) == 1 or votes[0][1] > votes[1][1]) else None
-            status = "verdict" if verdict is not None else "unparsed"
+            status = "verdict" if verdict is not None else TIED if votes else "unparsed"
             cell = (it.task, it.lang, JURY)
             judged[(*cell, status)] += 1
             for annotator, label in labels.get(it.id, {}).items():
@@ -518,6 +522,8 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
         assert Counter({r[:-1]: r[-1] for r in data.judge_vs_human}) == versus_human
         assert Counter({r[:-1]: r[-1] for r in data.judge_vs_gold}) == versus_gold
         assert set(data.shared_verdicts) == shared
+        one_judge = Counter((task, lang, JURY, tuple(sorted(failed & judges))) for task, lang, failed in alone)
+        assert Counter({r[:-1]: r[-1] for r in data.one_judge_only}) == one_judge
 
     try:
         check()

@@ -4,6 +4,7 @@ trust or escalate, the length and per-system probes, from the store through the 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 
@@ -381,12 +382,105 @@ def test_jury_is_one_more_judge_in_the_report(tmp_path):
     cells = {c["judge"]: c for c in report["cells"]}
     assert set(cells) == {"a", "b", "c", "jury"}
     jury = cells["jury"]
-    assert jury["judged"] == 6 and jury["unparsed"] == 1, "the tied item has no jury verdict"
+    assert jury["judged"] == 6 and jury["jury_ties"] == 1 and jury["unparsed"] == 0, "the tied item has no jury verdict"
     assert jury["lines"][0]["n"] == 5 and jury["lines"][0]["agreement"] == 1.0
     assert cells["a"]["lines"][0]["agreement"] == pytest.approx(4 / 6), "a member alone agrees less"
     only = json.loads(Calibrate(path)("report", "--format", "json", "--judge", "jury").output)
     assert [c["judge"] for c in only["cells"]] == ["jury"]
     assert [c["judge"] for c in json.loads(Calibrate(path)("report", "--format", "json", "--judge", "a").output)["cells"]] == ["a"]
+
+
+def jury_of_two(tmp_path, outputs: dict[str, list], labels: list[str], more: dict[str, list[str]] | None = None):
+    """Judges' outputs imported as `import jsonl --judge-output` does (None: a failed call) on 12
+    c3/pause items, ana's labels and those of the annotators in `more`, into a new database."""
+    run = Calibrate(tmp_path / "jury.db")
+    for name, said in outputs.items():
+        lines = tmp_path / f"{name}.jsonl"
+        lines.write_text("".join(json.dumps({"id": f"q{i}", "content": "c", "notation": "n", "response": "r", "out": out})
+                                 + "\n" for i, out in enumerate(said)))
+        run("import", "jsonl", str(lines), "--task", "c3/pause", "--lang", "en", "--system", "s", "--judge-output", "out",
+            "--judge-name", name)
+    table = tmp_path / "labels.csv"
+    table.write_text("task,lang,system,source_id,annotator,label,note\n"
+                     + "".join(f"c3/pause,en,s,q{i},{who},{label},\n"
+                               for who, given in {"ana": labels, **(more or {})}.items()
+                               for i, label in enumerate(given)))
+    run("import", "labels", str(table))
+    return run
+
+
+def test_a_tie_between_the_jurys_judges_is_a_tie_never_unparsed_nor_settled_by_unparsed(tmp_path):
+    """The audit's case: j1 says yes on all 12 items, j2 yes on 6 and no on the other 6. The six
+    where they disagree are ties: no output is unparsed, and --unparsed as-negative, which reads an
+    unparsed output as "no", must not turn them into j2's "no"."""
+    yes, no = "The answer is: yes.", "The answer is: no."
+    run = jury_of_two(tmp_path, {"j1": [yes] * 12, "j2": [yes] * 6 + [no] * 6},
+                      ["yes" if i % 4 else "no" for i in range(12)])
+    for mode in ("exclude", "as-negative", "as-disagreement"):
+        (jury,) = json.loads(run("report", "--judge", "jury", "--unparsed", mode, "--format", "json").output)["cells"]
+        (line,) = jury["lines"]
+        assert (line["n"], line["unparsed"], jury["unparsed"]) == (6, 0, 0), f"{mode}: the ties are left out"
+        assert line["agreement"] == pytest.approx(4 / 6), "items 1-3 and 5 are yes, 0 and 4 no: j1 and j2 say yes"
+        assert (jury["judged"], jury["jury_ties"], line["jury_ties"]) == (12, 6, 6), mode
+    table = " ".join(run("report", "--judge", "jury", "--unparsed", "as-negative").output.split())
+    assert "verdicts unparsed" not in table and "counted as the negative label" not in table
+    assert "6 of 12 judged items tied (j1 and j2 gave different labels): no jury verdict, left out" in table
+    assert "a jury of two judges gives a verdict only where both agree" in table
+    assert "labelled items left out as ties: ana 6" in table
+    (row,) = csv.DictReader(io.StringIO(run("report", "--judge", "jury", "--format", "csv").output))
+    assert (row["n"], row["unparsed"], row["jury_ties"]) == ("6", "0", "6")
+    for fmt in ("markdown", "html"):
+        assert "6 of 12 judged items tied" in run("report", "--judge", "jury", "--format", fmt).output, fmt
+
+
+def test_a_jury_tied_on_every_labelled_item_says_so_and_exits_1(tmp_path):
+    run = jury_of_two(tmp_path, {"j1": ["The answer is: yes."] * 12, "j2": ["The answer is: no."] * 12}, ["yes"] * 12)
+    refused = run("report", "--judge", "jury", "--unparsed", "as-negative", ok=False)
+    assert refused.exit_code == 1
+    assert "the jury's judges tie on it (12 labelled items tied, which --unparsed does not settle)" in " ".join(
+        refused.output.split())
+    beside = " ".join(run("report").output.split())
+    assert "the jury's judges tie or give no parsed verdict on every labelled item (1): c3/pause en (jury: 12 tied, " \
+           "0 unparsed)" in beside
+
+
+def test_the_jurys_ties_stay_out_of_the_human_ceiling_whatever_unparsed_says(tmp_path):
+    """On items two people labelled, the judge's side of the human ceiling leaves the ties out
+    too: --unparsed as-negative must not read them as "no" there either."""
+    yes, no = "The answer is: yes.", "The answer is: no."
+    ana = ["yes" if i % 4 else "no" for i in range(12)]
+    run = jury_of_two(tmp_path, {"j1": [yes] * 12, "j2": [no, yes, yes, yes, no, no] + [yes, no] * 3}, ana,
+                      {"bob": ["no" if i in (0, 7) else label for i, label in enumerate(ana)]})
+    ceilings = {mode: json.loads(run("report", "--judge", "jury", "--unparsed", mode, "--format", "json").output)
+                ["cells"][0]["ceiling"]["judge"]["value"] for mode in ("exclude", "as-negative")}
+    assert ceilings["exclude"] is not None and ceilings["as-negative"] == ceilings["exclude"]
+
+
+def test_the_jury_counts_and_names_the_items_only_one_judge_judged(tmp_path):
+    """The audit's second case: j1's calls failed on q0 and q1 (output null), so only j2 judged
+    them: the jury leaves them out by its rule and says so, and its counts add up to j2's 12. An
+    unparsed output of j1 (q2) is a judgment: there j2's label stands, nothing is left out."""
+    said = lambda i: "The answer is: yes." if i % 3 else "The answer is: no."  # noqa: E731
+    run = jury_of_two(tmp_path, {"j1": [None, None, "I cannot tell."] + [said(i) for i in range(3, 12)],
+                                 "j2": [said(i) for i in range(12)]},
+                      ["yes" if i % 3 else "no" for i in range(12)])
+    table = " ".join(run("report").output.split())
+    jury_part = table[table.index("c3/pause · en · jury"):]
+    assert ("2 items left out: judged by one judge only (j1's calls failed); a failed call is no judgment, while an "
+            "unparsed output is one: beside it the other judge's label stands") in jury_part
+    cells = {c["judge"]: c for c in json.loads(run("report", "--format", "json").output)["cells"]}
+    assert (cells["j1"]["judged"], cells["j1"]["errors"], cells["j1"]["unparsed"]) == (10, 2, 1)
+    jury = cells["jury"]
+    assert (jury["judged"], jury["unparsed"], jury["errors"], jury["jury_ties"]) == (10, 0, 0, 0), "q2: j2's label"
+    assert (jury["jury_one_judge_only"], jury["jury_failed_calls"]) == (2, {"j1": 2})
+    assert jury["judged"] + jury["jury_one_judge_only"] == cells["j2"]["judged"] == 12
+    (line,) = jury["lines"]
+    assert (line["n"], line["agreement"], line["jury_one_judge_only"]) == (10, 1.0, 2)
+    rows = {r["judge"]: r for r in csv.DictReader(io.StringIO(run("report", "--format", "csv").output))}
+    assert (rows["jury"]["n"], rows["jury"]["jury_one_judge_only"]) == ("10", "2")
+    for fmt in ("markdown", "html"):
+        assert "2 items left out: judged by one judge only" in run("report", "--format", fmt).output.replace(
+            "&#x27;", "'"), fmt
 
 
 def test_jury_counts_current_items_only_and_takes_the_gold_of_every_labelled_item(tmp_path, templates):
@@ -402,18 +496,18 @@ def test_jury_counts_current_items_only_and_takes_the_gold_of_every_labelled_ite
     store.add_items([NewItem("c3/lexical", "en", "2", {"content": "changed", "notation": "n", "response": "r"}, version=2)])
     data = jury_data(store, templates)
     cell = ("c3/lexical", "en", "jury")
-    assert sorted(data.judged) == [(*cell, "unparsed", 1), (*cell, "verdict", 2)], "item 2's old version is not counted"
+    assert sorted(data.judged) == [(*cell, "tied", 1), (*cell, "verdict", 2)], "item 2's old version is not counted"
     assert sorted(data.judge_vs_human) == sorted([
-        (*cell, "x", "verdict", "yes", "yes", 1), (*cell, "x", "unparsed", None, "yes", 1),
+        (*cell, "x", "verdict", "yes", "yes", 1), (*cell, "x", "tied", None, "yes", 1),
         (*cell, "x", "verdict", "no", "yes", 1), (*cell, "y", "verdict", "yes", "yes", 1),
         (*cell, "y", "verdict", "no", "no", 1)])
     assert sorted(data.shared_verdicts) == [(ids[0], "jury", "verdict", "yes"), (ids[3], "jury", "verdict", "no")]
     # item 1, which x alone labelled, has x's label as its gold; the tied item 3 has none
     assert sorted(data.judge_vs_gold, key=str) == sorted(
-        [(*cell, "verdict", "yes", "yes", 1), (*cell, "unparsed", None, "yes", 1)], key=str)
+        [(*cell, "verdict", "yes", "yes", 1), (*cell, "tied", None, "yes", 1)], key=str)
     adjudicated = jury_data(store, templates, gold_from="y")
     assert sorted(adjudicated.judge_vs_gold, key=str) == sorted(
-        [(*cell, "verdict", "no", "no", 1), (*cell, "verdict", "yes", "yes", 1), (*cell, "unparsed", None, "yes", 1)],
+        [(*cell, "verdict", "no", "no", 1), (*cell, "verdict", "yes", "yes", 1), (*cell, "tied", None, "yes", 1)],
         key=str)
 
 

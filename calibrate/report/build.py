@@ -9,7 +9,9 @@ cell holds one kind of verdict, and English yes/no and Chinese 是/否 meet on t
 polarity. Unparsed
 verdicts are left out, counted as "no" (as C3's script does) or counted as disagreement, as
 asked, and whenever a cell has some the range of kappa between the best and the worst case
-is kept beside it.
+is kept beside it. The items the jury's judges tie on (`calibrate.model.TIED`) are not
+unparsed: whatever `--unparsed` says, they are left out and counted apart, as are the items
+the jury leaves out because one judge only judged them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing,
 from calibrate.configurations import mixed_by_cell
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
-from calibrate.model import AgreementData, judged
+from calibrate.model import TIED, AgreementData, judged
 from calibrate.preload import import_meanwhile
 from calibrate.reliability_cells import (
     JURY,
@@ -212,7 +214,10 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
 
     def cell(task, lang, judge) -> AgreementCell:
         key = kinds.key(task, lang)
-        return cells.setdefault((key, judge), AgreementCell(key, judge, kinds.kind(key)))
+        if (key, judge) not in cells:
+            cells[key, judge] = AgreementCell(key, judge, kinds.kind(key),
+                                              jury_judges=data.jury_judges if judge == JURY else ())
+        return cells[key, judge]
 
     for task, lang, judge, status, n in data.judged:
         c = cell(task, lang, judge)
@@ -222,14 +227,21 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
         c.judged += n
         if status == "unparsed":
             c.unparsed += n
+        elif status == TIED:
+            c.jury_ties += n
+    for task, lang, judge, failed, n in data.one_judge_only:
+        if (c := cells.get((kinds.key(task, lang), judge))) is not None:  # a jury that judged none there has no cell
+            c.one_judge_only[failed] = c.one_judge_only.get(failed, 0) + n
     # the tied items (no gold label) each judge judged, for the note of its line against the gold label
     tied, cell_of = set(data.tied_items), {r[0]: (r[1], r[2]) for r in data.shared_labels}
     ties = Counter((kinds.key(*cell_of[item_id]), judge) for item_id, judge, status, _ in data.shared_verdicts
                    if item_id in tied and judged(status))
 
-    # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed
+    # (cell, judge, versus) -> {(verdict, label): n} for parsed verdicts, {label: n} for unparsed; labelled items
+    # the jury's judges tie on
     parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
     unparsed: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    tied: Counter = Counter()
     for rows, has_annotator in ((data.judge_vs_human, True), (data.judge_vs_gold, False)):
         for row in rows:
             if has_annotator:
@@ -244,19 +256,23 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             label = kinds.label(task, lang, label)
             if status == "verdict":
                 parsed[key][(kinds.label(task, lang, verdict), label)] += n
+            elif status == TIED:
+                tied[key] += n
             else:
                 unparsed[key][label] += n
 
     people = defaultdict(set)  # (cell, judge) -> annotators with lines
-    for key, judge, versus in [*parsed, *unparsed]:
+    for key, judge, versus in [*parsed, *unparsed, *tied]:
         if versus != gold:
             people[(key, judge)].add(versus)
-    for key, judge, versus in sorted({*parsed, *unparsed}, key=lambda k: (k[0], k[1], k[2] == gold, k[2])):
+    for key, judge, versus in sorted({*parsed, *unparsed, *tied}, key=lambda k: (k[0], k[1], k[2] == gold, k[2])):
         if versus == gold and len(people[(key, judge)]) < 2:
             continue  # the gold label of one annotator's labels is that annotator's line again
         c = cells[(key, judge)]
         c.ties = ties[(key, judge)]
-        c.lines.append(_line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options))
+        line = _line(c.kind, versus, parsed[(key, judge, versus)], unparsed[(key, judge, versus)], options)
+        line.jury_ties = tied[(key, judge, versus)]
+        c.lines.append(line)
 
     _add_ceilings_and_alt_tests(data, cells, kinds, options)
     ordered = sorted(cells.values(), key=lambda c: (c.key, c.judge))
@@ -266,9 +282,10 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
 def judge_evidence(data: AgreementData, templates: TemplateSet) -> AgreementData:
     """`data` without the judgments on tasks people decide (no judge prompt: C3's generation
     phenomena): whatever stored them, they say nothing about a judge. People's labels stay."""
+    judge_rows = (data.judged, data.judge_vs_human, data.judge_vs_gold, data.one_judge_only)
     decided = {(task, lang): templates.people_decide(task, lang)
-               for task, lang in {*((r[0], r[1]) for rows in (data.judged, data.judge_vs_human, data.judge_vs_gold)
-                                    for r in rows), *((r[1], r[2]) for r in data.shared_labels)}}
+               for task, lang in {*((r[0], r[1]) for rows in judge_rows for r in rows),
+                                  *((r[1], r[2]) for r in data.shared_labels)}}
     if not any(decided.values()):
         return data
     people = {item_id for item_id, task, lang, *_ in data.shared_labels if decided[(task, lang)]}
@@ -277,6 +294,7 @@ def judge_evidence(data: AgreementData, templates: TemplateSet) -> AgreementData
         judge_vs_human=[r for r in data.judge_vs_human if not decided[(r[0], r[1])]],
         judge_vs_gold=[r for r in data.judge_vs_gold if not decided[(r[0], r[1])]],
         judged=[r for r in data.judged if not decided[(r[0], r[1])]],
+        one_judge_only=[r for r in data.one_judge_only if not decided[(r[0], r[1])]],
         shared_verdicts=[r for r in data.shared_verdicts if r[0] not in people],
     )
 

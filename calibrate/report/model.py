@@ -70,6 +70,7 @@ class Line:
     more_items: int | None = None
     errors: JudgeVsHuman | None = None
     unparsed: int = 0  # labelled items whose verdict did not parse
+    jury_ties: int = 0  # the jury's: labelled items its judges tie on (no verdict, left out of n; not unparsed)
     kappa_range: tuple[float | None, float | None] | None = None  # worst, best case for those
 
     @property
@@ -84,7 +85,10 @@ class AgreementCell:
     """One judge in one cell: its judged items (`calibrate.model.judged`: a failed call is not),
     the unparsed among them and its failed verdicts (errors), a line per annotator (and one
     against the gold label), the human ceiling, the alternative annotator test, the judge's
-    reliability figures, and the configurations its verdicts come from where several."""
+    reliability figures, and the configurations its verdicts come from where several. The jury
+    (`calibrate.reliability_cells.jury_data`) also has its judges, the judged items its judges
+    tie on, and the items it leaves out as judged by one judge only (per tuple of the judges
+    whose calls failed there)."""
 
     key: tuple[str, str]  # (task, lang); "*" where --by merged it
     judge: str
@@ -100,6 +104,14 @@ class AgreementCell:
     ties: int = 0
     reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
     configurations: MixedConfigurations | None = None  # where the judge's verdicts come from several
+    jury_judges: tuple[str, ...] = ()
+    jury_ties: int = 0
+    one_judge_only: dict[tuple[str, ...], int] = field(default_factory=dict)
+
+    @property
+    def one_judge_items(self) -> int:
+        """The items the jury leaves out, judged by one of its judges only."""
+        return sum(self.one_judge_only.values())
 
     @property
     def task(self) -> str:
@@ -145,6 +157,9 @@ class Report:
                 "system": cell.system, "task": cell.key[0], "lang": cell.lang, "judge": cell.judge,
                 "kind": cell.kind.name if cell.kind else None,
                 "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
+                "jury_judges": list(cell.jury_judges), "jury_ties": cell.jury_ties,
+                "jury_one_judge_only": cell.one_judge_items,
+                "jury_failed_calls": failed_calls(cell),
                 "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
                 "reliability": cell.reliability.as_dict() if cell.reliability else None,
@@ -159,6 +174,16 @@ class Report:
         return {"by": list(self.options.by), "unparsed": self.options.unparsed, "gold_from": self.options.gold_from,
                 "target_half_width": self.options.target_half_width, "epsilon": self.options.epsilon,
                 "multiplicity": multiplicity_note(self), "cells": out}
+
+
+def failed_calls(cell: AgreementCell) -> dict[str, int]:
+    """Of the items the jury leaves out as judged by one judge only, on how many each other
+    judge's call failed (the rest, those judges never judged)."""
+    out: dict[str, int] = {}
+    for failed, n in sorted(cell.one_judge_only.items()):
+        for name in failed:
+            out[name] = out.get(name, 0) + n
+    return out
 
 
 def gold_name(options: ReportOptions) -> str:
@@ -217,6 +242,8 @@ class ReportRow:
     homogeneity_p: float | None = None
     leniency: str | None = None
     unparsed: int = 0
+    jury_ties: int = 0  # the jury's: of the line's labelled items, those its judges tie on (left out of n)
+    jury_one_judge_only: int = 0  # the jury's: of the cell's items, those it leaves out (judged by one judge only)
     kappa_worst: float | None = None
     kappa_best: float | None = None
     errors: int = 0
@@ -315,7 +342,8 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
     """The line's named values; for a rubric line, those of one of its scores (`dimension`,
     by default the first)."""
     row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
-                    more_items=line.more_items, gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
+                    jury_ties=line.jury_ties, jury_one_judge_only=c.one_judge_items, more_items=line.more_items,
+                    gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
     if line.stats is not None and line.stats.n:
         s = line.stats
         row.agreement, row.agreement_low, row.agreement_high = split_estimate(s.agreement)

@@ -18,6 +18,7 @@ from calibrate.report.model import (
     AgreementCell,
     Report,
     ReportRow,
+    failed_calls,
     line_rows,
     multiplicity_note,
     report_row,
@@ -92,6 +93,7 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
                "as-disagreement": "counted as disagreeing with the person"}[mode]
         notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+    notes += jury_notes(c)
     if c.truncated:
         notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
                      "higher --max-tokens (another configuration: it asks every item again, not only these)")
@@ -132,6 +134,42 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
         )
     if c.reliability is not None:
         notes += reliability_notes(c.reliability)
+    return notes
+
+
+def _items(n: int) -> str:
+    return f"{n} item{'s' if n != 1 else ''}"
+
+
+def jury_notes(c: AgreementCell) -> list[str]:
+    """What the jury leaves out, and by which rule (`calibrate.reliability_cells.jury_data`): the
+    items its judges tie on (no verdict, and not unparsed: `--unparsed` never settles them),
+    with how many labelled items each line loses so, and the items only one judge judged (a
+    failed call is no judgment; an unparsed output is, and the other judges' labels decide)."""
+    if not c.jury_judges:
+        return []
+    notes = []
+    names = " and ".join([", ".join(c.jury_judges[:-1]), c.jury_judges[-1]])
+    two = len(c.jury_judges) == 2
+    if c.jury_ties:
+        notes.append(
+            f"{c.jury_ties} of {c.judged} judged items tied ({names} "
+            + ("gave different labels" if two else "gave two or more labels the same top count")
+            + "): no jury verdict, left out (a tie is not an unparsed output: --unparsed does not settle it)"
+            + ("; a jury of two judges gives a verdict only where both agree (or one output is unparsed and the "
+               "other's label stands), so its agreement is measured on those items" if two else ""))
+        lost = [f"{line.versus} {line.jury_ties}" for line in c.lines if line.jury_ties]
+        if lost:
+            notes.append("labelled items left out as ties: " + ", ".join(lost))
+    if c.one_judge_items:
+        reasons = [(f"{name}'s call{'s' if n != 1 else ''} failed", n) for name, n in failed_calls(c).items()]
+        if never := c.one_judge_only.get((), 0):
+            reasons.append(("the other judge never judged them" if two else "no other judge judged them", never))
+        why = reasons[0][0] if len(reasons) == 1 and reasons[0][1] == c.one_judge_items else "; ".join(
+            f"{n}: {words}" for words, n in reasons)
+        notes.append(f"{_items(c.one_judge_items)} left out: judged by one judge only ({why}); a failed call is no "
+                     "judgment, while an unparsed output is one: beside it "
+                     + ("the other judge's label stands" if two else "the other judges' labels decide"))
     return notes
 
 
@@ -223,10 +261,13 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
 
 
 def cells_without_numbers(report: Report) -> list[str]:
-    """Why some cells show no line, in words: nobody labelled their items yet, or every
-    labelled item's verdict is unparsed (and `--unparsed exclude` leaves them out)."""
+    """Why some cells show no line, in words: nobody labelled their items yet, every labelled
+    item's verdict is unparsed (and `--unparsed exclude` leaves them out), or, for the jury,
+    every labelled item is a tie or unparsed (a tie is left out whatever `--unparsed` says)."""
     unlabelled = [c for c in report.cells if not c.lines]
-    unparsed = [c for c in report.cells if c.lines and not any(line.n for line in c.lines)]
+    without = [c for c in report.cells if c.lines and not any(line.n for line in c.lines)]
+    unparsed = [c for c in without if not any(line.jury_ties for line in c.lines)]
+    tied = [c for c in without if c not in unparsed]
     out = []
     if unlabelled:
         out.append(f"judged but no human labels yet ({len(unlabelled)}): "
@@ -235,6 +276,11 @@ def cells_without_numbers(report: Report) -> list[str]:
         out.append(f"labelled, but every labelled item's verdict is unparsed ({len(unparsed)}; see --unparsed): "
                    + ", ".join(f"{c.task} {c.lang} ({c.judge}: {max(line.unparsed for line in c.lines)} items)"
                                for c in unparsed))
+    if tied:
+        out.append(f"labelled, but the jury's judges tie or give no parsed verdict on every labelled item "
+                   f"({len(tied)}): " + ", ".join(
+                       f"{c.task} {c.lang} ({c.judge}: {max(line.jury_ties for line in c.lines)} tied, "
+                       f"{max(line.unparsed for line in c.lines)} unparsed)" for c in tied))
     return out
 
 

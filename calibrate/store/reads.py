@@ -123,20 +123,23 @@ class ReadsMixin:
         - versus_human: task, lang, verdicts..., annotator, label, n (labels in force);
         - versus_gold: task, lang, verdicts..., gold label, n (labelled items with a gold label:
           `calibrate.gold`, `gold_from` the adjudicator; an item one person labelled has theirs);
-        - shared: item_id, task, lang, verdicts..., one row per item two or more people labelled.
+        - shared: item_id, task, lang, verdicts..., one row per item two or more people labelled;
+        - one_judge: task, lang, failed, n (the items only one of the judges judged, which the
+          rows above leave out, with `failed` the tuple of the others whose calls failed there,
+          in name order: empty where the others never judged the item).
         With `system`, only that system's items. Read from the sets of verdicts migration 0018's
         triggers keep per item and count, so the work grows with the distinct sets of verdicts
-        (and the items several people labelled), not with the items."""
+        (and the items several people labelled, and the failed calls), not with the items."""
         judges = [r[0] for r in self.conn.execute(
             "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND status != 'error' AND judge_name != ? "
             "AND (? IS NULL OR system = ?) ORDER BY 1", (exclude, system, system))]
         if len(judges) < 2:
             return judges, {}
         position = {name: k for k, name in enumerate(judges)}
-        columns: dict[str, tuple | None] = {}
+        columns: dict[str, tuple[tuple, int]] = {}
 
-        def verdicts(text: str) -> tuple | None:
-            """A set of verdicts as one column per judge; None when fewer than two of them judged."""
+        def read(text: str) -> tuple[tuple, int]:
+            """A set of verdicts as one column per judge, and how many of the judges judged."""
             if text not in columns:
                 values, judged = [None] * len(judges), 0
                 for part in text.split("\x1e"):
@@ -144,16 +147,23 @@ class ReadsMixin:
                     if name in position:
                         judged += 1
                         values[position[name]] = said[1:] if said.startswith("v") else None
-                columns[text] = tuple(values) if judged >= 2 else None
+                columns[text] = tuple(values), judged
             return columns[text]
 
-        def counted(sql: str) -> list[tuple]:
+        def verdicts(text: str) -> tuple | None:
+            """A set of verdicts as one column per judge; None when fewer than two of them judged."""
+            values, judged = read(text)
+            return values if judged >= 2 else None
+
+        def counted_sets(rows) -> list[tuple]:
             found: Counter = Counter()
-            for task, lang, text, *rest, n in plain_rows(self.conn, sql, (system,)):
+            for task, lang, text, *rest, n in rows:
                 row = verdicts(text)
                 if row is not None:
                     found[(task, lang, *row, *rest)] += n
             return [(*key, n) for key, n in found.items() if n]
+
+        counted = lambda sql: counted_sets(plain_rows(self.conn, sql, (system,)))  # noqa: E731
 
         # the sets of the items several people labelled (kept by migration 0023), in their id order
         sets = list(plain_rows(self.conn, "SELECT s.item_id, s.task, s.lang, s.verdicts FROM main.shared_items x "
@@ -176,11 +186,33 @@ class ReadsMixin:
         for task, lang, text, label in sorted(with_gold, key=in_sql_order):
             if (row := verdicts(text)) is not None:
                 versus_gold[(task, lang, *row, label)] += with_gold[(task, lang, text, label)]
+        sets_counted = list(plain_rows(self.conn, "SELECT task, lang, verdicts, n FROM verdict_set_counts "
+                                                  "WHERE n != 0 AND (?1 IS NULL OR system = ?1)", (system,)))
         return judges, {
-            "judged": counted("SELECT task, lang, verdicts, n FROM verdict_set_counts WHERE n != 0 "
-                              "AND (?1 IS NULL OR system = ?1)"),
+            "judged": counted_sets(sets_counted),
             "versus_human": counted("SELECT task, lang, verdicts, annotator, label, n FROM verdict_set_labels "
                                     "WHERE n != 0 AND (?1 IS NULL OR system = ?1)"),
             "versus_gold": [(*key, n) for key, n in versus_gold.items()],
             "shared": shared,
+            "one_judge": self._judged_by_one(sets_counted, system, lambda text: read(text)[1] == 1, set(judges)),
         }
+
+    def _judged_by_one(self, sets: list[tuple], system: str | None, alone: Callable[[str], bool],
+                       judges: set[str]) -> list[tuple]:
+        """(task, lang, failed, n): of the counted `sets` (task, lang, verdicts, n), the items
+        `alone` says only one of the jury's `judges` judged, with the others whose calls failed
+        there, read along migration 0014's index of the failed calls (few, where any)."""
+        found: Counter = Counter()
+        for task, lang, text, n in sets:
+            if alone(text):
+                found[(task, lang, ())] += n
+        for task, lang, text, names in plain_rows(
+                self.conn, "SELECT s.task, s.lang, s.verdicts, group_concat(v.judge_name, char(30)) "
+                           "FROM verdicts_in_force v INDEXED BY verdicts_in_force_errors "
+                           "CROSS JOIN verdict_sets s ON s.item_id = v.item_id "
+                           "WHERE v.status = 'error' AND (?1 IS NULL OR s.system = ?1) GROUP BY v.item_id", (system,)):
+            failed = tuple(sorted(name for name in names.split("\x1e") if name in judges))
+            if failed and alone(text) and found[(task, lang, ())] > 0:  # always, in one snapshot
+                found[(task, lang, ())] -= 1
+                found[(task, lang, failed)] += 1
+        return [(*key, n) for key, n in found.items() if n]
