@@ -397,8 +397,8 @@ def _names_judge_or_system(store: Store, name: str) -> bool:
 
 def check_queue_filters(ctx: Context, *, task: str | None, lang: str | None, system: str | None,
                         judge: str | None) -> None:
-    """`check_filters`, and the filters together selecting some item: an annotation queue that
-    would hold nothing is refused before the app starts."""
+    """`check_filters`, and the filters together selecting some item: an annotation queue or a
+    judge run that would hold nothing is refused before it starts, naming the filters."""
     check_filters(ctx, task=task, lang=lang, system=system, judge=judge)
     if not ctx.store.count_items(task=task, lang=lang, system=system, at_most=1):
         given = filters_given(task=task, lang=lang, system=system)
@@ -1332,8 +1332,37 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 # -- judge ---------------------------------------------------------------------------------------
 
 
+class JudgeKind(click.Choice):
+    """`judge --judge`: how to judge, llm or rule. Other commands' --judge names a judge, so a
+    name given here (gpt-4o) is refused with where a model's name goes."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            raise click.BadParameter(
+                f"{value!r} is not one of 'llm', 'rule': here --judge says how to judge (elsewhere it names a "
+                f"judge); to ask the model {value}, give --model {value} (--judge-name stores its verdicts under "
+                "another name)", ctx=ctx, param=param) from None
+
+
+RULE_JUDGE_READS = {"judge_kind", "task", "lang", "system", "limit", "force"}
+
+
+def _refuse_llm_options() -> None:
+    """`judge --judge rule` asks no model: an option only the LLM judge reads (--model,
+    --temperature, …) would be ignored, so giving one is a usage error naming it."""
+    ctx = click.get_current_context()
+    given = [param.opts[0] for param in ctx.command.params  # (--db, --templates and --help are not exposed)
+             if param.expose_value and param.name not in RULE_JUDGE_READS
+             and ctx.get_parameter_source(param.name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"--judge rule asks no model, so {', '.join(given)} would be ignored: "
+                               f"{'it is' if len(given) == 1 else 'they are'} for --judge llm")
+
+
 @cli.command(name="judge", database=WRITES)
-@click.option("--judge", "judge_kind", type=click.Choice(["llm", "rule"]), default="llm", show_default=True,
+@click.option("--judge", "judge_kind", type=JudgeKind(["llm", "rule"]), default="llm", show_default=True,
               help="llm: ask a model; rule: parse SuperGLUE responses offline and compare with gold.")
 @click.option("--model", help="Model name to ask (required for llm).")
 @click.option("--base-url", help="OpenAI-compatible server URL [default: $OPENAI_BASE_URL, calibrate.toml, else OpenAI].")
@@ -1341,8 +1370,9 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--judge-name", help="Name stored with the judgments (default: the model).")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=8, show_default=True,
               help="Most requests in flight; halved on a timeout, an HTTP 429 or 503, grown back as answers come.")
-@click.option("--task")
+@click.option("--task", help="Only this task.")
 @lang_option()
+@system_filter_option
 @click.option("--limit", type=click.IntRange(1), help="Judge at most this many items (items that failed in an earlier run only where fewer are left that did not).")
 @click.option("--temperature", type=float, help="Sampling temperature [default: 0; none with --reasoning].")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
@@ -1372,7 +1402,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
 @click.option("--progress-every", type=click.FloatRange(0.1), default=10.0, show_default=True,
               help="Seconds between progress lines when stderr is not a terminal.")
 @pass_ctx
-def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, limit,
+def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, concurrency, task, lang, system, limit,
                   temperature, repeat, max_tokens, logprobs, timeout, max_retries, force, export_batch, import_batch,
                   seed, top_p, stop, system_prompt, extra_params, reasoning, progress_every, variant):
     """Run a judge over items and store its verdicts (resumable)."""
@@ -1393,14 +1423,16 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         run_rule_judge,
     )
 
-    check_filters(ctx, task=task, lang=lang)
+    check_queue_filters(ctx, task=task, lang=lang, system=system, judge=None)
     if judge_kind == "rule":
-        summary = run_rule_judge(ctx.store, ctx.templates, task=task, force=force, limit=limit)
+        _refuse_llm_options()
+        summary = run_rule_judge(ctx.store, ctx.templates, task=task, lang=lang, system=system, force=force, limit=limit)
         if not summary.stored and not summary.skipped_done:
+            given = filters_given(task=task, lang=lang, system=system)
             raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
-                                       (f" of task {task}" if task else "") + ": import them with "
+                                       (f" match {given}" if given else "") + ": import them with "
                                        "calibrate import superglue FILE --task NAME --predictions FILE")
-        _print_judge_summary(summary, model_outputs=False)
+        _print_judge_summary(summary, advice=RULE_UNPARSED_ADVICE)
         return
     if not model:
         raise click.UsageError("--model is required (or use --judge rule)")
@@ -1439,17 +1471,20 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             raise click.ClickException(f"{unanswered} of the batch's {found.batch.requests} requests "
                                        f"{'has' if unanswered == 1 else 'have'} no result yet (named above)")
         return
-    jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, limit=limit, force=force, summary=summary)
+    jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, system=system, limit=limit, force=force,
+                     summary=summary)
     left_out = _items_left_out(summary)
     if summary.outside_family:
         cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.outside_family.items()))
-        err_console.print(safe_text(f"{counted(sum(summary.outside_family.values()), 'item')} of tasks {variant} has no "
-                                    f"template for left out ({cells})"))
+        err_console.print(safe_text(f"--variant {variant} judges the tasks it has templates for: "
+                                    f"{counted(sum(summary.outside_family.values()), 'item')} of other tasks passed over "
+                                    f"({cells})"))
     if variant and not jobs and not summary.skipped_done and not left_out:
-        raise click.ClickException(f"no {'item' if not (task or lang) else 'item of the --task/--lang asked'} has a "
-                                   f"{variant} template: nothing to judge")
+        given = filters_given(task=task, lang=lang, system=system)
+        raise click.ClickException(f"no item{f' matching {given}' if given else ''} has a {variant} template: "
+                                   "nothing to judge")
     if not jobs:
-        _nothing_to_judge(ctx, summary, left_out, config.name)
+        _nothing_to_judge(summary, left_out, config.name)
         return
     if export_batch:
         n = write_batch(ctx.store, jobs, config, export_batch)
@@ -1550,28 +1585,34 @@ def _refuse_left_out(left_out: list[str]) -> None:
         raise click.ClickException("some items were not judged (see above); the next run asks only for them")
 
 
-def _nothing_to_judge(ctx: Context, summary, left_out: list[str], name: str) -> None:
-    """No request to make: every item is judged already (done, exit 0), or nothing could be
-    asked (an error saying why)."""
+def _nothing_to_judge(summary, left_out: list[str], name: str) -> None:
+    """No request to make for the items selected (`check_queue_filters` made sure there are
+    some): every one is judged already (done, exit 0), or none could be asked (an error saying
+    why)."""
     if left_out:
         raise click.ClickException("nothing was judged (see above)")
     if summary.skipped_done:
         console.print(safe_text(f"nothing to judge: {name} has judged all {summary.skipped_done} "
                                 "(--force judges them again)"))
         return
-    if summary.no_prompt:
-        what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
-        raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
-                                   f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")
-    raise click.ClickException(f"nothing to judge: no items in {ctx.db_path}; import items first (calibrate import …)")
+    what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
+    raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
+                               f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")
 
 
-def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True) -> None:
+LLM_UNPARSED_ADVICE = ("see them with calibrate items --status unparsed, and the prompt one answered with calibrate "
+                       "render ID; does the model follow the template's answer format (another --variant, a "
+                       "--system-prompt), and is it the model meant?")
+RULE_UNPARSED_ADVICE = ("see them with calibrate items --status unparsed: the rule judge reads the system's own "
+                        "responses with the task's parsing rules; are they the predictions meant for these items?")
+
+
+def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED_ADVICE) -> None:
     """The per-cell table and totals, what the requests cost (retries and timeouts by cause),
-    warnings and advice; then, if any item ended in error, the reasons grouped and a non-zero
-    exit (a run with errors did not succeed, even if it stored something); so does a model's
-    run none of whose outputs parsed (not `model_outputs`: the rule judge's, whose unparsed
-    outputs are the system's answers, a finding rather than a failure)."""
+    warnings and advice (`advice` for outputs that mostly did not parse: the LLM judge's or the
+    rule judge's); then, if any item ended in error, the reasons grouped and a non-zero exit (a
+    run with errors did not succeed, even if it stored something); so does a run none of whose
+    outputs parsed."""
     rows = summary.table()
     if rows:
         print_table("judged", summary.columns(), rows, False)
@@ -1601,19 +1642,17 @@ def _print_judge_summary(summary, check: bool = True, model_outputs: bool = True
             f"again, not only the {truncated} cut, and its verdicts replace these item by item; --task, --lang and "
             "--limit narrow it, and another --judge-name keeps it a judge of its own", style="yellow"))
     unparsed, parsed = summary.outputs("unparsed"), summary.outputs("verdict")
-    if unparsed > parsed and summary.unparsed and model_outputs:  # (truncations have their advice above)
+    if unparsed > parsed and summary.unparsed:  # (truncations have their advice above)
         reasons = "; ".join(f"{n} × {reason}" for reason, n in summary.unparsed.most_common(3))
         err_console.print(safe_text(
-            f"warning: {unparsed} of the {unparsed + parsed} outputs did not parse as a verdict ({reasons}): "
-            "see them with calibrate items --status unparsed, and the prompt one answered with calibrate render ID; "
-            "does the model follow the template's answer format (another --variant, a --system-prompt), and is it "
-            "the model meant?", style="yellow"))
+            f"warning: {unparsed} of the {unparsed + parsed} outputs did not parse as a verdict ({reasons}): {advice}",
+            style="yellow"))
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
         raise click.ClickException(f"{summary.failed} of {counted(summary.stored, summary.unit)} ended in error (stored as errors; "
                                    "the next run asks for them again)")
-    if unparsed and not parsed and check and model_outputs:
+    if unparsed and not parsed and check:
         raise click.ClickException(f"none of the {unparsed} outputs of this run parsed as a verdict (see above); they are "
                                    "stored as unparsed, and the next run does not ask them again (--force does)")
 

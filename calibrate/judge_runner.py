@@ -255,6 +255,7 @@ def plan_jobs(
     *,
     task: str | None = None,
     lang: str | None = None,
+    system: str | None = None,
     limit: int | None = None,
     force: bool = False,
     summary: RunSummary | None = None,
@@ -273,7 +274,7 @@ def plan_jobs(
     failed_by_key: dict[str, dict[int, set[int]]] = {}
     fresh: list[list[Job]] = []  # per item to ask, its jobs: items with no sample failed before, then the others
     failed_before: list[list[Job]] = []
-    for item in store.iter_items(task=task, lang=lang):
+    for item in store.iter_items(task=task, lang=lang, system=system):
         try:
             template = templates.for_task(item.task, item.lang, config.family)
         except TemplateError:
@@ -626,15 +627,16 @@ class _ReasoningSwitch:
 
 
 def run_rule_judge(
-    store: Store, templates: TemplateSet, *, task: str | None = None, force: bool = False, limit: int | None = None
+    store: Store, templates: TemplateSet, *, task: str | None = None, lang: str | None = None,
+    system: str | None = None, force: bool = False, limit: int | None = None
 ) -> RunSummary:
     """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
-    rules and compare with the gold label. The verdict is the parsed answer; `correct` says
-    whether it matches."""
+    rules and compare with the gold label, over the items of the filters given. The verdict is
+    the parsed answer; `correct` says whether it matches."""
     summary = RunSummary()
     judgments = []
     done: dict[str, set[int]] = {}
-    for item in store.iter_items(task=task):
+    for item in store.iter_items(task=task, lang=lang, system=system):
         if not item.task.startswith("superglue/") or "response" not in item.fields:
             continue
         template = templates.for_task(item.task, item.lang)

@@ -233,7 +233,7 @@ def test_commands_with_nothing_to_work_on_say_what_to_do(tmp_path):
         ("one.db", ["trust"], "no judge verdicts with a yes/no or label verdict in"),
         ("one.db", ["judge", "--judge", "rule"], "no SuperGLUE items with a model response"),
         ("empty.db", ["export", "--out", str(tmp_path / "gold.jsonl")], "no items to export in"),
-        ("empty.db", ["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "nothing to judge: no items in"),
+        ("empty.db", ["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "empty.db: import items first"),
     ):
         before = fingerprint(tmp_path)
         out = Calibrate(tmp_path / db)(*args, ok=False)

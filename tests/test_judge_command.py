@@ -1,0 +1,86 @@
+"""What `calibrate judge` tells its user and exits with: the rule judge whose outputs do not
+parse, filters that select nothing, `--variant`'s tasks, and options that do not belong to the
+judge asked (`--judge` given a model's name, a model's options with `--judge rule`), and the
+`--system` filter."""
+
+from __future__ import annotations
+
+import pytest
+
+from calibrate.store import Store
+from tests.conftest import Calibrate
+from tests.fake_openai import FakeOpenAI
+from tests.test_cli_outcomes import fingerprint
+from tests.test_formats import write_jsonl
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_rule_judge_run_none_of_whose_outputs_parse_warns_with_the_reasons_and_fails(tmp_path):
+    questions = write_jsonl(tmp_path / "val.jsonl", [{"question": f"q{k}", "passage": "p", "idx": k, "label": k == 0}
+                                                     for k in range(3)])
+    answers = write_jsonl(tmp_path / "answers.jsonl", [{"idx": k, "response": "Yes" if k else "No, it is not."}
+                                                       for k in range(3)])
+    run = Calibrate(tmp_path / "rule.db")
+    run("import", "superglue", "--task", "boolq", str(questions), "--predictions", str(answers), "--system", "s")
+    out = run("judge", "--judge", "rule", ok=False)
+    said = one_line(out.output)
+    assert out.exit_code == 1
+    assert "warning: 3 of the 3 outputs did not parse as a verdict (3 × none of True, False found)" in said
+    assert "the rule judge reads the system's own responses" in said
+    assert "none of the 3 outputs of this run parsed as a verdict" in said
+    again = run("judge", "--judge", "rule")  # they stay stored, as the LLM judge's do
+    assert "0 judgments stored, 3 items already judged (skipped)" in again.output
+
+
+def test_the_rule_judge_takes_the_system_and_language_filters(demo_db):
+    run = Calibrate(demo_db)
+    out = run("judge", "--judge", "rule", "--force", "--system", "sdm-beta")
+    assert "2 judgments stored, 0 items already judged" in out.output  # sdm-beta's cb and rte, not sdm-alpha's 12
+    out = run("judge", "--judge", "rule", "--lang", "zh", ok=False)
+    assert out.exit_code == 1
+    assert f"no SuperGLUE items with a model response in {demo_db} match --lang 'zh'" in one_line(out.output)
+
+
+def test_an_llm_judge_run_over_one_system_asks_only_its_items(demo_db):
+    run = Calibrate(demo_db)
+    with FakeOpenAI() as server:
+        out = run("judge", "--model", "m", "--base-url", server.url, "--system", "sdm-beta", "--task", "c3/heterograph")
+        asked = server.count
+    assert "3 items to judge with m" in out.output and asked == 3
+    store = Store(demo_db)
+    assert {store.item(j.item_id).system for j in store.judgments(judge="m")} == {"sdm-beta"}
+    store.close()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--judge", "rule", "--system", "sdm-betta"], "Invalid value for '--system': unknown system 'sdm-betta' (did you "
+                                                  "mean sdm-beta?)"),
+    (["--judge", "gpt-4o"], "Invalid value for '--judge': 'gpt-4o' is not one of 'llm', 'rule': here --judge says how "
+                            "to judge (elsewhere it names a judge); to ask the model gpt-4o, give --model gpt-4o"),
+    (["--judge", "rule", "--model", "gpt-4o", "--temperature", "0.5", "--logprobs"],
+     "--judge rule asks no model, so --model, --temperature, --logprobs would be ignored: they are for --judge llm"),
+    (["--judge", "rule", "--judge-name", "mine"], "--judge rule asks no model, so --judge-name would be ignored"),
+])
+def test_options_that_do_not_belong_to_the_judge_asked_are_usage_errors(demo_db, args, message):
+    before = fingerprint(demo_db.parent)
+    out = Calibrate(demo_db)("judge", "--force", *args, ok=False)
+    assert out.exit_code == 2 and message in one_line(out.output), out.output
+    assert fingerprint(demo_db.parent) == before
+
+
+@pytest.mark.parametrize("kind", [["--model", "m", "--base-url", "http://127.0.0.1:9/v1"], ["--judge", "rule"]])
+def test_filters_that_select_nothing_are_named_not_called_an_empty_database(demo_db, kind):
+    out = Calibrate(demo_db)("judge", *kind, "--task", "c3/generation-tone", "--lang", "en", ok=False)
+    assert out.exit_code == 1
+    assert f"no items in {demo_db} match --task 'c3/generation-tone' --lang 'en'" in one_line(out.output)
+
+
+def test_tasks_a_variant_does_not_serve_are_passed_over_as_asked_and_said(demo_db, tmp_path):
+    out = Calibrate(demo_db)("judge", "--model", "m", "--variant", "c3-official", "--export-batch",
+                             str(tmp_path / "batch.jsonl"))
+    assert out.exit_code == 0 and "wrote 42 requests" in out.output
+    assert ("--variant c3-official judges the tasks it has templates for: 16 items of other tasks passed over "
+            "(rubric/reference (zh): 2, superglue/axb (en): 1,") in one_line(out.output)
