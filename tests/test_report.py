@@ -704,3 +704,24 @@ def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_pa
     assert "— [" in table and f"κ undefined on these items: both raters used only 'yes'; {said}" in table
     for fmt in ("markdown", "html"):
         assert said in run("report", "--format", fmt).output
+
+
+def test_the_human_ceilings_intervals_simulated_to_cover_less_than_promised_are_marked(tmp_path):
+    """Twelve items two people labelled: the ceiling's note marks its intervals approximate
+    with the coverage tests/bench/ceiling_coverage.py measured at that size."""
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"q{i}", "content": f"s{i}", "notation": "n", "response": "r",
+                                         "out": f"The answer is: {'yes' if i % 3 else 'no'}."}) + "\n"
+                             for i in range(12)), encoding="utf-8")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label\n" + "".join(
+        f"c3/pause,en,q{i},{who},{'yes' if (i + shift) % 4 else 'no'}\n" for i in range(12)
+        for who, shift in (("ana", 0), ("bob", 1))), encoding="utf-8")
+    run = Calibrate(tmp_path / "ceiling.db")
+    run("import", "jsonl", str(items), "--task", "c3/pause", "--lang", "en", "--judge-output", "out", "--judge-name", "j")
+    run("import", "labels", str(labels))
+    text = " ".join(run("report", "--format", "markdown").output.split())
+    assert "human ceiling on 12 items labelled by 2 people" in text
+    assert "approximate intervals: the people's covers about 90 % here, the judge's covers about 86 % here" in text
+    cell = json.loads(run("report", "--format", "json").output)["cells"][0]
+    assert cell["ceiling"]["judge"]["approximate"] == 0.862

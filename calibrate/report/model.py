@@ -259,6 +259,9 @@ class ReportRow:
     difference_low: float | None = None
     difference_high: float | None = None
     ceiling_verdict: str | None = None
+    ceiling_approximate: float | None = None  # the simulated coverage of an approximate interval of the ceiling's
+    judge_on_shared_approximate: float | None = None
+    difference_approximate: float | None = None
     gold_ties: int = 0
     more_items: int | None = None
     scores: str | None = None  # which score of a rubric line (score_answer, score_reasoning)
@@ -370,6 +373,8 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
         row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(c.ceiling.judge)
         row.difference, row.difference_low, row.difference_high = split_estimate(c.ceiling.difference)
         row.ceiling_verdict = c.ceiling.verdict
+        row.ceiling_approximate, row.judge_on_shared_approximate, row.difference_approximate = (
+            e.approximate for e in (c.ceiling.humans, c.ceiling.judge, c.ceiling.difference))
     if line.scores:
         row.scores = dimension or next(iter(line.scores))
         scores = line.scores[row.scores]

@@ -114,11 +114,15 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
             notes.append(f"human ceiling: {ceiling.humans.reason or ceiling.judge.reason}")
         else:
             diff = ceiling.difference
+            parts = (("people's", ceiling.humans), ("judge's", ceiling.judge), ("difference's", diff))
+            people, judge, difference = (with_ci(*split_estimate(e), e.approximate) for _, e in parts)
+            rough = [f"the {name} {approximate_words(e.approximate).removeprefix('approximate: ')}"
+                     for name, e in parts if e.approximate]
             notes.append(
                 f"human ceiling on {ceiling.n_items} items labelled by {ceiling.annotators} people: "
-                f"{ceiling.human_statistic} {with_ci(*split_estimate(ceiling.humans))}; the judge on the same items "
-                f"κ {with_ci(*split_estimate(ceiling.judge))}; difference {with_ci(*split_estimate(diff))}"
+                f"{ceiling.human_statistic} {people}; the judge on the same items κ {judge}; difference {difference}"
                 + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
+                + (f" ({APPROXIMATE_MARK} approximate intervals: {', '.join(rough)})" if rough else "")
             )
     if c.ties:
         adjudicator = report.options.gold_from
