@@ -250,6 +250,27 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
     assert all(row[9].startswith("MAE ") for row in rubric)
 
 
+async def test_the_stats_screen_wraps_a_long_verdict_instead_of_cutting_it(labelled_demo_db):
+    app = make_app(labelled_demo_db, annotator="ana")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        shown = re.sub(r"[\s│\u2580-\u259f]+", " ", screen_text(app))  # the table's lines, borders and scroll bars out
+    assert "both raters used only '是': kappa is undefined (chance agreement is 1)" in shown
+
+
+async def test_the_stats_title_row_hides_the_finished_queue_below(demo_db):
+    app = make_app(demo_db, task="superglue/boolq")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("y", "y")
+        assert "queue finished" in status(app)
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        title_row = next(line for line in screen_text(app).splitlines() if "judge vs human agreement" in line)
+    before = title_row.split("judge vs human agreement")[0]
+    assert before.strip(" │╭╮") == "", f"the title row shows only the title: {title_row!r}"
+
+
 async def stats_shown(app, pilot, seconds: float = 30) -> str:
     """The stats screen's title once its worker has worked the statistics out (or failed): the
     worker may not have started when the screen is pushed, so waiting for the workers that exist
@@ -583,6 +604,41 @@ async def test_the_score_form_error_goes_once_the_scores_are_fixed_and_last_read
         await pilot.pause()
         last = status(app).splitlines()[1]
         assert "label → answer 48.5 · reasoning 42.0" in last and "{" not in last
+
+
+async def test_the_last_decision_gives_the_judge_a_line_of_its_own_where_both_do_not_fit(demo_db):
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("enter")  # the judge's scores confirmed
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        assert lines[1].endswith(" confirm → answer 48.5 · reasoning 42.0")
+        assert lines[2].strip() == "judge said answer 48.5 · reasoning 42.0 ✓ agrees", "not wrapped to column 0"
+        await pilot.resize_terminal(140, 24)
+        await pilot.pause()
+        assert status(app).splitlines()[1].endswith("reasoning 42.0   judge said answer 48.5 · reasoning 42.0 ✓ agrees")
+
+
+async def test_a_key_that_does_nothing_on_an_item_says_in_the_status_line_what_works_there(demo_db):
+    async with make_app(demo_db, task="rubric/reference").run_test(size=SMALL) as pilot:
+        await pilot.press("y")
+        assert status(pilot.app).splitlines()[1] == " y does nothing here: label with the score form (e)"
+        await pilot.press("l")
+        assert status(pilot.app).splitlines()[1] == " l: this item has no audio"
+    async with make_app(demo_db, task="superglue/boolq").run_test(size=SMALL) as pilot:
+        await pilot.press("1")
+        assert "1 does nothing here: label with y True, n False" in screen_text(pilot.app)
+        await pilot.press("c")
+        assert "c: this item has no audio" in screen_text(pilot.app)
+        await pilot.press("y")
+        assert "does nothing" not in status(pilot.app) and "no audio" not in status(pilot.app), "gone with the item"
+        await pilot.press("2")  # under the last decision's line: the bar grows a line for it
+        await pilot.pause()
+        assert screen_text(pilot.app).splitlines()[2] == " 2 does nothing here: label with y True, n False"
+    async with make_app(demo_db, task="superglue/cb").run_test(size=SMALL) as pilot:
+        await pilot.press("7")
+        assert "7 does nothing here: label with 1 entailment, 2 contradiction, 3 neutral" in status(pilot.app)
+    assert rows(demo_db) == [("label", "True")]
 
 
 async def test_scores_typed_in_a_burst_go_to_the_fields_they_were_typed_for(demo_db):

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from rich.text import Text
 from textual import work
+from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -30,6 +31,7 @@ from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
 from calibrate.tui.key_bar import KeyBar
+from calibrate.tui.keys import typed_key
 from calibrate.tui.prompt_panel import PromptPanel
 from calibrate.tui.reading_pane import ReadingPane
 from calibrate.tui.score_form import ScoreForm
@@ -50,6 +52,7 @@ UNDO_PENDING = "your undo is not saved yet"
 NEXT_PENDING = "the next item comes when it is free"
 FILTER_PENDING = "the new filter starts when it is free"
 QUIT_PENDING = "calibrate quits when it is free; q quits now"  # (the held items are then given back later)
+LABELLING = ("confirm", "label_yes", "label_no", "label_index", "scores", "override")  # the actions that decide an item's label
 LOST_AT_THE_END = {DECISION_PENDING: "your last decision was not saved", UNDO_PENDING: "your last undo was not saved"}
 
 
@@ -214,10 +217,17 @@ class AnnotateScreen(Screen):
         done(result)  # which may start the next write (`decide`)
 
     def on_key(self, event: Key) -> None:
-        """A key of this screen pressed while a write waits does nothing (`check_action`): say why."""
-        if self.saving and any(event.key in self.app.keys_of(binding) for binding in self.BINDINGS
-                               if not self._quits_now(binding.action)):
-            self.notify(STILL_WAITING, severity="warning")
+        """A key of this screen that does nothing (`check_action`) says why: while a write waits,
+        in a toast; on an item it does not fit, in the status line, with what works there instead."""
+        bindings = [binding for binding in self.BINDINGS if event.key in self.app.keys_of(binding)]
+        if self.saving:
+            if any(not self._quits_now(binding.action) for binding in bindings):
+                self.notify(STILL_WAITING, severity="warning")
+            return
+        actions = [parse(binding.action)[1:] for binding in bindings]
+        if (actions and not any(self.check_action(action, params) for action, params in actions)
+                and (instead := self._instead(actions[0][0], typed_key(event.key)))):
+            self.query_one(StatusBar).hint(instead)
 
     def _quits_now(self, action: str) -> bool:
         """While the quit itself waits for another writer, q quits at once: the items this session
@@ -271,6 +281,30 @@ class AnnotateScreen(Screen):
             return view is not None and bool(view.audio)
         return True
 
+    def _instead(self, action: str, key: str) -> str | None:
+        """What works on the item on screen instead of `key`, whose `action` does nothing on it."""
+        if self.view is None:
+            return None
+        if action in LABELLING:
+            return f"{key} does nothing here: label with {self._label_keys()}"
+        if action in ("listen", "copy_audio_path"):
+            return f"{key}: this item has no audio"
+        if action == "expand":
+            return f"{key}: nothing is folded on this item"
+        if action == "page":
+            return f"{key}: this item fits on one page"
+        return None
+
+    def _label_keys(self) -> str:
+        """The keys that label the item on screen, each with its label ("y yes, n no", "1
+        entailment, 2 contradiction, 3 neutral"), or the score form's key on a rubric item."""
+        # y and n where the item's labels read yes / no, else the digits
+        ids = ["annotate.yes", "annotate.no"] if self.view.is_yes_no else [f"annotate.label_{k}" for k in range(1, 10)]
+        bindings = {binding.id: binding for binding in self.BINDINGS}
+        return (", ".join(f"{self.app.keymap_for(bindings[key])} {label}"
+                          for key, label in zip(ids, self.view.choices, strict=False))
+                or f"the score form ({self.app.keymap_for(bindings['annotate.scores'])})")
+
     def decide(self, action: str, label: str | None = None) -> None:
         def decided(decision: Decision) -> None:
             self.revealed.add(decision.item_id)
@@ -317,9 +351,6 @@ class AnnotateScreen(Screen):
         self.decide("label", self.view.choices[index])
 
     def action_scores(self) -> None:
-        if self.view is None or not self.view.is_scores:
-            self.notify("the score form is for rubric tasks", severity="warning")
-            return
         start = None if self.session.blind else self.view.verdict
 
         def done(scores: str | None) -> None:
@@ -461,13 +492,8 @@ class AnnotateScreen(Screen):
             return
         template = self.view.template
         text = self.app.guidelines_for(template)
-        # the keys that give each label on this item: y and n where its labels read yes / no, else the digits
-        ids = ["annotate.yes", "annotate.no"] if self.view.is_yes_no else [f"annotate.label_{k}" for k in range(1, 10)]
-        bindings = {binding.id: binding for binding in self.BINDINGS}
-        choices = ", ".join(f"{self.app.keymap_for(bindings[key])} {label}"
-                            for key, label in zip(ids, self.view.choices, strict=False)) or "scores (e)"
         self.app.push_screen(TextScreen(f"Guidelines: {self.view.item.task} ({self.view.item.lang})",
-                                        Text(safe(f"{text}\n\nlabels: {choices}"))))
+                                        Text(safe(f"{text}\n\nlabels: {self._label_keys()}"))))
 
     def action_help(self) -> None:
         lines = Text()

@@ -1,12 +1,17 @@
 """Live judge-vs-human agreement per task x language for this database, computed by the
-agreement module in a worker thread so the app never freezes."""
+agreement module in a worker thread so the app never freezes. The title and the table share
+one box that hides the screen below; the verdict column takes the width the other columns
+leave, and a verdict longer than that wraps onto more lines of its row (where they leave too
+little, the table scrolls sideways instead)."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -19,17 +24,22 @@ class StatsScreen(ModalScreen[None]):
                 Binding("r", "refresh_stats", "refresh", id="stats.refresh")]
     DEFAULT_CSS = """
     StatsScreen { align: center middle; }
-    StatsScreen > DataTable { width: 95%; height: 80%; border: round $accent; }
-    StatsScreen > Static { width: 95%; height: auto; background: $panel; padding: 0 1; }
+    StatsScreen > Vertical { width: 95%; height: 85%; border: round $accent; background: $surface; }
+    StatsScreen Static { height: auto; background: $panel; padding: 0 1; }
+    StatsScreen DataTable { height: 1fr; }
     """
+    COLUMNS = ("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
+    VERDICT_FLOOR = 24  # the verdict column wraps in no fewer cells (in a narrower terminal the table scrolls sideways)
 
     def __init__(self, db_path: str, templates, judge: str | None):
         super().__init__()
         self.db_path, self.templates, self.judge = db_path, templates, judge
+        self.shown: list[tuple[Text, ...]] | None = None  # the table's rows, once worked out
 
     def compose(self) -> ComposeResult:
-        yield Static("judge vs human agreement (computing…)", id="stats-title", markup=False)
-        yield DataTable(id="stats-table", zebra_stripes=True)
+        with Vertical():
+            yield Static("judge vs human agreement (computing…)", id="stats-title", markup=False)
+            yield DataTable(id="stats-table", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.action_refresh_stats()
@@ -70,15 +80,30 @@ class StatsScreen(ModalScreen[None]):
             return ", ".join(f"{name} {value:{spec}}" for name, value, spec in (
                 ("MAE", r.mae, ".1f"), ("Spearman ρ", r.spearman, ".2f")) if value is not None)
 
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
-        for r in rows:
-            table.add_row(*(Text(safe(v)) for v in (
-                r.task, r.lang, r.judge, f"{r.versus} · {r.scores}" if r.scores else r.versus, str(r.n), number(r.agreement), number(r.kappa, r.kappa_low, r.kappa_high),
-                number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high), scored(r) if r.scores else r.verdict)))
+        self.shown = [tuple(Text(safe(v)) for v in (
+            r.task, r.lang, r.judge, f"{r.versus} · {r.scores}" if r.scores else r.versus, str(r.n), number(r.agreement),
+            number(r.kappa, r.kappa_low, r.kappa_high), number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high),
+            scored(r) if r.scores else r.verdict)) for r in rows]
+        self.fill_table()
         title = "judge vs human agreement (r refreshes, Esc closes)"
         self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
+
+    def fill_table(self) -> None:
+        """The rows in the table, the verdict column as wide as the table has room for."""
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        columns = list(zip(self.COLUMNS, *self.shown, strict=True))  # each column's name, then its cells
+        used = sum(max(cell_len(str(cell)) for cell in column) + 2 * table.cell_padding for column in columns[:-1])
+        room = table.size.width - table.styles.scrollbar_size_vertical - used - 2 * table.cell_padding
+        wraps = room >= self.VERDICT_FLOOR  # else the table scrolls sideways, each verdict in one line
+        table.add_columns(*self.COLUMNS[:-1])
+        table.add_column(self.COLUMNS[-1], width=room if wraps else None)
+        for row in self.shown:
+            table.add_row(*row, height=None if wraps else 1)
+
+    def on_resize(self) -> None:
+        if self.shown is not None:
+            self.call_after_refresh(self.fill_table)
 
     def action_close(self) -> None:
         self.dismiss(None)
