@@ -20,8 +20,8 @@ from calibrate.cells import BY_CHOICES, by_callback
 from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
-from calibrate.model import CalibrateError, check_system
-from calibrate.names import AnnotatorNameError, annotator_name, listing, unknown_value
+from calibrate.model import CalibrateError, check_system, counted
+from calibrate.names import AnnotatorNameError, annotator_name, closest, listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
@@ -319,11 +319,6 @@ def main() -> None:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """'1 item', '2 items' ('1 entry', '2 entries' with the `plural` given)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def option_error(option: str, message: str) -> click.BadParameter:
@@ -929,7 +924,7 @@ STATUSES = ["judged", "unjudged", "unparsed", "error", "labelled", "unlabelled",
 
 
 @cli.command(name="items", database=READS)
-@click.option("--task")
+@click.option("--task", help="Only this task.")
 @lang_option()
 @click.option("--status", type=click.Choice(STATUSES),
               help="judged: a judge's verdict in force on the item is a verdict or an unparsed output (a failed "
@@ -1052,6 +1047,11 @@ def templates_list(ctx, as_json):
 @pass_ctx
 def templates_show(ctx, template_id):
     """Print one template: its manifest entry, system prompt and prompt text."""
+    if template_id not in ctx.templates.templates:
+        match = closest(template_id, list(ctx.templates.templates))
+        raise click.BadParameter(f"unknown template {template_id!r}" + (f" (did you mean {match}?)" if match else "")
+                                 + "; calibrate templates list lists them", ctx=click.get_current_context(),
+                                 param_hint="'TEMPLATE_ID'")
     t = ctx.templates.get(template_id)
     click.echo(safe(f"id: {t.id}\nfamily: {t.family}\nlang: {t.lang}\ntasks: {', '.join(t.tasks)}"))
     click.echo(safe(f"verdict: {t.verdict}{' ' + '/'.join(t.labels) if t.labels else ''}\nrequired: {', '.join(t.required)}"))
@@ -1201,7 +1201,7 @@ def annotate_options(command):
     from calibrate.session import ORDERS
 
     for option in reversed([
-        click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER]."),
+        click.option("--annotator", help="Who is labelling [default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER, else 'annotator']."),
         click.option("--task", help="Only this task."),
         lang_option(),
         click.option("--system", help="Only this system under test."),
@@ -1265,7 +1265,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     if app.fault is not None:  # the database file is damaged: nothing more could be saved
         raise click.ClickException(str(app.fault))
     progress = app.session.progress()
-    console.print(safe_text(f"{annotator}: {app.decisions} decisions saved in {ctx.db_path} "
+    console.print(safe_text(f"{annotator}: {counted(app.decisions, 'decision')} saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
     if app.held_back or app.lost:
@@ -1382,7 +1382,9 @@ def _refuse_llm_options() -> None:
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0, show_default=True,
               help="Seconds a request may take once the server is on it (counted from when it is the oldest "
                    "request in flight: waiting behind our own earlier requests does not count).")
-@click.option("--max-retries", type=click.IntRange(0), default=3, show_default=True)
+@click.option("--max-retries", type=click.IntRange(0), default=3, show_default=True,
+              help="Times a failed request is asked again (a timeout, a lost connection, HTTP 429 or 5xx) before "
+                   "its item is stored as an error.")
 @click.option("--force", is_flag=True, help="Judge again items already judged by this configuration (a new judgment beside the old).")
 @click.option("--export-batch", type=click.Path(dir_okay=False, path_type=Path), help="Write the requests as OpenAI Batch JSONL instead of calling.")
 @click.option("--import-batch", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Store the results of a batch.")
@@ -1488,7 +1490,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     if export_batch:
         n = write_batch(ctx.store, jobs, config, export_batch)
-        console.print(f"wrote {n} requests to {export_batch} ({summary.skipped_done} already judged, skipped)")
+        console.print(f"wrote {counted(n, 'request')} to {export_batch} ({summary.skipped_done} already judged, skipped)")
         _refuse_left_out(left_out)
         return
     if repeat == 1:
@@ -1509,13 +1511,13 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "
-                                   f"{summary.stored} judgments were stored.")
+                                   f"{_stored(summary.stored)}.")
     if stopped is not None:
         _print_judge_summary(summary, check=False)
-        raise click.ClickException(f"{stopped} ({summary.stored} judgments were stored)")
+        raise click.ClickException(f"{stopped} ({_stored(summary.stored)})")
     if summary.interrupted:
         _print_judge_summary(summary, check=False)
-        raise click.ClickException(f"interrupted: {summary.stored} judgments were stored; run again to resume")
+        raise click.ClickException(f"interrupted: {_stored(summary.stored)}; run again to resume")
     _print_judge_summary(summary)
     _refuse_left_out(left_out)
 
@@ -1600,6 +1602,11 @@ def _nothing_to_judge(summary, left_out: list[str], name: str) -> None:
                                f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")
 
 
+def _stored(n: int) -> str:
+    """How a stopped run says what it kept ("1 judgment was stored")."""
+    return f"{counted(n, 'judgment')} {'was' if n == 1 else 'were'} stored"
+
+
 LLM_UNPARSED_ADVICE = ("see them with calibrate items --status unparsed, and the prompt one answered with calibrate "
                        "render ID; does the model follow the template's answer format (another --variant, a "
                        "--system-prompt), and is it the model meant?")
@@ -1615,14 +1622,15 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
     outputs parsed."""
     rows = summary.table()
     if rows:
-        print_table("judged", summary.columns(), rows, False)
+        print_table("judged" if summary.repeat == 1 else f"samples judged ({summary.repeat} per item)",
+                    summary.columns(), rows, False)
     errors = f" ({summary.failed} of them errors)" if summary.failed else ""
     console.print(f"{counted(summary.stored, 'judgment')} stored{errors}, {counted(summary.skipped_done, summary.unit)} already judged "
                   "(skipped)")
     requests = summary.requests
     if requests.attempts:
         causes = ", ".join(f"{n} × {cause}" for cause, n in requests.failures.most_common())
-        line = f"{requests.attempts} requests sent, {requests.retries} of them retries" + (f"; failed: {causes}" if causes else "")
+        line = f"{counted(requests.attempts, 'request')} sent, {requests.retries} of them {'a retry' if requests.retries == 1 else 'retries'}" + (f"; failed: {causes}" if causes else "")
         if summary.concurrency_lowest is not None and summary.concurrency_lowest < summary.concurrency[1]:
             line += f"; concurrency went down to {summary.concurrency_lowest} of {summary.concurrency[1]}"
         console.print(safe_text(line, style="yellow" if causes else ""))
@@ -1632,12 +1640,12 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
     for note in summary.notes:
         err_console.print(safe_text(f"note: {note}", style="yellow"))
     for reason, n in summary.no_confidence.most_common():
-        err_console.print(safe_text(f"no confidence for {n} verdicts: {reason}", style="yellow"))
+        err_console.print(safe_text(f"no confidence for {counted(n, 'verdict')}: {reason}", style="yellow"))
     truncated = sum(n for key, n in summary.cells.items() if key[2] == "truncated")
     if truncated:
         asked = summary.stored + summary.skipped_done
         err_console.print(safe_text(
-            f"{truncated} outputs were cut at the token limit (stored as unparsed, \"truncated at N tokens\"): raise "
+            f"{counted(truncated, 'output')} {'was' if truncated == 1 else 'were'} cut at the token limit (stored as unparsed, \"truncated at N tokens\"): raise "
             f"--max-tokens. That is another configuration of the judge: it asks all {counted(asked, summary.unit)} of this run "
             f"again, not only the {truncated} cut, and its verdicts replace these item by item; --task, --lang and "
             "--limit narrow it, and another --judge-name keeps it a judge of its own", style="yellow"))
@@ -1717,12 +1725,19 @@ def _nothing_to_report(ctx: Context, cells) -> str:
         return f"no judge verdicts in {ctx.db_path} to compare with people: run calibrate judge first"
     labelled = [c for c in cells if c.lines]
     if not labelled:
-        return (f"no agreement to report yet: none of the {len(cells)} judged cells has an item labelled by people. "
-                "Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
+        return (f"no agreement to report yet: no item of the judged cells "
+                f"({_cells_and_judges({(c.key, c.system) for c in cells}, {c.judge for c in cells})}) is labelled by "
+                "people. Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
     tied = sum(line.jury_ties for c in labelled for line in c.lines)
-    return (f"no agreement to report: every labelled item's verdict is unparsed in the {len(labelled)} labelled cells"
+    return (f"no agreement to report: every labelled item's verdict is unparsed in the labelled cells "
+            f"({_cells_and_judges({(c.key, c.system) for c in labelled}, {c.judge for c in labelled})})"
             + (f", or the jury's judges tie on it ({tied} labelled items tied, which --unparsed does not settle)"
                if tied else "") + "; see --unparsed, or calibrate parse after a parser change")
+
+
+def _cells_and_judges(cells: set, judges: set) -> str:
+    """What a listing of judge × cell rows covers, as "1 cell, 3 judges"."""
+    return f"{counted(len(cells), 'cell')}, {counted(len(judges), 'judge')}"
 
 
 @cli.command(name="scores", database=READS)
@@ -1749,6 +1764,8 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     with ctx.store.reading():  # one snapshot: a label given meanwhile counts in every figure or in none
         result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
+    if fmt == "csv" and (left_out := render.csv_leaves_out(result)):
+        err_console.print(safe_text(left_out, style="yellow"))
 
 
 def min_labels_option(what: str):
@@ -1818,7 +1835,8 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
     if not any(row.found.n for row in result.rows):
         raise click.ClickException(
             f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "
-            f"({len(result.rows)} cells). Judge with --logprobs (or --repeat K) for a confidence, and label items "
+            f"({_cells_and_judges({(r.system, r.task, r.lang) for r in result.rows}, {r.judge for r in result.rows})}). "
+            "Judge with --logprobs (or --repeat K) for a confidence, and label items "
             "(calibrate annotate, or calibrate import labels FILE)")
     emit(result, fmt, out, "trust thresholds", trust.render_table, trust.RENDERERS, width=120)
 
@@ -1926,7 +1944,7 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
             with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                     "w", encoding="utf-8", newline="") as handle:
                 n = writer(ctx.store, handle, system, marks)
-            console.print(f"wrote {n} items to {out}")
+            console.print(f"wrote {counted(n, 'item')} to {out}")
         elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
             buffer = io.StringIO(newline="")
             writer(ctx.store, buffer, system, marks)

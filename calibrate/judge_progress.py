@@ -16,6 +16,7 @@ from rich.text import Text
 
 from calibrate.escape import safe
 from calibrate.judge_runner import Job, RunSummary
+from calibrate.model import counted
 
 
 class JudgeProgress:
@@ -82,7 +83,7 @@ class JudgeProgress:
         requests = self.summary.requests
         if requests.failures:
             causes = ", ".join(f"{n} {cause}" for cause, n in requests.failures.most_common())
-            tried = f"{requests.retries} retries" if requests.retries else f"{requests.failures.total()} failed"
+            tried = counted(requests.retries, "retry", "retries") if requests.retries else f"{requests.failures.total()} failed"
             done += f", {tried} ({causes})"
         if self.summary.concurrency and self.summary.concurrency[0] < self.summary.concurrency[1]:
             done += f", concurrency {self.summary.concurrency[0]} of {self.summary.concurrency[1]}"

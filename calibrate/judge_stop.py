@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from calibrate.judge_server import STREAMED, TIMED_OUT
+from calibrate.model import counted
 from calibrate.names import listing
 
 STOP_AFTER_FAILURES = 3
@@ -84,7 +85,7 @@ class FailureStreak:
                     "these items are ones it cannot judge.")
         cause = reason if example == reason else f"e.g. {example}"
         if self.answers:
-            what = (f"{len(ids)} items in a row failed after the server had answered {self.answers} requests of "
+            what = (f"{len(ids)} items in a row failed after the server had answered {counted(self.answers, 'request')} of "
                     "this run")
         else:
             what = f"{len(ids)} items failed, and the server answered no request of this run"

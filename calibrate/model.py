@@ -2,8 +2,8 @@
 
 An item, a judgment and an annotation as they travel between the importers, the judge, the
 store, the session and the report; what each annotation action means; the canonical JSON and
-hashes that make re-imports no-ops. Nothing here touches SQL, files or the screen, so any
-module can import it without pulling in the store.
+hashes that make re-imports no-ops; how a message counts things (`counted`). Nothing here
+touches SQL, files or the screen, so any module can import it without pulling in the store.
 """
 
 from __future__ import annotations
@@ -83,6 +83,12 @@ def _process_start(pid: int) -> float | None:
     # the fields after the command name (in parentheses, which may hold spaces): starttime is the 22nd field
     ticks = int(stat.rpartition(")")[2].split()[19])
     return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 item', '2 items' ('1 entry', '2 entries' with the `plural` given): the one way every
+    message counts something."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def now_iso() -> str:

@@ -33,9 +33,17 @@ def annotator_name(value: str | None, where: str = "name") -> str:
     return name
 
 
+LANGUAGE_NAMES = {"english": "en", "eng": "en", "英文": "en", "英语": "en",
+                  "chinese": "zh", "mandarin": "zh", "zho": "zh", "chi": "zh", "cn": "zh", "中文": "zh", "汉语": "zh"}
+"""Language names a user may type for a language code: no spelling of "english" is close to "en"."""
+
+
 def closest(value: str, known: list[str]) -> str | None:
-    """The known name closest to a misspelt one (case aside), if any is close enough."""
+    """The known name closest to a misspelt one (case aside), if any is close enough: the code
+    of a language named in words (LANGUAGE_NAMES) where the code is known."""
     by_folded = {name.casefold(): name for name in known}
+    if by_folded.get(LANGUAGE_NAMES.get(value.casefold(), "")):
+        return by_folded[LANGUAGE_NAMES[value.casefold()]]
     found = difflib.get_close_matches(value.casefold(), list(by_folded), n=1, cutoff=CLOSE_ENOUGH)
     return by_folded[found[0]] if found else None
 

@@ -20,7 +20,7 @@ from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
 from calibrate.item_view import Decision, ItemView, Progress
 from calibrate.kinds import LabelError
-from calibrate.model import LABEL_ACTIONS, Item, Judgment, lease_holder, process_running
+from calibrate.model import LABEL_ACTIONS, Item, Judgment, counted, lease_holder, process_running
 from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
     LaneReader,
@@ -675,7 +675,7 @@ class AnnotationSession:
         skipped = len(self.store.decided_item_ids(self.annotator, "skip", **self._scope))
         flagged = len(self.store.decided_item_ids(self.annotator, "flag", **self._scope))
         others = self.total - self.store.count_decided(self.annotator, **self._scope)
-        text = f"you labelled {self.labelled} of {self.total} items here, skipped {skipped} and flagged {flagged}"
+        text = f"you labelled {self.labelled} of {counted(self.total, 'item')} here, skipped {skipped} and flagged {flagged}"
         if others:
             text += f"; {others} are labelled or held by other annotators (overlap {self.overlap})"
         return text

@@ -56,7 +56,7 @@ class Setting:
         if self.name == "db":
             return "calibrate.db"
         if self.name == "annotator":
-            return os.environ.get("USER") or "annotator"
+            return "annotator"
         if self.name == "api_key_env":
             return "OPENAI_API_KEY"
         return [] if self.is_list else None
@@ -201,6 +201,8 @@ class Settings:
                 elif name in ("db", "keymap"):
                     value = str((path.parent / value).resolve()) if not Path(value).is_absolute() else value
                 return value, str(path)
+        if name == "annotator" and self._environ.get("USER"):  # the login name, before the last resort
+            return self._environ["USER"], "$USER"
         return setting.default(), "default"
 
     def with_trust(self, path: Path) -> Settings:

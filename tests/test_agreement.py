@@ -267,7 +267,7 @@ def test_stuart_maxwell_matches_statsmodels():
 
 def test_missing_labels_are_left_out_and_counted():
     result = two_raters(["yes", None, "no", "yes"], ["yes", "no", None, "no"])
-    assert result.n == 2 and "2 pair(s) with a missing label left out" in result.notes
+    assert result.n == 2 and "2 pairs with a missing label left out" in result.notes
     with pytest.raises(ValueError, match="not in the label set"):
         two_raters(["yes", "maybe"], ["yes", "no"], ["yes", "no"])
     json.dumps(two_raters([None], [None]).as_dict(), allow_nan=False)

@@ -100,7 +100,7 @@ def test_human_ceiling_same_items_paired_interval_and_verdict():
     matrix = np.array([[float(items[i][h]) for i in used] for h in ("h0", "h1", "h2")])
     assert result.humans.value == pytest.approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
     assert result.difference.value == pytest.approx(result.judge.value - result.humans.value)
-    assert result.verdict == "below the human ceiling" and result.n_items == 149 and "1 item(s)" in result.notes[0]
+    assert result.verdict == "below the human ceiling" and result.n_items == 149 and "1 item with" in result.notes[0]
     assert result.human_statistic.startswith("Krippendorff")
     two, judge2 = crowd(0.9, humans=2)
     paired = human_ceiling(two, judge2, resamples=500)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 import calibrate
@@ -190,7 +191,7 @@ def test_a_failed_judgment_is_not_judged_in_status_items_report_or_scores(tmp_pa
     assert judge["c3_rule"] == {"right": 1, "n": 2, "accuracy": 0.5}, "C3 counts a failed call as wrong"
     table = run("scores", "--format", "csv").stdout
     assert {row["judged"] for row in csv.DictReader(io.StringIO(table))} == {"1"}
-    assert "1 failed judgment(s) (errors: no output, no verdict), not counted as judged" in table
+    assert "1 failed judgment (errors: no output, no verdict), not counted as judged" in table
 
 
 def test_templates_list_and_show(calibrate):
@@ -246,6 +247,15 @@ def test_help_lists_the_commands():
     out = CliRunner().invoke(cli, ["--help"]).output
     for command in ("import", "items", "status", "templates", "render", "parse", "judge", "demo"):
         assert command in out
+
+
+def test_every_option_of_judge_and_items_says_what_it_does():
+    for command in ("judge", "items"):
+        params = cli.commands[command].params
+        undescribed = [p.name for p in params if isinstance(p, click.Option) and not p.help]
+        assert undescribed == [], f"calibrate {command}: options without help: {undescribed}"
+    helped = " ".join(CliRunner().invoke(cli, ["judge", "--help"]).output.split())
+    assert "--task TEXT Only this task." in helped and "Times a failed request is asked again" in helped
 
 
 def test_the_database_reads_with_the_sqlite_utils_cli(demo_db):

@@ -182,6 +182,9 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
      "Invalid value for '--task': unknown task 'c3/lexcal' (did you mean c3/lexical?); known tasks: "),
     (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--lang", "EN"], 2,
      "Invalid value for '--lang': unknown language 'EN' (did you mean en?); languages: en, zh"),
+    (["items", "--lang", "english"], 2, "unknown language 'english' (did you mean en?); languages: en, zh"),
+    (["templates", "show", "c3/en/phonologcal"], 2,
+     "Invalid value for 'TEMPLATE_ID': unknown template 'c3/en/phonologcal' (did you mean c3/en/phonological?)"),
     (["items", "--task", "essay/score"], 2, "unknown task 'essay/score'; known tasks: c3/coreference-detection"),
     (["annotate", "--system", "sdm-gamma"], 2, "unknown system 'sdm-gamma'"),
     (["report", "--judge", "demo-jugde"], 2, "unknown judge 'demo-jugde' (did you mean demo-judge?)"),
@@ -189,7 +192,8 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     (["items", "--offset", "500"], 1, "after the first 500 (62 match)"),
     (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--task", "c3/generation"], 1,
      "nothing to judge: the 1 item selected is of a task people decide (no judge prompt)"),
-    (["report"], 1, "no agreement to report yet: none of the 70 judged cells has an item labelled by people"),
+    # counted as cells and judges, not as the report's 70 cell × judge blocks
+    (["report"], 1, "no agreement to report yet: no item of the judged cells (32 cells, 4 judges) is labelled by people"),
     (["trust"], 1, "nothing to assess: no judge verdict in"),
     (["annotate", "--annotator", "x", "--task", "superglue/boolq", "--lang", "zh"], 1,
      "match --task 'superglue/boolq' --lang 'zh'"),
@@ -266,7 +270,7 @@ def test_an_import_of_only_consolidated_gold_labels_imports_nothing_and_fails(la
         {"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": "0", "annotator": "gold", "label": "1"}])
     before = fingerprint(labelled_demo_db.parent)
     out = Calibrate(labelled_demo_db)("import", "labels", str(only_gold), ok=False)
-    assert out.exit_code == 1 and f"{only_gold}: no valid labels; nothing was imported (1 rows refused: annotator " \
+    assert out.exit_code == 1 and f"{only_gold}: no valid labels; nothing was imported (1 row refused: annotator " \
         "'gold' is the label several people decided" in " ".join(out.output.split())
     assert fingerprint(labelled_demo_db.parent) == before
 

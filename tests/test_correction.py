@@ -251,7 +251,7 @@ def test_stratified_with_a_verdict_no_labelled_item_got():
     labels = np.array([1, 1, 1, 1, 1, 0] * 2 + [None] * 28, dtype=float)  # the 12 labelled items all got a yes
     result = stratified_mean(f, labels, random_sample=True)
     assert result.value == pytest.approx((10 + 18 * 10 / 12 + 10 * 0.5) / 40)
-    assert "10 unlabelled item(s) got a judge verdict that no labelled item got" in result.notes[0]
+    assert "10 unlabelled items got a judge verdict that no labelled item got" in result.notes[0]
     # the 10 items carry the prior's uncertainty around 1/2: lower and wider than had the judge said yes to them
     said_yes = stratified_mean(np.ones(40), labels, random_sample=True)
     assert result.ci[1] - result.ci[0] > said_yes.ci[1] - said_yes.ci[0] and result.ci[0] < said_yes.ci[0]
@@ -273,7 +273,7 @@ def test_stratified_refuses_what_the_guard_refuses():
     f, labels, _ = cell(5)
     assert "not drawn at random" in stratified_mean(f, labels, random_sample=False).reason
     few = np.where(np.cumsum(~np.isnan(labels)) <= 9, labels, np.nan)
-    assert stratified_mean(f, few, random_sample=True).reason == f"9 labelled item(s): at least {MIN_LABELLED} random human labels are needed"
+    assert stratified_mean(f, few, random_sample=True).reason == f"9 labelled items: at least {MIN_LABELLED} random human labels are needed"
     assert labelled_problem(f, np.where(np.isnan(labels), np.nan, 1.0), random_sample=True, needs_both_classes=False) is None
 
 
@@ -433,7 +433,7 @@ def test_guard_needs_min_labelled():
     assert labelled_problem(f, labels, random_sample=True) is None
     assert ppi_mean(f, labels, random_sample=True).value is not None
     labels[MIN_LABELLED - 1] = np.nan
-    reason = f"{MIN_LABELLED - 1} labelled item(s): at least {MIN_LABELLED} random human labels are needed"
+    reason = f"{MIN_LABELLED - 1} labelled items: at least {MIN_LABELLED} random human labels are needed"
     assert labelled_problem(f, labels, random_sample=True) == reason
     assert ppi_mean(f, labels, random_sample=True).reason == reason
 
@@ -446,7 +446,7 @@ def test_no_labelled_items():
     f[:20] = 0
     labels = np.full(50, np.nan)
     result = ppi_mean(f, labels, random_sample=True)
-    assert result.value is None and "0 labelled item(s)" in result.reason
+    assert result.value is None and "0 labelled items" in result.reason
     assert result.classical.value is None and result.classical.reason == "no labelled items"
     assert result.raw_judge == pytest.approx(0.6)
     assert rogan_gladen(f, labels, random_sample=True).value is None
@@ -457,7 +457,7 @@ def test_all_labels_one():
     f, labels, _ = cell(2)
     labels[~np.isnan(labels)] = 1
     result = ppi_mean(f, labels, random_sample=True)
-    assert result.value is None and "all 200 labelled items are 1" in result.reason
+    assert result.value is None and "all 200 labelled items are labelled 'right', none 'wrong'" in result.reason
     assert result.classical.value == 1.0 and result.classical.ci[0] == pytest.approx(0.9812, abs=1e-4)
     assert rogan_gladen(f, labels, random_sample=True).reason == result.reason
 
@@ -465,7 +465,7 @@ def test_all_labels_one():
 def test_one_labelled_item():
     f, labels, _ = cell(2, n=1)
     result = ppi_mean(f, labels, random_sample=True)
-    assert result.value is None and "1 labelled item(s)" in result.reason
+    assert result.value is None and "1 labelled item:" in result.reason
     assert result.classical.value in (0.0, 1.0) and result.classical.ci is None, "no interval from one label"
 
 
@@ -537,8 +537,8 @@ def test_difference_of_independent_cells_adds_variances():
     assert d.value == pytest.approx(a.value - b.value)
     assert d.se == pytest.approx(np.sqrt(a.se**2 + b.se**2))
     assert d.ci == pytest.approx((d.value - 1.959963984540054 * d.se, d.value + 1.959963984540054 * d.se))
-    missing = Corrected(None, None, None, "3 labelled item(s)", None, 3, 10, Estimate(None), 0.5)
-    assert difference(a, missing).reason == "3 labelled item(s)"
+    missing = Corrected(None, None, None, "3 labelled items", None, 3, 10, Estimate(None), 0.5)
+    assert difference(a, missing).reason == "3 labelled items"
 
 
 def test_rank_orders_systems_and_says_which_differences_are_real():
@@ -550,7 +550,7 @@ def test_rank_orders_systems_and_says_which_differences_are_real():
     }
     ranking = rank(cells)
     assert ranking.order[0] == "strong" and set(ranking.order[1:]) == {"weak", "weak-too"}
-    assert "0 labelled item(s)" in ranking.unranked["unlabelled"]
+    assert "0 labelled items" in ranking.unranked["unlabelled"]
     separated = {(p.a, p.b): p.separated for p in ranking.pairs}
     assert separated[("strong", ranking.order[1])] and separated[("strong", ranking.order[2])]
     assert not separated[(ranking.order[1], ranking.order[2])]

@@ -96,7 +96,7 @@ def test_skip_bad_with_every_line_bad_names_the_first_lines_and_how_many(calibra
     ("c3/tone", "en", "task c3/tone has no template in en (it has in zh)"),
     ("c3/lexical", "fr", "Invalid value for '--lang': unknown language 'fr'; languages: en, zh"),
     ("c3/lexical", "EN", "unknown language 'EN' (did you mean en?); languages: en, zh"),
-    ("c3/lexical", "english", "unknown language 'english'; languages: en, zh")])
+    ("c3/lexical", "english", "unknown language 'english' (did you mean en?); languages: en, zh")])
 def test_unknown_task_or_language_is_a_usage_error_naming_the_valid_ones(calibrate, tmp_path, task, lang, message):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, **LEX}])
     out = calibrate("import", "jsonl", str(f), "--task", task, "--lang", lang, ok=False)

@@ -371,8 +371,9 @@ def test_an_interrupted_run_keeps_completed_judgments_and_resume_finishes(lexica
 def test_repeat_stores_k_samples_per_item_under_one_judge_and_resumes(lexical_db):
     run = lexical_db(4)
     with FakeOpenAI() as server:
-        judge(run, server, "--repeat", "3", "--limit", "2")
+        first = judge(run, server, "--repeat", "3", "--limit", "2")
         assert server.count == 6, "2 items x 3 samples"
+        assert "samples judged (3 per item)" in first.output, "the table counts samples, and says so"
         out = judge(run, server, "--repeat", "3")
         assert server.count == 12, "only the 2 items not yet asked, 3 samples each"
         assert "6 already judged (no call)" in out.output and "6 samples already judged (skipped)" in out.output

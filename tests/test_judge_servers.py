@@ -92,7 +92,7 @@ def test_an_output_cut_at_the_token_limit_is_unparsed_as_truncated_even_if_it_ho
         assert server.count == 2, "a truncated output is an answer: not asked again"
     truncated = next(j for j in stored(run) if j.item_id == 1)
     assert (truncated.status, truncated.verdict, truncated.unparsed_reason) == ("unparsed", None, "truncated at 16 tokens")
-    assert "1 outputs were cut at the token limit" in out.output and "raise --max-tokens" in out.output
+    assert "1 output was cut at the token limit" in out.output and "raise --max-tokens" in out.output
     assert "another configuration of the judge: it asks all 2 items of this run again, not only the 1 cut" in \
         " ".join(out.output.split())
     assert runs(run)[-1]["truncated"] == 1
@@ -165,7 +165,7 @@ def test_a_request_the_server_is_stuck_on_times_out_is_retried_and_counted(db):
         out = judge(run, server, "--concurrency", "1", "--timeout", "0.5")
         assert server.count == 4
     assert out.exit_code == 0, "every item finally answered: the run succeeded"
-    assert "4 requests sent, 1 of them retries; failed: 1 × timed out" in out.output
+    assert "4 requests sent, 1 of them a retry; failed: 1 × timed out" in out.output
     assert runs(run)[0]["failures"] == {"timed out": 1}
 
 
@@ -220,7 +220,8 @@ def test_requests_are_counted_as_the_server_received_them_when_a_run_stops_with_
         asked = Counter(body["messages"][-1]["content"] for body in server.requests)
     assert "3 items failed, and the server answered no request of this run" in out.output
     assert (record["requests"], record["retries"]) == (server.count, server.count - len(asked))
-    assert f"{server.count} requests sent, {record['retries']} of them retries" in out.output
+    retries = "a retry" if record["retries"] == 1 else "retries"
+    assert f"{server.count} requests sent, {record['retries']} of them {retries}" in out.output
 
 
 def test_the_progress_line_says_the_server_asked_to_wait_while_the_run_waits(db):
@@ -231,7 +232,7 @@ def test_the_progress_line_says_the_server_asked_to_wait_while_the_run_waits(db)
     lines = [line for line in out.output.splitlines() if line.startswith("judging: ")]
     assert any("0/1 items, 1 failed (1 HTTP 429)" in line and "waiting 3 s as the server asks (" in line
                for line in lines), out.output
-    assert "1/1 items" in lines[-1] and "1 retries (1 HTTP 429)" in lines[-1] and "waiting" not in lines[-1]
+    assert "1/1 items" in lines[-1] and "1 retry (1 HTTP 429)" in lines[-1] and "waiting" not in lines[-1]
 
 
 def test_status_counts_a_judge_run_as_it_goes_and_after_its_process_was_killed(db):
@@ -460,7 +461,7 @@ def test_no_confidence_without_logprobs_says_why(db):
     with FakeOpenAI(Reply('{"score_answer": 85, "score_reasoning": 70}', logprobs=None)) as server:
         out = judge(run, server, "--logprobs")
     assert stored(run)[0].confidence is None
-    assert "no confidence for 1 verdicts: the server returned no logprobs" in out.output
+    assert "no confidence for 1 verdict: the server returned no logprobs" in out.output
 
 
 def test_tokens_that_do_not_spell_the_output_give_no_confidence(db):

@@ -64,6 +64,8 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "3"}, "label '3' is not one of 1, 2"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "77", "annotator": "s", "label": "1"}, "no superglue/copa (en) item with source id '77'"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "label": "1"}, "missing field 'annotator'"),
+        ({"task": "superglue/copa", "lang": "en", "system": "my-llm", "source_id": "77", "annotator": "s", "label": "1"},
+         "no superglue/copa (en) item of system 'my-llm' with source id '77'"),
         ({"task": "rubric/reference", "lang": "zh", "source_id": "r1", "annotator": "s", "label": "great"}, "a rubric label is JSON"),
         ({"task": "c3/pause", "lang": "zh", "source_id": "ambiguity/phonological/pause/0", "annotator": "s", "label": "是"},
          "c3/pause (zh) item 'ambiguity/phonological/pause/0' exists for systems 'sdm-alpha', 'sdm-beta': add a 'system' column "

@@ -659,7 +659,7 @@ def test_the_gold_line_takes_the_gold_label_every_export_and_figure_takes(gold_d
     assert row["n"] == "11" and float(row["kappa"]) == pytest.approx(48 / 59)
     table = run("report", "--judge", "j1").output
     assert any(text.split()[:2] == ["gold", "11"] for text in table.splitlines())
-    assert "1 item(s) tied between annotators have no gold label" in " ".join(table.split())
+    assert "1 item tied between annotators has no gold label" in " ".join(table.split())
     assert "| gold | 11 |" in run("report", "--judge", "j1", "--format", "markdown").output
     assert "<td>gold</td><td class='num'>11</td>" in run("report", "--judge", "j1", "--format", "html").output
 
@@ -689,7 +689,7 @@ def test_the_ties_noted_on_a_judges_gold_line_are_items_it_judged(tmp_path):
     run("import", "labels", str(tmp_path / "l.csv"))
     line = _lines(run)["gold"]
     assert line["n"] == 3 and line["gold_ties"] == 1, "j judged a0..a3: one of them tied; b0 and b1 are not its items"
-    assert "1 item(s) tied between annotators have no gold label" in " ".join(run("report").output.split())
+    assert "1 item tied between annotators has no gold label" in " ".join(run("report").output.split())
 
 
 def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_path):
@@ -725,3 +725,19 @@ def test_the_human_ceilings_intervals_simulated_to_cover_less_than_promised_are_
     assert "approximate intervals: the people's covers about 90 % here, the judge's covers about 86 % here" in text
     cell = json.loads(run("report", "--format", "json").output)["cells"][0]
     assert cell["ceiling"]["judge"]["approximate"] == 0.862
+
+
+def test_one_judge_error_and_one_unparsed_item_are_counted_in_the_singular(tmp_path):
+    outputs = ["The answer is: yes.", "The answer is: no."] * 6
+    outputs[0], outputs[1] = None, "unsure"  # one error (no output), one unparsed
+    source = tmp_path / "j1.jsonl"
+    source.write_text("".join(json.dumps({"id": f"q{i}", "content": "c", "notation": "n", "response": "r", "out": out})
+                              + "\n" for i, out in enumerate(outputs)))
+    run = Calibrate(tmp_path / "one.db")
+    run("import", "jsonl", str(source), "--task", "c3/pause", "--lang", "en", "--judge-output", "out", "--judge-name", "j1")
+    (tmp_path / "labels.csv").write_text("task,lang,source_id,annotator,label\n"
+                                         + "".join(f"c3/pause,en,q{i},ana,yes\n" for i in range(12)))
+    run("import", "labels", str(tmp_path / "labels.csv"))
+    text = " ".join(run("report").output.split())
+    assert "1 judge error (no output) not counted" in text and "1 of 11 verdicts unparsed" in text
+    assert "judge errors" not in text

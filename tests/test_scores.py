@@ -51,9 +51,9 @@ def test_scores_in_every_format_on_the_demo(demo_db, tmp_path, fmt):
     if fmt == "html":
         assert text.startswith("<!doctype html>") and "Why the C3-rule column differs" in text
     if fmt == "table":
-        assert "Ranking of systems" in text and "] 0 labelled item(s)" in text
+        assert "Ranking of systems" in text and "] 0 labelled items" in text
     if fmt == "markdown":  # the footnote's brackets are escaped, so they render as written
-        assert "Ranking of systems" in text and "\\] 0 labelled item(s)" in text
+        assert "Ranking of systems" in text and "\\] 0 labelled items" in text
 
 
 def test_narrow_terminal_gets_a_block_per_cell(demo_db):
@@ -265,7 +265,7 @@ def test_a_systems_overall_row_gives_no_corrected_number_while_a_cell_it_pools_h
     (judge,) = cells[("m", "(all)", "(all)")]["judges"]
     assert judge["corrected"]["value"] is None and judge["corrected"]["ci"] is None
     assert "m · c3/intonation · en: the judge says yes on 100% of labelled items" in judge["corrected"]["reason"]
-    assert "m · c3/lexical · en: 0 labelled item(s)" in judge["corrected"]["reason"]
+    assert "m · c3/lexical · en: 0 labelled items" in judge["corrected"]["reason"]
     assert judge["more_labels_for_target"] is None and judge["rogan_gladen"]["ci"] is None and judge["corrected_ppi"]["ci"] is None
 
 
@@ -296,7 +296,7 @@ def test_a_systems_overall_row_combines_its_cells_by_their_share_of_the_items(tm
 def test_people_over_several_cells_need_labels_in_each(tmp_path):
     run = _two_cells(tmp_path, ["yes", "no"] * 10, [])
     people = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "(all)", "(all)")]["people"]
-    assert people["value"] is None and "m · c3/lexical · en: 0 labelled item(s)" in people["reason"]
+    assert people["value"] is None and "m · c3/lexical · en: 0 labelled items" in people["reason"]
 
 
 def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_path):
@@ -307,7 +307,7 @@ def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_pat
     cells = cells_by(json.loads(run("scores", "--format", "json").output))
     people = cells[("m", "c3/intonation", "en")]["people"]
     assert people["value"] == 1.0 and people["ci"] is None and "fewer than 10" in people["ci_reason"]
-    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)))
     assert rows and all("[" not in row["people"] for row in rows)
     assert "people: fewer than 10 items" in " ".join(run("scores", "--format", "html").output.split())
     (tmp_path / "ten").mkdir()
@@ -387,7 +387,7 @@ def test_an_overall_row_gives_no_judge_figure_while_a_cell_it_pools_has_no_verdi
     assert whole["final"]["raw"] is None and whole["final"]["corrected"]["value"] is None
     (j1,) = [j for j in cells[("S", "c3/lexical", "en")]["judges"] if j["judge"] == "j1"]
     assert j1["corrected"]["value"] == pytest.approx(4 / 7) and j1["cells_without_verdicts"] == []
-    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)))
     pooled = [r for r in rows if r["task"] == "(all)"]
     assert pooled and all(r["corrected"] == "—" and r["corrected_value"] == "" and "c3/pause" in r["note"]
                           for r in pooled)
@@ -399,7 +399,7 @@ def test_judge_against_judge_leaves_unparsed_verdicts_out_and_says_how_many(judg
     run = judged_and_unjudged
     text = " ".join(run("scores").output.split())
     # j2's only output other than yes is unparsed: without it j2 is constant, so κ is 0, not -0.15
-    assert "all items: j1 vs j2, n=11 (1 item(s) with an unparsed or error verdict left out): κ 0.00" in text
+    assert "all items: j1 vs j2, n=11 (1 item with an unparsed or error verdict left out): κ 0.00" in text
     (pair,) = [p for p in json.loads(run("scores", "--format", "json").output)["judge_pairs"] if p["scope"] == "all items"]
     assert (pair["n"], pair["left_out_unparsed"], pair["kappa"]["value"]) == (11, 1, 0.0)
     # the corrected figures read it as "no", and j2's row (the only one with one) says so
@@ -419,14 +419,14 @@ def test_labelled_items_whose_labels_tie_are_counted_and_said(judged_and_unjudge
     assert (lexical["labelled"], lexical["tied"]) == (11, 1) and (pause["labelled"], pause["tied"]) == (12, 0)
     assert cells[("S", "(all)", "(all)")]["tied"] == 1
     text = " ".join(run("scores").output.split())
-    assert "1 labelled item(s) whose labels tie (no majority label): counted unlabelled here" in text
-    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    assert "1 labelled item whose labels tie (no majority label): counted unlabelled here" in text
+    rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)))
     assert {(r["task"], r["tied"]) for r in rows} == {("(all)", "1"), ("c3/lexical", "1"), ("c3/pause", "0")}
 
 
 def test_the_csv_gives_each_figure_as_a_number_beside_its_text(judged_and_unjudged):
     run = judged_and_unjudged
-    text = run("scores", "--format", "csv").output
+    text = run("scores", "--format", "csv").stdout
     header = next(csv.reader(io.StringIO(text)))
     assert header[:14] == ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule",
                            "parser (unparsed, errors wrong)", "parser (unparsed, errors left out)", "people", "corrected",
@@ -483,7 +483,7 @@ def test_the_parser_figure_without_missing_verdicts_names_the_unparsed_and_the_e
     assert "parser 3/6 50% (3/3 100% without 1 unparsed and 2 errors)" in text
     (judge,) = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "c3/lexical", "en")]["judges"]
     assert (judge["unparsed"], judge["errors"]) == (1, 2)
-    row = next(csv.DictReader(io.StringIO(run("scores", "--format", "csv").output)))
+    row = next(csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)))
     assert row["parser (unparsed, errors left out)"] == "3/3 100% without 1 unparsed and 2 errors"
 
 
@@ -500,3 +500,47 @@ def test_outputs_read_differently_are_shown_ten_at_a_time_and_listed_whole_in_js
         text = " ".join(run("scores", "--format", fmt).output.split())
         assert text.count("C3's rule says wrong") == 10
         assert "… and 4 more outputs (14 in all):" in text and "--format json" in text and "lists every one" in text
+
+
+def test_the_notes_name_labels_and_verdicts_as_people_gave_them_and_count_in_the_singular(tmp_path):
+    """An inverted judge (Se + Sp - 1 below 0) is said to run against the labels; a cell labelled
+    all '是' names that label (not "1") and says the value is withheld too; two judges saying only
+    '是' are named with it (not 'right'); one error is "1 error"; the JSON counts the pairs' items
+    left out for an error apart from those left out for an unparsed output; the CSV says on
+    stderr what only the JSON has."""
+    path = tmp_path / "words.db"
+    store = Store(path)
+    en, _ = store.add_items([NewItem("c3/lexical", "en", f"e{k}", {"content": f"s{k}", "notation": "n", "response": "r"},
+                                     system="m") for k in range(20)], with_ids=True)
+    zh, _ = store.add_items([NewItem("c3/pause", "zh", f"z{k}", {"content": f"s{k}", "notation": "n", "response": "r"},
+                                     system="m") for k in range(12)], with_ids=True)
+    j1 = ["yes"] * 10 + ["no"] * 9 + [None]  # the last one failed (an error)
+    j2 = ["yes"] * 18 + ["??", "yes"]  # e18 unparsed
+    judgments = []
+    for name, verdicts in (("j1", j1), ("j2", j2)):
+        for i, v in zip(en, verdicts, strict=True):
+            status = "error" if v is None else "unparsed" if v == "??" else "verdict"
+            judgments.append(NewJudgment(item_id=i, judge_name=name, judge_key=name, status=status,
+                                         verdict=v if status == "verdict" else None))
+        judgments += [NewJudgment(item_id=i, judge_name=name, judge_key=name, status="verdict", verdict="是")
+                      for i in zh]
+    store.add_judgments(judgments)
+    for k, i in enumerate(en):  # people say no where j1 says yes, and yes where it says no
+        store.annotate(i, "ana", "label", label="yes" if k == 0 or k >= 10 else "no")
+    for i in zh:
+        store.annotate(i, "ana", "label", label="是")
+    store.close()
+    run = Calibrate(path)
+    text = " ".join(run("scores").output.split())
+    assert "Se + Sp - 1 = -0.91 is below 0: the judge's verdicts run against the labels" in text
+    assert "barely" not in text
+    assert ("all 12 labelled items are labelled '是', none '否': from labels of one class the spread of the labels "
+            "is unknown, so no value and no interval") in text
+    assert "zh: j1 vs j2, n=12: κ — (both raters used only '是'" in text
+    assert "without 1 error)" in text and "1 errors" not in text
+    pairs = {p["scope"]: p for p in json.loads(run("scores", "--format", "json").output)["judge_pairs"]}
+    assert {k: pairs["en"][k] for k in ("n", "left_out", "left_out_unparsed", "left_out_errors")} == {
+        "n": 18, "left_out": 2, "left_out_unparsed": 1, "left_out_errors": 1}
+    csv_run = run("scores", "--format", "csv")
+    assert "`--format json` also has" in csv_run.stderr and "judge against judge (judge_pairs)" in csv_run.stderr
+    assert "judge_pairs" not in csv_run.stdout

@@ -97,3 +97,19 @@ def test_judge_in_a_folder_with_an_untrusted_base_url_asks_nothing_until_trusted
         judged = CliRunner().invoke(cli, judge)
         assert judged.exit_code == 0, judged.output
         assert server.count == 2
+
+
+def test_the_annotator_default_is_what_annotate_help_says_and_config_names_where_it_came_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CALIBRATE_ANNOTATOR", raising=False)
+    helped = " ".join(CliRunner().invoke(cli, ["annotate", "--help"]).output.split())
+    assert "[default: $CALIBRATE_ANNOTATOR, calibrate.toml, else $USER, else 'annotator']" in helped
+
+    def annotator() -> tuple[str, str]:
+        rows = {r["setting"]: r for r in json.loads(CliRunner().invoke(cli, ["config", "--json"]).output)}
+        return rows["annotator"]["value"], rows["annotator"]["from"]
+
+    monkeypatch.setenv("USER", "bob")
+    assert annotator() == ("bob", "$USER")
+    monkeypatch.delenv("USER")
+    assert annotator() == ("annotator", "default")

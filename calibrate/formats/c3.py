@@ -37,7 +37,7 @@ from calibrate.formats import (
 from calibrate.gold import gold_label
 from calibrate.judgments import render_for
 from calibrate.kinds import POSITIVE, VerdictKind
-from calibrate.model import Item, NewItem
+from calibrate.model import Item, NewItem, counted
 from calibrate.names import listing
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -153,8 +153,8 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
     reference index by index (naming the first files missing and the ones no item has)."""
     folder = responses_root / part.responses
     if not folder.is_dir():
-        return BadInput(str(folder), f"response folder is missing for {part.reference}: none of its {count} items "
-                                     "is imported")
+        return BadInput(str(folder), f"response folder is missing for {part.reference}: none of its "
+                                     f"{counted(count, 'item')} is imported")
     suffix = "" if part.multi_turn else ".txt"
     found, odd = _indexed(folder, suffix)
     missing, extra = sorted(set(range(count)) - set(found)), sorted(set(found) - set(range(count)))
@@ -163,9 +163,9 @@ def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInpu
         named = lambda indexes: listing([f"{k}{suffix}" for k in indexes], 3)  # noqa: E731
         problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra) + [
             f"no item for {listing(odd, 3)}: C3's evaluate.py reads <i>{suffix} without leading zeros"] * bool(odd)
-        return BadInput(str(folder), f"{len(found) + len(odd)} {kind} but {part.reference} lists {count} items "
+        return BadInput(str(folder), f"{len(found) + len(odd)} {kind} but {part.reference} lists {counted(count, 'item')} "
                                      f"({'; '.join(problems)}); responses pair with the reference by index: none "
-                                     f"of its {count} items is imported")
+                                     f"of its {counted(count, 'item')} is imported")
     files = [found[k] for k in range(count)]
     if part.multi_turn:
         return [[_read_text(p) for p in _numbered(d)] for d in files]

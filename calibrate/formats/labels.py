@@ -32,7 +32,7 @@ from calibrate.escape import spreadsheet_unsafe
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
 from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN
 from calibrate.kinds import LabelError
-from calibrate.model import LabelsAdded, digest
+from calibrate.model import LabelsAdded, counted, digest
 from calibrate.names import CONSOLIDATED
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -144,7 +144,7 @@ def _rows(path: Path) -> Iterator[tuple[str, dict] | BadInput]:
             continue
         if len(row) != len(header):
             runs_on = f"; its quotes run on to line {line}: one left open?" if line != start else ""
-            yield BadInput(f"{path}:{start}", f"{len(row)} cells, but the header names {len(header)} "
+            yield BadInput(f"{path}:{start}", f"{counted(len(row), 'cell')}, but the header names {len(header)} "
                                               f"({DELIMITERS[delimiter]}-separated{runs_on})")
             continue
         yield f"{path}:{start}", {k: v.strip() for k, v in zip(header, row, strict=True) if k}
@@ -292,8 +292,8 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
             skipped.append(problem)
     if not rows:
-        left_out = [f"{unlabelled} rows of items without a label"] if unlabelled else []
-        left_out += [f"{consolidated} rows refused: {CONSOLIDATED_REASON}"] if consolidated else []
+        left_out = [f"{counted(unlabelled, 'row')} of items without a label"] if unlabelled else []
+        left_out += [f"{counted(consolidated, 'row')} refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
                            (f" ({'; '.join(left_out)})" if left_out else ""))
     added = store.add_imported_labels(rows)
@@ -308,7 +308,8 @@ def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:
     item = f"{row.task} ({row.lang}) item {row.source_id!r}"
     systems = index.systems_for(row.task, row.lang, row.source_id)
     if not systems:
-        return None, f"no {row.task} ({row.lang}) item with source id {row.source_id!r}"
+        system = "" if row.system is None else f" of system {row.system!r}" if row.system else " without a system"
+        return None, f"no {row.task} ({row.lang}) item{system} with source id {row.source_id!r}"
     known = ", ".join(repr(s) if s else "(none)" for s in systems)
     empty = " (empty for the item without a system)" if "" in systems else ""
     if row.system is None:

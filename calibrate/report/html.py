@@ -8,7 +8,7 @@ import html
 
 from calibrate.escape import safe
 from calibrate.html_page import page
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.report.model import (
     STATISTIC_NAMES,
     AgreementCell,
@@ -71,7 +71,7 @@ def _ceiling_text(ceiling) -> str:
         return "—"
     humans = ceiling.humans
     if humans.value is not None and humans.ci is None:
-        return f"{humans.value:.2f} (no CI: {ceiling.n_items} items)"
+        return f"{humans.value:.2f} (no CI: {counted(ceiling.n_items, 'item')})"
     return with_ci(*split_estimate(humans))
 
 
@@ -100,7 +100,7 @@ def _reliability_diagram(cal) -> str:
         x0, x1, acc = x(b["lower"]) + 1, x(b["upper"]) - 1, b["accuracy"]
         parts.append(f'<rect x="{x0:.1f}" y="{y(acc):.1f}" width="{x1 - x0:.1f}" height="{y(0) - y(acc):.1f}" '
                      f'fill="#1f5fa8" fill-opacity="0.75"><title>confidence {b["lower"]:g}–{b["upper"]:g}: '
-                     f'{b["count"]} items, agreement {acc:.2f}, mean confidence {b["confidence"]:.2f}</title></rect>')
+                     f'{counted(b["count"], "item")}, agreement {acc:.2f}, mean confidence {b["confidence"]:.2f}</title></rect>')
         parts.append(f'<circle cx="{x(b["confidence"]):.1f}" cy="{y(b["confidence"]):.1f}" r="2.5" fill="#c0392b"/>')
         parts.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y(acc) - 3:.1f}" font-size="9" text-anchor="middle">'
                      f'{b["count"]}</text>')
@@ -122,13 +122,13 @@ def _reliability_html(c: AgreementCell) -> str:
     rows = []
     if r.consistency is not None:
         rows.append(("flip rate", with_ci(row.flip_rate, row.flip_rate_low, row.flip_rate_high),
-                     f"{row.unstable_items} of {r.consistency.items} items changed verdict over {r.repeats_words} repeats"
+                     f"{row.unstable_items} of {counted(r.consistency.items, 'item')} changed verdict over {r.repeats_words} repeats"
                      + (f" at {r.temperatures}" if r.temperatures else "")))
         alpha = r.consistency.alpha
         rows.append(("α across repeats", with_ci(row.repeat_alpha, row.repeat_alpha_low, row.repeat_alpha_high),
                      alpha.reason or ""))
     if r.calibration is not None and r.calibration.n:
-        rows.append(("ECE", fmt(row.ece, 3), f"on {r.calibration.n} items with a confidence and a human label; "
+        rows.append(("ECE", fmt(row.ece, 3), f"on {counted(r.calibration.n, 'item')} with a confidence and a human label; "
                      f"no interval: {row.ece_note}"))
         rows.append(("Brier", with_ci(row.brier, row.brier_low, row.brier_high), "0 is perfect; 0.25 is a coin"))
     if r.length is not None:

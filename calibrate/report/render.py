@@ -11,7 +11,7 @@ from dataclasses import asdict, fields
 
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, said_once
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.reliability_cells import JudgeReliability
 from calibrate.report.model import (
     STATISTIC_NAMES,
@@ -92,7 +92,7 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
     if c.unparsed:
         how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
                "as-disagreement": "counted as disagreeing with the person"}[mode]
-        notes.append(f"{c.unparsed} of {c.judged} verdicts unparsed, {how}")
+        notes.append(f"{c.unparsed} of {counted(c.judged, 'verdict')} unparsed, {how}")
     notes += jury_notes(c)
     if c.truncated:
         notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
@@ -100,14 +100,14 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
     for line in c.lines:
         if line.kappa_range and line.unparsed:
             worst, best = line.kappa_range
-            notes.append(f"vs {line.versus}: {line.unparsed} labelled item(s) with an unparsed verdict: κ between "
+            notes.append(f"vs {line.versus}: {counted(line.unparsed, 'labelled item')} with an unparsed verdict: κ between "
                          f"{fmt(worst)} (all wrong) and {fmt(best)} (all right)")
     plans = [f"{line.versus} {line.more_items}" for line in c.lines if line.more_items]
     if plans:
         notes.append(f"more labels for a κ interval of ±{report.options.target_half_width} (80 % assurance): "
                      + ", ".join(plans))
     if c.errors:
-        notes.append(f"{c.errors} judge errors (no output) not counted")
+        notes.append(f"{counted(c.errors, 'judge error')} (no output) not counted")
     ceiling = c.ceiling
     if ceiling is not None:
         if ceiling.humans.value is None or ceiling.judge.value is None:
@@ -119,14 +119,14 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
             rough = [f"the {name} {approximate_words(e.approximate).removeprefix('approximate: ')}"
                      for name, e in parts if e.approximate]
             notes.append(
-                f"human ceiling on {ceiling.n_items} items labelled by {ceiling.annotators} people: "
+                f"human ceiling on {counted(ceiling.n_items, 'item')} labelled by {ceiling.annotators} people: "
                 f"{ceiling.human_statistic} {people}; the judge on the same items κ {judge}; difference {difference}"
                 + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
                 + (f" ({APPROXIMATE_MARK} approximate intervals: {', '.join(rough)})" if rough else "")
             )
     if c.ties:
         adjudicator = report.options.gold_from
-        notes.append(f"{c.ties} item(s) tied between annotators have no gold label"
+        notes.append(f"{counted(c.ties, 'item')} tied between annotators {'has' if c.ties == 1 else 'have'} no gold label"
                      + (f" ({adjudicator} did not label them)" if adjudicator else ""))
     alt = c.alt_test
     if alt is not None and alt.ran:
@@ -243,23 +243,24 @@ def reliability_notes(r: JudgeReliability) -> list[str]:
         by_construction = (" (at temperature 0 repeats agree by construction unless the server samples anyway: "
                            "this says little about consistency)" if r.temperatures == "temperature 0" else "")
         notes.append(
-            f"consistency over {r.repeats_words} repeats{at} on {r.consistency.items} items{by_construction}: flip rate "
+            f"consistency over {r.repeats_words} repeats{at} on {counted(r.consistency.items, 'item')}{by_construction}: "
+            "flip rate "
             f"{_with_reason(r.consistency.flip_rate)}; α across repeats "
             + (with_ci(*split_estimate(alpha)) if alpha.value is not None else f"— ({alpha.reason})")
-            + (f"; {len(r.unstable_items)} unstable item(s): {ids}" if r.unstable_items else "; no unstable item"))
+            + (f"; {counted(len(r.unstable_items), 'unstable item')}: {ids}" if r.unstable_items else "; no unstable item"))
     if r.calibration is not None and r.calibration.n:
         cal = r.calibration
-        notes.append(f"calibration against people on {cal.n} items: ECE {cal.ece.value:.3f} (no interval), Brier "
+        notes.append(f"calibration against people on {counted(cal.n, 'item')}: ECE {cal.ece.value:.3f} (no interval), Brier "
                      f"{_with_reason(cal.brier)}")
     if r.length is not None:
         b = r.length.estimate
-        notes.append(f"length bias on {r.length.n} items: " + (
+        notes.append(f"length bias on {counted(r.length.n, 'item')}: " + (
             f"{b.value:+.2f} log-odds of a judge yes per sd of response length"
             + (f" [{b.ci[0]:+.2f}, {b.ci[1]:+.2f}]" if b.ci else "") + f": {r.length.verdict}"
             if b.value is not None else r.length.verdict))
     for name, probe in r.systems.items():
         family = " (judge and system of one model family)" if r.same_family.get(name) else ""
-        notes.append(f"system {name}{family} on {probe.n} items: judge minus people's yes rate "
+        notes.append(f"system {name}{family} on {counted(probe.n, 'item')}: judge minus people's yes rate "
                      f"{with_ci(*split_estimate(probe.estimate))}: {probe.verdict}")
     return notes
 
@@ -278,7 +279,7 @@ def cells_without_numbers(report: Report) -> list[str]:
                    + ", ".join(f"{c.task} {c.lang} ({c.judge})" for c in unlabelled))
     if unparsed:
         out.append(f"labelled, but every labelled item's verdict is unparsed ({len(unparsed)}; see --unparsed): "
-                   + ", ".join(f"{c.task} {c.lang} ({c.judge}: {max(line.unparsed for line in c.lines)} items)"
+                   + ", ".join(f"{c.task} {c.lang} ({c.judge}: {counted(max(line.unparsed for line in c.lines), 'item')})"
                                for c in unparsed))
     if tied:
         out.append(f"labelled, but the jury's judges tie or give no parsed verdict on every labelled item "

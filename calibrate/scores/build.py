@@ -13,7 +13,7 @@ from calibrate.cells import BY_CHOICES, check_by
 from calibrate.configurations import mixed_configurations
 from calibrate.formats.c3 import c3_corrected, c3_right
 from calibrate.kinds import POSITIVE
-from calibrate.model import FAILED, Estimate, TextRule, judged
+from calibrate.model import FAILED, Estimate, TextRule, counted, judged
 from calibrate.scores.model import (
     ALL,
     NO_SYSTEM,
@@ -47,6 +47,7 @@ class _Group:
     human: float  # 1 right, 0 wrong, nan unlabelled
     people_decide: bool  # the task has no judge prompt
     n: int
+    words: tuple[str, str] = correction.CLASSES  # what people and judges call right and wrong here ('yes', 'no')
     verdicts: dict[str, tuple[float, bool | None]] = field(default_factory=dict)
     # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3)
     stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict) as stored
@@ -131,7 +132,8 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None,
     for task, lang, item_system, reference, gold, *rest in rows:
         kind, people_decide = kinds[(task, lang)], not prompted[(task, lang)]
         group = _Group(task, lang, item_system or NO_SYSTEM, item_system,
-                       np.nan if gold is None else float(_right(kind, gold, reference)), people_decide, rest[-1])
+                       np.nan if gold is None else float(_right(kind, gold, reference)), people_decide, rest[-1],
+                       _words(kind))
         for k, name in enumerate(judges):
             status, verdict, correct, rule = rest[4 * k : 4 * k + 4]
             if status is None or people_decide:
@@ -150,6 +152,20 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None,
     for (task, lang, item_system), n in store.score_ties(kinds, system=system).items():
         ties[(task, lang, item_system or NO_SYSTEM)] += n
     return found, notes, ties
+
+
+def _words(kind) -> tuple[str, str]:
+    """The labels that mean right and wrong, as people and judges give them: a yes/no kind's
+    own ('yes', 'no'; '是', '否'); right and wrong where a label is right by the reference."""
+    if kind.right_by_reference:
+        return correction.CLASSES
+    return kind.positive, next(label for label in kind.labels if label != kind.positive)
+
+
+def _shared_words(groups: list[_Group]) -> tuple[str, str]:
+    """The groups' words for right and wrong where they all share them, else right and wrong."""
+    words = {g.words for g in groups}
+    return words.pop() if len(words) == 1 else correction.CLASSES
 
 
 def _right(kind, label: str, reference: str | None) -> bool:
@@ -207,7 +223,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         cells, names = _cells_of(rows)
         corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
-        rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True)
+        rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True, classes=_shared_words(rows))
         plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
                                                    cells=cells)
         if without:
@@ -263,7 +279,7 @@ def _without_reason(lead: str, without: list[str], members: list[_Group]) -> str
     then the cells without them, named, with their items."""
     items = sum(m.n for m in members if m.cell in without)
     return (f"{lead} in {len(without)} of the cells pooled here ({', '.join(without)}; {items} of its "
-            f"{sum(m.n for m in members)} items), so no raw or corrected accuracy over this row: it would leave "
+            f"{counted(sum(m.n for m in members), 'item')}), so no raw or corrected accuracy over this row: it would leave "
             "those items out")
 
 
@@ -310,7 +326,8 @@ def _scope(task: str, lang: str, judge: str) -> str:
 def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     """Every pair of judges over all items both judged, and per language (C3's judges are
     compared per language in its paper). Items where either verdict is unparsed or an error
-    are left out and counted (`JudgePair.left_out`): read as "no" they would pass for a verdict."""
+    are left out and counted (`JudgePair.left_out_unparsed`, `left_out_errors`): read as "no"
+    they would pass for a verdict."""
     judges = sorted({j for g in groups for j in g.verdicts})
     groups = [g for g in groups if g.verdicts]
     pairs = []
@@ -326,13 +343,15 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
                 table = np.zeros((2, 2), dtype=np.int64)  # right / wrong of a x of b
                 for g in both:
                     table[int(g.verdicts[a][0] != 1), int(g.verdicts[b][0] != 1)] += g.n
-                kappa = two_raters(table=table, labels=["right", "wrong"]).kappa
+                kappa = two_raters(table=table, labels=_shared_words(judged), raters=(a, b)).kappa
                 lab = [g for g in both if not np.isnan(g.human)]
                 agree_a = _repeat([g.verdicts[a][0] == g.human for g in lab], lab, bool)
                 agree_b = _repeat([g.verdicts[b][0] == g.human for g in lab], lab, bool)
                 tracks = positive_rate_difference(agree_a, agree_b)
                 n = sum(g.n for g in both)
-                pairs.append(JudgePair(scope, a, b, n, kappa, len(agree_a), tracks, sum(g.n for g in judged) - n))
+                errors = sum(g.n for g in judged if FAILED in (g.stored[a][0], g.stored[b][0]))
+                pairs.append(JudgePair(scope, a, b, n, kappa, len(agree_a), tracks,
+                                       sum(g.n for g in judged) - n - errors, errors))
     return pairs
 
 

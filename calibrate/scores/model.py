@@ -139,9 +139,11 @@ class ScoreCell:
 class JudgePair:
     """Two judges on the same items of one scope: agreement with each other, and which tracks
     people better (agreement of a with people minus agreement of b, paired over the items
-    both judged and people labelled). `n` counts the items both judges gave a verdict on;
-    `left_out` the items both judged where one of them has an unparsed or error verdict, left
-    out of both figures (as `calibrate report` leaves unparsed verdicts out by default)."""
+    both judged and people labelled). `n` counts the items both judges gave a verdict on; the
+    items both judged where one of them has an unparsed or error verdict are left out of both
+    figures (as `calibrate report` leaves unparsed verdicts out by default), counted apart:
+    `left_out_errors` where a judgment failed, `left_out_unparsed` where an output did not
+    parse and none failed."""
 
     scope: str
     a: str
@@ -150,10 +152,16 @@ class JudgePair:
     kappa: Estimate
     n_labelled: int
     tracks_people: Estimate
-    left_out: int = 0
+    left_out_unparsed: int = 0
+    left_out_errors: int = 0
+
+    @property
+    def left_out(self) -> int:
+        return self.left_out_unparsed + self.left_out_errors
 
     def as_dict(self) -> dict:
-        return {"scope": self.scope, "a": self.a, "b": self.b, "n": self.n, "left_out_unparsed": self.left_out,
+        return {"scope": self.scope, "a": self.a, "b": self.b, "n": self.n, "left_out": self.left_out,
+                "left_out_unparsed": self.left_out_unparsed, "left_out_errors": self.left_out_errors,
                 "kappa": self.kappa.as_dict(),
                 "n_labelled": self.n_labelled, "agreement_with_people_a_minus_b": self.tracks_people.as_dict()}
 

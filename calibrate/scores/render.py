@@ -12,6 +12,7 @@ from collections import defaultdict
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import hanging
 from calibrate.html_page import page
+from calibrate.model import counted
 from calibrate.names import listing
 from calibrate.scores.model import FINAL, JudgeScores, Scores
 from calibrate.stats.simulated import approximate_words
@@ -25,15 +26,15 @@ NUMBER_COLUMNS = ["tied", "c3_rule_accuracy", "parser_unparsed_wrong_accuracy", 
 fractions at full precision, empty where none."""
 NO_JUDGE = "(no judge)"
 """The judge column of a cell no judge shown has verdicts in."""
-OTHER_BENCHMARKS = ("{judge}'s figures here leave out this row's {n} item(s) of benchmarks it does not judge "
+OTHER_BENCHMARKS = ("{judge}'s figures here leave out this row's {n} of benchmarks it does not judge "
                     "(their judges' rows give theirs)")
 NO_VERDICTS = "no verdicts on these items by the judges shown: no judge accuracy, raw or corrected"
-TIED = ("{} labelled item(s) whose labels tie (no majority label): counted unlabelled here, so left out of labelled, "
+TIED = ("{} whose labels tie (no majority label): counted unlabelled here, so left out of labelled, "
         "people and corrected (`calibrate status` counts them labelled)")
 UNPARSED_READ_AS_NO = (
     "corrected and Rogan–Gladen read this judge's unparsed and error verdicts as not right, like a \"no\": a valid "
     "reading (the labels measure the judge's errors under that same reading), not a parsed verdict")
-FAILED_NOT_JUDGED = ("{} failed judgment(s) (errors: no output, no verdict), not counted as judged; C3 rule and "
+FAILED_NOT_JUDGED = ("{} (errors: no output, no verdict), not counted as judged; C3 rule and "
                      "parser (unparsed wrong) count them wrong, as C3's statistics count a failed call, and parser "
                      "(unparsed left out) leaves them out")
 APPROXIMATE_MARK = "~"
@@ -118,7 +119,7 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
         people = cell.people
         people_text = _estimate_text(people.value, people.ci) if cell.labelled else "—"
         people_note = notes.ref(f"people: {people.ci_reason}") if cell.labelled and people.ci_reason else ""
-        people_note += notes.ref(TIED.format(cell.tied) if cell.tied else None)
+        people_note += notes.ref(TIED.format(counted(cell.tied, "labelled item")) if cell.tied else None)
         people_numbers = _numbers(people if cell.labelled else None)
         if not cell.judges and cell.final is None:
             out.append(([cell.system, cell.task, cell.lang, NO_JUDGE, str(cell.items), str(cell.judged),
@@ -127,9 +128,9 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
         for j in cell.judges:
             note = people_note + notes.ref(j.configurations.words() if j.configurations else None)
             note += notes.ref(j.corrected.reason)
-            note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=j.other_benchmarks) if j.other_benchmarks else None)
+            note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=counted(j.other_benchmarks, "item")) if j.other_benchmarks else None)
             note += notes.ref(UNPARSED_READ_AS_NO if (j.unparsed or j.errors) and j.corrected.value is not None else None)
-            note += notes.ref(FAILED_NOT_JUDGED.format(j.errors) if j.errors else None)
+            note += notes.ref(FAILED_NOT_JUDGED.format(counted(j.errors, "failed judgment")) if j.errors else None)
             note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")
@@ -159,7 +160,8 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
 def _left_out_text(j: JudgeScores) -> str:
     """The parser's accuracy without the judge's unparsed and error verdicts, naming what it
     leaves out ("40/80 50% without 20 errors")."""
-    gone = " and ".join(f"{n} {what}" for n, what in ((j.unparsed, "unparsed"), (j.errors, "errors")) if n)
+    gone = " and ".join(counted(n, *what) for n, what in ((j.unparsed, ("unparsed", "unparsed")), (j.errors, ("error",)))
+                        if n)
     accuracy = j.parser_unparsed_left_out
     return f"{accuracy.text()} without {gone}" if gone and accuracy.n else accuracy.text()
 
@@ -207,7 +209,7 @@ def _pair_lines(scores: Scores) -> list[str]:
         tracks = (f"agreement with people {p.a} − {p.b}: {t.value:+.0%}"
                   + (f" [{t.ci[0]:+.0%}, {t.ci[1]:+.0%}]" if t.ci else _no_interval(t))
                   + f" (n={p.n_labelled} labelled)" if t.value is not None else f"agreement with people: — ({t.reason})")
-        left_out = f" ({p.left_out} item(s) with an unparsed or error verdict left out)" if p.left_out else ""
+        left_out = f" ({counted(p.left_out, 'item')} with an unparsed or error verdict left out)" if p.left_out else ""
         lines.append(f"{p.scope}: {p.a} vs {p.b}, n={p.n}{left_out}: {kappa}; {tracks}")
     return lines or ["(no items judged by two judges)"]
 
@@ -284,7 +286,7 @@ def _render_cards(table_rows: list[list[str]], console) -> None:
         if (system, task, lang) != heading:
             heading = (system, task, lang)
             console.print(hanging(Text.assemble((f"{system} · {task} · {lang}", "bold cyan"),
-                                                f"   {items} items, {labelled} labelled, people {people}"),
+                                                f"   {counted(int(items), 'item')}, {labelled} labelled, people {people}"),
                                   console.width), soft_wrap=False)
         if judge == NO_JUDGE:
             console.print(hanging(f"{judge} {note}", console.width, 2, 4), soft_wrap=False)
@@ -319,6 +321,17 @@ def render_csv(scores: Scores) -> str:
         text = [spreadsheet_safe(safe(v)) for v in row]
         writer.writerow(text[:-1] + ["" if x is None else x for x in numbers] + text[-1:])
     return buffer.getvalue()
+
+
+def csv_leaves_out(scores: Scores) -> str | None:
+    """What the CSV, a row per cell and judge, cannot hold of these scores, and where it is
+    (said on stderr, so a spreadsheet user knows the rest exists), or None when nothing is left."""
+    parts = [what for what, found in (
+        ("the ranking of systems (rankings)", scores.rankings),
+        ("judge against judge (judge_pairs)", scores.judge_pairs),
+        ("the outputs the C3 rule and the parser read differently (why_the_c3_rule_differs)", scores.rule_differences),
+        ("the notes on tasks left out (notes)", scores.notes)) if found]
+    return f"the CSV has a row per cell and judge; `--format json` also has {'; '.join(parts)}" if parts else None
 
 
 def render_html(scores: Scores) -> str:

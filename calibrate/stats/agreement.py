@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -257,7 +257,7 @@ def two_raters(
         assert a is not None and b is not None
         a, b, labels, missing = _paired_labels(a, b, labels)
         if missing:
-            notes.append(f"{missing} pair(s) with a missing label left out")
+            notes.append(f"{counted(missing, 'pair')} with a missing label left out")
         table = confusion(a, b, labels)
     labels = list(labels or [])
     table = np.asarray(table, dtype=np.int64)

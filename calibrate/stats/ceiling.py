@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.stats.agreement import kappa_from_tables
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
@@ -191,7 +191,7 @@ def human_ceiling_coded(shared_votes: SharedVotes, *, resamples: int = DEFAULT_R
     unparsed = int((labelled & (shared_votes.judge == UNPARSED)).sum())
     rows = np.flatnonzero(labelled & (shared_votes.judge >= 0))
     if unparsed:
-        notes.append(f"{unparsed} item(s) with an unparsed judge verdict left out")
+        notes.append(f"{counted(unparsed, 'item')} with an unparsed judge verdict left out")
     votes, verdicts = shared_votes.votes[rows], shared_votes.judge[rows]
     columns = np.flatnonzero((votes != NO_VOTE).any(axis=0))
     people = sorted((shared_votes.annotators[a] for a in columns), key=str)
@@ -222,7 +222,7 @@ def human_ceiling_coded(shared_votes: SharedVotes, *, resamples: int = DEFAULT_R
         human_k = alpha_from_coincidences(np.tensordot(weights, coincidences(counts[first]), axes=1), np.arange(k))
     diff = judge_k - human_k
     if n < MIN_INTERVAL_ITEMS:
-        why = f"{n} items: too few to resample for an interval (needs {MIN_INTERVAL_ITEMS})"
+        why = f"{counted(n, 'item')}: too few to resample for an interval (needs {MIN_INTERVAL_ITEMS})"
         judge_est, human_est, difference = (Estimate(finite_or_none(x[0]), ci_reason=why) for x in (judge_k, human_k, diff))
     else:
         judge_est, human_est, difference = (

@@ -39,7 +39,7 @@ from scipy import stats
 from scipy.signal import fftconvolve
 from scipy.special import betaln, gammaln
 
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.stats.intervals import (
     JEFFREYS,
     clipped_wald,
@@ -54,6 +54,8 @@ labels (and of label minus judge) that every interval here rests on is too unsta
 interval to mean anything; at 10 the rule of thumb n p >= 5 can hold at p = 0.5."""
 
 MIN_YOUDEN = 0.1
+CLASSES = ("right", "wrong")
+"""What a label 1 and a label 0 are called in the reasons (a caller passes the words its users label with)."""
 """Rogan-Gladen is undefined when the judge's Youden index Se + Sp - 1 is at or below this: the
 correction divides by it, so 0.1 already multiplies the standard error by 10."""
 
@@ -173,14 +175,16 @@ def labelled_problem(
 
 
 def _problem(f: np.ndarray, y: np.ndarray, labelled: np.ndarray, random_sample: bool, min_labelled: int,
-             needs_both_classes: bool = True) -> str | None:
+             needs_both_classes: bool = True, classes: tuple[str, str] = CLASSES) -> str | None:
     n = int(labelled.sum())
     if not random_sample:
         return "the labelled items were not drawn at random from the cell: a corrected score would be biased"
     if n < min_labelled:
-        return f"{n} labelled item(s): at least {min_labelled} random human labels are needed"
+        return f"{counted(n, 'labelled item')}: at least {min_labelled} random human labels are needed"
     if needs_both_classes and np.ptp(y[labelled]) == 0:
-        return f"all {n} labelled items are {y[labelled][0]:g}: the spread of the labels is unknown, so no interval"
+        one, other = classes if y[labelled][0] == 1 else classes[::-1]
+        return (f"all {n} labelled items are labelled '{one}', none '{other}': from labels of one class the spread "
+                "of the labels is unknown, so no value and no interval")
     if n < len(y):
         for j in range(f.shape[1]):
             pos_l, pos_u = f[labelled, j].sum(), f[~labelled, j].sum()
@@ -294,6 +298,7 @@ def rogan_gladen(
     random_sample: bool,
     level: float = 0.95,
     min_labelled: int = MIN_LABELLED,
+    classes: tuple[str, str] = CLASSES,
 ) -> RoganGladen:
     """Accuracy corrected by the judge's sensitivity and specificity (Rogan-Gladen).
 
@@ -319,8 +324,9 @@ def rogan_gladen(
     over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py,
     where the variance above gives 96.2 %; 96-99 % over its grid except 90 % at accuracy 0.95
     with 20 labels; and wider than PPI++).
-    Undefined when J <= MIN_YOUDEN or the labelled items lack either class (57-67 % of label sets
-    at accuracy 0.97 with 20 labels). Where it is given, the interval covers the mean over the N
+    Undefined when J <= MIN_YOUDEN (below 0 the verdicts run against the labels) or the labelled
+    items lack either class (57-67 % of label sets at accuracy 0.97 with 20 labels); the reason
+    names labels 1 and 0 by `classes`. Where it is given, the interval covers the mean over the N
     items in 93 % or more of the simulated datasets in 88 of the 96 settings of
     tests/bench/correction_coverage.py; in the other 8 (20-50 labels, accuracy 0.8-0.97; down to
     63 %) `approximate` carries the simulated figure.
@@ -329,7 +335,7 @@ def rogan_gladen(
     f = f2[:, 0]
     n, total = int(labelled.sum()), len(y)
     p = float(f.mean()) if total else None
-    problem = "no items in the cell" if total == 0 else _problem(f2, y, labelled, random_sample, min_labelled)
+    problem = "no items in the cell" if total == 0 else _problem(f2, y, labelled, random_sample, min_labelled, classes=classes)
     if problem:
         return RoganGladen(None, None, None, problem, None, None, p, n, total)
     yl, fl = y[labelled], f[labelled]
@@ -339,7 +345,10 @@ def rogan_gladen(
     se_, sp = float(pi[0] / q1), float(pi[3] / q0)
     youden = se_ + sp - 1
     if youden <= MIN_YOUDEN:
-        reason = f"the judge's Se + Sp - 1 = {youden:.2f} is at most {MIN_YOUDEN}: it barely tells correct from wrong"
+        reason = f"the judge's Se + Sp - 1 = {youden:.2f} " + (
+            f"is below 0: the judge's verdicts run against the labels (it says '{classes[0]}' more often where "
+            f"people label '{classes[1]}' than where they label '{classes[0]}')" if youden < 0 else
+            f"is at most {MIN_YOUDEN}: it barely tells '{classes[0]}' from '{classes[1]}'")
         return RoganGladen(None, None, None, reason, se_, sp, p, n, total)
     raw_theta = (p + sp - 1) / youden
     theta = float(np.clip(raw_theta, 0, 1))
@@ -469,7 +478,7 @@ def stratified_mean(
         notes.append("every item is labelled: the accuracy over these items is known exactly")
     without_labels = sum(m_k for n_k, _, m_k in strata if n_k == 0)
     if without_labels:
-        notes.append(f"{without_labels} unlabelled item(s) got a judge verdict that no labelled item got: "
+        notes.append(f"{counted(without_labels, 'unlabelled item')} got a judge verdict that no labelled item got: "
                      "their accuracy is taken as 1/2, with the prior's full uncertainty")
     method = "stratified" if f2.shape[1] == 1 else "stratified_judges"
     approximate = simulated_coverage(method, value, n, *_judge_rates(f, y, labelled), total)
@@ -507,7 +516,7 @@ def ppi_paired_difference(
         mean, sd = float(y[both].mean()), float(y[both].std(ddof=1) / np.sqrt(n))
         classical = Estimate(mean, (mean - z * sd, mean + z * sd), sd)
     else:
-        classical = Estimate(None, reason=f"{n} item(s) labelled for both systems")
+        classical = Estimate(None, reason=f"{counted(n, 'item')} labelled for both systems")
     raw = float(f.mean()) if total else None
     problem = "no items in the cell" if total == 0 else _problem(np.stack([fa[:, 0], fb[:, 0]], 1), y, both, random_sample, min_labelled)
     if problem:

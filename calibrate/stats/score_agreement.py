@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibrate.model import Estimate
+from calibrate.model import Estimate, counted
 from calibrate.stats.agreement import TwoRaters, confusion, two_raters
 from calibrate.stats.intervals import (
     DEFAULT_RESAMPLES,
@@ -84,7 +84,7 @@ def _scores(values: Sequence[float], who: str) -> np.ndarray:
     for bad, what in ((np.isnan(x), "NaN"), (np.isinf(x), "infinite"), (x < 0, "negative"), (x > 100, "above 100")):
         if bad.any():
             where = ", ".join(str(i) for i in np.flatnonzero(bad)[:5])
-            raise ValueError(f"{who} has {int(bad.sum())} {what} score(s) (at positions {where}); scores must be on 0-100")
+            raise ValueError(f"{who} has {counted(int(bad.sum()), f'{what} score')} (at positions {where}); scores must be on 0-100")
     return x
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import bdtr, betaincinv
 
+from calibrate.model import counted
 from calibrate.stats.intervals import MIN_INTERVAL_ITEMS
 
 
@@ -271,7 +272,7 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     if min_calibration is not None:
         result.min_calibration = min_calibration
         if n < min_calibration:
-            result.reason = (f"{n} labelled items: at least {min_calibration} are needed before a threshold is "
+            result.reason = (f"{counted(n, 'labelled item')}: at least {min_calibration} are needed before a threshold is "
                              f"certified (with fewer, a certification is usually wrong on fresh items)")
             return result
     if thresholds is None:
@@ -283,7 +284,7 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     accepted = np.searchsorted(-sorted_conf, -grid, side="right")  # items with confidence >= lambda
     grid, accepted = grid[accepted >= min_items], accepted[accepted >= min_items]
     if len(grid) == 0:
-        result.reason = f"no threshold given accepts {min_items} or more of the {n} labelled items"
+        result.reason = f"no threshold given accepts {min_items} or more of the {counted(n, 'labelled item')}"
         return result
     agree = cum_agree[accepted - 1].astype(int)
     bounds = lower_bound(agree, accepted, risk)

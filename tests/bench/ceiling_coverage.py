@@ -64,7 +64,7 @@ def coverage(setting: tuple[float, float, float], n: int, people: int, datasets:
         true = (rng.random(n) >= prevalence).astype(int)  # 0: yes
         labels = [true ^ (rng.random(n) < people_flip) for _ in range(people)]
         verdicts = true ^ (rng.random(n) < judge_flip)
-        items = {i: {name: WORDS[label[i]] for name, label in zip(PEOPLE, labels)} for i in range(n)}
+        items = {i: {name: WORDS[label[i]] for name, label in zip(PEOPLE[:people], labels, strict=True)} for i in range(n)}
         c = human_ceiling(items, {i: WORDS[verdicts[i]] for i in range(n)}, seed=d)
         for k, estimate in enumerate((c.judge, c.humans, c.difference)):
             if estimate.ci is not None:
