@@ -518,12 +518,14 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f"{counted(counts.versions_added, 'new version')}, " if counts.versions_added else "")
         + f"{counts.items_existing} already present, {counted(counts.judgments_added, 'judgment')} added, "
         + (f"{counted(counts.labels_added, 'label')} added, " if counts.labels_added else "")
+        + (f"{counted(counts.labels_older, 'older label')} not in force, " if counts.labels_older else "")
         + (f"{more_notes(counts.notes_added)}, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
     )
     say_import_changes(report)
+    say_labels_out_of_order(counts.labels_put_back, counts.labels_older)
     return report
 
 
@@ -556,6 +558,22 @@ def say_import_changes(report: ImportReport) -> None:
             f"{'version' if one else 'versions'} --update replaced and no longer "
             f"{'counts' if one else 'count'} ({listing(shown, CHANGES_SHOWN)}): label the new "
             f"{'version' if one else 'versions'} (calibrate annotate)", style="yellow"))
+
+
+def say_labels_out_of_order(put_back: int, older: int) -> None:
+    """On stderr: imported labels that put back a person's earlier label over their newer
+    decision (a file without times), and labels older than the person's decision in force (a
+    file with times: kept in the history only)."""
+    if put_back:
+        err_console.print(safe_text(
+            f"{counted(put_back, 'label')} put back a label the person had given the item before, over a "
+            "newer decision of theirs (is the file older than those decisions?): the newer ones stay in the history, "
+            "no longer in force", style="yellow"))
+    if older:
+        err_console.print(safe_text(
+            f"{counted(older, 'label')} older than the person's decision in force on the item (its time says so: is "
+            "the file older than those decisions?): kept in the history, the newer decision stays in force",
+            style="yellow"))
 
 
 def named_system(system: str | None, default: str, how: str) -> tuple[str, str]:
@@ -866,6 +884,8 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     tasks: dict[str, tuple[str, ...]] = {}
     for log in opened:
         tasks[log.task] = merged_labels(log.task, lang, tasks.get(log.task) or stored.get((log.task, lang)), log.labels)
+        if (incomplete := log.incomplete()) is not None:
+            err_console.print(safe_text(f"{log.path}: {incomplete}", style="yellow"))
         if not log.model_graded:
             err_console.print(safe_text(f"{log.path}: scorer {log.scorer} is not model-graded (its scores keep no grader "
                                         f"messages): its values are imported as judgments of '{log.scorer}' without a "
@@ -1861,11 +1881,7 @@ def import_labels_command(ctx, file, skip_bad):
     if done.notes_left_out:
         err_console.print(safe_text(f"the notes of {counted(done.notes_left_out, 'item')} left out (or some of them): "
                                     f"{NOTES_LEFT_OUT_REASON}", style="yellow"))
-    if done.added.put_back:
-        err_console.print(safe_text(
-            f"{counted(done.added.put_back, 'label')} put back a label the person had given the item before, over a "
-            "newer decision of theirs (is the file older than those decisions?): the newer ones stay in the history, "
-            "no longer in force", style="yellow"))
+    say_labels_out_of_order(done.added.put_back, done.added.older)
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
     notes = f", {more_notes(done.added.notes)}" if done.added.notes else ""
     console.print(safe_text(f"{counted(done.added.labels, 'label')} added, {done.present} already present{notes}, "
@@ -2080,6 +2096,7 @@ def export_inspect_command(ctx, log, out, annotator, gold, lang, system, scorer)
                             f"{summary.confirmed} confirm it) of {summary.samples} samples"))
     left = [f"{n} {what}" for n, what in ((summary.unlabelled, "unlabelled"), (summary.ties, "tied"),
                                           (summary.already, "already edited so"),
+                                          (summary.no_score, "without a score to edit"),
                                           (summary.not_imported, "not in the database")) if n]
     if left:
         console.print(safe_text(f"left as they were: {', '.join(left)}"))

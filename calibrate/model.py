@@ -216,6 +216,8 @@ class ImportCounts:
     judgments_added: int = 0
     labels_added: int = 0
     notes_added: int = 0  # beside a label already in force (a first note comes with its label)
+    labels_put_back: int = 0  # of labels_added: see LabelsAdded
+    labels_older: int = 0  # not among labels_added: see LabelsAdded
     versions_added: int = 0  # new versions of stored items (--update), not among items_added
 
 
@@ -238,12 +240,14 @@ class VerdictChange:
 class LabelsAdded:
     """What labels made elsewhere added (`Store.add_imported_labels`): people's labels on items
     added or changed, of those the changed ones that put back a label the person had given the
-    item before (a newer decision of theirs now out of force: an older file read again?), and
-    notes added beside a label already in force."""
+    item before (a newer decision of theirs now out of force: an older file read again?), notes
+    added beside a label already in force, and labels whose own time is older than the person's
+    decision in force (kept in the history, not in force)."""
 
     labels: int = 0
     put_back: int = 0
     notes: int = 0
+    older: int = 0
 
 
 @dataclass

@@ -290,7 +290,7 @@ def test_a_reviewed_log_brings_back_each_persons_notes_once(log, calibrate, tmp_
 
 
 def test_an_edited_score_without_its_original_is_refused(log, calibrate, tmp_path):
-    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.log import ProvenanceData
     from inspect_ai.scorer import ScoreEdit
 
     def rescored_by_hand(log):  # as inspect's edit_score leaves a score it created: only the edit in its history
@@ -305,13 +305,58 @@ def test_an_edited_score_without_its_original_is_refused(log, calibrate, tmp_pat
     assert counts(calibrate.db) == (0, 0, 0)
     assert "11 judgments added" in calibrate("import", "inspect", str(edited), "--skip-bad").output
 
-    def partial_overturned(log):  # the grader's P, edited to C: no score in force says P
+
+def test_an_edit_to_a_value_the_scorer_never_gives_is_refused(log, calibrate, tmp_path):
+    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.scorer import ScoreEdit
+
+    def partial_credit(log):  # as Inspect's viewer edits a score: P, on a grader of C or I
+        edit_score(log, 6, SCORER, ScoreEdit(value="P", provenance=ProvenanceData(author="zoe", reason="partial")))
+    edited = rewrite(log, tmp_path / "p.eval", partial_credit)
+    result = calibrate("import", "inspect", str(edited), ok=False)
+    assert result.exit_code == 1 and (f"{edited}:sample 6: zoe's edit gives the value 'P', which is not one of the "
+                                      "scorer's values (C, I)") in result.output
+    assert counts(calibrate.db) == (0, 0, 0)
+
+    def partial_overturned(log):  # the grader's own P, edited to C: P is one of the scorer's values
         log.samples[0].scores[SCORER].value = "P"
         edit_score(log, 1, SCORER, ScoreEdit(value="C", provenance=ProvenanceData(author="ana")))
-    overturned = rewrite(log, tmp_path / "overturned.eval", partial_overturned)
-    result = calibrate("import", "inspect", str(overturned), ok=False)
-    assert (f"{overturned}:sample 1: the scorer's original value 'P' is none of the values the log's scores have now "
-            "(C, I)") in result.output
+    calibrate("import", "inspect", str(rewrite(log, tmp_path / "overturned.eval", partial_overturned)))
+    assert Store(calibrate.db).data_tasks() == [(TASK, "en", "inspect", ("C", "P", "I"))]
+
+
+def test_an_older_reviewed_log_leaves_a_persons_newer_decision_in_force(log, calibrate, tmp_path):
+    from datetime import UTC, datetime
+
+    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.scorer import ScoreEdit
+
+    calibrate("import", "inspect", str(log))
+    calibrate("import", "labels", str(write_labels(tmp_path / "s1.csv", {"1": "C"}, "ana", {"1": "looks fine"})))
+    calibrate("export", "inspect", str(log), "--out", str(tmp_path / "r1.eval"), "--annotator", "ana")
+    calibrate("import", "labels", str(write_labels(tmp_path / "s2.csv", {"1": "I", "2": "I"}, "ana")))  # she changes her mind
+
+    def in_force():
+        store = Store(calibrate.db)
+        try:
+            return sorted(store.labels_in_force())
+        finally:
+            store.close()
+    before = counts(calibrate.db)
+    result = calibrate("import", "inspect", str(tmp_path / "r1.eval"))
+    assert "0 judgments added, 0 skipped" in result.stdout, "her older decision is in the history already"
+    assert in_force() == [(1, "ana", "I"), (2, "ana", "I")] and counts(calibrate.db) == before
+
+    def reviewed_long_ago(log):  # an edit made in Inspect's viewer before her decisions here
+        edit_score(log, 2, SCORER, ScoreEdit(value="C", provenance=ProvenanceData(
+            author="ana", reason="fine", timestamp=datetime(2020, 1, 1, tzinfo=UTC))))
+    old = rewrite(log, tmp_path / "old.eval", reviewed_long_ago)
+    result = calibrate("import", "inspect", str(old))
+    assert "0 judgments added, 1 older label not in force, 0 skipped" in result.stdout
+    assert ("1 label older than the person's decision in force on the item (its time says so: is the file older than "
+            "those decisions?): kept in the history, the newer decision stays in force") in result.stderr
+    assert in_force() == [(1, "ana", "I"), (2, "ana", "I")]
+    assert "0 judgments added, 0 skipped" in calibrate("import", "inspect", str(old)).stdout
 
 
 # -- bad input ---------------------------------------------------------------------------------------
@@ -346,6 +391,30 @@ def test_a_log_with_no_scores_is_refused(log, calibrate, tmp_path):
     bare = rewrite(log, tmp_path / "bare.eval", unscored)
     result = calibrate("import", "inspect", str(bare), ok=False)
     assert result.exit_code == 1 and f"{bare}: no sample has a score; score the log first" in result.output
+
+
+def test_a_cancelled_or_failed_eval_says_how_much_of_the_dataset_it_scored(log, calibrate, tmp_path):
+    def cancelled(log):  # as a SIGINT leaves it: samples not started are missing, running ones cancelled
+        log.status = "cancelled"
+        log.samples = log.samples[:8]
+        for sample in log.samples[6:]:
+            sample.error = EvalError(message='CancelledError("Cancelled via cancel scope 7f57 by <Task cancelling '
+                                             "name='inspect_ai._util.asyncfiles.with_async_fs.<locals>.wrapper'>\")",
+                                     traceback="", traceback_ansi="")
+    stopped = rewrite(log, tmp_path / "cancelled.eval", cancelled)
+    result = calibrate("import", "inspect", str(stopped), ok=False)
+    assert result.exit_code == 1 and f"{stopped}: the eval was cancelled: 6 of 12 samples scored" in result.stderr
+    assert (f"{stopped}:sample 7: the sample was cancelled before it was scored; nothing was imported"
+            in result.output) and "CancelledError" not in result.output
+    skipped = calibrate("import", "inspect", str(stopped), "--skip-bad")
+    assert "the eval was cancelled: 6 of 12 samples scored" in skipped.stderr and "6 items added" in skipped.stdout
+
+    def failed(log):
+        log.status, log.error = "error", EvalError(message="RuntimeError('solver exploded')\nat line 3", traceback="",
+                                                   traceback_ansi="")
+    broken = rewrite(log, tmp_path / "error.eval", failed)
+    assert (f"{broken}: the eval ended in an error (RuntimeError('solver exploded')): 12 of 12 samples scored"
+            in calibrate("import", "inspect", str(broken)).stderr)
 
 
 def test_a_sample_with_an_error_stops_the_import_or_is_skipped(log, calibrate, tmp_path):
@@ -409,6 +478,25 @@ def test_an_unscored_sample_is_an_unparsed_verdict(log, calibrate, tmp_path):
     calibrate("export", "inspect", str(failed), "--out", str(tmp_path / "out.eval"), "--annotator", "ana")
     score = read_eval_log(str(tmp_path / "out.eval")).samples[0].scores[SCORER]
     assert score.value == "I" and math.isnan(score.history[0].value)
+
+
+def test_a_sample_without_a_score_is_an_unparsed_verdict(log, calibrate, tmp_path):
+    def some_unscored(log):  # a scorer that returned None for samples 3 and 9, an empty value for sample 5
+        for sample in log.samples:
+            if sample.id in (3, 9):
+                sample.scores = {}
+        log.samples[4].scores[SCORER].value = ""
+    partial = rewrite(log, tmp_path / "partial.eval", some_unscored)
+    assert "12 items added" in calibrate("import", "inspect", str(partial)).output
+    store = Store(calibrate.db)
+    assert [(j.status, j.unparsed_reason) for n in (3, 5) for j in store.judgments_for_item(n)] == [
+        ("unparsed", f"scorer {SCORER} gave this sample no score"), ("unparsed", "the scorer left this sample unscored")]
+    assert store.data_tasks() == [(TASK, "en", "inspect", ("C", "I"))]
+    store.close()
+    calibrate("import", "labels", str(write_labels(tmp_path / "l.csv", {"3": "I", "5": "I"}, "ana")))
+    out = calibrate("export", "inspect", str(partial), "--out", str(tmp_path / "out.eval"), "--annotator", "ana").output
+    assert "1 score edits (1 change the value, 0 confirm it)" in out and "1 without a score to edit" in out
+    assert read_eval_log(str(tmp_path / "out.eval")).samples[4].scores[SCORER].value == "I"
 
 
 def test_without_inspect_ai_the_message_says_how_to_install_it(log, calibrate, monkeypatch):
@@ -485,6 +573,27 @@ def test_epochs_after_the_first_are_their_own_items(log, calibrate, tmp_path):
     calibrate("export", "inspect", str(epochs), "--out", str(tmp_path / "out.eval"), "--annotator", "ana")
     back = {(s.id, s.epoch): s.scores[SCORER].value for s in read_eval_log(str(tmp_path / "out.eval")).samples}
     assert (back[(2, 1)], back[(2, 2)]) == ("I", "C")
+    assert "0 items added, 24 already present" in calibrate("import", "inspect", str(epochs)).output
+
+
+def test_a_sample_id_that_looks_like_another_samples_epoch_is_its_own_item(log, tmp_path):
+    def clashing(log):  # sample "1#2" beside sample 1's second epoch, with the same content (legal in Inspect)
+        log.eval.config.epochs = 2
+        log.samples = log.samples[:2]
+        log.samples[1].id, log.samples[1].input = "1#2", log.samples[0].input
+        log.samples[1].output, log.samples[1].target = log.samples[0].output, log.samples[0].target
+        log.samples += [s.model_copy(update={"epoch": 2, "uuid": f"{s.uuid}-2"}, deep=True) for s in log.samples]
+    ids = rewrite(log, tmp_path / "ids.eval", clashing)
+    calibrate = Calibrate(tmp_path / "ids.db")
+    assert "4 items added, 0 already present" in calibrate("import", "inspect", str(ids)).output
+    store = Store(calibrate.db)
+    assert sorted(item.source_id for item in store.items()) == ["1", "1#2", "1#2#2", "1#epoch2"]
+    store.close()
+    calibrate("import", "labels", str(write_labels(tmp_path / "l.csv", {"1#2": "I"}, "ana")))
+    out = calibrate("export", "inspect", str(ids), "--out", str(tmp_path / "out.eval"), "--annotator", "ana").output
+    assert "1 score edits" in out
+    edited = [(s.id, s.epoch) for s in read_eval_log(str(tmp_path / "out.eval")).samples if s.scores[SCORER].history]
+    assert edited == [("1#2", 1)]
 
 
 # -- export choices ---------------------------------------------------------------------------------

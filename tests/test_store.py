@@ -294,7 +294,7 @@ def test_report_counts_stay_equal_to_a_recount_through_every_kind_of_write(tmp_p
     run = store.begin_import("test")
     (hidden,), _ = store.add_items([NewItem("c3/lexical", "zh", "9", {"content": "c9"}, system="s1")], with_ids=True, run=run)
     store.add_judgments([judge(hidden, "yes")])
-    store.add_imported_labels([("imported-1", hidden, "ann", "yes", None)])
+    store.add_imported_labels([("imported-1", hidden, "ann", "yes", None, None)])
     assert_counts_kept(store, "writing an unfinished import run")
     store.finish_import(run)
     assert_counts_kept(store, "finishing the import run")

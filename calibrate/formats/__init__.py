@@ -246,6 +246,7 @@ class Record:
     audio: tuple[AudioClip, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()  # people's (annotator, label), each in its kind's stored form
     notes: tuple[tuple[str, str], ...] = ()  # people's (annotator, note) on the item, each beside their label
+    label_times: tuple[tuple[str, str], ...] = ()  # (annotator, when they decided) where the source keeps it
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
     judge_model: str | None = None
@@ -465,12 +466,14 @@ def import_records(
 
     def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
         rows = [(digest(content_hash, annotator, label, *([note] if note else []), "imported label"), item_id,
-                 annotator, label, note)
+                 annotator, label, note, dict(r.label_times).get(annotator))
                 for item_id, content_hash, r in pairs for annotator, label in r.labels
                 for note in [note for who, note in r.notes if who == annotator] or [None]]
         added = store.add_imported_labels(rows) if rows else LabelsAdded()
         report.counts.labels_added += added.labels
         report.counts.notes_added += added.notes
+        report.counts.labels_put_back += added.put_back
+        report.counts.labels_older += added.older
 
     batch_size = BATCH
 

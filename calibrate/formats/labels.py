@@ -286,7 +286,7 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 if item_id not in hashes:
                     hashes[item_id] = store.item(item_id).content_hash
                 uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
-                rows.append((uid, item_id, row.annotator, row.label, row.note))
+                rows.append((uid, item_id, row.annotator, row.label, row.note, None))
         if problem is not None:
             if not skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
@@ -297,7 +297,7 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
                            (f" ({'; '.join(left_out)})" if left_out else ""))
     added = store.add_imported_labels(rows)
-    labels = {(item_id, annotator) for _, item_id, annotator, _, _ in rows}  # a person's label may come with notes
+    labels = {(item_id, annotator) for _, item_id, annotator, *_ in rows}  # a person's label may come with notes
     by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))
     return LabelImport(added, len(labels) - added.labels, skipped, unlabelled, consolidated, notes_left_out,
                        by_annotator)

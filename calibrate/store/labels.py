@@ -144,43 +144,55 @@ class LabelsMixin:
             )
             return undone
 
-    def add_imported_labels(self, rows: Iterable[tuple]) -> int:
-        """Labels made elsewhere: (uid, item_id, annotator, label, note; an annotator's several
-        notes on an item come as several rows). A row adds nothing where its label is the
-        annotator's label in force on the item and its note is None or one of theirs on it
-        already, nor where its uid is present, so importing the same file twice adds nothing. A
-        row that differs takes over, under a uid made of its own and the replaced decision's (a
-        file that returns to an earlier decision puts it back in force), without a note already
-        theirs on the item (it is not said twice). Returns what it added, per annotator's label on
-        an item."""
+    def add_imported_labels(self, rows: Iterable[tuple]) -> LabelsAdded:
+        """Labels made elsewhere: (uid, item_id, annotator, label, note, decided_at; an annotator's
+        several notes on an item come as several rows; decided_at None where the file keeps no
+        time). A row adds nothing where its label is the annotator's label in force on the item
+        and its note is None or one of theirs on it already, nor where its uid is present, so
+        importing the same file twice adds nothing. A row that differs is a decision made at its
+        time, else now, under a uid made of its own and the replaced decision's: the latest
+        decision by time is in force (as `merge` keeps it), so a row older than the person's
+        decision in force goes into the history only (counted as `older`; nothing where that very
+        decision is there already), and a row without a time takes over (one that returns to an
+        earlier decision puts it back in force: counted as `put_back`). A note already theirs on
+        the item is not said twice. Returns what it added, per annotator's label on an item."""
         stamp = now_iso()
-        added, put_back, notes = set(), set(), 0
+        added, put_back, older, notes = set(), set(), set(), 0
         with self.transaction():
-            for uid, item_id, annotator, label, note in rows:
+            for uid, item_id, annotator, label, note, decided_at in rows:
                 noted = note is not None and self.conn.execute(
                     "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? AND note = ?",
                     (item_id, annotator, note)).fetchone() is not None
                 in_force = self.conn.execute(
-                    "SELECT annotation_uid, label FROM labels_in_force WHERE item_id = ? AND annotator = ?",
+                    "SELECT annotation_uid, label, decided_at FROM labels_in_force WHERE item_id = ? AND annotator = ?",
                     (item_id, annotator)).fetchone()
                 same = in_force is not None and in_force["label"] == label
                 if same and (note is None or noted):
                     continue
+                late = not same and decided_at is not None and in_force is not None and decided_at < in_force["decided_at"]
+                if late and self.conn.execute(
+                        f"SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.label = ? "
+                        f"AND a.created_at = ? AND {LABELLED}", (item_id, annotator, label, decided_at, LABELS_JSON)
+                ).fetchone():
+                    continue
                 if in_force is not None:
                     uid = digest(uid, in_force["annotation_uid"])
                 if self._append_annotation(uid, item_id, None, annotator, "label", label, None,
-                                           None if noted else note, 0, None, stamp) is None:
+                                           None if noted else note, 0, None, decided_at or stamp) is None:
                     continue
                 if same:
                     notes += 1
                     continue
+                if late:
+                    older.add((item_id, annotator))
+                    continue
                 added.add((item_id, annotator))
-                if in_force is not None and self.conn.execute(
+                if in_force is not None and decided_at is None and self.conn.execute(
                         f"SELECT 1 FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.label = ? "
                         f"AND {LABELLED} AND a.uid NOT IN (?, ?)", (item_id, annotator, label, LABELS_JSON, uid,
                                                                     in_force["annotation_uid"])).fetchone():
                     put_back.add((item_id, annotator))
-        return LabelsAdded(len(added), len(put_back), notes)
+        return LabelsAdded(len(added), len(put_back), notes, len(older))
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
