@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
+from calibrate.configurations import replacing_words
 from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
@@ -448,7 +449,7 @@ def print_table(title: str, columns: list[str], rows: list[list], as_json: bool)
 FREE_TEXT = {"task", "tasks", "source_id", "required fields", "value", "from", "to"}
 PREVIEWS = {"fields", "reference"}  # one line each; `items --json` gives them whole
 PREVIEW_WIDTH = 24
-NAMES = {"system", "id"}  # shortened in the middle where the table needs it (distinct ones stay distinct)
+NAMES = {"system", "id", "judge", "server"}  # shortened in the middle where the table needs it (distinct ones stay distinct)
 
 
 AUDIO_PROBLEMS_SHOWN = 20  # a text-only response tree would otherwise print a line per item
@@ -1018,18 +1019,18 @@ def _print_judge_runs(runs: list[dict], as_json: bool, title: str = "judge runs"
         print_table(title, columns, [[run[c] for c in columns] for run in runs], True)
         return
     if not runs:
-        console.print("no judge runs recorded yet (calibrate judge records each run against a server)")
+        console.print("no judge runs recorded yet (calibrate judge records each run)")
         return
-    columns = ["run", "judge", "outcome", "stored", "retries", "timeouts", "429s"]
+    columns = ["run", "judge", "server", "outcome", "stored", "retries", "timeouts", "429s"]
     if full:
-        columns[1:1] = ["started", "server"]
+        columns[1:1] = ["started"]
         columns += ["errors", "truncated", "requests", "concurrency"]
     rows = []
     for run in runs:
         lowest = run["concurrency_lowest"]
         values = {
             "run": run["id"], "started": run["started_at"][:16].replace("T", " "), "judge": run["judge_name"],
-            "server": run["server"], "outcome": run["outcome"] or "running or died",  # None: another machine's run
+            "server": run["server"] or "(offline)", "outcome": run["outcome"] or "running or died",  # None: another machine's run
             "stored": f"{run['stored']}/{run['samples']}", "retries": run["retries"],
             "timeouts": run["failures"].get("timed out", 0), "429s": run["failures"].get("HTTP 429", 0),
             "errors": run["errors"], "truncated": run["truncated"], "requests": run["requests"],
@@ -1438,6 +1439,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         JudgeRefused,
         RunStopped,
         RunSummary,
+        other_configurations,
         parse_param,
         plan_jobs,
         refusal_message,
@@ -1520,6 +1522,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         console.print(safe_text(f"{counted(len({job.item.id for job in jobs}), 'item')}, {counted(len(jobs), 'sample')} to ask (up to {repeat} "
                                 f"per item: those not yet stored) with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
+    if replacing := other_configurations(ctx.store, jobs, config):
+        err_console.print(safe_text(f"note: {replacing_words(config.name, replacing, done=False)}", style="yellow"))
     stopped = None
     with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
@@ -1528,6 +1532,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except (JudgeRefused, RunStopped) as exc:
             stopped = exc
+    if replacing and (replaced := replacing - other_configurations(ctx.store, jobs, config)):
+        summary.notes.append(replacing_words(config.name, replaced, done=True))
     if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "

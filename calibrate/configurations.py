@@ -9,6 +9,11 @@ the counts migration 0025 keeps (`Store.configuration_counts`).
 
 Only the configurations of one task and language are compared: each task's template is part of
 the configuration, so a row pooling several tasks holds several configurations by construction.
+
+A run says so before the figures do: at its start, how many verdicts in force of its judge name
+another configuration gave on the items it asks (`earlier_configuration` says which: imported,
+another server, template, model or parameters), and at its end how many it replaced
+(`replacing_words`).
 """
 
 from __future__ import annotations
@@ -17,10 +22,15 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from calibrate.model import judge_key
+
 KEEP_APART = ("a run with another server, model, template or request parameters (--max-tokens, --temperature, "
-              "--param) is another judge, whose verdicts replace the earlier ones item by item; give each its own "
-              "--judge-name to report them apart")
+              "--param) is another configuration of the judge, whose verdicts replace the earlier ones item by "
+              "item; give each its own --judge-name to report them apart")
 """What mixes configurations, and how to keep them apart."""
+
+KEEP_BOTH = "To keep both as two judges, give the new configuration a name of its own (--judge-name NAME)."
+"""What a run replacing another configuration's verdicts says to keep them apart."""
 
 
 @dataclass(frozen=True)
@@ -64,3 +74,43 @@ def mixed_by_cell(counts: Iterable[tuple[str, str, str, str, str, int]], key_of:
     for task, lang, system, judge, configuration, n in counts:
         grouped[(key_of(task, lang), judge, system if by_system else None)].append((task, lang, configuration, n))
     return {cell: found for cell, rows in grouped.items() if (found := mixed_configurations(cell[1], rows))}
+
+
+def earlier_configuration(judge: str, earlier: tuple, *, model: str, template: tuple[str, str], params: dict,
+                          server: str, servers: Iterable[str]) -> str:
+    """What set apart the configuration `earlier` (judge_key, model, template id, template
+    version, params) of a verdict in force of `judge` from the one asking now (`model`,
+    `template` id and version, `params`, `server`), in words: "imported" (a configuration with
+    no server: judgments run elsewhere), else "from" the server, model, template and parameters
+    that differ. Judgments keep no server but in their key, so it is found among `servers`, those
+    the judge's recorded runs asked."""
+    key, old_model, template_id, template_version, old_params = earlier
+    found = next((s for s in ("", *servers) if judge_key(judge, old_model, template_version, old_params, s) == key), None)
+    if found == "":
+        return "imported"
+    parts = [f"model {old_model}"] if old_model != model else []
+    if template_id != template[0]:
+        parts.append(f"template {template_id}")
+    elif template_version != template[1]:
+        parts.append(f"an earlier version of template {template_id}")
+    for name in sorted(set(old_params) | set(params)):
+        value = old_params.get(name)
+        if value != params.get(name):
+            parts.append("another system prompt" if name == "system_prompt" else
+                         f"{name} {'unset' if value is None else value}")
+    if found is not None and found != server:
+        parts.insert(0, f"server {found}")
+    elif found is None and not parts:  # nothing else differs: the server does
+        parts.append("another server")
+    return "from " + ", ".join(parts)
+
+
+def replacing_words(judge: str, sources: Counter, *, done: bool) -> str:
+    """The note of a run whose judge name has verdicts in force from other configurations on its
+    items: `sources` counts them by `earlier_configuration`; before the run (not `done`) they are
+    what its answers replace, after it what they replaced."""
+    n = sum(sources.values())
+    what = "; ".join(f"{count} {source}" for source, count in sources.most_common())
+    verdicts = f"{n} verdict{'s' if n != 1 else ''} in force of {judge} from another configuration ({what})"
+    head = f"this run replaced {verdicts}" if done else f"this run replaces {verdicts}, each as it answers its item"
+    return f"{head}; the earlier judgments stay in the history but no longer count. {KEEP_BOTH}"

@@ -20,8 +20,10 @@ server that refuses `temperature` (a reasoning model) is asked again without it,
 requests, retries and failures by cause.
 The API key is read from the environment and never stored: it and any credentials in the base
 URL are blanked out of everything stored or printed (error bodies that echo them included).
-The judge's identity includes the server (host and port). The rule judge (SuperGLUE) parses
-the model-under-test's own response offline, following seed 004's parsing rules.
+The judge's configuration includes the server (host and port); a run whose judge name has verdicts
+in force from another configuration replaces them, and says so (`other_configurations`). The
+rule judge (SuperGLUE) parses the model-under-test's own response offline, following seed 004's
+parsing rules; its runs are recorded too, with no server and no requests.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from functools import cached_property
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from calibrate.configurations import earlier_configuration
 from calibrate.judge_server import (
     STREAMED,
     JudgeRefused,
@@ -204,7 +207,7 @@ class RunSummary:
     concurrency_lowest: int | None = None  # the lowest the adaptive limit went
     other_models: Counter = field(default_factory=Counter)  # model the server reported, other than asked -> n
     no_confidence: Counter = field(default_factory=Counter)  # why a parsed verdict has no confidence -> n
-    notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode)
+    notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode) or replaced
     stopped: str | None = None  # why the run stopped before asking everything
     repeat: int = 1  # samples asked per item: the counts above count samples
 
@@ -311,6 +314,20 @@ def plan_jobs(
             break
     asked = fresh + failed_before if limit is None else fresh + failed_before[:max(0, limit - len(fresh))]
     return sorted((job for jobs in asked for job in jobs), key=lambda job: job.failed_before)
+
+
+def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> Counter:
+    """The verdicts in force of `config.name` on the jobs' items that another configuration gave,
+    counted by what set it apart (calibrate.configurations.earlier_configuration): what the run
+    replaces on each item it answers, or, asked after it, what it left in force."""
+    asked = {job.item.id: job for job in jobs}
+    servers = store.judge_servers(config.name)
+    return Counter(
+        earlier_configuration(config.name, earlier, model=config.model, params=config.params(), server=config.server,
+                              template=(asked[item_id].template.id, asked[item_id].template.version), servers=servers)
+        for item_id, earlier in store.configurations_in_force(config.name, asked).items()
+        if earlier[0] != asked[item_id].key
+    )
 
 
 REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",
@@ -632,7 +649,8 @@ def run_rule_judge(
 ) -> RunSummary:
     """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
     rules and compare with the gold label, over the items of the filters given. The verdict is
-    the parsed answer; `correct` says whether it matches."""
+    the parsed answer; `correct` says whether it matches. A run that stores judgments is
+    recorded (judge_runs), as a server's is."""
     summary = RunSummary()
     judgments = []
     done: dict[str, set[int]] = {}
@@ -651,5 +669,11 @@ def run_rule_judge(
         summary.count(item, judgment)
         if limit is not None and len(judgments) >= limit:
             break
-    store.add_judgments(judgments)
+    if judgments:  # recorded as a server's run is, in one transaction with its judgments
+        with store.transaction():
+            run_id = store.begin_judge_run(RULE_JUDGE, "", "", RULE_PARAMS, items=len(judgments),
+                                           samples=len(judgments), concurrency=1)
+            store.add_judgments(judgments)
+            store.finish_judge_run(run_id, outcome="finished", message=None, params=RULE_PARAMS, stored=summary.stored,
+                                   cells=summary.cells, requests=summary.requests, concurrency_lowest=1)
     return summary

@@ -117,8 +117,8 @@ def dump_json(value: Any) -> str:
 
 def judge_key(judge_name: str, model: str | None, template_hash: str | None, params: dict, server: str = "") -> str:
     """Identifies one judge configuration: a rerun with the same key resumes, not repeats. The
-    server (host:port) is part of it, so the same model name on another server is another judge;
-    judgments made elsewhere (imports, the rule judge) have no server."""
+    server (host:port) is part of it, so the same model name on another server is another
+    configuration; judgments made elsewhere (imports, the rule judge) have no server."""
     parts = [judge_name, model or "", template_hash or "", dump_json(params)]
     return digest(*parts, server) if server else digest(*parts)
 

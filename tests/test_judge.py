@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from calibrate.demo import DEMO_DIR
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply, completion
@@ -214,13 +215,44 @@ def test_credentials_in_the_base_url_are_never_stored_or_printed(lexical_db, mon
         assert "hunter2-pass" not in text and "judge-user" not in text
 
 
-def test_another_server_with_the_same_model_name_is_another_judge(lexical_db):
+def test_the_same_model_name_on_another_server_replaces_the_first_servers_verdicts_and_says_so(lexical_db):
+    """Another server is another configuration of the judge name: it is asked too, and its run
+    says at its start and in its summary that its verdicts replace the first server's (which stay
+    stored); `status` tells the two runs apart by their server."""
     run = lexical_db(2)
-    with FakeOpenAI() as first, FakeOpenAI() as second:
+    with FakeOpenAI() as first, FakeOpenAI(Reply("The answer is: no.")) as second:
         judge(run, first)
         out = judge(run, second)
         assert first.count == 2 and second.count == 2, "the second server is asked too"
-    assert "0 already judged" in out.output
+        again = judge(run, second, "--force")
+    text = " ".join(out.output.split())
+    replaced = f"2 verdicts in force of fake-judge from another configuration (2 from server 127.0.0.1:{first.port})"
+    assert "0 already judged" in text
+    assert f"this run replaces {replaced}, each as it answers its item" in text
+    assert f"this run replaced {replaced}; the earlier judgments stay in the history but no longer count" in text
+    assert "give the new configuration a name of its own (--judge-name NAME)" in text
+    assert "in force of" not in again.output, "the same configuration asked again replaces no other"
+    assert sorted(j.verdict for j in judgments(run)) == ["no"] * 4 + ["yes"] * 2, "the first server's stay stored"
+    runs = [line.split() for line in run("status").output.splitlines() if "fake-judge" in line]
+    assert [row[2].rpartition(":")[2] for row in runs] == [str(second.port)] * 2 + [str(first.port)], \
+        "(at 80 columns, the host loses its middle to fit)"
+
+
+def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other_parameters(tmp_path):
+    """Judgments imported under the judge's name are another configuration too; so are those of
+    other request parameters. A limited run counts only the items it asks."""
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", "out": "The answer is: yes.", **LEX}) + "\n"
+                              for k in range(3)))
+    run = Calibrate(tmp_path / "judge.db")
+    run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+        "--judge-name", "fake-judge")
+    with FakeOpenAI(Reply("The answer is: no.")) as server:
+        limited = " ".join(judge(run, server, "--limit", "2").output.split())
+        longer = " ".join(judge(run, server, "--max-tokens", "64").output.split())
+    assert "this run replaces 2 verdicts in force of fake-judge from another configuration (2 imported)" in limited
+    assert ("this run replaces 3 verdicts in force of fake-judge from another configuration "
+            "(2 from max_tokens unset; 1 imported)") in longer
 
 
 def test_logprobs_give_the_verdict_probability(lexical_db):
@@ -252,6 +284,24 @@ def test_rule_judge_parses_superglue_responses_offline(demo_db):
     assert (rule["superglue/multirc/0/0/1"].verdict, rule["superglue/multirc/0/0/1"].correct) == ("False", 1)
     out = Calibrate(demo_db)("judge", "--judge", "rule")
     assert "14 items already judged" in out.output  # 12 of sdm-alpha, 2 of sdm-beta
+
+
+def test_a_rule_judge_run_is_recorded_as_a_servers_run_is(tmp_path):
+    sg = DEMO_DIR / "superglue"
+    run = Calibrate(tmp_path / "rule.db")
+    run("import", "superglue", "--task", "boolq", str(sg / "boolq.jsonl"), "--predictions",
+        str(sg / "boolq.predictions.jsonl"), "--system", "my-llm")
+    stored = len(judgments(run)) or None
+    run("judge", "--judge", "rule")
+    run("judge", "--judge", "rule")  # nothing left to judge: no run
+    (record,) = json.loads(run("status", "--runs", "--json").output)
+    n = len(judgments(run))
+    assert stored is None and n > 0
+    assert (record["judge_name"], record["server"], record["outcome"], record["items"], record["stored"]) == \
+        ("rule", "", "finished", n, n)
+    assert record["verdicts"] + record["unparsed"] == n and record["finished_at"] and record["requests"] == 0
+    (row,) = [line.split() for line in run("status").output.splitlines() if line.split()[1:2] == ["rule"]]
+    assert row[2:5] == ["(offline)", "finished", f"{n}/{n}"]
 
 
 def test_batch_round_trip(lexical_db, tmp_path):

@@ -1,6 +1,7 @@
 """The record of `calibrate judge` runs: when each started and ended, how (finished, stopped,
 refused, interrupted), what it stored by kind of outcome, and how many requests, retries and
-failures by cause it took, for `calibrate status` and the end-of-run summary.
+failures by cause it took, for `calibrate status` and the end-of-run summary. The rule judge's
+runs are recorded with no model, no server ("") and no requests.
 
 A run's counts are written in the transaction that stores each of its judgments
 (`count_judge_run`), so they are true while it runs and after its process died; the run's
@@ -56,6 +57,12 @@ class JudgeRunsMixin:
                 "WHERE id = ?",
                 (now_iso(), outcome, message, dump_json(params), concurrency_lowest, run_id),
             )
+
+    def judge_servers(self, judge_name: str) -> list[str]:
+        """The servers (host:port) the recorded runs of this judge name asked: those its
+        judgments' configurations (judge_key) can be matched with."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT server FROM judge_runs WHERE judge_name = ? ORDER BY server", (judge_name,))]
 
     def judge_runs(self, limit: int | None = None) -> list[dict]:
         """Judge runs, newest first (`failures` and `params` as dicts). A run not recorded as

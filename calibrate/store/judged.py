@@ -5,6 +5,7 @@ split the items between them, so that each is asked once."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -154,6 +155,20 @@ class JudgmentsMixin:
             ):
                 if (item_id, judge) in wanted:
                     found[item_id, judge] = (status, verdict)
+        return found
+
+    def configurations_in_force(self, judge: str, item_ids: Iterable[int]) -> dict[int, tuple]:
+        """item id -> (judge_key, model, template id, template version, params) of the judgment
+        that gives `judge`'s verdict in force on each of these items that has one: the
+        configuration a run of that judge name under another one replaces there."""
+        found = {}
+        for chunk in chunks(sorted(set(item_ids)), 500):
+            for row in self.conn.execute(
+                "SELECT v.item_id, j.judge_key, j.model, j.template_id, j.template_hash, j.params "
+                "FROM verdicts_in_force v JOIN judgments j ON j.id = v.judgment_id "
+                f"WHERE v.judge_name = ? AND v.item_id IN ({','.join('?' * len(chunk))})", (judge, *chunk),
+            ):
+                found[row[0]] = (*row[1:5], json.loads(row[5] or "{}"))
         return found
 
     def samples_in_force(self, item_id: int, judge: str) -> list[tuple[int, str, str | None]]:
