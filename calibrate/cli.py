@@ -1687,8 +1687,10 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
         raise click.ClickException(f"{summary.failed} of {counted(summary.stored, summary.unit)} ended in error (stored as errors; "
                                    "the next run asks for them again)")
     if unparsed and not parsed and check:
-        raise click.ClickException(f"none of the {unparsed} outputs of this run parsed as a verdict (see above); they are "
-                                   "stored as unparsed, and the next run does not ask them again (--force does)")
+        outputs = "the one output" if unparsed == 1 else f"none of the {unparsed} outputs"
+        raise click.ClickException(f"{outputs} of this run {'did not parse' if unparsed == 1 else 'parsed'} as a verdict "
+                                   f"(see above); {'it is' if unparsed == 1 else 'they are'} stored as unparsed, and the "
+                                   f"next run does not ask {'it' if unparsed == 1 else 'them'} again (--force does)")
 
 
 # -- measure -------------------------------------------------------------------------------------
