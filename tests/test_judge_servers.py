@@ -137,7 +137,7 @@ def test_without_max_tokens_the_truncation_names_the_tokens_the_server_gave(db):
     with FakeOpenAI(Reply("The answer", finish_reason="length", completion_tokens=2048)) as server:
         out = judge(run, server, ok=False)
     assert stored(run)[0].unparsed_reason == "truncated at 2048 tokens"
-    assert "raise --max-tokens" in out.output and "none of the 1 outputs of this run parsed" in out.output
+    assert "raise --max-tokens" in out.output and "the one output of this run did not parse" in out.output
     assert "template's answer format" not in out.output, "the advice for a truncation is the token limit's"
 
 
