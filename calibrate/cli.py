@@ -487,7 +487,8 @@ def out_file_callback(ctx: click.Context, param: click.Parameter, value: Path | 
     """Refuse an output file whose folder does not exist before any work is done (not after it).
     The file is then written through `user_files.replaced_whole`: whole, or left as it was."""
     if value is not None and not value.parent.is_dir():
-        raise click.BadParameter(f"{value.parent} is not a folder: create it first, or write elsewhere", ctx, param)
+        what = "is a file, not a folder" if value.parent.exists() else "does not exist"
+        raise click.BadParameter(f"{value.parent} {what}: create the folder first, or write elsewhere", ctx, param)
     return value
 
 

@@ -216,7 +216,7 @@ def test_an_output_file_in_a_missing_folder_is_refused_before_any_work(demo_db, 
     before = fingerprint(demo_db.parent)
     out = Calibrate(demo_db)(*args, "--out", str(missing / "out.txt"), ok=False)
     assert out.exit_code == 2, out.output
-    assert f"Invalid value for '--out': {missing} is not a folder: create it first" in out.output
+    assert f"Invalid value for '--out': {missing} does not exist: create the folder first" in out.output
     assert "trust marks" not in out.output and "no confidence threshold" not in out.output  # refused before the work
     assert fingerprint(demo_db.parent) == before and not missing.exists()
 

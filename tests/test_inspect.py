@@ -362,13 +362,15 @@ def test_an_older_reviewed_log_leaves_a_persons_newer_decision_in_force(log, cal
 # -- bad input ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [b"not a log\n", b'{"eval": 1}', b"PK\x03\x04 not a zip either"],
-                         ids=["text", "other-json", "broken-zip"])
-def test_a_file_that_is_not_an_inspect_log_is_refused(calibrate, tmp_path, content):
+@pytest.mark.parametrize(("content", "said"), [
+    (b"not a log\n", "not an Inspect log ("), (b'{"eval": 1}', "not an Inspect log ("),
+    (b"PK\x03\x04 not a zip either", "an .eval log that cannot be read: damaged or cut short ("),
+    (b"", "the file is empty")], ids=["text", "other-json", "broken-zip", "empty"])
+def test_a_file_that_is_not_an_inspect_log_is_refused(calibrate, tmp_path, content, said):
     path = tmp_path / ("x.json" if content.startswith(b"{") else "x.eval")
     path.write_bytes(content)
     result = calibrate("import", "inspect", str(path), ok=False)
-    assert result.exit_code == 1 and f"Error: {path}: not an Inspect log (" in result.output
+    assert result.exit_code == 1 and f"Error: {path}: {said}" in result.output
     assert not calibrate.db.exists() or counts(calibrate.db) == (0, 0, 0)
 
 

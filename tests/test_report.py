@@ -327,7 +327,7 @@ def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(label
     assert "Traceback" not in out.output
     missing = tmp_path / "no-such-folder" / "report.html"  # a missing folder: refused before the report is worked out
     out = Calibrate(labelled_demo_db)("report", "--format", "html", "--out", str(missing), ok=False)
-    assert out.exit_code == 2 and f"{missing.parent} is not a folder: create it first" in out.output
+    assert out.exit_code == 2 and f"{missing.parent} does not exist: create the folder first" in out.output
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full (every write fails: disk full)")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -189,6 +188,13 @@ def open_log(path: Path, scorer: str | None = None, *, whole: bool = False) -> I
             header = api.read_eval_log(str(path), header_only=True)
             summaries = api.read_eval_log_sample_summaries(str(path))
     except Exception as exc:  # inspect raises ValueError, KeyError, pydantic errors… for foreign files
+        if not path.stat().st_size:
+            raise ImportFailed(f"{path}: the file is empty") from None
+        with path.open("rb") as head:
+            archive = head.read(2) == b"PK"  # an .eval log is a zip archive: this one is cut short or damaged
+        if archive:
+            raise ImportFailed(f"{path}: an .eval log that cannot be read: damaged or cut short "
+                               f"({_first_line(exc)})") from None
         raise ImportFailed(f"{path}: not an Inspect log ({_first_line(exc)})") from None
     names = list(dict.fromkeys(name for s in summaries for name in (s.scores or {})))
     if not names:
