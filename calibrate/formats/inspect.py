@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
