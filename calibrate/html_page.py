@@ -1,6 +1,8 @@
 """The one page shell and stylesheet of every HTML output (`report --format html`, `scores
 --format html`): a self-contained document (no script, no outside file) that renders Chinese
-as well as English, whatever fonts the reader's machine has.
+as well as English, whatever fonts the reader's machine has. On a phone-wide screen the
+report's overview leaves out its κ plot and lets its numbers wrap, so each line's cell, n, κ and
+ceiling show without scrolling sideways.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
 .reliability{{display:flex;flex-wrap:wrap;align-items:flex-start;gap:16px;margin:8px 0}}
 .reliability figure{{margin:0;max-width:260px}} .reliability figcaption{{font-size:11px}}
 .reliability table.cm{{flex:1 1 480px;max-width:820px}}
+@media (max-width:640px){{table.forest{{min-width:0;table-layout:auto}} table.forest col{{width:auto!important}}
+  table.forest th:nth-child(4),table.forest td:nth-child(4){{display:none}}
+  table.forest td{{overflow-wrap:normal}} table.forest td.num{{white-space:normal}}}}
 """
 
 

@@ -72,7 +72,7 @@ def _ceiling_text(ceiling) -> str:
     humans = ceiling.humans
     if humans.value is not None and humans.ci is None:
         return f"{humans.value:.2f} (no CI: {counted(ceiling.n_items, 'item')})"
-    return with_ci(*split_estimate(humans))
+    return with_ci(*split_estimate(humans), humans.approximate)
 
 
 def _reliability_diagram(cal) -> str:
