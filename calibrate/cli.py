@@ -352,7 +352,7 @@ def check_template_task(ctx: Context, task: str, lang: str) -> None:
 
 
 def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = None, system: str | None = None,
-                  judge: str | None = None, gold_from: str | None = None,
+                  judge: str | None = None, gold_from: str | None = None, annotator: str | None = None,
                   families: tuple[tuple[str, str], ...] = ()) -> None:
     """Filters that select nothing in the database, refused before anything is done. A value
     nothing knows (a misspelt task, language, system, judge, --gold-from annotator, or a --family
@@ -363,7 +363,8 @@ def check_filters(ctx: Context, *, task: str | None = None, lang: str | None = N
         raise click.ClickException(f"no items without a system in {ctx.db_path}; it has {listing(ctx.store.known('system'))}")
     template_tasks = {name for name, _ in ctx.templates.tasks()}
     for what, option, value in (("task", "--task", task), ("language", "--lang", lang), ("system", "--system", system),
-                                ("judge", "--judge", judge), ("annotator", "--gold-from", gold_from)):
+                                ("judge", "--judge", judge), ("annotator", "--gold-from", gold_from),
+                                ("annotator", "--annotator", annotator)):
         if not value:
             continue
         try:
@@ -2099,6 +2100,7 @@ def export_inspect_command(ctx, log, out, annotator, gold, lang, system, scorer)
 
     if bool(annotator) == gold:
         raise click.UsageError("give --annotator NAME or --gold (one of them)")
+    check_filters(ctx, system=system, annotator=annotator)  # a --lang of no sample: the log's own message
     summary = export_edits(ctx.store, log, out, annotator=annotator, gold=gold, lang=lang, system=system,
                            scorer=scorer)
     console.print(safe_text(f"wrote {out}: {summary.edits} score edits ({summary.changed} change the value, "

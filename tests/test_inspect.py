@@ -179,6 +179,8 @@ def test_round_trip_labelled_in_the_app_and_written_back_as_score_edits(log, db_
 
     again = calibrate("export", "inspect", str(edited), "--out", str(edited), "--annotator", "ana", ok=False)
     assert again.exit_code == 1 and "every label by ana is in it already; nothing was written" in again.output
+    typo = calibrate("export", "inspect", str(edited), "--out", str(edited), "--annotator", "Ana", ok=False)
+    assert typo.exit_code == 2 and "unknown annotator 'Ana' (did you mean ana?)" in typo.output
 
     # the reviewed log read back: the grader's own scores are its judgments, the edits ana's labels
     before = counts(db_path)
