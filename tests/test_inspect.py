@@ -232,6 +232,16 @@ def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
     (item,) = [item for item in store.items() if item.source_id == "3"]  # the current version
     assert (item.version, item.fields["response"]) == (2, "A better answer to question 2")
     store.close()
+    labels = tmp_path / "dee.csv"
+    labels.write_text(f"task,lang,system,source_id,annotator,label\n{TASK},en,{SYSTEM},3,dee,I\n", encoding="utf-8")
+    calibrate("import", "labels", str(labels))
+    onto_older = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.eval"), "--annotator", "dee",
+                           ok=False)
+    assert onto_older.exit_code == 1 and ("the labels by dee of 1 of them are on a newer version of the sample "
+                                          "(imported with --update); export onto the log that version came from"
+                                          ) in " ".join(onto_older.output.split())
+    assert "wrote" in calibrate("export", "inspect", str(newer), "--out", str(tmp_path / "y.eval"), "--annotator",
+                                "dee").output
 
 
 def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,

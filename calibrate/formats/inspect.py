@@ -572,6 +572,11 @@ def export_edits(
                    "name the --lang and --system it was imported with")
         elif summary.already:
             why = f"every label {whose} is in it already"
+        elif newer := store.labelled_on_newer_versions([found[i.content_hash][0] for _, i in items
+                                                        if i.content_hash in found], annotator):
+            why = (f"none of its samples has a label {whose} in {store.path}: the labels {whose} of {newer} of them "
+                   "are on a newer version of the sample (imported with --update); export onto the log that version "
+                   "came from")
         else:
             why = f"none of its samples has a label {whose} in {store.path}"
         raise CalibrateError(f"{log_path}: {why}; nothing was written")

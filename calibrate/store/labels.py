@@ -263,3 +263,16 @@ class LabelsMixin:
                 found.setdefault(r["item_id"], []).append(
                     {**dict(r), "notes": notes.get((r["item_id"], r["annotator"]), [])})
         return found
+
+    def labelled_on_newer_versions(self, item_ids: list[int], annotator: str | None = None) -> int:
+        """How many of these items have a newer version (the same task, language, system and
+        source id, imported again with --update) that `annotator` (None: anyone) labelled: where
+        people's decisions went when a newer version replaced the one asked about."""
+        found = 0
+        for chunk in chunks(item_ids, 500):
+            found += self.conn.execute(
+                f"SELECT count(DISTINCT o.id) FROM items o JOIN items n ON n.task = o.task AND n.lang = o.lang "
+                f"AND n.system = o.system AND n.source_id = o.source_id AND n.version > o.version "
+                f"JOIN labels_in_force l ON l.item_id = n.id AND (?1 IS NULL OR l.annotator = ?1) "
+                f"WHERE o.id IN ({','.join('?' * len(chunk))})", [annotator, *chunk]).fetchone()[0]
+        return found
