@@ -1683,6 +1683,11 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
         err_console.print(safe_text(
             f"warning: {unparsed} of the {unparsed + parsed} outputs did not parse as a verdict ({reasons}): {advice}",
             style="yellow"))
+    if summary.unsent and check:
+        raise click.ClickException(
+            f"{counted(summary.unsent, 'request')} could not be sent: no connection to the server could be made "
+            f"(after its retries); {'it is' if summary.unsent == 1 else 'they are'} not stored, and the next run asks "
+            f"{'it' if summary.unsent == 1 else 'them'}")
     if summary.errors and check:
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))

@@ -210,6 +210,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode) or replaced
     stopped: str | None = None  # why the run stopped before asking everything
     repeat: int = 1  # samples asked per item: the counts above count samples
+    unsent: int = 0  # requests no connection could be made for: not the items' errors, not stored
 
     @property
     def unit(self) -> str:
@@ -346,6 +347,7 @@ class Answer:
     judgment: NewJudgment
     bare: bool = False
     no_confidence: str | None = None  # why a parsed verdict has no confidence (asked for logprobs)
+    reached: bool = True  # False: no connection could be made, the server never saw the request
 
 
 def _content(response) -> tuple[str, str | None]:
@@ -535,7 +537,7 @@ async def run_jobs(
                     return None
                 continue
             except RequestFailed as exc:
-                return Answer(judgment_for(job, config, status="error", error=exc.message))
+                return Answer(judgment_for(job, config, status="error", error=exc.message), reached=exc.failure.reached)
             answer = judgment_from_response(job, config, response, seconds * 1000)
             reported = answer.judgment.model_reported
             if not same_model(config.model, reported):
@@ -561,6 +563,12 @@ async def run_jobs(
             answers_before = streak.answers
             answer = await ask(job)
             if answer is None:
+                continue
+            if not answer.reached:  # no connection: nothing the item did; not stored, so the next run asks it
+                store.release_judging(job.item.id, job.key, job.sample, holder)
+                summary.unsent += 1
+                progress.advance(job)
+                streak.failed(job.item.id, answer.judgment.error or "unknown error", answers_before, stored=False)
                 continue
             stored(job, answer)
             if answer.judgment.status != "error":

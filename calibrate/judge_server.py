@@ -95,6 +95,7 @@ class AttemptFailure:
     retry: bool
     overload: bool = False
     retry_after: float | None = None
+    reached: bool = True  # False: no connection was made, so the server never saw the request
 
     @property
     def message(self) -> str:
@@ -355,8 +356,10 @@ class ServerSession:
         except openai.APIStatusError as exc:
             raise _Failed(self._status_failure(exc)) from None
         except openai.APIConnectionError as exc:
-            raise _Failed(AttemptFailure("connection failed", self._short(exc),
-                                         retry=True)) from None
+            # httpx's ConnectError (the client's own httpx, whatever its package is named): refused, unknown host
+            unreached = type(exc.__cause__).__name__ == "ConnectError"
+            raise _Failed(AttemptFailure("connection failed", "could not connect" if unreached else self._short(exc),
+                                         retry=True, reached=not unreached)) from None
         except UnusableAnswer as exc:
             raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=exc.retry)) from None
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:

@@ -43,29 +43,30 @@ class FailureStreak:
     def __init__(self, url: str):
         self.url = url
         self.answers = 0
-        self.failures: list[tuple[int, str]] = []  # (item id, error) since the last answer
+        self.failures: list[tuple[int, str, bool]] = []  # (item id, error, stored) since the last answer
 
     def answered(self) -> None:
         self.answers += 1
         self.failures.clear()
 
-    def failed(self, item_id: int, error: str, answers_before: int) -> None:
-        """Counts a failed (stored) request, unless the server has answered since `answers_before`
-        (`answers` when the item was first asked); raises RunStopped once the streak is long enough."""
+    def failed(self, item_id: int, error: str, answers_before: int, *, stored: bool = True) -> None:
+        """Counts a failed request (stored as the item's error, or not: no connection could be
+        made), unless the server has answered since `answers_before` (`answers` when the item was
+        first asked); raises RunStopped once the streak is long enough."""
         if self.answers > answers_before:
             return
-        self.failures.append((item_id, error))
+        self.failures.append((item_id, error, stored))
         limit = STOP_AFTER_FAILURES_ONCE_ANSWERED if self.answers else STOP_AFTER_FAILURES
         if len(self.item_ids) >= limit:
             raise RunStopped(self.message())
 
     @property
     def item_ids(self) -> list[int]:
-        return sorted({item_id for item_id, _ in self.failures})
+        return sorted({item_id for item_id, _, _ in self.failures})
 
     def message(self) -> str:
-        reason, _ = Counter(error.split(":", 1)[0] for _, error in self.failures).most_common(1)[0]
-        example = next(error for _, error in self.failures if error.startswith(reason))
+        reason, _ = Counter(error.split(":", 1)[0] for _, error, _ in self.failures).most_common(1)[0]
+        example = next(error for _, error, _ in self.failures if error.startswith(reason))
         ids = self.item_ids
         shown = listing([str(item_id) for item_id in ids], self.SHOWN)
         url = self.url
@@ -89,6 +90,11 @@ class FailureStreak:
                     "this run")
         else:
             what = f"{len(ids)} items failed, and the server answered no request of this run"
-        return (f"{what} ({cause}): id {shown}. Stopped: {seen} The failed items are stored as errors (calibrate "
-                "items --status error lists them; the next run asks them after the others); the items in flight "
-                "or not yet asked were not; run again to resume")
+        if not any(kept for _, _, kept in self.failures):
+            kept = ("No connection could be made for any of them, so none is stored as the item's error; run again "
+                    "to resume once the server is up")
+        else:
+            kept = ("The failed items are stored as errors (calibrate items --status error lists them; the next run "
+                    "asks them after the others), but for any no connection could be made for; the items in flight "
+                    "or not yet asked were not; run again to resume")
+        return f"{what} ({cause}): id {shown}. Stopped: {seen} {kept}"

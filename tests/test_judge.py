@@ -154,12 +154,11 @@ def test_timeout_is_an_error_and_the_run_goes_on(lexical_db):
     assert "timed out" in by_status["error"].error
 
 
-def test_connection_refused_is_an_error(lexical_db):
+def test_a_refused_connection_is_no_judgment_of_the_item_and_exits_1(lexical_db):
     run = lexical_db(1)
     out = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0", ok=False)
-    (j,) = judgments(run)
-    assert j.status == "error" and "connection failed" in j.error and "1 judgment stored" in out.output
-    assert out.exit_code == 1 and "1 × connection failed" in out.output
+    assert judgments(run) == [] and "0 judgments stored" in out.output
+    assert out.exit_code == 1 and "1 × connection failed" in out.output and "1 request could not be sent" in out.output
 
 
 @pytest.mark.parametrize(("status", "hint"), [(401, "check the key in $OPENAI_API_KEY"), (404, "has no model 'fake-judge'")])

@@ -286,13 +286,29 @@ def test_an_unreachable_server_stops_the_run_with_one_message_naming_the_failed_
         out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
     stop = " ".join(out.output.split())
     assert out.exit_code == 1 and stop.count("Error:") == 1
-    assert "3 items failed, and the server answered no request of this run (e.g. connection failed" in stop
-    assert "is the server" in stop and "stored as errors (calibrate items --status error lists them" in stop
-    failed = stored(run)
-    assert [j.status for j in failed] == ["error"] * 3, "the failed items are stored, the items never asked are not"
-    assert f"id {', '.join(str(item_id) for item_id in sorted(j.item_id for j in failed))}." in stop
+    assert "3 items failed, and the server answered no request of this run (e.g. connection failed: could not connect" \
+        in stop
+    assert "is the server" in stop and ("No connection could be made for any of them, so none is stored as the "
+                                        "item's error; run again to resume once the server is up") in stop
+    assert stored(run) == [], "nothing reached the server: no item is at fault, none is stored as an error"
     (record,) = runs(run)
-    assert record["outcome"] == "stopped" and record["requests"] <= 8
+    assert record["outcome"] == "stopped" and record["requests"] <= 8 and record["stored"] == 0
+
+
+def test_requests_that_could_not_connect_among_answers_are_not_stored_and_the_run_says_so(db):
+    """A request for which no connection could be made (nothing listens) is not the item's error:
+    the run leaves it unstored, exits 1 saying so, and the next run asks it."""
+    run = db(4)
+    with FakeOpenAI() as server:
+        judge(run, server, "--limit", "2")
+        with refused_url() as down:
+            out = judge(run, down, "--limit", "1", "--max-retries", "0", ok=False)
+        said = " ".join(out.output.split())
+        assert out.exit_code == 1 and ("1 request could not be sent: no connection to the server could be made "
+                                       "(after its retries); it is not stored, and the next run asks it") in said
+        assert len(stored(run)) == 2
+        judge(run, server)
+    assert sorted((j.item_id, j.status) for j in stored(run)) == [(i, "verdict") for i in (1, 2, 3, 4)]
 
 
 def test_a_server_refusing_every_request_stops_after_three_items(db):
