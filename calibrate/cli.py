@@ -1363,6 +1363,9 @@ class JudgeKind(click.Choice):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter:
+            if isinstance(value, str) and value.strip().lower() in self.choices:
+                raise click.BadParameter(f"{value!r} is not one of 'llm', 'rule' (did you mean "
+                                         f"{value.strip().lower()}?)", ctx=ctx, param=param) from None
             raise click.BadParameter(
                 f"{value!r} is not one of 'llm', 'rule': here --judge says how to judge (elsewhere it names a "
                 f"judge); to ask the model {value}, give --model {value} (--judge-name stores its verdicts under "
@@ -1437,6 +1440,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     from calibrate.formats.openai_batch import import_batch as read_batch
     from calibrate.judge_progress import JudgeProgress
     from calibrate.judge_runner import (
+        RULE_JUDGE,
         JudgeConfig,
         JudgeRefused,
         RunStopped,
@@ -1462,11 +1466,18 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     if not model:
         raise click.UsageError("--model is required (or use --judge rule)")
+    if (judge_name or model) == RULE_JUDGE:
+        raise option_error("--judge-name" if judge_name else "--model",
+                           f"{RULE_JUDGE!r} is the rule judge's name (judge --judge rule): a model's verdicts under it "
+                           "would mix with the rule's; give the judge another --judge-name")
     if reasoning and temperature is not None:
         raise click.UsageError("--reasoning sends no temperature (reasoning models take only their default)")
     settings = ctx.settings.with_flags(base_url=base_url, api_key_env=api_key_env)
     (base_url, url_source), api_key_env = settings.lookup("base_url"), settings.get("api_key_env")
     if variant:
+        if variant not in ctx.templates.families():
+            raise option_error("--variant", unknown_value("template family", variant, ctx.templates.families(),
+                                                          "known families"))
         requested = ctx.templates.request_defaults(variant)
         given = click.get_current_context().get_parameter_source("temperature") != click.core.ParameterSource.DEFAULT
         temperature = temperature if given else requested.get("temperature", temperature)

@@ -673,6 +673,8 @@ def run_rule_judge(
             summary.skipped_done += 1
             continue
         judgment = judgment_from_output(item.id, item, templates, RULE_JUDGE, item.fields["response"], params=RULE_PARAMS)
+        if force:  # judged again: a judgment of its own (the output's uid would be the earlier run's, and be dropped)
+            judgment = replace(judgment, uid=None)
         judgments.append(judgment)
         summary.count(item, judgment)
         if limit is not None and len(judgments) >= limit:

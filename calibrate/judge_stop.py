@@ -89,12 +89,13 @@ class FailureStreak:
             what = (f"{len(ids)} items in a row failed after the server had answered {counted(self.answers, 'request')} of "
                     "this run")
         else:
-            what = f"{len(ids)} items failed, and the server answered no request of this run"
+            what = f"{len(ids)} items failed before the server answered any request of this run"
         if not any(kept for _, _, kept in self.failures):
             kept = ("No connection could be made for any of them, so none is stored as the item's error; run again "
                     "to resume once the server is up")
         else:
             kept = ("The failed items are stored as errors (calibrate items --status error lists them; the next run "
-                    "asks them after the others), but for any no connection could be made for; the items in flight "
-                    "or not yet asked were not; run again to resume")
+                    "asks them after the others), but for any no connection could be made for; requests still in "
+                    "flight were stored as they ended (the table above counts them), the items not yet asked were not; "
+                    "run again to resume")
         return f"{what} ({cause}): id {shown}. Stopped: {seen} {kept}"

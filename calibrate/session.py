@@ -677,7 +677,7 @@ class AnnotationSession:
         others = self.total - self.store.count_decided(self.annotator, **self._scope)
         text = f"you labelled {self.labelled} of {counted(self.total, 'item')} here, skipped {skipped} and flagged {flagged}"
         if others:
-            text += f"; {others} are labelled or held by other annotators (overlap {self.overlap})"
+            text += f"; {others} {'is' if others == 1 else 'are'} labelled or held by other annotators (overlap {self.overlap})"
         return text
 
     def flagged(self) -> list[Item]:

@@ -384,11 +384,15 @@ class TemplateSet:
             raise TemplateError(f"unknown task {task!r} for language {lang!r}: no template serves it ({TEMPLATES_HINT})")
         return self.templates[template_id]
 
+    def families(self) -> list[str]:
+        """The template families loaded (the names `--variant` takes), sorted."""
+        return sorted(self._requests)
+
     def request_defaults(self, family: str) -> dict:
         """The request parameters a family's prompts are sent with unless the user says
         otherwise (its manifest's [request]: temperature, max_tokens)."""
         if family not in self._requests:
-            raise TemplateError(f"unknown template family {family!r}; known: {', '.join(sorted(self._requests))}")
+            raise TemplateError(f"unknown template family {family!r}; known: {', '.join(self.families())}")
         return dict(self._requests[family])
 
     def people_decide(self, task: str, lang: str) -> bool:

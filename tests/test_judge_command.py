@@ -84,3 +84,24 @@ def test_tasks_a_variant_does_not_serve_are_passed_over_as_asked_and_said(demo_d
     assert out.exit_code == 0 and "wrote 42 requests" in out.output
     assert ("--variant c3-official judges the tasks it has templates for: 16 items of other tasks passed over "
             "(rubric/reference (zh): 2, superglue/axb (en): 1,") in one_line(out.output)
+
+
+def test_the_rule_judge_with_force_stores_new_judgments_that_come_into_force(demo_db):
+    run = Calibrate(demo_db)
+    before = [j for j in Store(demo_db).judgments() if j.judge_name == "rule"]
+    out = run("judge", "--judge", "rule", "--force")
+    after = [j for j in Store(demo_db).judgments() if j.judge_name == "rule"]
+    assert f"{len(before)} judgments stored" in out.output and len(after) == 2 * len(before)
+
+
+def test_a_models_run_under_the_rule_judges_name_and_misspelt_kinds_and_variants_are_usage_errors(demo_db):
+    run = Calibrate(demo_db)
+    before = fingerprint(demo_db.parent)
+    for args, said in ((["--model", "m", "--judge-name", "rule"], "'rule' is the rule judge's name"),
+                       (["--model", "rule"], "'rule' is the rule judge's name"),
+                       (["--judge", "RULE"], "'RULE' is not one of 'llm', 'rule' (did you mean rule?)"),
+                       (["--model", "m", "--variant", "c3-oficial"],
+                        "unknown template family 'c3-oficial' (did you mean c3-official?)")):
+        out = run("judge", "--base-url", "http://127.0.0.1:9/v1", *args, ok=False)
+        assert out.exit_code == 2 and said in one_line(out.output), (args, out.output)
+    assert fingerprint(demo_db.parent) == before

@@ -218,7 +218,7 @@ def test_requests_are_counted_as_the_server_received_them_when_a_run_stops_with_
         (record,) = runs(run)
         wait_for(lambda: server.count >= record["requests"], 5)  # the last ones sent may reach it just after
         asked = Counter(body["messages"][-1]["content"] for body in server.requests)
-    assert "3 items failed, and the server answered no request of this run" in out.output
+    assert "3 items failed before the server answered any request of this run" in out.output
     assert (record["requests"], record["retries"]) == (server.count, server.count - len(asked))
     retries = "a retry" if record["retries"] == 1 else "retries"
     assert f"{server.count} requests sent, {record['retries']} of them {retries}" in out.output
@@ -286,7 +286,7 @@ def test_an_unreachable_server_stops_the_run_with_one_message_naming_the_failed_
         out = judge(run, url, "--concurrency", "2", "--max-retries", "1", ok=False)
     stop = " ".join(out.output.split())
     assert out.exit_code == 1 and stop.count("Error:") == 1
-    assert "3 items failed, and the server answered no request of this run (e.g. connection failed: could not connect" \
+    assert "3 items failed before the server answered any request of this run (e.g. connection failed: could not connect" \
         in stop
     assert "is the server" in stop and ("No connection could be made for any of them, so none is stored as the "
                                         "item's error; run again to resume once the server is up") in stop
@@ -316,7 +316,7 @@ def test_a_server_refusing_every_request_stops_after_three_items(db):
     with FakeOpenAI(Reply(status=400, raw_body='{"error": {"message": "unknown field top_k"}}')) as server:
         out = judge(run, server, "--concurrency", "1", "--param", "top_k=40", ok=False)
         assert server.count == 3, "a 400 is not retried; three in a row stop the run"
-    assert "3 items failed, and the server answered no request of this run" in " ".join(out.output.split())
+    assert "3 items failed before the server answered any request of this run" in " ".join(out.output.split())
     assert "HTTP 400" in out.output and [(j.item_id, j.status) for j in stored(run)] == [(k, "error") for k in (1, 2, 3)]
     assert "rejects these requests" in out.output and "is the server" not in out.output, "it answered: it is up"
 
@@ -335,7 +335,7 @@ def test_a_stop_names_its_cause_once(db):
     with FakeOpenAI(Reply(text="")) as server:
         out = judge(run, server, "--concurrency", "1", "--max-retries", "1", ok=False)
     stop = " ".join(out.output.split())
-    assert "3 items failed, and the server answered no request of this run (empty content (after 2 attempts)): " \
+    assert "3 items failed before the server answered any request of this run (empty content (after 2 attempts)): " \
         "id 1, 2, 3." in stop and "e.g." not in stop
     assert "is up, but failed each request of this run: it fails every request, or these items are ones it cannot " \
         "judge" in stop
@@ -358,7 +358,7 @@ def test_items_that_failed_before_are_asked_last_and_do_not_stop_the_run(db):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("status", "says"), [(500, "items failed, and the server answered no request"),
+@pytest.mark.parametrize(("status", "says"), [(500, "items failed before the server answered any request"),
                                               (401, "check the key")])
 def test_a_run_stopped_with_requests_in_flight_ends_with_its_message(db, status, says):
     """The other requests in flight are abandoned as the run stops; the run still ends, at once.
@@ -383,7 +383,7 @@ def test_items_that_always_fail_at_the_start_of_a_run_do_not_block_the_next(db, 
         first = judge(run, server, "--concurrency", str(concurrency), "--max-retries", "0", ok=False)
         stop = " ".join(first.output.split())
         assert sorted((j.item_id, j.status) for j in stored(run)) == [(1, "error"), (2, "error"), (3, "error")]
-        assert "3 items failed, and the server answered no request of this run (e.g. HTTP 500" in stop
+        assert "3 items failed before the server answered any request of this run (e.g. HTTP 500" in stop
         assert "id 1, 2, 3." in stop and "these items are ones it cannot judge" in stop
         listed = run("items", "--status", "error").output
         assert all(f"sentence {k}" in listed for k in (0, 1, 2))
