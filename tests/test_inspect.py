@@ -426,8 +426,9 @@ def test_a_cancelled_or_failed_eval_says_how_much_of_the_dataset_it_scored(log, 
     def failed(log):
         log.status, log.error = "error", EvalError(message="RuntimeError('solver exploded')\nat line 3", traceback="",
                                                    traceback_ansi="")
+        log.samples[0].scores[SCORER].value = float("nan")  # a sample the scorer left unscored is not scored
     broken = rewrite(log, tmp_path / "error.eval", failed)
-    assert (f"{broken}: the eval ended in an error (RuntimeError('solver exploded')): 12 of 12 samples scored"
+    assert (f"{broken}: the eval ended in an error (RuntimeError('solver exploded')): 11 of 12 samples scored"
             in calibrate("import", "inspect", str(broken)).stderr)
 
 

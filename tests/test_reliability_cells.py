@@ -597,3 +597,24 @@ def test_escalate_under_a_filter_names_only_the_filters_cells_where_nothing_is_c
     cells = [cell for cell, _ in session.trust_marks.refusals(session.task, session.lang)]
     assert cells and all(cell.startswith("c3/tone zh (") for cell in cells), cells
     session.store.close()
+
+
+def test_the_jurys_one_judge_note_gives_each_item_one_reason(tmp_path):
+    """Three judges: on q7 the calls of j2 and j3 both failed, q9 only j1 judged. The note's
+    reasons add up to the two items it leaves out."""
+    yes, no, unsure = "The answer is: yes.", "The answer is: no.", "I cannot tell."
+    plan = {"q0": (yes, yes, yes), "q1": (yes, yes, no), "q6": (yes, no, None), "q7": (yes, None, None),
+            "q9": (yes, "-", "-"), "q10": (no, no, yes), "q11": (no, no, no), "q5": (unsure, unsure, unsure)}
+    run = Calibrate(tmp_path / "three.db")
+    for k, judge in enumerate(("j1", "j2", "j3")):
+        source = tmp_path / f"{judge}.jsonl"
+        source.write_text("".join(json.dumps({"id": q, "content": "c " + q, "notation": "n", "response": "r " + q,
+                                              "out": outs[k]}) + "\n" for q, outs in plan.items() if outs[k] != "-"))
+        run("import", "jsonl", str(source), "--task", "c3/pause", "--lang", "en", "--system", "s", "--judge-output",
+            "out", "--judge-name", judge)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label\n" + "".join(f"c3/pause,en,s,{q},ana,yes\n" for q in plan))
+    run("import", "labels", str(labels))
+    said = " ".join(run("report", "--judge", "jury").output.split())
+    assert ("2 items left out: judged by one judge only (1: j2's and j3's calls failed; 1: no other judge judged it)"
+            in said)

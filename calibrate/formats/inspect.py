@@ -97,7 +97,7 @@ class InspectLog:
     labels: tuple[str, ...]
     family: str  # letters, True/False, numbers, text: the kind of value most scores have
     sample_ids: frozenset[str] = frozenset()
-    scored: int = 0  # samples (each epoch) that ended without an error
+    scored: int = 0  # samples (each epoch) that ended without an error with a value from the scorer
     full: object | None = None  # a .json log, read whole
 
     @property
@@ -210,8 +210,9 @@ def open_log(path: Path, scorer: str | None = None, *, whole: bool = False) -> I
     scores = [s.scores[scorer] for s in summaries if not s.error and scorer in (s.scores or {})]
     model_graded = any(isinstance(score.metadata, dict) and "grading" in score.metadata for score in scores)
     grader = _grader(header, scorer) if model_graded else None
+    valued = sum(_value_family(score.value) != "unscored" for score in scores)  # samples the scorer gave a value
     log = InspectLog(path, header, scorer, model_graded, grader, (), "", frozenset(str(s.id) for s in summaries),
-                     sum(not s.error for s in summaries), full)
+                     valued, full)
     # the scorer's values, before people's edits: a summary holds the value in force, without its history
     originals = [original.value for score in log.scores() if (original := _original(score)) is not None]
     log.family, log.labels = _label_set(path, scorer, originals)

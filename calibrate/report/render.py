@@ -18,7 +18,6 @@ from calibrate.report.model import (
     AgreementCell,
     Report,
     ReportRow,
-    failed_calls,
     line_rows,
     multiplicity_note,
     report_row,
@@ -166,11 +165,13 @@ def jury_notes(c: AgreementCell) -> list[str]:
         if lost:
             notes.append("labelled items left out as ties: " + ", ".join(lost))
     if c.one_judge_items:
-        reasons = [(f"{name}'s call{'s' if n != 1 else ''} failed", n) for name, n in failed_calls(c).items()]
+        # one reason per item: the judges whose calls failed on it together ("j2's and j3's calls failed")
+        reasons = [(" and ".join(f"{name}'s" for name in failed) + f" call{'s' if n != 1 or len(failed) > 1 else ''} "
+                    "failed", n) for failed, n in sorted(c.one_judge_only.items()) if failed]
         if never := c.one_judge_only.get((), 0):
-            reasons.append(("the other judge never judged them" if two else "no other judge judged them", never))
-        why = reasons[0][0] if len(reasons) == 1 and reasons[0][1] == c.one_judge_items else "; ".join(
-            f"{n}: {words}" for words, n in reasons)
+            them = "them" if never != 1 else "it"
+            reasons.append((f"the other judge never judged {them}" if two else f"no other judge judged {them}", never))
+        why = reasons[0][0] if len(reasons) == 1 else "; ".join(f"{n}: {words}" for words, n in reasons)
         notes.append(f"{_items(c.one_judge_items)} left out: judged by one judge only ({why}); a failed call is no "
                      "judgment, while an unparsed output is one: beside it "
                      + ("the other judge's label stands" if two else "the other judges' labels decide"))

@@ -43,8 +43,11 @@ items, coverage]. Written by `python tests/bench/score_coverage.py --shipped --w
 
 
 def approximate_words(coverage: float) -> str:
-    """How every output marks an approximate interval: "approximate: covers about 91 % here"."""
-    return f"approximate: covers about {round(coverage * 100)} % here"
+    """How every output marks an approximate interval: "approximate: covers about 91 % here" (to
+    a tenth where whole percents would round up to PROMISED_COVERAGE: "92.7 %", not "93 %")."""
+    percent = coverage * 100
+    shown = f"{percent:.1f}" if round(percent) >= PROMISED_COVERAGE * 100 else f"{round(percent)}"
+    return f"approximate: covers about {shown} % here"
 
 
 @cache

@@ -292,8 +292,9 @@ def trust_threshold(confidence, correct, *, target: float = 0.9, risk: float = 0
     last = (failed[0] if failed.size else len(grid)) - 1  # the last rejection before the first failure
     if last < 0:
         result.best_lower_bound = float(bounds[0])
-        result.reason = (f"no threshold meets the target {target:g} at risk {risk:g}: even the most confident "
-                         f"items certify only {bounds[0]:.3f}")
+        result.reason = (f"no threshold meets the target {target:g} at risk {risk:g}: the first tested, the "
+                         f"{int(accepted[0])} most confident items (confidence {grid[0]:g} or more; the fewest the test "
+                         f"takes: {min_items}), certify only {bounds[0]:.3f}")
         return result
     m, k = int(accepted[last]), int(agree[last])
     result.met, result.threshold, result.accepted = True, float(grid[last]), m
