@@ -259,6 +259,25 @@ async def test_the_stats_screen_wraps_a_long_verdict_instead_of_cutting_it(label
     assert "both raters used only '是': kappa is undefined (chance agreement is 1)" in shown
 
 
+async def test_at_80_columns_the_stats_screen_shows_the_highlighted_rows_verdict_below_the_table(labelled_demo_db):
+    app = make_app(labelled_demo_db, annotator="ana")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        table = app.screen.query_one("#stats-table")
+        verdicts = [str(table.get_row_at(k)[-1]) for k in range(table.row_count)]
+        below = app.screen.query_one("#stats-verdict")
+        assert below.display and verdicts[0] in str(below.render())
+        await pilot.press("down")
+        await pilot.pause()
+        assert verdicts[1] in str(below.render())
+    app = make_app(labelled_demo_db, annotator="ana")
+    async with app.run_test(size=(200, 50)) as pilot:  # wide enough to wrap the verdicts in their rows
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        assert not app.screen.query_one("#stats-verdict").display
+
+
 async def test_the_stats_title_row_hides_the_finished_queue_below(demo_db):
     app = make_app(demo_db, task="superglue/boolq")
     async with app.run_test(size=(200, 50)) as pilot:

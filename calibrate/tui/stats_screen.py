@@ -1,8 +1,9 @@
 """Live judge-vs-human agreement per task x language for this database, computed by the
 agreement module in a worker thread so the app never freezes. The title and the table share
 one box that hides the screen below; the verdict column takes the width the other columns
-leave, and a verdict longer than that wraps onto more lines of its row (where they leave too
-little, the table scrolls sideways instead)."""
+leave, and a verdict longer than that wraps onto more lines of its row. Where they leave too
+little (an 80-column terminal), the table scrolls sideways and the highlighted row's verdict is
+shown whole below it."""
 
 from __future__ import annotations
 
@@ -35,13 +36,16 @@ class StatsScreen(ModalScreen[None]):
         super().__init__()
         self.db_path, self.templates, self.judge = db_path, templates, judge
         self.shown: list[tuple[Text, ...]] | None = None  # the table's rows, once worked out
+        self.verdict_below = False  # whether the highlighted row's verdict shows below the table (too narrow)
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("judge vs human agreement (computing…)", id="stats-title", markup=False)
             yield DataTable(id="stats-table", zebra_stripes=True)
+            yield Static("", id="stats-verdict", markup=False)
 
     def on_mount(self) -> None:
+        self.query_one(DataTable).focus()  # the arrows move through the rows (and sideways) at once
         self.action_refresh_stats()
 
     def action_refresh_stats(self) -> None:
@@ -100,6 +104,19 @@ class StatsScreen(ModalScreen[None]):
         table.add_column(self.COLUMNS[-1], width=room if wraps else None)
         for row in self.shown:
             table.add_row(*row, height=None if wraps else 1)
+        self.verdict_below = not wraps
+        self.show_verdict(table.cursor_row)
+
+    def show_verdict(self, row: int) -> None:
+        """Below a table too narrow to show its verdicts, the highlighted row's, whole."""
+        below = self.query_one("#stats-verdict", Static)
+        below.display = bool(self.verdict_below and self.shown)
+        if below.display and 0 <= row < len(self.shown):
+            cells = self.shown[row]
+            below.update(Text.assemble(f"{cells[0]} {cells[1]} · {cells[2]} vs {cells[3]}: ", cells[-1]))
+
+    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        self.show_verdict(event.coordinate.row)
 
     def on_resize(self) -> None:
         if self.shown is not None:
