@@ -548,6 +548,15 @@ def say_import_changes(report: ImportReport) -> None:
             + (f"; {'it' if one else f'{over} of them'} replaced an earlier verdict of {judge}" if over else "")
             + f". Ask {judge} again for {'it' if one else 'them'} and import the output: a verdict replaces an error",
             style="yellow"))
+    for judge in dict.fromkeys(name for name, _ in report.outputs):
+        parsed, unparsed = report.outputs[judge, "verdict"], report.outputs[judge, "unparsed"]
+        if unparsed > parsed:  # most of a judge's outputs did not parse: the field or the template is not the one meant
+            reasons = "; ".join(f"{n} × {why}" for (name, why), n in report.unparsed.most_common() if name == judge)
+            said = (f"none of the {counted(unparsed, 'output')} of {judge} parsed as a verdict" if not parsed else
+                    f"{unparsed} of the {parsed + unparsed} outputs of {judge} did not parse as a verdict")
+            err_console.print(safe_text(
+                f"warning: {said} ({reasons}): see them with calibrate items --status unparsed; is the judge output "
+                "field the one meant, and does the task's template read its answers?", style="yellow"))
     if report.changed:
         shown = [f"{c.judge} on {c.source_id}: {c.before} -> {c.after}" for c in report.changed]
         err_console.print(safe_text(

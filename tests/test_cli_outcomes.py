@@ -328,3 +328,13 @@ def test_a_template_folder_without_fields_works_and_a_wrong_verdict_kind_lists_t
     assert out.exit_code == 1 and "unknown verdict kind 'yesno'; verdict kinds: yes_no_en, yes_no_zh, rubric_scores, " \
                                   "label_set, record_entity" in out.output
     assert not (tmp_path / "x.db").exists()
+
+
+def test_an_import_whose_judge_outputs_mostly_do_not_parse_warns_with_the_reasons(tmp_path):
+    source = tmp_path / "outputs.jsonl"
+    source.write_text("".join(json.dumps({"id": k, "content": "c", "notation": "n", "response": "r",
+                                          "jo": "The answer is: yes." if k == 0 else "maybe"}) + "\n" for k in range(3)))
+    out = Calibrate(tmp_path / "o.db")("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en",
+                                       "--judge-output", "jo", "--judge-name", "q")
+    said = " ".join(out.output.split())
+    assert "3 judgments added" in said and "warning: 2 of the 3 outputs of q did not parse as a verdict (2 × " in said

@@ -22,6 +22,7 @@ import codecs
 import gc
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -267,6 +268,8 @@ class ImportReport:
     errors: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (judge, why) -> where: no verdict, an error
     superseded: list[tuple[int, str]] = field(default_factory=list)  # (id, source id) of versions --update replaced
     left_behind: list[tuple[str, str]] = field(default_factory=list)  # (source id, annotator): labels on those versions
+    outputs: Counter = field(default_factory=Counter)  # (judge, status) -> judgments of this import's records
+    unparsed: Counter = field(default_factory=Counter)  # (judge, why an output did not parse) -> n
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -455,7 +458,10 @@ def import_records(
         sources = {item_id: item.source_id for item_id, item, _ in judged}
         report.changed += [VerdictChange(sources[item_id], judge, _shown(before[item_id, judge]), _shown(now))
                            for (item_id, judge), now in after.items() if now != before[item_id, judge]]
-        for _, _, r in judged:
+        for (_, _, r), made in zip(judged, new, strict=True):
+            report.outputs[made.judge_name, made.status] += 1
+            if made.status == "unparsed":
+                report.unparsed[made.judge_name, made.unparsed_reason or "no reason given"] += 1
             if r.judge_error:
                 report.errors.setdefault((r.judge_name or "imported", r.judge_error), []).append(r.location)
 
