@@ -216,7 +216,7 @@ def test_export_of_a_judge_run_here_leaves_out_the_records_c3_passes_over(calibr
 def test_judge_variant_refuses_an_unknown_family_and_says_when_it_serves_nothing(calibrate, tmp_path):
     import_tree(calibrate, tmp_path, "en")
     out = calibrate("judge", "--model", "m", "--variant", "nope", "--export-batch", str(tmp_path / "b"), ok=False)
-    assert out.exit_code == 1 and "unknown template family 'nope'" in out.output
+    assert out.exit_code == 2 and "unknown template family 'nope'" in out.output
     out = calibrate("judge", "--model", "m", "--variant", "c3-official", "--task", "c3/generation",
                     "--export-batch", str(tmp_path / "b"), ok=False)
     assert out.exit_code == 1 and "has a c3-official template: nothing to judge" in out.output
