@@ -26,7 +26,7 @@ div.wide{{overflow-x:auto}}
 table.scores{{border-collapse:collapse}}
 table.scores td,table.scores th{{border-bottom:1px solid #e3e3e3;padding:4px 6px;font-size:13px;text-align:left;
   vertical-align:top;white-space:nowrap}}
-table.scores td:last-child{{white-space:normal}} table.scores th{{background:#f4f4f4;white-space:normal}}
+table.scores td:last-child{{white-space:normal;min-width:28em}} table.scores th{{background:#f4f4f4;white-space:normal}}
 span.whole{{white-space:nowrap}}
 caption{{font-size:11px;color:#555;text-align:left}} details{{margin:4px 0 10px}} summary{{cursor:pointer;color:#0b5394}}
 ul.notes{{margin:4px 0 0 18px;padding:0;font-size:13px;color:#333}}
