@@ -644,6 +644,9 @@ async def test_a_key_that_does_nothing_on_an_item_says_in_the_status_line_what_w
         assert status(pilot.app).splitlines()[1] == " y does nothing here: label with the score form (e)"
         await pilot.press("l")
         assert status(pilot.app).splitlines()[1] == " l: this item has no audio"
+        await pilot.press("p")  # a key that works on the item: the hint of the one that did not is done
+        await pilot.pause()
+        assert "no audio" not in status(pilot.app)
     async with make_app(demo_db, task="superglue/boolq").run_test(size=SMALL) as pilot:
         await pilot.press("1")
         assert "1 does nothing here: label with y True, n False" in screen_text(pilot.app)

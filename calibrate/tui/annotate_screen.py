@@ -225,8 +225,11 @@ class AnnotateScreen(Screen):
                 self.notify(STILL_WAITING, severity="warning")
             return
         actions = [parse(binding.action)[1:] for binding in bindings]
-        if (actions and not any(self.check_action(action, params) for action, params in actions)
-                and (instead := self._instead(actions[0][0], typed_key(event.key)))):
+        if not actions:
+            return
+        if any(self.check_action(action, params) for action, params in actions):
+            self.query_one(StatusBar).hint(None)  # a key that works: the hint of one that did not is done
+        elif instead := self._instead(actions[0][0], typed_key(event.key)):
             self.query_one(StatusBar).hint(instead)
 
     def _quits_now(self, action: str) -> bool:

@@ -35,11 +35,12 @@ class StatusBar(TextView):
         self._wait = None if seconds is None else f"waiting {seconds:.0f} s for another writer: {pending}"
         self.show_text(self._with_hint_and_wait(self._text))
 
-    def hint(self, line: str) -> None:
-        """Say in one line what works on the item instead of a key that does nothing on it; the
-        line goes when an item is drawn again."""
-        self._hint = line
-        self.show_text(self._with_hint_and_wait(self._text))
+    def hint(self, line: str | None) -> None:
+        """Say in one line what works on the item instead of a key that does nothing on it (None:
+        no more: a key that works was pressed); the line goes when an item is drawn again."""
+        if line != self._hint:
+            self._hint = line
+            self.show_text(self._with_hint_and_wait(self._text))
 
     def _with_hint_and_wait(self, text: Text) -> Text:
         if self._wait is None and self._hint is None:
