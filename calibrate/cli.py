@@ -1444,6 +1444,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                   seed, top_p, stop, system_prompt, extra_params, reasoning, progress_every, variant):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
+    from collections import Counter
 
     from calibrate.formats.openai_batch import export_batch as write_batch
     from calibrate.formats.openai_batch import import_batch as read_batch
@@ -1545,7 +1546,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                                 f"per item: those not yet stored) with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     if replacing := other_configurations(ctx.store, jobs, config):
-        err_console.print(safe_text(f"note: {replacing_words(config.name, replacing, done=False)}", style="yellow"))
+        err_console.print(safe_text(f"note: {replacing_words(config.name, Counter(replacing.values()), done=False)}",
+                                    style="yellow"))
     stopped = None
     with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
@@ -1554,8 +1556,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except (JudgeRefused, RunStopped) as exc:
             stopped = exc
-    if replacing and (replaced := replacing - other_configurations(ctx.store, jobs, config)):
-        summary.notes.append(replacing_words(config.name, replaced, done=True))
+    if replacing and (replaced := replacing.keys() - other_configurations(ctx.store, jobs, config).keys()):
+        now = ctx.store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
+        summary.notes.append(replacing_words(config.name, Counter(replacing[item_id] for item_id in replaced), done=True,
+                                             by_errors=sum(status == "error" for status, _ in now.values())))
     if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "

@@ -105,12 +105,16 @@ def earlier_configuration(judge: str, earlier: tuple, *, model: str, template: t
     return "from " + ", ".join(parts)
 
 
-def replacing_words(judge: str, sources: Counter, *, done: bool) -> str:
+def replacing_words(judge: str, sources: Counter, *, done: bool, by_errors: int = 0) -> str:
     """The note of a run whose judge name has verdicts in force from other configurations on its
     items: `sources` counts them by `earlier_configuration`; before the run (not `done`) they are
-    what its answers replace, after it what they replaced."""
+    what its answers replace, after it what they replaced, `by_errors` of them with failed calls
+    (errors, which count as no verdict until the item is asked again)."""
     n = sum(sources.values())
     what = "; ".join(f"{count} {source}" for source, count in sources.most_common())
     verdicts = f"{n} verdict{'s' if n != 1 else ''} in force of {judge} from another configuration ({what})"
     head = f"this run replaced {verdicts}" if done else f"this run replaces {verdicts}, each as it answers its item"
+    if by_errors:
+        head += (f", {by_errors} of them with a failed call (an error: the item's verdict counts as an error until "
+                 "it is asked again, which the next run does first)")
     return f"{head}; the earlier judgments stay in the history but no longer count. {KEEP_BOTH}"

@@ -317,18 +317,19 @@ def plan_jobs(
     return sorted((job for jobs in asked for job in jobs), key=lambda job: job.failed_before)
 
 
-def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> Counter:
-    """The verdicts in force of `config.name` on the jobs' items that another configuration gave,
-    counted by what set it apart (calibrate.configurations.earlier_configuration): what the run
-    replaces on each item it answers, or, asked after it, what it left in force."""
+def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> dict[int, str]:
+    """item id -> what set apart (calibrate.configurations.earlier_configuration) the other
+    configuration whose verdict in force of `config.name` is on that item of the jobs: what the
+    run replaces on each item it answers, or, asked after it, what it left in force."""
     asked = {job.item.id: job for job in jobs}
     servers = store.judge_servers(config.name)
-    return Counter(
-        earlier_configuration(config.name, earlier, model=config.model, params=config.params(), server=config.server,
-                              template=(asked[item_id].template.id, asked[item_id].template.version), servers=servers)
+    return {
+        item_id: earlier_configuration(config.name, earlier, model=config.model, params=config.params(),
+                                       server=config.server, servers=servers,
+                                       template=(asked[item_id].template.id, asked[item_id].template.version))
         for item_id, earlier in store.configurations_in_force(config.name, asked).items()
         if earlier[0] != asked[item_id].key
-    )
+    }
 
 
 REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",

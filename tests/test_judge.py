@@ -254,6 +254,19 @@ def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other
             "(2 from max_tokens unset; 1 imported)") in longer
 
 
+def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became_errors(tmp_path):
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", "out": "The answer is: yes.", **LEX}) + "\n"
+                              for k in range(3)))
+    run = Calibrate(tmp_path / "judge.db")
+    run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+        "--judge-name", "fake-judge")
+    with FakeOpenAI(by_content={"sentence 0\n": Reply(status=500), "sentence 1\n": Reply(status=500)}) as server:
+        out = " ".join(judge(run, server, "--max-retries", "0", ok=False).output.split())
+    assert ("this run replaced 3 verdicts in force of fake-judge from another configuration (3 imported), 2 of them "
+            "with a failed call (an error: the item's verdict counts as an error until it is asked again") in out
+
+
 def test_logprobs_give_the_verdict_probability(lexical_db):
     run = lexical_db(1)
     reply = Reply("The answer is: yes.", logprobs=[("The", -0.01), (" answer", -0.01), (" is", 0.0), (":", 0.0), (" yes", -0.2), (".", 0.0)])
