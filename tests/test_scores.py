@@ -339,6 +339,7 @@ def test_a_superglue_answer_is_right_when_it_is_the_gold_label_whatever_its_pola
         (judge,) = cell["judges"]
         assert judge["parser_unparsed_wrong"] == {"right": 12, "n": 12, "accuracy": 1.0}, cell["task"]
         assert cell["people"]["value"] == 1.0 and judge["corrected"]["value"] == pytest.approx(1.0, abs=0.05)
+    assert "C3-rule" not in run("scores").output, "no C3 task: no section on a C3-rule column it does not have"
 
 
 AUDIT_VERDICTS = ["yes", "yes", "no", "yes", "no", "yes", "yes", "no", "yes", "yes", "yes", "no"]

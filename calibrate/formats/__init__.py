@@ -538,7 +538,7 @@ def import_records(
                     record = _new_item(record, templates, index, update, attached, conflict_advice, report.superseded)
                 if isinstance(record, BadInput):
                     if not skip_bad:
-                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip bad lines)")
+                        raise ImportFailed(f"{record}; nothing was imported (use --skip-bad to skip the bad records and import the rest)")
                     report.skipped.append(record)
                     continue
                 report.records += 1

@@ -240,7 +240,8 @@ def _sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
         ("Notes", notes.lines() or ["(none)"]),
         ("Ranking of systems (corrected accuracy, 95 % interval of each difference)", _ranking_lines(scores)),
         ("Judge against judge", _pair_lines(scores)),
-        ("Why the C3-rule column differs from the parser column", _difference_lines(scores)),
+        *([("Why the C3-rule column differs from the parser column", _difference_lines(scores))]
+          if any(j.c3_rule is not None for c in scores.cells for j in c.judges) else []),  # outside C3: no such column
         ("How the columns are computed", [
             RULE_EXPLAINED,
             f"more labels: random labels that would bring the corrected interval under ±{scores.target:g}, projected "
