@@ -667,3 +667,18 @@ def test_inspect_kinds_order_labels_and_say_when_they_are_right_or_wrong():
     assert not kind_for("inspect_score", ("C", "P", "I")).right_or_wrong
     assert kind_for("inspect_score", ("1", "0")).right_or_wrong and kind_for("inspect_score", ("1", "0")).positive == "1"
     assert kind_for("yes_no_en").right_or_wrong and not kind_for("rubric_scores").right_or_wrong
+
+
+def test_a_note_that_argued_for_a_label_the_person_then_changed_is_not_the_edits_reason(log, calibrate, tmp_path):
+    calibrate("import", "inspect", str(log))
+    store = Store(calibrate.db)
+    (item,) = [item for item in store.items() if item.source_id == "1"]
+    first = "C" if GRADER[0] == "I" else "I"
+    store.annotate(item.id, "ana", "label", label=first, note="looks fine")
+    store.annotate(item.id, "ana", "label", label=GRADER[0], note="on reflection, the grader is right")
+    store.close()
+    edited = tmp_path / "reviewed.eval"
+    calibrate("export", "inspect", str(log), "--out", str(edited), "--annotator", "ana")
+    (sample,) = [s for s in read_eval_log(str(edited)).samples if s.id == 1 and s.epoch == 1]
+    edit = sample.scores[SCORER].history[-1]
+    assert edit.provenance.reason == "on reflection, the grader is right"

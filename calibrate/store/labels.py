@@ -246,14 +246,21 @@ class LabelsMixin:
 
     def decisions(self, item_ids: Collection[int]) -> dict[int, list[dict]]:
         """Per item of `item_ids`: each annotator's label in force (annotator, label, action,
-        decided_at) with the notes that annotator wrote on the item, oldest first."""
+        decided_at) with the notes that annotator wrote on the item since their last decision
+        of another label, oldest first: a note that argued for a label they then changed their
+        mind about is not given as the reason for the label now in force (it stays in the
+        history)."""
         found: dict[int, list[dict]] = {}
         for chunk in chunks(sorted(set(item_ids)), 500):
             marks = ",".join("?" * len(chunk))
             notes: dict[tuple[int, str], list[str]] = {}
             for r in self.conn.execute(
-                f"SELECT item_id, annotator, note FROM annotations WHERE item_id IN ({marks}) AND note IS NOT NULL "
-                "ORDER BY id", chunk,
+                f"SELECT a.item_id, a.annotator, a.note FROM annotations a JOIN labels_in_force l "
+                f"ON l.item_id = a.item_id AND l.annotator = a.annotator "
+                f"WHERE a.item_id IN ({marks}) AND a.note IS NOT NULL AND a.created_at > coalesce(("
+                f"SELECT max(b.created_at) FROM annotations b WHERE b.item_id = a.item_id AND b.annotator = a.annotator "
+                f"AND b.action IN ('confirm', 'override', 'label', 'undo') AND b.label IS NOT l.label), '') "
+                "ORDER BY a.id", chunk,
             ):
                 notes.setdefault((r["item_id"], r["annotator"]), []).append(r["note"])
             for r in self.conn.execute(
