@@ -237,15 +237,21 @@ def test_the_same_model_name_on_another_server_replaces_the_first_servers_verdic
         "(at 80 columns, the host loses its middle to fit)"
 
 
-def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other_parameters(tmp_path):
-    """Judgments imported under the judge's name are another configuration too; so are those of
-    other request parameters. A limited run counts only the items it asks."""
+def imported_as_fake_judge(tmp_path) -> Calibrate:
+    """Three lexical items whose judgments ("yes") are imported under the judge name fake-judge."""
     source = tmp_path / "items.jsonl"
     source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", "out": "The answer is: yes.", **LEX}) + "\n"
                               for k in range(3)))
     run = Calibrate(tmp_path / "judge.db")
     run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
         "--judge-name", "fake-judge")
+    return run
+
+
+def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other_parameters(tmp_path):
+    """Judgments imported under the judge's name are another configuration too; so are those of
+    other request parameters. A limited run counts only the items it asks."""
+    run = imported_as_fake_judge(tmp_path)
     with FakeOpenAI(Reply("The answer is: no.")) as server:
         limited = " ".join(judge(run, server, "--limit", "2").output.split())
         longer = " ".join(judge(run, server, "--max-tokens", "64").output.split())
@@ -255,12 +261,7 @@ def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other
 
 
 def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became_errors(tmp_path):
-    source = tmp_path / "items.jsonl"
-    source.write_text("".join(json.dumps({"id": k, "content": f"sentence {k}", "out": "The answer is: yes.", **LEX}) + "\n"
-                              for k in range(3)))
-    run = Calibrate(tmp_path / "judge.db")
-    run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
-        "--judge-name", "fake-judge")
+    run = imported_as_fake_judge(tmp_path)
     with FakeOpenAI(by_content={"sentence 0\n": Reply(status=500), "sentence 1\n": Reply(status=500)}) as server:
         out = " ".join(judge(run, server, "--max-retries", "0", ok=False).output.split())
     assert ("this run replaced 3 verdicts in force of fake-judge from another configuration (3 imported), 2 of them "
