@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from calibrate.model import judge_key
+from calibrate.model import counted, judge_key
 
 KEEP_APART = ("a run with another server, model, template or request parameters (--max-tokens, --temperature, "
               "--param) is another configuration of the judge, whose verdicts replace the earlier ones item by "
@@ -112,7 +112,7 @@ def replacing_words(judge: str, sources: Counter, *, done: bool, by_errors: int 
     (errors, which count as no verdict until the item is asked again)."""
     n = sum(sources.values())
     what = "; ".join(f"{count} {source}" for source, count in sources.most_common())
-    verdicts = f"{n} verdict{'s' if n != 1 else ''} in force of {judge} from another configuration ({what})"
+    verdicts = f"{counted(n, 'verdict')} in force of {judge} from another configuration ({what})"
     head = f"this run replaced {verdicts}" if done else f"this run replaces {verdicts}, each as it answers its item"
     if by_errors:
         head += (f", {by_errors} of them with a failed call (an error: the item's verdict counts as an error until "

@@ -140,10 +140,6 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
     return notes
 
 
-def _items(n: int) -> str:
-    return f"{n} item{'s' if n != 1 else ''}"
-
-
 def jury_notes(c: AgreementCell) -> list[str]:
     """What the jury leaves out, and by which rule (`calibrate.reliability_cells.jury_data`): the
     items its judges tie on (no verdict, and not unparsed: `--unparsed` never settles them),
@@ -172,7 +168,7 @@ def jury_notes(c: AgreementCell) -> list[str]:
             them = "them" if never != 1 else "it"
             reasons.append((f"the other judge never judged {them}" if two else f"no other judge judged {them}", never))
         why = reasons[0][0] if len(reasons) == 1 else "; ".join(f"{n}: {words}" for words, n in reasons)
-        notes.append(f"{_items(c.one_judge_items)} left out: judged by one judge only ({why}); a failed call is no "
+        notes.append(f"{counted(c.one_judge_items, 'item')} left out: judged by one judge only ({why}); a failed call is no "
                      "judgment, while an unparsed output is one: beside it "
                      + ("the other judge's label stands" if two else "the other judges' labels decide"))
     return notes

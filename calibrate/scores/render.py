@@ -226,7 +226,7 @@ def _difference_lines(scores: Scores) -> list[str]:
         return found or ["(no output is read differently)"]
     more = len(found) - DIFFERENCES_SHOWN
     return [*found[:DIFFERENCES_SHOWN],
-            f"… and {more} more output{'s' if more != 1 else ''} ({len(found)} in all): calibrate scores --format json "
+            f"… and {counted(more, 'more output')} ({len(found)} in all): calibrate scores --format json "
             "lists every one (why_the_c3_rule_differs)"]
 
 
