@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
-from calibrate.configurations import replacing_words
+from calibrate.configurations import other_configurations, replaced_words, replacing_words
 from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
@@ -1455,7 +1455,6 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         JudgeRefused,
         RunStopped,
         RunSummary,
-        other_configurations,
         parse_param,
         plan_jobs,
         refusal_message,
@@ -1556,10 +1555,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except (JudgeRefused, RunStopped) as exc:
             stopped = exc
-    if replacing and (replaced := replacing.keys() - other_configurations(ctx.store, jobs, config).keys()):
-        now = ctx.store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
-        summary.notes.append(replacing_words(config.name, Counter(replacing[item_id] for item_id in replaced), done=True,
-                                             by_errors=sum(status == "error" for status, _ in now.values())))
+    if replaced := replaced_words(ctx.store, jobs, config, replacing):
+        summary.notes.append(replaced)
     if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "

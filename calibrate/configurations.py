@@ -11,9 +11,9 @@ Only the configurations of one task and language are compared: each task's templ
 the configuration, so a row pooling several tasks holds several configurations by construction.
 
 A run says so before the figures do: at its start, how many verdicts in force of its judge name
-another configuration gave on the items it asks (`earlier_configuration` says which: imported,
-another server, template, model or parameters), and at its end how many it replaced
-(`replacing_words`).
+another configuration gave on the items it asks (`other_configurations`; `earlier_configuration`
+says which: imported, another server, template, model or parameters), and at its end how many it
+replaced (`replaced_words`); so does the import of a batch's results.
 """
 
 from __future__ import annotations
@@ -21,8 +21,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from calibrate.model import counted, judge_key
+from calibrate.store import Store
+
+if TYPE_CHECKING:
+    from calibrate.judge_runner import Job, JudgeConfig
 
 KEEP_APART = ("a run with another server, model, template or request parameters (--max-tokens, --temperature, "
               "--param) is another configuration of the judge, whose verdicts replace the earlier ones item by "
@@ -118,3 +123,30 @@ def replacing_words(judge: str, sources: Counter, *, done: bool, by_errors: int 
         head += (f", {by_errors} of them with a failed call (an error: the item's verdict counts as an error until "
                  "it is asked again, which the next run does first)")
     return f"{head}; the earlier judgments stay in the history but no longer count. {KEEP_BOTH}"
+
+
+def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> dict[int, str]:
+    """item id -> what set apart (`earlier_configuration`) the other configuration whose verdict
+    in force of `config.name` is on that item of the jobs: what the run replaces on each item it
+    answers, or, asked after it, what it left in force."""
+    asked = {job.item.id: job for job in jobs}
+    servers = store.judge_servers(config.name)
+    return {
+        item_id: earlier_configuration(config.name, earlier, model=config.model, params=config.params(),
+                                       server=config.server, servers=servers,
+                                       template=(asked[item_id].template.id, asked[item_id].template.version))
+        for item_id, earlier in store.configurations_in_force(config.name, asked).items()
+        if earlier[0] != asked[item_id].key
+    }
+
+
+def replaced_words(store: Store, jobs: list[Job], config: JudgeConfig, replacing: dict[int, str]) -> str | None:
+    """After a run of `config` over `jobs` (or the import of its batch's results): what it
+    replaced (`replacing_words`) of `replacing`, what `other_configurations` gave before it, and
+    how many of those became failed calls; None where it replaced nothing."""
+    replaced = replacing.keys() - other_configurations(store, jobs, config).keys() if replacing else set()
+    if not replaced:
+        return None
+    now = store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
+    return replacing_words(config.name, Counter(replacing[item_id] for item_id in replaced), done=True,
+                           by_errors=sum(status == "error" for status, _ in now.values()))

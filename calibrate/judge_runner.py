@@ -21,7 +21,7 @@ requests, retries and failures by cause.
 The API key is read from the environment and never stored: it and any credentials in the base
 URL are blanked out of everything stored or printed (error bodies that echo them included).
 The judge's configuration includes the server (host and port); a run whose judge name has verdicts
-in force from another configuration replaces them, and says so (`other_configurations`). The
+in force from another configuration replaces them, and says so (`calibrate.configurations`). The
 rule judge (SuperGLUE) parses the model-under-test's own response offline, following seed 004's
 parsing rules; its runs are recorded too, with no server and no requests.
 """
@@ -39,7 +39,6 @@ from functools import cached_property
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from calibrate.configurations import earlier_configuration
 from calibrate.judge_server import (
     STREAMED,
     JudgeRefused,
@@ -315,21 +314,6 @@ def plan_jobs(
             break
     asked = fresh + failed_before if limit is None else fresh + failed_before[:max(0, limit - len(fresh))]
     return sorted((job for jobs in asked for job in jobs), key=lambda job: job.failed_before)
-
-
-def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> dict[int, str]:
-    """item id -> what set apart (calibrate.configurations.earlier_configuration) the other
-    configuration whose verdict in force of `config.name` is on that item of the jobs: what the
-    run replaces on each item it answers, or, asked after it, what it left in force."""
-    asked = {job.item.id: job for job in jobs}
-    servers = store.judge_servers(config.name)
-    return {
-        item_id: earlier_configuration(config.name, earlier, model=config.model, params=config.params(),
-                                       server=config.server, servers=servers,
-                                       template=(asked[item_id].template.id, asked[item_id].template.version))
-        for item_id, earlier in store.configurations_in_force(config.name, asked).items()
-        if earlier[0] != asked[item_id].key
-    }
 
 
 REFUSAL_HINTS = {401: "check the key in ${api_key_env}", 403: "the key has no access to this model",

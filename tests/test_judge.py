@@ -268,6 +268,20 @@ def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became
             "with a failed call (an error: the item's verdict counts as an error until it is asked again") in out
 
 
+def test_importing_a_batchs_results_says_which_verdicts_of_another_configuration_they_replaced(tmp_path):
+    run = imported_as_fake_judge(tmp_path)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--limit", "2", "--export-batch", str(batch_in))
+    lines = [{"custom_id": r["custom_id"], "response": {"status_code": 200, "body": completion(r["body"], Reply())}}
+             for r in map(json.loads, batch_in.read_text().splitlines())]
+    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = " ".join(run("judge", "--model", "fake-judge", "--import-batch", str(batch_out)).output.split())
+    assert ("this run replaced 2 verdicts in force of fake-judge from another configuration (2 imported); the "
+            "earlier judgments stay in the history but no longer count") in out, out
+    again = run("judge", "--model", "fake-judge", "--import-batch", str(batch_out), "--force")
+    assert "in force of" not in again.output, "the same configuration's results replace no other"
+
+
 def test_logprobs_give_the_verdict_probability(lexical_db):
     run = lexical_db(1)
     reply = Reply("The answer is: yes.", logprobs=[("The", -0.01), (" answer", -0.01), (" is", 0.0), (":", 0.0), (" yes", -0.2), (".", 0.0)])

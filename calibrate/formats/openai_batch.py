@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibrate.configurations import other_configurations, replaced_words
 from calibrate.judge_runner import (
     Answer,
     Job,
@@ -136,6 +137,7 @@ def import_batch(
                 kept[custom_id] = (lineno, job, answer)
     done: dict[str, dict[int, set[int]]] = {}
     judgments: list[NewJudgment] = []
+    stored: list[Job] = []
     for _, job, answer in kept.values():
         if not force:
             already = done.setdefault(job.key, store.judged_samples(job.key))
@@ -143,8 +145,12 @@ def import_batch(
                 summary.skipped_done += 1
                 continue
         judgments.append(answer.judgment)
+        stored.append(job)
         summary.count(job.item, answer.judgment, answer.bare)
+    replacing = other_configurations(store, stored, config)
     store.add_judgments(judgments)
+    if replaced := replaced_words(store, stored, config, replacing):
+        summary.notes.append(replaced)
     repeated = [(kept[custom_id][1].item.source_id, numbers, kept[custom_id][0])
                 for custom_id, numbers in lines.items() if len(numbers) > 1]
     return BatchImport(len(kept), repeated, store.batch_export_of(kept) if kept else None)
