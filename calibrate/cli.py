@@ -524,6 +524,8 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f"{counted(counts.labels_older, 'older label')} not in force, " if counts.labels_older else "")
         + (f"{more_notes(counts.notes_added)}, " if counts.notes_added else "")
         + f"{len(report.skipped)} skipped"
+        + (f" ({counted(left, 'item')} not imported)" if (left := sum(b.items for b in report.skipped)) != len(report.skipped)
+           else "")
         + (f", {len(report.without_audio)} without audio" if report.without_audio else "")
         + (f"; system {system}" if system else "")
     )
@@ -706,21 +708,19 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
     Responses are read as C3's evaluate.py reads them (CRLF line endings become LF). That
     script counts every file of a response folder as a response, so keep the .wav files in a
     tree of their own for it and name that tree with --audio."""
-    from calibrate.formats.c3 import (
-        c3_audio_root,
-        c3_conflict_advice,
-        c3_parts,
-        c3_records,
-        default_system,
-    )
+    from calibrate.formats.c3 import default_system
+    from calibrate.formats.c3_tree import c3_audio_root, c3_conflict_advice, c3_parts, c3_records
 
     system, shown = named_system(system, *default_system(responses_dir, "responses"))
     parts = c3_parts(reference_dir, lang)
     audio_root = c3_audio_root(responses_dir, audio_dir) if responses_dir.is_dir() else None
+    notes: list[str] = []
     with byte_progress(len(parts), "importing C3", unit="files") as advance:
         report = run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system, audio_root,
-                                            with_audio=audio_root is not None), skip_bad, update, shown,
+                                            with_audio=audio_root is not None, notes=notes), skip_bad, update, shown,
                             conflict_advice=c3_conflict_advice)
+    for note in notes:
+        err_console.print(safe_text(note, style="yellow"))
     if audio_root is None:
         err_console.print(safe_text(f"no .wav files under {audio_dir or responses_dir}: {counted(report.records, 'item')} imported "
                                     "without audio (text only; --audio names a tree of .wav files)", style="yellow"))
@@ -773,9 +773,12 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
             annotator, lang=lang, system=system) if row["task"] in decided}
 
     before = decisions() if decided else {}
+    notes: list[str] = []
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
-                                                   annotator), skip_bad, update, shown)
+                                                   annotator, notes), skip_bad, update, shown)
+    for note in notes:
+        err_console.print(safe_text(note, style="yellow"))
     made = {task: n for task in beside if (n := ctx.store.count_items(task=task, lang=lang, system=system))}
     if made:
         others = sorted({s for task in made for s in beside[task]})
@@ -1468,6 +1471,12 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, lang=lang, system=system, force=force, limit=limit)
         if not summary.stored and not summary.skipped_done:
             given = filters_given(task=task, lang=lang, system=system)
+            if task and not task.startswith("superglue/"):
+                how = ("people decide them (calibrate annotate)" if ctx.templates.people_decide(task, lang or "en") else
+                       "an LLM judge judges them (calibrate judge --model NAME --base-url URL"
+                       + (", --variant c3-official for C3's own prompts)" if task.startswith("c3/") else ")"))
+                raise click.ClickException(f"the rule judge reads SuperGLUE responses only (the predicted label against "
+                                           f"the reference); {task} is not a SuperGLUE task: {how}")
             raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
                                        (f" match {given}" if given else "") + ": import them with "
                                        "calibrate import superglue FILE --task NAME --predictions FILE")
@@ -2031,6 +2040,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         c3_files_left_over,
         c3_json,
         c3_judge_folder,
+        c3_judges_without_verdicts,
+        c3_other_judge_folders,
         c3_statistics,
         c3_systems,
         export_c3,
@@ -2049,8 +2060,12 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     elif system not in known:
         raise click.ClickException(f"no C3 {lang} items of system {system!r} in {ctx.db_path} (systems: {', '.join(known) or 'none'})")
     targets = {judge: out_dir / folders[judge] if judge else out_dir for judge in judges or (None,)}
-    for target in targets.values():
-        if left := c3_files_left_over(ctx.store, lang, target, system):
+    if idle := c3_judges_without_verdicts(ctx.store, lang, system, judges):
+        raise click.ClickException(
+            f"{listing(idle)} judged none of system {system}'s C3 {lang} items in {ctx.db_path} (calibrate judge, or "
+            "calibrate import c3-results of the judge's result files); nothing was written")
+    for judge, target in targets.items():
+        if left := c3_files_left_over(ctx.store, lang, target, system, judge):
             shown = listing(left, 3)
             raise click.ClickException(
                 f"{target} holds {counted(len(left), 'result file')} this export would not write ({shown}), left by an "
@@ -2064,6 +2079,13 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         corrected = Future()
         in_child_process(corrected, call_named, ("calibrate.scores.build", "c3_corrected_in", *corrected_args),
                          lower_priority=False)
+    if others := c3_other_judge_folders(out_dir, list(folders.values())) if judges else []:
+        err_console.print(safe_text(
+            f"{out_dir} also holds {listing([f'{name}/' for name in others])}, which this export does not write (an "
+            f"earlier export's, maybe of another system): {out_dir / C3_STATISTICS_FOLDER} will cover only "
+            f"{listing([f'{name}/' for name in folders.values()])}, and C3's process_results.py pointed at "
+            f"{'that folder' if len(others) == 1 else 'those folders'} would score the earlier export's records "
+            "(remove them or export into an empty folder)", style="yellow"))
     results = {}
     for judge, target in targets.items():
         written, left_out, passed_over = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
@@ -2081,6 +2103,10 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                              "passes over")
             note = f" ({'; '.join(notes)} left out)" if notes else ""
             console.print(safe_text(f"{target / path}: {counted(len(records), 'record')}{note}"))
+        for path in (path for path in left_out if path not in written):
+            console.print(safe_text(f"{target / path}: not written: {judge} judged no item of it "
+                                    f"({counted(left_out[path], 'item')}; C3 writes no file for a phenomenon it did "
+                                    "not run)"))
         if judge:
             results[judge] = written
     if not results:

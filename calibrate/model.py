@@ -369,6 +369,7 @@ class AgreementData:
     # task, lang, judge (the jury), judges whose calls failed there (a tuple, maybe empty), n: the items the
     # jury leaves out because only one of its judges judged them
     one_judge_only: list[tuple] = field(default_factory=list)
+    jury_members: list[tuple] = field(default_factory=list)  # task, lang, judge: the jury's judges with a verdict there
 
     @staticmethod
     def combine(parts: list[AgreementData]) -> AgreementData:
@@ -385,7 +386,7 @@ class AgreementData:
             summed("judge_vs_human"), summed("judge_vs_gold"),
             [r for p in parts for r in p.shared_labels], [r for p in parts for r in p.shared_verdicts], summed("judged"),
             [i for p in parts for i in p.tied_items], next((p.jury_judges for p in parts if p.jury_judges), ()),
-            summed("one_judge_only"),
+            summed("one_judge_only"), list(dict.fromkeys(r for p in parts for r in p.jury_members)),
         )
 
 

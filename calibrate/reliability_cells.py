@@ -494,8 +494,11 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
         return combined[kind, verdicts]
 
     judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
+    members: dict[tuple[str, str, str], None] = {}  # (task, lang, judge) where the judge gave a parsed verdict
     for task, lang, *verdicts, n in rows["judged"]:
         judged[(task, lang, JURY, verdict_of(task, lang, tuple(verdicts))[0])] += n
+        members.update(((task, lang, judge), None) for judge, verdict in zip(judges, verdicts, strict=True)
+                       if verdict is not None)
     for row in rows["versus_human"]:
         task, lang, verdicts, (annotator, label, n) = row[0], row[1], tuple(row[2:2 + k]), row[2 + k:]
         versus_human[(task, lang, JURY, annotator, *verdict_of(task, lang, verdicts), label)] += n
@@ -507,4 +510,5 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
     counted = lambda counts: [(*key, n) for key, n in counts.items()]  # noqa: E731
     return AgreementData(judge_vs_human=counted(versus_human), judge_vs_gold=counted(versus_gold),
                          shared_labels=[], shared_verdicts=shared, judged=counted(judged), jury_judges=tuple(judges),
-                         one_judge_only=[(task, lang, JURY, failed, n) for task, lang, failed, n in rows["one_judge"]])
+                         one_judge_only=[(task, lang, JURY, failed, n) for task, lang, failed, n in rows["one_judge"]],
+                         jury_members=list(members))

@@ -289,7 +289,7 @@ def test_domain_modules_import_without_textual():
         "import calibrate.store, calibrate.templates, calibrate.verdicts, calibrate.judge_runner, calibrate.judgments, "
         "calibrate.stats.agreement, calibrate.cells, calibrate.report, calibrate.scores.build, calibrate.scores.render, "
         "calibrate.trust, calibrate.session, calibrate.display, calibrate.escape, calibrate.formats.gold, calibrate.formats, "
-        "calibrate.formats.c3, calibrate.formats.superglue, calibrate.formats.labels, calibrate.demo, calibrate.cli\n"
+        "calibrate.formats.c3, calibrate.formats.c3_tree, calibrate.formats.superglue, calibrate.formats.labels, calibrate.demo, calibrate.cli\n"
         "leaked = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "assert not leaked, leaked\n"
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibrate.formats import import_records
-from calibrate.formats.c3 import c3_records, c3_result_records
+from calibrate.formats.c3 import c3_result_records
+from calibrate.formats.c3_tree import c3_records
 from calibrate.formats.rubric import rubric_records
 from calibrate.formats.superglue import superglue_records
 from calibrate.store import Store

@@ -75,6 +75,7 @@ class ImportFailed(CalibrateError):
 class BadInput:
     location: str
     reason: str
+    items: int = 1  # the items it leaves out (a phenomenon whose responses are missing leaves out all of its items)
 
     def __str__(self) -> str:
         return f"{self.location}: {self.reason}"
@@ -112,6 +113,9 @@ class ContentRef:
     view: Callable[[Item], dict]
     group: str
     hint: str = "import the items first"
+    # why no stored item of the cell has the `identify` values, where the format can tell (from the stored items and
+    # the store), instead of "files are misaligned"
+    no_match: Callable[[Store, list[Item]], str | None] | None = None
 
     def __str__(self) -> str:
         return f"{describe_cell(self.task, self.lang, self.system)} item"
@@ -195,7 +199,8 @@ class ItemIndex:
         keys = " and ".join(repr(k) for k in ref.identify)
         same = [(item, view) for item, view in stored if all(view.get(k) == v for k, v in ref.identify.items())]
         if not same:
-            return f"matches no {ref}: none has this {keys}; files are misaligned"
+            why = ref.no_match(self.store, [item for item, _ in stored]) if ref.no_match else None
+            return f"matches no {ref}: none has this {keys}; {why or 'files are misaligned'}"
         full = [item for item, view in same if all(view.get(k) == v for k, v in ref.check.items())]
         if not full:
             item, view = same[0]
@@ -325,8 +330,9 @@ def _line_fault(line: str) -> str:
     raise AssertionError(f"a line that failed to parse parsed without its line ending: {line!r}")
 
 
-def read_json_list(path: Path) -> list:
-    """A whole JSON list file (C3's layout). Errors name the file."""
+def read_json_list(path: Path, empty_ok: bool = False) -> list:
+    """A whole JSON list file (C3's layout). Errors name the file; an empty list is one unless
+    `empty_ok`."""
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -340,7 +346,7 @@ def read_json_list(path: Path) -> list:
         raise ImportFailed(f"{path}: {exc if not isinstance(exc, RecursionError) else 'nested too deeply'}") from None
     if not isinstance(data, list):
         raise ImportFailed(f"{path}: expected a JSON list")
-    if not data:
+    if not data and not empty_ok:
         raise ImportFailed(f"{path}: list is empty")
     return data
 
@@ -360,7 +366,8 @@ def check_item(templates: TemplateSet, item: NewItem) -> Template:
     fields = item.fields
     for name in template.required:
         if fields.get(name) is None:
-            raise ValueError(f"missing field {name!r} (task {item.task} needs {', '.join(template.required)})")
+            what = f"field {name!r} is null" if name in fields else f"missing field {name!r}"
+            raise ValueError(f"{what} (task {item.task} needs {', '.join(template.required)})")
     declared_types = template.field_types
     for name, value in fields.items():
         declared = declared_types.get(name)

@@ -1,12 +1,11 @@
-"""The C3 benchmark's own file layout, both ways: `import c3`, `import c3-results` and `export c3`.
+"""The C3 benchmark's own file layout (`C3_LAYOUT`) and its result files, both ways: `import
+c3-results` and `export c3` (the reference and response trees, `import c3`, are read in
+`calibrate.formats.c3_tree`).
 
-The reference tree (one JSON list per phenomenon) pairs with the spoken dialogue model's
-response tree by list index; an item's source id is `<reference path without .json>/<index>`,
-and its system is the spoken dialogue model that wrote the responses. Responses are read as
-C3's evaluate.py reads them (text mode: CRLF and CR become LF), so a prompt rendered here is
-the one that script sends. The C3 evaluation script's result files (same paths as the response
-folders, `.json`) carry the judge's raw output in `check_answer`; they become judgments that
-point at the `c3-official` templates, the prompt wording that script really sent. That script
+An item's source id is `<reference path without .json>/<index>`, and its system is the spoken
+dialogue model that wrote the responses. The C3 evaluation script's result files (same paths as
+the response folders, `.json`) carry the judge's raw output in `check_answer`; they become
+judgments that point at the `c3-official` templates, the prompt wording that script really sent. That script
 skips a record whose notation (English omission) or first turn (multi-turn) is already in its
 results, so a record is matched to its item by what it holds (`ContentRef`), never by its
 position. Generation records are people's decisions: a filled `check_answer` becomes a
@@ -19,14 +18,13 @@ judge, with the statistics files C3's scoring script writes in a folder of their
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibrate.audio import probe_clip
 from calibrate.formats import (
-    UPDATE_ADVICE,
     BadInput,
     ContentRef,
     ImportFailed,
@@ -41,7 +39,6 @@ from calibrate.model import Item, NewItem, counted
 from calibrate.names import listing
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
-from calibrate.validate import type_of
 
 
 @dataclass(frozen=True)
@@ -107,156 +104,6 @@ C3_LAYOUT: dict[str, tuple[C3Part, ...]] = {
 }
 
 
-def _read_text(path: Path) -> str:
-    """A response as C3's evaluate.py reads it (`open(path).read()`, universal newlines: CRLF
-    and a lone CR become LF), decoded strictly as UTF-8."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ImportFailed(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _indexed(folder: Path, suffix: str) -> tuple[dict[int, Path], list[str]]:
-    """The files <i><suffix> of a folder (suffix "": the folders <i>) by index, named as C3's
-    evaluate.py reads them (`str(i) + ".txt"`: no leading zero, so `1.txt` is item 1), and the
-    names of the others that look numbered (`01.txt`), each with the file of its index beside it
-    ("01.txt beside 1.txt"): no item's response, as evaluate.py never reads them."""
-    found: dict[int, Path] = {}
-    odd: list[Path] = []
-    for path in folder.iterdir():
-        if (path.suffix == suffix or (not suffix and path.is_dir())) and path.stem.isdigit():
-            if path.stem == str(int(path.stem)):
-                found[int(path.stem)] = path
-            else:
-                odd.append(path)
-    return found, sorted(f"{p.name} beside {found[int(p.stem)].name}" if int(p.stem) in found else p.name for p in odd)
-
-
-def _numbered(folder: Path, suffix: str = ".txt") -> list[Path]:
-    """<0..n-1><suffix> in a folder, failing if the numbering has a gap or a name C3's
-    evaluate.py does not read (`01.txt`)."""
-    found, odd = _indexed(folder, suffix)
-    if odd:
-        raise ImportFailed(f"{folder}: {', '.join(odd)}: C3's evaluate.py reads <i>{suffix} without leading zeros, so "
-                           "no turn is read from there (remove or rename it)")
-    names = [found[k] for k in sorted(found)]
-    for expected, path in enumerate(names):
-        if int(path.stem) != expected:
-            raise ImportFailed(f"{folder}: response {expected}{suffix} is missing (found {path.name})")
-    return names
-
-
-def _responses(part: C3Part, responses_root: Path, count: int) -> list | BadInput:
-    """The responses of a phenomenon's `count` items, from <index>.txt (a dialogue: <index>/,
-    a file per turn), or the bad input that the folder is missing or does not pair with the
-    reference index by index (naming the first files missing and the ones no item has)."""
-    folder = responses_root / part.responses
-    if not folder.is_dir():
-        return BadInput(str(folder), f"response folder is missing for {part.reference}: none of its "
-                                     f"{counted(count, 'item')} is imported")
-    suffix = "" if part.multi_turn else ".txt"
-    found, odd = _indexed(folder, suffix)
-    missing, extra = sorted(set(range(count)) - set(found)), sorted(set(found) - set(range(count)))
-    if missing or extra or odd:
-        kind = "dialogue folders" if part.multi_turn else "response files"
-        named = lambda indexes: listing([f"{k}{suffix}" for k in indexes], 3)  # noqa: E731
-        problems = [f"missing {named(missing)}"] * bool(missing) + [f"no item for {named(extra)}"] * bool(extra) + [
-            f"no item for {listing(odd, 3)}: C3's evaluate.py reads <i>{suffix} without leading zeros"] * bool(odd)
-        return BadInput(str(folder), f"{len(found) + len(odd)} {kind} but {part.reference} lists {counted(count, 'item')} "
-                                     f"({'; '.join(problems)}); responses pair with the reference by index: none "
-                                     f"of its {counted(count, 'item')} is imported")
-    files = [found[k] for k in range(count)]
-    if part.multi_turn:
-        return [[_read_text(p) for p in _numbered(d)] for d in files]
-    return [_read_text(p) for p in files]
-
-
-def _fields(part: C3Part, lang: str, entry, response, where: str) -> dict | BadInput:
-    if part.multi_turn:
-        turns = entry if lang == "en" else (entry.get("history") if isinstance(entry, dict) else None)
-        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
-            what = "a list of user turns" if lang == "en" else "an object with a 'history' list"
-            return BadInput(where, f"expected {what}")
-        expected = len(turns) + (1 if lang == "zh" else 0)
-        if len(response) != expected:
-            return BadInput(where, f"dialogue has {expected} user turns but {len(response)} response files")
-        if lang == "en":
-            return {"turns": turns, "response": response}
-        return {**entry, "response": response}
-    if not isinstance(entry, dict):
-        return BadInput(where, f"expected a JSON object, got {type_of(entry)}")
-    return {**entry, "response": response}
-
-
-def _audio(part: C3Part, audio_root: Path | None, index: int, turns: int) -> tuple:
-    """The .wav of each response .txt (one per turn for a dialogue), at the same relative path
-    under `audio_root`; none for a text-only tree (`audio_root` None)."""
-    if audio_root is None:
-        return ()
-    folder = f"{part.responses}/{index}"
-    if part.multi_turn:
-        return tuple(probe_clip(f"turn {t + 1}", audio_root, f"{folder}/{t}.wav") for t in range(turns))
-    return (probe_clip("response", audio_root, f"{folder}.wav"),)
-
-
-def c3_audio_root(responses_root: Path, audio_root: Path | None = None) -> Path | None:
-    """Where the responses' .wav files are: `audio_root` (a tree of its own, as C3's
-    evaluate.py needs: it counts every file of a response folder as a response), else beside
-    the .txt files; None when that folder holds no .wav at all (a text-only tree)."""
-    root = Path(audio_root if audio_root is not None else responses_root)
-    if audio_root is not None and not root.is_dir():
-        raise ImportFailed(f"{root}: not a folder")
-    return root if next(root.rglob("*.wav"), None) is not None else None
-
-
-def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
-    """The phenomena whose reference file exists under `reference_root`."""
-    reference_root = Path(reference_root)
-    if lang not in C3_LAYOUT:
-        raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
-    if not reference_root.is_dir():
-        raise ImportFailed(f"{reference_root}: not a folder")
-    parts = [p for p in C3_LAYOUT[lang] if (reference_root / p.reference).is_file()]
-    if not parts:
-        raise ImportFailed(f"{reference_root}: no C3 {lang} reference files found (e.g. {C3_LAYOUT[lang][1].reference})")
-    return parts
-
-
-def c3_records(
-    reference_root: Path, responses_root: Path, lang: str, progress: Progress | None = None, system: str | None = None,
-    audio_root: Path | None = None, with_audio: bool = True,
-) -> Iterator[Record | BadInput]:
-    """Items of every phenomenon whose reference file exists under `reference_root`, the
-    responses of `system` (default: `default_system`), each with its audio (probed,
-    or the reason it is missing) at the response's relative path under `audio_root` (default:
-    beside the response), unless `with_audio` is off (a text-only tree); `progress` is told of
-    each phenomenon file done."""
-    reference_root, responses_root = Path(reference_root), Path(responses_root)
-    parts = c3_parts(reference_root, lang)
-    if not responses_root.is_dir():
-        raise ImportFailed(f"{responses_root}: not a folder")
-    system = default_system(responses_root, "responses")[0] if system is None else system
-    audio_root = (Path(audio_root) if audio_root is not None else responses_root) if with_audio else None
-    for part in parts:
-        entries = read_json_list(reference_root / part.reference)
-        responses = _responses(part, responses_root, len(entries))
-        if isinstance(responses, BadInput):  # the phenomenon is passed over (--skip-bad), or the import fails
-            yield responses
-            entries = responses = []
-        for index, (entry, response) in enumerate(zip(entries, responses, strict=True)):
-            where = f"{reference_root / part.reference}[{index}]"
-            fields = _fields(part, lang, entry, response, where)
-            if isinstance(fields, BadInput):
-                yield fields
-                continue
-            audio = _audio(part, audio_root, index, len(response) if part.multi_turn else 1)
-            yield Record(NewItem(part.task, lang, f"{part.source_prefix}/{index}", fields, system=system), where,
-                         audio=audio)
-        if progress:
-            progress(1)
-
-
 C3_LAYOUT_FOLDERS = {"txt", "english", "chinese", "en", "zh"}
 """Folder names of C3's own layout, which never name a model (see `default_system`)."""
 
@@ -275,26 +122,6 @@ def default_system(folder: Path, what: str, judge: str | None = None) -> tuple[s
         passed.insert(0, folder.name)
         folder = folder.parent
     return folder.name, f"the folder above {'/'.join(passed)} in C3's layout" if passed else f"the {what}' folder"
-
-
-def c3_conflict_advice(stored: Item, item: NewItem) -> str:
-    """A C3 tree's item whose content differs from the stored one of its identity
-    (`ConflictAdvice`): another model's responses under the same system name (two models'
-    folders of the same name), this model's new responses, or, where the stored item lacks
-    fields of the tree's, an item made from result files imported before the tree."""
-    reference = lambda fields: {k: v for k, v in fields.items() if k != "response"}  # noqa: E731
-    if reference(stored.fields) == reference(item.fields):
-        return (f" (its response): if these are another model's responses, in a folder of the same name, name that model "
-                f"with --system; if this model's responses changed, {UPDATE_ADVICE}")
-    lacking = sorted(set(item.fields) - set(stored.fields))
-    if lacking:
-        return (f" (the stored item has no {', '.join(repr(k) for k in lacking)}, as one made from C3 result files "
-                "has): import the C3 tree into a fresh database first and the result files after it, which then judge "
-                "the tree's items (--update would leave their judgments on the items the result files made)")
-    changed = next(k for k in sorted({*item.fields, *stored.fields} - {"response"})
-                   if stored.fields.get(k) != item.fields.get(k))
-    return (f" (its {changed!r}): if this tree is another release of C3, import it into a database of its own; if "
-            f"the reference was corrected, {UPDATE_ADVICE}")
 
 
 C3_RESULTS_FAMILY = "c3-official"
@@ -350,7 +177,7 @@ def c3_record_keys(part: C3Part, lang: str) -> tuple[str, ...]:
 
 def c3_result_records(
     results_root: Path, lang: str, judge_name: str, templates: TemplateSet, progress: Progress | None = None,
-    system: str | None = None, annotator: str = C3_RESULT_ANNOTATOR,
+    system: str | None = None, annotator: str = C3_RESULT_ANNOTATOR, notes: list[str] | None = None,
 ) -> Iterator[Record | BadInput]:
     """Judgments and people's labels from the C3 script's result files, for the responses of
     `system` (default: `default_system`).
@@ -362,23 +189,38 @@ def c3_result_records(
     creates it from its content, reference and answer. Judged phenomena give a judgment from
     `check_answer` (an empty one is an error: the script's judge call failed); generation
     phenomena give `annotator`'s label from a filled `check_answer`, and an empty one leaves
-    the item waiting for a person."""
+    the item waiting for a person. A file holding an empty list (an export's of a phenomenon
+    the judge judged none of) has no records; it and a file starting with a UTF-8 byte-order
+    mark, which C3's process_results.py cannot read, are said in `notes`."""
     results_root = Path(results_root)
     system = default_system(results_root, "results")[0] if system is None else system
+    empty: list[str] = []
     for part in c3_result_parts(results_root, lang):
         path = results_root / f"{part.responses}.json"
         keys = c3_record_keys(part, lang)
         response_key = "content" if part.multi_turn else None if part.people_decide and lang == "zh" else "answer"
         kind = templates.for_task(part.task, lang).kind
         view = _viewer(part, lang, templates)
-        for index, record in enumerate(read_json_list(path)):
+        records = read_json_list(path, empty_ok=True)
+        with path.open("rb") as handle:
+            bom = handle.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8
+        if notes is not None and bom:
+            notes.append(f"{path}: starts with a UTF-8 byte-order mark (as Windows editors save): read here, but C3's "
+                         "process_results.py cannot read it and leaves the file out, so its figures on these result "
+                         "files leave out these records (save the file as UTF-8 without BOM)")
+        if not records:
+            empty.append(str(path))
+            if notes is not None:
+                notes.append(f"{path}: an empty list, no records: {judge_name} judged none of its items")
+        for index, record in enumerate(records):
             where = f"{path}[{index}]"
             if not isinstance(record, dict) or "check_answer" not in record:
                 yield BadInput(where, "expected an object with 'check_answer'")
                 continue
             missing = [k for k in keys if k not in record]
             if missing:
-                yield BadInput(where, f"missing field {missing[0]!r} (C3 writes {', '.join(keys)} for {part.responses})")
+                yield BadInput(where, f"missing field {missing[0]!r} (C3 writes {', '.join(keys)} for {part.responses})"
+                               + _other_language(record, lang))
                 continue
             output = record["check_answer"]
             if not isinstance(output, str):
@@ -391,7 +233,7 @@ def c3_result_records(
             identify = {k: record[k] for k in keys if k not in ("check_answer", response_key)}
             ref = ContentRef(part.task, lang, system, identify, {response_key: record[response_key]} if response_key else {},
                              view, str(path), "multi-turn result files hold only the rendered dialogue: import the "
-                             "C3 tree first (calibrate import c3)")
+                             "C3 tree first (calibrate import c3)", _made_from_results)
             if part.people_decide:
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
                 labels = ((annotator, label),) if label is not None else ()
@@ -409,6 +251,34 @@ def c3_result_records(
             )
         if progress:
             progress(1)
+    if empty and len(empty) == len(c3_result_parts(results_root, lang)):
+        raise ImportFailed(f"{listing(empty, 3)}: {'an empty list' if len(empty) == 1 else 'each an empty list'}, no "
+                           "records: nothing was imported")
+
+
+def _other_language(record: dict, lang: str) -> str:
+    """The hint of a record holding the other language's reference key (English `notation`,
+    Chinese `annotation`): the files are of the other language, or '' where it does not."""
+    other = "en" if lang == "zh" else "zh"
+    mine, theirs = ("annotation", "notation") if lang == "zh" else ("notation", "annotation")
+    if theirs in record and mine not in record:
+        name = C3_LANGUAGE_NAMES[other].capitalize()
+        return f"; it has {theirs!r}, as C3's {name} result files have: if these are {name} results, use --lang {other}"
+    return ""
+
+
+def _made_from_results(store: Store, items: list[Item]) -> str | None:
+    """Why a result record matches none of a cell's items when they were all made from result
+    files (`import c3-results` without the C3 tree): each judge's files hold only the records of
+    the items it judged, so a second judge's record of an item the first did not judge finds
+    none; None when the tree made them."""
+    sources = store.import_sources(item.id for item in items)
+    if not sources or not all(source.startswith("calibrate import c3-results") for source in sources):
+        return None
+    return (f"the {counted(len(items), 'item')} of that cell were made from the records of earlier result files "
+            f"({listing([source.removeprefix('calibrate ') for source in sources], 2)}), which hold only what their judge "
+            "judged, not from the C3 tree: import the C3 tree first (calibrate import c3), into a fresh database, then "
+            "each judge's result files")
 
 
 def _person_label(check_answer: str, kind: VerdictKind, lang: str) -> tuple[str | None, str | None]:
@@ -478,7 +348,9 @@ def export_c3(
     record repeating an earlier one's `C3Part.resume_key` value, which that script passes over,
     so that process_results.py counts what it would on C3's own run. Generation items carry the
     consolidated human label in C3's exact verdict wording ("" when nobody labelled them).
-    Without a judge every judged phenomenon's check_answer is empty."""
+    Without a judge every judged phenomenon's check_answer is empty. A phenomenon the judge
+    judged none of gets no file (as C3 writes none for a phenomenon it did not run), only its
+    count in the items left out."""
     out_dir = Path(out_dir)
     written: dict[str, list[dict]] = {}
     left_out: dict[str, int] = {}
@@ -509,6 +381,8 @@ def export_c3(
         records = [record for _, record in built if record is not None]
         if len(records) < len(built):
             left_out[rel] = len(built) - len(records)
+        if not records:
+            continue
         if key := part.resume_key(lang):
             kept, seen = [], set()
             for record in records:
@@ -524,14 +398,14 @@ def export_c3(
     return written, left_out, passed_over
 
 
-def c3_files_left_over(store: Store, lang: str, target: Path, system: str) -> list[str]:
-    """The JSON files under `target` (relative paths, sorted) that `export_c3` of `system` would
-    not write there: an earlier export's, which C3's process_results.py, reading every file of
-    the tree, would score with this one's."""
+def c3_files_left_over(store: Store, lang: str, target: Path, system: str, judge: str | None = None) -> list[str]:
+    """The JSON files under `target` (relative paths, sorted) that `export_c3` of `system` and
+    `judge` would not write there: an earlier export's, which C3's process_results.py, reading
+    every file of the tree, would score with this one's."""
     if not target.is_dir():
         return []
-    written = {f"{part.responses}.json" for part in C3_LAYOUT[lang]
-               if store.c3_file_has_items(part.task, lang, system, part.source_prefix)}
+    written = {f"{part.responses}.json" for part in C3_LAYOUT[lang] if store.c3_file_has_items(
+        part.task, lang, system, part.source_prefix, None if part.people_decide else judge)}
     return sorted(rel for path in target.rglob("*.json") if (rel := path.relative_to(target).as_posix()) not in written)
 
 
@@ -557,6 +431,25 @@ C3_LANGUAGE_NAMES = {"en": "english", "zh": "chinese"}
 C3_STATISTICS_FOLDER = "statistics"
 """Where `export c3` writes the statistics files, beside one folder per judge: C3's scoring
 script reads every .json under a judge's folder as result records."""
+
+
+def c3_judges_without_verdicts(store: Store, lang: str, system: str, judges: tuple[str, ...]) -> list[str]:
+    """The `judges` with no verdict on any of `system`'s items of C3's judged phenomena in `lang`
+    (none when it has no such items): an export would write none of their records."""
+    parts = [part for part in C3_LAYOUT[lang] if not part.people_decide
+             and store.c3_file_has_items(part.task, lang, system, part.source_prefix)]
+    return [judge for judge in judges if parts and not any(
+        store.c3_file_has_items(part.task, lang, system, part.source_prefix, judge) for part in parts)]
+
+
+def c3_other_judge_folders(out_dir: Path, folders: list[str]) -> list[str]:
+    """The folders of `out_dir` holding JSON files, other than the judges' `folders` and the
+    statistics folder, sorted: another export's judge folders, whose records C3's
+    process_results.py would score if pointed at them, though the statistics no longer cover them."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(path.name for path in out_dir.iterdir() if path.is_dir() and path.name not in folders
+                  and path.name != C3_STATISTICS_FOLDER and next(path.rglob("*.json"), None) is not None)
 
 
 def c3_judge_folder(judge: str) -> str:

@@ -211,12 +211,15 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
     kinds = CellKinds(templates, options.by)
     cells: dict[tuple, AgreementCell] = {}
     gold = gold_name(options)
+    members: dict[tuple, set[str]] = defaultdict(set)  # a cell's jury judges: those that gave a verdict there
+    for task, lang, judge in data.jury_members:
+        members[kinds.key(task, lang)].add(judge)
 
     def cell(task, lang, judge) -> AgreementCell:
         key = kinds.key(task, lang)
         if (key, judge) not in cells:
-            cells[key, judge] = AgreementCell(key, judge, kinds.kind(key),
-                                              jury_judges=data.jury_judges if judge == JURY else ())
+            cells[key, judge] = AgreementCell(key, judge, kinds.kind(key), jury_judges=tuple(
+                j for j in data.jury_judges if j in members[key]) if judge == JURY else ())
         return cells[key, judge]
 
     for task, lang, judge, status, n in data.judged:

@@ -84,9 +84,9 @@ def build_scores_by(
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
     differences = _rule_differences(store, groups_found)
-    family_judges: dict[tuple[str, str], set[str]] = defaultdict(set)  # (system, benchmark) -> its judges
+    family_judges: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # (system, benchmark, lang) -> its judges
     for group in groups_found:
-        family_judges[(group.system, _family(group.task))].update(group.verdicts)
+        family_judges[(group.system, _family(group.task), group.lang)].update(group.verdicts)
     found = []
     for by in bys:
         groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
@@ -180,7 +180,7 @@ PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts 
 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
-          family_judges: dict[tuple[str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int],
+          family_judges: dict[tuple[str, str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int],
           configurations: list[tuple]) -> ScoreCell:
     """One cell's figures; `configurations` are the store's counts of the verdicts in force per
     judge configuration (`Store.configuration_counts`), to note a judge whose verdicts here come
@@ -195,7 +195,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True, memo=memo)
         people = Estimate(pooled.value, pooled.ci, pooled.se, reason=pooled.reason)
     judges = sorted({j for m in members for j in m.verdicts}
-                    | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task))]})
+                    | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task), m.lang)]})
     by_any = sum(m.n for m in members if any(judged(status) for status, _ in m.stored.values()))
     cell = ScoreCell(*key, items=len(y), judged=by_any,
                      labelled=int(labelled.sum()), people=people,
@@ -206,8 +206,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         for m in rows:
             statuses[m.stored[name][0]] += m.n
         # as C3's statistics: the items people decide count for every judge of their system's
-        # benchmark, by the human label (wrong while unlabelled), beside the judge's own items
-        decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task))]]
+        # benchmark in their language, by the human label (wrong while unlabelled), beside the judge's own items
+        decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task), m.lang)]]
         # a row pooling cells: the judge's figures cover the cells of the benchmarks it judges in the row, and
         # need its verdicts in each of them that has a judge prompt
         families = {_family(m.task) for m in rows + decided}

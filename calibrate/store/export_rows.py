@@ -181,14 +181,16 @@ class ExportRowsMixin:
                 f"LEFT JOIN judgments j ON j.id = v.judgment_id WHERE {where} ORDER BY i.id", [judge, *params]):
             yield item_from_row(row), bool(row["judged"]), row["raw_output"]
 
-    def c3_file_has_items(self, task: str, lang: str, system: str, prefix: str) -> bool:
+    def c3_file_has_items(self, task: str, lang: str, system: str, prefix: str, judge: str | None = None) -> bool:
         """Whether a current item of one task, language and system has the source id
-        `prefix`/<index>: whether `export c3` writes the result file of that C3 phenomenon."""
+        `prefix`/<index> (and, with `judge`, a verdict in force of that judge): whether `export
+        c3` writes the result file of that C3 phenomenon."""
         where, params = self._item_filter(task, lang, None, None, system)
         return bool(self.conn.execute(
             f"SELECT EXISTS (SELECT 1 FROM items i WHERE {where} AND substr(i.source_id, 1, ?) = ? "
-            f"AND instr(substr(i.source_id, ?), '/') = 0)",
-            [*params, len(prefix) + 1, prefix + "/", len(prefix) + 2]).fetchone()[0])
+            "AND instr(substr(i.source_id, ?), '/') = 0 AND (? IS NULL OR EXISTS (SELECT 1 FROM verdicts_in_force v "
+            "WHERE v.item_id = i.id AND v.judge_name = ?)))",
+            [*params, len(prefix) + 1, prefix + "/", len(prefix) + 2, judge, judge]).fetchone()[0])
 
     def export_columns(self, system: str | None = None) -> tuple[list[str], list[str], bool]:
         """What the columns of a CSV export of the current items (of `system`, if given) are made

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from calibrate.model import CalibrateError, now_iso, process_running
@@ -160,6 +160,14 @@ class ImportRunsMixin:
         finally:
             self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
             self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
+
+    def import_sources(self, item_ids: Iterable[int]) -> list[str]:
+        """The recorded commands (`begin_import`'s source) of the import runs that added these
+        items, in run order: where an item came from, for a message."""
+        ids = list(item_ids)
+        return [row[0] for row in self.conn.execute(
+            "SELECT r.source FROM import_runs r WHERE r.id IN (SELECT import_run FROM items WHERE id IN "
+            f"({', '.join('?' * len(ids))})) ORDER BY r.id", ids)] if ids else []
 
     def import_runs(self, *, unfinished: bool = False) -> list[dict]:
         """The recorded import runs in id order (only the unfinished ones if `unfinished`), each
