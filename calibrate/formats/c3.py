@@ -275,7 +275,8 @@ def _made_from_results(store: Store, items: list[Item]) -> str | None:
     sources = store.import_sources(item.id for item in items)
     if not sources or not all(source.startswith("calibrate import c3-results") for source in sources):
         return None
-    return (f"the {counted(len(items), 'item')} of that cell were made from the records of earlier result files "
+    return (f"the {counted(len(items), 'item')} of that cell {'was' if len(items) == 1 else 'were'} made from the "
+            "records of earlier result files "
             f"({listing([source.removeprefix('calibrate ') for source in sources], 2)}), which hold only what their judge "
             "judged, not from the C3 tree: import the C3 tree first (calibrate import c3), into a fresh database, then "
             "each judge's result files")
