@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from calibrate.model import CalibrateError, now_iso, process_running
+from calibrate.model import CalibrateError, dump_json, now_iso, process_running
 
 IMPORT_HEARTBEAT_SECONDS = 5.0  # a running import renews its heartbeat this often
 IMPORT_STALE_SECONDS = 60.0  # a heartbeat older than this: the import is dead, whatever its host
@@ -164,10 +164,9 @@ class ImportRunsMixin:
     def import_sources(self, item_ids: Iterable[int]) -> list[str]:
         """The recorded commands (`begin_import`'s source) of the import runs that added these
         items, in run order: where an item came from, for a message."""
-        ids = list(item_ids)
         return [row[0] for row in self.conn.execute(
-            "SELECT r.source FROM import_runs r WHERE r.id IN (SELECT import_run FROM items WHERE id IN "
-            f"({', '.join('?' * len(ids))})) ORDER BY r.id", ids)] if ids else []
+            "SELECT r.source FROM import_runs r WHERE r.id IN (SELECT i.import_run FROM json_each(?) e "
+            "JOIN items i ON i.id = e.value) ORDER BY r.id", (dump_json(list(item_ids)),))]
 
     def import_runs(self, *, unfinished: bool = False) -> list[dict]:
         """The recorded import runs in id order (only the unfinished ones if `unfinished`), each
