@@ -1449,6 +1449,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     import asyncio
     from collections import Counter
 
+    from calibrate.formats.c3 import c3_passed_over
     from calibrate.formats.openai_batch import export_batch as write_batch
     from calibrate.formats.openai_batch import import_batch as read_batch
     from calibrate.judge_progress import JudgeProgress
@@ -1527,13 +1528,20 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                                        f"{'has' if unanswered == 1 else 'have'} no result yet (named above)")
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, system=system, limit=limit, force=force,
-                     summary=summary)
+                     summary=summary, passed_over=c3_passed_over(ctx.store, lang=lang, system=system, task=task))
     left_out = _items_left_out(summary)
     if summary.outside_family:
         cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.outside_family.items()))
         err_console.print(safe_text(f"--variant {variant} judges the tasks it has templates for: "
                                     f"{counted(sum(summary.outside_family.values()), 'item')} of other tasks passed over "
                                     f"({cells})"))
+    if summary.c3_passes_over:
+        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.c3_passes_over.items()))
+        n = sum(summary.c3_passes_over.values())
+        err_console.print(safe_text(f"{counted(n, 'item')} not asked ({cells}): {'it' if n == 1 else 'each'} repeats an "
+                                    "earlier item's notation or first turn, which C3's evaluate.py passes over, so no "
+                                    f"C3 figure counts {'it' if n == 1 else 'them'} (scores and export c3 leave "
+                                    f"{'it' if n == 1 else 'them'} out)"))
     if variant and not jobs and not summary.skipped_done and not left_out:
         given = filters_given(task=task, lang=lang, system=system)
         raise click.ClickException(f"no item{f' matching {given}' if given else ''} has a {variant} template: "
@@ -1807,14 +1815,15 @@ def _cells_and_judges(cells: set, judges: set) -> str:
 
 @cli.command(name="scores", database=READS)
 @by_option("system,task,lang", "; with system, each system overall is shown too")
-@click.option("--judge", help="Only this judge.")
+@click.option("--judge", "judges", multiple=True,
+              help="Only this judge; may be repeated (C3's two: --judge dpsk --judge gpt). [default: every judge]")
 @system_filter_option
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
 @click.option("--target", type=click.FloatRange(0.001, 1), default=0.05, show_default=True,
               help="Half-width the corrected 95 % interval should reach: how many more labels that takes.")
 @out_option
 @pass_ctx
-def scores_command(ctx, by, judge, system, fmt, target, out):
+def scores_command(ctx, by, judges, system, fmt, target, out):
     """Each system's benchmark score, raw and corrected for the judge's errors.
 
     Per system × task × language and per system overall: the judge's accuracy three ways (C3's
@@ -1825,9 +1834,11 @@ def scores_command(ctx, by, judge, system, fmt, target, out):
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 
-    check_filters(ctx, system=system, judge=judge)
+    check_filters(ctx, system=system)
+    for judge in judges:
+        check_filters(ctx, judge=judge)
     with ctx.store.reading():  # one snapshot: a label given meanwhile counts in every figure or in none
-        result = build_scores(ctx.store, ctx.templates, by=by, judge=judge, system=system, target=target)
+        result = build_scores(ctx.store, ctx.templates, by=by, judges=judges, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)
     if fmt == "csv" and (left_out := render.csv_leaves_out(result)):
         err_console.print(safe_text(left_out, style="yellow"))
@@ -2042,10 +2053,10 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         c3_judge_folder,
         c3_judges_without_verdicts,
         c3_other_judge_folders,
-        c3_statistics,
         c3_systems,
         export_c3,
     )
+    from calibrate.formats.c3_figures import c3_statistics
 
     for judge in judges:
         check_filters(ctx, judge=judge)
@@ -2088,7 +2099,7 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
             "(remove them or export into an empty folder)", style="yellow"))
     results = {}
     for judge, target in targets.items():
-        written, left_out, passed_over = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
+        written, left_out, passed_over, own_kept = export_c3(ctx.store, ctx.templates, lang, target, judge, system)
         if not written:
             raise click.ClickException(
                 f"no C3 {lang} items in {ctx.db_path} with C3's source ids (<phenomenon folder>/<index>, as `import c3` "
@@ -2103,6 +2114,12 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
                              "passes over")
             note = f" ({'; '.join(notes)} left out)" if notes else ""
             console.print(safe_text(f"{target / path}: {counted(len(records), 'record')}{note}"))
+            if path in own_kept:
+                err_console.print(safe_text(
+                    f"{target / path}: {counted(len(own_kept[path]), 'decision')} as {judge}'s own result file held "
+                    f"{'it' if len(own_kept[path]) == 1 else 'them'}, not the label in force "
+                    f"({listing(own_kept[path], CHANGES_SHOWN)}): C3's process_results.py counts each judge's own",
+                    style="yellow"))
         for path in (path for path in left_out if path not in written):
             console.print(safe_text(f"{target / path}: not written: {judge} judged no item of it "
                                     f"({counted(left_out[path], 'item')}; C3 writes no file for a phenomenon it did "

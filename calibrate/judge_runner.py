@@ -34,6 +34,7 @@ import os
 import re
 import uuid
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
@@ -195,6 +196,7 @@ class RunSummary:
     no_template: Counter = field(default_factory=Counter)  # (task, lang) no template serves -> items
     no_prompt: int = 0  # items of tasks people decide (no judge prompt)
     outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
+    c3_passes_over: Counter = field(default_factory=Counter)  # (task, lang) -> items C3's evaluate.py never asks
     stored: int = 0
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n; also "bare", "truncated"
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
@@ -262,9 +264,11 @@ def plan_jobs(
     limit: int | None = None,
     force: bool = False,
     summary: RunSummary | None = None,
+    passed_over: Collection[int] = (),
 ) -> list[Job]:
     """Requests to make: for each item with a judge prompt (in `config.family`, when set: items
-    of tasks it does not serve are passed over), each of its `config.repeat` samples not yet
+    of tasks it does not serve are passed over) outside `passed_over` (the items C3's evaluate.py
+    never asks, `formats.c3.c3_passed_over`: no C3 figure counts them, so they are not paid for), each of its `config.repeat` samples not yet
     judged by this exact configuration (all of them if `force`). `limit` counts items: those
     with a sample that ended in error before are taken only where fewer items are left without
     one, so that a run limited to N items is not spent asking the same failing ones again;
@@ -278,6 +282,9 @@ def plan_jobs(
     fresh: list[list[Job]] = []  # per item to ask, its jobs: items with no sample failed before, then the others
     failed_before: list[list[Job]] = []
     for item in store.iter_items(task=task, lang=lang, system=system):
+        if item.id in passed_over:
+            summary.c3_passes_over[(item.task, item.lang)] += 1
+            continue
         try:
             template = templates.for_task(item.task, item.lang, config.family)
         except TemplateError:

@@ -174,11 +174,12 @@ def test_judge_variant_c3_official_sends_what_c3_sends(calibrate, tmp_path, lang
     recorded = json.loads((FIXTURES / f"prompts-{lang}.json").read_text(encoding="utf-8"))
     messages = lambda body: tuple((m["role"], m["content"]) for m in body["messages"])  # noqa: E731
     batch = tmp_path / "batch.jsonl"
-    calibrate("judge", "--model", "m", "--variant", "c3-official", "--export-batch", str(batch))
+    said = calibrate("judge", "--model", "m", "--variant", "c3-official", "--export-batch", str(batch)).output
     bodies = [json.loads(line)["body"] for line in batch.read_text(encoding="utf-8").split("\n") if line]
     sent, asked = Counter(messages(b) for b in bodies), Counter(messages(r) for r in recorded)
-    assert not asked - sent, "every prompt C3 sent, byte for byte"
-    assert sum((sent - asked).values()) == len(NOT_JUDGED_BY_C3[lang]), "and beside them only the items C3 skipped"
+    assert sent == asked, "every prompt C3 sent, byte for byte, and none of the items C3 passes over"
+    skipped = len(NOT_JUDGED_BY_C3[lang])
+    assert f"{skipped} item{'s' * (skipped > 1)} not asked" in said and "C3's evaluate.py passes over" in said
     assert {(b["temperature"], b["max_tokens"]) for b in bodies} == {(0, 2048)}
     assert {(r["temperature"], r["max_tokens"]) for r in recorded} == {(0, 2048)}
     calibrate("judge", "--model", "m", "--variant", "c3-official", "--export-batch", str(batch), "--temperature", "0.5",
@@ -197,7 +198,7 @@ def test_judge_variant_c3_official_sends_what_c3_sends(calibrate, tmp_path, lang
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_export_of_a_judge_run_here_leaves_out_the_records_c3_passes_over(calibrate, tmp_path, lang):
-    """A judge run by calibrate judges every item, the ones C3's evaluate.py passes over too
+    """A judge run by calibrate does not ask the items C3's evaluate.py passes over
     (NOT_JUDGED_BY_C3); `export c3` writes the records that script writes, no more, so that
     process_results.py counts what it counts on C3's own run."""
     import_tree(calibrate, tmp_path, lang)

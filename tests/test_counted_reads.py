@@ -534,9 +534,10 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
 # -- scores --------------------------------------------------------------------------------------
 
 
-def _per_item_gather(store, templates, judge, system):
+def _per_item_gather(store, templates, judges, system):
     """`calibrate scores`' data item by item, from plain reads: one group per item, and the
-    labelled items whose labels tie."""
+    labelled items whose labels tie (these items hold none C3 passes over and no generation
+    item, so none of those and no judge's own generation decisions)."""
     groups, skipped, ties = [], {}, defaultdict(int)
     labels = defaultdict(dict)
     for row in store.current_labels():
@@ -558,8 +559,9 @@ def _per_item_gather(store, templates, judge, system):
         group = scores_build._Group(it.task, it.lang, it.system or NO_SYSTEM, it.system,
                                     np.nan if gold is None else float(right(gold)), not template.judged, 1)
         by_judge = defaultdict(list)
-        for j in store.judgments_for_item(it.id, judge):
-            by_judge[j.judge_name].append(j)
+        for j in store.judgments_for_item(it.id):
+            if not judges or j.judge_name in judges:
+                by_judge[j.judge_name].append(j)
         for name, judgments in by_judge.items():
             if group.people_decide:
                 continue
@@ -573,7 +575,7 @@ def _per_item_gather(store, templates, judge, system):
             group.verdicts[name] = (parsed, c3_right(j.raw_output, it.lang) if it.task.startswith("c3/") else None)
             group.stored[name] = (status, verdict)
         groups.append(group)
-    return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())], ties
+    return groups, [f"{task} left out: {why}" for task, why in sorted(skipped.items())], ties, set(), {}
 
 
 def _differences(a, b, where: str = "") -> list[str]:

@@ -183,7 +183,7 @@ def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
 
 
 def test_export_c3_statistics_carry_the_final_corrected_score_of_two_judges(two_systems_two_judges, templates):
-    from calibrate.formats.c3 import c3_corrected
+    from calibrate.formats.c3_figures import c3_corrected
 
     path, _, _ = two_systems_two_judges
     store = Store(path)
@@ -373,10 +373,13 @@ def judged_and_unjudged(tmp_path) -> Calibrate:
 
 
 def test_an_overall_row_gives_no_judge_figure_while_a_cell_it_pools_has_no_verdicts(judged_and_unjudged):
+    """But C3's rule, which counts those items as C3's process_results.py does: not at all, as
+    no judge has a record of them."""
     run = judged_and_unjudged
     text = " ".join(run("scores").output.split())
     overall = text.split("S · (all) · (all)")[1].split("S · c3/lexical")[0]
-    assert "corrected 57%" not in overall and "8/12" not in overall and overall.count("corrected — ") == 3
+    assert "corrected 57%" not in overall and overall.count("corrected — ") == 3
+    assert "j1: C3 rule 8/12 67% · parser —" in overall and "mean of judges: C3 rule 79%" in overall
     assert "j1: no verdicts in 1 of the cells pooled here (S · c3/pause · en; 12 of its 24 items)" in text
     assert "S · c3/pause · en 12 items, 12 labelled, people 0% [0%, 24%] (no judge) [" in text
     cells = cells_by(json.loads(run("scores", "--format", "json").output))
@@ -384,8 +387,8 @@ def test_an_overall_row_gives_no_judge_figure_while_a_cell_it_pools_has_no_verdi
     for judge in whole["judges"]:
         assert judge["cells_without_verdicts"] == ["S · c3/pause · en"]
         assert judge["corrected"]["value"] is None and judge["parser_unparsed_wrong"]["accuracy"] is None
-        assert judge["c3_rule"]["right"] is None and "S · c3/pause · en" in judge["corrected"]["reason"]
-    assert whole["final"]["raw"] is None and whole["final"]["corrected"]["value"] is None
+        assert judge["c3_rule"]["n"] == 12 and "S · c3/pause · en" in judge["corrected"]["reason"]
+    assert whole["final"]["raw"] == pytest.approx((8 + 11) / 24) and whole["final"]["corrected"]["value"] is None
     (j1,) = [j for j in cells[("S", "c3/lexical", "en")]["judges"] if j["judge"] == "j1"]
     assert j1["corrected"]["value"] == pytest.approx(4 / 7) and j1["cells_without_verdicts"] == []
     rows = list(csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)))

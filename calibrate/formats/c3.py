@@ -8,11 +8,14 @@ the response folders, `.json`) carry the judge's raw output in `check_answer`; t
 judgments that point at the `c3-official` templates, the prompt wording that script really sent. That script
 skips a record whose notation (English omission) or first turn (multi-turn) is already in its
 results, so a record is matched to its item by what it holds (`ContentRef`), never by its
-position. Generation records are people's decisions: a filled `check_answer` becomes a
-person's label, an empty one waits for a person. A result record also holds the content, the
+position; those items are `c3_passed_over`, and no C3 figure counts them. Generation records
+are people's decisions: a filled `check_answer` becomes a person's label, noted with the judge
+whose file held it (one label per item is in force; `c3_file_decisions` gives each judge's own,
+which C3 counts), an empty one waits for a person. A result record also holds the content, the
 reference and the system's answer, so result files alone create the items they judge
 (numbered in record order). `export c3` writes the same result files back, one folder per
-judge, with the statistics files C3's scoring script writes in a folder of their own.
+judge, with the statistics files C3's scoring script writes in a folder of their own
+(`calibrate.formats.c3_figures`).
 `c3_right` is C3's own scoring rule, the one definition of it in calibrate.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +70,16 @@ class C3Part:
         if self.multi_turn:
             return "annotation"
         return "notation" if lang == "en" and "omission" in self.task else None
+
+    def resume_value(self, lang: str, fields: dict) -> str:
+        """An item's value under `resume_key`, from its fields (as JSON text, to compare): what
+        its result record would hold there."""
+        if self.multi_turn:
+            turns = fields.get("turns") if lang == "en" else fields.get("history")
+            value = turns[0] if isinstance(turns, list) and turns else None
+        else:
+            value = fields.get("notation")
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 _PHON = "ambiguity/phonological"
@@ -129,6 +142,9 @@ C3_ANSWER_SPLIT = {"en": ("The answer is: ", "the answer is: "), "zh": ("最终�
 C3_RIGHT_START = {"en": ("Yes", "yes"), "zh": ("是",)}
 C3_RESULT_ANNOTATOR = "c3-result-file"
 """Who the people's verdicts in generation result files are stored as, unless told otherwise."""
+C3_FILE_NOTE = "in the C3 result files of judge "
+"""The note, followed by the judge's name, on a people's verdict imported from a judge's
+generation result file: which judge's file held that decision (`c3_file_decisions`)."""
 
 
 def c3_right(check_answer: str | None, lang: str) -> bool:
@@ -146,6 +162,43 @@ def c3_right(check_answer: str | None, lang: str) -> bool:
         if at >= 0 and text.startswith(start, at + len(marker)):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class FileDecision:
+    """A people's verdict on a generation item as one judge's C3 result files hold it, beside
+    the label in force (calibrate keeps one per item and annotator: the file imported last
+    decides it) and the judge whose files that one came from (None: not from a result file)."""
+
+    source_id: str
+    label: str
+    in_force: str | None
+    standing: str | None
+
+    def differs(self) -> str | None:
+        """Where the label in force is not this file's: the item, the two labels and whose file
+        decided the one in force ("…/generation/0: no there, yes in force from gpt's files"),
+        else None."""
+        if self.label == self.in_force:
+            return None
+        whose = f" from {self.standing}'s files" if self.standing else ""
+        return f"{self.source_id}: {self.label} there, {self.in_force or 'none'} in force{whose}"
+
+
+def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[str, dict[int, FileDecision]]:
+    """Per judge, the people's verdicts on one cell's generation items as its own C3 result
+    files held them (the labels noted `C3_FILE_NOTE` at import), by item id: what C3's
+    process_results.py counts for that judge, which `export c3` writes back into that judge's
+    files and `scores`' C3-rule column counts, where judges' files decided an item otherwise.
+    Labels imported without that note (by an earlier calibrate) have no judge here: the label
+    in force is then all there is."""
+    found: dict[str, dict[int, FileDecision]] = {}
+    for item_id, source_id, _, note, label, in_force, in_force_note in store.noted_labels(
+            C3_FILE_NOTE, task=task, lang=lang, system=system):
+        standing = in_force_note.removeprefix(C3_FILE_NOTE) if (in_force_note or "").startswith(C3_FILE_NOTE) else None
+        found.setdefault(note.removeprefix(C3_FILE_NOTE), {})[item_id] = FileDecision(source_id, label, in_force,
+                                                                                      standing)
+    return found
 
 
 def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
@@ -237,7 +290,8 @@ def c3_result_records(
             if part.people_decide:
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
                 labels = ((annotator, label),) if label is not None else ()
-                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels)
+                noted = ((annotator, C3_FILE_NOTE + judge_name),) if labels else ()
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted)
                 continue
             yield Record(
                 item,
@@ -310,6 +364,42 @@ def c3_systems(store: Store, lang: str) -> list[str]:
                   if any(task in tasks and found == lang for task, found in store.task_langs(system=system)))
 
 
+@dataclass(frozen=True)
+class PassedOver:
+    """The cell of an item C3's evaluate.py passes over (`c3_passed_over`)."""
+
+    task: str
+    lang: str
+
+
+def c3_passed_over(store: Store, *, lang: str | None = None, system: str | None = None,
+                   task: str | None = None) -> dict[int, PassedOver]:
+    """The current C3 items that C3's evaluate.py passes over, by item id: an item whose
+    `C3Part.resume_value` an item before it in its file holds (lower index, same task, language
+    and system), as that script, going through the file in order, finds that value in its
+    results already and writes no record (English omission's notation, a dialogue's first turn). The one definition of "C3 skips this item": `export c3`
+    writes no record for these items, `judge` does not ask them and `scores` leaves their
+    verdicts out, so every C3 figure counts what C3's own run counts. Of `lang`, `system` and
+    `task` where given."""
+    found: dict[int, PassedOver] = {}
+    for code in [lang] if lang else list(C3_LAYOUT):
+        for part in C3_LAYOUT.get(code, ()):
+            if part.resume_key(code) is None or task not in (None, part.task):
+                continue
+            indexed = []
+            for item in store.iter_items(task=part.task, lang=code, system=system):
+                prefix, _, index = item.source_id.rpartition("/")
+                if prefix == part.source_prefix and index.isdigit():
+                    indexed.append((int(index), item))
+            seen: set[tuple[str, str]] = set()
+            for _, item in sorted(indexed, key=lambda entry: entry[0]):
+                value = (item.system, part.resume_value(code, item.fields))
+                if value in seen:
+                    found[item.id] = PassedOver(part.task, code)
+                seen.add(value)
+    return found
+
+
 def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, system: str) -> NewItem | str | None:
     """The item a result record judges, rebuilt from its fields (the inverse of `_c3_record`),
     for result files read without the C3 tree; None for multi-turn records, whose dialogue is
@@ -339,16 +429,18 @@ def _item_from_result(part: C3Part, lang: str, record: dict, source_id: str, sys
 
 def export_c3(
     store: Store, templates: TemplateSet, lang: str, out_dir: Path, judge: str | None, system: str = ""
-) -> tuple[dict[str, list[dict]], dict[str, int], dict[str, int]]:
+) -> tuple[dict[str, list[dict]], dict[str, int], dict[str, int], dict[str, list[str]]]:
     """Result files in C3's layout (the paths and record keys its script writes) for one
     system's items: (the records written per file, relative path; per file, the items left out
     because `judge` has not judged them; per file, the items left out because C3's evaluate.py
-    would not have written them). Judged phenomena carry the judge's raw output in check_answer
+    would not have written them; per file, the generation decisions written as `judge`'s own
+    result files held them where the label in force differs, in `FileDecision.differs` words). Judged phenomena carry the judge's raw output in check_answer
     ("" for a failed call, as C3 writes it); items the judge never judged are left out, as the
-    C3 script leaves out what it skipped, so its scoring script counts what was judged; so is a
-    record repeating an earlier one's `C3Part.resume_key` value, which that script passes over,
-    so that process_results.py counts what it would on C3's own run. Generation items carry the
-    consolidated human label in C3's exact verdict wording ("" when nobody labelled them).
+    C3 script leaves out what it skipped, so its scoring script counts what was judged; so is an
+    item that script passes over (`c3_passed_over`), so that process_results.py counts what it
+    would on C3's own run. Generation items carry the
+    people's decision in C3's exact verdict wording: the one `judge`'s own result files held
+    (`c3_file_decisions`), else the consolidated human label ("" when nobody labelled them).
     Without a judge every judged phenomenon's check_answer is empty. A phenomenon the judge
     judged none of gets no file (as C3 writes none for a phenomenon it did not run), only its
     count in the items left out."""
@@ -356,19 +448,28 @@ def export_c3(
     written: dict[str, list[dict]] = {}
     left_out: dict[str, int] = {}
     passed_over: dict[str, int] = {}
+    own_kept: dict[str, list[str]] = {}
     for part in C3_LAYOUT[lang]:
         labels: dict[int, dict[str, str]] = {}  # where people decide: their labels
         for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
             labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
+        own = c3_file_decisions(store, part.task, lang, system).get(judge, {}) if part.people_decide and judge else {}
         # the cell's items read in one pass with the judge's raw outputs (id order), their records put in source order
         built: list[tuple[int, dict | None]] = []
+        skipped = c3_passed_over(store, lang=lang, system=system, task=part.task) if part.resume_key(lang) else {}
+        rel = f"{part.responses}.json"
         for item, judged, raw in store.c3_export_items(part.task, lang, system, judge):
             prefix, _, index = item.source_id.rpartition("/")
             if prefix != part.source_prefix:
                 continue
+            if item.id in skipped:
+                passed_over[rel] = passed_over.get(rel, 0) + 1
+                continue
             if part.people_decide:
-                gold, _ = gold_label(labels.get(item.id, {}))
-                check = templates.for_task(part.task, lang).kind.c3_wording(gold)
+                decided = own[item.id].label if item.id in own else gold_label(labels.get(item.id, {}))[0]
+                check = templates.for_task(part.task, lang).kind.c3_wording(decided)
+                if item.id in own and (differs := own[item.id].differs()):
+                    own_kept.setdefault(rel, []).append(differs)
             elif judge and not judged:
                 built.append((int(index), None))
                 continue
@@ -378,25 +479,16 @@ def export_c3(
         if not built:
             continue
         built.sort(key=lambda entry: entry[0])
-        rel = f"{part.responses}.json"
         records = [record for _, record in built if record is not None]
         if len(records) < len(built):
             left_out[rel] = len(built) - len(records)
         if not records:
             continue
-        if key := part.resume_key(lang):
-            kept, seen = [], set()
-            for record in records:
-                if (value := json.dumps(record[key], sort_keys=True)) not in seen:
-                    seen.add(value)
-                    kept.append(record)
-            if len(kept) < len(records):
-                passed_over[rel], records = len(records) - len(kept), kept
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(c3_json(records), encoding="utf-8")
         written[rel] = records
-    return written, left_out, passed_over
+    return written, left_out, passed_over, own_kept
 
 
 def c3_files_left_over(store: Store, lang: str, target: Path, system: str, judge: str | None = None) -> list[str]:
@@ -460,51 +552,6 @@ def c3_judge_folder(judge: str) -> str:
     return f"_{name}" if name in (C3_STATISTICS_FOLDER, ".", "..") else name
 
 
-def c3_statistics(
-    results: dict[str, dict[str, list[dict]]], lang: str, corrected: Callable[[], dict[str, dict]]
-) -> Iterator[tuple[str, list[dict]]]:
-    """C3's statistics files for result files `results` (judge -> relative path -> records),
-    keyed as its process_results.py writes them, per judge key (C3 calls its judges dpsk and
-    gpt), as (file name, rows), in this order: `combined_<language>_statistic.json`, a list of
-    {"data_id": "/<path>/<index>", <judge>: "right" | "wrong"}, and
-    `<language>_result_data.json`, a list of {"category", <judge>_correct, "total",
-    <judge>_accuracy} (accuracies rounded to 4 places), "overall" first. Beside C3's keys each
-    category gets calibrate's corrected accuracy from `corrected()` (category ->
-    {"corrected_accuracy", "corrected_ci", "corrected_note", ...}), called once the first file
-    is handed over (`export c3` writes that file while the corrected scores are worked out)."""
-    judges = list(results)
-    combined: dict[str, dict] = {}
-    categories: dict[str, dict[str, int]] = {}
-    for judge, files in results.items():
-        for rel, records in files.items():
-            category = "/" + rel.removesuffix(".json")
-            counts = categories.setdefault(category, {})
-            for index, record in enumerate(records):
-                right = c3_right(record.get("check_answer"), lang)
-                combined.setdefault(f"{category}/{index}", {"data_id": f"{category}/{index}"})[judge] = (
-                    "right" if right else "wrong")
-                counts[judge] = counts.get(judge, 0) + right
-                counts[f"{judge}:total"] = counts.get(f"{judge}:total", 0) + 1
-
-    def entry(name: str, counts: dict[str, int]) -> dict:
-        total = max((counts.get(f"{j}:total", 0) for j in judges), default=0)
-        row: dict = {"category": name}
-        row.update({f"{j}_correct": counts.get(j, 0) for j in judges})
-        row["total"] = total
-        row.update({f"{j}_accuracy": round(counts.get(j, 0) / total, 4) if total else 0.0 for j in judges})
-        row.update(by_category.get(name, {}))
-        return row
-
-    overall: dict[str, int] = {}
-    for counts in categories.values():
-        for key, n in counts.items():
-            overall[key] = overall.get(key, 0) + n
-    name = C3_LANGUAGE_NAMES[lang]
-    yield f"combined_{name}_statistic.json", list(combined.values())
-    by_category = corrected()
-    yield f"{name}_result_data.json", [entry("overall", overall)] + [entry(c, n) for c, n in categories.items()]
-
-
 def _c3_record(item: Item, part: C3Part, lang: str, check_answer: str, templates: TemplateSet) -> dict:
     """The item as C3's evaluate.py writes its result record: exactly its keys, in its order
     (`c3_record_keys`). Multi-turn content is the rendered c3-official prompt ("" if the item
@@ -528,36 +575,3 @@ def _c3_record(item: Item, part: C3Part, lang: str, check_answer: str, templates
         values["answer"] = fields.get("response")
     values["check_answer"] = check_answer
     return {key: values.get(key) for key in c3_record_keys(part, lang)}
-
-
-def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, dict]:
-    """Per C3 category ("/<result path>" or "overall"): calibrate's corrected accuracy of the
-    exported `judges` (stratified by the judge's verdict, or by the judges' mean verdict when
-    several, as C3's final score; see `calibrate scores`), for `c3_statistics`: the value, its
-    95 % interval, `corrected_approximate` (the interval's simulated coverage near this setting
-    where it is below 93 %, else null) and the reason where there is no value. `per_task` and
-    `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task and language and
-    by language alone."""
-    categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
-    named = [(categories[c.task], c) for c in per_task if c.lang == lang and c.task in categories]
-    named += [("overall", c) for c in overall if c.lang == lang]
-    out: dict[str, dict] = {}
-    for name, cell in named:
-        chosen = [j for j in cell.judges if j.judge in judges]
-        if len(judges) > 1 and cell.final is not None:
-            estimate = cell.final.corrected
-        elif len(chosen) == 1:
-            estimate = chosen[0].corrected
-        else:
-            continue
-        out[name] = {
-            "corrected_accuracy": round(estimate.value, 4) if estimate.value is not None else None,
-            "corrected_ci": [round(v, 4) for v in estimate.ci] if estimate.ci else None,
-            "corrected_method": "stratified by the judges' mean verdict" if len(judges) > 1 else
-                                "stratified by the judge's verdict",
-            "corrected_approximate": estimate.approximate,
-            "corrected_note": estimate.reason,
-            "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
-            "labelled": cell.labelled,
-        }
-    return out

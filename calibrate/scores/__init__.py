@@ -3,8 +3,9 @@
 
 A judge's accuracy figure for a system is what a benchmark publishes; it is biased by the
 judge's mistakes. Per system × task × language (and per system overall) this package puts side
-by side: the judge's accuracy three ways (C3's own scoring rule, calibrate's parser with
-unparsed verdicts counted wrong, and with them left out), people's accuracy on the items they
+by side: the judge's accuracy three ways (C3's own scoring rule, counted as C3's
+process_results.py counts it; calibrate's parser with unparsed verdicts counted wrong, and
+with them left out), people's accuracy on the items they
 labelled, and the corrected accuracy from both (PPI++ as the main estimate, Rogan–Gladen
 beside it; the statistics live in calibrate.stats.correction). For C3 the final score is the mean
 over the judges, raw and corrected. Systems are ranked with the interval of every pairwise
@@ -22,7 +23,9 @@ withheld, naming the cells; an unparsed verdict counts as not right in the corre
 are compared. Score kinds (the rubric) have no right/wrong and are left out. Tasks
 without a judge prompt (C3's generation phenomena) are decided by people: as in C3's own
 statistics, they count in the accuracy of every judge of their benchmark and system by the
-human label, and as wrong while unlabelled. They are never judge evidence: a judgment stored
+human label, and as wrong while unlabelled (in C3's rule, by the decision the judge's own result
+files held, where they were imported: `formats.c3.c3_file_decisions`). No column counts a
+verdict on an item C3's evaluate.py passes over (`formats.c3.c3_passed_over`). They are never judge evidence: a judgment stored
 on such an item is ignored, and the corrected accuracy, Rogan–Gladen and the labels needed
 are computed over the items the judge judged.
 

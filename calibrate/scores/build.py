@@ -11,7 +11,9 @@ import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.configurations import mixed_configurations
-from calibrate.formats.c3 import c3_corrected, c3_right
+from calibrate.formats.c3 import c3_file_decisions, c3_passed_over, c3_right
+from calibrate.formats.c3_figures import c3_corrected
+from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
 from calibrate.model import FAILED, Estimate, TextRule, counted, judged
 from calibrate.scores.model import (
@@ -64,26 +66,27 @@ def _repeat(values, groups: list[_Group], dtype=float) -> np.ndarray:
 
 
 def build_scores(
-    store: Store, templates: TemplateSet, *, by: tuple[str, ...] = BY_CHOICES, judge: str | None = None,
+    store: Store, templates: TemplateSet, *, by: tuple[str, ...] = BY_CHOICES, judges: Sequence[str] = (),
     system: str | None = None, target: float = 0.05,
 ) -> Scores:
-    """Every figure of `calibrate scores`, for the cells `by` names and per system overall."""
-    return build_scores_by(store, templates, (by,), judge=judge, system=system, target=target)[0]
+    """Every figure of `calibrate scores`, for the cells `by` names and per system overall, of
+    `judges` (default: every judge)."""
+    return build_scores_by(store, templates, (by,), judges=judges, system=system, target=target)[0]
 
 
 def build_scores_by(
-    store: Store, templates: TemplateSet, bys: Sequence[tuple[str, ...]], *, judge: str | None = None,
+    store: Store, templates: TemplateSet, bys: Sequence[tuple[str, ...]], *, judges: Sequence[str] = (),
     system: str | None = None, target: float = 0.05,
 ) -> list[Scores]:
     """`build_scores` for each cut in `bys`, the items read from the store once."""
     for by in bys:
         check_by(by)
-    groups_found, notes, ties = _gather(store, templates, judge, system)
+    groups_found, notes, ties, passed_over, own = _gather(store, templates, judges, system)
     configurations = store.configuration_counts(system=system)
     if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
                           + "".join(f"; {note}" for note in notes))
-    differences = _rule_differences(store, groups_found)
+    differences = _rule_differences(store, groups_found, passed_over)
     family_judges: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # (system, benchmark, lang) -> its judges
     for group in groups_found:
         family_judges[(group.system, _family(group.task), group.lang)].update(group.verdicts)
@@ -96,7 +99,7 @@ def build_scores_by(
             if "system" in by and len(by) > 1:
                 groups[(group.system, ALL, ALL)].append(group)
         memo: dict = {}  # each cell's corrected numbers, worked out once for the rows pooling it and its own row
-        cells = [_cell(key, members, target, family_judges, memo, ties, configurations)
+        cells = [_cell(key, members, target, family_judges, memo, ties, configurations, own)
                  for key, members in sorted(groups.items())]
         found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
     return found
@@ -105,10 +108,12 @@ def build_scores_by(
 C3_RULE = TextRule("c3/", c3_right)
 
 
-def _gather(store: Store, templates: TemplateSet, judge: str | None,
-            system: str | None) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int]]:
-    """The score groups of the right/wrong tasks, the notes on the tasks left out, and the tied
-    items per (task, lang, system as shown)."""
+def _gather(store: Store, templates: TemplateSet, judges: Sequence[str],
+            system: str | None) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int], set[int], dict]:
+    """The score groups of the right/wrong tasks, the notes on the tasks and items left out, the
+    tied items per (task, lang, system as shown), the items C3 passes over (grouped as
+    unjudged: `formats.c3.c3_passed_over`) and each judge's own generation decisions
+    (`_own_decisions`)."""
     kinds: dict[tuple[str, str], object] = {}
     prompted: dict[tuple[str, str], bool] = {}
     skipped: dict[str, str] = {}
@@ -125,9 +130,10 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None,
                              f"its values ({', '.join(kind.labels)}) say more than right or wrong")
             skipped[task] += " (see `calibrate report`)"
             del kinds[(task, lang)]
-    judges = [judge] if judge else store.judge_names(system=system)
+    judges = list(dict.fromkeys(judges)) or store.judge_names(system=system)
+    passed_over = c3_passed_over(store, system=system)
     rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.right_by_reference],
-                              system=system, c3_rule=c3_right)
+                              system=system, c3_rule=c3_right, unjudged=passed_over)
     found = []
     for task, lang, item_system, reference, gold, *rest in rows:
         kind, people_decide = kinds[(task, lang)], not prompted[(task, lang)]
@@ -148,10 +154,46 @@ def _gather(store: Store, templates: TemplateSet, judge: str | None,
             group.stored[name] = (status, verdict)
         found.append(group)
     notes = [f"{task} left out: {why}" for task, why in sorted(skipped.items())]
+    repeats = Counter((p.task, p.lang) for p in passed_over.values() if (p.task, p.lang) in kinds)
+    if repeats:
+        n, where = sum(repeats.values()), ", ".join(f"{t} ({lang}): {k}" for (t, lang), k in sorted(repeats.items()))
+        notes.append(f"{counted(n, 'item')} ({where}) {'repeats' if n == 1 else 'repeat'} an earlier item's notation or "
+                     "first turn, which C3's evaluate.py passes over: no verdict on them counts, as export c3 writes no "
+                     "record of them and judge does not ask them")
     ties: dict[tuple[str, str, str], int] = defaultdict(int)
     for (task, lang, item_system), n in store.score_ties(kinds, system=system).items():
         ties[(task, lang, item_system or NO_SYSTEM)] += n
-    return found, notes, ties
+    own = _own_decisions(store, {(g.task, g.lang, g.stored_system): kinds[(g.task, g.lang)] for g in found
+                                 if g.people_decide and _family(g.task) == "c3"}, judges)
+    return found, notes, ties, set(passed_over), own
+
+
+def _own_decisions(store: Store, cells: dict[tuple[str, str, str], object],
+                   judges: list[str]) -> dict[tuple[str, str], tuple[int, list[str]]]:
+    """(judge, cell as shown) -> what counting the people's decisions on a C3 generation cell as
+    that judge's own result files held them (`formats.c3.c3_file_decisions`), as C3's
+    process_results.py counts them, changes in its C3-rule count of right items against the
+    label in force (+1 where its file says yes and the gold label does not, -1 the other way),
+    and where its file and the label in force differ (`FileDecision.differs`)."""
+    own: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    for (task, lang, item_system), kind in cells.items():
+        decisions = c3_file_decisions(store, task, lang, item_system)
+        if not any(judge in decisions for judge in judges):
+            continue
+        labels: dict[int, dict[str, str]] = defaultdict(dict)
+        for row in store.current_labels(task=task, lang=lang, system=item_system):
+            labels[row["item_id"]][row["annotator"]] = row["label"]
+        cell = f"{item_system or NO_SYSTEM} · {task} · {lang}"
+        for judge in judges:
+            delta, differing = 0, []
+            for item_id, decision in decisions.get(judge, {}).items():
+                gold = gold_label(labels.get(item_id, {}))[0]
+                delta += _right(kind, decision.label, None) - (gold is not None and _right(kind, gold, None))
+                if differs := decision.differs():
+                    differing.append(differs)
+            if delta or differing:
+                own[(judge, cell)] = (delta, differing)
+    return own
 
 
 def _words(kind) -> tuple[str, str]:
@@ -181,10 +223,10 @@ PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
           family_judges: dict[tuple[str, str, str], set[str]], memo: dict, ties: dict[tuple[str, str, str], int],
-          configurations: list[tuple]) -> ScoreCell:
+          configurations: list[tuple], own: dict[tuple[str, str], tuple[int, list[str]]]) -> ScoreCell:
     """One cell's figures; `configurations` are the store's counts of the verdicts in force per
     judge configuration (`Store.configuration_counts`), to note a judge whose verdicts here come
-    from several."""
+    from several; `own` the judges' own generation decisions (`_own_decisions`), for their C3 rule."""
     y = _repeat([m.human for m in members], members)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
@@ -216,6 +258,13 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         parsed = np.concatenate([verdicts, _repeat([np.nan_to_num(m.human, nan=0.0) for m in decided], decided)])
         rule_known = all(m.verdicts[name][1] is not None for m in rows)
         rules_right = sum(m.n for m in rows if m.verdicts[name][1]) + sum(m.n for m in decided if m.human == 1)
+        # C3's rule counts the generation decisions as this judge's own result files held them
+        own_cells = [own[(name, c)] for c in sorted({m.cell for m in decided}) if (name, c) in own]
+        rules_right += sum(delta for delta, _ in own_cells)
+        # C3's rule divides as process_results.py does: by every item any judge shown has a record for (a
+        # verdict or an error), one this judge has none for counting wrong, beside the items people decide
+        recorded = sum(m.n for m in members if m.verdicts and _family(m.task) in families)
+        no_record = recorded - len(verdicts)
         f = np.nan_to_num(parsed, nan=0.0)
         ok = ~np.isnan(parsed)
         # the judge's evidence: only the items it judged
@@ -227,7 +276,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
                                                    cells=cells)
         if without:
-            why = _without_reason(f"{name}: no verdicts", without, members)
+            why = _without_reason(f"{name}: no verdicts", without, members, rule_known)
             corrected, ppi, rogan_gladen = _withheld(corrected, why), _withheld(ppi, why), _withheld(rogan_gladen, why)
             plan = replace(plan, more=None, reason=why)
         elif not rows:
@@ -240,13 +289,14 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         places = {(m.task, m.lang, m.stored_system) for m in rows}
         mixed = mixed_configurations(name, [(task, lang, config, n) for task, lang, item_system, judge, config, n
                                             in configurations if judge == name and (task, lang, item_system) in places])
-        raw = [Accuracy(rules_right, len(parsed)), Accuracy(int(f.sum()), len(parsed)),
+        raw = [Accuracy(rules_right, len(parsed) + no_record), Accuracy(int(f.sum()), len(parsed)),
                Accuracy(int(parsed[ok].sum()), int(ok.sum()))]
-        if without:  # over only some of the row's cells: not this row's accuracy
-            raw = [Accuracy(None, None)] * 3
+        if without:  # over only some of the row's cells: not this row's accuracy (C3's rule counts them all, as C3)
+            raw = [raw[0] if rule_known else Accuracy(None, None), Accuracy(None, None), Accuracy(None, None)]
         cell.judges.append(JudgeScores(
             judge=name, judged=sum(n for status, n in statuses.items() if judged(status)),
             unparsed=statuses["unparsed"], errors=statuses[FAILED], c3_rule=raw[0] if rule_known else None,
+            c3_no_record=no_record if rule_known else 0, c3_own_decisions=[d for _, found in own_cells for d in found],
             parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
             other_benchmarks=sum(m.n for m in members if _family(m.task) not in families), configurations=mixed,
@@ -263,8 +313,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
                                            random_sample=True, memo=memo)
         without = _without_verdicts(c3, {m.cell for m in common})
         if without:
-            raw, corrected = None, _withheld(corrected, _without_reason(
-                f"the judges' mean: {', '.join(c3_judges)} do not all have verdicts", without, members))
+            corrected = _withheld(corrected, _without_reason(
+                f"the judges' mean: {', '.join(c3_judges)} do not all have verdicts", without, members, raw is not None))
         cell.final = Final(c3_judges, raw, corrected, without)
     return cell
 
@@ -274,13 +324,16 @@ def _without_verdicts(members: list[_Group], judged: set[str]) -> list[str]:
     return sorted({m.cell for m in members if not m.people_decide} - judged)
 
 
-def _without_reason(lead: str, without: list[str], members: list[_Group]) -> str:
+def _without_reason(lead: str, without: list[str], members: list[_Group], c3_rule: bool = False) -> str:
     """Why a pooled row gives no raw or corrected accuracy: `lead` (whose verdicts are missing),
-    then the cells without them, named, with their items."""
+    then the cells without them, named, with their items; with `c3_rule`, that C3's rule is
+    given all the same (it counts those items as C3's process_results.py does)."""
     items = sum(m.n for m in members if m.cell in without)
+    shown = ("no parser or corrected accuracy over this row: it would leave those items out (the C3 rule counts "
+             "them as C3's process_results.py does: wrong where another judge shown has a record, else not at all)"
+             if c3_rule else "no raw or corrected accuracy over this row: it would leave those items out")
     return (f"{lead} in {len(without)} of the cells pooled here ({', '.join(without)}; {items} of its "
-            f"{counted(sum(m.n for m in members), 'item')}), so no raw or corrected accuracy over this row: it would leave "
-            "those items out")
+            f"{counted(sum(m.n for m in members), 'item')}), so {shown}")
 
 
 def _withheld(estimate, why: str):
@@ -355,9 +408,10 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     return pairs
 
 
-def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
+def _rule_differences(store: Store, groups: list[_Group], passed_over: set[int]) -> list[str]:
     """Why the C3-rule column differs from the parser column: each output the two read
-    differently, with its last line, item by item. On C3's tasks (yes/no) the parser's reading
+    differently, with its last line, item by item, the items C3 passes over aside (their
+    verdicts count nowhere). On C3's tasks (yes/no) the parser's reading
     is the stored status and verdict's, so those and the rule's reading find the items."""
     differing = {(g.task, g.lang, g.stored_system, judge, *g.stored[judge], rule)
                  for g in groups for judge, (parsed, rule) in g.verdicts.items()
@@ -367,7 +421,8 @@ def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
         parsed = next(g.verdicts[judge][0] for g in groups if (g.task, g.lang, g.stored_system) == (task, lang, system)
                       and g.stored.get(judge) == (status, verdict))
         for item_id, source_id, raw in store.rule_judgments(task, lang, system, judge, (status, verdict), C3_RULE, rule):
-            found.append((item_id, judge, system or NO_SYSTEM, task, lang, source_id, parsed, rule, raw))
+            if item_id not in passed_over:
+                found.append((item_id, judge, system or NO_SYSTEM, task, lang, source_id, parsed, rule, raw))
     out = []
     for _, judge, system, task, lang, source_id, parsed, rule, raw in sorted(found, key=lambda f: (f[0], f[1])):
         last = next((line.strip() for line in reversed((raw or "").splitlines()) if line.strip()), "(empty output)")
@@ -378,7 +433,7 @@ def _rule_differences(store: Store, groups: list[_Group]) -> list[str]:
 
 
 def c3_corrected_in(path: str, templates: TemplateSet, lang: str, system: str, judges: list[str]) -> dict[str, dict]:
-    """`formats.c3.c3_corrected` for one system's items of the database file at `path`, read on
+    """`formats.c3_figures.c3_corrected` for one system's items of the database file at `path`, read on
     a read-only connection of its own: `export c3` works it out in a child process
     (`in_child_process`) while it writes the result files, since the corrected scores'
     statistics take seconds to import and compute at a million items. {} when there is nothing

@@ -46,7 +46,10 @@ class JudgeScores:
     do (wrong by C3's rule and the parser's unparsed-wrong reading, left out of unparsed-left-out)
     and also count the cell's items that people decide (see the module docstring). In a
     row pooling cells of several benchmarks (C3 and SuperGLUE, say) they cover the cells of the
-    benchmarks this judge judges there."""
+    benchmarks this judge judges there. `c3_rule` divides as C3's process_results.py does: by the
+    items any judge shown has a record for, one this judge has none for counting wrong
+    (`c3_no_record`), with the generation decisions its own result files held
+    (`c3_own_decisions`), and is given over a pooled row where the others are withheld."""
 
     judge: str
     judged: int
@@ -64,13 +67,18 @@ class JudgeScores:
     without_verdicts: list[str] = field(default_factory=list)
     other_benchmarks: int = 0
     configurations: MixedConfigurations | None = None  # where its verdicts here come from several
+    c3_no_record: int = 0  # items another judge shown has a record for and this one none: wrong by C3's rule
+    # generation items its own result files decided otherwise than the label in force (FileDecision.differs), which
+    # its C3 rule counts as its files have them
+    c3_own_decisions: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
             "judge": self.judge, "judged": self.judged, "unparsed": self.unparsed, "errors": self.errors,
             "configurations": self.configurations.as_dict() if self.configurations else None,
             "cells_without_verdicts": self.without_verdicts, "items_of_other_benchmarks": self.other_benchmarks,
-            "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None,
+            "c3_rule": self.c3_rule.as_dict() if self.c3_rule else None, "c3_rule_without_record": self.c3_no_record,
+            "c3_rule_own_file_decisions": self.c3_own_decisions,
             "parser_unparsed_wrong": self.parser_unparsed_wrong.as_dict(),
             "parser_unparsed_left_out": self.parser_unparsed_left_out.as_dict(),
             "corrected": self.corrected.as_dict(), "corrected_ppi": self.ppi.as_dict() if self.ppi else None,
@@ -83,8 +91,9 @@ class JudgeScores:
 class Final:
     """C3's final score: the mean over its judges, raw (each judge's accuracy by C3's rule) and
     corrected (stratified by the judges' mean verdict, on the C3 items every one of them
-    judged). Over several cells both need every judge's verdicts in each (`without_verdicts`
-    names the cells where one has none; both are then withheld)."""
+    judged). Over several cells the corrected one needs every judge's verdicts in each
+    (`without_verdicts` names the cells where one has none; it is then withheld); the raw one
+    counts those items as C3's rule does."""
 
     judges: list[str]
     raw: float | None

@@ -37,14 +37,24 @@ UNPARSED_READ_AS_NO = (
 FAILED_NOT_JUDGED = ("{} (errors: no output, no verdict), not counted as judged; C3 rule and "
                      "parser (unparsed wrong) count them wrong, as C3's statistics count a failed call, and parser "
                      "(unparsed left out) leaves them out")
+C3_NO_RECORD = ("C3 rule: {n} another judge shown has a record for and {judge} none count wrong, as C3's "
+                "process_results.py counts them; the parser columns leave them out")
+C3_OWN_DECISIONS = ("C3 rule: {judge}'s own result files decided {n} otherwise than the label in force ({which}); "
+                    "it counts them as its files have them, as C3's process_results.py does (calibrate keeps one "
+                    "decision per item: the result files imported last; the other columns count that one)")
 APPROXIMATE_MARK = "~"
 """After an interval simulated to cover less than 93 % near this cell's setting (a note gives the figure)."""
 RULE_EXPLAINED = (
     "judged: the items with a verdict in force by the judge (by any judge shown, in its (no judge) and mean rows), "
     "its unparsed outputs included; a failed judgment is no verdict, so it is not judged. "
     "C3 rule: C3's own statistics script (split on \"The answer is: \" / \"最终答案为：\", right iff the rest starts "
-    "with yes/是), so a bold, full-width-colon or space-less \"yes\" counts as wrong; parser: calibrate's tolerant "
-    "parser. Corrected: the accuracy of the labelled items within each judge verdict, weighted by how often the "
+    "with yes/是), so a bold, full-width-colon or space-less \"yes\" counts as wrong; it divides as that script "
+    "does, by the items any judge shown has a record for (a verdict or an error), counting wrong an item the judge "
+    "has none for: shown the two judges of a C3 run (--judge dpsk --judge gpt where there are more), it gives C3's "
+    "own figures, one judge alone what the script gives on that judge's files alone, and a third judge's records "
+    "count for the others too; it leaves out the items C3's evaluate.py passes over and counts a judge's generation "
+    "decisions as its own result files hold them. Parser: calibrate's tolerant parser, over the judge's own "
+    "records. Corrected: the accuracy of the labelled items within each judge verdict, weighted by how often the "
     "judge gave it (stratified by the verdict; for C3's final score by the judges' mean verdict), with a 95 % "
     "Bayesian interval for the accuracy over the cell's items (Jeffreys prior per verdict, exact posterior): with one "
     "judge it covered 93 % or more in simulation from 20 labels on, all-correct label sets included "
@@ -131,6 +141,10 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
             note += notes.ref(OTHER_BENCHMARKS.format(judge=j.judge, n=counted(j.other_benchmarks, "item")) if j.other_benchmarks else None)
             note += notes.ref(UNPARSED_READ_AS_NO if (j.unparsed or j.errors) and j.corrected.value is not None else None)
             note += notes.ref(FAILED_NOT_JUDGED.format(counted(j.errors, "failed judgment")) if j.errors else None)
+            note += notes.ref(C3_NO_RECORD.format(judge=j.judge, n=counted(j.c3_no_record, "item")) if j.c3_no_record
+                              else None)
+            note += notes.ref(C3_OWN_DECISIONS.format(judge=j.judge, n=counted(len(j.c3_own_decisions), "generation item"),
+                                                      which=listing(j.c3_own_decisions, 3)) if j.c3_own_decisions else None)
             note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")

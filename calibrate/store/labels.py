@@ -23,6 +23,7 @@ from calibrate.store.sql import (
     IN_FORCE,
     LABELLED,
     LABELS_JSON,
+    VISIBLE,
     annotation_from_row,
     chunks,
 )
@@ -214,6 +215,22 @@ class LabelsMixin:
                 sql += f" AND {column} = ?"
                 params.append(value)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
+
+    def noted_labels(self, note_prefix: str, *, task: str, lang: str, system: str) -> list[tuple]:
+        """(item id, source id, annotator, note, label, label in force, the note of the decision
+        in force) of the current items of one cell, for each annotator's latest labelling row per
+        note that starts with `note_prefix`, in item order."""
+        latest: dict[tuple[int, str, str], tuple] = {}
+        for row in self.conn.execute(
+                "SELECT a.item_id, i.source_id, a.annotator, a.note, a.label, f.label, fa.note FROM annotations a "
+                "JOIN items i ON i.id = a.item_id "
+                "LEFT JOIN labels_in_force f ON f.item_id = a.item_id AND f.annotator = a.annotator "
+                "LEFT JOIN annotations fa ON fa.uid = f.annotation_uid "
+                f"WHERE substr(a.note, 1, length(?)) = ? AND {LABELLED} AND i.task = ? AND i.lang = ? AND i.system = ? "
+                f"AND i.current = 1 AND {VISIBLE} ORDER BY a.id",
+                (note_prefix, note_prefix, LABELS_JSON, task, lang, system)):
+            latest[(row[0], row[2], row[3])] = tuple(row)
+        return sorted(latest.values(), key=lambda row: row[0])
 
     def labelled_item_ids(self):
         """Ids of the items someone has a label in force on, as a sorted numpy array (read as one

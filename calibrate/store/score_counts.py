@@ -7,8 +7,9 @@ reads differently from calibrate's parser."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from calibrate.model import TextRule
 from calibrate.store.connection import plain_rows
@@ -33,7 +34,8 @@ class ScoreCountsMixin:
 
     def score_groups(self, judges: Sequence[str], scored: Iterable[tuple[str, str]], *,
                      by_reference: Iterable[tuple[str, str]] = (), system: str | None = None,
-                     c3_rule: Callable[[str | None, str], bool] | None = None) -> list[tuple]:
+                     c3_rule: Callable[[str | None, str], bool] | None = None,
+                     unjudged: Collection[int] = ()) -> list[tuple]:
         """What `calibrate scores` needs, counted: the current items of the `scored`
         (task, lang) pairs (of `system`, if given) grouped by what the scores tell apart, one
         row per group:
@@ -46,7 +48,8 @@ class ScoreCountsMixin:
         is the judgment's, on the `by_reference` pairs only; `rule` is C3's rule on the judgment's
         raw output (1 or 0) for tasks starting with 'c3/' when `c3_rule` is given (NULL
         elsewhere), as migration 0020 reads it, or as `c3_rule` (C3's rule in Python) does where
-        that SQL cannot."""
+        that SQL cannot. The items `unjudged` names are grouped as if no judge had judged them (the
+        items C3's evaluate.py passes over: no C3 figure counts a verdict on them)."""
         judges = list(judges)
         scored, references = set(scored), set(by_reference)
         found: Counter = Counter()
@@ -92,10 +95,29 @@ class ScoreCountsMixin:
             for values in self._items_ruled(judges, (task, lang, item_system, reference, gold, text),
                                             judge_values(text, by_ref, False), c3_rule):
                 found[_group_key(task, lang, item_system, reference, gold, values, by_ref)] += 1
+        for item_id, task, lang, item_system, reference, gold, text in self._score_sets_of(unjudged):
+            if (task, lang) not in scored or (system is not None and item_system != system):
+                continue
+            by_ref = (task, lang) in references
+            values = judge_values(text, by_ref, c3_rule is not None and task.startswith(C3_PREFIX))
+            if values is None:
+                values = next(iter(self._items_ruled(judges, (task, lang, item_system, reference, gold, text),
+                                                     judge_values(text, by_ref, False), c3_rule, item_id)))
+            found[_group_key(task, lang, item_system, reference, gold, values, by_ref)] -= 1
+            found[_group_key(task, lang, item_system, reference, gold, (None,) * len(values), by_ref)] += 1
         for cell, n in self._cell_sizes(scored, system).items():
             if n > counted[cell]:
                 found[(*cell, None, None, *[None] * (4 * len(judges)))] += n - counted[cell]
-        return [(*key, n) for key, n in found.items()]
+        return [(*key, n) for key, n in found.items() if n]
+
+    def _score_sets_of(self, item_ids: Collection[int]) -> list[tuple]:
+        """(item id, task, lang, system, reference, gold, verdicts) of the counted items among
+        `item_ids` that have a score set (a verdict or a label in force)."""
+        if not item_ids:
+            return []
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT item_id, task, lang, system, reference, gold, verdicts FROM score_sets "
+            "WHERE item_id IN (SELECT value FROM json_each(?)) ORDER BY item_id", (json.dumps(sorted(item_ids)),))]
 
     def score_ties(self, scored: Iterable[tuple[str, str]], *, system: str | None = None) -> Counter:
         """(task, lang, system) -> the counted items of the `scored` (task, lang) pairs (of
@@ -112,17 +134,17 @@ class ScoreCountsMixin:
         return ties
 
     def _items_ruled(self, judges: list[str], key: tuple, values: tuple,
-                     c3_rule: Callable[[str | None, str], bool]) -> Iterable[tuple]:
-        """The judges' columns of each item of one stored set, with C3's rule read by `c3_rule`
-        from each judgment's raw output."""
+                     c3_rule: Callable[[str | None, str], bool], item_id: int | None = None) -> Iterable[tuple]:
+        """The judges' columns of each item of one stored set (of the one item `item_id`, if
+        given), with C3's rule read by `c3_rule` from each judgment's raw output."""
         lang = key[1]
         outputs: dict[int, dict[str, str | None]] = {}
-        for item_id, name, raw in self.conn.execute(
+        for found_id, name, raw in self.conn.execute(
                 "SELECT s.item_id, v.judge_name, j.raw_output FROM score_sets s "
                 "JOIN verdicts_in_force v ON v.item_id = s.item_id JOIN judgments j ON j.id = v.judgment_id "
-                "WHERE s.task = ? AND s.lang = ? AND s.system = ? AND s.reference = ? AND s.gold = ? AND s.verdicts = ?",
-                key):
-            outputs.setdefault(item_id, {})[name] = raw
+                "WHERE s.task = ? AND s.lang = ? AND s.system = ? AND s.reference = ? AND s.gold = ? AND s.verdicts = ? "
+                "AND (? IS NULL OR s.item_id = ?)", (*key, item_id, item_id)):
+            outputs.setdefault(found_id, {})[name] = raw
         for raws in outputs.values():
             ruled = list(values)
             for k, name in enumerate(judges):
