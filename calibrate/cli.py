@@ -1300,9 +1300,12 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     if app.fault is not None:  # the database file is damaged: nothing more could be saved
         raise click.ClickException(str(app.fault))
     progress = app.session.progress()
-    console.print(safe_text(f"{annotator}: {counted(app.decisions, 'decision')} saved in {ctx.db_path} "
+    saved = ", ".join(counted(app.saved[kind], kind) for kind in ("label", "skip", "flag", "undo", "note") if app.saved[kind])
+    console.print(safe_text(f"{annotator}: {saved or 'nothing'} saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))
+    if app.session.fallback_note:  # the order found none of the items it puts first
+        err_console.print(safe_text(f"--order {app.session.fallback_note}.", style="yellow"))
     if app.held_back or app.lost:
         held = (f"the items you held come back to you when you start again, and to others when their leases end (in "
                 f"{app.session.lease_seconds / 60:g} min at most)") if app.held_back else ""

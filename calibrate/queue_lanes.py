@@ -1,8 +1,9 @@
 """What the shuffled and fitted annotation queue orders are built from, apart from the session
 that takes items from them: each cell's shuffled lane (the stratified and informative orders draw
-them alike), read on a thread for the stratified order (`LaneReader`), and informative's cells
-and escalate's trust marks as a child process works them out on a large queue
-(`AnnotationSession.prepare_queue`)."""
+them alike), read on a thread for the stratified order (`LaneReader`), informative's cells and
+escalate's trust marks as a child process works them out on a large queue
+(`AnnotationSession.prepare_queue`), and the informative order drawn from those cells
+(`informative_order`)."""
 
 from __future__ import annotations
 
@@ -174,7 +175,7 @@ class LaneReader:
 
 def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -> tuple[list, dict]:
     """The informative order's heap of cells and each cell's unlabelled items in random order
-    (`AnnotationSession._informative`), for the filter `scope` and `judge`, read through `store`."""
+    (`informative_order`), for the filter `scope` and `judge`, read through `store`."""
     import heapq
 
     import numpy as np
@@ -190,6 +191,30 @@ def informative_cells(store: Store, scope: dict, judge: str | None, seed: int) -
         if len(pending[cell]):
             heapq.heappush(heap, (-(weight / (int(done.sum()) + 1)), cell, int(done.sum()), weight))
     return heap, pending
+
+
+def informative_order(heap: list, pending: dict) -> Iterator[int]:
+    """Items in the order whose labels most narrow the corrected-score intervals of
+    `calibrate scores`, with every cell's labels still a random sample of it.
+
+    Cells are system x task x language. Each next label goes to the cell whose interval it
+    narrows most: a cell's half-width is taken as proportional to sqrt(w / (n + 1)) with n
+    its labelled items (people's labels in force plus those already queued) and
+    w = 1 + the share of its items whose judges disagree, failed or gave no verdict (where
+    the judges are unsure, a label tells more). Within a cell items come in random order
+    (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
+    and Rogan-Gladen assume; which items the judges disagree on steers which cells get
+    labels, never which items. The queue is produced as it is taken, from the heap and lanes
+    of `informative_cells`."""
+    import heapq
+
+    taken = dict.fromkeys(pending, 0)
+    while heap:
+        _, cell, n, weight = heapq.heappop(heap)
+        yield int(pending[cell][taken[cell]])
+        taken[cell] += 1
+        if taken[cell] < len(pending[cell]):
+            heapq.heappush(heap, (-(weight / (n + 2)), cell, n + 1, weight))
 
 
 def work_out_queue(path: str, order: str, templates: TemplateSet, judge: str | None, scope: dict, seed: int):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -25,14 +26,14 @@ from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
     LaneReader,
     informative_cells,
+    informative_order,
     kept_ids,
     shuffled_lanes,
     work_out_queue,
 )
 from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
-from calibrate.templates import Template, TemplateError, TemplateSet
-from calibrate.validate import InputError, check_field_type
+from calibrate.templates import TemplateSet
 
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
@@ -48,6 +49,10 @@ EARLY_NOTES = {
                 "queue shows, in id order, items on which no judge's verdict can be accepted whatever they are",
     "informative": "informative: which cells' labels tell most is still being worked out; until then the queue "
                    "shows the unlabelled items of the first cell ({cell}) in that cell's random order",
+}
+FALLBACK_NOTES = {  # where an order finds none of the items it puts first, its queue is the id order's
+    "unstable-first": "unstable-first: no verdict changed over judge --repeat: items in id order",
+    "disagreement-first": "disagreement-first: no judges disagree or fail here: items in id order",
 }
 
 
@@ -96,7 +101,7 @@ class AnnotationSession:
             if self._kept_order is None:
                 self._lanes = LaneReader(self.store, self._scope, self.seed)
         self.started = time.monotonic()
-        self.decisions_here = 0
+        self.saved: Counter[str] = Counter()  # what this session saved: labels, skips, flags, undos, notes
         self.labels_here = 0  # labels given in this session and not undone: its pace
         self._windows: Iterator[list[int]] | None = None
         self._window: list[int] = []
@@ -114,6 +119,8 @@ class AnnotationSession:
         self._shown_early: set[int] = set()  # items claimed before the queue was worked out
         self._early_note: str | None = None  # why they came
         self._early = False  # whether the queue's current window is of those
+        self.fallback_note: str | None = None  # why the queue is in id order instead of the session's (FALLBACK_NOTES)
+        self._back_to: int | None = None  # the history's place the next `forward` comes back to (`jump_to`)
         self.holder = lease_holder(self.annotator, self.tab)
         self.store.release_ended_sessions(self.annotator, process_running)
         # the queue's items counted on a thread while the app imports, composes and claims the first item
@@ -123,6 +130,11 @@ class AnnotationSession:
         self._recount: tuple[int, Future] | None = None  # (changes when started, the count), while counting
         self._recounted_at = time.monotonic()  # when the latest count of the labelled items started
         self._counted_version = self.store.data_version()  # the database as the latest count found it
+
+    @property
+    def decisions_here(self) -> int:
+        """The labels, skips and flags this session saved."""
+        return self.saved["label"] + self.saved["skip"] + self.saved["flag"]
 
     @property
     def total(self) -> int:
@@ -184,7 +196,7 @@ class AnnotationSession:
 
     def queue_note(self, item_id: int) -> str | None:
         """Why this item came in an order other than the session's own, if it did."""
-        return self._early_note if item_id in self._shown_early else None
+        return self._early_note if item_id in self._shown_early else self.fallback_note
 
     @property
     def _scope(self) -> dict:
@@ -220,11 +232,13 @@ class AnnotationSession:
         elif self.order == "escalate":  # items whose judge verdict cannot be trusted go to people first
             yield from self._escalate_windows()
         elif self.order == "unstable-first":  # the judge changed its verdict over its repeats, then the rest
-            chosen = set()
+            chosen, self.fallback_note = set(), FALLBACK_NOTES[self.order]  # until one is found
             for between in self._id_slices():
                 first = self.store.unstable_item_ids(**self._scope, judge=self.judge, between=between,
                                                      overlap=self.overlap)
                 chosen.update(first)
+                if first:
+                    self.fallback_note = None
                 for k in range(0, len(first), WINDOW):
                     yield first[k : k + WINDOW]
             after = 0
@@ -234,10 +248,12 @@ class AnnotationSession:
         elif self.order == "informative":
             yield from self._informative_windows()
         else:  # disagreement-first: contested items in id order, then the rest (both read a slice of ids at a time)
+            self.fallback_note = FALLBACK_NOTES[self.order]  # until one is found
             for between in self._id_slices():
                 contested = self.store.contested_item_ids(**self._scope, judge=self.judge, between=between,
                                                           overlap=self.overlap)
                 if contested:
+                    self.fallback_note = None
                     yield contested
             after = 0
             while rest := self.store.item_ids(**self._scope, after=after, limit=WINDOW):
@@ -300,7 +316,7 @@ class AnnotationSession:
                 yield [i for i in window if i not in self._shown_early] if self._shown_early else window
 
     def _informative_windows(self) -> Iterator[list[int]]:
-        """The informative order (`_informative`). On a large queue its cells are weighed in a
+        """The informative order (`informative_order`). On a large queue its cells are weighed in a
         child process (seconds at 1M items); meanwhile come the unlabelled items of the first cell
         in that cell's random order (the order's own within the cell), each with a `queue_note`.
         Those shown are not shown again."""
@@ -318,7 +334,7 @@ class AnnotationSession:
         else:
             heap, pending = informative_cells(self.store, self._scope, self.judge, self.seed)
         window = []
-        for item_id in self._informative(heap, pending):
+        for item_id in informative_order(heap, pending):
             if item_id in self._shown_early:
                 continue
             window.append(item_id)
@@ -338,29 +354,6 @@ class AnnotationSession:
             yield limit
             limit = EARLY_WINDOW if len(self._shown_early) > shown else min(2 * limit, WINDOW)
             shown = len(self._shown_early)
-
-    def _informative(self, heap: list, pending: dict) -> Iterator[int]:
-        """Items in the order whose labels most narrow the corrected-score intervals of
-        `calibrate scores`, with every cell's labels still a random sample of it.
-
-        Cells are system x task x language. Each next label goes to the cell whose interval it
-        narrows most: a cell's half-width is taken as proportional to sqrt(w / (n + 1)) with n
-        its labelled items (people's labels in force plus those already queued) and
-        w = 1 + the share of its items whose judges disagree, failed or gave no verdict (where
-        the judges are unsure, a label tells more). Within a cell items come in random order
-        (`lanes`: each cell's item ids, shuffled), so the labels stay the random sample PPI++
-        and Rogan-Gladen assume; which items the judges disagree on steers which cells get
-        labels, never which items. The queue is produced as it is taken, from the heap and lanes
-        of `informative_cells`."""
-        import heapq
-
-        taken = dict.fromkeys(pending, 0)
-        while heap:
-            _, cell, n, weight = heapq.heappop(heap)
-            yield int(pending[cell][taken[cell]])
-            taken[cell] += 1
-            if taken[cell] < len(pending[cell]):
-                heapq.heappush(heap, (-(weight / (n + 2)), cell, n + 1, weight))
 
     def _claim(self) -> int | None:
         """Lease the next item of the queue; once it is exhausted, the items this annotator
@@ -413,49 +406,64 @@ class AnnotationSession:
     # -- navigation --------------------------------------------------------------------------
 
     def current(self) -> ItemView | None:
-        if 0 <= self.position < len(self.history):
-            return self.view(self.history[self.position])
-        return None
+        item_id = self._current_id()
+        return None if item_id is None else self.view(item_id)
+
+    def _current_id(self) -> int | None:
+        return self.history[self.position] if 0 <= self.position < len(self.history) else None
 
     def start(self) -> ItemView | None:
         """The first item of the queue (claimed, or kept if this annotator already holds it)."""
         return self.forward()
 
     def forward(self) -> ItemView | None:
-        """The next item in this session's history, or a newly claimed one."""
+        """The next item in this session's history (after an item picked with F, the one left
+        for it: `jump_to`), or a newly claimed one; the item on screen again where the queue comes
+        back round to it (nothing else waits)."""
         self.stop_listening()
-        if self.position + 1 < len(self.history):
+        if self._back_to is not None:
+            self.position, self._back_to = self._back_to, None
+        elif self.position + 1 < len(self.history):
             self.position += 1
         else:
             item_id = self._claim()
             if item_id is None:
                 self.position = len(self.history)
                 return None
-            self.history.append(item_id)
-            self.position = len(self.history) - 1
+            if item_id != self._current_id():
+                self.history.append(item_id)
+                self.position = len(self.history) - 1
         self._shown_at = time.monotonic()
         return self.current()
 
     def back(self) -> ItemView | None:
         self.stop_listening()
+        self._back_to = None
         if self.position > 0:
             self.position -= 1
             self._shown_at = time.monotonic()
         return self.current()
 
-    def jump_to(self, item_id: int) -> ItemView:
+    def jump_to(self, item_id: int, *, detour: bool = False) -> ItemView:
+        """Show `item_id`: where it is in the history, else put in after the item on screen. A
+        `detour` (an item picked with F) brings the next `forward` back to the item on screen now."""
         self.stop_listening()
+        on_screen = self.position if detour and self._current_id() is not None else None
+        back_to = self._back_to if self._back_to is not None else on_screen
         if item_id in self.history:
             self.position = self.history.index(item_id)
         else:
-            self.history.insert(self.position + 1 if self.position >= 0 else 0, item_id)
-            self.position = self.history.index(item_id)
+            at = min(self.position + 1, len(self.history))
+            self.history.insert(at, item_id)
+            self.position = at
+            back_to = back_to + 1 if back_to is not None and back_to >= at else back_to
+        self._back_to = back_to if back_to != self.position else None
         self._shown_at = time.monotonic()
         return self.view(item_id)
 
     def view(self, item_id: int) -> ItemView:
         item = self.store.item(item_id)
-        template, problem = self._template_for(item)
+        template, problem = self.templates.for_item(item)
         # one character more than a page, so the view can tell that the output goes on
         judgments = self.store.judgments_for_item(item_id, self.judge, output_chars=PAGE_CHARS + 1)
         judgment = next((j for j in judgments if j.status != "error"), judgments[0] if judgments else None)
@@ -549,19 +557,6 @@ class AnnotationSession:
             seconds += min(self._playback.seconds, self._playback_seconds)
         return self._plays.get(item_id, 0), seconds
 
-    def _template_for(self, item: Item) -> tuple[Template, str | None]:
-        """The item's template, or a stand-in without labels and the reason the item cannot be
-        labelled: a bad item is shown and skipped, it never stops the session."""
-        try:
-            template = self.templates.for_task(item.task, item.lang)
-            for name, declared in template.field_types.items():
-                if name in item.fields:
-                    check_field_type(name, item.fields[name], declared)
-            return template, None
-        except (TemplateError, InputError) as exc:
-            stand_in = Template(id="(none)", family="", lang=item.lang, tasks=(item.task,), required=(), verdict="label_set")
-            return stand_in, str(exc)
-
     # -- decisions ---------------------------------------------------------------------------
 
     def decide(self, action: str, label: str | None = None) -> Decision:
@@ -607,7 +602,7 @@ class AnnotationSession:
         self._changes += 1
         if action in LABEL_ACTIONS and view.current_label is None:
             self.labelled += 1
-        self.decisions_here += 1
+        self.saved["label" if action in LABEL_ACTIONS else action] += 1
         self.labels_here += action in LABEL_ACTIONS
         self.last_decision = Decision(view.item.id, action, label, view.verdict, uid)
         return self.last_decision
@@ -625,6 +620,7 @@ class AnnotationSession:
         if view is None or not text.strip():
             return
         self.store.annotate(view.item.id, self.annotator, "note", note=text.strip(), blind=self.blind)
+        self.saved["note"] += 1
 
     def undo(self) -> ItemView | None:
         """Reverse this session's latest decision still in force (an appended row) and show that
@@ -634,6 +630,7 @@ class AnnotationSession:
             return None
         self.last_decision = None
         self._changes += 1
+        self.saved["undo"] += 1
         self.store.hold(undone.item_id, self.holder, self.lease_seconds)
         view = self.jump_to(undone.item_id)
         in_queue = all(value in (None, getattr(view.item, name)) for name, value in self._scope.items())

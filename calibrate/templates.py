@@ -34,10 +34,10 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
-from calibrate.model import CalibrateError, digest
+from calibrate.model import CalibrateError, Item, digest
 from calibrate.resources import bundled
 from calibrate.user_files import read_text_file, read_toml_file
-from calibrate.validate import FIELD_TYPES
+from calibrate.validate import FIELD_TYPES, InputError, check_field_type
 
 LANGS = ("en", "zh")
 REQUEST_PARAMETERS = {"temperature": (int, float), "max_tokens": int}
@@ -383,6 +383,20 @@ class TemplateSet:
         if template_id is None:
             raise TemplateError(f"unknown task {task!r} for language {lang!r}: no template serves it ({TEMPLATES_HINT})")
         return self.templates[template_id]
+
+    def for_item(self, item: Item) -> tuple[Template, str | None]:
+        """The item's template, or a stand-in without labels and the reason the item cannot be
+        labelled (no template serves its task, a field of the wrong type): the annotation app
+        shows a bad item and lets it be skipped, it never stops the session."""
+        try:
+            template = self.for_task(item.task, item.lang)
+            for name, declared in template.field_types.items():
+                if name in item.fields:
+                    check_field_type(name, item.fields[name], declared)
+            return template, None
+        except (TemplateError, InputError) as exc:
+            stand_in = Template(id="(none)", family="", lang=item.lang, tasks=(item.task,), required=(), verdict="label_set")
+            return stand_in, str(exc)
 
     def families(self) -> list[str]:
         """The template families loaded (the names `--variant` takes), sorted."""

@@ -16,6 +16,7 @@ from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError
+from tests.conftest import Calibrate
 from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status, told
 
 SIZE = (140, 40)
@@ -131,6 +132,24 @@ async def test_j_next_and_k_previous_like_vim_and_arrows(demo_db):
     assert rows(demo_db) == [("label", "yes")]
 
 
+async def test_j_and_k_where_they_cannot_move_say_so_and_what_works(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")  # two items
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        assert " k prev " not in screen_text(app).splitlines()[-1], "the key bar shows only the keys that work"
+        await pilot.press("k")
+        assert status(app).splitlines()[1] == " k: first item of this session: j → goes on, F lists your flagged items"
+        await pilot.press("y")
+        second = current_item_id(app)
+        await pilot.press("j")  # the only item left: the queue comes back round to it
+        await pilot.pause()
+        assert current_item_id(app) == second
+        assert status(app).splitlines()[2] == " j: no other item waits for you in this queue (k ← goes back)"
+        await pilot.press("k")
+        assert current_item_id(app) == first, "j did not put the item on screen in the history again"
+    assert rows(demo_db) == [("label", "yes")]
+
+
 async def test_p_opens_the_rendered_prompt_with_its_system_prompt(demo_db):
     app = make_app(demo_db, task="c3/lexical")
     async with app.run_test(size=SIZE) as pilot:
@@ -179,6 +198,19 @@ async def test_ctrl_c_quits_as_q_does_and_keeps_every_decision(demo_db):
         await pilot.pause()
         assert app.return_code == 0, "the app is leaving"
     assert rows(demo_db) == [("label", "yes")]
+
+
+async def test_the_note_dialog_says_how_to_leave_it_and_ctrl_c_there_quits(demo_db):
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("a", *"half-typed")
+        await pilot.pause()
+        assert "Enter saves the note, Esc cancels" in screen_text(app)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0, "the app is leaving"
+        await pilot.press("q", *"clear", "enter")  # typed next, in the shell: nothing of it is a note
+    assert rows(demo_db) == []
 
 
 async def test_filter_changes_the_queue(demo_db):
@@ -276,6 +308,22 @@ async def test_at_80_columns_the_stats_screen_shows_the_highlighted_rows_verdict
         await pilot.press("t")
         await stats_shown(app, pilot)
         assert not app.screen.query_one("#stats-verdict").display
+
+
+async def test_at_80_columns_the_stats_title_says_more_columns_are_to_the_right(labelled_demo_db):
+    app = make_app(labelled_demo_db, annotator="ana")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("t")
+        assert "(→ more columns, r refreshes, Esc closes)" in await stats_shown(app, pilot)
+        for _ in range(12):
+            await pilot.press("right")
+        await pilot.pause()
+        box = screen_text(app).splitlines()[3:-4]  # the table's rows, and the empty ones below
+        assert not any(re.search("[\u258f\u258e\u258d\u258c\u258b\u258a\u2589]", line) for line in box), box
+    app = make_app(labelled_demo_db, annotator="ana")
+    async with app.run_test(size=(200, 50)) as pilot:  # every column in view
+        await pilot.press("t")
+        assert "more columns" not in await stats_shown(app, pilot)
 
 
 async def test_the_stats_title_row_hides_the_finished_queue_below(demo_db):
@@ -481,11 +529,15 @@ async def test_a_ten_megabyte_field_is_shown_a_page_at_a_time(long_db):
 
 async def test_footer_shows_only_what_works_and_fits_80_columns(demo_db):
     app = make_app(demo_db, task="c3/lexical")
-    async with app.run_test(size=SMALL):
+    async with app.run_test(size=SMALL) as pilot:
         footer = screen_text(app).splitlines()[-1]
-        for entry in ("ok", "y yes", "n no", "o flip", "s skip", "f flag", "u undo", "j next", "k prev", "/ filter",
+        for entry in ("ok", "y yes", "n no", "o flip", "s skip", "f flag", "u undo", "j next", "/ filter",
                       "? help", "q quit"):
             assert entry in footer, (entry, footer)
+        assert "k prev" not in footer, "nothing comes before the session's first item"
+    async with make_app(demo_db, task="c3/heterograph", lang="en").run_test(size=SMALL) as pilot:
+        await pilot.press("j")
+        assert "j next k prev" in screen_text(pilot.app).splitlines()[-1], "the second item: k goes back"
     async with make_app(demo_db, task="c3/semantic", lang="zh").run_test(size=SMALL) as pilot:
         footer = screen_text(pilot.app).splitlines()[-1]
         assert "y 是 n 否" in footer and "yes" not in footer, "a Chinese item's own words for its two labels"
@@ -564,7 +616,7 @@ async def test_filters_are_checked_and_always_shown(demo_db):
         assert status(app).startswith(" all items ")
 
 
-async def test_quit_summary_counts_decisions_across_filter_changes(demo_db):
+async def test_quit_summary_counts_what_was_saved_across_filter_changes(demo_db):
     app = make_app(demo_db, task="c3/pause")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("y", "s")
@@ -572,7 +624,7 @@ async def test_quit_summary_counts_decisions_across_filter_changes(demo_db):
         await pilot.pause()
         await pilot.press("n")
         assert "labelled 1/1" in status(app)
-    assert app.decisions == 3
+    assert app.saved == {"label": 2, "skip": 1}
 
 
 async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_revisited(demo_db):
@@ -590,6 +642,23 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         await pilot.press("y", "F")  # labelled now: it leaves the list, and the screen says where the flag stays
         said = " ".join(str(app.screen.query_one("Label").render()).split())  # wrapped in the dialog
         assert "No item you flagged in this queue waits for you" in said and "its flag stays in the export" in said
+
+
+async def test_after_labelling_an_item_picked_with_F_the_app_goes_back_to_where_you_were(demo_db):
+    app = make_app(demo_db)
+    async with app.run_test(size=SIZE) as pilot:
+        flagged = current_item_id(app)
+        await pilot.press("f")
+        skipped = current_item_id(app)
+        await pilot.press("s")
+        here = current_item_id(app)
+        await pilot.press("F", "enter")
+        assert current_item_id(app) == flagged
+        await pilot.press("y")
+        assert current_item_id(app) == here, "not the item skipped: it comes back after the rest of the queue"
+        await pilot.press("y")
+    assert rows(demo_db, "SELECT item_id, action FROM annotations ORDER BY id") == [
+        (flagged, "flag"), (skipped, "skip"), (flagged, "label"), (here, "label")]
 
 
 async def test_flagged_items_title_is_whole_at_80_columns(demo_db):
@@ -685,10 +754,11 @@ async def test_the_header_is_one_line_at_80_columns(demo_db):
         await pilot.pause()
         first = status(app).splitlines()[0]
         assert first.startswith(" all items  c3/") and first.endswith("labelled 0/62") and len(first) <= 80
-        assert "…" in first, "the source id gives way"
+        assert "…" in first and "tester" not in first, "the annotator's name, then the source id give way"
         await pilot.resize_terminal(140, 24)
         await pilot.pause()
-        assert "(ambiguity/phonological/generation/0)" in status(app).splitlines()[0], "whole where it fits"
+        assert "(ambiguity/phonological/generation/0)  tester labelled 0/62" in status(app).splitlines()[0], \
+            "whole where they fit"
         await pilot.resize_terminal(80, 24)
         await pilot.press("y", "k")  # labelled, then back to it: the header says what you gave
         await pilot.pause()
@@ -803,6 +873,44 @@ async def test_quitting_and_a_new_filter_wait_for_a_writer_holding_the_lock_and_
     assert not quitting.held_back and rows(demo_db, "SELECT annotator FROM leases") == [], "given back as it quit"
 
 
+async def test_q_while_a_decision_waits_for_another_writer_quits_once_it_is_saved(demo_db):
+    """q while the decision waits: it is saved, then the app gives the held items back and
+    quits; q pressed twice quits at once, and the exit says the decision was not saved."""
+    import sqlite3
+
+    other = sqlite3.connect(demo_db, isolation_level=None)
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            await pilot.press("n")
+            await waiting_shown(app, pilot)
+            await pilot.press("q")
+            await pilot.pause()
+            assert "your decision is not saved yet; calibrate quits once it is done (q again: at once)" in " ".join(
+                screen_text(app).split())
+            assert app.is_running and "still waiting to save the previous action" not in told(app)
+        finally:
+            other.execute("COMMIT")
+        deadline = time.monotonic() + 10
+        while app.is_running and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        assert not app.is_running
+    assert rows(demo_db) == [("label", "no")] and rows(demo_db, "SELECT * FROM leases") == []
+    assert app.lost is None and app.saved["label"] == 1
+    twice = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with twice.run_test(size=SMALL) as pilot:
+        other.execute("BEGIN IMMEDIATE")
+        await pilot.press("y")
+        await waiting_shown(twice, pilot)
+        await pilot.press("q", "q")
+        await pilot.pause()
+        assert not twice.is_running
+    other.execute("COMMIT")
+    other.close()
+    assert twice.lost == "your last decision was not saved" and rows(demo_db) == [("label", "no")]
+
+
 async def test_a_decision_saved_before_the_next_item_waits_is_not_made_again(demo_db):
     """Another writer takes the lock between the decision's commit and the claim of the next
     item: the claim waits, the decision is not recorded twice, and the line says it is saved."""
@@ -897,7 +1005,7 @@ async def test_a_damaged_database_met_by_a_read_ends_the_app_with_its_message_no
         raise damage
 
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await pilot.press("j")  # (k on the first item does nothing)
         app.session.back = back
         app.simulate_key("k")  # going back reads the item before: the damaged page (the app ends: nothing to wait for)
         for _ in range(200):  # bounded: 2 s at most
@@ -905,3 +1013,43 @@ async def test_a_damaged_database_met_by_a_read_ends_the_app_with_its_message_no
                 break
             await asyncio.sleep(0.01)
     assert app.fault is damage and app.return_code == 1, "annotate then says the fault's message and exits 1"
+
+
+def annotating(monkeypatch, *keys: str) -> list[str]:
+    """`calibrate annotate` runs its app as in a terminal, driven headless: Pilot presses `keys`,
+    then q; the list gets what the screen showed before q."""
+    import calibrate.cli
+    from calibrate.tui import CalibrateApp
+
+    shown = []
+
+    async def pressing(app):
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.press(*keys)
+            await pilot.pause()
+            shown.append(screen_text(app))
+            await pilot.press("q")
+
+    monkeypatch.setattr(calibrate.cli, "in_terminal", lambda: True)
+    monkeypatch.setattr(CalibrateApp, "run", lambda app: asyncio.run(pressing(app)))
+    return shown
+
+
+def test_the_exit_summary_counts_notes_and_flags_not_only_labels(demo_db, monkeypatch):
+    annotating(monkeypatch, "a", *"same as #3", "enter")
+    out = Calibrate(demo_db)("annotate", "--annotator", "carol", "--task", "c3/pause")
+    assert "carol: 1 note saved in " in " ".join(out.output.split())
+    annotating(monkeypatch, "a", *"tricky", "enter", "f", "y", "u")
+    out = Calibrate(demo_db)("annotate", "--annotator", "carol", "--task", "c3/pause")
+    assert "carol: 1 label, 1 flag, 1 undo, 1 note saved in " in " ".join(out.output.split())
+
+
+def test_an_order_that_finds_none_of_the_items_it_puts_first_says_so_on_screen_and_on_exit(demo_db, monkeypatch):
+    said = "unstable-first: no verdict changed over judge --repeat: items in id order"
+    shown = annotating(monkeypatch, "y")  # no judge --repeat in the demo
+    out = Calibrate(demo_db)("annotate", "--annotator", "ord", "--order", "unstable-first")
+    assert said in shown[0]
+    assert out.exit_code == 0 and f"--order {said}." in " ".join(out.stderr.split())
+    shown = annotating(monkeypatch, "y")  # the demo has unparsed verdicts: contested
+    out = Calibrate(demo_db)("annotate", "--annotator", "ord", "--order", "disagreement-first")
+    assert "id order" not in shown[0] + out.output

@@ -2,9 +2,9 @@
 the rendered prompt; one key to confirm, override, label, skip, flag or undo. Each decision is
 committed to SQLite (through the session) before the next item is shown. When another writer
 holds the database (a long import, a judge run), the write waits on a worker thread and the
-status line says so; keys wait meanwhile (each one pressed says so), and the decision is
-confirmed only once committed. A decision and the claim of the next item are two writes: the
-wait of the second never makes the first one again."""
+status line says so; keys wait meanwhile (each one pressed says so; q quits once the write is
+done, q again at once), and the decision is confirmed only once committed. A decision and the
+claim of the next item are two writes: the wait of the second never makes the first one again."""
 
 from __future__ import annotations
 
@@ -52,8 +52,11 @@ UNDO_PENDING = "your undo is not saved yet"
 NEXT_PENDING = "the next item comes when it is free"
 FILTER_PENDING = "the new filter starts when it is free"
 QUIT_PENDING = "calibrate quits when it is free; q quits now"  # (the held items are then given back later)
+NOTE_PENDING = "your note is not saved yet"
+QUIT_AFTER = "; calibrate quits once it is done (q again: at once)"  # q pressed while something else waits
 LABELLING = ("confirm", "label_yes", "label_no", "label_index", "scores", "override")  # the actions that decide an item's label
-LOST_AT_THE_END = {DECISION_PENDING: "your last decision was not saved", UNDO_PENDING: "your last undo was not saved"}
+LOST_AT_THE_END = {DECISION_PENDING: "your last decision was not saved", UNDO_PENDING: "your last undo was not saved",
+                   NOTE_PENDING: "your last note was not saved"}
 
 
 DIGIT_BINDINGS = [
@@ -117,6 +120,9 @@ class AnnotateScreen(Screen):
         self.pane = 0  # which of the panes the scrolling keys move
         self.saving = False  # a write waits for another writer (`write`)
         self.pending: str | None = None  # what waits with it, as the status line says
+        self.waited = 0.0  # seconds it has waited so far
+        self.quit_after = False  # q was pressed meanwhile: calibrate quits once it is written (`action_quit_app`)
+        self.pressed = ""  # the latest key pressed on this screen, as typed (for what a key that did nothing says)
         self._checkpoints: Store | None = None  # the checkpoint thread's own connection, opened on its first run
         self._checkpoints_lock = threading.Lock()  # held while it is used, and while it is closed on unmount
         self._unmounted = False
@@ -182,19 +188,24 @@ class AnnotateScreen(Screen):
             store.on_wait = None
         if busy:
             self.saving, self.pending = True, pending
-            self.query_one(StatusBar).waiting(0.0, pending)
-            self._write_waiting(work, done, pending)
+            self._show_wait(0.0)
+            self._write_waiting(work, done)
             return
         done(result)
 
+    def _show_wait(self, seconds: float) -> None:
+        """The status line's wait: how long, what waits, and whether calibrate quits after it."""
+        self.waited = seconds
+        self.query_one(StatusBar).waiting(seconds, self.pending + (QUIT_AFTER if self.quit_after else ""))
+
     @work(thread=True, exclusive=True, group="write")
-    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None], pending: str) -> None:
+    def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
         store = self.session.store  # its `on_wait` is this thread's own
-        store.on_wait = lambda seconds: self.app.call_from_thread(self.query_one(StatusBar).waiting, seconds, pending)
+        store.on_wait = lambda seconds: self.app.call_from_thread(self._show_wait, seconds)
         try:
             result = work()
         except (SessionError, DatabaseFault) as exc:
-            self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None)
+            self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None, saved=False)
         else:
             self.app.call_from_thread(self._written, done, result)
         finally:
@@ -211,17 +222,24 @@ class AnnotateScreen(Screen):
         else:
             self.notify(safe(str(exc)), severity="warning", timeout=4, markup=False)
 
-    def _written(self, done: Callable, result) -> None:
+    def _written(self, done: Callable, result, saved: bool = True) -> None:
+        """The write that waited is done (`saved`) or refused: `done` goes on from it, unless q
+        was pressed meanwhile and it was saved: then calibrate quits (a refusal is said instead)."""
         self.saving, self.pending = False, None
         self.query_one(StatusBar).waiting(None)
+        quit_after, self.quit_after = self.quit_after, False
+        if quit_after and saved:
+            self.action_quit_app()
+            return
         done(result)  # which may start the next write (`decide`)
 
     def on_key(self, event: Key) -> None:
         """A key of this screen that does nothing (`check_action`) says why: while a write waits,
         in a toast; on an item it does not fit, in the status line, with what works there instead."""
         bindings = [binding for binding in self.BINDINGS if event.key in self.app.keys_of(binding)]
+        self.pressed = typed_key(event.key)
         if self.saving:
-            if any(not self._quits_now(binding.action) for binding in bindings):
+            if any(binding.action != "quit_app" for binding in bindings):
                 self.notify(STILL_WAITING, severity="warning")
             return
         actions = [parse(binding.action)[1:] for binding in bindings]
@@ -229,13 +247,8 @@ class AnnotateScreen(Screen):
             return
         if any(self.check_action(action, params) for action, params in actions):
             self.query_one(StatusBar).hint(None)  # a key that works: the hint of one that did not is done
-        elif instead := self._instead(actions[0][0], typed_key(event.key)):
+        elif instead := self._instead(actions[0][0], self.pressed):
             self.query_one(StatusBar).hint(instead)
-
-    def _quits_now(self, action: str) -> bool:
-        """While the quit itself waits for another writer, q quits at once: the items this session
-        holds are then given back when the annotator starts again, or when their leases end."""
-        return action == "quit_app" and self.pending == QUIT_PENDING
 
     # -- drawing -----------------------------------------------------------------------------
 
@@ -258,10 +271,10 @@ class AnnotateScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Only what works on the item on screen is enabled (and so shown in the key bar); while
-        a write waits for the database every key waits too (the decision already made is saved
-        first, nothing is lost)."""
+        a write waits for the database every key but q waits too (the decision already made is
+        saved first, nothing is lost)."""
         if self.saving:
-            return self._quits_now(action)
+            return action == "quit_app"
         view, blind = self.view, self.session.blind
         if action in ("confirm", "label_yes", "label_no", "label_index", "scores", "override", "skip", "flag",
                       "note", "guidelines", "expand", "page") and view is None:
@@ -282,6 +295,8 @@ class AnnotateScreen(Screen):
             return self.query_one(ItemPanel).pages > 1
         if action in ("listen", "copy_audio_path"):
             return view is not None and bool(view.audio)
+        if action == "previous":
+            return self.session.position > 0
         return True
 
     def _instead(self, action: str, key: str) -> str | None:
@@ -296,17 +311,22 @@ class AnnotateScreen(Screen):
             return f"{key}: nothing is folded on this item"
         if action == "page":
             return f"{key}: this item fits on one page"
+        if action == "previous":
+            return (f"{key}: first item of this session: {self._keys('annotate.next')} goes on, "
+                    f"{self._keys('annotate.flagged')} lists your flagged items")
         return None
+
+    def _keys(self, binding_id: str) -> str:
+        """The keys of this screen's binding `binding_id`, as typed (after any remapping)."""
+        return self.app.keymap_for(next(binding for binding in self.BINDINGS if binding.id == binding_id))
 
     def _label_keys(self) -> str:
         """The keys that label the item on screen, each with its label ("y yes, n no", "1
         entailment, 2 contradiction, 3 neutral"), or the score form's key on a rubric item."""
         # y and n where the item's labels read yes / no, else the digits
         ids = ["annotate.yes", "annotate.no"] if self.view.is_yes_no else [f"annotate.label_{k}" for k in range(1, 10)]
-        bindings = {binding.id: binding for binding in self.BINDINGS}
-        return (", ".join(f"{self.app.keymap_for(bindings[key])} {label}"
-                          for key, label in zip(ids, self.view.choices, strict=False))
-                or f"the score form ({self.app.keymap_for(bindings['annotate.scores'])})")
+        return (", ".join(f"{self._keys(key)} {label}" for key, label in zip(ids, self.view.choices, strict=False))
+                or f"the score form ({self._keys('annotate.scores')})")
 
     def decide(self, action: str, label: str | None = None) -> None:
         def decided(decision: Decision) -> None:
@@ -389,10 +409,10 @@ class AnnotateScreen(Screen):
         def done(text: str | None) -> None:
             if text:
                 self.write(lambda: self.session.note(text), lambda _: (self.show(self.session.current()),
-                                                                       self.notify("note saved")),
-                           "your note is not saved yet")
+                                                                       self.notify("note saved")), NOTE_PENDING)
 
-        self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?"), done)
+        self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?",
+                                        enter="saves the note"), done)
 
     def action_listen(self) -> None:
         if self.session.tab is not None:  # in a browser (calibrate serve): the browser plays it
@@ -432,7 +452,16 @@ class AnnotateScreen(Screen):
         self.show(self.session.back())
 
     def action_next(self) -> None:
-        self.write(self.session.forward, self.show, NEXT_PENDING)
+        on_screen, key = self.view and self.view.item.id, self.pressed
+
+        def moved(view: ItemView | None) -> None:
+            if (view and view.item.id) != on_screen:
+                self.show(view)
+                return
+            back = f" ({self._keys('annotate.previous')} goes back)" if self.check_action("previous", ()) else ""
+            self.query_one(StatusBar).hint(f"{key}: no other item waits for you in this queue{back}")
+
+        self.write(self.session.forward, moved, NEXT_PENDING)
 
     def action_expand(self) -> None:
         self.expanded = not self.expanded
@@ -473,7 +502,7 @@ class AnnotateScreen(Screen):
 
         def done(item_id: int | None) -> None:
             if item_id is not None:
-                self.show(self.session.jump_to(item_id))
+                self.show(self.session.jump_to(item_id, detour=True))
 
         self.app.push_screen(FlaggedScreen(flagged), done)
 
@@ -485,7 +514,8 @@ class AnnotateScreen(Screen):
                 self.write(self.session.give_back, lambda _: self.app.refilter(text), FILTER_PENDING)
 
         self.app.push_screen(TextPrompt("Filter: task=… lang=… system=… (empty for all)", "task=c3/pause lang=zh", current,
-                                        check=lambda text: safe(self.app.filter_problem(text) or "") or None), done)
+                                        check=lambda text: safe(self.app.filter_problem(text) or "") or None,
+                                        enter="starts the filtered queue"), done)
 
     def action_stats(self) -> None:
         self.app.push_screen(StatsScreen(self.session.store.path, self.session.templates, self.session.judge))
@@ -514,7 +544,14 @@ class AnnotateScreen(Screen):
         self.app.push_screen(TextScreen("Keys", lines))
 
     def action_quit_app(self) -> None:
-        if self.saving:  # q again while the quit waits (`_quits_now`)
+        """Give the held items back and quit. While a write waits for another writer, q quits once
+        it is done (`_written`); q again, or q while the giving back waits, quits at once: the held
+        items then come back when the annotator starts again, or when their leases end, and a
+        decision that waited is not saved (the exit says so: `LOST_AT_THE_END`)."""
+        if self.saving and (self.quit_after or self.pending == QUIT_PENDING):
             self.app.exit()
-            return
-        self.write(self.session.give_back, lambda _: self.app.exit(), QUIT_PENDING)
+        elif self.saving:
+            self.quit_after = True
+            self._show_wait(self.waited)
+        else:
+            self.write(self.session.give_back, lambda _: self.app.exit(), QUIT_PENDING)

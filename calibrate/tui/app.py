@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections import Counter
 from pathlib import Path
 
 from textual.app import App
@@ -63,8 +64,9 @@ def keymap_problems(keymap: dict[str, str]) -> list[str]:
 class CalibrateApp(App):
     TITLE = "calibrate"
     # Ctrl-C quits as q does (every decision is saved already), where Textual would only say to
-    # press Ctrl-Q, which terminals over SSH often take for flow control
-    BINDINGS = [Binding("ctrl+c", "quit", "quit", show=False)]
+    # press Ctrl-Q, which terminals over SSH often take for flow control; also in a dialog (a
+    # priority binding: the note's field would take it for copy, and what is typed next for the note)
+    BINDINGS = [Binding("ctrl+c", "quit", "quit", show=False, priority=True)]
     CSS_PATH = "calibrate.tcss"
     ENABLE_COMMAND_PALETTE = False
 
@@ -102,7 +104,7 @@ class CalibrateApp(App):
                         "require_listen": require_listen, "audio_root": audio_root, "tab": tab}
         self.guidelines_file = guidelines_file
         self.session = session if session is not None else self._session(task, lang, system)
-        self.decisions_before = 0  # decisions of this run made in queues left by a filter change
+        self.saved_before: Counter[str] = Counter()  # what this run saved in queues left by a filter change
         self.fault: DatabaseFault | None = None  # the damage that ended the app (`end_on`)
         self.held_back = False  # whether the held items could not be given back as the app ended (another writer)
         self.lost: str | None = None  # what waited for another writer as the app ended, and was not saved
@@ -112,9 +114,9 @@ class CalibrateApp(App):
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)
 
     @property
-    def decisions(self) -> int:
-        """Every decision of this run, across filter changes."""
-        return self.decisions_before + self.session.decisions_here
+    def saved(self) -> Counter[str]:
+        """What this run saved, across filter changes: labels, skips, flags, undos, notes."""
+        return self.saved_before + self.session.saved
 
     def on_mount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no such signal, or not the main thread
@@ -183,7 +185,7 @@ class CalibrateApp(App):
             raise ValueError(problem)
         values = _filter_values(text)
         self.session.close()
-        self.decisions_before += self.session.decisions_here
+        self.saved_before += self.session.saved
         earlier, self.session = self.session, self._session(values["task"], values["lang"], values["system"])
         self.session.follows(earlier)
         self.pop_screen()

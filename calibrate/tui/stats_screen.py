@@ -2,8 +2,9 @@
 agreement module in a worker thread so the app never freezes. The title and the table share
 one box that hides the screen below; the verdict column takes the width the other columns
 leave, and a verdict longer than that wraps onto more lines of its row. Where they leave too
-little (an 80-column terminal), the table scrolls sideways and the highlighted row's verdict is
-shown whole below it."""
+little (an 80-column terminal), the table scrolls sideways (the title says → shows more
+columns; no scrollbar, whose thumb would float alone in the empty rows) and the highlighted
+row's verdict is shown whole below it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class StatsScreen(ModalScreen[None]):
     StatsScreen { align: center middle; }
     StatsScreen > Vertical { width: 95%; height: 85%; border: round $accent; background: $surface; }
     StatsScreen Static { height: auto; background: $panel; padding: 0 1; }
-    StatsScreen DataTable { height: 1fr; }
+    StatsScreen DataTable { height: 1fr; scrollbar-size-horizontal: 0; }
     """
     COLUMNS = ("task", "lang", "judge", "vs", "n", "agree", "κ [95% CI]", "AC1", "human ceiling", "verdict")
     VERDICT_FLOOR = 24  # the verdict column wraps in no fewer cells (in a narrower terminal the table scrolls sideways)
@@ -89,8 +90,6 @@ class StatsScreen(ModalScreen[None]):
             number(r.kappa, r.kappa_low, r.kappa_high), number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high),
             scored(r) if r.scores else r.verdict)) for r in rows]
         self.fill_table()
-        title = "judge vs human agreement (r refreshes, Esc closes)"
-        self.query_one("#stats-title", Static).update(title if rows else title + ": no labelled items yet")
 
     def fill_table(self) -> None:
         """The rows in the table, the verdict column as wide as the table has room for."""
@@ -106,6 +105,9 @@ class StatsScreen(ModalScreen[None]):
             table.add_row(*row, height=None if wraps else 1)
         self.verdict_below = not wraps
         self.show_verdict(table.cursor_row)
+        more = "→ more columns, " if self.verdict_below else ""
+        title = f"judge vs human agreement ({more}r refreshes, Esc closes)"
+        self.query_one("#stats-title", Static).update(title if self.shown else title + ": no labelled items yet")
 
     def show_verdict(self, row: int) -> None:
         """Below a table too narrow to show its verdicts, the highlighted row's, whole."""

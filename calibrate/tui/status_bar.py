@@ -1,11 +1,11 @@
-"""The lines above the item: the active filter, where you are (task, language, item), how far
-along (labels only: skips and flags are not labels), what happened to your last decision (the
-blind-mode reveal), why the item came out of the queue's order if it did, what works instead of
-a key that does nothing on the item, and, while another writer holds the database, that a
-decision waits. The first line always fits on one line: where the terminal is narrow the item's
-source id loses its middle, then the rate per hour goes. The last decision gives the judge's
-verdict a line of its own where both do not fit in one; no line wraps. Labels read as words (a
-rubric label as its two scores, not JSON)."""
+"""The lines above the item: the active filter, where you are (task, language, item), who is
+labelling and how far along (labels only: skips and flags are not labels), what happened to
+your last decision (the blind-mode reveal), why the item came out of the queue's order if it
+did, what works instead of a key that does nothing on the item, and, while another writer holds
+the database, that a decision waits. The first line always fits on one line: where the terminal
+is narrow the annotator's name goes, then the item's source id loses its middle, then the rate
+per hour goes. The last decision gives the judge's verdict a line of its own where both do not
+fit in one; no line wraps. Labels read as words (a rubric label as its two scores, not JSON)."""
 
 from __future__ import annotations
 
@@ -103,9 +103,10 @@ class StatusBar(TextView):
         return Text.assemble(self._fitted(yours), "\n", self._fitted(Text.assemble(" " * len(" last: "), judge)))
 
     def _first_line(self, view: ItemView | None, session: AnnotationSession, progress) -> Text:
-        """Filter, item, progress and your label in one line of the bar's width. Where it is too
-        narrow the source id gives way first (shortened in its middle, then left out), then the
-        pace, then the filter (cut at its end): your label and the progress always show."""
+        """Filter, item, who labels, progress and your label in one line of the bar's width. Where
+        it is too narrow the name of who labels goes first, then the source id gives way
+        (shortened in its middle, then left out), then the pace, then the filter (cut at its
+        end): your label and the progress always show."""
         width = self.size.width or self.app.size.width
         item = Text()
         if view is not None:
@@ -116,7 +117,8 @@ class StatusBar(TextView):
             item.append(f" #{view.item.id} ", style="bold")
         else:
             item.append(" queue finished ", style="bold")
-        tail = Text(f"  labelled {progress.labelled}/{progress.total}")
+        labelled = f"labelled {progress.labelled}/{progress.total}"
+        tail = Text(f"  {labelled}")
         rate = f" · {progress.per_hour:.0f}/h" if progress.per_hour is not None else ""
         marks = Text()
         if session.blind:
@@ -127,6 +129,9 @@ class StatusBar(TextView):
         scope = safe(f" {session.filter_text() or 'all items'} ")
         source = safe(f"({view.item.source_id})") if view is not None else ""
         room = width - sum(cell_len(part) for part in (scope, item.plain, tail.plain, marks.plain))
+        name = f"{safe(session.annotator)} "  # who labels ("  ana labelled 3/62"), where it fits whole beside the rest
+        if cell_len(name) + cell_len(source) + cell_len(rate) <= room:
+            tail, room = Text(f"  {name}{labelled}"), room - cell_len(name)
         if cell_len(source) + cell_len(rate) > room:
             rate = ""
         source = middle_cut(source, room) if room >= min(SOURCE_FLOOR, cell_len(source)) else ""

@@ -1,6 +1,6 @@
 """A small dialog asking for one line of text (a note, a filter). Enter accepts, Escape
-cancels. Given a `check`, Enter accepts only text it finds nothing wrong with; what is wrong
-shows under the field, short, until the text is edited."""
+cancels, as a line under the field says. Given a `check`, Enter accepts only text it finds
+nothing wrong with; what is wrong shows under the field, short, until the text is edited."""
 
 from __future__ import annotations
 
@@ -19,19 +19,22 @@ class TextPrompt(ModalScreen[str | None]):
     TextPrompt { align: center middle; }
     TextPrompt > Vertical { width: 80%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
     TextPrompt #prompt-error { color: $error; width: 100%; }
+    TextPrompt #prompt-keys { color: $text-muted; width: 100%; }
     """
 
     def __init__(self, title: str, placeholder: str = "", value: str = "",
-                 check: Callable[[str], str | None] | None = None):
+                 check: Callable[[str], str | None] | None = None, enter: str = "accepts"):
+        """`enter`: what Enter does, as the line under the field says ("saves the note")."""
         super().__init__()
         self.title_text, self.placeholder, self.value = title, placeholder, value
-        self.check = check
+        self.check, self.enter = check, enter
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, markup=False)
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
             yield Label("", id="prompt-error", markup=False)
+            yield Label(f"Enter {self.enter}, Esc cancels", id="prompt-keys", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         problem = self.check(event.value) if self.check else None
