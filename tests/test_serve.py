@@ -10,10 +10,12 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -126,8 +128,6 @@ def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
 
 
 def test_serve_prints_the_port_it_listens_on_and_refuses_one_it_cannot(demo_db, monkeypatch):
-    import socket
-
     from tests.conftest import Calibrate
 
     served = []
@@ -260,9 +260,21 @@ class RealServe:
 
     process: subprocess.Popen
     port: int
-    url: str = ""  # the address with the token
     browser: aiohttp.ClientSession | None = None
-    output: str = ""  # what it printed, once it has stopped
+    lines: list[str] = field(default_factory=list)  # what it has printed, as it prints it (`read`)
+
+    def read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    @property
+    def url(self) -> str:
+        """The address it printed, with the token ("" until then)."""
+        return next((line.strip() for line in self.lines if "token=" in line), "")
 
     async def open_tab(self, annotator: str) -> aiohttp.ClientWebSocketResponse:
         """A tab of `annotator`, once its app has started and drawn its first screen (then it
@@ -298,10 +310,10 @@ async def real_serve(db: Path):
     process = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), "serve", "--port", str(port)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     served = RealServe(process, port)
+    reader = threading.Thread(target=served.read, daemon=True)
+    reader.start()
     try:
-        while "token=" not in served.url:
-            served.url = process.stdout.readline().strip()
-            assert served.url or process.poll() is None, "serve ended before printing its address"
+        assert await until(lambda: served.url or process.poll() is not None, 60) and served.url, served.output
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as served.browser:  # cookies of an IP
             for _ in range(100):  # the server is listening soon after printing
                 with contextlib.suppress(aiohttp.ClientConnectionError):
@@ -312,7 +324,8 @@ async def real_serve(db: Path):
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-        served.output = process.communicate(timeout=30)[0]
+        process.wait(timeout=30)
+        reader.join(timeout=30)
 
 
 def holders(db: Path) -> list[tuple[int, str]]:
@@ -346,8 +359,9 @@ async def test_a_real_serve_ends_a_tabs_app_when_its_websocket_closes_and_logs_n
             await ws.send_str(json.dumps(["stdin", "x" * 3 * 1024 * 1024]))
             assert await until_closed(ws, 60)
         assert await until(lambda: not children(served.process.pid), 30), "the tab's app ended with its websocket"
-    assert "token=***" in served.output, "requests are logged, the token blanked"
-    assert served.url.split("token=")[1] not in re.sub(r"\s+", "", served.output)
+    logged = served.output.split(served.url, 1)[1]  # what it printed after the address
+    assert "token=***" in logged, "requests are logged, the token blanked"
+    assert served.url.split("token=")[1] not in re.sub(r"\s+", "", logged)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -375,3 +389,23 @@ async def test_a_tabs_app_killed_under_serve_ends_its_tab_and_its_item_comes_bac
         await served.open_tab("gus")
         (again,) = children(served.process.pid)
         assert await until(lambda: holders(demo_db) == [(1, f"gus @{tab_of(again)}")], 30), "the same item, at once"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_tab_of_a_killed_app_ends_without_waiting_for_another_writer(demo_db):
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("gus")
+        (app,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) != [], 30)
+        held = holders(demo_db)
+        writer = sqlite3.connect(demo_db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # a long import, say
+        try:
+            os.kill(app, signal.SIGKILL)
+            assert await until_closed(ws, 30)
+            assert await until(lambda: "another writer holds the database: the items a tab held come back when "
+                                       "their leases end" in " ".join(served.output.split()), 30)
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert holders(demo_db) == held, "its item comes back when its lease ends"
