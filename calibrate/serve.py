@@ -13,7 +13,11 @@ behind the same login.
 
 A tab is an app process, and a tab that is gone must not leave one behind: each runs in its own
 process group, and when its websocket closes (or the server stops), it is asked to quit, then
-terminated, then killed with everything it started (an audio player too), and reaped.
+terminated, then killed with everything it started (an audio player too), and reaped. Once it is
+reaped, the items its session held are given back (an app that was killed could not give them
+back itself), so they come back at once, as a terminal app's do when it starts again. A server
+that is killed cannot end its tabs: each tab's app leaves by itself when its input ends
+(calibrate.tui.tab_driver).
 `--max-connections` counts these processes until they are reaped, so it holds however a tab
 ends. What a browser sends is bounded: a message of at most `MAX_MESSAGE` bytes (a larger one
 closes the tab), a terminal of at most `MAX_COLUMNS` x `MAX_ROWS`, malformed messages ignored,
@@ -48,7 +52,7 @@ from textual_serve.server import Server, to_int
 
 from calibrate.audio import AUDIO_ROUTE
 from calibrate.audio_route import audio_handler
-from calibrate.model import CalibrateError
+from calibrate.model import CalibrateError, lease_holder
 from calibrate.names import MAX_NAME, AnnotatorNameError, annotator_name
 
 log = logging.getLogger("calibrate.serve")
@@ -59,6 +63,7 @@ MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and pastes, neve
 MAX_COLUMNS, MAX_ROWS = 500, 200  # beyond any screen; a bigger terminal only costs memory
 SEND_TIMEOUT = 30.0  # seconds the app may leave its input unread before its tab is ended
 QUIT_GRACE = 3.0  # seconds an app has to quit when asked, then again after SIGTERM, before SIGKILL
+TAB_DRIVER = "calibrate.tui.tab_driver:TabDriver"  # the app's Textual driver (TEXTUAL_DRIVER): it leaves when serve is gone
 
 
 class ServeError(CalibrateError):
@@ -196,12 +201,23 @@ def terminal_size(width, height) -> tuple[int, int] | None:
 
 
 class TabProcess(AppService):
-    """textual-serve's app process, run without a shell in its own process group, and ended
-    for sure: `stop` asks it to quit, then terminates, then kills the group, and reaps it."""
+    """textual-serve's app process, run without a shell in its own process group with the
+    tab's driver (TAB_DRIVER), and ended for sure: `stop` asks it to quit, then terminates, then
+    kills the group, and reaps it."""
 
     def __init__(self, args: list[str], **options):
         super().__init__(" ".join(args), **options)
         self.args = args
+
+    def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        return {**super()._build_environment(width=width, height=height), "TEXTUAL_DRIVER": TAB_DRIVER}
+
+    async def run(self) -> None:
+        """Relay the app's output to the browser until it ends, then close the tab's websocket,
+        which ends the tab (`_end_tab`): textual-serve closes it only when the app says it is
+        leaving, which an app that was killed cannot."""
+        await super().run()
+        await self.remote_close()
 
     async def _open_app_process(self, width: int = 80, height: int = 24):
         self._process = await asyncio.create_subprocess_exec(
@@ -257,7 +273,8 @@ class CalibrateServer(Server):
         self.max_connections = max_connections
         self.annotator = annotator  # every tab is this annotator (the --annotator flag), unless a token says
         self.tickets: dict[str, tuple[str, str]] = {}  # tab id -> (token, annotator), until the tab connects
-        self.tabs: dict[str, tuple[TabProcess, web.WebSocketResponse]] = {}  # tab id -> its app and websocket
+        # tab id -> its app, its websocket and its session's lease holder
+        self.tabs: dict[str, tuple[TabProcess, web.WebSocketResponse, str]] = {}
         self._endings: dict[str, asyncio.Task] = {}  # tab id -> the task ending it
 
     def serve(self, listening: socket.socket | None = None, debug: bool = False) -> None:
@@ -366,7 +383,7 @@ class CalibrateServer(Server):
         app = TabProcess(self.app_command(tab, annotator), write_bytes=websocket.send_bytes,
                          write_str=websocket.send_str, close=websocket.close,
                          download_manager=self.download_manager, debug=self.debug)
-        self.tabs[tab] = (app, websocket)
+        self.tabs[tab] = (app, websocket, lease_holder(annotator, tab))
         try:
             await websocket.prepare(request)
             await app.start(*terminal_size(to_int(request.query.get("width", "80"), 80),
@@ -386,13 +403,35 @@ class CalibrateServer(Server):
         return self._endings[tab]
 
     async def _finish_tab(self, tab: str) -> None:
-        app, websocket = self.tabs[tab]
+        app, websocket, holder = self.tabs[tab]
         try:
             await app.stop()
+            await asyncio.to_thread(self._give_back, holder)
             await websocket.close()
         finally:
             self.tabs.pop(tab, None)
             self._endings.pop(tab, None)
+
+    def _give_back(self, holder: str) -> None:
+        """Give back the items a tab's session held, once its app is reaped: an app that was
+        killed (kill -9, out of memory) could not, and they would stay withheld until their leases
+        end. An app that quit gave them back itself, and this only reads. Like the app's own end,
+        it does not wait for another writer: then the items come back when their leases end."""
+        from calibrate.store import DatabaseBusy, Store, stop_waiting
+
+        if self.db_path is None:
+            return
+        try:
+            store = Store(self.db_path)
+            store.on_wait = stop_waiting
+            try:
+                store.release_all(holder)
+            finally:
+                store.close()
+        except DatabaseBusy:
+            log.warning("another writer holds the database: the items a tab held come back when their leases end")
+        except CalibrateError as exc:
+            log.warning("the items a tab held come back when their leases end: %s", exc)
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: TabProcess) -> None:
         """Forward what the browser sends to the tab's app: keys, resizes (clamped), focus; a

@@ -6,19 +6,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from calibrate.serve import CalibrateServer, Logins, ServeError
 from calibrate.session import AnnotationSession
 from calibrate.store import Store
+from tests.tui_helpers import rows
 
 
 @pytest.fixture
@@ -121,8 +128,6 @@ def test_binding_anything_but_loopback_warns(demo_db, monkeypatch):
 
 
 def test_serve_prints_the_port_it_listens_on_and_refuses_one_it_cannot(demo_db, monkeypatch):
-    import socket
-
     from tests.conftest import Calibrate
 
     served = []
@@ -249,41 +254,162 @@ def children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-async def test_a_real_serve_ends_a_tabs_app_when_its_websocket_closes_and_logs_no_token(demo_db):
-    import socket
+@dataclass
+class RealServe:
+    """`calibrate serve` run as a user runs it, and a browser that opened the address it printed."""
 
-    import aiohttp
+    process: subprocess.Popen
+    port: int
+    browser: aiohttp.ClientSession | None = None
+    lines: list[str] = field(default_factory=list)  # what it has printed, as it prints it (`read`)
 
+    def read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    @property
+    def url(self) -> str:
+        """The address it printed, with the token ("" until then)."""
+        return next((line.strip() for line in self.lines if "token=" in line), "")
+
+    async def open_tab(self, annotator: str) -> aiohttp.ClientWebSocketResponse:
+        """A tab of `annotator`, once its app has started and drawn its first screen (then it
+        sends nothing for a while: it waits for keys)."""
+        page = await (await self.browser.get(f"{self.url}&annotator={annotator}")).text()
+        tab = re.search(r"/ws/([\w-]+)", page).group(1)
+        ws = await self.browser.ws_connect(f"ws://127.0.0.1:{self.port}/ws/{tab}", origin=f"http://127.0.0.1:{self.port}")
+        first = await ws.receive(timeout=60)
+        assert first.type == aiohttp.WSMsgType.BINARY, "the app has started and draws"
+        async with asyncio.timeout(60):
+            with contextlib.suppress(TimeoutError):
+                while (await ws.receive(timeout=0.5)).type == aiohttp.WSMsgType.BINARY:
+                    pass
+        return ws
+
+
+async def until_closed(ws: aiohttp.ClientWebSocketResponse, seconds: float) -> bool:
+    """Whether the server closes `ws` within `seconds` (what it sends meanwhile is dropped)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            while (await ws.receive()).type not in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                pass
+            return True
+    return False
+
+
+@contextlib.asynccontextmanager
+async def real_serve(db: Path):
+    """A RealServe of `db`, stopped with Ctrl-C at the end (unless the test has killed it)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    serve = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", str(port)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), "serve", "--port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    served = RealServe(process, port)
+    reader = threading.Thread(target=served.read, daemon=True)
+    reader.start()
     try:
-        url = ""
-        while "token=" not in url:
-            url = serve.stdout.readline().strip()
-            assert url or serve.poll() is None, "serve ended before printing its address"
-        token = url.split("token=")[1]
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:  # cookies of an IP
+        assert await until(lambda: served.url or process.poll() is not None, 60) and served.url, served.output
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as served.browser:  # cookies of an IP
             for _ in range(100):  # the server is listening soon after printing
                 with contextlib.suppress(aiohttp.ClientConnectionError):
-                    page = await (await browser.get(url + "&annotator=ana")).text()
+                    await served.browser.get(served.url)
                     break
                 await asyncio.sleep(0.1)
-            tab = re.search(r"/ws/([\w-]+)", page).group(1)
-            ws = await browser.ws_connect(f"ws://127.0.0.1:{port}/ws/{tab}", origin=f"http://127.0.0.1:{port}")
-            first = await ws.receive(timeout=60)  # the app has started and draws
-            assert first.type == aiohttp.WSMsgType.BINARY and len(children(serve.pid)) == 1
-            await ws.send_str(json.dumps(["resize", {"width": 10**7, "height": 10**7}]))
-            with contextlib.suppress(ConnectionError):  # the server may drop the connection while it is still sent
-                await ws.send_str(json.dumps(["stdin", "x" * 3 * 1024 * 1024]))
-                while (await ws.receive(timeout=60)).type not in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                    pass
-        assert await until(lambda: not children(serve.pid), 30), "the tab's app ended with its websocket"
+            yield served
     finally:
-        serve.send_signal(signal.SIGINT)
-        output = serve.communicate(timeout=30)[0]
-    assert "token=***" in output, "requests are logged, the token blanked"
-    assert token not in re.sub(r"\s+", "", output)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        reader.join(timeout=30)
+
+
+def holders(db: Path) -> list[tuple[int, str]]:
+    """(item id, lease holder) of every lease."""
+    return rows(db, "SELECT item_id, annotator FROM leases ORDER BY item_id")
+
+
+def tab_of(app: int) -> str:
+    """The tab id a tab's app process was started with (its --tab)."""
+    args = Path(f"/proc/{app}/cmdline").read_bytes().split(b"\0")
+    return args[args.index(b"--tab") + 1].decode()
+
+
+def opened_by(path: Path) -> list[int]:
+    """Processes that have the file `path` open."""
+    found = []
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        with contextlib.suppress(OSError):
+            if fd.readlink() == path:
+                found.append(int(fd.parts[2]))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_real_serve_ends_a_tabs_app_when_its_websocket_closes_and_logs_no_token(demo_db):
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("ana")
+        assert len(children(served.process.pid)) == 1
+        await ws.send_str(json.dumps(["resize", {"width": 10**7, "height": 10**7}]))
+        with contextlib.suppress(ConnectionError):  # the server may drop the connection while it is still sent
+            await ws.send_str(json.dumps(["stdin", "x" * 3 * 1024 * 1024]))
+            assert await until_closed(ws, 60)
+        assert await until(lambda: not children(served.process.pid), 30), "the tab's app ended with its websocket"
+    logged = served.output.split(served.url, 1)[1]  # what it printed after the address
+    assert "token=***" in logged, "requests are logged, the token blanked"
+    assert served.url.split("token=")[1] not in re.sub(r"\s+", "", logged)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_killed_serve_leaves_no_app_behind_and_the_items_come_back(demo_db):
+    async with real_serve(demo_db) as served:
+        await served.open_tab("eve")
+        (app,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) == [(1, f"eve @{tab_of(app)}")], 30)
+        served.process.kill()  # kill -9: the server cannot end its tabs
+        served.process.wait()
+        try:
+            assert await until(lambda: not alive(app), 30), "the tab's app ended by itself"
+        finally:
+            if alive(app):  # left behind: end it
+                os.kill(app, signal.SIGKILL)
+    assert holders(demo_db) == [], "its item given back as it ended"
+    assert opened_by(demo_db) == [], "no process holds the database"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_tabs_app_killed_under_serve_ends_its_tab_and_its_item_comes_back_at_once(demo_db):
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("gus")
+        (app,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) == [(1, f"gus @{tab_of(app)}")], 30)
+        os.kill(app, signal.SIGKILL)
+        assert await until_closed(ws, 30), "the tab ended (the browser shows 'Session ended')"
+        assert await until(lambda: holders(demo_db) == [], 30), "serve gave its item back"
+        await served.open_tab("gus")
+        (again,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) == [(1, f"gus @{tab_of(again)}")], 30), "the same item, at once"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_tab_of_a_killed_app_ends_without_waiting_for_another_writer(demo_db):
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("gus")
+        (app,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) != [], 30)
+        held = holders(demo_db)
+        writer = sqlite3.connect(demo_db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # a long import, say
+        try:
+            os.kill(app, signal.SIGKILL)
+            assert await until_closed(ws, 30)
+            assert await until(lambda: "another writer holds the database: the items a tab held come back when "
+                                       "their leases end" in " ".join(served.output.split()), 30)
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert holders(demo_db) == held, "its item comes back when its lease ends"

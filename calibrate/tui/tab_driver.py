@@ -1,0 +1,25 @@
+"""The Textual driver of a browser tab's app (`calibrate serve` names it in the app's environment):
+Textual's web driver, ending the app when its input ends.
+
+A tab's app reads the browser's keys from a pipe that only `calibrate serve` writes to. When the
+server is gone, however it ended (`kill -9` included, which leaves it no chance to end its tabs),
+the kernel closes that pipe and the app reads end of file. Textual's web driver then only stops
+reading: the app would run on with no one to use it, holding its item's lease and the database
+open. This driver leaves the app as `q` does instead, which gives the held items back. End of
+file is the server's death as the app itself sees it, at once and on any system; a watch of the
+parent process would poll, and Linux's parent-death signal is Linux's only and follows the
+server's thread that started the app, not the server.
+"""
+
+from __future__ import annotations
+
+from textual import messages
+from textual.drivers.web_driver import WebDriver
+
+
+class TabDriver(WebDriver):
+    def run_input_thread(self) -> None:
+        """Read the input until it ends; if the app was not stopping, its server is gone: leave."""
+        super().run_input_thread()
+        if not self.exit_event.is_set():
+            self._app.post_message(messages.ExitApp())
