@@ -973,7 +973,9 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
     """List items, filtered by task, language, system and status."""
     rows = []
     check_filters(ctx, task=task, lang=lang, system=system)
-    for item in ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit, offset=offset):
+    found = list(ctx.store.iter_items(task=task, lang=lang, status=status, system=system, limit=limit + 1,
+                                      offset=offset))  # one more than shown: whether more match
+    for item in found[:limit]:
         if as_json:
             rows.append([item.id, item.task, item.lang, item.system, item.source_id, item.reference, item.fields])
         else:  # the terminal gets a one-line preview of the fields; --json has the item whole
@@ -987,6 +989,9 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
                                    + ("" if given or matching else ": import items first (calibrate import …)"))
     columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
     print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)
+    if len(found) > limit:
+        err_console.print(f"items {offset + 1}–{offset + limit} shown; more match: --offset {offset + limit} shows the "
+                          "next ones, --limit N more at once", style="yellow")
 
 
 @cli.command(name="status", database=READS)

@@ -155,6 +155,15 @@ def test_status_and_items_json(demo_db):
     assert len(zh) == 1 and zh[0]["fields"]["question"] == "中国的首都是哪里？"
 
 
+def test_items_says_when_more_match_than_it_shows(demo_db):
+    run = Calibrate(demo_db)
+    first = run("items", "--limit", "10")
+    assert "items 1–10 shown; more match: --offset 10 shows the next ones" in " ".join(first.output.split())
+    last = run("items", "--limit", "10", "--offset", "60")
+    assert "more match" not in last.output and "\n61 " in last.output and "\n62 " in last.output
+    assert "more match" not in run("items", "--limit", "62").output, "exactly all of them: nothing more"
+
+
 def test_a_failed_judgment_is_not_judged_in_status_items_report_or_scores(tmp_path):
     # C3's judge call failed on pause/1: its result file holds an empty check_answer, stored as an error
     reference, responses, results = (tmp_path / name / "ambiguity" / "phonological" for name in ("ref", "resp", "res"))
