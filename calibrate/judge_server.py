@@ -21,9 +21,13 @@ other requests, and on such a server requests time out while the server is busy 
 predecessors; the abandoned ones are still computed (wasted), and their retries queue again.
 Here the clock of a request starts when it becomes the oldest of our requests in flight (or
 when it is sent, if none is older): on a server that answers in order, that is when the server
-starts answering it. A request is abandoned as timed out only when it has been the oldest for
-`timeout` seconds, so a busy server that keeps answering is never timed out, and one that stops
-answering is found as fast as before.
+starts answering it. Requests sent at once do not always reach the server in the order they
+were sent, nor does every server take them in order, so the clock of the oldest starts again
+whenever the server answers another of ours: it is working through them. A request is
+abandoned as timed out only when it has been the oldest for `timeout` seconds without an
+answer to any of ours, so a busy server that keeps answering is never timed out, in whatever
+order it takes our requests, and one that stops answering is found as fast as before. (A
+server that answers the others but never this one times it out once the others are done.)
 """
 
 from __future__ import annotations
@@ -213,8 +217,8 @@ class _Attempt:
 
 class OldestFirstTimeout:
     """Abandons the oldest request in flight once it has been the oldest for `timeout` seconds
-    (see the module docstring): a request waiting behind our own earlier requests is not timed
-    out, the one the server is presumably answering is."""
+    with no answer to any of our requests meanwhile (see the module docstring): a request
+    waiting behind our own other requests is not timed out, a server that answers none is."""
 
     def __init__(self, timeout: float):
         self.timeout = timeout
@@ -238,10 +242,13 @@ class OldestFirstTimeout:
         self._changed.set()
         return key, attempt
 
-    def remove(self, key: int) -> None:
+    def remove(self, key: int, *, answered: bool = False) -> None:
+        """The request `key` is no longer in flight; `answered`: the server answered it (whatever
+        the answer), a sign that it is working through our requests, so the oldest one's clock
+        starts again (a server need not take them in the order we sent them)."""
         was_oldest = next(iter(self._flight), None) == key
         self._flight.pop(key, None)
-        if was_oldest and self._flight:
+        if (was_oldest or answered) and self._flight:
             self._flight[next(iter(self._flight))].oldest_since = time.monotonic()
         self._changed.set()
 
@@ -341,8 +348,10 @@ class ServerSession:
         finally:
             _SENDING.reset(token)
         key, attempt = self._timeouts.add(task)
+        answered = False  # whether the server answered, with anything
         try:
             response = await task
+            answered = True
             check(response)
             return response
         except asyncio.CancelledError:
@@ -354,6 +363,7 @@ class ServerSession:
             raise _Failed(AttemptFailure(TIMED_OUT, f"could not connect or send within {self.timeout:g}s",
                                          retry=True, overload=True)) from None
         except openai.APIStatusError as exc:
+            answered = True
             raise _Failed(self._status_failure(exc)) from None
         except openai.APIConnectionError as exc:
             # httpx's ConnectError (the client's own httpx, whatever its package is named): refused, unknown host
@@ -363,10 +373,11 @@ class ServerSession:
         except UnusableAnswer as exc:
             raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=exc.retry)) from None
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            answered = True
             raise _Failed(AttemptFailure("malformed response body", self._short(exc),
                                          retry=True)) from None
         finally:
-            self._timeouts.remove(key)
+            self._timeouts.remove(key, answered=answered)
 
     def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
         status = exc.status_code

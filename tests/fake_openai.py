@@ -45,19 +45,21 @@ class Reply:
 
 class FakeOpenAI:
     def __init__(self, default: Reply | None = None, by_content: dict[str, Reply | list[Reply]] | None = None, *,
-                 slots: int | None = None, rejects_temperature: bool = False):
+                 slots: int | None = None, newest_first: bool = False, rejects_temperature: bool = False):
         """`by_content` maps text in the user message to its reply; a list of replies answers
         successive requests for that text in turn (the last one repeating), e.g. to script
         the verdicts of repeated samples. With `slots`, at most that many requests are served
         at once (a reply's delay is its service time); the rest wait their turn, first come
-        first served, and are served even if their client has gone."""
+        first served (`newest_first`: the last come first), and are served even if their
+        client has gone."""
         self.default = default or Reply()
         self.by_content = by_content or {}
         self.slots = slots
+        self.newest_first = newest_first
         self.rejects_temperature = rejects_temperature
         self.served = 0  # requests answered (after their service time)
         self.abandoned = 0  # of those, answered for a client that had already gone: wasted work
-        self._slots: asyncio.Semaphore | None = None
+        self._slots: _Slots | None = None
         self._asked: dict[str, int] = {}
         self.script: deque[Reply] = deque()
         self.requests: list[dict] = []
@@ -100,7 +102,7 @@ class FakeOpenAI:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         self._loop.run_until_complete(runner.setup())
         if self.slots:
-            self._slots = asyncio.Semaphore(self.slots)
+            self._slots = _Slots(self.slots, self.newest_first)
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         self._loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]
@@ -155,6 +157,29 @@ class FakeOpenAI:
             error = {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": reply.status}}
             return web.json_response(error, status=reply.status, headers=reply.headers)
         return web.json_response(completion(body, reply), headers=reply.headers)
+
+
+class _Slots:
+    """At most `n` requests served at once; the others wait, served in the order they came, or
+    the last come first (`newest_first`)."""
+
+    def __init__(self, n: int, newest_first: bool):
+        self.free, self.newest_first = n, newest_first
+        self.waiting: list[asyncio.Future] = []
+
+    async def __aenter__(self) -> None:
+        if self.free:
+            self.free -= 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self.waiting.append(turn)
+        await turn
+
+    async def __aexit__(self, *exc) -> None:
+        if self.waiting:
+            self.waiting.pop(-1 if self.newest_first else 0).set_result(None)
+        else:
+            self.free += 1
 
 
 def echoed(reply: Reply, request: web.Request) -> Reply:

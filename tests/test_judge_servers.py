@@ -158,6 +158,17 @@ def test_requests_queued_behind_our_own_are_not_timed_out_and_nothing_is_wasted(
     assert len(runs(run)) == 1, "the second run had nothing to ask: not recorded"
 
 
+def test_a_server_taking_our_requests_in_another_order_than_we_sent_them_is_not_timed_out(db):
+    """One slot serving the newest request first: the first one sent after the first waits
+    1.2 s behind the six sent after it, beyond the 1 s timeout, but the server answers one of
+    ours every 0.2 s meanwhile, so none is abandoned."""
+    run = db(8)
+    with FakeOpenAI(Reply(delay=0.2), slots=1, newest_first=True) as server:
+        out = judge(run, server, "--concurrency", "8", "--timeout", "1")
+        assert (server.count, server.served, server.abandoned) == (8, 8, 0), "no retry, no abandoned work"
+    assert "8 requests sent, 0 of them retries" in out.output
+
+
 def test_a_request_the_server_is_stuck_on_times_out_is_retried_and_counted(db):
     run = db(3)
     with FakeOpenAI(Reply(delay=0.05)) as server:
