@@ -178,11 +178,19 @@ def runs_beside(store: Store, config: JudgeConfig, since: str | None = None) -> 
 
 def beside_words(store: Store, jobs: list[Job], config: JudgeConfig, runs: list[dict], stored: Collection[int]) -> str:
     """The note of a run that ran beside `runs` of its judge name with another configuration:
-    how many of the items it `stored` now hold that configuration's judgment in force instead;
-    this run's answers replaced any it stored before them, which no count here holds."""
+    how many of the items it `stored` now hold that configuration's judgment in force instead,
+    whether one of them still runs (and goes on replacing); this run's answers replaced any it
+    stored before them, which no count here holds."""
     ids = listing([str(run["id"]) for run in runs], 5)
-    taken = len(other_configurations(store, [job for job in jobs if job.item.id in stored], config).keys())
-    return (f"{'run' if len(runs) == 1 else 'runs'} {ids} of {config.name}, another configuration, ran beside this "
-            f"one: {taken} of the {counted(len(stored), 'item')} this run judged now hold its judgment in force "
-            "instead of this run's, and this run's answers replaced any it had stored before them (not counted "
-            f"above): {config.name}'s verdicts mix both. {KEEP_BOTH}")
+    taken = len(other_configurations(store, [job for job in jobs if job.item.id in stored], config))
+    running = any(run["outcome"] == "running" for run in runs)
+    judged = counted(len(stored), "item")
+    now = (f"{taken} of the {judged} this run judged now hold its judgment in force instead of this run's" if taken
+           else f"none of the {judged} this run judged holds its judgment in force now")
+    said = (f"{'run' if len(runs) == 1 else 'runs'} {ids} of {config.name}, another configuration, ran beside this one: "
+            f"{now}, and this run's answers replaced any it had stored before them (not counted above)")
+    if running:
+        said += "; it is still running, and replaces this run's verdicts as it answers their items"
+    if taken or running:
+        said += f": {config.name}'s verdicts mix both"
+    return f"{said}. {KEEP_BOTH}"

@@ -2,8 +2,8 @@
 server in between, are the sign of a server that is down or refuses everything, and asking
 thousands more items would only store the same error. The items that failed are stored as
 errors before the stop (the runner stores each judgment as it comes), so a rerun asks them after
-the others (`ASKED_AGAIN`) and `calibrate items --status error` lists them; the stop message names them and
-what failed."""
+the others (model.ASKED_AGAIN) and `calibrate items --status error` lists them; the stop message
+names them and what failed, and `kept_words` says what the run kept, in the sentences that apply."""
 
 from __future__ import annotations
 

@@ -727,10 +727,11 @@ def test_an_output_cut_at_one_token_counts_it_in_the_singular(db):
 
 @pytest.mark.timeout(120)
 def test_two_runs_of_one_judge_name_with_two_configurations_at_once_say_so(db, tmp_path):
-    """The first run (slow, in its own process) is under way when the second starts: the second
-    warns at its start, and each says at its end that the other's verdicts mix with its own."""
+    """The first run (slow, in its own process) is under way when the second starts, and still
+    when it ends: the second warns at its start, and each says at its end how the other's
+    verdicts mix with its own."""
     run = db(30)
-    with FakeOpenAI(Reply(delay=0.1)) as slow, FakeOpenAI(Reply("The answer is: no.")) as fast:
+    with FakeOpenAI(Reply(delay=0.2)) as slow, FakeOpenAI(Reply("The answer is: no.")) as fast:
         env = {**os.environ, "CALIBRATE_DB": str(run.db)}
         first = subprocess.Popen([sys.executable, "-m", "calibrate", "judge", "--model", "fake-judge", "--base-url",
                                   slow.url, "--concurrency", "1"], env=env, stdout=subprocess.PIPE,
@@ -743,6 +744,7 @@ def test_two_runs_of_one_judge_name_with_two_configurations_at_once_say_so(db, t
     assert first.returncode == 0, output
     assert "warning: fake-judge is being judged now with another configuration too (run 1)" in second
     assert "run 1 of fake-judge, another configuration, ran beside this one" in second
+    assert "it is still running, and replaces this run's verdicts as it answers their items" in second
     said = " ".join(output.split())
     assert "run 2 of fake-judge, another configuration, ran beside this one:" in said
     first_items = {j.item_id for j in stored(run) if j.verdict == "yes"}
