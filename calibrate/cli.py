@@ -17,11 +17,18 @@ from rich.console import Console
 from rich.text import Text
 
 from calibrate.cells import BY_CHOICES, by_callback
-from calibrate.configurations import other_configurations, replaced_words, replacing_words
+from calibrate.configurations import (
+    KEEP_BOTH,
+    beside_words,
+    other_configurations,
+    replaced_words,
+    replacing_words,
+    runs_beside,
+)
 from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
-from calibrate.model import CalibrateError, check_system, counted
+from calibrate.model import ASKED_AGAIN, CalibrateError, check_system, counted, now_iso
 from calibrate.names import AnnotatorNameError, annotator_name, closest, listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
@@ -1455,30 +1462,32 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                   seed, top_p, stop, system_prompt, extra_params, reasoning, progress_every, variant):
     """Run a judge over items and store its verdicts (resumable)."""
     import asyncio
-    from collections import Counter
 
     from calibrate.formats.c3 import c3_passed_over
     from calibrate.formats.openai_batch import export_batch as write_batch
     from calibrate.formats.openai_batch import import_batch as read_batch
     from calibrate.judge_progress import JudgeProgress
+    from calibrate.judge_rule import RULE_JUDGE, run_rule_judge
     from calibrate.judge_runner import (
-        RULE_JUDGE,
         JudgeConfig,
         JudgeRefused,
         RunStopped,
-        RunSummary,
         parse_param,
         plan_jobs,
         refusal_message,
+        resume_reasoning,
         run_jobs,
-        run_rule_judge,
     )
+    from calibrate.judge_summary import RunSummary
 
     check_queue_filters(ctx, task=task, lang=lang, system=system, judge=None)
     if judge_kind == "rule":
         _refuse_llm_options()
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, lang=lang, system=system, force=force, limit=limit)
-        if not summary.stored and not summary.skipped_done:
+        if summary.skipped_done and not summary.stored:
+            _nothing_to_judge(summary, [], RULE_JUDGE)
+            return
+        if not summary.stored:
             given = filters_given(task=task, lang=lang, system=system)
             if task and not task.startswith("superglue/"):
                 how = ("people decide them (calibrate annotate)" if ctx.templates.people_decide(task, lang or "en") else
@@ -1520,7 +1529,9 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         if url_source == "command line":
             raise option_error("--base-url", problem)
         raise click.UsageError(f"{problem}; set by {url_source}")
-    if repeat > 1 and not reasoning and not config.temperature:
+    if resumed := resume_reasoning(ctx.store, config):
+        err_console.print(safe_text(f"note: {resumed}", style="yellow"))
+    if repeat > 1 and not config.reasoning and not config.temperature:
         err_console.print(safe_text(
             f"warning: --repeat {repeat} at temperature 0: the repeats will agree by construction unless the server "
             "samples anyway, so they measure little consistency and their majority adds nothing; give --temperature "
@@ -1570,8 +1581,13 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                                 f"per item: those not yet stored) with {config.name} at {redact_url(config.url)}; "
                                 f"{summary.skipped_done} already judged (no call)"))
     if replacing := other_configurations(ctx.store, jobs, config):
-        err_console.print(safe_text(f"note: {replacing_words(config.name, Counter(replacing.values()), done=False)}",
-                                    style="yellow"))
+        err_console.print(safe_text(f"note: {replacing_words(config.name, replacing, done=False)}", style="yellow"))
+    if beside := runs_beside(ctx.store, config):
+        err_console.print(safe_text(
+            f"warning: {config.name} is being judged now with another configuration too (run "
+            f"{', '.join(str(run['id']) for run in beside)}): the two runs replace each other's verdicts item by item; "
+            f"{KEEP_BOTH[0].lower()}{KEEP_BOTH[1:]}", style="yellow"))
+    started = now_iso()
     stopped = None
     with JudgeProgress(err_console, jobs, summary, every=progress_every) as progress:
         try:
@@ -1580,8 +1596,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
             summary.interrupted = True
         except (JudgeRefused, RunStopped) as exc:
             stopped = exc
-    if replaced := replaced_words(ctx.store, jobs, config, replacing):
+    if replaced := replaced_words(ctx.store, jobs, config, replacing, summary.items_stored):
         summary.notes.append(replaced)
+    if beside := runs_beside(ctx.store, config, since=started):
+        summary.notes.append(beside_words(ctx.store, jobs, config, beside, summary.items_stored))
     if isinstance(stopped, JudgeRefused):
         _print_judge_summary(summary, check=False)
         raise click.ClickException(f"the judge server refused: {refusal_message(stopped, config)}. "
@@ -1602,7 +1620,12 @@ BATCH_ITEMS_SHOWN = 5  # the first few items a batch import's notes name
 def _say_batch_import(found, path: Path) -> None:
     """On stderr, what a batch result file held beside its judgments: requests it answers more
     than once (one judgment each kept), and the requests of its batch with no result yet (or
-    that this database has no record of the batch, so these cannot be told)."""
+    that this database has no record of the batch, so these cannot be told), and error results
+    stored already (the file imported again)."""
+    if found.errors_again:
+        err_console.print(safe_text(
+            f"{counted(found.errors_again, 'error result')} of {path} {'is' if found.errors_again == 1 else 'are'} "
+            f"stored already, with the same message: not stored again ({ASKED_AGAIN})", style="yellow"))
     if found.repeated:
         shown = [f"item {source} on lines {', '.join(map(str, lines))}: kept line {kept}"
                  for source, lines, kept in found.repeated]
@@ -1704,7 +1727,7 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
     requests = summary.requests
     if requests.attempts:
         causes = ", ".join(f"{n} × {cause}" for cause, n in requests.failures.most_common())
-        line = f"{counted(requests.attempts, 'request')} sent, {requests.retries} of them {'a retry' if requests.retries == 1 else 'retries'}" + (f"; failed: {causes}" if causes else "")
+        line = requests.words() + (f"; failed: {causes}" if causes else "")
         if summary.concurrency_lowest is not None and summary.concurrency_lowest < summary.concurrency[1]:
             line += f"; concurrency went down to {summary.concurrency_lowest} of {summary.concurrency[1]}"
         console.print(safe_text(line, style="yellow" if causes else ""))
@@ -1738,7 +1761,7 @@ def _print_judge_summary(summary, check: bool = True, advice: str = LLM_UNPARSED
         for reason, n in summary.errors.most_common():
             err_console.print(safe_text(f"{n} × {reason}   e.g. {summary.error_examples[reason]}", style="red"))
         raise click.ClickException(f"{summary.failed} of {counted(summary.stored, summary.unit)} ended in error (stored as errors; "
-                                   "the next run asks for them again)")
+                                   f"{ASKED_AGAIN})")
     if unparsed and not parsed and check:
         outputs = "the one output" if unparsed == 1 else f"none of the {unparsed} outputs"
         raise click.ClickException(f"{outputs} of this run {'did not parse' if unparsed == 1 else 'parsed'} as a verdict "

@@ -13,17 +13,20 @@ the configuration, so a row pooling several tasks holds several configurations b
 A run says so before the figures do: at its start, how many verdicts in force of its judge name
 another configuration gave on the items it asks (`other_configurations`; `earlier_configuration`
 says which: imported, another server, template, model or parameters), and at its end how many it
-replaced (`replaced_words`); so does the import of a batch's results.
+replaced (`replaced_words`); so does the import of a batch's results. A run of the judge name with
+another configuration running at the same time (`runs_beside`) is warned about at the start, and
+at the end the run says how many of its items hold that one's judgments instead (`beside_words`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calibrate.model import counted, judge_key
+from calibrate.model import ASKED_AGAIN, counted, judge_key
+from calibrate.names import listing
 from calibrate.store import Store
 
 if TYPE_CHECKING:
@@ -110,43 +113,84 @@ def earlier_configuration(judge: str, earlier: tuple, *, model: str, template: t
     return "from " + ", ".join(parts)
 
 
-def replacing_words(judge: str, sources: Counter, *, done: bool, by_errors: int = 0) -> str:
-    """The note of a run whose judge name has verdicts in force from other configurations on its
-    items: `sources` counts them by `earlier_configuration`; before the run (not `done`) they are
-    what its answers replace, after it what they replaced, `by_errors` of them with failed calls
-    (errors, which count as no verdict until the item is asked again)."""
-    n = sum(sources.values())
-    what = "; ".join(f"{count} {source}" for source, count in sources.most_common())
-    verdicts = f"{counted(n, 'verdict')} in force of {judge} from another configuration ({what})"
-    head = f"this run replaced {verdicts}" if done else f"this run replaces {verdicts}, each as it answers its item"
+def replacing_words(judge: str, replacing: dict[int, tuple[str, bool]], *, done: bool, by_errors: int = 0) -> str:
+    """The note of a run whose judge name has judgments in force from other configurations on
+    its items: `replacing` gives each item's (`earlier_configuration`, whether it is an error);
+    before the run (not `done`) they are what its answers replace, after it what they replaced,
+    `by_errors` of them with failed calls (errors, which count as no verdict until the item is
+    asked again)."""
+    sources = Counter(source for source, _ in replacing.values())
+    errors = sum(error for _, error in replacing.values())
+    verdicts = len(replacing) - errors
+    what = " and ".join(([counted(verdicts, "verdict")] if verdicts else [])
+                        + ([f"{counted(errors, 'error')} (failed calls)"] if errors else []))
+    where = "; ".join(f"{count} {source}" for source, count in sources.most_common())
+    said = f"{what} in force of {judge} from another configuration ({where})"
+    head = f"this run replaced {said}" if done else f"this run replaces {said}, each as it answers its item"
     if by_errors:
-        head += (f", {by_errors} of them with a failed call (an error: the item's verdict counts as an error until "
-                 "it is asked again, which the next run does first)")
+        head += (f", {by_errors} of them with a failed call: on those items the earlier configuration's judgment no "
+                 f"longer counts and the item counts as an error until it is asked again; {ASKED_AGAIN}")
     return f"{head}; the earlier judgments stay in the history but no longer count. {KEEP_BOTH}"
 
 
-def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> dict[int, str]:
-    """item id -> what set apart (`earlier_configuration`) the other configuration whose verdict
-    in force of `config.name` is on that item of the jobs: what the run replaces on each item it
-    answers, or, asked after it, what it left in force."""
+def other_configurations(store: Store, jobs: list[Job], config: JudgeConfig) -> dict[int, tuple[str, bool]]:
+    """item id -> what set apart (`earlier_configuration`) the other configuration whose judgment
+    in force of `config.name` is on that item of the jobs, and whether it is an error: what the
+    run replaces on each item it answers, or, asked after it, what it left in force."""
     asked = {job.item.id: job for job in jobs}
     servers = store.judge_servers(config.name)
+    earlier = {item_id: found for item_id, found in store.configurations_in_force(config.name, asked).items()
+               if found[0] != asked[item_id].key}
+    status = store.verdicts_in_force_of((item_id, config.name) for item_id in earlier)
     return {
-        item_id: earlier_configuration(config.name, earlier, model=config.model, params=config.params(),
-                                       server=config.server, servers=servers,
-                                       template=(asked[item_id].template.id, asked[item_id].template.version))
-        for item_id, earlier in store.configurations_in_force(config.name, asked).items()
-        if earlier[0] != asked[item_id].key
+        item_id: (earlier_configuration(config.name, found, model=config.model, params=config.params(),
+                                        server=config.server, servers=servers,
+                                        template=(asked[item_id].template.id, asked[item_id].template.version)),
+                  status.get((item_id, config.name), ("",))[0] == "error")
+        for item_id, found in earlier.items()
     }
 
 
-def replaced_words(store: Store, jobs: list[Job], config: JudgeConfig, replacing: dict[int, str]) -> str | None:
-    """After a run of `config` over `jobs` (or the import of its batch's results): what it
-    replaced (`replacing_words`) of `replacing`, what `other_configurations` gave before it, and
-    how many of those became failed calls; None where it replaced nothing."""
-    replaced = replacing.keys() - other_configurations(store, jobs, config).keys() if replacing else set()
+def replaced_words(store: Store, jobs: list[Job], config: JudgeConfig, replacing: dict[int, tuple[str, bool]],
+                   stored: Collection[int]) -> str | None:
+    """After a run of `config` over `jobs` (or the import of its batch's results) that stored
+    judgments of the items `stored`: what it replaced (`replacing_words`) of `replacing`, what
+    `other_configurations` gave before it, and how many of those became failed calls; None where
+    it replaced nothing."""
+    now = other_configurations(store, jobs, config) if replacing else {}
+    replaced = {item_id: found for item_id, found in replacing.items() if item_id in stored and item_id not in now}
     if not replaced:
         return None
-    now = store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
-    return replacing_words(config.name, Counter(replacing[item_id] for item_id in replaced), done=True,
-                           by_errors=sum(status == "error" for status, _ in now.values()))
+    in_force = store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
+    return replacing_words(config.name, replaced, done=True,
+                           by_errors=sum(status == "error" for status, _ in in_force.values()))
+
+
+def runs_beside(store: Store, config: JudgeConfig, since: str | None = None) -> list[dict]:
+    """The recorded runs of `config.name` with another configuration (model, server or request
+    parameters) running now, or, with `since` (an ISO time), running at any time after it."""
+    mine = (config.model, config.server, config.params())
+    return [run for run in store.judge_runs() if run["judge_name"] == config.name
+            and (run["model"], run["server"], run["params"]) != mine
+            and (run["outcome"] == "running" or since is not None and run["outcome"] not in (None, "died")
+                 and (run["finished_at"] or "") >= since)]
+
+
+def beside_words(store: Store, jobs: list[Job], config: JudgeConfig, runs: list[dict], stored: Collection[int]) -> str:
+    """The note of a run that ran beside `runs` of its judge name with another configuration:
+    how many of the items it `stored` now hold that configuration's judgment in force instead,
+    whether one of them still runs (and goes on replacing); this run's answers replaced any it
+    stored before them, which no count here holds."""
+    ids = listing([str(run["id"]) for run in runs], 5)
+    taken = len(other_configurations(store, [job for job in jobs if job.item.id in stored], config))
+    running = any(run["outcome"] == "running" for run in runs)
+    judged = counted(len(stored), "item")
+    now = (f"{taken} of the {judged} this run judged now hold its judgment in force instead of this run's" if taken
+           else f"none of the {judged} this run judged holds its judgment in force now")
+    said = (f"{'run' if len(runs) == 1 else 'runs'} {ids} of {config.name}, another configuration, ran beside this one: "
+            f"{now}, and this run's answers replaced any it had stored before them (not counted above)")
+    if running:
+        said += "; it is still running, and replaces this run's verdicts as it answers their items"
+    if taken or running:
+        said += f": {config.name}'s verdicts mix both"
+    return f"{said}. {KEEP_BOTH}"

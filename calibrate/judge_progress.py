@@ -15,7 +15,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from calibrate.escape import safe
-from calibrate.judge_runner import Job, RunSummary
+from calibrate.judge_runner import Job
+from calibrate.judge_summary import RunSummary
 from calibrate.model import counted
 
 

@@ -21,9 +21,9 @@ requests, retries and failures by cause.
 The API key is read from the environment and never stored: it and any credentials in the base
 URL are blanked out of everything stored or printed (error bodies that echo them included).
 The judge's configuration includes the server (host and port); a run whose judge name has verdicts
-in force from another configuration replaces them, and says so (`calibrate.configurations`). The
-rule judge (SuperGLUE) parses the model-under-test's own response offline, following seed 004's
-parsing rules; its runs are recorded too, with no server and no requests.
+in force from another configuration replaces them, and says so (`calibrate.configurations`). A
+run switched to reasoning mode says so in its record, and the next run of the judge on that
+server and model starts in that mode (`resume_reasoning`). The rule judge is calibrate.judge_rule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import json
 import os
 import re
 import uuid
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -41,18 +40,17 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from calibrate.judge_server import (
+    REASONING_ONLY,
     STREAMED,
     JudgeRefused,
     ReasoningRefusal,
-    RequestCounts,
     RequestFailed,
     ServerSession,
     UnusableAnswer,
 )
-from calibrate.judge_stop import FailureStreak, RunStopped
+from calibrate.judge_stop import FailureStreak, RunStopped, kept_words
+from calibrate.judge_summary import RunSummary
 from calibrate.judgments import (
-    is_truncated,
-    judgment_from_output,
     parse_output,
     truncated,
     verdict_confidence,
@@ -64,8 +62,6 @@ from calibrate.templates import RenderedPrompt, Template, TemplateError, Templat
 from calibrate.verdicts import BARE
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-RULE_JUDGE = "rule"
-RULE_PARAMS = {"rule": "superglue seed-004 answer parsing"}
 # Request fields set by their own flags, so --param cannot set them (or the key would lie).
 FLAG_FIELDS = {"model": "--model", "messages": "the template", "temperature": "--temperature",
                "max_tokens": "--max-tokens", "max_completion_tokens": "--max-tokens with --reasoning",
@@ -189,70 +185,6 @@ class Job:
         return f"{self.item.content_hash}:{self.key}{tail}"
 
 
-@dataclass
-class RunSummary:
-    skipped_done: int = 0
-    not_renderable: dict[str, list[int]] = field(default_factory=dict)  # why -> ids of the items it stops
-    no_template: Counter = field(default_factory=Counter)  # (task, lang) no template serves -> items
-    no_prompt: int = 0  # items of tasks people decide (no judge prompt)
-    outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
-    c3_passes_over: Counter = field(default_factory=Counter)  # (task, lang) -> items C3's evaluate.py never asks
-    stored: int = 0
-    cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n; also "bare", "truncated"
-    errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n
-    error_examples: dict = field(default_factory=dict)  # reason -> one full error message
-    unparsed: Counter = field(default_factory=Counter)  # why an output did not parse (truncation aside) -> n
-    interrupted: bool = False
-    requests: RequestCounts = field(default_factory=RequestCounts)
-    concurrency: tuple[int, int] | None = None  # (requests allowed in flight now, the ceiling)
-    concurrency_lowest: int | None = None  # the lowest the adaptive limit went
-    other_models: Counter = field(default_factory=Counter)  # model the server reported, other than asked -> n
-    no_confidence: Counter = field(default_factory=Counter)  # why a parsed verdict has no confidence -> n
-    notes: list[str] = field(default_factory=list)  # what the run decided on its own (reasoning mode) or replaced
-    stopped: str | None = None  # why the run stopped before asking everything
-    repeat: int = 1  # samples asked per item: the counts above count samples
-    unsent: int = 0  # requests no connection could be made for: not the items' errors, not stored
-
-    @property
-    def unit(self) -> str:
-        """What the counts count, in words (one of them): item, or sample with --repeat."""
-        return "item" if self.repeat == 1 else "sample"
-
-    def count(self, item: Item, judgment: NewJudgment, bare: bool = False) -> None:
-        self.stored += 1
-        self.cells[(item.task, item.lang, judgment.status)] += 1
-        if bare:
-            self.cells[(item.task, item.lang, BARE)] += 1
-        if is_truncated(judgment.unparsed_reason):
-            self.cells[(item.task, item.lang, "truncated")] += 1
-        elif judgment.status == "unparsed":
-            self.unparsed[judgment.unparsed_reason or "no reason given"] += 1
-        if judgment.status == "error":
-            error = judgment.error or "unknown error"
-            reason = error.split(":", 1)[0]
-            self.errors[reason] += 1
-            self.error_examples.setdefault(reason, error)
-
-    def columns(self) -> list[str]:
-        """The per-cell table's columns: bare and truncated only when some output was."""
-        shown = {name for name in (BARE, "truncated") if any(key[2] == name for key in self.cells)}
-        return [c for c in ("task", "lang", "verdicts", BARE, "unparsed", "truncated", "errors")
-                if c not in (BARE, "truncated") or c in shown]
-
-    def table(self) -> list[list]:
-        cells = sorted({(t, lang) for t, lang, _ in self.cells})
-        names = {"verdicts": "verdict", "errors": "error"}
-        return [[t, lang, *(self.cells[(t, lang, names.get(c, c))] for c in self.columns()[2:])] for t, lang in cells]
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    def outputs(self, status: str) -> int:
-        """The outputs stored with `status` (verdict, unparsed, error) over the cells."""
-        return sum(n for (_, _, cell_status), n in self.cells.items() if cell_status == status)
-
-
 def plan_jobs(
     store: Store,
     templates: TemplateSet,
@@ -354,6 +286,10 @@ def _content(response) -> tuple[str, str | None]:
     except (AttributeError, IndexError, TypeError, KeyError) as exc:
         raise UnusableAnswer("malformed response body", f"{type(exc).__name__}: {exc}") from None
     if content is None or not str(content).strip():
+        thought = getattr(choice.message, "reasoning_content", None) or getattr(choice.message, "reasoning", None)
+        if thought and str(thought).strip():  # a thinking model that spent its tokens thinking: asking again would too
+            raise UnusableAnswer(REASONING_ONLY, "the answer is only in the model's reasoning (reasoning_content), its "
+                                 "content is empty: raise --max-tokens, or turn thinking off", retry=False)
         raise UnusableAnswer("empty content")
     return str(content), getattr(choice, "finish_reason", None)
 
@@ -500,7 +436,7 @@ async def run_jobs(
                             max_retries=config.max_retries, backoff=config.backoff,
                             concurrency=config.concurrency, redact=config.redact)
     summary.requests = session.counts
-    switch = _ReasoningSwitch(store, jobs, config, summary, progress)
+    switch = ReasoningSwitch(store, jobs, config, summary, progress)
 
     def stored(job: Job, answer: Answer) -> None:
         with store.transaction():  # the run's counts with the judgment: true even if the process dies
@@ -515,15 +451,16 @@ async def run_jobs(
     async def ask(job: Job) -> Answer | None:
         """The job's answer (an error judgment when its request failed); None when, after a
         switch to reasoning mode, it turns out judged already."""
+        again = False  # the request was refused before the switch to reasoning mode: asking it now is a retry
         while True:
             as_reasoning = config.reasoning  # a request sent before a switch to reasoning mode is asked again
             try:
-                response, seconds = await session.create(lambda: request_body(job, config), _content)
+                response, seconds = await session.create(lambda: request_body(job, config), _content, again=again)
             except ReasoningRefusal as exc:
                 if as_reasoning:
                     raise RunStopped(f"the server refuses the request even as a reasoning model: {exc}") from None
                 session.counts.failures["HTTP 400"] += 1
-                session.counts.retries += 1  # the same request, asked again in the new mode
+                again = True
                 switch.switch(str(exc))
                 if switch.done(job):
                     return None
@@ -560,7 +497,7 @@ async def run_jobs(
                 store.release_judging(job.item.id, job.key, job.sample, holder)
                 summary.unsent += 1
                 progress.advance(job)
-                streak.failed(job.item.id, answer.judgment.error or "unknown error", answers_before, stored=False)
+                streak.failed(job.item.id, answer.judgment.error or "unknown error", answers_before)
                 continue
             stored(job, answer)
             if answer.judgment.status != "error":
@@ -579,6 +516,7 @@ async def run_jobs(
             progress.refresh()
 
     beat = None
+    in_flight = 0  # as the run ends: requests still being asked, not stored (with the items never asked)
     try:
         async with session:
             beat = asyncio.ensure_future(heartbeat())
@@ -586,14 +524,19 @@ async def run_jobs(
             try:
                 await asyncio.gather(*workers)
             finally:
+                in_flight = sum(not task.done() for task in workers)
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
         outcome = "finished"
+        if summary.unsent:
+            outcome, message = "stopped", kept_words(errors=False, unsent=summary.unsent, left=False)
     except RunStopped as exc:
-        outcome, message = "stopped", str(exc)
+        left = not queue.empty() or in_flight > 0
+        outcome = "stopped"
+        message = f"{exc} {kept_words(errors=bool(summary.failed), unsent=summary.unsent, left=left)}".strip()
         summary.stopped = message
-        raise
+        raise RunStopped(message) from None
     except JudgeRefused as exc:
         outcome, message = "refused", refusal_message(exc, config)
         summary.stopped = message
@@ -603,13 +546,20 @@ async def run_jobs(
             beat.cancel()
         note_concurrency()
         store.release_all_judging(holder)
-        store.finish_judge_run(run_id, outcome=outcome, message=message, params=config.params(),
+        store.finish_judge_run(run_id, outcome=outcome, message=switch.message(message), params=config.params(),
                                stored=summary.stored, cells=summary.cells, requests=session.counts,
                                concurrency_lowest=session.concurrency.lowest)
     return summary
 
 
-class _ReasoningSwitch:
+# -- reasoning models ------------------------------------------------------------------------
+
+
+SWITCHED = "switched to reasoning mode"
+"""What the message of a run that switched on its own starts with (judge_runs.message)."""
+
+
+class ReasoningSwitch:
     """Turns a run into a reasoning-model run when the server refuses `temperature` or
     `max_tokens`: the configuration changes, every job not yet stored takes the new key, and
     jobs already judged under that key are skipped."""
@@ -617,13 +567,15 @@ class _ReasoningSwitch:
     def __init__(self, store: Store, jobs: list[Job], config: JudgeConfig, summary: RunSummary, progress: Progress):
         self.store, self.jobs, self.config, self.summary, self.progress = store, jobs, config, summary, progress
         self.already: dict[str, dict[int, set[int]]] = {}
+        self.switched = False
 
     def switch(self, refusal: str) -> None:
         if self.config.reasoning:
             return
-        self.config.reasoning = True
+        self.config.reasoning = self.switched = True
         note = (f"the server refused temperature / max_tokens ({refusal}): judging as a reasoning model, without "
-                "temperature and with max_completion_tokens (say --reasoning to start so)")
+                "temperature and with max_completion_tokens (say --reasoning to start so; the next run of this "
+                "judge here does)")
         self.summary.notes.append(note)
         self.progress.warn(note)
         for job in self.jobs:
@@ -639,43 +591,26 @@ class _ReasoningSwitch:
             return True
         return False
 
+    def message(self, message: str | None) -> str | None:
+        """The run's recorded message, saying first that it switched (if it did)."""
+        if not self.switched:
+            return message
+        said = f"{SWITCHED}: the server refused temperature / max_tokens"
+        return f"{said}; {message}" if message else said
 
-# -- rule judge --------------------------------------------------------------------------------
 
-
-def run_rule_judge(
-    store: Store, templates: TemplateSet, *, task: str | None = None, lang: str | None = None,
-    system: str | None = None, force: bool = False, limit: int | None = None
-) -> RunSummary:
-    """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
-    rules and compare with the gold label, over the items of the filters given. The verdict is
-    the parsed answer; `correct` says whether it matches. A run that stores judgments is
-    recorded (judge_runs), as a server's is."""
-    summary = RunSummary()
-    judgments = []
-    done: dict[str, set[int]] = {}
-    for item in store.iter_items(task=task, lang=lang, system=system):
-        if not item.task.startswith("superglue/") or "response" not in item.fields:
-            continue
-        template = templates.for_task(item.task, item.lang)
-        key = judge_key(RULE_JUDGE, None, template.version, RULE_PARAMS)
-        if key not in done:
-            done[key] = set() if force else store.judged_item_ids(key)
-        if item.id in done[key]:
-            summary.skipped_done += 1
-            continue
-        judgment = judgment_from_output(item.id, item, templates, RULE_JUDGE, item.fields["response"], params=RULE_PARAMS)
-        if force:  # judged again: a judgment of its own (the output's uid would be the earlier run's, and be dropped)
-            judgment = replace(judgment, uid=None)
-        judgments.append(judgment)
-        summary.count(item, judgment)
-        if limit is not None and len(judgments) >= limit:
-            break
-    if judgments:  # recorded as a server's run is, in one transaction with its judgments
-        with store.transaction():
-            run_id = store.begin_judge_run(RULE_JUDGE, "", "", RULE_PARAMS, items=len(judgments),
-                                           samples=len(judgments), concurrency=1)
-            store.add_judgments(judgments)
-            store.finish_judge_run(run_id, outcome="finished", message=None, params=RULE_PARAMS, stored=summary.stored,
-                                   cells=summary.cells, requests=summary.requests, concurrency_lowest=1)
-    return summary
+def resume_reasoning(store: Store, config: JudgeConfig) -> str | None:
+    """Where an earlier run of this judge name, model and server switched to reasoning mode on
+    its own (its parameters otherwise this run's), turns `config` into a reasoning-model one and
+    says so; else None."""
+    if config.reasoning:
+        return None
+    as_reasoning = replace(config, reasoning=True).params()
+    for run in store.judge_runs():
+        if (run["judge_name"], run["model"], run["server"]) == (config.name, config.model, config.server) \
+                and run["params"] == as_reasoning and (run["message"] or "").startswith(SWITCHED):
+            config.reasoning = True
+            return (f"run {run['id']} of {config.name} switched to reasoning mode (the server refused temperature / "
+                    "max_tokens): this run resumes as a reasoning model, without temperature and with "
+                    "max_completion_tokens (as --reasoning)")
+    return None

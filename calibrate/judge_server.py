@@ -48,10 +48,12 @@ from email.utils import parsedate_to_datetime
 
 import openai
 
+from calibrate.model import counted
 from calibrate.redact import redact_url
 
 TIMED_OUT = "timed out"
 STREAMED = "streamed answer"  # a server-sent-events body where a whole answer was asked for
+REASONING_ONLY = "answer only in reasoning"  # empty content, the text in reasoning_content: it thought to the token limit
 RETRY_AFTER_CAP = 120.0  # seconds: a longer retry-after is not waited for (the request fails, not asked again)
 BACKOFF_CAP = 30.0
 # HTTP statuses worth asking again (as the openai client's own rule): timeout, conflict, rate
@@ -114,11 +116,24 @@ class RequestCounts:
     attempts: int = 0
     retries: int = 0
     failures: Counter = field(default_factory=Counter)
+    unreached: int = 0  # of the attempts, those that reached no server (no connection could be made)
+    unreached_retries: int = 0  # of those, retries
     wait: tuple[float, float] | None = None  # (seconds the server asked to wait, time.monotonic() the wait ends)
 
     @property
     def timeouts(self) -> int:
         return self.failures[TIMED_OUT]
+
+    def words(self) -> str:
+        """The requests in words, those that reached no server apart: "12 requests sent, 2 of
+        them retries; 3 more could not connect"."""
+        sent, retries = self.attempts - self.unreached, self.retries - self.unreached_retries
+        said = (f"{counted(sent, 'request')} sent, {retries} of them {'a retry' if retries == 1 else 'retries'}" if sent
+                else "no request reached the server")
+        if self.unreached:
+            tries = counted(self.unreached, "attempt")
+            said += f"; {tries} more could not connect" if sent else f" ({tries} to connect failed)"
+        return said
 
     def waiting(self) -> tuple[float, float] | None:
         """(seconds the server asked to wait, seconds of it left) while some request waits as
@@ -306,14 +321,15 @@ class ServerSession:
         await self._timeouts.stop()
         await self.client.close()
 
-    async def create(self, body: Callable[[], dict], check: Callable) -> tuple[object, float]:
+    async def create(self, body: Callable[[], dict], check: Callable, *, again: bool = False) -> tuple[object, float]:
         """The answer to `body()` (rebuilt for each attempt) that passes `check(response)` (which
         raises UnusableAnswer otherwise), and the seconds its attempt took. Asks again while an
         attempt fails in a way worth retrying, up to `max_retries` times; then raises
-        RequestFailed with the last failure."""
+        RequestFailed with the last failure. `again`: the request was sent before (in another
+        form), so even its first attempt counts as a retry."""
         for attempt in range(self.max_retries + 1):
             sent_at = await self.concurrency.acquire()
-            sending = _Sending(self.counts, retry=attempt > 0)
+            sending = _Sending(self.counts, retry=attempt > 0 or again)
             overload: bool | None = None
             try:
                 response = await self._send(body(), check, sending)
@@ -329,6 +345,9 @@ class ServerSession:
                 sending.count()
                 await self.concurrency.release(sent_at, overload)
             self.counts.failures[failure.cause] += 1
+            if not failure.reached:
+                self.counts.unreached += 1
+                self.counts.unreached_retries += sending.retry
             if not failure.retry or attempt == self.max_retries:
                 break
             if failure.retry_after is not None:

@@ -2,15 +2,15 @@
 server in between, are the sign of a server that is down or refuses everything, and asking
 thousands more items would only store the same error. The items that failed are stored as
 errors before the stop (the runner stores each judgment as it comes), so a rerun asks them after
-the others and `calibrate items --status error` lists them; the stop message names them and
-what failed."""
+the others (model.ASKED_AGAIN) and `calibrate items --status error` lists them; the stop message
+names them and what failed, and `kept_words` says what the run kept, in the sentences that apply."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from calibrate.judge_server import STREAMED, TIMED_OUT
-from calibrate.model import counted
+from calibrate.judge_server import REASONING_ONLY, STREAMED, TIMED_OUT
+from calibrate.model import ASKED_AGAIN, counted
 from calibrate.names import listing
 
 STOP_AFTER_FAILURES = 3
@@ -43,30 +43,30 @@ class FailureStreak:
     def __init__(self, url: str):
         self.url = url
         self.answers = 0
-        self.failures: list[tuple[int, str, bool]] = []  # (item id, error, stored) since the last answer
+        self.failures: list[tuple[int, str]] = []  # (item id, error) since the last answer
 
     def answered(self) -> None:
         self.answers += 1
         self.failures.clear()
 
-    def failed(self, item_id: int, error: str, answers_before: int, *, stored: bool = True) -> None:
-        """Counts a failed request (stored as the item's error, or not: no connection could be
-        made), unless the server has answered since `answers_before` (`answers` when the item was
+    def failed(self, item_id: int, error: str, answers_before: int) -> None:
+        """Counts a failed request (stored as the item's error, or not stored: no connection
+        could be made), unless the server has answered since `answers_before` (`answers` when the item was
         first asked); raises RunStopped once the streak is long enough."""
         if self.answers > answers_before:
             return
-        self.failures.append((item_id, error, stored))
+        self.failures.append((item_id, error))
         limit = STOP_AFTER_FAILURES_ONCE_ANSWERED if self.answers else STOP_AFTER_FAILURES
         if len(self.item_ids) >= limit:
             raise RunStopped(self.message())
 
     @property
     def item_ids(self) -> list[int]:
-        return sorted({item_id for item_id, _, _ in self.failures})
+        return sorted({item_id for item_id, _ in self.failures})
 
     def message(self) -> str:
-        reason, _ = Counter(error.split(":", 1)[0] for _, error, _ in self.failures).most_common(1)[0]
-        example = next(error for _, error, _ in self.failures if error.startswith(reason))
+        reason, _ = Counter(error.split(":", 1)[0] for _, error in self.failures).most_common(1)[0]
+        example = next(error for _, error in self.failures if error.startswith(reason))
         ids = self.item_ids
         shown = listing([str(item_id) for item_id in ids], self.SHOWN)
         url = self.url
@@ -79,6 +79,9 @@ class FailureStreak:
                     "it does not take?).")
         elif reason == STREAMED:
             seen = f"the server at {url} (or a proxy before it) streams its answers: make it answer whole."
+        elif reason == REASONING_ONLY:
+            seen = (f"the model at {url} answers only in its reasoning (reasoning_content), with nothing in the "
+                    "answer itself: it thinks up to the token limit. Raise --max-tokens, or turn its thinking off.")
         elif self.answers:
             seen = f"the server at {url} is up, but may have stopped answering anything but errors."
         else:
@@ -90,12 +93,21 @@ class FailureStreak:
                     "this run")
         else:
             what = f"{len(ids)} items failed before the server answered any request of this run"
-        if not any(kept for _, _, kept in self.failures):
-            kept = ("No connection could be made for any of them, so none is stored as the item's error; run again "
-                    "to resume once the server is up")
-        else:
-            kept = ("The failed items are stored as errors (calibrate items --status error lists them; the next run "
-                    "asks them after the others), but for any no connection could be made for; requests still in "
-                    "flight were stored as they ended (the table above counts them), the items not yet asked were not; "
-                    "run again to resume")
-        return f"{what} ({cause}): id {shown}. Stopped: {seen} {kept}"
+        return f"{what} ({cause}): id {shown}. Stopped: {seen}"
+
+
+def kept_words(*, errors: bool, unsent: int, left: bool) -> str:
+    """What a stopped run kept, in the sentences that apply: failed items stored as errors
+    (`errors`), `unsent` requests no connection could be made for (not stored), and, when
+    something is `left` to ask (items never asked, or in flight as it stopped), to run again."""
+    said = []
+    if errors:
+        said.append(f"The failed items are stored as errors (calibrate items --status error lists them; {ASKED_AGAIN}).")
+    if unsent:
+        said.append(f"{counted(unsent, 'request')} reached no server (no connection could be made): "
+                    f"{'its item is' if unsent == 1 else 'their items are'} not stored, and the next run asks "
+                    f"{'it' if unsent == 1 else 'them'}.")
+    if left:
+        said.append("The items not yet answered are not stored: run again to resume"
+                    + (" once the server is up." if unsent and not errors else "."))
+    return " ".join(said)

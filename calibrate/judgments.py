@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from calibrate.model import NewJudgment, digest, judge_key
+from calibrate.model import NewJudgment, counted, digest, judge_key
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.verdicts import Verdict, unparsed
 
@@ -24,7 +24,7 @@ TRUNCATED = "truncated at "
 
 def truncated(tokens: int | None) -> Verdict:
     """The verdict of an output cut at the token limit (`tokens`, when known)."""
-    return unparsed(f"{TRUNCATED}{tokens} tokens" if tokens else f"{TRUNCATED}the server's token limit")
+    return unparsed(f"{TRUNCATED}{counted(tokens, 'token')}" if tokens else f"{TRUNCATED}the server's token limit")
 
 
 def is_truncated(reason: str | None) -> bool:

@@ -1,6 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's /v1/chat/completions, for tests and
 benchmarks. Each test scripts it: verdict texts (bare ones too), 429s with retry-after, 5xx,
-delays, garbage bodies, empty content, missing logprobs, outputs cut at the token limit
+delays, garbage bodies, empty content (a thinking model's answer left in reasoning_content too),
+missing logprobs, outputs cut at the token limit
 (finish_reason "length"), another reported model, a server (or proxy) that streams its answer as
 server-sent events though none was asked for (`Reply(sse=True)`), and a hostile server echoing the
 credentials it was sent (`Reply(echo=True)`). Modes: `slots=1` serves one request at a time
@@ -41,6 +42,7 @@ class Reply:
     finish_reason: str = "stop"  # "length": the output was cut at the token limit
     completion_tokens: int = 20
     sse: bool = False  # the answer as a stream of server-sent events, as OpenAI streams it
+    reasoning: str | None = None  # the message's reasoning_content (a thinking model's thoughts, as vLLM and DeepSeek send)
 
 
 class FakeOpenAI:
@@ -229,6 +231,8 @@ def streamed(reply: Reply) -> str:
 
 def completion(body: dict, reply: Reply) -> dict:
     choice: dict = {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": reply.finish_reason}
+    if reply.reasoning is not None:
+        choice["message"]["reasoning_content"] = reply.reasoning
     if body.get("logprobs") and reply.logprobs is not None:
         choice["logprobs"] = {"content": [{"token": t, "logprob": lp, "bytes": None, "top_logprobs": []} for t, lp in reply.logprobs]}
     return {

@@ -265,7 +265,10 @@ def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became
     with FakeOpenAI(by_content={"sentence 0\n": Reply(status=500), "sentence 1\n": Reply(status=500)}) as server:
         out = " ".join(judge(run, server, "--max-retries", "0", ok=False).output.split())
     assert ("this run replaced 3 verdicts in force of fake-judge from another configuration (3 imported), 2 of them "
-            "with a failed call (an error: the item's verdict counts as an error until it is asked again") in out
+            "with a failed call: on those items the earlier configuration's judgment no longer counts and the item "
+            "counts as an error until it is asked again; the next run asks them again after the items that never "
+            "failed, and with --limit only where fewer of those are left") in out
+    assert "first" not in out
 
 
 def test_importing_a_batchs_results_says_which_verdicts_of_another_configuration_they_replaced(tmp_path):
@@ -310,7 +313,7 @@ def test_rule_judge_parses_superglue_responses_offline(demo_db):
     assert (rule["superglue/record/0/0"].verdict, rule["superglue/record/0/0"].correct) == ("correct", 1)
     assert (rule["superglue/multirc/0/0/1"].verdict, rule["superglue/multirc/0/0/1"].correct) == ("False", 1)
     out = Calibrate(demo_db)("judge", "--judge", "rule")
-    assert "14 items already judged" in out.output  # 12 of sdm-alpha, 2 of sdm-beta
+    assert "nothing to judge: rule has judged all 14 (--force judges them again)" in out.output  # 12 of sdm-alpha, 2 of sdm-beta
 
 
 def test_a_rule_judge_run_is_recorded_as_a_servers_run_is(tmp_path):
@@ -512,3 +515,39 @@ def test_a_bad_batch_file_is_a_message_naming_the_line(lexical_db, tmp_path):
     bad.write_bytes(b'\xff\xfe\n')
     out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
     assert out.exit_code == 1 and f"{bad}:1: not a batch result line" in out.output
+
+
+def _batch_results(batch_in: Path, batch_out: Path, failing: int = 0) -> None:
+    """The results of the batch written to `batch_in`: its first `failing` requests HTTP 500."""
+    requests = [json.loads(line) for line in batch_in.read_text().splitlines()]
+    lines = [{"custom_id": r["custom_id"], "response": {"status_code": 500, "body": {"error": {"message": "down"}}}}
+             if k < failing else
+             {"custom_id": r["custom_id"], "response": {"status_code": 200, "body": completion(r["body"], Reply())}}
+             for k, r in enumerate(requests)]
+    batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_importing_the_same_batch_results_again_stores_nothing_again(lexical_db, tmp_path):
+    run = lexical_db(3)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    _batch_results(batch_in, batch_out, failing=1)
+    run("judge", "--model", "fake-judge", "--import-batch", str(batch_out), ok=False)
+    assert len(judgments(run)) == 3
+    again = " ".join(run("judge", "--model", "fake-judge", "--import-batch", str(batch_out)).output.split())
+    assert len(judgments(run)) == 3, "the error line is not stored twice"
+    assert f"1 error result of {batch_out} is stored already, with the same message: not stored again" in again
+    assert "0 judgments stored, 2 items already judged" in again
+
+
+def test_the_replacement_note_counts_errors_apart_from_verdicts(lexical_db, tmp_path):
+    run = lexical_db(3)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--max-tokens", "5", "--export-batch", str(batch_in))
+    _batch_results(batch_in, batch_out, failing=1)
+    run("judge", "--model", "fake-judge", "--max-tokens", "5", "--import-batch", str(batch_out), ok=False)
+    with FakeOpenAI() as server:
+        out = " ".join(judge(run, server).output.split())
+    assert "this run replaces 2 verdicts and 1 error (failed calls) in force of fake-judge from another configuration" \
+        in out
+    assert "this run replaced 2 verdicts and 1 error (failed calls) in force" in out

@@ -10,7 +10,8 @@ import sys
 import time
 from collections import Counter
 
-from calibrate.judge_runner import JudgeConfig, RunSummary, plan_jobs, run_jobs
+from calibrate.judge_runner import JudgeConfig, plan_jobs, run_jobs
+from calibrate.judge_summary import RunSummary
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.fake_openai import FakeOpenAI, Reply

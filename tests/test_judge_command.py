@@ -32,7 +32,7 @@ def test_a_rule_judge_run_none_of_whose_outputs_parse_warns_with_the_reasons_and
     assert "the rule judge reads the system's own responses" in said
     assert "none of the 3 outputs of this run parsed as a verdict" in said
     again = run("judge", "--judge", "rule")  # they stay stored, as the LLM judge's do
-    assert "0 judgments stored, 3 items already judged (skipped)" in again.output
+    assert "nothing to judge: rule has judged all 3 (--force judges them again)" in again.output
 
 
 def test_the_rule_judge_takes_the_system_and_language_filters(demo_db):

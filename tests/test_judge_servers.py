@@ -9,6 +9,7 @@ import asyncio
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -19,8 +20,9 @@ import pytest
 from rich.console import Console
 
 from calibrate.judge_progress import JudgeProgress
-from calibrate.judge_runner import Job, JudgeConfig, RunSummary, same_model
+from calibrate.judge_runner import Job, JudgeConfig, same_model
 from calibrate.judge_server import AdaptiveConcurrency
+from calibrate.judge_summary import RunSummary
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply, refused_url
@@ -299,8 +301,11 @@ def test_an_unreachable_server_stops_the_run_with_one_message_naming_the_failed_
     assert out.exit_code == 1 and stop.count("Error:") == 1
     assert "3 items failed before the server answered any request of this run (e.g. connection failed: could not connect" \
         in stop
-    assert "is the server" in stop and ("No connection could be made for any of them, so none is stored as the "
-                                        "item's error; run again to resume once the server is up") in stop
+    assert "is the server" in stop and ("3 requests reached no server (no connection could be made): their items are "
+                                        "not stored, and the next run asks them. The items not yet answered are not "
+                                        "stored: run again to resume once the server is up.") in stop
+    assert "The failed items are stored as errors" not in stop
+    assert "no request reached the server (" in stop and "requests sent" not in stop
     assert stored(run) == [], "nothing reached the server: no item is at fault, none is stored as an error"
     (record,) = runs(run)
     assert record["outcome"] == "stopped" and record["requests"] <= 8 and record["stored"] == 0
@@ -578,13 +583,33 @@ def test_a_server_that_refuses_temperature_is_asked_again_as_a_reasoning_model(d
         assert server.count == 5, "one refusal, then the four items"
         assert all("temperature" not in body for body in server.requests[1:])
         assert "judging as a reasoning model" in out.output and out.exit_code == 0
+        assert "5 requests sent, 1 of them a retry" in out.output
         again = judge(run, server, "--concurrency", "1")
-        assert server.count == 6, "a rerun without --reasoning learns it again, then finds every item judged"
-        assert "4 items already judged" in again.output
+        assert server.count == 5, "a rerun resumes as a reasoning model and finds every item judged"
+        assert "nothing to judge: fake-judge has judged all 4" in again.output
     judged = stored(run)
     assert [j.status for j in judged] == ["verdict"] * 4 and all(j.params["reasoning"] for j in judged)
     assert len({j.judge_key for j in judged}) == 1
-    assert runs(run)[-1]["params"]["reasoning"] is True
+    assert runs(run)[0]["params"]["reasoning"] is True
+    assert runs(run)[0]["message"].startswith("switched to reasoning mode")
+
+
+def test_a_rerun_of_a_run_that_switched_to_reasoning_mode_resumes_in_it(db):
+    """The same command again sends no request the server refuses, and claims to replace nothing."""
+    run = db(8)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        first = judge(run, server, "--limit", "4", "--concurrency", "4", "--max-tokens", "100")
+        refused = sum("temperature" in body for body in server.requests)
+        assert f"{4 + refused} requests sent, {refused} of them" in first.output
+        asked = server.count
+        again = judge(run, server, "--limit", "4", "--concurrency", "4", "--max-tokens", "100")
+        assert server.count == asked + 4 and all("temperature" not in body for body in server.requests[asked:])
+        assert all(body["max_completion_tokens"] == 100 for body in server.requests[asked:])
+    said = " ".join(again.output.split())
+    assert "this run resumes as a reasoning model" in said and "4 requests sent, 0 of them retries" in said
+    assert "replace" not in said and "judging as a reasoning model" not in said
+    assert "4 judgments stored, 4 items already judged" in said
+    assert sorted(j.item_id for j in stored(run)) == list(range(1, 9))
 
 
 @pytest.mark.timeout(60)
@@ -659,3 +684,81 @@ def test_progress_on_a_terminal_is_a_bar_counting_items_and_samples_apart():
 def test_the_config_of_a_plain_run_keeps_its_judge_key():
     """Options left unset add nothing to the parameters, so judges stored before keep resuming."""
     assert JudgeConfig(model="m").params() == {"temperature": 0.0, "max_tokens": None, "logprobs": False}
+
+
+# -- 8. what a run says about itself --------------------------------------------------------------
+
+
+def test_an_answer_left_only_in_the_models_reasoning_says_so_and_is_not_asked_again(db):
+    """A thinking model that spends its tokens thinking answers with empty content and its text
+    in reasoning_content: the error and the stop say where the answer went and what to do."""
+    run = db(4)
+    with FakeOpenAI(Reply(text=None, reasoning="The answer is yes.")) as server:
+        out = judge(run, server, "--concurrency", "1", "--max-retries", "1", ok=False)
+        assert server.count == 3, "asking again would think to the limit again"
+    said = " ".join(out.output.split())
+    assert "answers only in its reasoning (reasoning_content)" in said and "Raise --max-tokens" in said
+    assert "fails every request" not in said and "empty content" not in said
+    assert "run again to resume" in said, "one item is left"
+    assert {j.error for j in stored(run)} == {"answer only in reasoning: the answer is only in the model's reasoning "
+                                              "(reasoning_content), its content is empty: raise --max-tokens, or turn "
+                                              "thinking off"}
+
+
+def test_a_run_that_stops_once_every_item_is_asked_says_only_what_applies(db):
+    run = db(3)
+    with FakeOpenAI(Reply(status=500)) as server:
+        out = judge(run, server, "--concurrency", "1", "--max-retries", "0", ok=False)
+        assert server.count == 3
+    said = " ".join(out.output.split())
+    assert ("The failed items are stored as errors (calibrate items --status error lists them; the next run asks them "
+            "again after the items that never failed, and with --limit only where fewer of those are left).") in said
+    assert "run again" not in said and "connection" not in said and "but for any" not in said
+    assert runs(run)[0]["message"].endswith("of those are left).")
+
+
+def test_a_run_that_left_requests_unsent_records_so(db):
+    run = db(3)
+    with FakeOpenAI() as server:
+        judge(run, server, "--limit", "2")
+    with refused_url() as down:
+        judge(run, down, "--limit", "1", "--max-retries", "0", ok=False)
+    record = runs(run)[0]
+    assert record["outcome"] == "stopped"
+    assert record["message"] == ("1 request reached no server (no connection could be made): its item is not stored, "
+                                 "and the next run asks it.")
+
+
+def test_an_output_cut_at_one_token_counts_it_in_the_singular(db):
+    run = db(1)
+    with FakeOpenAI(Reply("The", finish_reason="length", completion_tokens=1)) as server:
+        judge(run, server, "--max-tokens", "1", ok=False)
+    assert stored(run)[0].unparsed_reason == "truncated at 1 token"
+
+
+@pytest.mark.timeout(120)
+def test_two_runs_of_one_judge_name_with_two_configurations_at_once_say_so(db, tmp_path):
+    """The first run (slow, in its own process) is under way when the second starts, and still
+    when it ends: the second warns at its start, and each says at its end how the other's
+    verdicts mix with its own."""
+    run = db(30)
+    with FakeOpenAI(Reply(delay=0.2)) as slow, FakeOpenAI(Reply("The answer is: no.")) as fast:
+        env = {**os.environ, "CALIBRATE_DB": str(run.db)}
+        first = subprocess.Popen([sys.executable, "-m", "calibrate", "judge", "--model", "fake-judge", "--base-url",
+                                  slow.url, "--concurrency", "1"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while len(stored(run)) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        second = " ".join(judge(run, fast).output.split())
+        output, _ = first.communicate(timeout=90)
+    assert first.returncode == 0, output
+    assert "warning: fake-judge is being judged now with another configuration too (run 1)" in second
+    assert "run 1 of fake-judge, another configuration, ran beside this one" in second
+    assert "it is still running, and replaces this run's verdicts as it answers their items" in second
+    said = " ".join(output.split())
+    assert "run 2 of fake-judge, another configuration, ran beside this one:" in said
+    first_items = {j.item_id for j in stored(run) if j.verdict == "yes"}
+    replaced = int(said.split("ran beside this one: ")[1].split(" of the 30 items")[0])
+    in_force = Store(run.db).verdicts_in_force_of((item, "fake-judge") for item in range(1, 31))
+    assert replaced == sum(in_force[item, "fake-judge"][1] == "no" for item in first_items) >= 3

@@ -25,7 +25,7 @@ SUPERGLUE_DEMO_TASKS = ("boolq", "copa", "cb", "rte", "wic", "wsc", "multirc", "
 
 def load_demo(store: Store, templates: TemplateSet) -> str:
     """Import every demo file (a re-run adds nothing) and run the rule judge on SuperGLUE."""
-    from calibrate.judge_runner import run_rule_judge
+    from calibrate.judge_rule import run_rule_judge
 
     added = judgments = 0
 

@@ -17,13 +17,13 @@ from calibrate.judge_runner import (
     Answer,
     Job,
     JudgeConfig,
-    RunSummary,
     judgment_for,
     judgment_from_response,
     plan_jobs,
     request_body,
 )
 from calibrate.judge_server import UnusableAnswer
+from calibrate.judge_summary import RunSummary
 from calibrate.model import CalibrateError, NewJudgment
 from calibrate.store import Store
 from calibrate.store.batch_exports import BatchExport
@@ -93,6 +93,7 @@ class BatchImport:
     answered: int = 0
     repeated: list[tuple[str, list[int], int]] = field(default_factory=list)
     batch: BatchExport | None = None
+    errors_again: int = 0  # error results stored already (the same file imported again): not stored twice
 
 
 def import_batch(
@@ -100,7 +101,8 @@ def import_batch(
 ) -> BatchImport:
     """Store the results of a batch exported with the same configuration, one judgment per
     request: of lines repeating a custom_id, the last that is no error is kept (the last line,
-    if all are). Requests already judged by it are skipped unless `force`; a line from another
+    if all are). Requests already judged by it are skipped unless `force`, and so are errors
+    stored already with the same message (the file imported again); a line from another
     configuration is an error naming the line."""
     path = Path(path)
     jobs = {job.custom_id: job for job in plan_jobs(store, templates, config, force=True)}
@@ -136,24 +138,30 @@ def import_batch(
             if before is None or answer.judgment.status != "error" or before[2].judgment.status == "error":
                 kept[custom_id] = (lineno, job, answer)
     done: dict[str, dict[int, set[int]]] = {}
+    errors: dict[str, set[tuple[int, int, str]]] = {}
     judgments: list[NewJudgment] = []
     stored: list[Job] = []
+    errors_again = 0
     for _, job, answer in kept.values():
         if not force:
             already = done.setdefault(job.key, store.judged_samples(job.key))
             if job.sample in already.get(job.item.id, ()):
                 summary.skipped_done += 1
                 continue
+            failed = errors.setdefault(job.key, store.errors_of(job.key))
+            if answer.judgment.status == "error" and (job.item.id, job.sample, answer.judgment.error) in failed:
+                errors_again += 1
+                continue
         judgments.append(answer.judgment)
         stored.append(job)
         summary.count(job.item, answer.judgment, answer.bare)
     replacing = other_configurations(store, stored, config)
     store.add_judgments(judgments)
-    if replaced := replaced_words(store, stored, config, replacing):
+    if replaced := replaced_words(store, stored, config, replacing, {job.item.id for job in stored}):
         summary.notes.append(replaced)
     repeated = [(kept[custom_id][1].item.source_id, numbers, kept[custom_id][0])
                 for custom_id, numbers in lines.items() if len(numbers) > 1]
-    return BatchImport(len(kept), repeated, store.batch_export_of(kept) if kept else None)
+    return BatchImport(len(kept), repeated, store.batch_export_of(kept) if kept else None, errors_again)
 
 
 def _answer(record: dict, job: Job, config: JudgeConfig) -> Answer:

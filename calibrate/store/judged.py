@@ -95,6 +95,12 @@ class JudgmentsMixin:
             done.setdefault(item_id, set()).add(sample)
         return done
 
+    def errors_of(self, judge_key_value: str) -> set[tuple[int, int, str]]:
+        """(item id, sample, error) of each error judgment of this judge configuration: an
+        import of the same batch results again finds its error lines stored already."""
+        return {tuple(r) for r in self.conn.execute(
+            "SELECT item_id, sample, error FROM judgments WHERE judge_key = ? AND status = 'error'", (judge_key_value,))}
+
     def has_repeats_or_confidence(self) -> bool:
         """Whether any judgment is a repeat (`judge --repeat`) or carries a confidence: without
         either, a judge's consistency and calibration cannot be measured."""

@@ -28,7 +28,8 @@ import openai
 
 from calibrate.formats import import_records
 from calibrate.formats.jsonl import jsonl_records
-from calibrate.judge_runner import JudgeConfig, RunSummary, plan_jobs, request_body, run_jobs
+from calibrate.judge_runner import JudgeConfig, plan_jobs, request_body, run_jobs
+from calibrate.judge_summary import RunSummary
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
 
