@@ -742,7 +742,7 @@ def test_two_runs_of_one_judge_name_with_two_configurations_at_once_say_so(db, t
     when it ends: the second warns at its start, and each says at its end how the other's
     verdicts mix with its own."""
     run = db(30)
-    with FakeOpenAI(Reply(delay=0.2)) as slow, FakeOpenAI(Reply("The answer is: no.")) as fast:
+    with FakeOpenAI(Reply(delay=0.35)) as slow, FakeOpenAI(Reply("The answer is: no.")) as fast:
         env = {**os.environ, "CALIBRATE_DB": str(run.db)}
         first = subprocess.Popen([sys.executable, "-m", "calibrate", "judge", "--model", "fake-judge", "--base-url",
                                   slow.url, "--concurrency", "1"], env=env, stdout=subprocess.PIPE,
