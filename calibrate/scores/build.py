@@ -234,7 +234,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     if len(names) > 1 and labelled.any():
         # over several cells, whose labels sample each its own cell: each cell's people's accuracy weighted by its
         # share of the items (the pooled estimate with no verdict to stratify by), or none where a cell has none
-        pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True, memo=memo)
+        pooled = pooled_stratified_mean(np.zeros(len(y)), y, cells, names, random_sample=True, memo=memo,
+                                        figure="people's accuracy")
         people = Estimate(pooled.value, pooled.ci, pooled.se, reason=pooled.reason)
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task), m.lang)]})
@@ -242,6 +243,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     cell = ScoreCell(*key, items=len(y), judged=by_any,
                      labelled=int(labelled.sum()), people=people,
                      tied=sum(ties.get(k, 0) for k in {(m.task, m.lang, m.system) for m in members}))
+    not_random = None  # why the labels do not look like a random sample of a cell, by a judge's verdicts
     for name in judges:
         rows = [m for m in members if name in m.verdicts]
         statuses = Counter()
@@ -270,6 +272,9 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         # the judge's evidence: only the items it judged
         fj, yj = np.nan_to_num(verdicts, nan=0.0), _repeat([m.human for m in rows], rows)
         cells, names = _cells_of(rows)
+        for k, cell_name in enumerate(names):  # people's accuracy rests on the same sample as the judge's figures
+            if not_random is None and (why := correction.not_random_sample(fj[cells == k], yj[cells == k])):
+                not_random = f"{cell_name}: {why}" if len(names) > 1 else why
         corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True, classes=_shared_words(rows))
@@ -301,6 +306,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
             other_benchmarks=sum(m.n for m in members if _family(m.task) not in families), configurations=mixed,
         ))
+    if not_random and cell.people.value is not None:
+        cell.people = Estimate(None, reason=not_random + ": people's accuracy on them says little of the cell's")
     c3 = [m for m in members if _family(m.task) == "c3"]
     c3_judges = sorted({j for m in c3 for j in m.verdicts})
     common = [m for m in c3 if m.verdicts and all(j in m.verdicts for j in c3_judges)]

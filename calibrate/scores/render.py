@@ -128,7 +128,8 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
     for cell in scores.cells:
         people = cell.people
         people_text = _estimate_text(people.value, people.ci) if cell.labelled else "—"
-        people_note = notes.ref(f"people: {people.ci_reason}") if cell.labelled and people.ci_reason else ""
+        why_not = people.reason if people.value is None else people.ci_reason  # no figure, or no interval
+        people_note = notes.ref(f"people: {why_not}") if cell.labelled and why_not else ""
         people_note += notes.ref(TIED.format(counted(cell.tied, "labelled item")) if cell.tied else None)
         people_numbers = _numbers(people if cell.labelled else None)
         if not cell.judges and cell.final is None:

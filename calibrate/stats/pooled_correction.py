@@ -39,6 +39,7 @@ def pooled_stratified_mean(
     min_labelled: int = MIN_LABELLED,
     prior: float = STRATUM_PRIOR,
     memo: dict | None = None,
+    figure: str = "corrected number",
 ) -> Corrected:
     """Corrected accuracy over the N items of several cells, stratified by cell and, within each
     cell, by the judge's verdict (`cells`: the index into `names` of each item's cell).
@@ -100,7 +101,7 @@ def pooled_stratified_mean(
         if part.value is None:
             lacking.setdefault(str(part.reason), []).append(name)
     if lacking:
-        return Corrected(None, None, None, _lacking_reason(lacking, len(parts)), None, n, total, classical, raw)
+        return Corrected(None, None, None, _lacking_reason(lacking, len(parts), figure), None, n, total, classical, raw)
     strata = [stratum for mask in masks.values() for stratum in verdict_strata(f[mask], y[mask], labelled[mask])]
     value, posterior_ci, se, (theta, probability) = _stratified(strata, int(y[labelled].sum()), total, level, prior)
     theta = theta + value - float(probability @ theta)  # recentred on the estimate
@@ -112,14 +113,14 @@ def pooled_stratified_mean(
                      min(approximates) if approximates else None, (theta, probability))
 
 
-def _lacking_reason(lacking: dict[str, list[str]], cells: int) -> str:
+def _lacking_reason(lacking: dict[str, list[str]], cells: int, figure: str) -> str:
     """Why a pooled number is refused: each reason once, with the cells it applies to (named
-    unless it applies to every cell)."""
+    unless it applies to every cell); a cell's number called `figure`."""
     count = sum(len(names) for names in lacking.values())
     if count == cells:
-        head = f"none of the {cells} cells pooled here has a corrected number of its own"
+        head = f"none of the {cells} cells pooled here has a {figure} of its own"
     else:
-        head = (f"pooled over {cells} cells, it needs each cell's own corrected number, and {count} "
+        head = (f"pooled over {cells} cells, it needs each cell's own {figure}, and {count} "
                 f"{'lacks' if count == 1 else 'lack'} one")
     whys = [why if count == cells and len(lacking) == 1 else f"{', '.join(names)}: {why}"
             for why, names in lacking.items()]

@@ -137,7 +137,7 @@ def rogan_gladen_counts(c, fu, total):
         var = ((g**2 * pi).sum(1) - (g * pi).sum(1) ** 2) / n
         p_u = fu / m
         var += ((1 - rho) / youden) ** 2 * p_u * (1 - p_u) / m
-    ok = (q1 > 0) & (q0 > 0) & (youden > correction.MIN_YOUDEN)
+    ok = (q1 > 0) & (q0 > 0) & (youden > correction.MIN_YOUDEN) & (sens < 1) & (spec < 1)
     return interval(theta, np.sqrt(np.where(ok, var, 0)), Z, ok), sens, spec, theta
 
 
