@@ -186,3 +186,36 @@ def test_each_judge_keeps_its_own_generation_decisions(calibrate, tmp_path):
         assert (out / judge / rel).read_bytes() == (folder / rel).read_bytes(), judge
     assert f"1 decision as dpsk's own result file held it, not the label in force ({PHON}/generation/0" in said
     assert "as gpt's own result file" not in said
+
+
+def test_a_generation_item_a_judges_files_left_undecided_counts_wrong_for_that_judge(calibrate, tmp_path):
+    """gpt's folder leaves generation/0 empty (undecided) where dpsk's says yes: C3 counts it
+    wrong for gpt, and so do its C3 rule and its exported file, which say so."""
+    folders = {"dpsk": edited(tmp_path, "dpsk", {}),
+               "gpt": edited(tmp_path, "gpt", {f"{PHON}/generation.json":
+                                              lambda records: records[0].update(check_answer="")})}
+    import_folders(calibrate, tmp_path, folders)
+    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+    shown = " ".join(calibrate("scores", "--by", "system,task").output.split())
+    assert f"({PHON}/generation/0: left undecided there, yes in force)" in shown
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+    rel = f"{PHON}/generation.json"
+    assert json.loads((out / "gpt" / rel).read_text(encoding="utf-8"))[0]["check_answer"] == ""
+    assert (out / "dpsk" / rel).read_bytes() == (folders["dpsk"] / rel).read_bytes()
+
+
+def test_the_generation_note_compares_a_judges_decision_with_the_label_people_put_in_force(calibrate, tmp_path):
+    """Two people label generation/0 'no' after the folders were imported (both say yes): the
+    label in force is theirs, so each judge's file now differs from it, and the note says so."""
+    folders = {"dpsk": edited(tmp_path, "dpsk", {}), "gpt": edited(tmp_path, "gpt", {})}
+    import_folders(calibrate, tmp_path, folders)
+    labels = tmp_path / "people.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label\n" + "".join(
+        f"c3/generation,en,sdm,{PHON}/generation/0,{who},no\n" for who in ("ana", "bob")))
+    calibrate("import", "labels", str(labels))
+    shown = " ".join(calibrate("scores", "--by", "system,task", "--judge", "dpsk", "--judge", "gpt").output.split())
+    for judge in ("dpsk", "gpt"):
+        assert (f"C3 rule: {judge}'s own result files decided 1 generation item otherwise than the label in force "
+                f"({PHON}/generation/0: yes there, no in force)") in shown
+    assert_scores_give(c3_rule(calibrate, "dpsk", "gpt"), process_results(folders), ("dpsk", "gpt"))

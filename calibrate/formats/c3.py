@@ -166,23 +166,38 @@ def c3_right(check_answer: str | None, lang: str) -> bool:
 
 @dataclass(frozen=True)
 class FileDecision:
-    """A people's verdict on a generation item as one judge's C3 result files hold it, beside
-    the label in force (calibrate keeps one per item and annotator: the file imported last
-    decides it) and the judge whose files that one came from (None: not from a result file)."""
+    """A people's verdict on a generation item as one judge's C3 result files hold it, and the
+    judge whose files decided the result-file label in force (calibrate keeps one per item and
+    annotator: the file imported last decides it; None: not from a result file)."""
 
     source_id: str
     label: str
-    in_force: str | None
+    in_force: str | None  # the result-file annotator's label in force
     standing: str | None
 
-    def differs(self) -> str | None:
-        """Where the label in force is not this file's: the item, the two labels and whose file
-        decided the one in force ("…/generation/0: no there, yes in force from gpt's files"),
-        else None."""
-        if self.label == self.in_force:
-            return None
-        whose = f" from {self.standing}'s files" if self.standing else ""
-        return f"{self.source_id}: {self.label} there, {self.in_force or 'none'} in force{whose}"
+
+@dataclass(frozen=True)
+class OwnDecisions:
+    """One judge's own generation decisions in one cell, as its result files held them (item id
+    -> FileDecision; empty where its files were imported by an earlier calibrate, which noted no
+    judge): what C3's process_results.py counts for that judge."""
+
+    decisions: dict[int, FileDecision]
+
+    def of(self, item_id: int, source_id: str, gold: str | None) -> tuple[str | None, str | None]:
+        """(the decision C3 counts for this judge on the item, a note where it differs from `gold`,
+        the label the figures take otherwise): its file's decision; none (wrong, as C3 counts an
+        empty check_answer) for an item its files left undecided while they decided others; the
+        gold label where no decision of its files is known."""
+        if not self.decisions:
+            return gold, None
+        found = self.decisions.get(item_id)
+        label = found.label if found else None
+        if label == gold:
+            return label, None
+        whose = f" from {found.standing}'s files" if found and found.standing and gold == found.in_force else ""
+        there = label if label is not None else "left undecided"
+        return label, f"{source_id}: {there} there, {gold or 'none'} in force{whose}"
 
 
 def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[str, dict[int, FileDecision]]:
@@ -434,7 +449,7 @@ def export_c3(
     system's items: (the records written per file, relative path; per file, the items left out
     because `judge` has not judged them; per file, the items left out because C3's evaluate.py
     would not have written them; per file, the generation decisions written as `judge`'s own
-    result files held them where the label in force differs, in `FileDecision.differs` words). Judged phenomena carry the judge's raw output in check_answer
+    result files held them where the label in force differs, in `OwnDecisions.of` words). Judged phenomena carry the judge's raw output in check_answer
     ("" for a failed call, as C3 writes it); items the judge never judged are left out, as the
     C3 script leaves out what it skipped, so its scoring script counts what was judged; so is an
     item that script passes over (`c3_passed_over`), so that process_results.py counts what it
@@ -453,7 +468,8 @@ def export_c3(
         labels: dict[int, dict[str, str]] = {}  # where people decide: their labels
         for row in store.current_labels(task=part.task, lang=lang, system=system) if part.people_decide else ():
             labels.setdefault(row["item_id"], {})[row["annotator"]] = row["label"]
-        own = c3_file_decisions(store, part.task, lang, system).get(judge, {}) if part.people_decide and judge else {}
+        own = OwnDecisions(c3_file_decisions(store, part.task, lang, system).get(judge, {})
+                           if part.people_decide and judge else {})
         # the cell's items read in one pass with the judge's raw outputs (id order), their records put in source order
         built: list[tuple[int, dict | None]] = []
         skipped = c3_passed_over(store, lang=lang, system=system, task=part.task) if part.resume_key(lang) else {}
@@ -466,9 +482,9 @@ def export_c3(
                 passed_over[rel] = passed_over.get(rel, 0) + 1
                 continue
             if part.people_decide:
-                decided = own[item.id].label if item.id in own else gold_label(labels.get(item.id, {}))[0]
+                decided, differs = own.of(item.id, item.source_id, gold_label(labels.get(item.id, {}))[0])
                 check = templates.for_task(part.task, lang).kind.c3_wording(decided)
-                if item.id in own and (differs := own[item.id].differs()):
+                if differs:
                     own_kept.setdefault(rel, []).append(differs)
             elif judge and not judged:
                 built.append((int(index), None))

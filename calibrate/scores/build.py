@@ -11,7 +11,7 @@ import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.configurations import mixed_configurations
-from calibrate.formats.c3 import c3_file_decisions, c3_passed_over, c3_right
+from calibrate.formats.c3 import OwnDecisions, c3_file_decisions, c3_passed_over, c3_right
 from calibrate.formats.c3_figures import c3_corrected
 from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
@@ -174,22 +174,27 @@ def _own_decisions(store: Store, cells: dict[tuple[str, str, str], object],
     that judge's own result files held them (`formats.c3.c3_file_decisions`), as C3's
     process_results.py counts them, changes in its C3-rule count of right items against the
     label in force (+1 where its file says yes and the gold label does not, -1 the other way),
-    and where its file and the label in force differ (`FileDecision.differs`)."""
+    and where its file and the label in force differ (`formats.c3.OwnDecisions.of`)."""
     own: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for (task, lang, item_system), kind in cells.items():
         decisions = c3_file_decisions(store, task, lang, item_system)
         if not any(judge in decisions for judge in judges):
             continue
         labels: dict[int, dict[str, str]] = defaultdict(dict)
+        source_ids: dict[int, str] = {}
         for row in store.current_labels(task=task, lang=lang, system=item_system):
             labels[row["item_id"]][row["annotator"]] = row["label"]
+            source_ids[row["item_id"]] = row["source_id"]
         cell = f"{item_system or NO_SYSTEM} · {task} · {lang}"
         for judge in judges:
             delta, differing = 0, []
-            for item_id, decision in decisions.get(judge, {}).items():
+            files = OwnDecisions(decisions.get(judge, {}))
+            source_ids.update((item_id, d.source_id) for item_id, d in files.decisions.items())
+            for item_id in sorted(labels.keys() | files.decisions.keys()):
                 gold = gold_label(labels.get(item_id, {}))[0]
-                delta += _right(kind, decision.label, None) - (gold is not None and _right(kind, gold, None))
-                if differs := decision.differs():
+                label, differs = files.of(item_id, source_ids[item_id], gold)
+                delta += (label is not None and _right(kind, label, None)) - (gold is not None and _right(kind, gold, None))
+                if differs:
                     differing.append(differs)
             if delta or differing:
                 own[(judge, cell)] = (delta, differing)
