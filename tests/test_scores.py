@@ -275,6 +275,7 @@ def test_a_systems_overall_row_gives_no_corrected_number_while_a_cell_it_pools_h
     for row in (("m", "c3/intonation", "en"), ("m", "(all)", "(all)")):
         people = cells[row]["people"]
         assert people["value"] is None and people["ci"] is None, row
+    assert "by jj's verdicts, the judge says yes on 100% of labelled items" in cells[("m", "c3/intonation", "en")]["people"]["reason"]
     assert "do not look like a random sample: people's accuracy on them says little of the cell's" in \
         cells[("m", "c3/intonation", "en")]["people"]["reason"]
 

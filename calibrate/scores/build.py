@@ -279,7 +279,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         cells, names = _cells_of(rows)
         for k, cell_name in enumerate(names):  # people's accuracy rests on the same sample as the judge's figures
             if not_random is None and (why := correction.not_random_sample(fj[cells == k], yj[cells == k])):
-                not_random = f"{cell_name}: {why}" if len(names) > 1 else why
+                not_random = f"{cell_name}: " * (len(names) > 1) + f"by {name}'s verdicts, {why}"
         corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True, classes=_shared_words(rows))
