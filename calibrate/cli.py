@@ -506,11 +506,13 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
-               data_tasks=(), conflict_advice=new_version_advice) -> ImportReport:
+               data_tasks=(), conflict_advice=new_version_advice, labels_put_back_said: bool = True) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
     the name was chosen), at the end of the summary; `data_tasks` are the tasks the records bring
-    (Inspect logs); `conflict_advice` is the format's advice on changed content (`ConflictAdvice`).
-    The run is recorded as its command and the paths it reads."""
+    (Inspect logs); `conflict_advice` is the format's advice on changed content (`ConflictAdvice`);
+    `labels_put_back_said` False where the caller says itself what its labels changed (C3 result
+    files, whose decisions are files', not a person's). The run is recorded as its command and the
+    paths it reads."""
     command = click.get_current_context()
     source = " ".join(["calibrate", *command.command_path.split()[1:],
                        *(str(v) for v in command.params.values() if isinstance(v, Path))])
@@ -537,7 +539,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f"; system {system}" if system else "")
     )
     say_import_changes(report)
-    say_labels_out_of_order(counts.labels_put_back, counts.labels_older)
+    say_labels_out_of_order(counts.labels_put_back if labels_put_back_said else 0, counts.labels_older)
     return report
 
 
@@ -754,7 +756,13 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     so a record's position says nothing); items not imported yet are created from the records
     (content, reference, answer). A filled check_answer of a generation record is a person's
     label (--annotator); an empty one waits for a person."""
-    from calibrate.formats.c3 import c3_result_parts, c3_result_records, c3_systems, default_system
+    from calibrate.formats.c3 import (
+        c3_passed_over,
+        c3_result_parts,
+        c3_result_records,
+        c3_systems,
+        default_system,
+    )
 
     known = c3_systems(ctx.store, lang)
     named, how = default_system(results_dir, "results", judge_name)
@@ -783,7 +791,8 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     notes: list[str] = []
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
-                                                   annotator, notes), skip_bad, update, shown)
+                                                   annotator, notes), skip_bad, update, shown,
+                            labels_put_back_said=False)  # the generation decisions it changed are said below
     for note in notes:
         err_console.print(safe_text(note, style="yellow"))
     made = {task: n for task in beside if (n := ctx.store.count_items(task=task, lang=lang, system=system))}
@@ -803,6 +812,14 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     for path, cell, source_ids in report.unmatched:
         err_console.print(safe_text(f"not judged by C3 (no record in {path}): {counted(len(source_ids), f'{cell} item')}: "
                                     f"{listing(source_ids, 10)}", style="yellow"))
+    passed = c3_passed_over(ctx.store, lang=lang, system=system)
+    if counted_nowhere := sorted(ctx.store.verdicts_in_force_of((item_id, judge_name) for item_id in passed)):
+        shown_ids = [ctx.store.item(item_id).source_id for item_id, _ in counted_nowhere[:CHANGES_SHOWN]]
+        err_console.print(safe_text(
+            f"{counted(len(counted_nowhere), 'record')} of {judge_name} judge items that C3's evaluate.py passes over "
+            f"(repeating an earlier item's notation or first turn: {listing(shown_ids, CHANGES_SHOWN)}"
+            f"{', …' if len(counted_nowhere) > CHANGES_SHOWN else ''}): stored, but no calibrate figure counts them, "
+            "while C3's process_results.py run on these files would", style="yellow"))
     for part in (p for p in parts if p.people_decide):
         waiting = sum(1 for _ in ctx.store.iter_items(task=part.task, lang=lang, system=system, status="unlabelled"))
         if waiting:

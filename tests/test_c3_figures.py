@@ -17,9 +17,10 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from calibrate.formats.c3 import C3_LAYOUT
+from calibrate.formats.c3 import C3_LAYOUT, c3_passed_over
 from calibrate.model import NewJudgment
 from calibrate.store import Store
+from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.test_c3_roundtrip import import_tree, results_of
 
@@ -186,6 +187,10 @@ def test_each_judge_keeps_its_own_generation_decisions(calibrate, tmp_path):
         assert (out / judge / rel).read_bytes() == (folder / rel).read_bytes(), judge
     assert f"1 decision as dpsk's own result file held it, not the label in force ({PHON}/generation/0" in said
     assert "as gpt's own result file" not in said
+    again = " ".join(calibrate("import", "c3-results", str(folders["dpsk"]), "--lang", "en", "--judge-name", "dpsk",
+                               "--system", "sdm").output.split())
+    assert f"1 generation decision of c3-result-file changed by these files ({PHON}/generation/0)" in again
+    assert "put back a label the person had given" not in again, "files' decisions, not a person's"
 
 
 def test_a_generation_item_a_judges_files_left_undecided_counts_wrong_for_that_judge(calibrate, tmp_path):
@@ -219,3 +224,28 @@ def test_the_generation_note_compares_a_judges_decision_with_the_label_people_pu
         assert (f"C3 rule: {judge}'s own result files decided 1 generation item otherwise than the label in force "
                 f"({PHON}/generation/0: yes there, no in force)") in shown
     assert_scores_give(c3_rule(calibrate, "dpsk", "gpt"), process_results(folders), ("dpsk", "gpt"))
+
+
+def test_result_records_of_items_c3_passes_over_are_said_at_import(calibrate, tmp_path):
+    """Result files holding a record of an item C3's evaluate.py passes over (written by another
+    tool, or by hand): the import stores its verdict and says that no figure counts it."""
+    import_tree(calibrate, tmp_path, "en")
+    store = Store(calibrate.db)
+    (skipped,) = [store.item(item_id) for item_id, where in c3_passed_over(store).items()
+                  if where.task == "c3/omission-detection"]
+    store.close()
+    folder = tmp_path / "full" / "dpsk"
+    shutil.copytree(results_of("dpsk", "en"), folder)
+    path = folder / CTX / "omission-detection.json"
+    records = json.loads(path.read_text(encoding="utf-8"))
+    records.append({"content": skipped.fields["content"], "notation": skipped.fields["notation"],
+                    "answer": skipped.fields["response"], "check_answer": "The answer is: Yes."})
+    path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
+    out = calibrate("import", "c3-results", str(folder), "--lang", "en", "--judge-name", "dpsk", "--system", "sdm")
+    said = " ".join(out.output.split())
+    assert (f"1 record of dpsk judge items that C3's evaluate.py passes over (repeating an earlier item's notation or "
+            f"first turn: {skipped.source_id}): stored, but no calibrate figure counts them") in said
+    plain = Calibrate(tmp_path / "plain.db")
+    import_tree(plain, tmp_path / "p", "en")
+    assert "passes over" not in plain("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en",
+                                      "--judge-name", "dpsk", "--system", "sdm").output
