@@ -436,7 +436,7 @@ async def run_jobs(
                             max_retries=config.max_retries, backoff=config.backoff,
                             concurrency=config.concurrency, redact=config.redact)
     summary.requests = session.counts
-    switch = ReasoningSwitch(store, jobs, config, summary, progress)
+    switch = ReasoningSwitch(store, jobs, config, summary, progress, run_id)
 
     def stored(job: Job, answer: Answer) -> None:
         with store.transaction():  # the run's counts with the judgment: true even if the process dies
@@ -564,8 +564,10 @@ class ReasoningSwitch:
     `max_tokens`: the configuration changes, every job not yet stored takes the new key, and
     jobs already judged under that key are skipped."""
 
-    def __init__(self, store: Store, jobs: list[Job], config: JudgeConfig, summary: RunSummary, progress: Progress):
+    def __init__(self, store: Store, jobs: list[Job], config: JudgeConfig, summary: RunSummary, progress: Progress,
+                 run_id: int):
         self.store, self.jobs, self.config, self.summary, self.progress = store, jobs, config, summary, progress
+        self.run_id = run_id
         self.already: dict[str, dict[int, set[int]]] = {}
         self.switched = False
 
@@ -573,6 +575,8 @@ class ReasoningSwitch:
         if self.config.reasoning:
             return
         self.config.reasoning = self.switched = True
+        # recorded at once: a run killed after this (kill -9) leaves the switch in its record for the next run
+        self.store.note_judge_run(self.run_id, message=self.message(None), params=self.config.params())
         note = (f"the server refused temperature / max_tokens ({refusal}): judging as a reasoning model, without "
                 "temperature and with max_completion_tokens (say --reasoning to start so; the next run of this "
                 "judge here does)")

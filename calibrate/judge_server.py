@@ -124,10 +124,20 @@ class RequestCounts:
     def timeouts(self) -> int:
         return self.failures[TIMED_OUT]
 
+    @property
+    def sent(self) -> int:
+        """The attempts that reached the server (a connection was made)."""
+        return self.attempts - self.unreached
+
+    @property
+    def sent_retries(self) -> int:
+        """Of those, retries."""
+        return self.retries - self.unreached_retries
+
     def words(self) -> str:
         """The requests in words, those that reached no server apart: "12 requests sent, 2 of
         them retries; 3 more could not connect"."""
-        sent, retries = self.attempts - self.unreached, self.retries - self.unreached_retries
+        sent, retries = self.sent, self.sent_retries
         said = (f"{counted(sent, 'request')} sent, {retries} of them {'a retry' if retries == 1 else 'retries'}" if sent
                 else "no request reached the server")
         if self.unreached:

@@ -89,10 +89,10 @@ class FailureStreak:
                     "these items are ones it cannot judge.")
         cause = reason if example == reason else f"e.g. {example}"
         if self.answers:
-            what = (f"{len(ids)} items in a row failed after the server had answered {counted(self.answers, 'request')} of "
-                    "this run")
+            what = (f"{len(ids)} items in a row failed after the server had given {counted(self.answers, 'usable answer')} "
+                    "in this run")
         else:
-            what = f"{len(ids)} items failed before the server answered any request of this run"
+            what = f"{len(ids)} items failed before the server gave any usable answer in this run"
         return f"{what} ({cause}): id {shown}. Stopped: {seen}"
 
 

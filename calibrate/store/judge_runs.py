@@ -36,16 +36,25 @@ class JudgeRunsMixin:
 
     def count_judge_run(self, run_id: int, *, stored: int, cells: dict, requests) -> None:
         """Record what a run has stored and sent so far: `cells` counts stored judgments by (task,
-        lang, what) where what is one of OUTCOMES; `requests` has attempts, retries and failures
-        (cause -> n). Call it in the transaction that stores a judgment."""
+        lang, what) where what is one of OUTCOMES; `requests` (judge_server.RequestCounts) the
+        requests that reached the server and their retries, as the run's summary counts them, and
+        the failures by cause (cause -> n; attempts that could not connect among them). Call it in
+        the transaction that stores a judgment."""
         what = {name: sum(n for key, n in cells.items() if key[2] == name) for name in OUTCOMES}
         with self.transaction():
             self.conn.execute(
                 "UPDATE judge_runs SET stored = ?, verdicts = ?, bare = ?, unparsed = ?, truncated = ?, errors = ?, "
                 "requests = ?, retries = ?, failures = ? WHERE id = ?",
-                (stored, *(what[name] for name in OUTCOMES), requests.attempts, requests.retries,
+                (stored, *(what[name] for name in OUTCOMES), requests.sent, requests.sent_retries,
                  dump_json(dict(requests.failures)), run_id),
             )
+
+    def note_judge_run(self, run_id: int, *, message: str, params: dict) -> None:
+        """Record at once, while the run goes on, a change of its configuration (a switch to
+        reasoning mode): what its record says should the process die before it ends."""
+        with self.transaction():
+            self.conn.execute("UPDATE judge_runs SET message = ?, params = ? WHERE id = ?",
+                              (message, dump_json(params), run_id))
 
     def finish_judge_run(self, run_id: int, *, outcome: str, message: str | None, params: dict, stored: int,
                          cells: dict, requests, concurrency_lowest: int) -> None:
