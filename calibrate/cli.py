@@ -1009,7 +1009,7 @@ def items_command(ctx, task, lang, status, system, limit, offset, as_json):
         given = filters_given(task=task, lang=lang, system=system, status=status)
         matching = ctx.store.count_items(task=task, lang=lang, system=system) if status is None else 0
         raise click.ClickException(f"no items in {ctx.db_path}" + (f" match {given}" if given else "")
-                                   + (f" after the first {offset} ({matching} match)" if matching else "")
+                                   + (f" at --offset {offset}: {matching} match" if matching else "")
                                    + ("" if given or matching else ": import items first (calibrate import …)"))
     columns = ["id", "task", "lang", "system", "source_id", "reference", "fields"]
     print_table("items", columns if as_json else [c for c in columns if c != "reference"], rows, as_json)

@@ -285,7 +285,7 @@ status: a verdict, or an output no verdict could be read from ('unparsed'). `sta
 calibrate.store.sql.JUDGED)."""
 
 
-ASKED_AGAIN = ("the next run asks them again after the items that never failed, and with --limit only where fewer "
+ASKED_AGAIN = ("the next run asks failed items again after those that never failed, and with --limit only where fewer "
                "of those are left")
 """When a judge asks again the items whose judgment in force is FAILED (`judge_runner.plan_jobs`):
 every message saying so uses these words."""

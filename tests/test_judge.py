@@ -266,7 +266,7 @@ def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became
         out = " ".join(judge(run, server, "--max-retries", "0", ok=False).output.split())
     assert ("this run replaced 3 verdicts in force of fake-judge from another configuration (3 imported), 2 of them "
             "with a failed call: on those items the earlier configuration's judgment no longer counts and the item "
-            "counts as an error until it is asked again; the next run asks them again after the items that never "
+            "counts as an error until it is asked again; the next run asks failed items again after those that never "
             "failed, and with --limit only where fewer of those are left") in out
     assert "first" not in out
 

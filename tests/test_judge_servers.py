@@ -736,8 +736,8 @@ def test_a_run_that_stops_once_every_item_is_asked_says_only_what_applies(db):
         out = judge(run, server, "--concurrency", "1", "--max-retries", "0", ok=False)
         assert server.count == 3
     said = " ".join(out.output.split())
-    assert ("The failed items are stored as errors (calibrate items --status error lists them; the next run asks them "
-            "again after the items that never failed, and with --limit only where fewer of those are left).") in said
+    assert ("The failed items are stored as errors (calibrate items --status error lists them; the next run asks failed "
+            "items again after those that never failed, and with --limit only where fewer of those are left).") in said
     assert "run again" not in said and "connection" not in said and "but for any" not in said
     assert runs(run)[0]["message"].endswith("of those are left).")
 
