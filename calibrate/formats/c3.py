@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,17 +216,24 @@ def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[s
     return found
 
 
-def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
-    """The phenomena whose result file exists under `results_root`."""
-    results_root = Path(results_root)
+def c3_parts_under(root: Path, lang: str, file_of: Callable[[C3Part], str], what: str) -> list[C3Part]:
+    """The phenomena of `lang` whose file (`file_of`: its path under `root`) exists under
+    `root`; an error naming the folder where it is none, or no folder, or `lang` is no C3
+    language (`what`: the files' kind, for the message)."""
+    root = Path(root)
     if lang not in C3_LAYOUT:
         raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
-    if not results_root.is_dir():
-        raise ImportFailed(f"{results_root}: not a folder")
-    parts = [p for p in C3_LAYOUT[lang] if (results_root / f"{p.responses}.json").is_file()]
+    if not root.is_dir():
+        raise ImportFailed(f"{root}: not a folder")
+    parts = [p for p in C3_LAYOUT[lang] if (root / file_of(p)).is_file()]
     if not parts:
-        raise ImportFailed(f"{results_root}: no C3 {lang} result files found (e.g. {C3_LAYOUT[lang][1].responses}.json)")
+        raise ImportFailed(f"{root}: no C3 {lang} {what} files found (e.g. {file_of(C3_LAYOUT[lang][1])})")
     return parts
+
+
+def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
+    """The phenomena whose result file exists under `results_root`."""
+    return c3_parts_under(results_root, lang, lambda part: f"{part.responses}.json", "result")
 
 
 def c3_record_keys(part: C3Part, lang: str) -> tuple[str, ...]:

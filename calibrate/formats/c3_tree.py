@@ -24,7 +24,7 @@ from calibrate.formats import (
     Record,
     read_json_list,
 )
-from calibrate.formats.c3 import C3_LAYOUT, C3Part, default_system
+from calibrate.formats.c3 import C3Part, c3_parts_under, default_system
 from calibrate.model import Item, NewItem, counted
 from calibrate.names import listing
 from calibrate.validate import type_of
@@ -138,15 +138,7 @@ def c3_audio_root(responses_root: Path, audio_root: Path | None = None) -> Path 
 
 def c3_parts(reference_root: Path, lang: str) -> list[C3Part]:
     """The phenomena whose reference file exists under `reference_root`."""
-    reference_root = Path(reference_root)
-    if lang not in C3_LAYOUT:
-        raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
-    if not reference_root.is_dir():
-        raise ImportFailed(f"{reference_root}: not a folder")
-    parts = [p for p in C3_LAYOUT[lang] if (reference_root / p.reference).is_file()]
-    if not parts:
-        raise ImportFailed(f"{reference_root}: no C3 {lang} reference files found (e.g. {C3_LAYOUT[lang][1].reference})")
-    return parts
+    return c3_parts_under(reference_root, lang, lambda part: part.reference, "reference")
 
 
 def c3_records(
