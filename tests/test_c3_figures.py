@@ -168,14 +168,22 @@ def test_a_verdict_on_an_item_c3_passes_over_counts_nowhere(calibrate, tmp_path)
     assert "context-dependency/omission/2" not in shown, "not among the outputs read differently"
 
 
+def gpt_decides_generation_0(calibrate, tmp_path: Path, check_answer: str) -> dict[str, Path]:
+    """dpsk's recorded folder and gpt's with generation/0 decided as `check_answer` ("" leaves it
+    undecided; dpsk's says yes), imported after the tree; the C3 rule of both checked against
+    `process_results`."""
+    folders = {"dpsk": edited(tmp_path, "dpsk", {}),
+               "gpt": edited(tmp_path, "gpt", {f"{PHON}/generation.json":
+                                              lambda records: records[0].update(check_answer=check_answer)})}
+    import_folders(calibrate, tmp_path, folders)
+    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+    return folders
+
+
 def test_each_judge_keeps_its_own_generation_decisions(calibrate, tmp_path):
     """gpt's folder decides generation/0 otherwise than dpsk's (imported first): each judge's C3
     rule and exported generation file are its own folder's, and both commands say where."""
-    folders = {"dpsk": edited(tmp_path, "dpsk", {}),
-               "gpt": edited(tmp_path, "gpt", {f"{PHON}/generation.json":
-                                              lambda records: records[0].update(check_answer="The answer is: no.")})}
-    import_folders(calibrate, tmp_path, folders)
-    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+    folders = gpt_decides_generation_0(calibrate, tmp_path, "The answer is: no.")
     shown = " ".join(calibrate("scores", "--by", "system,task").output.split())
     assert ("C3 rule: dpsk's own result files decided 1 generation item otherwise than the label in force "
             f"({PHON}/generation/0: yes there, no in force from gpt's files)") in shown
@@ -196,11 +204,7 @@ def test_each_judge_keeps_its_own_generation_decisions(calibrate, tmp_path):
 def test_a_generation_item_a_judges_files_left_undecided_counts_wrong_for_that_judge(calibrate, tmp_path):
     """gpt's folder leaves generation/0 empty (undecided) where dpsk's says yes: C3 counts it
     wrong for gpt, and so do its C3 rule and its exported file, which say so."""
-    folders = {"dpsk": edited(tmp_path, "dpsk", {}),
-               "gpt": edited(tmp_path, "gpt", {f"{PHON}/generation.json":
-                                              lambda records: records[0].update(check_answer="")})}
-    import_folders(calibrate, tmp_path, folders)
-    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+    folders = gpt_decides_generation_0(calibrate, tmp_path, "")
     shown = " ".join(calibrate("scores", "--by", "system,task").output.split())
     assert f"({PHON}/generation/0: left undecided there, yes in force)" in shown
     out = tmp_path / "export"
