@@ -765,6 +765,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     )
 
     known = c3_systems(ctx.store, lang)
+    parts = c3_result_parts(results_dir, lang)  # a missing folder is said before any question of its system
     named, how = default_system(results_dir, "results", judge_name)
     if system is None and len(known) == 1:
         system, shown = named_system(None, known[0], f"the one system with C3 {lang} items")
@@ -775,7 +776,6 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
             "them (name the system whose answers these are; a new name makes its items from the records)")
     else:
         system, shown = named_system(system, named, how)
-    parts = c3_result_parts(results_dir, lang)
     # the cells where the records will make this system's items though other systems have the tree's
     beside = {part.task: others for part in parts if not part.multi_turn
               and not ctx.store.count_items(task=part.task, lang=lang, system=system, at_most=1)

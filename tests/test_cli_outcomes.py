@@ -190,6 +190,9 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     (["report", "--judge", "demo-jugde"], 2, "unknown judge 'demo-jugde' (did you mean demo-judge?)"),
     (["items", "--status", "flagged"], 1, "no items in"),
     (["items", "--offset", "500"], 1, "demo.db at --offset 500: 62 match"),
+    # a missing folder is said before --system is asked for (the demo has two systems' C3 items)
+    (["import", "c3-results", "no-such-results", "--lang", "en", "--judge-name", "x"], 1,
+     "no-such-results: no such folder"),
     (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--task", "c3/generation"], 1,
      "nothing to judge: the 1 item selected is of a task people decide (no judge prompt)"),
     # counted as cells and judges, not as the report's 70 cell × judge blocks

@@ -224,7 +224,7 @@ def c3_parts_under(root: Path, lang: str, file_of: Callable[[C3Part], str], what
     if lang not in C3_LAYOUT:
         raise ImportFailed(f"unknown language {lang!r}: C3 has en and zh")
     if not root.is_dir():
-        raise ImportFailed(f"{root}: not a folder")
+        raise ImportFailed(f"{root}: {'not a folder' if root.exists() else 'no such folder'}")
     parts = [p for p in C3_LAYOUT[lang] if (root / file_of(p)).is_file()]
     if not parts:
         raise ImportFailed(f"{root}: no C3 {lang} {what} files found (e.g. {file_of(C3_LAYOUT[lang][1])})")
