@@ -67,6 +67,8 @@ class Context:
         self.access: str | None = None  # the running command's declaration
         self._store: Store | None = None
         self._templates: TemplateSet | None = None
+        # the database file this command created is complete and now people's: a later failure keeps it (`keep_file`)
+        self.file_kept = False
 
     def add_flags(self, **flags) -> None:
         """The global options given after the subcommand (`calibrate status --db x.db`): the
@@ -142,6 +144,11 @@ class Context:
         """Whether this command committed a write to its database."""
         return self._store is not None and self._store.commits > 0
 
+    def keep_file(self) -> None:
+        """From here on the file this command created is kept whatever happens: its own work is
+        done, and what follows saves people's work in it (the demo's annotation app)."""
+        self.file_kept = True
+
     def remove_database(self) -> None:
         """Remove the database file this command created (and SQLite's files beside it)."""
         self.close()
@@ -212,7 +219,8 @@ class DeclaresDatabase:
     opens the database before it runs, so a missing one is refused before anything happens
     (a group that runs without a subcommand opens it on first use). A command that creates
     the database and fails removes the file it created, unless all that failed was writing to a
-    closed pipe after it saved something. Every command takes the global
+    closed pipe after it saved something, or the command had handed the file over to people
+    (`Context.keep_file`: a closed terminal in the demo's app keeps their labels). Every command takes the global
     options (global_options)."""
 
     def __init__(self, *args, database: str | None, **kwargs):
@@ -238,7 +246,7 @@ class DeclaresDatabase:
             # telling failed; any other failure leaves no file behind
             # (rich ends the process with SystemExit(1) when its stream's pipe is closed, the BrokenPipeError its context)
             pipe = isinstance(exc, BrokenPipeError) or isinstance(exc.__context__, BrokenPipeError)
-            kept = pipe and shared.saved_anything()
+            kept = shared.file_kept or (pipe and shared.saved_anything())
             if new_file and not kept and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 shared.remove_database()
             raise
@@ -1235,6 +1243,7 @@ def demo_command(click_ctx, no_tui):
             "mix its made-up items, judgments and labels with them. Run it on a file of its own: "
             "calibrate --db demo.db demo"))
     summary = load_demo(ctx.store, ctx.templates)
+    ctx.keep_file()  # the demo's database is whole: whatever ends the app (a closed terminal), people's labels stay
     console.print(safe_text(f"demo data in {ctx.db_path}: {summary}"))
     if no_tui or not in_terminal():
         click_ctx.invoke(status_command, as_json=False)

@@ -681,6 +681,11 @@ class AnnotationSession:
         """The items this annotator flagged (the flag still their latest decision), oldest first."""
         return [self.store.item(i) for i in self.store.decided_item_ids(self.annotator, "flag", **self._scope)]
 
+    def labels_lately(self) -> list[tuple[int, str, str, str, str, str]]:
+        """This annotator's labels in force on the items of this queue's filter, from any session,
+        the latest first (`Store.labels_lately`): to pick one and label it again."""
+        return self.store.labels_lately(self.annotator, **self._scope)
+
     def filter_text(self) -> str:
         """The active filter as typed in the app ("task=c3/pause lang=zh"; "" for all items)."""
         return " ".join(f"{k}={v}" for k, v in self._scope.items() if v)

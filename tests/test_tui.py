@@ -12,7 +12,7 @@ import pytest
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
-from calibrate.tui.flagged_screen import FlaggedScreen
+from calibrate.tui.item_picker_screen import ItemPickerScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError
@@ -138,7 +138,7 @@ async def test_j_and_k_where_they_cannot_move_say_so_and_what_works(demo_db):
         first = current_item_id(app)
         assert " k prev " not in screen_text(app).splitlines()[-1], "the key bar shows only the keys that work"
         await pilot.press("k")
-        assert status(app).splitlines()[1] == " k: first item of this session: j → goes on, F lists your flagged items"
+        assert status(app).splitlines()[1] == " k: first of this session: j → goes on, H your labels, F your flags"
         await pilot.press("y")
         second = current_item_id(app)
         await pilot.press("j")  # the only item left: the queue comes back round to it
@@ -334,8 +334,8 @@ async def test_the_stats_title_row_hides_the_finished_queue_below(demo_db):
         await pilot.press("t")
         await stats_shown(app, pilot)
         title_row = next(line for line in screen_text(app).splitlines() if "judge vs human agreement" in line)
-    before = title_row.split("judge vs human agreement")[0]
-    assert before.strip(" │╭╮") == "", f"the title row shows only the title: {title_row!r}"
+    inside = title_row.split("judge vs human agreement")[0].rsplit("│", 1)[-1]  # from the box's left border on
+    assert inside.strip() == "", f"the title row shows only the title: {title_row!r}"
 
 
 async def stats_shown(app, pilot, seconds: float = 30) -> str:
@@ -636,7 +636,7 @@ async def test_after_the_queue_is_finished_k_goes_back_and_flagged_items_can_be_
         await pilot.press("k")
         assert current_item_id(app) is not None
         await pilot.press("F")
-        assert isinstance(app.screen, FlaggedScreen) and f"#{first}" in screen_text(app)
+        assert isinstance(app.screen, ItemPickerScreen) and f"#{first}" in screen_text(app)
         await pilot.press("enter")
         assert current_item_id(app) == first
         await pilot.press("y", "F")  # labelled now: it leaves the list, and the screen says where the flag stays
@@ -659,6 +659,42 @@ async def test_after_labelling_an_item_picked_with_F_the_app_goes_back_to_where_
         await pilot.press("y")
     assert rows(demo_db, "SELECT item_id, action FROM annotations ORDER BY id") == [
         (flagged, "flag"), (skipped, "skip"), (flagged, "label"), (here, "label")]
+
+
+async def test_H_lists_labels_of_earlier_sessions_latest_first_and_one_can_be_labelled_again(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")  # two items
+    async with app.run_test(size=SIZE) as pilot:
+        first = current_item_id(app)
+        await pilot.press("y")
+        second = current_item_id(app)
+        await pilot.press("n", "q")
+    app = make_app(demo_db, task="c3/heterograph", lang="en")  # a later session: nothing left in its queue
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.screen.view is None
+        await pilot.press("H")
+        assert isinstance(app.screen, ItemPickerScreen)
+        text = screen_text(app)
+        assert "Your labels in this queue, the latest first (2)" in text
+        assert text.index(f"#{second} ") < text.index(f"#{first} "), "the latest first"
+        assert re.search(rf"#{second} +NO +c3/heterograph en ", text) and re.search(rf"#{first} +YES ", text)
+        await pilot.press("down", "enter")  # the older one: the first item
+        assert current_item_id(app) == first and "YES" in screen_text(app)
+        await pilot.press("n")  # labelled again: the new label replaces this person's
+        await pilot.press("H")
+        text = screen_text(app)
+        assert text.index(f"#{first} ") < text.index(f"#{second} ") and re.search(rf"#{first} +NO ", text)
+        await pilot.press("H")
+        assert not isinstance(app.screen, ItemPickerScreen), "H closes the list it opened"
+    assert rows(demo_db, "SELECT item_id, label FROM labels_in_force ORDER BY item_id") == [(first, "no"), (second, "no")]
+
+
+async def test_H_says_so_where_the_annotator_has_no_label_in_the_queue(demo_db):
+    app = make_app(demo_db, task="c3/heterograph", lang="en")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("H")
+        assert "You have labelled no item in this queue yet. Esc closes" in screen_text(app)
+        await pilot.press("escape")
+        assert current_item_id(app) is not None
 
 
 async def test_flagged_items_title_is_whole_at_80_columns(demo_db):

@@ -86,6 +86,32 @@ def test_a_closed_terminal_ends_the_app_giving_its_held_item_back_and_keeping_it
     assert len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'hangup-test'")) == 1
 
 
+def test_a_closed_terminal_in_the_demo_keeps_the_database_it_made_and_the_labels_given(tmp_path):
+    """The README's first command, then the terminal goes away (a dropped SSH connection): the
+    file the demo created holds people's labels now, and the end of the app that cannot tell
+    them so any more must not take the file with it."""
+    new = tmp_path / "demo.db"
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(new), "demo"], env)
+    labelled = lambda: new.exists() and len(rows(new, "SELECT id FROM annotations WHERE action = 'label'"))  # noqa: E731
+    try:
+        assert wait_for(lambda: (read_available(fd), new.exists() and len(rows(new, "SELECT item_id FROM leases")) > 0)[1]), \
+            "the demo's app started"
+        os.write(fd, b"y")
+        assert wait_for(lambda: (read_available(fd), labelled() == 1)[1]), "the label reached the database"
+    finally:
+        os.close(fd)  # the terminal is gone: the app is hung up on, and what it writes next fails
+        ended = wait_for(lambda: os.waitpid(pid, os.WNOHANG)[0] == pid, timeout=20)
+        if not ended:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    assert ended, "the app ended: not left waiting to write its last frames to the terminal that is gone"
+    assert new.exists(), "the database the demo made, with a person's label in it, was removed"
+    assert labelled() == 1
+
+
 def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(demo_db):
     damaged_table(demo_db, "annotations")
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}

@@ -12,6 +12,7 @@ from calibrate.model import DECISION_ACTIONS, PROCESS_HOLDER, dump_json, holder_
 from calibrate.store.sql import DECIDES_JSON, IN_FORCE, LABELS_JSON, VISIBLE
 
 DEFAULT_LEASE_SECONDS = 30 * 60
+LABELS_LATELY = 500  # how many of an annotator's latest labels `labels_lately` gives
 KEPT_STRATIFIED_ORDERS = 8  # stratified queues kept (`keep_stratified_order`), the latest made
 # how many labels are in force on the item named by `{item}`
 _LABELS_IN_FORCE = "(SELECT count(*) FROM labels_in_force f WHERE f.item_id = {item})"
@@ -53,6 +54,19 @@ class QueueMixin:
         JOIN items i ON i.id = d.item_id WHERE d.action = ? AND {where} ORDER BY d.latest
         """
         return [r[0] for r in self.conn.execute(sql, [annotator, DECIDES_JSON, action, *params])]
+
+    def labels_lately(self, annotator: str, *, task: str | None = None, lang: str | None = None,
+                      system: str | None = None, limit: int = LABELS_LATELY) -> list[tuple[int, str, str, str, str, str]]:
+        """(item id, task, lang, source id, label, decided at) of the items this annotator's label
+        is in force on, the latest decided first, at most `limit`: read backwards along the
+        annotator's annotations, so the newest come at once however many there are."""
+        where, params = self._item_filter(task, lang, None, None, system)
+        return [tuple(r) for r in self.conn.execute(f"""
+            SELECT l.item_id, i.task, i.lang, i.source_id, l.label, l.decided_at
+            FROM annotations a INDEXED BY annotations_by_annotator
+            JOIN labels_in_force l ON l.item_id = a.item_id AND l.annotator = a.annotator AND l.annotation_uid = a.uid
+            JOIN items i ON i.id = a.item_id
+            WHERE a.annotator = ? AND {where} ORDER BY a.id DESC LIMIT ?""", [annotator, *params, limit])]
 
     def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
                            system: str | None = None, between: tuple[int, int] | None = None,

@@ -25,11 +25,13 @@ from textual.screen import Screen
 from calibrate.audio import scp_path
 from calibrate.escape import safe
 from calibrate.item_view import Decision, ItemView
+from calibrate.model import CalibrateError
 from calibrate.session import AnnotationSession, NoPlayerError, SessionError
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, stop_waiting
+from calibrate.store.queue import LABELS_LATELY
 from calibrate.tui.audio_strip import AudioStrip
-from calibrate.tui.flagged_screen import FlaggedScreen
 from calibrate.tui.item_panel import ItemPanel
+from calibrate.tui.item_picker_screen import ItemPickerScreen
 from calibrate.tui.key_bar import KeyBar
 from calibrate.tui.keys import typed_key
 from calibrate.tui.prompt_panel import PromptPanel
@@ -102,6 +104,7 @@ class AnnotateScreen(Screen):
         Binding("a", "note", "note", show=False, id="annotate.note"),
         Binding("p", "toggle_prompt", "prompt", show=False, id="annotate.prompt"),
         Binding("F", "flagged", "flagged", show=False, id="annotate.flagged"),
+        Binding("H", "labelled", "your labels", show=False, id="annotate.labelled"),
         Binding("t", "stats", "stats", show=False, id="annotate.stats"),
         Binding("g", "guidelines", "guide", show=False, id="annotate.guidelines"),
     ]
@@ -312,8 +315,8 @@ class AnnotateScreen(Screen):
         if action == "page":
             return f"{key}: this item fits on one page"
         if action == "previous":
-            return (f"{key}: first item of this session: {self._keys('annotate.next')} goes on, "
-                    f"{self._keys('annotate.flagged')} lists your flagged items")
+            return (f"{key}: first of this session: {self._keys('annotate.next')} goes on, "
+                    f"{self._keys('annotate.labelled')} your labels, {self._keys('annotate.flagged')} your flags")
         return None
 
     def _keys(self, binding_id: str) -> str:
@@ -499,12 +502,34 @@ class AnnotateScreen(Screen):
 
     def action_flagged(self) -> None:
         flagged = self.session.flagged()
+        title = (f"Your flagged items not labelled since ({len(flagged)}): Enter shows one, Esc closes" if flagged else
+                 "No item you flagged in this queue waits for you (f flags one; one you label leaves this list, its "
+                 "flag stays in the export). Esc closes")
+        self._pick(title, [(i.id, f"{i.task} {i.lang}  ({i.source_id})") for i in flagged])
 
+    def action_labelled(self) -> None:
+        labels = self.session.labels_lately()
+        title = (f"Your labels in this queue, the latest first ({len(labels)}{' shown' * (len(labels) == LABELS_LATELY)}): "
+                 "Enter shows one to label it again, Esc closes" if labels else
+                 "You have labelled no item in this queue yet. Esc closes")
+        self._pick(title, [(item_id, f"{self._words(task, lang, label)}  {task} {lang}  ({source_id})  "
+                                     f"{at[5:16].replace('T', ' ')}")
+                           for item_id, task, lang, source_id, label, at in labels])
+
+    def _words(self, task: str, lang: str, label: str) -> str:
+        """A label of an item of `task` and `lang` as a person reads it (as stored where its task has no template)."""
+        try:
+            return self.session.templates.for_task(task, lang).kind.words(label)
+        except CalibrateError:
+            return label
+
+    def _pick(self, title: str, rows: list[tuple[int, str]]) -> None:
+        """A list of items to pick one from: it is shown, and the next item after it is the one on screen now."""
         def done(item_id: int | None) -> None:
             if item_id is not None:
                 self.show(self.session.jump_to(item_id, detour=True))
 
-        self.app.push_screen(FlaggedScreen(flagged), done)
+        self.app.push_screen(ItemPickerScreen(title, rows), done)
 
     def action_filter(self) -> None:
         current = self.session.filter_text()
@@ -537,7 +562,7 @@ class AnnotateScreen(Screen):
         lines.append("\nEnter confirms the judge's verdict; y/n or digits give your own label (also in blind mode); "
                      "o flips a yes/no verdict; e opens the score form on rubric items. Every decision is saved "
                      "at once; u appends a reversal. Skipped items come back once the rest of the queue is done; "
-                     "F lists your flagged items. A long passage shows its first lines: x shows all of it; a "
+                     "F lists your flagged items, H your labels from every session (the latest first) to label one again. A long passage shows its first lines: x shows all of it; a "
                      "field too big for one screen is paged with ] and [. Tab chooses the pane that PgUp/PgDn, "
                      "Home/End and ↑/↓ scroll. Remap keys in a TOML file named by $CALIBRATE_KEYMAP, "
                      'e.g. "annotate.next" = "right,m".')

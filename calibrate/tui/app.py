@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections import Counter
 from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 
 from calibrate.names import closest, listing
 from calibrate.session import AnnotationSession
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, UnknownFilter, stop_waiting
 from calibrate.templates import Template, TemplateSet
 from calibrate.tui.annotate_screen import AnnotateScreen
-from calibrate.tui.flagged_screen import FlaggedScreen
+from calibrate.tui.item_picker_screen import ItemPickerScreen
 from calibrate.tui.keys import key_problem, typed_key, typed_keys
 from calibrate.tui.score_form import ScoreForm
 from calibrate.tui.stats_screen import StatsScreen
@@ -24,7 +26,7 @@ from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError, read_keymap, read_text_file
 
-SCREENS = (AnnotateScreen, FlaggedScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
+SCREENS = (AnnotateScreen, ItemPickerScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
 
 
 def binding_keys(keymap: dict[str, str], binding: Binding) -> list[str]:
@@ -109,6 +111,18 @@ class CalibrateApp(App):
         self.held_back = False  # whether the held items could not be given back as the app ended (another writer)
         self.lost: str | None = None  # what waited for another writer as the app ended, and was not saved
         self._keymap = checked_keymap(keymap_file, keymap) if keymap_file else {}
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for where the app runs, in a terminal one whose output may go away
+        (`TerminalDriver`: a closed terminal ends the app instead of leaving it waiting)."""
+        chosen = super().get_driver_class()
+        if sys.platform == "win32":  # (Textual's Linux driver, and termios, are not there)
+            return chosen
+        from textual.drivers.linux_driver import LinuxDriver
+
+        from calibrate.tui.terminal_driver import TerminalDriver
+
+        return TerminalDriver if chosen is LinuxDriver else chosen
 
     def _session(self, task: str | None, lang: str | None, system: str | None) -> AnnotationSession:
         return AnnotationSession(self.store, self.templates, task=task, lang=lang, system=system, **self.options)

@@ -46,7 +46,7 @@ class ItemPanel(ReadingPane):
         fields, response, reference = (self.query_one(f"#item-{n}", TextView) for n in ("fields", "response", "reference"))
         self.folds, self.pages = 0, 1
         if view is None:
-            fields.show_text(Text("Nothing left in this queue. Press k to go back, F for your flagged items, "
+            fields.show_text(Text("Nothing left in this queue. Press k to go back, H for your labels, F for your flagged items, "
                                   "/ to change the filter, t for statistics, q to quit."))
             response.show_text("")
             reference.show_text("")
