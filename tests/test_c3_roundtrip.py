@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from calibrate.formats.c3 import C3_LANGUAGE_NAMES, C3_LAYOUT, c3_json, c3_record_keys
 from calibrate.store import Store
-from tests.c3_trees import NOT_JUDGED_BY_C3, write_tree
+from tests.c3_trees import CTX, NOT_JUDGED_BY_C3, write_tree
 from tests.fake_openai import FakeOpenAI, Reply
 
 FIXTURES = Path(__file__).parent / "fixtures" / "c3"
@@ -78,10 +78,27 @@ def test_both_imports_succeed_and_every_judgment_lands_on_its_item(calibrate, tm
     for output in outputs.values():  # every record is of an item the tree brought, multi-turn's too
         records = int(output.split(" records:")[0])
         assert f"{records} records: 0 items added, {records} already present" in output
+    # the items C3 passes over are said as such, with what they repeat, not as items C3 did not judge
+    said = outputs["dpsk"].splitlines()
+    assert not any("not judged by C3" in line for line in said)
     for (task, source_id) in NOT_JUDGED_BY_C3[lang]:
-        assert any("not judged by C3" in line and task in line and source_id in line
-                   for line in outputs["dpsk"].splitlines())
+        earlier, what = ("multi-turn/0", "first turn") if "multi-turn" in task else ("omission/1", "notation")
+        assert any(line.startswith(f"C3's evaluate.py passes over 1 {task} ({lang}, system sdm) item (no record in ")
+                   and line.endswith(f": {source_id} repeats {CTX}/{earlier}'s {what}") for line in said), said
     store.close()
+
+
+def test_an_item_whose_record_is_missing_is_said_apart_from_those_c3_passes_over(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    results = tmp_path / "dpsk-english"
+    shutil.copytree(results_of("dpsk", "en"), results)
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    records = json.loads(lexical.read_text(encoding="utf-8"))
+    lexical.write_text(c3_json(records[:-1]), encoding="utf-8")
+    said = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output.splitlines()
+    lost = f"ambiguity/semantic/lexical/{len(records) - 1}"
+    assert f"not judged by C3 (no record in {lexical}): 1 c3/lexical (en, system sdm) item: {lost}" in said
+    assert sum(line.startswith("C3's evaluate.py passes over 1 ") for line in said) == len(NOT_JUDGED_BY_C3["en"])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

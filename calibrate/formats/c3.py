@@ -388,10 +388,12 @@ def c3_systems(store: Store, lang: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PassedOver:
-    """The cell of an item C3's evaluate.py passes over (`c3_passed_over`)."""
+    """The cell of an item C3's evaluate.py passes over (`c3_passed_over`), and the source id
+    of the earlier item whose notation or first turn it repeats."""
 
     task: str
     lang: str
+    repeats: str
 
 
 def c3_passed_over(store: Store, *, lang: str | None = None, system: str | None = None,
@@ -413,12 +415,12 @@ def c3_passed_over(store: Store, *, lang: str | None = None, system: str | None 
                 prefix, _, index = item.source_id.rpartition("/")
                 if prefix == part.source_prefix and index.isdigit():
                     indexed.append((int(index), item))
-            seen: set[tuple[str, str]] = set()
+            seen: dict[tuple[str, str], str] = {}
             for _, item in sorted(indexed, key=lambda entry: entry[0]):
                 value = (item.system, part.resume_value(code, item.fields))
                 if value in seen:
-                    found[item.id] = PassedOver(part.task, code)
-                seen.add(value)
+                    found[item.id] = PassedOver(part.task, code, seen[value])
+                seen.setdefault(value, item.source_id)
     return found
 
 
