@@ -2108,8 +2108,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     """Write result files in C3's own layout, one tree per judge, and C3's statistics files.
 
     Records carry exactly the keys C3's evaluate.py writes; items a judge never judged are left
-    out, as that script leaves out what it skipped. Generation items get the human label in
-    C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
+    out, as that script leaves out what it skipped. Generation items get the decision the
+    judge's own result files held, in their words, else the human label in C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
     calibrate's corrected accuracy side by side. Run C3's process_results.py with
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
     from concurrent.futures import Future

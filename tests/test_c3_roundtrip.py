@@ -354,6 +354,36 @@ def test_another_judges_files_changing_a_generation_decision_say_so(calibrate, t
     assert "C3's process_results.py counts each judge's own" in out
 
 
+def test_export_gives_back_a_judges_own_generation_decisions_in_its_words(calibrate, tmp_path):
+    """A judge's generation file wrote `The answer is: Yes.` / `No.` (C3 reads them as yes and
+    no): the export of that judge's files gives them back byte for byte. A judge whose files
+    held no generation decision gets calibrate's decisions, the person's made here among them,
+    in C3's own words."""
+    import_tree(calibrate, tmp_path, "en")
+    results = tmp_path / "dpsk" / "english"
+    shutil.copytree(results_of("dpsk", "en"), results)
+    generation = Path("ambiguity") / "phonological" / "generation.json"
+    records = json.loads((results / generation).read_text(encoding="utf-8"))
+    records[0]["check_answer"], records[1]["check_answer"] = "The answer is: Yes.", "The answer is: No."
+    (results / generation).write_text(c3_json(records), encoding="utf-8")
+    other = tmp_path / "gpt" / "english"  # gpt's files without their generation file
+    shutil.copytree(results_of("gpt", "en"), other)
+    (other / generation).unlink()
+    for folder, judge in ((results, "dpsk"), (other, "gpt")):
+        calibrate("import", "c3-results", str(folder), "--lang", "en", "--judge-name", judge)
+    again = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output
+    assert "labels added" not in again and "more note" not in again, "the same files again add nothing"
+    store = Store(calibrate.db)
+    (waiting,) = [i for i in store.items(task="c3/generation", lang="en") if i.source_id.endswith("/2")]
+    store.annotate(waiting.id, "ana", "label", label="no")  # the item dpsk's file left empty
+    store.close()
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+    assert (out / "dpsk" / generation).read_bytes() == (results / generation).read_bytes()
+    assert [r["check_answer"] for r in json.loads((out / "gpt" / generation).read_text(encoding="utf-8"))] == [
+        "The answer is: yes.", "The answer is: no.", "The answer is: no."]
+
+
 def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate, tmp_path):
     """An empty check_answer (C3's judge call failed) is stored as an error, and the summary
     says so; a file of the same judge read again says which verdicts in force it changed,
