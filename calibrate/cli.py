@@ -342,6 +342,16 @@ def option_error(option: str, message: str) -> click.BadParameter:
     return click.BadParameter(message, ctx=click.get_current_context(silent=True), param_hint=f"'{option}'")
 
 
+def _each_once(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A repeated option's values (--judge of `scores` and `export c3`), refused where one is
+    given twice: the command would quietly take it once, and the user may have meant another."""
+    twice = [value for k, value in enumerate(values) if value in values[:k]]
+    if twice:
+        raise click.BadParameter(f"{listing(list(dict.fromkeys(twice)))} given twice: name each once",
+                                 ctx=ctx, param=param)
+    return values
+
+
 def _checked_lang(ctx: click.Context, param: click.Parameter, lang: str | None) -> str | None:
     if lang is not None and lang not in LANGS:
         raise click.BadParameter(unknown_value("language", lang, list(LANGS), "languages"), ctx=ctx, param=param)
@@ -817,10 +827,21 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
             f"({listing(changed, CHANGES_SHOWN)}): theirs "
             "now stand. calibrate keeps one decision per item; where judges' result folders hold different decisions, "
             "C3's process_results.py counts each judge's own", style="yellow"))
-    for path, cell, source_ids in report.unmatched:
-        err_console.print(safe_text(f"not judged by C3 (no record in {path}): {counted(len(source_ids), f'{cell} item')}: "
-                                    f"{listing(source_ids, 10)}", style="yellow"))
     passed = c3_passed_over(ctx.store, lang=lang, system=system)
+    # per result file, the items C3's evaluate.py writes no record for (so none is expected there): what each repeats
+    expected = {str(results_dir / f"{part.responses}.json"): {
+        ctx.store.item(item_id).source_id: f"{where.repeats}'s {'first turn' if part.multi_turn else 'notation'}"
+        for item_id, where in passed.items() if where.task == part.task} for part in parts}
+    for path, cell, source_ids in report.unmatched:
+        repeating = expected.get(path, {})
+        if missing := [source for source in source_ids if source not in repeating]:
+            err_console.print(safe_text(f"not judged by C3 (no record in {path}): {counted(len(missing), f'{cell} item')}: "
+                                        f"{listing(missing, 10)}", style="yellow"))
+        if skipped := [source for source in source_ids if source in repeating]:
+            err_console.print(safe_text(
+                f"C3's evaluate.py passes over {counted(len(skipped), f'{cell} item')} (no record in {path}, as that "
+                f"script writes none for an item repeating an earlier one): "
+                f"{listing([f'{source} repeats {repeating[source]}' for source in skipped], 10)}"))
     if counted_nowhere := sorted(ctx.store.verdicts_in_force_of((item_id, judge_name) for item_id in passed)):
         shown_ids = [ctx.store.item(item_id).source_id for item_id, _ in counted_nowhere[:CHANGES_SHOWN]]
         err_console.print(safe_text(
@@ -1872,7 +1893,7 @@ def _cells_and_judges(cells: set, judges: set) -> str:
 
 @cli.command(name="scores", database=READS)
 @by_option("system,task,lang", "; with system, each system overall is shown too")
-@click.option("--judge", "judges", multiple=True,
+@click.option("--judge", "judges", multiple=True, callback=_each_once,
               help="Only this judge; may be repeated (C3's two: --judge dpsk --judge gpt). [default: every judge]")
 @system_filter_option
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True)
@@ -2085,7 +2106,7 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
 @export_group.command(name="c3", database=READS)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @lang_option("Language: en or zh.", required=True)
-@click.option("--judge", "judges", multiple=True,
+@click.option("--judge", "judges", multiple=True, callback=_each_once,
               help="Whose raw output fills check_answer for judged phenomena; may be repeated. Each judge's result "
                    "tree goes to OUT_DIR/<judge>/, the statistics files to OUT_DIR/statistics/. Name judges dpsk "
                    "and gpt to get C3's exact statistics keys.")
@@ -2096,8 +2117,8 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
     """Write result files in C3's own layout, one tree per judge, and C3's statistics files.
 
     Records carry exactly the keys C3's evaluate.py writes; items a judge never judged are left
-    out, as that script leaves out what it skipped. Generation items get the human label in
-    C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
+    out, as that script leaves out what it skipped. Generation items get the decision the
+    judge's own result files held, in their words, else the human label in C3's wording. The statistics files hold each judge's accuracy by C3's rule (its keys) and
     calibrate's corrected accuracy side by side. Run C3's process_results.py with
     --deepseek_path/--gpt_path OUT_DIR/<judge> to score the export with C3's own script."""
     from concurrent.futures import Future

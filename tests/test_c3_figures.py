@@ -251,5 +251,5 @@ def test_result_records_of_items_c3_passes_over_are_said_at_import(calibrate, tm
             f"first turn: {skipped.source_id}): stored, but no calibrate figure counts them") in said
     plain = Calibrate(tmp_path / "plain.db")
     import_tree(plain, tmp_path / "p", "en")
-    assert "passes over" not in plain("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en",
+    assert "judge items that C3's evaluate.py passes over" not in plain("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en",
                                       "--judge-name", "dpsk", "--system", "sdm").output

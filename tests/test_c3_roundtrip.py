@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from calibrate.formats.c3 import C3_LANGUAGE_NAMES, C3_LAYOUT, c3_json, c3_record_keys
 from calibrate.store import Store
-from tests.c3_trees import NOT_JUDGED_BY_C3, write_tree
+from tests.c3_trees import CTX, NOT_JUDGED_BY_C3, write_tree
 from tests.fake_openai import FakeOpenAI, Reply
 
 FIXTURES = Path(__file__).parent / "fixtures" / "c3"
@@ -78,10 +78,27 @@ def test_both_imports_succeed_and_every_judgment_lands_on_its_item(calibrate, tm
     for output in outputs.values():  # every record is of an item the tree brought, multi-turn's too
         records = int(output.split(" records:")[0])
         assert f"{records} records: 0 items added, {records} already present" in output
+    # the items C3 passes over are said as such, with what they repeat, not as items C3 did not judge
+    said = outputs["dpsk"].splitlines()
+    assert not any("not judged by C3" in line for line in said)
     for (task, source_id) in NOT_JUDGED_BY_C3[lang]:
-        assert any("not judged by C3" in line and task in line and source_id in line
-                   for line in outputs["dpsk"].splitlines())
+        earlier, what = ("multi-turn/0", "first turn") if "multi-turn" in task else ("omission/1", "notation")
+        assert any(line.startswith(f"C3's evaluate.py passes over 1 {task} ({lang}, system sdm) item (no record in ")
+                   and line.endswith(f": {source_id} repeats {CTX}/{earlier}'s {what}") for line in said), said
     store.close()
+
+
+def test_an_item_whose_record_is_missing_is_said_apart_from_those_c3_passes_over(calibrate, tmp_path):
+    import_tree(calibrate, tmp_path, "en")
+    results = tmp_path / "dpsk-english"
+    shutil.copytree(results_of("dpsk", "en"), results)
+    lexical = results / "ambiguity" / "semantic" / "lexical.json"
+    records = json.loads(lexical.read_text(encoding="utf-8"))
+    lexical.write_text(c3_json(records[:-1]), encoding="utf-8")
+    said = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output.splitlines()
+    lost = f"ambiguity/semantic/lexical/{len(records) - 1}"
+    assert f"not judged by C3 (no record in {lexical}): 1 c3/lexical (en, system sdm) item: {lost}" in said
+    assert sum(line.startswith("C3's evaluate.py passes over 1 ") for line in said) == len(NOT_JUDGED_BY_C3["en"])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -335,6 +352,36 @@ def test_another_judges_files_changing_a_generation_decision_say_so(calibrate, t
     out = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "gpt").output.split())
     assert "1 generation decision of c3-result-file changed by these files (ambiguity/phonological/generation/0)" in out
     assert "C3's process_results.py counts each judge's own" in out
+
+
+def test_export_gives_back_a_judges_own_generation_decisions_in_its_words(calibrate, tmp_path):
+    """A judge's generation file wrote `The answer is: Yes.` / `No.` (C3 reads them as yes and
+    no): the export of that judge's files gives them back byte for byte. A judge whose files
+    held no generation decision gets calibrate's decisions, the person's made here among them,
+    in C3's own words."""
+    import_tree(calibrate, tmp_path, "en")
+    results = tmp_path / "dpsk" / "english"
+    shutil.copytree(results_of("dpsk", "en"), results)
+    generation = Path("ambiguity") / "phonological" / "generation.json"
+    records = json.loads((results / generation).read_text(encoding="utf-8"))
+    records[0]["check_answer"], records[1]["check_answer"] = "The answer is: Yes.", "The answer is: No."
+    (results / generation).write_text(c3_json(records), encoding="utf-8")
+    other = tmp_path / "gpt" / "english"  # gpt's files without their generation file
+    shutil.copytree(results_of("gpt", "en"), other)
+    (other / generation).unlink()
+    for folder, judge in ((results, "dpsk"), (other, "gpt")):
+        calibrate("import", "c3-results", str(folder), "--lang", "en", "--judge-name", judge)
+    again = calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output
+    assert "labels added" not in again and "more note" not in again, "the same files again add nothing"
+    store = Store(calibrate.db)
+    (waiting,) = [i for i in store.items(task="c3/generation", lang="en") if i.source_id.endswith("/2")]
+    store.annotate(waiting.id, "ana", "label", label="no")  # the item dpsk's file left empty
+    store.close()
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+    assert (out / "dpsk" / generation).read_bytes() == (results / generation).read_bytes()
+    assert [r["check_answer"] for r in json.loads((out / "gpt" / generation).read_text(encoding="utf-8"))] == [
+        "The answer is: yes.", "The answer is: no.", "The answer is: no."]
 
 
 def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate, tmp_path):

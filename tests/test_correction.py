@@ -336,6 +336,24 @@ def test_rogan_gladen_gives_no_interval_where_the_labels_find_the_judge_never_wr
     assert simulated._under_coverage()["rogan_gladen"] == {}
 
 
+def test_rogan_gladen_gives_no_value_where_its_interval_is_the_whole_range():
+    """28 labels on the judge's yes (4 of them wrong) and 2 on its no (one wrong): Se 0.96 on 25,
+    Sp 0.2 on 5, J = 0.16, and the interval clipped to [0, 1] is all of it. Its point value said
+    nothing (an audit saw 24 % beside a corrected 81 %): no value, and why."""
+    f = np.array([1] * 36 + [0] * 4, float)
+    labels = np.full(40, np.nan)
+    labels[:28], labels[36:38] = [1] * 24 + [0] * 4, [1, 0]
+    result = rogan_gladen(f, labels, random_sample=True, classes=("yes", "no"))
+    assert result.value is None and result.ci is None and result.se is None
+    assert result.reason == ("its 95% interval is the whole [0, 1]: the labels leave the judge's sensitivity or "
+                             "specificity too uncertain (sensitivity 0.96 on the 25 labelled 'yes', specificity 0.20 "
+                             "on the 5 labelled 'no'), so its value says nothing and none is given")
+    assert (result.sensitivity, result.specificity) == (pytest.approx(24 / 25), pytest.approx(1 / 5))
+    labels[38:40] = [0, 0]  # the judge's two other no's labelled 'no' too: Sp 0.5 on 6, an interval short of [0, 1]
+    given = rogan_gladen(f, labels, random_sample=True)
+    assert given.value is not None and given.ci != (0.0, 1.0) and given.reason is None
+
+
 # -- Rogan-Gladen --------------------------------------------------------------------------------
 
 
@@ -663,8 +681,13 @@ def test_stratified_labels_needed_projects_cochrans_post_stratified_variance():
     m -= 1
     assert 1.959964 * np.sqrt((1 - m / 1000) * (first / m + second / m**2)) > 0.05, "the fewest that reach it"
     assert stratified_labels_needed(f, labels, random_sample=True, target=0.3).more == 0
-    few = stratified_labels_needed(f[:50], np.where(np.arange(50) < 5, 1.0, np.nan), random_sample=True)
-    assert few.more is None and "at least 10" in few.reason
+    # under the 10-label minimum: no interval yet, but a plan from the minimum on (at 5 labels, 5 more at least)
+    few = stratified_labels_needed(f[:50], np.where(np.arange(50) < 5, 1.0, np.nan), random_sample=True, target=0.3)
+    assert (few.more, few.half_width, few.reason) == (5, None, None) and few.projected_half_width <= 0.3
+    more = stratified_labels_needed(f[:50], np.where(np.arange(50) < 5, 1.0, np.nan), random_sample=True)
+    assert more.more > 5 and more.projected_half_width <= 0.05
+    assert stratified_labels_needed(f[:50], np.full(50, np.nan), random_sample=True).more > more.more, \
+        "no labels at all: every verdict's accuracy at its prior, 1/2, the widest plan"
 
 
 def test_stratified_over_two_judges_is_marked_where_its_simulation_fell_short():

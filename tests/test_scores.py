@@ -172,6 +172,18 @@ def test_cli_scores_target_changes_the_labels_needed(two_systems_two_judges):
     assert more(wide) == 0 and (more(narrow) is None or more(narrow) > 0)
 
 
+def test_a_judge_named_twice_is_refused_before_any_work(two_systems_two_judges, tmp_path):
+    path, _, _ = two_systems_two_judges
+    run = Calibrate(path)
+    for args in (("scores", "--judge", "dpsk", "--judge", "gpt", "--judge", "dpsk"),
+                 ("export", "c3", str(tmp_path / "out"), "--lang", "en", "--system", "strong", "--judge", "dpsk",
+                  "--judge", "dpsk")):
+        result = run(*args, ok=False)
+        assert result.exit_code == 2 and "Invalid value for '--judge': dpsk given twice: name each once" in result.output
+    assert not (tmp_path / "out").exists()
+    assert run("scores", "--judge", "dpsk", "--judge", "gpt").exit_code == 0
+
+
 def test_demo_shows_c3_final_score_and_judge_against_judge(demo_db):
     result = json.loads(Calibrate(demo_db)("scores", "--by", "system,lang", "--format", "json").output)
     beta = cells_by(result)[("sdm-beta", "(all)", "en")]
@@ -237,9 +249,9 @@ def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_sho
     assert "approximate: covers about" in markdown
 
 
-def _two_cells(tmp_path, intonation_labels: list[str], lexical_labels: list[str]) -> Calibrate:
+def _two_cells(tmp_path, intonation_labels: list[str | None], lexical_labels: list[str]) -> Calibrate:
     """System m on 40 intonation items (the judge says yes on 36) and 40 lexical ones (yes on
-    all), with the given human labels on the first items of each task."""
+    all), with the given human labels on the first items of each task (None: that item unlabelled)."""
     def jsonl(prefix: str, verdicts: list[str]) -> str:
         path = tmp_path / f"{prefix}.jsonl"
         path.write_text("".join(json.dumps({"id": f"{prefix}{i}", "content": f"s{i}", "notation": "n", "response": "r",
@@ -252,7 +264,7 @@ def _two_cells(tmp_path, intonation_labels: list[str], lexical_labels: list[str]
             "--judge-name", "jj", "--system", "m")
     labels = tmp_path / "labels.csv"
     labels.write_text("task,lang,source_id,annotator,label\n"
-                      + "".join(f"c3/intonation,en,a{i},ana,{v}\n" for i, v in enumerate(intonation_labels))
+                      + "".join(f"c3/intonation,en,a{i},ana,{v}\n" for i, v in enumerate(intonation_labels) if v)
                       + "".join(f"c3/lexical,en,b{i},ana,{v}\n" for i, v in enumerate(lexical_labels)))
     run("import", "labels", str(labels))
     return run
@@ -325,6 +337,36 @@ def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_pat
     (tmp_path / "ten").mkdir()
     ten = _two_cells(tmp_path / "ten", ["yes", "no"] * 5, [])
     assert "people 50% [" in ten("scores").output
+
+
+def test_under_ten_labels_more_labels_says_how_many_in_every_format(tmp_path):
+    run = _two_cells(tmp_path, ["yes", "no"] * 4 + ["yes"], [])
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    (judge,) = cells[("m", "c3/intonation", "en")]["judges"]
+    more = judge["more_labels_for_target"]
+    assert judge["corrected"]["value"] is None and "9 labelled items: at least 10" in judge["corrected"]["reason"]
+    assert more >= 1 and judge["plan_reason"] is None, "at least the one label that brings the cell to 10"
+    assert f"+labels {more}" in run("scores").output.split("m · c3/intonation")[1]
+    (row,) = [r for r in csv.DictReader(io.StringIO(run("scores", "--format", "csv").stdout)) if r["task"] == "c3/intonation"]
+    assert row["more labels"] == str(more)
+    (line,) = [line for line in run("scores", "--format", "markdown").output.splitlines() if "| c3/intonation |" in line]
+    assert f"| — | {more} |" in line
+    # a looser target: the labels that bring the cell to 10 are what it takes
+    loose = cells_by(json.loads(run("scores", "--format", "json", "--target", "0.5").output))
+    assert loose[("m", "c3/intonation", "en")]["judges"][0]["more_labels_for_target"] == 1
+
+
+def test_rogan_gladen_gives_no_value_where_its_interval_is_all_of_zero_to_one(tmp_path):
+    # 28 labels on the judge's yes (4 wrong) and 2 on its no (1 wrong): its interval, clipped, is [0, 1]
+    run = _two_cells(tmp_path, ["yes"] * 24 + ["no"] * 4 + [None] * 8 + ["yes", "no"], [])
+    (judge,) = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "c3/intonation", "en")]["judges"]
+    assert judge["corrected"]["value"] is not None
+    rogan_gladen = judge["rogan_gladen"]
+    assert rogan_gladen["value"] is None and rogan_gladen["ci"] is None
+    assert "its 95% interval is the whole [0, 1]: the labels leave the judge's sensitivity or specificity too " \
+           "uncertain" in rogan_gladen["reason"]
+    text = " ".join(run("scores").output.split())
+    assert "R–G —" in text.split("m · c3/intonation")[1] and "Rogan–Gladen: its 95% interval is the whole [0, 1]" in text
 
 
 def test_a_superglue_answer_is_right_when_it_is_the_gold_label_whatever_its_polarity(tmp_path):

@@ -145,6 +145,27 @@ C3_RESULT_ANNOTATOR = "c3-result-file"
 C3_FILE_NOTE = "in the C3 result files of judge "
 """The note, followed by the judge's name, on a people's verdict imported from a judge's
 generation result file: which judge's file held that decision (`c3_file_decisions`)."""
+C3_FILE_WORDING = ", which wrote "
+"""After the judge's name in that note, the file's check_answer as a JSON string, where it is
+not C3's own wording of the label (`The answer is: Yes.`): `export c3` writes it back as it was."""
+
+
+def _file_note(judge: str, check_answer: str, wording: str) -> str:
+    """The note on a people's verdict from `judge`'s generation result file (`C3_FILE_NOTE`),
+    with the file's text where it is not `wording`, C3's own line for that verdict."""
+    written = "" if check_answer == wording else C3_FILE_WORDING + json.dumps(check_answer, ensure_ascii=False)
+    return C3_FILE_NOTE + judge + written
+
+
+def _noted_file(note: str) -> tuple[str, str | None]:
+    """(judge, the file's text where the note keeps it, else None) of a `_file_note`."""
+    rest = note.removeprefix(C3_FILE_NOTE)
+    judge, found, written = rest.partition(C3_FILE_WORDING)
+    try:
+        text = json.loads(written) if found else None
+    except ValueError:
+        text = None
+    return (judge, text) if isinstance(text, str) else (rest, None)
 
 
 def c3_right(check_answer: str | None, lang: str) -> bool:
@@ -174,6 +195,7 @@ class FileDecision:
     label: str
     in_force: str | None  # the result-file annotator's label in force
     standing: str | None
+    written: str | None = None  # the file's check_answer where it is not C3's own wording of `label`
 
 
 @dataclass(frozen=True)
@@ -199,6 +221,12 @@ class OwnDecisions:
         there = label if label is not None else "left undecided"
         return label, f"{source_id}: {there} there, {gold or 'none'} in force{whose}"
 
+    def written(self, item_id: int, label: str | None) -> str | None:
+        """The judge's own file's text of its decision `label` on the item, where it was not
+        C3's own wording (`The answer is: Yes.`), so that an export gives it back as it was."""
+        found = self.decisions.get(item_id)
+        return found.written if found and found.label == label else None
+
 
 def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[str, dict[int, FileDecision]]:
     """Per judge, the people's verdicts on one cell's generation items as its own C3 result
@@ -210,9 +238,9 @@ def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[s
     found: dict[str, dict[int, FileDecision]] = {}
     for item_id, source_id, _, note, label, in_force, in_force_note in store.noted_labels(
             C3_FILE_NOTE, task=task, lang=lang, system=system):
-        standing = in_force_note.removeprefix(C3_FILE_NOTE) if (in_force_note or "").startswith(C3_FILE_NOTE) else None
-        found.setdefault(note.removeprefix(C3_FILE_NOTE), {})[item_id] = FileDecision(source_id, label, in_force,
-                                                                                      standing)
+        standing = _noted_file(in_force_note)[0] if (in_force_note or "").startswith(C3_FILE_NOTE) else None
+        judge, written = _noted_file(note)
+        found.setdefault(judge, {})[item_id] = FileDecision(source_id, label, in_force, standing, written)
     return found
 
 
@@ -263,7 +291,8 @@ def c3_result_records(
     rendered dialogue for multi-turn). When no item of that task is stored yet, the record
     creates it from its content, reference and answer. Judged phenomena give a judgment from
     `check_answer` (an empty one is an error: the script's judge call failed); generation
-    phenomena give `annotator`'s label from a filled `check_answer`, and an empty one leaves
+    phenomena give `annotator`'s label from a filled `check_answer` (noted `_file_note`: the
+    judge, and the text where it is not C3's own wording), and an empty one leaves
     the item waiting for a person. A file holding an empty list (an export's of a phenomenon
     the judge judged none of) has no records; it and a file starting with a UTF-8 byte-order
     mark, which C3's process_results.py cannot read, are said in `notes`."""
@@ -312,7 +341,7 @@ def c3_result_records(
             if part.people_decide:
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
                 labels = ((annotator, label),) if label is not None else ()
-                noted = ((annotator, C3_FILE_NOTE + judge_name),) if labels else ()
+                noted = ((annotator, _file_note(judge_name, output, kind.c3_wording(label))),) if labels else ()
                 yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted)
                 continue
             yield Record(
@@ -388,10 +417,12 @@ def c3_systems(store: Store, lang: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PassedOver:
-    """The cell of an item C3's evaluate.py passes over (`c3_passed_over`)."""
+    """The cell of an item C3's evaluate.py passes over (`c3_passed_over`), and the source id
+    of the earlier item whose notation or first turn it repeats."""
 
     task: str
     lang: str
+    repeats: str
 
 
 def c3_passed_over(store: Store, *, lang: str | None = None, system: str | None = None,
@@ -413,12 +444,12 @@ def c3_passed_over(store: Store, *, lang: str | None = None, system: str | None 
                 prefix, _, index = item.source_id.rpartition("/")
                 if prefix == part.source_prefix and index.isdigit():
                     indexed.append((int(index), item))
-            seen: set[tuple[str, str]] = set()
+            seen: dict[tuple[str, str], str] = {}
             for _, item in sorted(indexed, key=lambda entry: entry[0]):
                 value = (item.system, part.resume_value(code, item.fields))
                 if value in seen:
-                    found[item.id] = PassedOver(part.task, code)
-                seen.add(value)
+                    found[item.id] = PassedOver(part.task, code, seen[value])
+                seen.setdefault(value, item.source_id)
     return found
 
 
@@ -461,8 +492,9 @@ def export_c3(
     C3 script leaves out what it skipped, so its scoring script counts what was judged; so is an
     item that script passes over (`c3_passed_over`), so that process_results.py counts what it
     would on C3's own run. Generation items carry the
-    people's decision in C3's exact verdict wording: the one `judge`'s own result files held
-    (`c3_file_decisions`), else the consolidated human label ("" when nobody labelled them).
+    people's decision: the one `judge`'s own result files held (`c3_file_decisions`), in their
+    words, else the consolidated human label in C3's exact verdict wording ("" when nobody
+    labelled them).
     Without a judge every judged phenomenon's check_answer is empty. A phenomenon the judge
     judged none of gets no file (as C3 writes none for a phenomenon it did not run), only its
     count in the items left out."""
@@ -490,7 +522,7 @@ def export_c3(
                 continue
             if part.people_decide:
                 decided, differs = own.of(item.id, item.source_id, gold_label(labels.get(item.id, {}))[0])
-                check = templates.for_task(part.task, lang).kind.c3_wording(decided)
+                check = own.written(item.id, decided) or templates.for_task(part.task, lang).kind.c3_wording(decided)
                 if differs:
                     own_kept.setdefault(rel, []).append(differs)
             elif judge and not judged:

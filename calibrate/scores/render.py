@@ -260,8 +260,9 @@ def _sections(scores: Scores, notes: Footnotes) -> list[tuple[str, list[str]]]:
         ("How the columns are computed", [
             RULE_EXPLAINED,
             f"more labels: random labels that would bring the corrected interval under ±{scores.target:g}, projected "
-            "from the accuracy within each judge verdict so far (Cochran's post-stratified variance); a plan, not a "
-            "promise: at 20 labels those accuracies rest on a few items each and move as labels come in",
+            "from the accuracy within each judge verdict so far (Cochran's post-stratified variance; 1/2 for a verdict "
+            "with no label yet), under 10 labels at least those that bring the cell to 10; a plan, not a promise: at "
+            "20 labels those accuracies rest on a few items each and move as labels come in",
             *scores.notes]),
     ]
 

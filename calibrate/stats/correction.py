@@ -340,14 +340,18 @@ def rogan_gladen(
     over-covers here (98.6 % at n = 200 of N = 1000 in tests/bench/correction_coverage.py,
     where the variance above gives 96.2 %; 96-99 % over its grid except 90 % at accuracy 0.95
     with 20 labels; and wider than PPI++).
+    Not given where that interval, clipped, is the whole [0, 1] (a few labels of one class leave
+    Se or Sp so uncertain that any value is possible, and the point value can be anywhere: 24 %
+    beside a corrected 81 % in an audit with 28 labels on one verdict and 2 on the other).
     Undefined when J <= MIN_YOUDEN (below 0 the verdicts run against the labels), when the
     labelled items lack either class (57-67 % of label sets at accuracy 0.97 with 20 labels), or
     when Se or Sp is 1 on the labels: the variance above then takes that rate as known, and the
     interval keeps little more than p's spread (an audit of 62 such intervals at accuracy .95 with
     20 labels found none covering the truth); the reason
     names labels 1 and 0 by `classes`. Where it is given, the interval covers the mean over the N
-    items in 96.2 % or more of the simulated datasets in all 96 settings of
-    tests/bench/correction_coverage.py (it gives none in 38 % of them; before the refusal at Se or
+    items in 95.0 % or more of the simulated datasets in all 96 settings of
+    tests/bench/correction_coverage.py (it gives none in 39 % of them; 96.3 % or more counting the
+    whole-[0, 1] intervals it withholds, which cover trivially; before the refusal at Se or
     Sp of 1, 8 settings with 20-50 labels at accuracy 0.8-0.97 fell to 63-91 %); `approximate`
     carries a simulated figure where one is below 93 % (none now).
     """
@@ -389,6 +393,12 @@ def rogan_gladen(
     se = float(np.sqrt(var))
     z = normal_quantile(level)
     ci = (max(0.0, theta - z * se), min(1.0, theta + z * se))
+    if ci == (0.0, 1.0):
+        reason = (f"its {level:.0%} interval is the whole [0, 1]: the labels leave the judge's sensitivity or "
+                  f"specificity too uncertain (sensitivity {se_:.2f} on the {int((yl == 1).sum())} labelled "
+                  f"'{classes[0]}', specificity {sp:.2f} on the {int((yl == 0).sum())} labelled '{classes[1]}'), so "
+                  "its value says nothing and none is given")
+        return RoganGladen(None, None, None, reason, se_, sp, p, n, total)
     approximate = simulated_coverage("rogan_gladen", theta, n, se_, sp, total)
     return RoganGladen(theta, ci, se, None, se_, sp, p, n, total, notes, approximate)
 
@@ -634,22 +644,27 @@ def stratified_labels_needed(
     verdict move as labels come in, and at 20 labels they rest on a few items each. With `cells`
     (one cell name per item; `now` then `pooled_stratified_mean`'s estimate) the strata are the
     verdicts within each cell, and the labels are projected as spread over the cells in
-    proportion to their items.
+    proportion to their items. Below `min_labelled` random labels in one cell (no interval yet)
+    the plan counts from there: at least the labels that bring the cell to the minimum, more where
+    the projection at the minimum is still wider than `target` (the accuracy within a verdict
+    then rests on its prior, 1/2, where no item of it is labelled: the widest plan); its
+    `half_width` is None.
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
-    total = len(y)
+    total, n = len(y), int(labelled.sum())
+    cell_of = np.zeros(total, dtype=int) if cells is None else np.unique(np.asarray(cells), return_inverse=True)[1].ravel()
     if now is None:
         now = stratified_mean(f2, y, random_sample=random_sample, level=level, min_labelled=min_labelled)
-    if now.value is None:
+    # too few labels in one cell: no interval yet, but the plan runs from the minimum on
+    too_few = random_sample and n < min_labelled <= total and not cell_of.any()
+    if now.value is None and not too_few:
         return LabelPlan(None, None, None, target, now.reason)
-    half = (now.ci[1] - now.ci[0]) / 2
-    if half <= target:
+    half = (now.ci[1] - now.ci[0]) / 2 if now.ci else None
+    if half is not None and half <= target:
         return LabelPlan(0, half, half, target)
-    n = int(labelled.sum())
     if n == total:
         return LabelPlan(None, half, half, target, f"every item is labelled and the half-width is {half:.3f} > {target}")
     f = f2.mean(axis=1)
-    cell_of = np.zeros(total, dtype=int) if cells is None else np.unique(np.asarray(cells), return_inverse=True)[1].ravel()
     first, second = 0.0, 0.0
     for c, v in sorted(set(zip(cell_of.tolist(), f.tolist(), strict=True))):
         stratum = (cell_of == c) & (f == v)
@@ -658,10 +673,10 @@ def stratified_labels_needed(
         weight = stratum.mean()
         first += weight * q * (1 - q)
         second += (1 - weight) * q * (1 - q)
-    n_new = np.arange(n + 1, total + 1, dtype=float)
+    n_new = np.arange(max(n + 1, min_labelled), total + 1, dtype=float)
     projected = normal_quantile(level) * np.sqrt((1 - n_new / total) * (first / n_new + second / n_new**2))
     reached = np.flatnonzero(projected <= target)
     if reached.size == 0:  # unreachable: at n' = N the variance is 0
         return LabelPlan(None, half, float(projected[-1]), target, "the target cannot be reached")
     k = int(reached[0])
-    return LabelPlan(k + 1, half, float(projected[k]), target)
+    return LabelPlan(int(n_new[k]) - n, half, float(projected[k]), target)

@@ -138,7 +138,9 @@ def rogan_gladen_counts(c, fu, total):
         p_u = fu / m
         var += ((1 - rho) / youden) ** 2 * p_u * (1 - p_u) / m
     ok = (q1 > 0) & (q0 > 0) & (youden > correction.MIN_YOUDEN) & (sens < 1) & (spec < 1)
-    return interval(theta, np.sqrt(np.where(ok, var, 0)), Z, ok), sens, spec, theta
+    ci = interval(theta, np.sqrt(np.where(ok, var, 0)), Z, ok)
+    ci[(ci[:, 0] == 0) & (ci[:, 1] == 1)] = np.nan  # the whole [0, 1]: no value given
+    return ci, sens, spec, theta
 
 
 def stratified_uniform(rng, c, fu, total, draws=500):
