@@ -359,6 +359,7 @@ class Annotation:
     created_at: str
     audio_plays: int | None = None
     listened_seconds: float | None = None
+    c3_file_judge: str | None = None  # the judge whose C3 generation result files held this label
 
 
 @dataclass

@@ -9,9 +9,10 @@ judgments that point at the `c3-official` templates, the prompt wording that scr
 skips a record whose notation (English omission) or first turn (multi-turn) is already in its
 results, so a record is matched to its item by what it holds (`ContentRef`), never by its
 position; those items are `c3_passed_over`, and no C3 figure counts them. Generation records
-are people's decisions: a filled `check_answer` becomes a person's label, noted with the judge
-whose file held it (one label per item is in force; `c3_file_decisions` gives each judge's own,
-which C3 counts), an empty one waits for a person. A result record also holds the content, the
+are people's decisions: a filled `check_answer` becomes a person's label, stored with the judge
+whose file held it (annotations.c3_file_judge; a note says so to people). One label per item is
+in force; `c3_file_decisions` gives each judge's own, which C3 counts. An empty one waits for a
+person. A result record also holds the content, the
 reference and the system's answer, so result files alone create the items they judge
 (numbered in record order). `export c3` writes the same result files back, one folder per
 judge, with the statistics files C3's scoring script writes in a folder of their own
@@ -144,7 +145,8 @@ C3_RESULT_ANNOTATOR = "c3-result-file"
 """Who the people's verdicts in generation result files are stored as, unless told otherwise."""
 C3_FILE_NOTE = "in the C3 result files of judge "
 """The note, followed by the judge's name, on a people's verdict imported from a judge's
-generation result file: which judge's file held that decision (`c3_file_decisions`)."""
+generation result file, which tells a reader where the decision came from; the code reads the
+judge from annotations.c3_file_judge (`c3_file_decisions`)."""
 
 
 def c3_right(check_answer: str | None, lang: str) -> bool:
@@ -179,8 +181,8 @@ class FileDecision:
 @dataclass(frozen=True)
 class OwnDecisions:
     """One judge's own generation decisions in one cell, as its result files held them (item id
-    -> FileDecision; empty where its files were imported by an earlier calibrate, which noted no
-    judge): what C3's process_results.py counts for that judge."""
+    -> FileDecision; empty where its files were imported by an earlier calibrate, which recorded
+    no judge): what C3's process_results.py counts for that judge."""
 
     decisions: dict[int, FileDecision]
 
@@ -202,17 +204,15 @@ class OwnDecisions:
 
 def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[str, dict[int, FileDecision]]:
     """Per judge, the people's verdicts on one cell's generation items as its own C3 result
-    files held them (the labels noted `C3_FILE_NOTE` at import), by item id: what C3's
-    process_results.py counts for that judge, which `export c3` writes back into that judge's
-    files and `scores`' C3-rule column counts, where judges' files decided an item otherwise.
-    Labels imported without that note (by an earlier calibrate) have no judge here: the label
-    in force is then all there is."""
+    files held them (the labels stored with that judge at import, `Store.c3_file_labels`), by
+    item id: what C3's process_results.py counts for that judge, which `export c3` writes back
+    into that judge's files and `scores`' C3-rule column counts, where judges' files decided an
+    item otherwise. Labels imported without a judge (by a calibrate that noted none) have no
+    judge here: the label in force is then all there is."""
     found: dict[str, dict[int, FileDecision]] = {}
-    for item_id, source_id, _, note, label, in_force, in_force_note in store.noted_labels(
-            C3_FILE_NOTE, task=task, lang=lang, system=system):
-        standing = in_force_note.removeprefix(C3_FILE_NOTE) if (in_force_note or "").startswith(C3_FILE_NOTE) else None
-        found.setdefault(note.removeprefix(C3_FILE_NOTE), {})[item_id] = FileDecision(source_id, label, in_force,
-                                                                                      standing)
+    for item_id, source_id, _, judge, label, in_force, standing in store.c3_file_labels(
+            task=task, lang=lang, system=system):
+        found.setdefault(judge, {})[item_id] = FileDecision(source_id, label, in_force, standing)
     return found
 
 
@@ -313,7 +313,8 @@ def c3_result_records(
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
                 labels = ((annotator, label),) if label is not None else ()
                 noted = ((annotator, C3_FILE_NOTE + judge_name),) if labels else ()
-                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted)
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted,
+                                                                      c3_file_judge=judge_name)
                 continue
             yield Record(
                 item,
