@@ -12,9 +12,8 @@ position; those items are `c3_passed_over`, and no C3 figure counts them. Genera
 are people's decisions: a filled `check_answer` becomes a person's label, stored with the judge
 whose file held it (annotations.c3_file_judge; a note says so to people). One label per item is
 in force; `c3_file_decisions` gives each judge's own, which C3 counts. An empty one waits for a
-person. A result record also holds the content, the
-reference and the system's answer, so result files alone create the items they judge
-(numbered in record order). `export c3` writes the same result files back, one folder per
+person. A result record also holds the content, the reference and the system's answer, so
+result files alone create the items they judge (numbered in record order). `export c3` writes the same result files back, one folder per
 judge, with the statistics files C3's scoring script writes in a folder of their own
 (`calibrate.formats.c3_figures`).
 `c3_right` is C3's own scoring rule, the one definition of it in calibrate.

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks
 
-C3_FILE_JUDGE_COLUMN = "0027_facts_as_columns"
+C3_FILE_JUDGE_MIGRATION = "0027_facts_as_columns"
 """The migration that added annotations.c3_file_judge, filling it from the importer's note."""
 C3_FILE_JUDGE_BEFORE_COLUMN = (
     "CASE WHEN substr(a.note, 1, length('in the C3 result files of judge ')) = 'in the C3 result files of judge ' "
@@ -38,7 +38,7 @@ class MergeRowsMixin:
         """Every annotation row with its item's content hash, its judgment's uid and the uid of
         the row it reverts, in id order, streamed; with c3_file_judge in a database made before
         that column too."""
-        older = "" if C3_FILE_JUDGE_COLUMN in self.applied_migrations() else f", {C3_FILE_JUDGE_BEFORE_COLUMN} AS c3_file_judge"
+        older = "" if C3_FILE_JUDGE_MIGRATION in self.applied_migrations() else f", {C3_FILE_JUDGE_BEFORE_COLUMN} AS c3_file_judge"
         yield from self.conn.execute(
             f"SELECT a.*{older}, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
             "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
