@@ -775,6 +775,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
     (content, reference, answer). A filled check_answer of a generation record is a person's
     label (--annotator); an empty one waits for a person."""
     from calibrate.formats.c3 import (
+        c3_file_decisions,
         c3_passed_over,
         c3_result_parts,
         c3_result_records,
@@ -805,7 +806,12 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
         return {row["item_id"]: (row["source_id"], row["label"]) for row in ctx.store.current_labels(
             annotator, lang=lang, system=system) if row["task"] in decided}
 
-    before = decisions() if decided else {}
+    def own_decisions() -> dict[int, tuple[str, str]]:
+        """This judge's own decisions on them, as its result files held them: item id -> (source id, label)."""
+        return {item_id: (found.source_id, found.label) for task in decided
+                for item_id, found in c3_file_decisions(ctx.store, task, lang, system).get(judge_name, {}).items()}
+
+    before, own_before = decisions() if decided else {}, own_decisions()
     notes: list[str] = []
     with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
@@ -827,6 +833,13 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
             f"({listing(changed, CHANGES_SHOWN)}): theirs "
             "now stand. calibrate keeps one decision per item; where judges' result folders hold different decisions, "
             "C3's process_results.py counts each judge's own", style="yellow"))
+    redecided = sorted(source for item, (source, label) in own_decisions().items()
+                       if item in own_before and own_before[item][1] != label and source not in changed)
+    if redecided:
+        err_console.print(safe_text(
+            f"{counted(len(redecided), 'generation decision')} of {judge_name}'s result files changed since they were "
+            f"imported before ({listing(redecided, CHANGES_SHOWN)}), to the label in force of {annotator}: "
+            f"C3's figures for {judge_name} count the new ones", style="yellow"))
     passed = c3_passed_over(ctx.store, lang=lang, system=system)
     # per result file, the items C3's evaluate.py writes no record for (so none is expected there): what each repeats
     expected = {str(results_dir / f"{part.responses}.json"): {

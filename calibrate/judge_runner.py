@@ -556,7 +556,8 @@ async def run_jobs(
 
 
 SWITCHED = "switched to reasoning mode"
-"""What the message of a run that switched on its own starts with (judge_runs.message)."""
+"""How the message of a run that switched on its own starts, for people (`status --runs`); the
+switch itself is judge_runs.switched_to_reasoning."""
 
 
 class ReasoningSwitch:
@@ -576,7 +577,7 @@ class ReasoningSwitch:
             return
         self.config.reasoning = self.switched = True
         # recorded at once: a run killed after this (kill -9) leaves the switch in its record for the next run
-        self.store.note_judge_run(self.run_id, message=self.message(None), params=self.config.params())
+        self.store.note_reasoning_switch(self.run_id, message=self.message(None), params=self.config.params())
         note = (f"the server refused temperature / max_tokens ({refusal}): judging as a reasoning model, without "
                 "temperature and with max_completion_tokens (say --reasoning to start so; the next run of this "
                 "judge here does)")
@@ -612,7 +613,7 @@ def resume_reasoning(store: Store, config: JudgeConfig) -> str | None:
     as_reasoning = replace(config, reasoning=True).params()
     for run in store.judge_runs():
         if (run["judge_name"], run["model"], run["server"]) == (config.name, config.model, config.server) \
-                and run["params"] == as_reasoning and (run["message"] or "").startswith(SWITCHED):
+                and run["params"] == as_reasoning and run["switched_to_reasoning"]:
             config.reasoning = True
             return (f"run {run['id']} of {config.name} switched to reasoning mode (the server refused temperature / "
                     "max_tokens): this run resumes as a reasoning model, without temperature and with "

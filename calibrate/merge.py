@@ -246,6 +246,8 @@ def _merge_annotations(store: Store, other: Store, templates: TemplateSet, repor
                     "action": action, "label": label, "reverts_uid": reverts_uid, "note": row["note"],
                     "blind": row["blind"], "seconds_spent": _number(row, "seconds_spent"), "created_at": _time(row),
                     "audio_plays": _number(row, "audio_plays"), "listened_seconds": _number(row, "listened_seconds"),
+                    "c3_file_judge": _text(row, "c3_file_judge", optional=True),
+                    "c3_file_text": _text(row, "c3_file_text", optional=True),
                 }
                 if values["note"] is not None and not isinstance(values["note"], str):
                     raise Refused("note must be text")

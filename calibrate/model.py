@@ -359,6 +359,8 @@ class Annotation:
     created_at: str
     audio_plays: int | None = None
     listened_seconds: float | None = None
+    c3_file_judge: str | None = None  # the judge whose C3 generation result files held this label
+    c3_file_text: str | None = None  # those files' words of it, where they are not C3's own (`export c3` gives them back)
 
 
 @dataclass

@@ -626,7 +626,7 @@ CREATE TABLE annotations (
     blind INTEGER NOT NULL DEFAULT 0,
     seconds_spent REAL,
     created_at TEXT NOT NULL
-, audio_plays INTEGER, listened_seconds REAL);
+, audio_plays INTEGER, listened_seconds REAL, c3_file_judge TEXT, c3_file_text TEXT);
 CREATE TABLE audio_roots (
     id INTEGER PRIMARY KEY,
     root TEXT NOT NULL UNIQUE,          -- absolute folder, as it was at import
@@ -741,7 +741,7 @@ CREATE TABLE judge_runs (
     failures TEXT NOT NULL DEFAULT '{}', -- JSON: failed attempts by cause ("timeout", "HTTP 429", ...) -> n
     concurrency INTEGER NOT NULL,       -- the ceiling asked for
     concurrency_lowest INTEGER          -- the lowest the adaptive limit went
-, host TEXT, pid INTEGER);
+, host TEXT, pid INTEGER, switched_to_reasoning INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE judgments (
     id INTEGER PRIMARY KEY,
     uid TEXT NOT NULL UNIQUE,           -- stable across databases, so merging is idempotent

@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import asyncio.runners
 import os
+import sqlite3
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
+from calibrate import store as store_module
 from calibrate.cli import cli
 from calibrate.demo import load_demo
 from calibrate.model import NewItem, NewJudgment
@@ -96,6 +99,34 @@ class Calibrate:
         if ok and result.exit_code != 0:
             raise AssertionError(f"calibrate {' '.join(args)} exited {result.exit_code}:\n{result.output}")
         return result
+
+
+def as_made_before_0027(path: Path) -> None:
+    """Turn the database at `path` into the one the calibrate before migration 0027 made of the
+    same commands: without the columns 0027 adds (their facts only in the notes and run messages
+    it fills them from, which that calibrate wrote alike) and without its record, so that the
+    next opening upgrades it. Checked against a database made with the migrations before 0027."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE annotations DROP COLUMN c3_file_judge")
+        conn.execute("ALTER TABLE annotations DROP COLUMN c3_file_text")
+        conn.execute("ALTER TABLE judge_runs DROP COLUMN switched_to_reasoning")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0027_facts_as_columns'")
+    conn.close()
+    before = store_module.MIGRATION_NAMES.index("0027_facts_as_columns")
+    older = path.with_name(f"{path.stem}.before-0027.db")
+    with patch.object(store_module, "MIGRATION_FILES", store_module.MIGRATION_FILES[:before]), \
+            patch.object(store_module, "MIGRATION_NAMES", store_module.MIGRATION_NAMES[:before]):
+        Store(older).close()
+
+    def columns(db: Path) -> dict[str, list[str]]:
+        read = sqlite3.connect(db)
+        tables = [r[0] for r in read.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        found = {t: [r[1] for r in read.execute(f"PRAGMA table_info({t})")] for t in tables}
+        read.close()
+        return found
+
+    assert columns(path) == columns(older)
 
 
 @pytest.fixture

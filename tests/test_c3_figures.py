@@ -17,10 +17,12 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from calibrate.formats.c3 import C3_LAYOUT, c3_passed_over
 from calibrate.model import NewJudgment
 from calibrate.store import Store
-from tests.conftest import Calibrate
+from tests.conftest import Calibrate, as_made_before_0027
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.test_c3_roundtrip import import_tree, results_of
 
@@ -228,6 +230,71 @@ def test_the_generation_note_compares_a_judges_decision_with_the_label_people_pu
         assert (f"C3 rule: {judge}'s own result files decided 1 generation item otherwise than the label in force "
                 f"({PHON}/generation/0: yes there, no in force)") in shown
     assert_scores_give(c3_rule(calibrate, "dpsk", "gpt"), process_results(folders), ("dpsk", "gpt"))
+
+
+def test_a_judges_files_imported_again_count_the_decision_they_now_hold(calibrate, tmp_path):
+    """dpsk's folder, imported again after its generation/0 was changed to no, which gpt's folder
+    (imported since) put in force already: dpsk's C3 rule counts no, as its files now hold, and the
+    import says so."""
+    folders = gpt_decides_generation_0(calibrate, tmp_path, "The answer is: no.")
+    path = folders["dpsk"] / f"{PHON}/generation.json"
+    records = json.loads(path.read_text(encoding="utf-8"))
+    records[0]["check_answer"] = "The answer is: no."
+    path.write_text(json.dumps(records, ensure_ascii=False, indent=4), encoding="utf-8")
+    again = calibrate("import", "c3-results", str(folders["dpsk"]), "--lang", "en", "--judge-name", "dpsk",
+                      "--system", "sdm")
+    assert (f"1 generation decision of dpsk's result files changed since they were imported before ({PHON}/generation/0), "
+            "to the label in force of c3-result-file: C3's figures for dpsk count the new ones") in " ".join(again.stderr.split())
+    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+
+
+def test_a_persons_note_worded_like_the_imports_is_not_taken_for_a_judges_file(calibrate, tmp_path):
+    """ana labels generation/0 'no' with the note "in the C3 result files of judge dpsk", the
+    words the import notes a judge's decision with: dpsk's own files still decide it (yes), in
+    its C3 rule and in its exported file."""
+    folders = {"dpsk": edited(tmp_path, "dpsk", {}), "gpt": edited(tmp_path, "gpt", {})}
+    import_folders(calibrate, tmp_path, folders)
+    labels = tmp_path / "ana.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label,note\n"
+                      f"c3/generation,en,sdm,{PHON}/generation/0,ana,no,in the C3 result files of judge dpsk\n")
+    calibrate("import", "labels", str(labels))
+    assert_scores_give(c3_rule(calibrate, "dpsk", "gpt"), process_results(folders), ("dpsk", "gpt"))
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+    rel = f"{PHON}/generation.json"
+    assert (out / "dpsk" / rel).read_bytes() == (folders["dpsk"] / rel).read_bytes()
+
+
+def test_generation_decisions_imported_before_migration_0027_count_as_they_did(calibrate, tmp_path):
+    """Result folders imported by the calibrate before migration 0027, which kept the judge whose
+    file held a generation decision only in the note on its label: after the upgrade each judge's
+    C3 rule, exported file and the note where it differs from the label in force are as before."""
+    folders = gpt_decides_generation_0(calibrate, tmp_path, "The answer is: no.")
+    as_made_before_0027(calibrate.db)
+    upgraded = calibrate("scores", "--by", "system,task")
+    assert "upgrading" in upgraded.stderr
+    assert ("C3 rule: dpsk's own result files decided 1 generation item otherwise than the label in force "
+            f"({PHON}/generation/0: yes there, no in force from gpt's files)") in " ".join(upgraded.output.split())
+    assert_scores_give(c3_rule(calibrate), process_results(folders), ("dpsk", "gpt"))
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk", "--judge", "gpt")
+    for judge, folder in folders.items():
+        rel = f"{PHON}/generation.json"
+        assert (out / judge / rel).read_bytes() == (folder / rel).read_bytes(), judge
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["offline copy", "offline copy made before migration 0027"])
+def test_a_merge_carries_each_judges_generation_decisions(tmp_path, older):
+    """The result folders imported into an offline copy, which is merged into an empty database:
+    each judge's C3 rule there is its own folder's, as in the copy (one made by the calibrate
+    before migration 0027 too: merge reads it as it is, without upgrading it)."""
+    offline = Calibrate(tmp_path / "offline.db")
+    folders = gpt_decides_generation_0(offline, tmp_path, "The answer is: no.")
+    if older:
+        as_made_before_0027(offline.db)
+    main = Calibrate(tmp_path / "main.db")
+    main("merge", str(offline.db))
+    assert_scores_give(c3_rule(main), process_results(folders), ("dpsk", "gpt"))
 
 
 def test_result_records_of_items_c3_passes_over_are_said_at_import(calibrate, tmp_path):

@@ -24,7 +24,7 @@ from calibrate.judge_runner import Job, JudgeConfig, same_model
 from calibrate.judge_server import AdaptiveConcurrency
 from calibrate.judge_summary import RunSummary
 from calibrate.store import Store
-from tests.conftest import Calibrate
+from tests.conftest import Calibrate, as_made_before_0027
 from tests.fake_openai import FakeOpenAI, Reply, refused_url
 
 EN = {"notation": "river bank", "response": "the river bank"}
@@ -593,7 +593,7 @@ def test_a_server_that_refuses_temperature_is_asked_again_as_a_reasoning_model(d
     assert [j.status for j in judged] == ["verdict"] * 4 and all(j.params["reasoning"] for j in judged)
     assert len({j.judge_key for j in judged}) == 1
     assert runs(run)[0]["params"]["reasoning"] is True
-    assert runs(run)[0]["message"].startswith("switched to reasoning mode")
+    assert runs(run)[0]["message"].startswith("switched to reasoning mode") and runs(run)[0]["switched_to_reasoning"]
 
 
 @pytest.mark.timeout(120)
@@ -638,6 +638,20 @@ def test_a_rerun_of_a_run_that_switched_to_reasoning_mode_resumes_in_it(db):
 
 
 @pytest.mark.timeout(60)
+def test_a_run_that_switched_before_migration_0027_is_resumed_in_reasoning_mode(db):
+    """A run recorded by the calibrate before migration 0027, which said it switched to reasoning
+    mode only in its message: after the upgrade the next run starts in that mode."""
+    run = db(8)
+    with FakeOpenAI(rejects_temperature=True) as server:
+        judge(run, server, "--limit", "4", "--concurrency", "1")
+        as_made_before_0027(run.db)
+        asked = server.count
+        again = judge(run, server, "--concurrency", "1")
+        assert server.count == asked + 4 and all("temperature" not in body for body in server.requests[asked:])
+    assert "this run resumes as a reasoning model" in " ".join(again.output.split())
+    assert [r["switched_to_reasoning"] for r in runs(run)] == [0, 1], "the upgrade read the earlier run's message"
+
+
 def test_refusals_of_requests_sent_before_the_switch_to_reasoning_mode_are_asked_again(db):
     """At --concurrency 8 the first eight requests carry temperature; their refusals arrive
     after the switch and are asked again, as a reasoning model."""

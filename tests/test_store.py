@@ -26,7 +26,7 @@ MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_i
               "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
               "0018_verdict_sets", "0019_unparsed_reasons", "0020_score_sets", "0021_trigger_work_per_batch",
               "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts",
-              "0026_judge_run_process"]
+              "0026_judge_run_process", "0027_facts_as_columns"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -294,7 +294,7 @@ def test_report_counts_stay_equal_to_a_recount_through_every_kind_of_write(tmp_p
     run = store.begin_import("test")
     (hidden,), _ = store.add_items([NewItem("c3/lexical", "zh", "9", {"content": "c9"}, system="s1")], with_ids=True, run=run)
     store.add_judgments([judge(hidden, "yes")])
-    store.add_imported_labels([("imported-1", hidden, "ann", "yes", None, None)])
+    store.add_imported_labels([("imported-1", hidden, "ann", "yes", None, None, None, None)])
     assert_counts_kept(store, "writing an unfinished import run")
     store.finish_import(run)
     assert_counts_kept(store, "finishing the import run")

@@ -252,6 +252,8 @@ class Record:
     audio: tuple[AudioClip, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()  # people's (annotator, label), each in its kind's stored form
     notes: tuple[tuple[str, str], ...] = ()  # people's (annotator, note) on the item, each beside their label
+    c3_file_judge: str | None = None  # the judge whose C3 generation result files held `labels`
+    c3_file_text: str | None = None  # those files' words of them, where they are not C3's own
     label_times: tuple[tuple[str, str], ...] = ()  # (annotator, when they decided) where the source keeps it
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
@@ -479,7 +481,7 @@ def import_records(
 
     def store_labels(pairs: list[tuple[int, str, Record]]) -> None:
         rows = [(digest(content_hash, annotator, label, *([note] if note else []), "imported label"), item_id,
-                 annotator, label, note, dict(r.label_times).get(annotator))
+                 annotator, label, note, dict(r.label_times).get(annotator), r.c3_file_judge, r.c3_file_text)
                 for item_id, content_hash, r in pairs for annotator, label in r.labels
                 for note in [note for who, note in r.notes if who == annotator] or [None]]
         added = store.add_imported_labels(rows) if rows else LabelsAdded()

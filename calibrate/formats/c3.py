@@ -9,11 +9,11 @@ judgments that point at the `c3-official` templates, the prompt wording that scr
 skips a record whose notation (English omission) or first turn (multi-turn) is already in its
 results, so a record is matched to its item by what it holds (`ContentRef`), never by its
 position; those items are `c3_passed_over`, and no C3 figure counts them. Generation records
-are people's decisions: a filled `check_answer` becomes a person's label, noted with the judge
-whose file held it (one label per item is in force; `c3_file_decisions` gives each judge's own,
-which C3 counts), an empty one waits for a person. A result record also holds the content, the
-reference and the system's answer, so result files alone create the items they judge
-(numbered in record order). `export c3` writes the same result files back, one folder per
+are people's decisions: a filled `check_answer` becomes a person's label, stored with the judge
+whose file held it (annotations.c3_file_judge; a note says so to people). One label per item is
+in force; `c3_file_decisions` gives each judge's own, which C3 counts. An empty one waits for a
+person. A result record also holds the content, the reference and the system's answer, so
+result files alone create the items they judge (numbered in record order). `export c3` writes the same result files back, one folder per
 judge, with the statistics files C3's scoring script writes in a folder of their own
 (`calibrate.formats.c3_figures`).
 `c3_right` is C3's own scoring rule, the one definition of it in calibrate.
@@ -144,28 +144,9 @@ C3_RESULT_ANNOTATOR = "c3-result-file"
 """Who the people's verdicts in generation result files are stored as, unless told otherwise."""
 C3_FILE_NOTE = "in the C3 result files of judge "
 """The note, followed by the judge's name, on a people's verdict imported from a judge's
-generation result file: which judge's file held that decision (`c3_file_decisions`)."""
-C3_FILE_WORDING = ", which wrote "
-"""After the judge's name in that note, the file's check_answer as a JSON string, where it is
-not C3's own wording of the label (`The answer is: Yes.`): `export c3` writes it back as it was."""
-
-
-def _file_note(judge: str, check_answer: str, wording: str) -> str:
-    """The note on a people's verdict from `judge`'s generation result file (`C3_FILE_NOTE`),
-    with the file's text where it is not `wording`, C3's own line for that verdict."""
-    written = "" if check_answer == wording else C3_FILE_WORDING + json.dumps(check_answer, ensure_ascii=False)
-    return C3_FILE_NOTE + judge + written
-
-
-def _noted_file(note: str) -> tuple[str, str | None]:
-    """(judge, the file's text where the note keeps it, else None) of a `_file_note`."""
-    rest = note.removeprefix(C3_FILE_NOTE)
-    judge, found, written = rest.partition(C3_FILE_WORDING)
-    try:
-        text = json.loads(written) if found else None
-    except ValueError:
-        text = None
-    return (judge, text) if isinstance(text, str) else (rest, None)
+generation result file, which tells a reader where the decision came from; the code reads the
+judge from annotations.c3_file_judge, and the file's own words of the decision, where they are
+not C3's, from annotations.c3_file_text (`c3_file_decisions`)."""
 
 
 def c3_right(check_answer: str | None, lang: str) -> bool:
@@ -201,8 +182,8 @@ class FileDecision:
 @dataclass(frozen=True)
 class OwnDecisions:
     """One judge's own generation decisions in one cell, as its result files held them (item id
-    -> FileDecision; empty where its files were imported by an earlier calibrate, which noted no
-    judge): what C3's process_results.py counts for that judge."""
+    -> FileDecision; empty where its files were imported by an earlier calibrate, which recorded
+    no judge): what C3's process_results.py counts for that judge."""
 
     decisions: dict[int, FileDecision]
 
@@ -230,16 +211,14 @@ class OwnDecisions:
 
 def c3_file_decisions(store: Store, task: str, lang: str, system: str) -> dict[str, dict[int, FileDecision]]:
     """Per judge, the people's verdicts on one cell's generation items as its own C3 result
-    files held them (the labels noted `C3_FILE_NOTE` at import), by item id: what C3's
-    process_results.py counts for that judge, which `export c3` writes back into that judge's
-    files and `scores`' C3-rule column counts, where judges' files decided an item otherwise.
-    Labels imported without that note (by an earlier calibrate) have no judge here: the label
-    in force is then all there is."""
+    files held them (the labels stored with that judge at import, `Store.c3_file_labels`), by
+    item id: what C3's process_results.py counts for that judge, which `export c3` writes back
+    into that judge's files and `scores`' C3-rule column counts, where judges' files decided an
+    item otherwise. Labels imported without a judge (by a calibrate that noted none) have no
+    judge here: the label in force is then all there is."""
     found: dict[str, dict[int, FileDecision]] = {}
-    for item_id, source_id, _, note, label, in_force, in_force_note in store.noted_labels(
-            C3_FILE_NOTE, task=task, lang=lang, system=system):
-        standing = _noted_file(in_force_note)[0] if (in_force_note or "").startswith(C3_FILE_NOTE) else None
-        judge, written = _noted_file(note)
+    for item_id, source_id, _, judge, label, in_force, standing, written in store.c3_file_labels(
+            task=task, lang=lang, system=system):
         found.setdefault(judge, {})[item_id] = FileDecision(source_id, label, in_force, standing, written)
     return found
 
@@ -291,8 +270,8 @@ def c3_result_records(
     rendered dialogue for multi-turn). When no item of that task is stored yet, the record
     creates it from its content, reference and answer. Judged phenomena give a judgment from
     `check_answer` (an empty one is an error: the script's judge call failed); generation
-    phenomena give `annotator`'s label from a filled `check_answer` (noted `_file_note`: the
-    judge, and the text where it is not C3's own wording), and an empty one leaves
+    phenomena give `annotator`'s label from a filled `check_answer` (stored with the
+    judge, and the file's text where it is not C3's own wording), and an empty one leaves
     the item waiting for a person. A file holding an empty list (an export's of a phenomenon
     the judge judged none of) has no records; it and a file starting with a UTF-8 byte-order
     mark, which C3's process_results.py cannot read, are said in `notes`."""
@@ -341,8 +320,11 @@ def c3_result_records(
             if part.people_decide:
                 label, problem = _person_label(output, kind, lang) if output else (None, None)
                 labels = ((annotator, label),) if label is not None else ()
-                noted = ((annotator, _file_note(judge_name, output, kind.c3_wording(label))),) if labels else ()
-                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted)
+                noted = ((annotator, C3_FILE_NOTE + judge_name),) if labels else ()
+                # the file's own words of the decision, where they are not C3's: `export c3` gives them back
+                words = output if label is not None and output != kind.c3_wording(label) else None
+                yield BadInput(where, problem) if problem else Record(item, where, ref=ref, labels=labels, notes=noted,
+                                                                      c3_file_judge=judge_name, c3_file_text=words)
                 continue
             yield Record(
                 item,

@@ -286,7 +286,7 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 if item_id not in hashes:
                     hashes[item_id] = store.item(item_id).content_hash
                 uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
-                rows.append((uid, item_id, row.annotator, row.label, row.note, None))
+                rows.append((uid, item_id, row.annotator, row.label, row.note, None, None, None))
         if problem is not None:
             if not skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")

@@ -1,6 +1,7 @@
 """The record of `calibrate judge` runs: when each started and ended, how (finished, stopped,
 refused, interrupted), what it stored by kind of outcome, and how many requests, retries and
-failures by cause it took, for `calibrate status` and the end-of-run summary. The rule judge's
+failures by cause it took, and whether it switched to reasoning mode on its own (the next run of
+that judge starts in it), for `calibrate status` and the end-of-run summary. The rule judge's
 runs are recorded with no model, no server ("") and no requests.
 
 A run's counts are written in the transaction that stores each of its judgments
@@ -49,11 +50,12 @@ class JudgeRunsMixin:
                  dump_json(dict(requests.failures)), run_id),
             )
 
-    def note_judge_run(self, run_id: int, *, message: str, params: dict) -> None:
-        """Record at once, while the run goes on, a change of its configuration (a switch to
-        reasoning mode): what its record says should the process die before it ends."""
+    def note_reasoning_switch(self, run_id: int, *, message: str, params: dict) -> None:
+        """Record at once, while the run goes on, that it switched to reasoning mode on its own
+        (judge_runs.switched_to_reasoning), with its new parameters and the message that says so:
+        what its record says should the process die before it ends."""
         with self.transaction():
-            self.conn.execute("UPDATE judge_runs SET message = ?, params = ? WHERE id = ?",
+            self.conn.execute("UPDATE judge_runs SET switched_to_reasoning = 1, message = ?, params = ? WHERE id = ?",
                               (message, dump_json(params), run_id))
 
     def finish_judge_run(self, run_id: int, *, outcome: str, message: str | None, params: dict, stored: int,

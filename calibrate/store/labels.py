@@ -77,7 +77,8 @@ class LabelsMixin:
         return stamp
 
     def _append_annotation(self, uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind,
-                           seconds_spent, created_at, audio_plays=None, listened_seconds=None) -> int | None:
+                           seconds_spent, created_at, audio_plays=None, listened_seconds=None,
+                           c3_file_judge=None, c3_file_text=None) -> int | None:
         """INSERT OR IGNORE one annotation row (by uid) and keep `labels_in_force` in step: a
         label decision takes over if it is later (decision time, then uid) than the one in
         force; an undo of the decision in force hands over to the latest decision not reverted.
@@ -85,9 +86,10 @@ class LabelsMixin:
         transaction."""
         cursor = self.conn.execute(
             "INSERT OR IGNORE INTO annotations (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, "
-            "blind, seconds_spent, created_at, audio_plays, listened_seconds) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "blind, seconds_spent, created_at, audio_plays, listened_seconds, c3_file_judge, c3_file_text) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (uid, item_id, judgment_id, annotator, action, label, reverts_id, note, blind, seconds_spent, created_at,
-             audio_plays, listened_seconds),
+             audio_plays, listened_seconds, c3_file_judge, c3_file_text),
         )
         if cursor.rowcount == 0:
             return None
@@ -146,10 +148,13 @@ class LabelsMixin:
             return undone
 
     def add_imported_labels(self, rows: Iterable[tuple]) -> LabelsAdded:
-        """Labels made elsewhere: (uid, item_id, annotator, label, note, decided_at; an annotator's
-        several notes on an item come as several rows; decided_at None where the file keeps no
-        time). A row adds nothing where its label is the annotator's label in force on the item
-        and its note is None or one of theirs on it already, nor where its uid is present, so
+        """Labels made elsewhere: (uid, item_id, annotator, label, note, decided_at, c3_file_judge,
+        c3_file_text; an annotator's several notes on an item come as several rows; decided_at
+        None where the file keeps no time; c3_file_judge the judge whose C3 generation result
+        files held the label, else None, c3_file_text their words of it where they are not C3's).
+        A row adds nothing where its label is the annotator's label in force on the item, its note
+        is None or one of theirs on it already, and its judge's files (if any) held that label in
+        those words last as far as this database knows, nor where its uid is present, so
         importing the same file twice adds nothing. A row that differs is a decision made at its
         time, else now, under a uid made of its own and the replaced decision's: the latest
         decision by time is in force (as `merge` keeps it), so a row older than the person's
@@ -160,7 +165,7 @@ class LabelsMixin:
         stamp = now_iso()
         added, put_back, older, notes = set(), set(), set(), 0
         with self.transaction():
-            for uid, item_id, annotator, label, note, decided_at in rows:
+            for uid, item_id, annotator, label, note, decided_at, c3_file_judge, c3_file_text in rows:
                 noted = note is not None and self.conn.execute(
                     "SELECT 1 FROM annotations WHERE item_id = ? AND annotator = ? AND note = ?",
                     (item_id, annotator, note)).fetchone() is not None
@@ -168,7 +173,9 @@ class LabelsMixin:
                     "SELECT annotation_uid, label, decided_at FROM labels_in_force WHERE item_id = ? AND annotator = ?",
                     (item_id, annotator)).fetchone()
                 same = in_force is not None and in_force["label"] == label
-                if same and (note is None or noted):
+                held = c3_file_judge is None or (label, c3_file_text) == self._c3_file_label(item_id, annotator,
+                                                                                             c3_file_judge)
+                if same and (note is None or noted) and held:
                     continue
                 late = not same and decided_at is not None and in_force is not None and decided_at < in_force["decided_at"]
                 if late and self.conn.execute(
@@ -179,10 +186,11 @@ class LabelsMixin:
                 if in_force is not None:
                     uid = digest(uid, in_force["annotation_uid"])
                 if self._append_annotation(uid, item_id, None, annotator, "label", label, None,
-                                           None if noted else note, 0, None, decided_at or stamp) is None:
+                                           None if noted else note, 0, None, decided_at or stamp,
+                                           c3_file_judge=c3_file_judge, c3_file_text=c3_file_text) is None:
                     continue
                 if same:
-                    notes += 1
+                    notes += note is not None and not noted
                     continue
                 if late:
                     older.add((item_id, annotator))
@@ -216,21 +224,30 @@ class LabelsMixin:
                 params.append(value)
         return [dict(r) for r in self.conn.execute(sql + " ORDER BY c.item_id", params)]
 
-    def noted_labels(self, note_prefix: str, *, task: str, lang: str, system: str) -> list[tuple]:
-        """(item id, source id, annotator, note, label, label in force, the note of the decision
-        in force) of the current items of one cell, for each annotator's latest labelling row per
-        note that starts with `note_prefix`, in item order."""
+    def c3_file_labels(self, *, task: str, lang: str, system: str) -> list[tuple]:
+        """(item id, source id, annotator, judge, label, label in force, the judge whose C3 result
+        files held the decision in force or None, the files' words of the label where they are not
+        C3's or None) of the current items of one cell, for each annotator's latest labelling row
+        per judge whose C3 result files held it (annotations.c3_file_judge), in item order."""
         latest: dict[tuple[int, str, str], tuple] = {}
         for row in self.conn.execute(
-                "SELECT a.item_id, i.source_id, a.annotator, a.note, a.label, f.label, fa.note FROM annotations a "
-                "JOIN items i ON i.id = a.item_id "
+                "SELECT a.item_id, i.source_id, a.annotator, a.c3_file_judge, a.label, f.label, fa.c3_file_judge, "
+                "a.c3_file_text FROM annotations a JOIN items i ON i.id = a.item_id "
                 "LEFT JOIN labels_in_force f ON f.item_id = a.item_id AND f.annotator = a.annotator "
                 "LEFT JOIN annotations fa ON fa.uid = f.annotation_uid "
-                f"WHERE substr(a.note, 1, length(?)) = ? AND {LABELLED} AND i.task = ? AND i.lang = ? AND i.system = ? "
+                f"WHERE a.c3_file_judge IS NOT NULL AND {LABELLED} AND i.task = ? AND i.lang = ? AND i.system = ? "
                 f"AND i.current = 1 AND {VISIBLE} ORDER BY a.id",
-                (note_prefix, note_prefix, LABELS_JSON, task, lang, system)):
+                (LABELS_JSON, task, lang, system)):
             latest[(row[0], row[2], row[3])] = tuple(row)
         return sorted(latest.values(), key=lambda row: row[0])
+
+    def _c3_file_label(self, item_id: int, annotator: str, judge: str) -> tuple[str, str | None] | None:
+        """(label, the files' words of it where not C3's) of the annotator's latest labelling row
+        on the item held by `judge`'s C3 result files, or None."""
+        row = self.conn.execute(
+            f"SELECT a.label, a.c3_file_text FROM annotations a WHERE a.item_id = ? AND a.annotator = ? AND a.c3_file_judge = ? "
+            f"AND {LABELLED} ORDER BY a.id DESC LIMIT 1", (item_id, annotator, judge, LABELS_JSON)).fetchone()
+        return (row[0], row[1]) if row else None
 
     def labelled_item_ids(self):
         """Ids of the items someone has a label in force on, as a sorted numpy array (read as one

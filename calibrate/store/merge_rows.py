@@ -9,6 +9,15 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks
 
+C3_FILE_JUDGE_MIGRATION = "0027_facts_as_columns"
+"""The migration that added annotations.c3_file_judge (filling it from the importer's note) and c3_file_text."""
+C3_FILE_JUDGE_BEFORE_COLUMN = (
+    "CASE WHEN substr(a.note, 1, length('in the C3 result files of judge ')) = 'in the C3 result files of judge ' "
+    "AND a.action IN ('confirm', 'override', 'label') AND a.label IS NOT NULL "
+    "THEN substr(a.note, length('in the C3 result files of judge ') + 1) END")
+"""annotations.c3_file_judge of a database made before that migration, as the migration fills
+it: merge reads an offline copy as it is, never upgrading it."""
+
 
 class MergeRowsMixin:
     """Rows read from and written by merge (part of Store)."""
@@ -27,9 +36,12 @@ class MergeRowsMixin:
 
     def annotation_rows(self) -> Iterator[sqlite3.Row]:
         """Every annotation row with its item's content hash, its judgment's uid and the uid of
-        the row it reverts, in id order, streamed."""
+        the row it reverts, in id order, streamed; with c3_file_judge and c3_file_text (NULL) in a
+        database made before those columns too."""
+        older = "" if C3_FILE_JUDGE_MIGRATION in self.applied_migrations() else \
+            f", {C3_FILE_JUDGE_BEFORE_COLUMN} AS c3_file_judge, NULL AS c3_file_text"
         yield from self.conn.execute(
-            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            f"SELECT a.*{older}, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
             "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
             "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
         )
@@ -68,9 +80,9 @@ class MergeRowsMixin:
 
     def add_annotation_rows(self, rows: Sequence[dict]) -> int:
         """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
-        reverts_uid, note, blind, seconds_spent, created_at, and optionally audio_plays and
-        listened_seconds; an undo names the row it reverts by
-        uid, which may be written earlier in `rows`), skipping uids already present and keeping
+        reverts_uid, note, blind, seconds_spent, created_at, and optionally audio_plays,
+        listened_seconds, c3_file_judge and c3_file_text; an undo names the row it reverts by uid, which may be
+        written earlier in `rows`), skipping uids already present and keeping
         the labels in force in step. Returns rows added."""
         added = 0
         with self.transaction():
@@ -81,6 +93,6 @@ class MergeRowsMixin:
                 added += self._append_annotation(
                     row["uid"], row["item_id"], row["judgment_id"], row["annotator"], row["action"], row["label"],
                     reverts_id, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
-                    row.get("audio_plays"), row.get("listened_seconds"),
-                ) is not None
+                    row.get("audio_plays"), row.get("listened_seconds"), row.get("c3_file_judge"),
+                    row.get("c3_file_text")) is not None
         return added

@@ -61,7 +61,7 @@ def main(samples: int) -> None:
                        data_tasks=[(opened.task, "en", FAMILY, opened.labels)])
 
     imported = timed("calibrate import inspect", run_import)
-    store.add_imported_labels((f"u{item_id}", item_id, "ana", "C", None) for item_id in store.item_ids())
+    store.add_imported_labels((f"u{item_id}", item_id, "ana", "C", None, None, None, None) for item_id in store.item_ids())
     exported = timed("calibrate export inspect (every sample labelled)",
                      lambda: export_edits(store, log, folder / "out.eval", annotator="ana"))
     store.close()
