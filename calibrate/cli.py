@@ -591,14 +591,21 @@ def say_import_changes(report: ImportReport) -> None:
         err_console.print(safe_text(
             f"{counted(len(shown), 'verdict')} in force changed by this import ({listing(shown, CHANGES_SHOWN)}): "
             "a judge's newest judgment of an item is the one in force", style="yellow"))
-    if report.left_behind:
-        one = len(report.left_behind) == 1
-        shown = [f"{who} on {source}" for source, who in report.left_behind]
-        err_console.print(safe_text(
-            f"{counted(len(shown), 'label')} {'stays' if one else 'stay'} with the "
-            f"{'version' if one else 'versions'} --update replaced and no longer "
-            f"{'counts' if one else 'count'} ({listing(shown, CHANGES_SHOWN)}): label the new "
-            f"{'version' if one else 'versions'} (calibrate annotate)", style="yellow"))
+    say_left_behind(report.left_behind)
+
+
+def say_left_behind(left_behind: list[tuple[str, str]], whose: str = "") -> None:
+    """On stderr: labels (source id, annotator) that stay with versions of items --update
+    replaced, so no longer count; `whose` says where they came from."""
+    if not left_behind:
+        return
+    one = len(left_behind) == 1
+    shown = [f"{who} on {source}" for source, who in left_behind]
+    err_console.print(safe_text(
+        f"{counted(len(shown), 'label')}{whose} {'stays' if one else 'stay'} with the "
+        f"{'version' if one else 'versions'} --update replaced and no longer "
+        f"{'counts' if one else 'count'} ({listing(shown, CHANGES_SHOWN)}): label the new "
+        f"{'version' if one else 'versions'} (calibrate annotate)", style="yellow"))
 
 
 def say_labels_out_of_order(put_back: int, older: int) -> None:
@@ -2058,8 +2065,11 @@ def merge_command(ctx, other):
     finally:
         other_store.close()
     added = report.added
-    console.print(safe_text(f"merged {other}: {counted(added['items'], 'item')}, {counted(added['judgments'], 'judgment')}, "
+    older = (f" (made by an older calibrate: read through a copy upgraded to this calibrate's schema; {other} is "
+             "left as it was)") if other_store.upgraded_copy else ""
+    console.print(safe_text(f"merged {other}{older}: {counted(added['items'], 'item')}, {counted(added['judgments'], 'judgment')}, "
                             f"{counted(added['annotations'], 'annotation')} added"))
+    say_left_behind(report.left_behind, f" merged from {other}")
     if report.redacted:
         err_console.print(safe_text(f"blanked credentials out of {counted(report.redacted, 'judgment')} from {other}", style="yellow"))
     if report.refused:

@@ -1,7 +1,8 @@
 """`calibrate merge OTHER.db`: fold an offline annotator's database into this one.
 
 OTHER is opened read-only and never changed (`Store.open_other` refuses anything that is not a
-calibrate database of a known schema version). Its rows are streamed in batches, so memory
+calibrate database of a known schema version, and reads one made by an older calibrate through an
+upgraded temporary copy). Its rows are streamed in batches, so memory
 stays bounded whatever its size, and each row is validated before it is written: items must
 belong to a task and language the templates know, with fields of the declared types and an
 honest content hash; judgments and annotations must name items (and judgments, and reverted
@@ -58,6 +59,8 @@ class MergeReport:
     refused: Counter = field(default_factory=Counter)  # table -> rows refused
     redacted: int = 0  # judgments whose text had credentials blanked
     examples: list[str] = field(default_factory=list)  # the first EXAMPLES refusals, as "table uid: reason"
+    left_behind: list[tuple[str, str]] = field(default_factory=list)  # (source id, annotator): labels added in
+    # force on versions of items that `import --update` replaced here, which no longer count
 
     def refuse(self, table: str, name: str, reason: str) -> None:
         self.refused[table] += 1
@@ -75,6 +78,14 @@ def merge_database(store: Store, other: Store, templates: TemplateSet) -> MergeR
     _merge_judgments(store, other, report, redact)
     _merge_annotations(store, other, templates, report)
     return report
+
+
+def _left_behind(store: Store, labelled: set[tuple[int, str]]) -> list[tuple[str, str]]:
+    """(source id, annotator) of the labels in force that the merge gave (item id, annotator)
+    pairs of `labelled` on versions `import --update` has replaced here (merged, they do not count)."""
+    replaced = store.replaced_versions(item_id for item_id, _ in labelled)
+    return [(replaced[item_id], row["annotator"]) for item_id, rows in store.decisions(replaced).items()
+            for row in rows if (item_id, row["annotator"]) in labelled]
 
 
 def _batches(rows) -> Iterator[list]:
@@ -209,6 +220,7 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Re
 
 
 def _merge_annotations(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
+    labelled: set[tuple[int, str]] = set()  # (item id, annotator) of the label rows added
     for batch in _batches(other.annotation_rows()):
         items = store.items_by_hash(r["content_hash"] for r in batch if r["content_hash"])
         judgments = store.ids_by_uid("judgments", (r["judgment_uid"] for r in batch))
@@ -257,4 +269,7 @@ def _merge_annotations(store: Store, other: Store, templates: TemplateSet, repor
             accepted.append(values)
             written.add(uid)
         if accepted:
-            report.added["annotations"] += store.add_annotation_rows(accepted)
+            added = store.add_annotation_rows(accepted)
+            report.added["annotations"] += len(added)
+            labelled.update((row["item_id"], row["annotator"]) for row in added if row["action"] in LABEL_ACTIONS)
+    report.left_behind = _left_behind(store, labelled)

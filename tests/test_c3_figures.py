@@ -287,7 +287,7 @@ def test_generation_decisions_imported_before_migration_0027_count_as_they_did(c
 def test_a_merge_carries_each_judges_generation_decisions(tmp_path, older):
     """The result folders imported into an offline copy, which is merged into an empty database:
     each judge's C3 rule there is its own folder's, as in the copy (one made by the calibrate
-    before migration 0027 too: merge reads it as it is, without upgrading it)."""
+    before migration 0027 too: merge reads it through an upgraded copy, leaving it as it is)."""
     offline = Calibrate(tmp_path / "offline.db")
     folders = gpt_decides_generation_0(offline, tmp_path, "The answer is: no.")
     if older:

@@ -264,3 +264,81 @@ def test_a_folder_named_as_the_database_is_said_to_be_a_folder(tmp_path):
         out = Calibrate(folder)(*command, ok=False)
         assert out.exit_code == 1 and out.output.startswith(f"Error: {folder}: a folder, not a database file"), out.output
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("missing", ["0013_inspect", MIGRATION_NAMES[-1]])
+def test_a_migration_record_missing_a_row_is_said_damaged_by_every_command_and_nothing_is_changed(tmp_path, missing):
+    """The record of the migrations applied lacks one whose table or column is there: no
+    command guesses a repair (or fails with SQLite's words alone); each names the file and the
+    migration."""
+    db = a_calibrate_database(tmp_path / "x.db")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?", (missing,))
+    conn.close()
+    before = state(db)
+    run = Calibrate(db)
+    for command in commands(tmp_path):
+        out = run(*command, ok=False)
+        assert out.exit_code == 1, f"{command}: {out.output}"
+        said = " ".join(out.output.split())
+        assert (f"Error: {db}: the database's record of its migrations is damaged: migration {missing} is not "
+                "recorded in its _sqlite_migrations table, yet what it adds is already there") in said, f"{command}: {said}"
+        assert "nothing was changed: restore the file from a copy" in said
+    assert state(db) == before
+
+
+def test_a_migration_failing_for_another_reason_is_a_message_naming_it_and_nothing_is_changed(tmp_path, monkeypatch):
+    import calibrate.store as store_module
+
+    db = a_calibrate_database(tmp_path / "x.db")
+    before = state(db)
+    broken = tmp_path / "9000_broken.sql"
+    broken.write_text("CREATE TABLE scratch (x);\nINSERT INTO nosuch VALUES (1);\n", encoding="utf-8")
+    monkeypatch.setattr(store_module, "MIGRATION_FILES", [*store_module.MIGRATION_FILES, broken])
+    monkeypatch.setattr(store_module, "MIGRATION_NAMES", [*store_module.MIGRATION_NAMES, broken.stem])
+    out = Calibrate(db)("status", ok=False)
+    assert out.exit_code == 1 and (f"Error: {db}: upgrading it to this calibrate's schema failed at migration "
+                                   "9000_broken (SQLite: no such table: nosuch); nothing was changed") in out.output
+    monkeypatch.undo()
+    assert state(db) == before
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path):
+    """`folder` made a disk of 1 MiB (a tmpfs, for root where mounting is allowed)."""
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs (needs root with permission to mount)")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def filled(folder: Path) -> Path:
+    """A file filling the disk of `folder` to the last byte."""
+    filler = folder / "filler"
+    with filler.open("wb", buffering=0) as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"\0" * 4096)
+    return filler
+
+
+def test_a_disk_too_full_to_open_the_database_is_said_to_be_full_and_nothing_is_lost(tmp_path):
+    """SQLite reports a -shm file it cannot make room for as an input/output error: where the disk
+    has no free space, the message says that the disk is full, not that it is failing."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    made = a_calibrate_database(tmp_path / "x.db")
+    with small_disk(folder):
+        db = folder / "x.db"
+        db.write_bytes(made.read_bytes())
+        filler = filled(folder)
+        out = Calibrate(db)("status", ok=False)
+        assert out.exit_code == 1 and out.output.startswith(f"Error: {db}: the disk is full"), out.output
+        filler.unlink()
+        assert "c3/lexical" in Calibrate(db)("status").output
+        store = Store(db)
+        assert store.count_items() == 400
+        store.close()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import tempfile
+
 from calibrate.model import NewItem
 from calibrate.store import Store
 from tests.conftest import Calibrate
+from tests.test_formats import lexical_lines, write_jsonl
 
 
 def test_merge_folds_an_offline_database_in_once(demo_db, tmp_path, templates):
@@ -123,8 +128,6 @@ def test_other_is_read_only_and_left_byte_for_byte(tmp_path, templates):
 
 
 def test_merge_refuses_what_is_not_a_calibrate_database(tmp_path, demo_db):
-    import sqlite3
-
     (tmp_path / "notes.txt").write_text("just some text, not a database\n")
     (tmp_path / "empty.db").write_bytes(b"")
     foreign = sqlite3.connect(tmp_path / "foreign.db")
@@ -190,3 +193,67 @@ def test_merge_blanks_credentials_a_server_echoed_into_the_other_database(tmp_pa
     assert "blanked credentials out of 1 judgment" in out.output
     row = dict(Store(demo_db).conn.execute("SELECT raw_output, model_reported FROM judgments WHERE judge_name = 'j'").fetchone())
     assert row == {"raw_output": "echo ***, Authorization: Bearer ***\nThe answer is: yes.", "model_reported": "m Basic ***"}
+
+
+def made_by_the_calibrate_before(migration: str, path, n: int = 3):
+    """A database at `path` as the calibrate before `migration` made it (its schema up to the
+    migration before), holding n lexical items and ana's label 'yes' on the first: written in
+    SQL, since this calibrate's code writes columns that schema lacks."""
+    from unittest.mock import patch
+
+    import calibrate.store as store_module
+
+    before = store_module.MIGRATION_NAMES.index(migration)
+    with patch.object(store_module, "MIGRATION_FILES", store_module.MIGRATION_FILES[:before]), \
+            patch.object(store_module, "MIGRATION_NAMES", store_module.MIGRATION_NAMES[:before]):
+        Store(path).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        for k in range(n):
+            item = NewItem("c3/lexical", "en", str(k), {"content": f"c{k}", "notation": "n", "response": "r"})
+            conn.execute("INSERT INTO items (task, lang, source_id, fields, content_hash, imported_at, system, version, "
+                         "current) VALUES (?, ?, ?, ?, ?, '2026-01-01T08:00:00.000000+00:00', ?, 1, 1)",
+                         (item.task, item.lang, item.source_id, json.dumps(item.fields), item.content_hash, item.system))
+        conn.execute("INSERT INTO annotations (uid, item_id, annotator, action, label, blind, created_at) "
+                     "VALUES ('old-1', 1, 'ana', 'label', 'yes', 0, '2026-01-01T09:00:00.000000+00:00')")
+    conn.close()
+    return path
+
+
+def test_a_database_made_by_an_older_calibrate_is_merged_through_an_upgraded_copy_and_left_as_it_was(
+        tmp_path, monkeypatch):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    older = made_by_the_calibrate_before("0013_inspect", tmp_path / "old.db")
+    before = files_beside(older)
+    run = Calibrate(tmp_path / "main.db")
+    out = run("merge", str(older))
+    assert (f"merged {older} (made by an older calibrate: read through a copy upgraded to this calibrate's schema; "
+            f"{older} is left as it was): 3 items, 0 judgments, 1 annotation added") in " ".join(out.output.split())
+    assert files_beside(older) == before, "no byte changed, no -wal or -shm created"
+    assert list(temporary.iterdir()) == [], "the copy is removed"
+    store = Store(tmp_path / "main.db")
+    assert store.current_label(store.identity_index("c3/lexical", "en")[("", "0")][0], "ana") == "yes"
+    assert "0 items, 0 judgments, 0 annotations added" in run("merge", str(older)).output
+
+
+def test_merged_labels_on_versions_update_replaced_here_are_said_not_to_count(tmp_path):
+    lines = lexical_lines(4)
+    first = write_jsonl(tmp_path / "first.jsonl", lines)
+    changed = write_jsonl(tmp_path / "changed.jsonl", [{**line, "content": line["content"] + " CHANGED"}
+                                                        if line["id"] in ("s0", "s1") else line for line in lines])
+    main, offline = Calibrate(tmp_path / "main.db"), Calibrate(tmp_path / "offline.db")
+    for run in (main, offline):
+        run("import", "jsonl", str(first), "--task", "c3/lexical", "--lang", "en")
+    main("import", "jsonl", str(changed), "--task", "c3/lexical", "--lang", "en", "--update")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label,note\n" + "".join(
+        f"c3/lexical,en,{source},carol,yes,\n" for source in ("s0", "s1", "s2")), encoding="utf-8")
+    offline("import", "labels", str(labels))
+    out = main("merge", str(offline.db))
+    assert out.exit_code == 0 and "3 annotations added" in out.output
+    assert (f"2 labels merged from {offline.db} stay with the versions --update replaced and no longer count "
+            "(carol on s0, carol on s1): label the new versions (calibrate annotate)") in " ".join(out.stderr.split())
+    again = main("merge", str(offline.db))
+    assert "0 annotations added" in again.output and "no longer count" not in again.stderr

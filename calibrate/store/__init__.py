@@ -6,7 +6,8 @@ upgrade. The schema lives in `db/migrations/*.sql`, applied in order through
 `sqlite_utils.Migrations` and recorded in the database.
 
 This module opens the file (refusing, before anything is written, a schema newer than this
-calibrate or another program's database), applies the migrations, and holds the transactions
+calibrate or another program's database), applies the migrations (one that fails is a
+MigrationFailed naming the file and the migration, nothing changed), and holds the transactions
 and the errors; `connection.py` turns SQLite's faults of the file (full disk, read-only, damaged)
 into errors naming it. The queries live in one module per concern (items, import runs,
 judgments, judge runs, exported batches, labels, the annotation queue, report reads, export
@@ -17,7 +18,9 @@ reads, merge rows), each a mixin class composed into the one `Store` here, so ca
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +32,7 @@ from calibrate.model import CalibrateError, NewItem
 from calibrate.resources import bundled
 from calibrate.store.batch_exports import BatchExportsMixin
 from calibrate.store.confidence import ConfidenceMixin
-from calibrate.store.connection import DatabaseFault, connect, past_file_size_limit
+from calibrate.store.connection import DatabaseFault, connect, database_fault, past_file_size_limit
 from calibrate.store.export_rows import ExportRowsMixin
 from calibrate.store.imports import ImportRunsMixin
 from calibrate.store.items import ItemsMixin, UnknownFilter
@@ -44,7 +47,7 @@ from calibrate.store.sql import JUDGMENT_COLUMNS
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS", "JUDGMENT_COLUMNS", "DatabaseBusy", "stop_waiting", "DatabaseFault", "DatabaseMissing", "NewItem",
-    "NotACalibrateDatabase", "Store", "UnknownFilter", "past_file_size_limit",
+    "MigrationFailed", "NotACalibrateDatabase", "Store", "UnknownFilter", "past_file_size_limit",
 ]
 
 MIGRATION_FILES = sorted((bundled("db") / "migrations").glob("*.sql"))
@@ -52,19 +55,23 @@ MIGRATION_NAMES = [path.stem for path in MIGRATION_FILES]
 MIGRATION_SET = "calibrate"
 
 
-def _migrations():
-    """db/migrations/*.sql as a sqlite_utils.Migrations set, in file-name order. Imported only
-    when a migration is pending: sqlite_utils (and what it pulls in) is slow to import, and
-    the annotation app should start fast."""
+def _migrations(database: str):
+    """db/migrations/*.sql as a sqlite_utils.Migrations set, in file-name order, applied to the
+    database file `database` (named by the MigrationFailed a statement's failure becomes).
+    Imported only when a migration is pending: sqlite_utils (and what it pulls in) is slow to
+    import, and the annotation app should start fast."""
     import sqlite_utils
 
     migrations = sqlite_utils.Migrations(MIGRATION_SET)
     for path in MIGRATION_FILES:
         script = path.read_text(encoding="utf-8")
 
-        def apply(db, script: str = script) -> None:
+        def apply(db, script: str = script, name: str = path.stem) -> None:
             for statement in _split_sql(script):
-                db.execute(statement)
+                try:
+                    db.execute(statement)
+                except sqlite3.Error as exc:  # a fault of the file (a full disk) is a DatabaseFault, not this
+                    raise MigrationFailed(database, name, exc) from None
 
         migrations(name=path.stem)(apply)
     return migrations
@@ -148,6 +155,27 @@ class NotACalibrateDatabase(CalibrateError):
     """A file that is not a calibrate database this version can read: refused before anything is written."""
 
 
+ALREADY_THERE = ("duplicate column name", "already exists")
+"""What SQLite says when a migration adds a column, table or index the database already has."""
+
+
+class MigrationFailed(CalibrateError):
+    """A pending migration failed on the database file (the transaction applying the migrations
+    is rolled back, so the file is as it was). Where what the migration adds is already there,
+    the database's record of the migrations applied (`_sqlite_migrations`) lacks its row: the
+    record is damaged, and the message says so rather than guessing a repair."""
+
+    def __init__(self, path: str, migration: str, exc: sqlite3.Error):
+        if any(words in str(exc) for words in ALREADY_THERE):
+            reason = (f"the database's record of its migrations is damaged: migration {migration} is not recorded "
+                      f"in its _sqlite_migrations table, yet what it adds is already there (SQLite: {exc}); "
+                      "nothing was changed: restore the file from a copy")
+        else:
+            reason = (f"upgrading it to this calibrate's schema failed at migration {migration} (SQLite: {exc}); "
+                      "nothing was changed")
+        super().__init__(f"{path}: {reason}")
+
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -219,7 +247,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             import sqlite_utils
 
             with self.transaction():
-                _migrations().apply(sqlite_utils.Database(self.conn))
+                _migrations(self.path).apply(sqlite_utils.Database(self.conn))
 
     def counted_meanwhile(self, count: str, *args, **kwargs) -> Future:
         """The result of `getattr(store, count)(*args, **kwargs)` (a read), worked out on a thread
@@ -261,7 +289,9 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
     def open_other(cls, path: str | Path) -> Store:
         """Another calibrate database, opened read-only and left exactly as it is (no journal
         mode change, no migration, no -wal or -shm file created). Refuses, naming the file,
-        anything that is not a calibrate database of a schema version this calibrate knows."""
+        anything that is not a calibrate database of a schema version this calibrate knows. One
+        made by an older calibrate (a migration pending) is read through an upgraded copy in a
+        temporary folder (`upgraded_copy`, removed on close), so its rows have every column."""
         path = Path(path)
         if not path.is_file():
             raise NotACalibrateDatabase(f"{path}: no such file")
@@ -283,10 +313,45 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
         except NotACalibrateDatabase:
             store.close()
             raise
+        if set(MIGRATION_NAMES) - set(store.applied_migrations()):
+            try:
+                return cls._upgraded_copy(store, path)
+            finally:
+                store.close()
+        return store
+
+    upgraded_copy: Path | None = None
+    """The temporary copy read in place of another database made by an older calibrate (`open_other`)."""
+
+    @classmethod
+    def _upgraded_copy(cls, older: Store, path: Path) -> Store:
+        """A copy of the database `older` (opened read-only from `path`), upgraded to this
+        calibrate's schema in a temporary folder; refused, naming `path`, where that fails."""
+        folder = Path(tempfile.mkdtemp(prefix="calibrate-merge-"))
+        copy = folder / path.name
+        try:
+            target = sqlite3.connect(copy)
+            try:
+                older.conn.backup(target)
+            except sqlite3.Error as exc:
+                raise database_fault(str(copy), exc) or exc from None
+            finally:
+                target.close()
+            store = cls(copy)
+        except CalibrateError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise NotACalibrateDatabase(f"{path}: its schema is older than this calibrate's, and upgrading a copy of "
+                                        f"it to read it failed ({exc})") from None
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        store.upgraded_copy = copy
         return store
 
     def close(self) -> None:
         self.conn.close()
+        if self.upgraded_copy is not None:
+            shutil.rmtree(self.upgraded_copy.parent, ignore_errors=True)
 
     def defer_checkpoints(self) -> None:
         """This connection's commits no longer copy the write-ahead log into the database file

@@ -37,6 +37,10 @@ FAULTS = {
 # SQLite's extended codes of an input/output error while a file grows: what a write past the
 # process's file-size limit gives (SQLITE_IOERR_WRITE, _TRUNCATE, _SHMSIZE)
 GROWING = {778, 1546, 4874}
+NEARLY_FULL = 1 << 20
+"""Free bytes on the database's disk below which an input/output error means the disk is full:
+opening a database, SQLite makes its -shm file (32 KiB) and its -wal file beside it, and where
+they cannot grow it reports an input/output error, not a full disk."""
 
 
 def past_file_size_limit() -> str | None:
@@ -77,6 +81,8 @@ def database_fault(path: str, exc: sqlite3.Error) -> DatabaseFault | None:
     reason = FAULTS[code]
     if code == 10 and exc.sqlite_errorcode in GROWING and (limit := past_file_size_limit()):
         reason = limit
+    elif code == 10 and _free_space(path) < NEARLY_FULL:
+        reason = FAULTS[13]
     if code == 14:
         folder = Path(path).resolve().parent
         if not folder.is_dir():
@@ -84,6 +90,16 @@ def database_fault(path: str, exc: sqlite3.Error) -> DatabaseFault | None:
         elif not os.access(folder, os.W_OK):
             reason = "cannot open the file: its folder is read-only (SQLite keeps a -wal and a -shm file beside it)"
     return DatabaseFault(f"{path}: {reason} (SQLite: {exc})", code)
+
+
+def _free_space(path: str) -> float:
+    """Bytes free to this process on the disk holding the database file at `path` (infinite
+    where that cannot be told)."""
+    try:
+        disk = os.statvfs(Path(path).resolve().parent)
+    except OSError:
+        return float("inf")
+    return disk.f_bavail * disk.f_frsize
 
 
 def connect(path: str, target: str, *, uri: bool = False, timeout: float = 5.0) -> Connection:

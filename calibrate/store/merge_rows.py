@@ -9,15 +9,6 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks
 
-C3_FILE_JUDGE_MIGRATION = "0027_facts_as_columns"
-"""The migration that added annotations.c3_file_judge (filling it from the importer's note) and c3_file_text."""
-C3_FILE_JUDGE_BEFORE_COLUMN = (
-    "CASE WHEN substr(a.note, 1, length('in the C3 result files of judge ')) = 'in the C3 result files of judge ' "
-    "AND a.action IN ('confirm', 'override', 'label') AND a.label IS NOT NULL "
-    "THEN substr(a.note, length('in the C3 result files of judge ') + 1) END")
-"""annotations.c3_file_judge of a database made before that migration, as the migration fills
-it: merge reads an offline copy as it is, never upgrading it."""
-
 
 class MergeRowsMixin:
     """Rows read from and written by merge (part of Store)."""
@@ -36,12 +27,9 @@ class MergeRowsMixin:
 
     def annotation_rows(self) -> Iterator[sqlite3.Row]:
         """Every annotation row with its item's content hash, its judgment's uid and the uid of
-        the row it reverts, in id order, streamed; with c3_file_judge and c3_file_text (NULL) in a
-        database made before those columns too."""
-        older = "" if C3_FILE_JUDGE_MIGRATION in self.applied_migrations() else \
-            f", {C3_FILE_JUDGE_BEFORE_COLUMN} AS c3_file_judge, NULL AS c3_file_text"
+        the row it reverts, in id order, streamed."""
         yield from self.conn.execute(
-            f"SELECT a.*{older}, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
+            "SELECT a.*, i.content_hash, j.uid AS judgment_uid, r.uid AS reverts_uid FROM annotations a "
             "LEFT JOIN items i ON i.id = a.item_id LEFT JOIN judgments j ON j.id = a.judgment_id "
             "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
         )
@@ -55,6 +43,16 @@ class MergeRowsMixin:
                 f"SELECT id, task, lang, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}", chunk
             ):
                 found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
+        return found
+
+    def replaced_versions(self, item_ids: Iterable[int]) -> dict[int, str]:
+        """item id -> source id of the items among `item_ids` that are versions `import --update`
+        has since replaced (no longer current, so their labels no longer count)."""
+        found: dict[int, str] = {}
+        for chunk in chunks(sorted(set(item_ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(f"SELECT id, source_id FROM items WHERE id IN ({marks}) AND current = 0", chunk):
+                found[r["id"]] = r["source_id"]
         return found
 
     def ids_by_uid(self, table: str, uids: Iterable[str]) -> dict[str, int]:
@@ -78,21 +76,22 @@ class MergeRowsMixin:
                 [[row[c] for c in JUDGMENT_COLUMNS] for row in rows],
             ).rowcount
 
-    def add_annotation_rows(self, rows: Sequence[dict]) -> int:
+    def add_annotation_rows(self, rows: Sequence[dict]) -> list[dict]:
         """Annotations as complete rows (uid, item_id, judgment_id, annotator, action, label,
         reverts_uid, note, blind, seconds_spent, created_at, and optionally audio_plays,
         listened_seconds, c3_file_judge and c3_file_text; an undo names the row it reverts by uid, which may be
         written earlier in `rows`), skipping uids already present and keeping
-        the labels in force in step. Returns rows added."""
-        added = 0
+        the labels in force in step. Returns the rows added (those whose uid was not present)."""
+        added = []
         with self.transaction():
             for row in rows:
                 reverts_id = None
                 if row["reverts_uid"] is not None:
                     reverts_id = self.conn.execute("SELECT id FROM annotations WHERE uid = ?", (row["reverts_uid"],)).fetchone()[0]
-                added += self._append_annotation(
+                if self._append_annotation(
                     row["uid"], row["item_id"], row["judgment_id"], row["annotator"], row["action"], row["label"],
                     reverts_id, row["note"], row["blind"], row["seconds_spent"], row["created_at"],
                     row.get("audio_plays"), row.get("listened_seconds"), row.get("c3_file_judge"),
-                    row.get("c3_file_text")) is not None
+                    row.get("c3_file_text")) is not None:
+                    added.append(row)
         return added
