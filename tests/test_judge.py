@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from calibrate import cli as cli_module
 from calibrate.demo import DEMO_DIR
 from calibrate.store import Store
+from calibrate.store.connection import database_fault
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply, completion
 
@@ -420,6 +423,40 @@ def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
     (tmp_path / "out.jsonl").write_text(json.dumps(line) + "\n")
     out = run("judge", "--model", "other-model", "--import-batch", str(tmp_path / "out.jsonl"), ok=False)
     assert out.exit_code != 0 and "out.jsonl:1" in out.output and "matches no item" in out.output
+
+
+def test_a_disk_filling_during_a_run_leaves_its_record_counting_only_the_judgments_kept(lexical_db, monkeypatch):
+    run = lexical_db(6)
+
+    class DiskFillsStore(Store):
+        """The third judgment's commit fails as on a full disk (SQLite writes a transaction's
+        pages to the -wal as it commits), and SQLite rolls that judgment back."""
+        written = 0
+
+        def add_judgments(self, judgments):
+            added = super().add_judgments(judgments)
+            DiskFillsStore.written += 1
+            if DiskFillsStore.written == 3:
+                execute = self.conn.execute
+
+                def commit_fails(sql, parameters=()):
+                    if sql != "COMMIT":
+                        return execute(sql, parameters)
+                    del self.conn.execute  # once
+                    full = sqlite3.OperationalError("database or disk is full")
+                    full.sqlite_errorcode = 13
+                    raise database_fault(self.path, full)
+
+                self.conn.execute = commit_fails
+            return added
+
+    monkeypatch.setattr(cli_module, "Store", DiskFillsStore)
+    with FakeOpenAI() as server:
+        out = judge(run, server, "--concurrency", "1", ok=False)
+    monkeypatch.undo()
+    assert out.exit_code == 1 and f"Error: {run.db}: the disk is full" in out.output, out.output
+    (record,) = json.loads(run("status", "--runs", "--json").output)
+    assert len(judgments(run)) == 2 and (record["stored"], record["verdicts"]) == (2, 2)
 
 
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
