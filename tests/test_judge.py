@@ -551,7 +551,21 @@ def test_a_bad_batch_file_is_a_message_naming_the_line(lexical_db, tmp_path):
     assert out.exit_code == 1 and f"{bad}:1: custom_id nope matches no item" in out.output and "Traceback" not in out.output
     bad.write_bytes(b'\xff\xfe\n')
     out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
-    assert out.exit_code == 1 and f"{bad}:1: not a batch result line" in out.output
+    assert out.exit_code == 1 and f"{bad}:1: not UTF-8" in out.output
+    bad.write_bytes(b'{"custom_id": "nope", "response": {}\n')
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
+    assert out.exit_code == 1 and f"{bad}:1: not a batch result line (malformed JSON" in out.output
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \r\n\n"], ids=["no-bytes", "blank-lines"])
+def test_an_empty_batch_file_is_refused_as_an_empty_import_is(lexical_db, tmp_path, content):
+    run = lexical_db(1)
+    empty = tmp_path / "results.jsonl"
+    empty.write_bytes(content)
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(empty), ok=False)
+    assert out.exit_code == 1 and out.output.startswith(f"Error: {empty}: file is empty"), out.output
+    imported = run("import", "jsonl", str(empty), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert imported.output.splitlines()[-1] == out.output.splitlines()[-1] and judgments(run) == []
 
 
 def _batch_results(batch_in: Path, batch_out: Path, failing: int = 0) -> None:
