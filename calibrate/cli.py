@@ -1361,6 +1361,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
     annotator = checked_annotator(annotator)
     check_queue_filters(ctx, task=task, lang=lang, system=system, judge=judge)
+    ctx.store.check_writable()  # refused now, not at the app's first decision
     bindings = check_app_files(guidelines, keymap)
     if tab is None and not in_terminal():  # a tab of `calibrate serve` runs the app without a terminal
         raise click.ClickException("annotate opens a full-screen app and needs a terminal (input and output are "
@@ -1414,6 +1415,7 @@ def serve_command(ctx, host, port, annotators_file, max_connections, **options):
     from calibrate.serve import CalibrateServer, Logins, is_loopback, listening_socket, url_host
 
     check_queue_filters(ctx, **{name: options[name] for name in ("task", "lang", "system", "judge")})
+    ctx.store.check_writable()  # refused now, not in each tab at its first decision
     logins = Logins.from_file(annotators_file) if annotators_file else Logins()
     annotator = options.pop("annotator")
     annotator = annotator if annotator is None else checked_annotator(annotator)

@@ -439,11 +439,14 @@ async def run_jobs(
     switch = ReasoningSwitch(store, jobs, config, summary, progress, run_id)
 
     def stored(job: Job, answer: Answer) -> None:
-        with store.transaction():  # the run's counts with the judgment: true even if the process dies
+        # the run's record counts the judgment in the transaction that stores it (true even if the process
+        # dies), the summary once that is committed: a write the disk rolls back (full) is counted by neither
+        cells = summary.cells + summary.cells_of(job.item, answer.judgment, answer.bare)
+        with store.transaction():
             store.add_judgments([answer.judgment])
             store.release_judging(job.item.id, job.key, job.sample, holder)
-            summary.count(job.item, answer.judgment, answer.bare)
-            store.count_judge_run(run_id, stored=summary.stored, cells=summary.cells, requests=session.counts)
+            store.count_judge_run(run_id, stored=summary.stored + 1, cells=cells, requests=session.counts)
+        summary.count(job.item, answer.judgment, answer.bare)
         if answer.no_confidence:
             summary.no_confidence[answer.no_confidence] += 1
         progress.advance(job)

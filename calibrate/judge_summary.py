@@ -44,15 +44,22 @@ class RunSummary:
         """What the counts count, in words (one of them): item, or sample with --repeat."""
         return "item" if self.repeat == 1 else "sample"
 
+    @staticmethod
+    def cells_of(item: Item, judgment: NewJudgment, bare: bool = False) -> Counter:
+        """What one stored judgment adds to `cells`."""
+        cells = Counter({(item.task, item.lang, judgment.status): 1})
+        if bare:
+            cells[(item.task, item.lang, BARE)] += 1
+        if is_truncated(judgment.unparsed_reason):
+            cells[(item.task, item.lang, "truncated")] += 1
+        return cells
+
     def count(self, item: Item, judgment: NewJudgment, bare: bool = False) -> None:
+        """Count a judgment once it is stored (committed)."""
         self.stored += 1
         self.items_stored.add(item.id)
-        self.cells[(item.task, item.lang, judgment.status)] += 1
-        if bare:
-            self.cells[(item.task, item.lang, BARE)] += 1
-        if is_truncated(judgment.unparsed_reason):
-            self.cells[(item.task, item.lang, "truncated")] += 1
-        elif judgment.status == "unparsed":
+        self.cells.update(self.cells_of(item, judgment, bare))
+        if judgment.status == "unparsed" and not is_truncated(judgment.unparsed_reason):
             self.unparsed[judgment.unparsed_reason or "no reason given"] += 1
         if judgment.status == "error":
             error = judgment.error or "unknown error"

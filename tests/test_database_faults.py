@@ -6,6 +6,7 @@ never written."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import resource
@@ -18,6 +19,7 @@ from textual.widgets import Input
 
 from calibrate import cli as cli_module
 from calibrate.model import NewItem
+from calibrate.serve import CalibrateServer
 from calibrate.store import MIGRATION_NAMES, Store
 from tests.conftest import Calibrate
 from tests.test_formats import counts, lexical_lines, write_jsonl
@@ -142,27 +144,29 @@ def test_a_database_locked_by_another_program_beyond_the_wait_is_a_message(tmp_p
 
 
 @contextlib.contextmanager
-def read_only_folder(folder: Path):
-    """`folder` made read-only: by its permissions, or for root (whom permissions do not stop)
-    by a read-only bind mount, where the system allows one."""
+def read_only(path: Path):
+    """`path` (a folder or a file) made read-only: by its permissions, or for root (whom
+    permissions do not stop) by a read-only bind mount, where the system allows one."""
     if os.geteuid() != 0:
-        folder.chmod(0o555)
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
         try:
             yield
         finally:
-            folder.chmod(0o755)
+            path.chmod(mode)
         return
-    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True).returncode == 0
+    mounted = subprocess.run(["mount", "--bind", str(path), str(path)], capture_output=True).returncode == 0
     if not mounted:
-        pytest.skip("running as root without permission to mount: cannot make a read-only folder")
+        pytest.skip("running as root without permission to mount: cannot make a file or folder read-only")
     try:
-        if subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True).returncode != 0:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], capture_output=True).returncode != 0:
             pytest.skip("cannot remount read-only")
         yield
     finally:
-        if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "--lazy", str(folder)], check=True)
-            raise AssertionError(f"{folder} was still open after the commands ended")
+        gc.collect()  # a refused command's connection lives on in its traceback's reference cycles until collected
+        if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "--lazy", str(path)], check=True)
+            raise AssertionError(f"{path} was still open after the commands ended")
 
 
 def test_a_database_in_a_read_only_folder_is_read_and_writing_it_is_a_message(tmp_path):
@@ -171,7 +175,7 @@ def test_a_database_in_a_read_only_folder_is_read_and_writing_it_is_a_message(tm
     db = a_calibrate_database(folder / "x.db")
     lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3))
     before = state(db)
-    with read_only_folder(folder):
+    with read_only(folder):
         run = Calibrate(db)
         assert "c3/lexical" in run("status").output, "commands that only read still work"
         out = run("import", "jsonl", str(lines), *IMPORT, ok=False)
@@ -179,6 +183,24 @@ def test_a_database_in_a_read_only_folder_is_read_and_writing_it_is_a_message(tm
         out = Calibrate(folder / "new.db")("import", "jsonl", str(lines), *IMPORT, ok=False)
         assert out.exit_code == 1 and "its folder is read-only" in out.output
     assert state(db) == before
+
+
+def test_the_annotation_app_and_serve_refuse_a_read_only_database_file_before_they_start(tmp_path, monkeypatch):
+    db = a_calibrate_database(tmp_path / "x.db")
+    lines = write_jsonl(tmp_path / "lines.jsonl", lexical_lines(3, start=1000))
+    monkeypatch.setattr(CalibrateServer, "serve", lambda *args: pytest.fail("served a database it cannot write"))
+    before = state(db)
+
+    def refusal(*command: str) -> tuple[int, str]:
+        out = Calibrate(db)(*command, ok=False)  # (not kept: its traceback holds the file open)
+        return out.exit_code, out.output
+
+    with read_only(db):
+        code, refused = refusal("import", "jsonl", str(lines), *IMPORT)
+        assert code == 1 and refused.startswith(f"Error: {db}: cannot write: the file or its folder is read-only")
+        for command in (("annotate", "--annotator", "ana"), ("serve", "--port", "0")):
+            assert refusal(*command) == (1, refused), command
+    assert state(db)[0] == before[0]
 
 
 def test_an_import_on_a_full_disk_is_a_message_and_keeps_what_was_saved(calibrate, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from calibrate import cli as cli_module
 from calibrate.demo import DEMO_DIR
 from calibrate.store import Store
+from calibrate.store.connection import database_fault
 from tests.conftest import Calibrate
 from tests.fake_openai import FakeOpenAI, Reply, completion
 
@@ -422,6 +425,40 @@ def test_batch_from_another_configuration_is_refused(lexical_db, tmp_path):
     assert out.exit_code != 0 and "out.jsonl:1" in out.output and "matches no item" in out.output
 
 
+def test_a_disk_filling_during_a_run_leaves_its_record_counting_only_the_judgments_kept(lexical_db, monkeypatch):
+    run = lexical_db(6)
+
+    class DiskFillsStore(Store):
+        """The third judgment's commit fails as on a full disk (SQLite writes a transaction's
+        pages to the -wal as it commits), and SQLite rolls that judgment back."""
+        written = 0
+
+        def add_judgments(self, judgments):
+            added = super().add_judgments(judgments)
+            DiskFillsStore.written += 1
+            if DiskFillsStore.written == 3:
+                execute = self.conn.execute
+
+                def commit_fails(sql, parameters=()):
+                    if sql != "COMMIT":
+                        return execute(sql, parameters)
+                    del self.conn.execute  # once
+                    full = sqlite3.OperationalError("database or disk is full")
+                    full.sqlite_errorcode = 13
+                    raise database_fault(self.path, full)
+
+                self.conn.execute = commit_fails
+            return added
+
+    monkeypatch.setattr(cli_module, "Store", DiskFillsStore)
+    with FakeOpenAI() as server:
+        out = judge(run, server, "--concurrency", "1", ok=False)
+    monkeypatch.undo()
+    assert out.exit_code == 1 and f"Error: {run.db}: the disk is full" in out.output, out.output
+    (record,) = json.loads(run("status", "--runs", "--json").output)
+    assert len(judgments(run)) == 2 and (record["stored"], record["verdicts"]) == (2, 2)
+
+
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_an_interrupted_run_keeps_completed_judgments_and_resume_finishes(lexical_db, sent):
     run = lexical_db(12)
@@ -514,7 +551,21 @@ def test_a_bad_batch_file_is_a_message_naming_the_line(lexical_db, tmp_path):
     assert out.exit_code == 1 and f"{bad}:1: custom_id nope matches no item" in out.output and "Traceback" not in out.output
     bad.write_bytes(b'\xff\xfe\n')
     out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
-    assert out.exit_code == 1 and f"{bad}:1: not a batch result line" in out.output
+    assert out.exit_code == 1 and f"{bad}:1: not UTF-8" in out.output
+    bad.write_bytes(b'{"custom_id": "nope", "response": {}\n')
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(bad), ok=False)
+    assert out.exit_code == 1 and f"{bad}:1: not a batch result line (malformed JSON" in out.output
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \r\n\n"], ids=["no-bytes", "blank-lines"])
+def test_an_empty_batch_file_is_refused_as_an_empty_import_is(lexical_db, tmp_path, content):
+    run = lexical_db(1)
+    empty = tmp_path / "results.jsonl"
+    empty.write_bytes(content)
+    out = run("judge", "--model", "fake-judge", "--import-batch", str(empty), ok=False)
+    assert out.exit_code == 1 and out.output.startswith(f"Error: {empty}: file is empty"), out.output
+    imported = run("import", "jsonl", str(empty), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert imported.output.splitlines()[-1] == out.output.splitlines()[-1] and judgments(run) == []
 
 
 def _batch_results(batch_in: Path, batch_out: Path, failing: int = 0) -> None:

@@ -319,7 +319,7 @@ def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[s
     if progress and unreported:
         progress(unreported)
     if not seen_any:
-        raise ImportFailed(f"{path}: file has no records")
+        raise ImportFailed(f"{path}: file is empty (only blank lines)")
 
 
 def _line_fault(line: str) -> str:

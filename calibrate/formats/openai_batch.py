@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.configurations import other_configurations, replaced_words
+from calibrate.formats import BadInput, read_jsonl
 from calibrate.judge_runner import (
     Answer,
     Job,
@@ -109,34 +110,28 @@ def import_batch(
     summary.repeat = config.repeat
     kept: dict[str, tuple[int, Job, Answer]] = {}
     lines: dict[str, list[int]] = {}
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise BatchFileError(f"{path}: {exc.strerror or exc}") from None
-    with handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line.decode("utf-8"))
-                custom_id = record["custom_id"]
-            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise BatchFileError(f"{where}: not a batch result line ({exc})") from None
-            if not isinstance(custom_id, str):
-                raise BatchFileError(f"{where}: not a batch result line (custom_id {json.dumps(custom_id)} is not text)")
-            _check_result_line(record, where)
-            job = jobs.get(custom_id)
-            if job is None:
-                raise BatchFileError(
-                    f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
-                    "parameters (was the batch exported with another --model, template or parameters?)"
-                )
-            answer = _answer(record, job, config)
-            lines.setdefault(custom_id, []).append(lineno)
-            before = kept.get(custom_id)
-            if before is None or answer.judgment.status != "error" or before[2].judgment.status == "error":
-                kept[custom_id] = (lineno, job, answer)
+    for line in read_jsonl(path):  # an empty file, or one of blank lines, is refused as an import's is
+        if isinstance(line, BadInput):
+            raise BatchFileError(f"{line.location}: not a batch result line ({line.reason})")
+        where, record = line
+        lineno = int(where.rsplit(":", 1)[1])
+        if "custom_id" not in record:
+            raise BatchFileError(f"{where}: not a batch result line (no custom_id)")
+        custom_id = record["custom_id"]
+        if not isinstance(custom_id, str):
+            raise BatchFileError(f"{where}: not a batch result line (custom_id {json.dumps(custom_id)} is not text)")
+        _check_result_line(record, where)
+        job = jobs.get(custom_id)
+        if job is None:
+            raise BatchFileError(
+                f"{where}: custom_id {custom_id} matches no item for judge {config.name} with these "
+                "parameters (was the batch exported with another --model, template or parameters?)"
+            )
+        answer = _answer(record, job, config)
+        lines.setdefault(custom_id, []).append(lineno)
+        before = kept.get(custom_id)
+        if before is None or answer.judgment.status != "error" or before[2].judgment.status == "error":
+            kept[custom_id] = (lineno, job, answer)
     done: dict[str, dict[int, set[int]]] = {}
     errors: dict[str, set[tuple[int, int, str]]] = {}
     judgments: list[NewJudgment] = []

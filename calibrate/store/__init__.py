@@ -406,6 +406,14 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             self._writing = None
             self._writer.release()
 
+    def check_writable(self) -> None:
+        """Raise the DatabaseFault that writing would (the file, its folder or its mount
+        read-only), changing nothing: for a command whose first write comes late (the annotation
+        app's, at a person's first decision) to refuse before it starts. `BEGIN IMMEDIATE` alone
+        passes on a read-only file; a statement that writes, even no row, does not."""
+        with self.transaction():
+            self.conn.execute("UPDATE items SET id = id WHERE 0")
+
     PINNING_ATTEMPTS = 100
     """How often `reading` begins again when commits keep coming between its connections' beginnings."""
 
