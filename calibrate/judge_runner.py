@@ -58,13 +58,7 @@ from calibrate.judgments import (
 from calibrate.model import CalibrateError, Item, NewJudgment, digest, judge_key
 from calibrate.redact import Redactor, redact_url
 from calibrate.store import Store
-from calibrate.templates import (
-    RenderedPrompt,
-    Template,
-    TemplateBudgetError,
-    TemplateError,
-    TemplateSet,
-)
+from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
 from calibrate.verdicts import BARE
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -211,9 +205,7 @@ def plan_jobs(
     with a sample that ended in error before are taken only where fewer items are left without
     one, so that a run limited to N items is not spent asking the same failing ones again;
     `summary.skipped_done` counts the samples already judged of the items looked at. Samples that
-    ended in error before come last: the server's answers to the others are not held up behind them.
-    A template that ran past its render's budget (templates.MAX_STEPS, MAX_SECONDS) is not tried on
-    its other items, each of which would take as long: they are not renderable for the same reason."""
+    ended in error before come last: the server's answers to the others are not held up behind them."""
     summary = summary if summary is not None else RunSummary()
     summary.repeat = config.repeat
     judged_after = store.newest_judgment_id() if force else 0
@@ -221,7 +213,6 @@ def plan_jobs(
     failed_by_key: dict[str, dict[int, set[int]]] = {}
     fresh: list[list[Job]] = []  # per item to ask, its jobs: items with no sample failed before, then the others
     failed_before: list[list[Job]] = []
-    endless: dict[str, str] = {}  # template id -> why it ran past its budget: its other items are not tried
     for item in store.iter_items(task=task, lang=lang, system=system):
         if item.id in passed_over:
             summary.c3_passes_over[(item.task, item.lang)] += 1
@@ -248,16 +239,10 @@ def plan_jobs(
         summary.skipped_done += config.repeat - len(missing)
         if not missing:
             continue
-        reason = endless.get(template.id)
-        if reason is None:
-            try:
-                prompt = template.render(item.task, item.fields)
-            except TemplateError as exc:
-                reason = str(exc)
-                if isinstance(exc, TemplateBudgetError):
-                    endless[template.id] = reason
-        if reason is not None:
-            summary.not_renderable.setdefault(reason, []).append(item.id)
+        try:
+            prompt = template.render(item.task, item.fields)
+        except TemplateError as exc:
+            summary.not_renderable.setdefault(str(exc), []).append(item.id)
             continue
         if config.system_prompt is not None:
             prompt = replace(prompt, system=config.system_prompt)

@@ -17,7 +17,8 @@ that name such an attribute outright are refused when loaded (the bundled ones a
 `%`-format, method or filter argument, `~` join or the whole prompt that would exceed
 `MAX_TEXT` characters is refused before it is built, so a template cannot fill memory, and time
 is bounded: every loop iteration, call and filter counts a step, and a render past `MAX_STEPS`
-steps or `MAX_SECONDS` seconds is refused, so a template cannot hang a command or the app.
+steps or `MAX_SECONDS` seconds is refused, so a template cannot hang a command or the app (and
+the template is then refused at once for every other item: each would take as long).
 A manifest is checked as it loads: each key's type, files that stay inside the family's folder,
 template ids used once across every folder, and one template per task and language in a manifest.
 """
@@ -56,10 +57,6 @@ UNDECLARED_TYPE = "text"
 
 class TemplateError(CalibrateError, ValueError):
     """A template that cannot render (missing field) or a manifest that does not make sense."""
-
-
-class TemplateBudgetError(TemplateError):
-    """A template that ran past its render's budget of steps or time: its other items would too."""
 
 
 class _OutOfBudget(SecurityError):
@@ -316,6 +313,8 @@ class Template:
         missing = [name for name in self.required if name not in fields]
         if missing:
             raise TemplateError(f"{self.named}: missing field {missing[0]!r}")
+        if "out_of_budget" in vars(self):  # it ran past its budget on an item: every other one would take as long
+            raise TemplateError(vars(self)["out_of_budget"])
         context = {**fields, **self.vars.get(task, {})}
         compiled = self._compiled
         _budget.steps, _budget.deadline = 0, time.monotonic() + MAX_SECONDS
@@ -323,7 +322,8 @@ class Template:
             user = compiled.render(context)
             _too_long(len(user) + len(self.system or ""), "the whole prompt, system prompt included,")
         except _OutOfBudget as exc:
-            raise TemplateBudgetError(f"{self.named}: refused: {exc}") from None
+            vars(self)["out_of_budget"] = f"{self.named}: refused: {exc}"  # as a cached_property is kept
+            raise TemplateError(vars(self)["out_of_budget"]) from None
         except SecurityError as exc:
             raise TemplateError(f"{self.named}: refused: {exc}") from None
         except jinja2.UndefinedError as exc:

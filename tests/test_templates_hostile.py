@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jinja2
 import pytest
 
 import calibrate.templates as templates_module
 from calibrate.model import NewItem
 from calibrate.resources import bundled
 from calibrate.store import Store
-from calibrate.templates import MAX_TEXT, Template, TemplateError, TemplateSet
+from calibrate.templates import MAX_TEXT, TemplateError, TemplateSet
 from tests.conftest import Calibrate
 from tests.tui_helpers import make_app, rows, screen_text
 
@@ -156,6 +157,9 @@ def test_a_system_prompt_past_the_cap_is_refused_from_a_manifest_and_from_the_fl
     manifest.write_text(MANIFEST.replace('lang = "en"', 'system = "system.txt"\nlang = "en"'))
     assert refused(tmp_path / "mine") == (f"{manifest} template #1: the system prompt {manifest.parent / 'system.txt'} "
                                           f"is {MAX_TEXT + 1:,} characters long; a whole prompt may be at most {MAX_TEXT:,}")
+    (manifest.parent / "system.txt").write_text("x" * (MAX_TEXT - 5))
+    with pytest.raises(TemplateError, match=f"refused: the whole prompt, system prompt included, would be {MAX_TEXT + 5:,} long"):
+        TemplateSet([tmp_path / "mine"]).get("fc/en").render("mine/fc", {"claim": "c", "response": "r"})
     manifest.write_text(MANIFEST)
     batch = tmp_path / "b.jsonl"
     out = Calibrate(fc_db)("--templates", str(tmp_path / "mine"), "judge", "--model", "m", "--system-prompt", str(huge),
@@ -196,13 +200,13 @@ def test_render_and_judge_refuse_a_looping_template_and_the_app_shows_why(tmp_pa
     out = calibrate("--templates", str(tmp_path / "mine"), "render", "1", ok=False)
     assert out.exit_code == 1 and "claim.j2): refused: the template ran " in out.output
     renders = []
-    monkeypatch.setattr(Template, "render", lambda self, *args, render=Template.render: renders.append(1) or render(self, *args))
+    monkeypatch.setattr(jinja2.Template, "render", lambda self, *a, render=jinja2.Template.render: renders.append(1) or render(self, *a))
     batch = tmp_path / "b.jsonl"
     out = calibrate("--templates", str(tmp_path / "mine"), "judge", "--model", "m", "--export-batch", str(batch), ok=False)
     said = " ".join(out.output.split())
     assert out.exit_code == 1 and re.search(r"2 items cannot be rendered \(template fc/en \(\S+claim\.j2\): refused: the "
                                             r"template ran [^)]+\): id 1, 2", said), said
-    assert len(renders) == 1, "the other item of a template that ran out of time is not tried"
+    assert len(renders) == 1, "the other item of a template that ran out of time is not rendered again"
 
 
 async def test_p_on_a_looping_template_shows_the_refusal_in_place_of_the_prompt(tmp_path, fc_db, monkeypatch):
