@@ -381,7 +381,6 @@ class TemplateSet:
     def _load_manifest(self, path: Path, check: bool) -> None:
         data = read_toml_file(path, TemplateError)
         family = _typed(data, "family", str, path) or path.parent.name
-        _typed(data, "description", str, path)
         is_default = _typed(data, "default", bool, path, True)
         request = data.get("request", {})
         if not isinstance(request, dict) or set(request) - set(REQUEST_PARAMETERS) or not all(
