@@ -34,8 +34,8 @@ from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
 from calibrate.settings import CONFIG_NAME, SETTINGS, Settings, trust_settings_file
 from calibrate.store import Store, UnknownFilter, past_file_size_limit
-from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet
-from calibrate.user_files import read_keymap, read_text_file, replaced_whole
+from calibrate.templates import LANGS, TEMPLATES_HINT, TemplateSet, read_system_prompt
+from calibrate.user_files import UserFileError, read_keymap, read_text_file, replaced_whole
 
 
 def width_given(stream) -> bool:
@@ -1591,7 +1591,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         model=model, base_url=base_url, api_key_env=api_key_env, judge_name=judge_name, concurrency=concurrency,
         temperature=temperature or 0.0, max_tokens=max_tokens, logprobs=logprobs, timeout=timeout,
         max_retries=max_retries, repeat=repeat, seed=seed, top_p=top_p, stop=stop,
-        system_prompt=read_text_file(system_prompt) if system_prompt else None,
+        system_prompt=read_system_prompt(system_prompt, "--system-prompt", UserFileError),
         extra=dict(parse_param(text) for text in extra_params), reasoning=reasoning, family=variant,
     )
     if problem := config.url_problem():

@@ -15,7 +15,12 @@ starting with `_` (the way out to Python's internals: `cycler.__init__.__globals
 dicts, with no globals but `range` (at most 100,000 numbers) and `dict`. A user folder's templates
 that name such an attribute outright are refused when loaded (the bundled ones are read as needed). Sizes are bounded too: a repetition, power,
 `%`-format, method or filter argument, `~` join or the whole prompt that would exceed
-`MAX_TEXT` characters is refused before it is built, so a template cannot fill memory.
+`MAX_TEXT` characters is refused before it is built, so a template cannot fill memory, and time
+is bounded: every loop iteration, call and filter counts a step, and a render past `MAX_STEPS`
+steps or `MAX_SECONDS` seconds is refused, so a template cannot hang a command or the app (and
+the template is then refused at once for every other item: each would take as long).
+A manifest is checked as it loads: each key's type, files that stay inside the family's folder,
+template ids used once across every folder, and one template per task and language in a manifest.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import operator
 import re
 import string
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -31,6 +38,7 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
@@ -51,9 +59,31 @@ class TemplateError(CalibrateError, ValueError):
     """A template that cannot render (missing field) or a manifest that does not make sense."""
 
 
+class _OutOfBudget(SecurityError):
+    """Raised inside a render past MAX_STEPS or MAX_SECONDS (see `_step`)."""
+
+
 MAX_TEXT = 32 * 1024 * 1024
 """The longest text (or list) a template may build, the whole prompt included: far beyond any
 judge's context, far below what would exhaust memory."""
+
+MAX_STEPS = 10_000_000
+"""The most loop iterations, calls and filters one render may run."""
+MAX_SECONDS = 5.0
+"""The longest one render may run (checked every `_CLOCK_EVERY` steps)."""
+_CLOCK_EVERY = 4096
+_budget = threading.local()  # the render running in this thread: its steps and deadline
+
+
+def _step() -> None:
+    """Count one step of the current render; refuse it past MAX_STEPS or MAX_SECONDS."""
+    _budget.steps += 1
+    if _budget.steps % _CLOCK_EVERY == 0:
+        if _budget.steps > MAX_STEPS:
+            raise _OutOfBudget(f"the template ran more than {MAX_STEPS:,} loop iterations and calls")
+        if time.monotonic() > _budget.deadline:
+            raise _OutOfBudget(f"the template ran longer than {MAX_SECONDS:g} seconds")
+
 
 _PERCENT_WIDTH = re.compile(r"%[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?")
 
@@ -111,6 +141,7 @@ def _check_arguments(name: str, target, args: tuple, kwargs: dict) -> None:
 
 def _guarded_filter(name: str, function: Callable) -> Callable:
     def guarded(*args, **kwargs):
+        _step()
         value_at = 1 if getattr(function, "jinja_pass_arg", None) else 0  # context/environment comes first
         target = args[value_at] if len(args) > value_at else None
         _check_arguments(name, target, args[value_at + 1:], kwargs)
@@ -128,7 +159,13 @@ def _power(base, exponent):
 
 
 class _CodeGenerator(CodeGenerator):
-    """Jinja's code generator, with `~` joined through the environment's checked `concat`."""
+    """Jinja's code generator, with `~` joined through the environment's checked `concat` and
+    every loop's iterable through its counting `steps`."""
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        counted = nodes.Call(nodes.EnvironmentAttribute("steps"), [node.iter], [], None, None, lineno=node.lineno)
+        super().visit_For(nodes.For(node.target, counted, node.body, node.else_, node.test, node.recursive,
+                                    lineno=node.lineno), frame)
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.concat((")
@@ -161,6 +198,13 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             out.append(text)
         return "".join(out)
 
+    @staticmethod
+    def steps(iterable: Iterable) -> Iterable:
+        """A loop's items, each counted as a step of the render."""
+        for value in iterable:
+            _step()
+            yield value
+
     def call_binop(self, context, operator_name: str, left, right):
         if operator_name == "*":
             for sequence, times in ((left, right), (right, left)):
@@ -173,6 +217,9 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return _sized(self.binop_table[operator_name](left, right), f"the result of {operator_name}")
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's own signature)
+        _step()
+        if isinstance(__obj, LoopContext) and args:  # `loop(children)` in a recursive loop: counted as the loop is
+            args = (__self.steps(args[0]), *args[1:])
         method = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
         _check_arguments(getattr(method, "__name__", ""), getattr(method, "__self__", None), args, kwargs)
         return _sized(super().call(__context, __obj, *args, **kwargs), "a call's result")
@@ -239,11 +286,16 @@ class Template:
         """Content hash of the prompt and system prompt: the template's version."""
         return digest(self.text or "", self.system or "")[:12]
 
+    @property
+    def named(self) -> str:
+        """How errors name the template: its id and the file they are in."""
+        where = self.text_file or self.source
+        return f"template {self.id}" + (f" ({where})" if where else "")
+
     @cached_property
     def syntax(self) -> nodes.Template:
         """The template's checked syntax tree (see `_refuse_internals`); read when it is loaded."""
-        where = self.text_file or self.source
-        return _refuse_internals(self.text or "", f"template {self.id}" + (f" ({where})" if where else ""))
+        return _refuse_internals(self.text or "", self.named)
 
     @cached_property
     def _compiled(self) -> jinja2.Template:
@@ -254,24 +306,34 @@ class Template:
         return {k: v for k, v in self.__dict__.items() if k not in ("syntax", "_compiled")}
 
     def render(self, task: str, fields: dict) -> RenderedPrompt:
-        """Render the user prompt for an item of `task` with these fields."""
+        """Render the user prompt for an item of `task` with these fields, within the time and
+        size bounds of the sandbox."""
         if self.text is None:
-            raise TemplateError(f"template {self.id}: task {task} has no judge prompt; humans decide it")
+            raise TemplateError(f"{self.named}: task {task} has no judge prompt; humans decide it")
         missing = [name for name in self.required if name not in fields]
         if missing:
-            raise TemplateError(f"template {self.id}: missing field {missing[0]!r}")
+            raise TemplateError(f"{self.named}: missing field {missing[0]!r}")
+        if "out_of_budget" in vars(self):  # it ran past its budget on an item: every other one would take as long
+            raise TemplateError(vars(self)["out_of_budget"])
         context = {**fields, **self.vars.get(task, {})}
         compiled = self._compiled
+        _budget.steps, _budget.deadline = 0, time.monotonic() + MAX_SECONDS
         try:
             user = compiled.render(context)
+            _too_long(len(user) + len(self.system or ""), "the whole prompt, system prompt included,")
+        except _OutOfBudget as exc:
+            vars(self)["out_of_budget"] = f"{self.named}: refused: {exc}"  # as a cached_property is kept
+            raise TemplateError(vars(self)["out_of_budget"]) from None
         except SecurityError as exc:
-            raise TemplateError(f"template {self.id}: refused: {exc}") from None
+            raise TemplateError(f"{self.named}: refused: {exc}") from None
         except jinja2.UndefinedError as exc:
-            raise TemplateError(f"template {self.id}: missing field ({exc.message})") from None
+            raise TemplateError(f"{self.named}: missing field ({exc.message})") from None
         except OverflowError as exc:  # the sandbox's range() limit, or a float power
-            raise TemplateError(f"template {self.id}: refused: {exc}") from None
+            raise TemplateError(f"{self.named}: refused: {exc}") from None
+        except RecursionError:
+            raise TemplateError(f"{self.named}: the template recurses without end (a macro that calls itself?)") from None
         except Exception as exc:  # a template is the user's code: whatever it raises is its own error
-            raise TemplateError(f"template {self.id}: fields do not fit the template ({type(exc).__name__}: {exc})") from None
+            raise TemplateError(f"{self.named}: fields do not fit the template ({type(exc).__name__}: {exc})") from None
         return RenderedPrompt(self, self.system, user)
 
 
@@ -299,64 +361,85 @@ class TemplateSet:
         self.templates: dict[str, Template] = {}
         self._default: dict[tuple[str, str], str] = {}
         self._requests: dict[str, dict] = {}  # family -> request parameters its prompts are sent with
+        self._manifests: set[Path] = set()  # the manifests loaded, resolved
         self.add_folder(bundled("templates"), check=False)
         for folder in folders or ():
             self.add_folder(Path(folder))
 
     def add_folder(self, folder: Path, check: bool = True) -> None:
         """Load a folder's manifests; `check`: refuse at once a template that cannot be used
-        (its syntax, Python's internals), not only when it is rendered."""
+        (its syntax, Python's internals), not only when it is rendered. A manifest already
+        loaded (the same folder named twice) is not loaded again."""
         manifests = sorted(folder.glob("*/manifest.toml")) + sorted(folder.glob("manifest.toml"))
         if not manifests:
             raise TemplateError(f"{folder}: no manifest.toml found (expected <family>/manifest.toml)")
         for manifest in manifests:
-            self._load_manifest(manifest, check)
+            if manifest.resolve() not in self._manifests:
+                self._manifests.add(manifest.resolve())
+                self._load_manifest(manifest, check)
 
     def _load_manifest(self, path: Path, check: bool) -> None:
         data = read_toml_file(path, TemplateError)
-        family = data.get("family") or path.parent.name
-        is_default = data.get("default", True)
+        family = _typed(data, "family", str, path) or path.parent.name
+        is_default = _typed(data, "default", bool, path, True)
         request = data.get("request", {})
         if not isinstance(request, dict) or set(request) - set(REQUEST_PARAMETERS) or not all(
                 isinstance(request[k], REQUEST_PARAMETERS[k]) and not isinstance(request[k], bool) for k in request):
             raise TemplateError(f"{path}: [request] takes {', '.join(REQUEST_PARAMETERS)} (numbers)")
         self._requests[family] = request
-        family_types = data.get("fields", {})
-        for n, entry in enumerate(data.get("template", []), 1):
+        family_types = _typed(data, "fields", dict, path, {})
+        served: dict[tuple[str, str], str] = {}  # (task, lang) -> the id of this manifest's template for it
+        for n, entry in enumerate(_typed(data, "template", list, path, [], of=dict), 1):
             where = f"{path} template #{n}"
             for key in ("id", "lang", "tasks", "verdict"):
                 if key not in entry:
                     raise TemplateError(f"{where}: missing {key!r}")
-            if entry["verdict"] not in KIND_NAMES:
-                raise TemplateError(f"{where}: unknown verdict kind {entry['verdict']!r}; verdict kinds: "
+            texts = {key: _typed(entry, key, str, where) for key in
+                     ("id", "lang", "verdict", "file", "system", "reference", "response", "guidelines")}
+            lists = {key: tuple(_typed(entry, key, list, where, [])) for key in ("tasks", "required", "labels", "hidden_fields")}
+            if texts["verdict"] not in KIND_NAMES:
+                raise TemplateError(f"{where}: unknown verdict kind {texts['verdict']!r}; verdict kinds: "
                                     f"{', '.join(KIND_NAMES)} (label_set takes `labels`)")
-            if entry["lang"] not in LANGS:
-                raise TemplateError(f"{where}: unknown language {entry['lang']!r}")
-            declared_types = {**family_types, **entry.get("fields", {})}
+            if texts["lang"] not in LANGS:
+                raise TemplateError(f"{where}: unknown language {texts['lang']!r}")
+            declared_types = {**family_types, **_typed(entry, "fields", dict, where, {})}
             for name, declared in declared_types.items():
                 if not isinstance(declared, str) or any(t not in FIELD_TYPES for t in declared.split(" or ")):
                     raise TemplateError(f"{where}: field {name!r} has type {declared!r}; use {', '.join(FIELD_TYPES)}")
-            field_types = {**dict.fromkeys(entry.get("required", ()), UNDECLARED_TYPE), **declared_types}
+            task_vars = _typed(entry, "vars", dict, where, {})
+            for task, values in task_vars.items():
+                if not isinstance(values, dict):
+                    raise TemplateError(f"{where}: vars.{task} must be a table, not {values!r}")
+            text_file = _inside(path.parent, texts["file"], "file", where)
             template = Template(
-                id=entry["id"],
+                id=texts["id"],
                 family=family,
-                lang=entry["lang"],
-                tasks=tuple(entry["tasks"]),
-                required=tuple(entry.get("required", ())),
-                verdict=entry["verdict"],
-                labels=tuple(entry.get("labels", ())),
-                reference=entry.get("reference"),
-                response=entry.get("response", "response"),
-                guidelines=entry.get("guidelines", ""),
-                hidden_fields=tuple(entry.get("hidden_fields", ())),
-                vars=entry.get("vars", {}),
-                field_types=field_types,
-                text=_read(path.parent, entry.get("file"), where),
-                system=_read(path.parent, entry.get("system"), where),
+                lang=texts["lang"],
+                tasks=lists["tasks"],
+                required=lists["required"],
+                verdict=texts["verdict"],
+                labels=lists["labels"],
+                reference=texts["reference"],
+                response=texts["response"] or "response",
+                guidelines=texts["guidelines"] or "",
+                hidden_fields=lists["hidden_fields"],
+                vars=task_vars,
+                field_types={**dict.fromkeys(lists["required"], UNDECLARED_TYPE), **declared_types},
+                text=read_text_file(text_file, TemplateError) if text_file else None,
+                system=read_system_prompt(_inside(path.parent, texts["system"], "system", where), where),
                 source=str(path),
-                text_file=str(path.parent / entry["file"]) if entry.get("file") else "",
-                stored_prompts=bool(entry.get("stored_prompts", False)),
+                text_file=str(text_file or ""),
+                stored_prompts=_typed(entry, "stored_prompts", bool, where, False),
             )
+            if template.id in self.templates:
+                other = self.templates[template.id].source
+                raise TemplateError(f"{where}: template id {template.id!r} is already the id of a template in "
+                                    f"{'this manifest' if other == str(path) else other}; give each template its own id")
+            for task in template.tasks:
+                if (task, template.lang) in served:
+                    raise TemplateError(f"{where}: task {task} in {template.lang} is already served by template "
+                                        f"{served[(task, template.lang)]} of this manifest; one template per task and language")
+                served[(task, template.lang)] = template.id
             if check:
                 template.syntax  # noqa: B018 (a template that cannot be used is refused now, not per item)
             self.templates[template.id] = template
@@ -443,10 +526,42 @@ class TemplateSet:
         return sorted(self._default)
 
 
-def _read(folder: Path, name: str | None, where: str) -> str | None:
+_TYPE_NAMES = {str: "text", bool: "boolean (true or false)", dict: "table"}
+
+
+def _typed(table: dict, key: str, kind: type, where, default=None, of: type = str):
+    """`table[key]` (or `default` if absent), refusing a value of another type than `kind` (a
+    list: of `of`s), naming `where` (the manifest, or its template entry)."""
+    value = table.get(key, default)
+    if value is default:
+        return value
+    if not isinstance(value, kind) or (kind is list and not all(isinstance(v, of) for v in value)):
+        name = f"list of {_TYPE_NAMES[of]}s" if kind is list else _TYPE_NAMES[kind]
+        raise TemplateError(f"{where}: {key} must be a {name}, not {value!r}")
+    return value
+
+
+def _inside(folder: Path, name: str | None, key: str, where: str) -> Path | None:
+    """The file a manifest's `key` names, refused unless it exists inside the family's `folder`
+    once resolved (symbolic links included): a shared folder may not read the user's other files."""
     if not name:
         return None
     path = folder / name
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise TemplateError(f"{where}: {key} {name!r} is outside the family's folder {folder}; "
+                            "a manifest may only name files inside it")
     if not path.is_file():
         raise TemplateError(f"{where}: file {path} does not exist")
-    return read_text_file(path, TemplateError)
+    return path
+
+
+def read_system_prompt(path: Path | None, where: str, error: type[CalibrateError] = TemplateError) -> str | None:
+    """The system prompt in `path`, named by `where` (a manifest's template entry, `judge
+    --system-prompt`), refused past MAX_TEXT characters as the whole prompt is."""
+    if path is None:
+        return None
+    text = read_text_file(path, error)
+    if len(text) > MAX_TEXT:
+        raise error(f"{where}: the system prompt {path} is {len(text):,} characters long; "
+                    f"a whole prompt may be at most {MAX_TEXT:,}")
+    return text

@@ -84,8 +84,9 @@ def test_a_template_that_cannot_render_is_an_error_naming_the_items(mine_db, my_
         out = mine_db("judge", "--templates", str(my_templates), "--model", "m", "--base-url", server.url, ok=False)
         assert len(server.requests) == 2, "the items that render are judged"
     assert out.exit_code == 1
-    assert ("2 items cannot be rendered (template mine/en/broken: missing field ('undefined_thing' is undefined)): "
-            "id 3, 4") in out.output
+    broken = my_templates / "mine" / "broken.j2"
+    assert (f"2 items cannot be rendered (template mine/en/broken ({broken}): missing field ('undefined_thing' is "
+            "undefined)): id 3, 4") in " ".join(out.output.split())
     assert "some items were not judged (see above); the next run asks only for them" in out.output
     assert {j.judge_name for j in Store(mine_db.db).judgments()} == {"m"} and len(list(Store(mine_db.db).judgments())) == 2
 

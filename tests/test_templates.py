@@ -300,10 +300,11 @@ RENDER_ESCAPES = {
 @pytest.mark.parametrize("name", list(RENDER_ESCAPES))
 def test_the_sandbox_refuses_escapes_and_huge_texts_naming_the_template(tmp_path, name):
     text, message = RENDER_ESCAPES[name]
-    template = TemplateSet([custom_template(tmp_path, text)]).get("custom/en/lexical")
+    folder = custom_template(tmp_path, text)
+    template = TemplateSet([folder]).get("custom/en/lexical")
     with pytest.raises(TemplateError, match=re.escape(message)) as refused:
         template.render("c3/lexical", {"content": "abc"})
-    assert str(refused.value).startswith("template custom/en/lexical: ")
+    assert str(refused.value).startswith(f"template custom/en/lexical ({folder / 'custom' / 'l.j2'}): ")
 
 
 def test_ordinary_template_features_still_render(tmp_path):

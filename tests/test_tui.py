@@ -175,7 +175,8 @@ async def test_p_on_an_item_its_template_cannot_render_says_why(tmp_path):
         await pilot.press("p")
         await pilot.pause()
         text = " ".join(screen_text(app).split())
-        assert "(the judge prompt cannot be rendered: template fc/en: missing field ('evidence' is undefined))" in text
+        assert "(the judge prompt cannot be rendered: template fc/en (" in text
+        assert "): missing field ('evidence' is undefined))" in text, "the template's file, then the reason"
         assert "humans decide it" not in text
 
 
