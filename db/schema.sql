@@ -878,5 +878,6 @@ CREATE INDEX judgments_repeats ON judgments (item_id, judge_name) WHERE sample >
 CREATE INDEX judgments_unparsed ON judgments (unparsed_reason) WHERE status = 'unparsed';
 CREATE INDEX labels_in_force_by_annotator ON labels_in_force (annotator, item_id);
 CREATE INDEX labels_in_force_by_judgment ON labels_in_force (judgment_id) WHERE judgment_id IS NOT NULL;
+CREATE INDEX labels_in_force_by_time ON labels_in_force (annotator, decided_at);
 CREATE INDEX verdicts_in_force_by_judgment ON verdicts_in_force (judgment_id);
 CREATE INDEX verdicts_in_force_errors ON verdicts_in_force (item_id, judge_name) WHERE status = 'error';

@@ -103,13 +103,14 @@ class Calibrate:
 
 def as_made_before_0027(path: Path) -> None:
     """Turn the database at `path` into the one the calibrate before migration 0027 made of the
-    same commands: without the columns 0027 adds (their facts only in the notes and run messages
-    it fills them from, which that calibrate wrote alike) and without its record, so that the
-    next opening upgrades it. Checked against a database made with the migrations before 0027."""
+    same commands: without the columns and the index 0027 adds (the columns' facts only in the
+    notes and run messages it fills them from, which that calibrate wrote alike) and without its
+    record, so that the next opening upgrades it. Checked against a database made with the migrations before 0027."""
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("ALTER TABLE annotations DROP COLUMN c3_file_judge")
         conn.execute("ALTER TABLE annotations DROP COLUMN c3_file_text")
+        conn.execute("DROP INDEX labels_in_force_by_time")
         conn.execute("ALTER TABLE judge_runs DROP COLUMN switched_to_reasoning")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0027_facts_as_columns'")
     conn.close()

@@ -157,9 +157,10 @@ def test_labels_given_in_another_terminal_reach_the_count_of_the_first(tmp_path,
         there.forward()
 
     def recounted(s: AnnotationSession) -> int:
-        s.recount_labelled()
-        s._recount[1].result(timeout=10)  # the count on its thread
-        assert s.recount_labelled()  # taken: the count changed
+        s.recount_labelled()  # takes a count started earlier (at start) if it is done, else starts one
+        if s._recount is not None:  # the count on its thread: wait for it, then take it
+            s._recount[1].result(timeout=10)
+            assert s.recount_labelled()  # taken: the count changed
         return s.progress().labelled
 
     assert here.progress().labelled == 1, "this session tallies its own labels at once"
@@ -234,6 +235,23 @@ def test_flagged_items_are_listed_and_can_be_revisited(two_cells, templates):
     assert s.jump_to(ids[0]).item.id == ids[0]
     s.decide("label", "yes")
     assert s.flagged() == [], "a label replaces the flag"
+
+
+def test_labels_lately_come_latest_decided_first_also_where_a_merge_appended_older_ones(two_cells, templates):
+    store, ids = two_cells
+    s = session(store, templates, task="c3/lexical")
+    s.start()
+    s.decide("label", "yes")  # decided now, here
+    s.forward()
+    s.decide("label", "no")
+    # labels decided earlier elsewhere, appended after them (as `merge` or `import labels` of a file with times does)
+    store.add_imported_labels([(f"offline-{k}", ids[k], "ana", "yes", None, f"2020-01-0{k}T00:00:00.000000+00:00",
+                                None, None) for k in (2, 3)])
+    store.add_imported_labels([("other", ids[4], "bo", "yes", None, None, None, None)])  # not ana's
+    lately = s.labels_lately()
+    assert [row[0] for row in lately] == [ids[1], ids[0], ids[3], ids[2]], "by when each was decided"
+    assert [row[4] for row in lately] == ["no", "yes", "yes", "yes"]
+    assert [row[0] for row in session(store, templates, task="c3/semantic").labels_lately()] == [], "the queue's filter"
 
 
 def test_going_back_after_the_queue_is_finished(two_cells, templates):

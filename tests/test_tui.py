@@ -677,7 +677,7 @@ async def test_H_lists_labels_of_earlier_sessions_latest_first_and_one_can_be_la
         text = screen_text(app)
         assert "Your labels in this queue, the latest first (2)" in text
         assert text.index(f"#{second} ") < text.index(f"#{first} "), "the latest first"
-        assert re.search(rf"#{second} +NO +c3/heterograph en ", text) and re.search(rf"#{first} +YES ", text)
+        assert re.search(rf"#{second} +NO +\d\d-\d\d \d\d:\d\d +c3/heterograph en ", text) and re.search(rf"#{first} +YES ", text)
         await pilot.press("down", "enter")  # the older one: the first item
         assert current_item_id(app) == first and "YES" in screen_text(app)
         await pilot.press("n")  # labelled again: the new label replaces this person's

@@ -8,6 +8,7 @@ import os
 import pty
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -110,6 +111,41 @@ def test_a_closed_terminal_in_the_demo_keeps_the_database_it_made_and_the_labels
     assert ended, "the app ended: not left waiting to write its last frames to the terminal that is gone"
     assert new.exists(), "the database the demo made, with a person's label in it, was removed"
     assert labelled() == 1
+
+
+def test_a_closed_terminal_saves_the_decision_that_waits_for_another_writer_before_the_app_ends(demo_db):
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
+                                   "--annotator", "hangup-wait"], env)
+    decided = lambda: len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'hangup-wait'"))  # noqa: E731
+    ended = lambda: os.waitpid(pid, os.WNOHANG)[0] == pid  # noqa: E731
+    shown = bytearray()
+    writer = sqlite3.connect(demo_db, isolation_level=None)
+    closed = False
+    try:
+        assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), "app started"
+        os.write(fd, b"s")
+        assert wait_for(lambda: (read_available(fd), decided() == 1)[1])
+        writer.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        os.write(fd, b"s")
+        assert wait_for(lambda: (read_available(fd, shown), b"another writer" in shown)[1]), "the app says it waits"
+        os.close(fd)  # the terminal closes while the decision waits
+        closed = True
+        time.sleep(1)
+        assert not ended(), "it waits for the decision instead of leaving it unsaved"
+        writer.execute("COMMIT")
+        assert wait_for(ended, timeout=20), "once saved, it ended"
+    finally:
+        writer.close()
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        if not closed:
+            os.close(fd)
+    assert decided() == 2, "the decision that waited was saved"
+    assert not rows(demo_db, "SELECT item_id FROM leases WHERE annotator LIKE 'hangup-wait%'"), "its items given back"
 
 
 def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(demo_db):

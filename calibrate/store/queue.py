@@ -58,15 +58,14 @@ class QueueMixin:
     def labels_lately(self, annotator: str, *, task: str | None = None, lang: str | None = None,
                       system: str | None = None, limit: int = LABELS_LATELY) -> list[tuple[int, str, str, str, str, str]]:
         """(item id, task, lang, source id, label, decided at) of the items this annotator's label
-        is in force on, the latest decided first, at most `limit`: read backwards along the
-        annotator's annotations, so the newest come at once however many there are."""
+        is in force on, the latest decided first (merged labels by when they were decided, not
+        when they came in), at most `limit`: read backwards along labels_in_force_by_time,
+        so the latest come at once however many there are."""
         where, params = self._item_filter(task, lang, None, None, system)
         return [tuple(r) for r in self.conn.execute(f"""
             SELECT l.item_id, i.task, i.lang, i.source_id, l.label, l.decided_at
-            FROM annotations a INDEXED BY annotations_by_annotator
-            JOIN labels_in_force l ON l.item_id = a.item_id AND l.annotator = a.annotator AND l.annotation_uid = a.uid
-            JOIN items i ON i.id = a.item_id
-            WHERE a.annotator = ? AND {where} ORDER BY a.id DESC LIMIT ?""", [annotator, *params, limit])]
+            FROM labels_in_force l INDEXED BY labels_in_force_by_time JOIN items i ON i.id = l.item_id
+            WHERE l.annotator = ? AND {where} ORDER BY l.decided_at DESC LIMIT ?""", [annotator, *params, limit])]
 
     def contested_item_ids(self, *, task: str | None = None, lang: str | None = None, judge: str | None = None,
                            system: str | None = None, between: tuple[int, int] | None = None,

@@ -28,7 +28,6 @@ from calibrate.item_view import Decision, ItemView
 from calibrate.model import CalibrateError
 from calibrate.session import AnnotationSession, NoPlayerError, SessionError
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, stop_waiting
-from calibrate.store.queue import LABELS_LATELY
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.item_panel import ItemPanel
 from calibrate.tui.item_picker_screen import ItemPickerScreen
@@ -508,13 +507,12 @@ class AnnotateScreen(Screen):
         self._pick(title, [(i.id, f"{i.task} {i.lang}  ({i.source_id})") for i in flagged])
 
     def action_labelled(self) -> None:
-        labels = self.session.labels_lately()
-        title = (f"Your labels in this queue, the latest first ({len(labels)}{' shown' * (len(labels) == LABELS_LATELY)}): "
-                 "Enter shows one to label it again, Esc closes" if labels else
-                 "You have labelled no item in this queue yet. Esc closes")
-        self._pick(title, [(item_id, f"{self._words(task, lang, label)}  {task} {lang}  ({source_id})  "
-                                     f"{at[5:16].replace('T', ' ')}")
-                           for item_id, task, lang, source_id, label, at in labels])
+        labels, total = self.session.labels_lately(), self.session.labelled
+        shown = f"{len(labels)} of {total}; / narrows the queue" if len(labels) < total else str(len(labels))
+        title = (f"Your labels in this queue, the latest first ({shown}): Enter shows one to label it again, Esc closes"
+                 if labels else "You have labelled no item in this queue yet. Esc closes")
+        self._pick(title, [(item_id, f"{self._words(task, lang, label)}  {at[5:16].replace('T', ' ')}  {task} {lang}  "
+                                     f"{source_id}") for item_id, task, lang, source_id, label, at in labels])
 
     def _words(self, task: str, lang: str, label: str) -> str:
         """A label of an item of `task` and `lang` as a person reads it (as stored where its task has no template)."""

@@ -26,6 +26,7 @@ from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError, read_keymap, read_text_file
 
+HANG_UP_WAIT = 30.0  # seconds a closed terminal's app waits for a decision that waits for another writer
 SCREENS = (AnnotateScreen, ItemPickerScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
 
 
@@ -134,12 +135,22 @@ class CalibrateApp(App):
 
     def on_mount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no such signal, or not the main thread
-            # the terminal closed (a dropped SSH connection, a killed pane): leave as q does, giving the held items
-            # back to the other annotators at once instead of when their leases expire
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._hung_up)
         if self._keymap:
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
+
+    def _hung_up(self) -> None:
+        """The terminal closed (a dropped SSH connection, a killed pane): leave as q does, giving
+        the held items back to the other annotators at once instead of when their leases expire.
+        A decision that waits for another writer is saved first, as after q, if that writer is
+        done within HANG_UP_WAIT seconds (no one is left to be told it was not)."""
+        screen = next((s for s in self.screen_stack if isinstance(s, AnnotateScreen)), None)
+        if screen is None or not screen.saving:
+            self.exit()
+            return
+        screen.action_quit_app()
+        self.set_timer(HANG_UP_WAIT, self.exit)
 
     def end_on(self, fault: DatabaseFault) -> None:
         """End the app on a damaged database file: every later decision would fail too. The

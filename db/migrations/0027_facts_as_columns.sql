@@ -1,5 +1,6 @@
--- 0027_facts_as_columns: two facts that were kept as the start of text meant for people become
--- columns, so that no wording a person reads (or writes) is taken for data.
+-- 0027_facts_as_columns: facts that were kept as the start of text meant for people (or not at
+-- all) become columns, so that no wording a person reads (or writes) is taken for data; and an
+-- index of each person's labels in force by time.
 --
 -- annotations.c3_file_judge: the judge whose C3 generation result files held this label (as
 -- `import c3-results` stored it), NULL for every other label. C3 counts each judge's own file
@@ -16,7 +17,11 @@
 -- server refused temperature / max_tokens), so the next run of that judge on that server and
 -- model starts in it; its message still says so, for people.
 --
--- Both are filled from the text the calibrate before this migration wrote: a labelling row
+-- labels_in_force_by_time: a person's labels in force in the order they were decided, so
+-- the app lists their latest labels (`H`) at once on a million items, whatever order merges
+-- appended them in.
+--
+-- c3_file_judge and switched_to_reasoning are filled from the text the calibrate before this migration wrote: a labelling row
 -- noted "in the C3 result files of judge <name>" (such a note a person wrote on their own label
 -- cannot be told apart from it, and was read so before too), a run message starting "switched
 -- to reasoning mode". Annotations are append-only (trigger annotations_no_update): the trigger
@@ -39,3 +44,5 @@ END;
 
 UPDATE judge_runs SET switched_to_reasoning = 1
 WHERE substr(message, 1, length('switched to reasoning mode')) = 'switched to reasoning mode';
+
+CREATE INDEX labels_in_force_by_time ON labels_in_force (annotator, decided_at);
