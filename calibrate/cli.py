@@ -7,9 +7,10 @@ import errno
 import io
 import json
 import os
+import signal
 import sqlite3
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import click
@@ -240,7 +241,8 @@ class DeclaresDatabase:
             shared.open_store()
         new_file = self.database == CREATES and shared.db_path != ":memory:" and not Path(shared.db_path).exists()
         try:
-            return super().invoke(ctx)
+            with hangup_ends_it() if new_file else nullcontext():
+                return super().invoke(ctx)
         except BaseException as exc:
             # a closed pipe after the command saved its work (`import … | head -1`) keeps the file: only the
             # telling failed; any other failure leaves no file behind
@@ -250,6 +252,28 @@ class DeclaresDatabase:
             if new_file and not kept and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 shared.remove_database()
             raise
+
+
+@contextmanager
+def hangup_ends_it():
+    """While it is open, a closed terminal (SIGHUP: a dropped SSH connection, a closed window)
+    ends the command as a failure would (SystemExit, status 128 + the signal's number), so that
+    a command that created its database removes it (`DeclaresDatabase`): the signal's default
+    action kills the process on the spot, leaving a file with the schema and part of the data
+    (the demo closed while it loads). Where no handler can be set (not the main thread, no
+    SIGHUP) nothing changes."""
+    def hung_up(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        before = signal.signal(signal.SIGHUP, hung_up)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, before)
 
 
 class CalibrateCommand(DeclaresDatabase, click.Command):
@@ -1721,7 +1745,6 @@ async def _terminated_as_interrupted(run):
     """Awaits `run`, cancelled on SIGTERM (kill, `timeout`) as asyncio.run cancels it on Ctrl-C,
     so the run records what it stored as interrupted and the command says so."""
     import asyncio
-    import signal
 
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
