@@ -44,13 +44,18 @@ def read_available(fd: int, into: bytearray | None = None) -> None:
             into += chunk
 
 
-def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
-    n = 7
+def app_in_pty(*args: str) -> tuple[int, int]:
+    """(pid, the terminal's fd) of `calibrate ARGS` run in a new pty of 120x40, as a person runs it."""
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     pid, fd = pty.fork()
     if pid == 0:  # the child: the app itself, in the pty
-        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
-                                   "--annotator", "kill-test"], env)
+        os.execve(sys.executable, [sys.executable, "-m", "calibrate", *args], env)
+    return pid, fd
+
+
+def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
+    n = 7
+    pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "kill-test")
     try:
         count = lambda: len(rows(demo_db, "SELECT id FROM annotations"))  # noqa: E731
         assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), "app started"
@@ -65,11 +70,7 @@ def test_sigkill_after_n_decisions_keeps_all_n(demo_db):
 
 
 def test_a_closed_terminal_ends_the_app_giving_its_held_item_back_and_keeping_its_decisions(demo_db):
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
-                                   "--annotator", "hangup-test"], env)
+    pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "hangup-test")
     # the app's lease holder: its annotator in that process (`lease_holder`)
     held = lambda: len(rows(demo_db, f"SELECT item_id FROM leases WHERE annotator = 'hangup-test @pid {pid}'"))  # noqa: E731
     try:
@@ -92,10 +93,7 @@ def test_a_closed_terminal_in_the_demo_keeps_the_database_it_made_and_the_labels
     file the demo created holds people's labels now, and the end of the app that cannot tell
     them so any more must not take the file with it."""
     new = tmp_path / "demo.db"
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(new), "demo"], env)
+    pid, fd = app_in_pty("--db", str(new), "demo")
     labelled = lambda: new.exists() and len(rows(new, "SELECT id FROM annotations WHERE action = 'label'"))  # noqa: E731
     try:
         assert wait_for(lambda: (read_available(fd), new.exists() and len(rows(new, "SELECT item_id FROM leases")) > 0)[1]), \
@@ -114,11 +112,7 @@ def test_a_closed_terminal_in_the_demo_keeps_the_database_it_made_and_the_labels
 
 
 def test_a_closed_terminal_saves_the_decision_that_waits_for_another_writer_before_the_app_ends(demo_db):
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
-                                   "--annotator", "hangup-wait"], env)
+    pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "hangup-wait")
     decided = lambda: len(rows(demo_db, "SELECT id FROM annotations WHERE annotator = 'hangup-wait'"))  # noqa: E731
     ended = lambda: os.waitpid(pid, os.WNOHANG)[0] == pid  # noqa: E731
     shown = bytearray()
@@ -150,11 +144,7 @@ def test_a_closed_terminal_saves_the_decision_that_waits_for_another_writer_befo
 
 def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(demo_db):
     damaged_table(demo_db, "annotations")
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-m", "calibrate", "--db", str(demo_db), "annotate",
-                                   "--annotator", "damage-test"], env)
+    pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "damage-test")
     shown, ended = bytearray(), []
 
     def exited() -> bool:
