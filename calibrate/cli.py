@@ -1379,7 +1379,7 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     Shows the item, the rendered prompt, the judge's verdict and the reference; confirm or
     override with one key. Every decision is saved at once. Runs in a terminal only (elsewhere,
     label in a browser with `calibrate serve`)."""
-    from calibrate.session import AnnotationSession
+    from calibrate.session import RELABEL, AnnotationSession
 
     settings = ctx.settings.with_flags(annotator=annotator, keymap=keymap)
     annotator, keymap = settings.get("annotator"), settings.get("keymap")
@@ -1404,7 +1404,8 @@ def annotate_command(ctx, annotator=None, task=None, lang=None, system=None, jud
     if app.fault is not None:  # the database file is damaged: nothing more could be saved
         raise click.ClickException(str(app.fault))
     progress = app.session.progress()
-    saved = ", ".join(counted(app.saved[kind], kind) for kind in ("label", "skip", "flag", "undo", "note") if app.saved[kind])
+    saved = ", ".join(counted(app.saved[kind], kind) for kind in ("label", RELABEL, "skip", "flag", "undo", "note")
+                      if app.saved[kind])
     console.print(safe_text(f"{annotator}: {saved or 'nothing'} saved in {ctx.db_path} "
                             f"({progress.labelled}/{progress.total} items labelled in the last queue). "
                             f"See agreement with: calibrate --db {ctx.db_path} report"))

@@ -35,6 +35,7 @@ from calibrate.reliability_cells import trust_marks
 from calibrate.store import DEFAULT_LEASE_SECONDS, Store
 from calibrate.templates import TemplateSet
 
+RELABEL = "changed label"  # what `saved` counts a label given again, of the person's own, as
 ORDERS = ("in-order", "random", "stratified", "disagreement-first", "informative", "unstable-first", "escalate")
 WINDOW = 512  # queue ids checked for eligibility per claim
 ID_SLICE = 50_000  # item ids per read of the orders that read their first items in slices of ids
@@ -101,7 +102,7 @@ class AnnotationSession:
             if self._kept_order is None:
                 self._lanes = LaneReader(self.store, self._scope, self.seed)
         self.started = time.monotonic()
-        self.saved: Counter[str] = Counter()  # what this session saved: labels, skips, flags, undos, notes
+        self.saved: Counter[str] = Counter()  # what this session saved: labels, changed labels, skips, flags, undos, notes
         self.labels_here = 0  # labels given in this session and not undone: its pace
         self._windows: Iterator[list[int]] | None = None
         self._window: list[int] = []
@@ -134,7 +135,7 @@ class AnnotationSession:
     @property
     def decisions_here(self) -> int:
         """The labels, skips and flags this session saved."""
-        return self.saved["label"] + self.saved["skip"] + self.saved["flag"]
+        return self.saved["label"] + self.saved[RELABEL] + self.saved["skip"] + self.saved["flag"]
 
     @property
     def total(self) -> int:
@@ -602,7 +603,8 @@ class AnnotationSession:
         self._changes += 1
         if action in LABEL_ACTIONS and view.current_label is None:
             self.labelled += 1
-        self.saved["label" if action in LABEL_ACTIONS else action] += 1
+        # a label given again (H, or k back) changes the person's own: counted apart from the items labelled
+        self.saved[action if action not in LABEL_ACTIONS else "label" if view.current_label is None else RELABEL] += 1
         self.labels_here += action in LABEL_ACTIONS
         self.last_decision = Decision(view.item.id, action, label, view.verdict, uid)
         return self.last_decision

@@ -687,6 +687,7 @@ async def test_H_lists_labels_of_earlier_sessions_latest_first_and_one_can_be_la
         await pilot.press("H")
         assert not isinstance(app.screen, ItemPickerScreen), "H closes the list it opened"
     assert rows(demo_db, "SELECT item_id, label FROM labels_in_force ORDER BY item_id") == [(first, "no"), (second, "no")]
+    assert app.saved == {"changed label": 1}, "the exit counts a label given again apart from new ones"
 
 
 async def test_H_says_so_where_the_annotator_has_no_label_in_the_queue(demo_db):

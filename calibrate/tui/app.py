@@ -130,7 +130,7 @@ class CalibrateApp(App):
 
     @property
     def saved(self) -> Counter[str]:
-        """What this run saved, across filter changes: labels, skips, flags, undos, notes."""
+        """What this run saved, across filter changes: labels, changed labels, skips, flags, undos, notes."""
         return self.saved_before + self.session.saved
 
     def on_mount(self) -> None:
