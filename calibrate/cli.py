@@ -574,6 +574,8 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
         + (f"{counted(counts.labels_added, 'label')} added, " if counts.labels_added else "")
         + (f"{counted(counts.labels_older, 'older label')} not in force, " if counts.labels_older else "")
         + (f"{more_notes(counts.notes_added)}, " if counts.notes_added else "")
+        + (f"{counted(counts.labels_reworded, 'generation decision')} in its result file's new words, "
+           if counts.labels_reworded else "")
         + f"{len(report.skipped)} skipped"
         + (f" ({counted(left, 'item')} not imported)" if (left := sum(b.items for b in report.skipped)) != len(report.skipped)
            else "")

@@ -218,6 +218,7 @@ class ImportCounts:
     notes_added: int = 0  # beside a label already in force (a first note comes with its label)
     labels_put_back: int = 0  # of labels_added: see LabelsAdded
     labels_older: int = 0  # not among labels_added: see LabelsAdded
+    labels_reworded: int = 0  # not among labels_added: see LabelsAdded
     versions_added: int = 0  # new versions of stored items (--update), not among items_added
 
 
@@ -242,12 +243,14 @@ class LabelsAdded:
     added or changed, of those the changed ones that put back a label the person had given the
     item before (a newer decision of theirs now out of force: an older file read again?), notes
     added beside a label already in force, and labels whose own time is older than the person's
-    decision in force (kept in the history, not in force)."""
+    decision in force (kept in the history, not in force), and C3 generation decisions whose
+    judge's result files now word the same label otherwise (their words kept, for `export c3`)."""
 
     labels: int = 0
     put_back: int = 0
     notes: int = 0
     older: int = 0
+    reworded: int = 0
 
 
 @dataclass

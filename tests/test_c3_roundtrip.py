@@ -384,6 +384,25 @@ def test_export_gives_back_a_judges_own_generation_decisions_in_its_words(calibr
         "The answer is: yes.", "The answer is: no.", "The answer is: no."]
 
 
+def test_a_judges_files_rewording_a_decision_say_so_and_the_export_follows(calibrate, tmp_path):
+    """The same decision, in other words in the judge's files (`yes.` then `Yes.`): no label
+    changes, the new words are kept for the export, and the import says so."""
+    import_tree(calibrate, tmp_path, "en")
+    results = tmp_path / "dpsk" / "english"
+    shutil.copytree(results_of("dpsk", "en"), results)
+    calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk")
+    generation = Path("ambiguity") / "phonological" / "generation.json"
+    records = json.loads((results / generation).read_text(encoding="utf-8"))
+    assert records[0]["check_answer"] == "The answer is: yes."
+    records[0]["check_answer"] = "The answer is: Yes."
+    (results / generation).write_text(c3_json(records), encoding="utf-8")
+    again = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output.split())
+    assert "1 generation decision in its result file's new words" in again and "label added" not in again
+    out = tmp_path / "export"
+    calibrate("export", "c3", str(out), "--lang", "en", "--judge", "dpsk")
+    assert (out / "dpsk" / generation).read_bytes() == (results / generation).read_bytes()
+
+
 def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate, tmp_path):
     """An empty check_answer (C3's judge call failed) is stored as an error, and the summary
     says so; a file of the same judge read again says which verdicts in force it changed,

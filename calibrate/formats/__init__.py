@@ -489,6 +489,7 @@ def import_records(
         report.counts.notes_added += added.notes
         report.counts.labels_put_back += added.put_back
         report.counts.labels_older += added.older
+        report.counts.labels_reworded += added.reworded
 
     batch_size = BATCH
 

@@ -161,9 +161,11 @@ class LabelsMixin:
         decision in force goes into the history only (counted as `older`; nothing where that very
         decision is there already), and a row without a time takes over (one that returns to an
         earlier decision puts it back in force: counted as `put_back`). A note already theirs on
-        the item is not said twice. Returns what it added, per annotator's label on an item."""
+        the item is not said twice; a row whose judge's files hold its label in other words than
+        before is kept for those words (counted as `reworded`). Returns what it added, per
+        annotator's label on an item."""
         stamp = now_iso()
-        added, put_back, older, notes = set(), set(), set(), 0
+        added, put_back, older, notes, reworded = set(), set(), set(), 0, 0
         with self.transaction():
             for uid, item_id, annotator, label, note, decided_at, c3_file_judge, c3_file_text in rows:
                 noted = note is not None and self.conn.execute(
@@ -173,8 +175,8 @@ class LabelsMixin:
                     "SELECT annotation_uid, label, decided_at FROM labels_in_force WHERE item_id = ? AND annotator = ?",
                     (item_id, annotator)).fetchone()
                 same = in_force is not None and in_force["label"] == label
-                held = c3_file_judge is None or (label, c3_file_text) == self._c3_file_label(item_id, annotator,
-                                                                                             c3_file_judge)
+                filed = self._c3_file_label(item_id, annotator, c3_file_judge) if c3_file_judge is not None else None
+                held = c3_file_judge is None or (label, c3_file_text) == filed
                 if same and (note is None or noted) and held:
                     continue
                 late = not same and decided_at is not None and in_force is not None and decided_at < in_force["decided_at"]
@@ -191,6 +193,7 @@ class LabelsMixin:
                     continue
                 if same:
                     notes += note is not None and not noted
+                    reworded += filed is not None and filed[0] == label and filed[1] != c3_file_text
                     continue
                 if late:
                     older.add((item_id, annotator))
@@ -201,7 +204,7 @@ class LabelsMixin:
                         f"AND {LABELLED} AND a.uid NOT IN (?, ?)", (item_id, annotator, label, LABELS_JSON, uid,
                                                                     in_force["annotation_uid"])).fetchone():
                     put_back.add((item_id, annotator))
-        return LabelsAdded(len(added), len(put_back), notes, len(older))
+        return LabelsAdded(len(added), len(put_back), notes, len(older), reworded)
 
     def current_label(self, item_id: int, annotator: str) -> str | None:
         row = self.conn.execute(
