@@ -119,9 +119,12 @@ def judgment_from_output(
     model: str | None = None,
     decided: Verdict | None = None,
     prompt: tuple[str | None, str] | None = None,
+    run: str | None = None,
 ) -> NewJudgment:
     """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
-    judge and output, so importing the same output twice stores it once.
+    judge and output (and `run`, the run that gave it, where the source names one), so importing
+    the same output twice stores it once, while a later run that gives an earlier run's output
+    again is a judgment of its own, in force.
 
     `decided` is a verdict the judge's own tool already reached (an Inspect score's value, or
     unparsed with its reason) instead of one parsed from `raw`; `prompt` is the (system, user)
@@ -161,7 +164,7 @@ def judgment_from_output(
         system_prompt=prompt[0] if prompt else None,
         prompt=prompt[1] if prompt else None,
         error=error,
-        uid=digest(item.content_hash, key, raw or "", error or "", *decided_part),
+        uid=digest(item.content_hash, key, raw or "", error or "", *decided_part, *([f"run {run}"] if run else [])),
     )
 
 

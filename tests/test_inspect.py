@@ -244,6 +244,33 @@ def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
                                 "dee").output
 
 
+def test_a_later_run_grading_as_an_earlier_one_did_is_the_verdict_in_force(log, calibrate, tmp_path):
+    """Three runs of the eval: the second grades sample 1 otherwise, the third as the first did.
+    The third's grading is in force (it was the first's text again, taken for the first's
+    judgment, and the second's stayed in force)."""
+    def run(name: str, values: dict[int, object] | None = None):
+        def change(changed):
+            changed.eval.eval_id = name
+            with_values(values or {})(changed)
+        return change
+
+    first = calibrate("import", "inspect", str(log))
+    assert "12 judgments added" in first.output
+    value = read_eval_log(str(log)).samples[0].scores[SCORER].value
+    other = "I" if value == "C" else "C"
+    second = rewrite(log, tmp_path / "second.eval", run("second-run", {1: other}))
+    third = rewrite(log, tmp_path / "third.eval", run("third-run"))
+    assert "12 judgments added" in calibrate("import", "inspect", str(second)).output
+    said = " ".join(calibrate("import", "inspect", str(third)).output.split())
+    assert "12 judgments added" in said and f"1: {other} -> {value}" in said, said
+    again = calibrate("import", "inspect", str(third)).output
+    assert "0 judgments added" in again, "the same run's log again adds nothing"
+    store = Store(calibrate.db)
+    (item,) = [i for i in store.items() if i.source_id == "1"]
+    assert store.verdicts_in_force_of([(item.id, JUDGE)])[item.id, JUDGE] == ("verdict", value)
+    store.close()
+
+
 def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,
                                                                                                tmp_path):
     def hand_made(log):  # a log written by hand or another tool: the grader named only in the results

@@ -258,6 +258,9 @@ class Record:
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
     judge_model: str | None = None
+    # the run that gave `judge_output`, where the source names one (an Inspect eval's id): a later run giving the same
+    # output is a judgment of its own, in force, not the earlier one again
+    judge_run: str | None = None
 
     @property
     def has_judgment(self) -> bool:
@@ -452,7 +455,7 @@ def import_records(
         return judgment_from_output(
             item_id, item, templates, record.judge_name or "imported", record.judge_output,
             family=record.template_family, params=record.judge_params, error=record.judge_error,
-            model=record.judge_model, decided=record.judge_verdict, prompt=record.judge_prompt,
+            model=record.judge_model, decided=record.judge_verdict, prompt=record.judge_prompt, run=record.judge_run,
         )
 
     def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool) -> None:

@@ -110,6 +110,12 @@ class InspectLog:
         return self.header.eval.model
 
     @property
+    def run(self) -> str:
+        """The eval's own id: the run whose grading the log holds (the same in a copy of the log
+        inspect writes again, as a reviewed one)."""
+        return self.header.eval.eval_id
+
+    @property
     def judge(self) -> str:
         return self.grader if self.model_graded and self.grader else self.scorer
 
@@ -398,7 +404,7 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
         prompt, raw = (grading[0], grading[1]) if grading else (None, getattr(scored, "explanation", None))
         yield Record(
             sample_item(log, sample, lang, system), where, judge_output=raw, judge_name=log.judge,
-            judge_params=params, judge_verdict=verdict, judge_prompt=prompt,
+            judge_params=params, judge_verdict=verdict, judge_prompt=prompt, judge_run=log.run,
             judge_model=log.grader if grading else None, labels=tuple((name, label) for name, label, _ in people),
             notes=notes, label_times=tuple((name, at) for name, _, at in people),
         )
