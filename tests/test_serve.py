@@ -413,3 +413,26 @@ async def test_a_tab_of_a_killed_app_ends_without_waiting_for_another_writer(dem
             writer.execute("ROLLBACK")
             writer.close()
         assert holders(demo_db) == held, "its item comes back when its lease ends"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_a_closed_tab_saves_the_decision_that_waits_for_another_writer_if_it_is_done_soon(demo_db):
+    """serve asks a closed tab's app to quit and ends it QUIT_GRACE seconds later: a decision that
+    waits for another writer done meanwhile is saved (the app leaves as after q), not dropped."""
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("hal")
+        (app,) = children(served.process.pid)
+        assert await until(lambda: holders(demo_db) != [], 30)
+        writer = sqlite3.connect(demo_db, isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")  # another writer holds the database
+            await ws.send_str(json.dumps(["stdin", "s"]))  # a skip: a decision, waiting to be saved
+            await asyncio.sleep(1.5)
+            await ws.close()  # the tab is closed while it waits
+            await asyncio.sleep(0.5)
+        finally:
+            writer.execute("COMMIT")
+            writer.close()
+        assert await until(lambda: not alive(app), 30), "it ended"
+    assert rows(demo_db, "SELECT annotator, action FROM annotations") == [("hal", "skip")]
+    assert holders(demo_db) == [], "its items given back"

@@ -13,6 +13,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
 
+from calibrate.model import LEFT_WAIT
 from calibrate.names import closest, listing
 from calibrate.session import AnnotationSession
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, UnknownFilter, stop_waiting
@@ -26,7 +27,6 @@ from calibrate.tui.text_prompt import TextPrompt
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError, read_keymap, read_text_file
 
-HANG_UP_WAIT = 30.0  # seconds a closed terminal's app waits for a decision that waits for another writer
 SCREENS = (AnnotateScreen, ItemPickerScreen, ScoreForm, StatsScreen, TextPrompt, TextScreen)
 
 
@@ -135,22 +135,23 @@ class CalibrateApp(App):
 
     def on_mount(self) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no such signal, or not the main thread
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._hung_up)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.leave)
         if self._keymap:
             self.set_keymap(self._keymap)
         self.push_screen(AnnotateScreen(self.session))
 
-    def _hung_up(self) -> None:
-        """The terminal closed (a dropped SSH connection, a killed pane): leave as q does, giving
-        the held items back to the other annotators at once instead of when their leases expire.
-        A decision that waits for another writer is saved first, as after q, if that writer is
-        done within HANG_UP_WAIT seconds (no one is left to be told it was not)."""
+    def leave(self) -> None:
+        """The person left: the terminal closed (a dropped SSH connection, a killed pane) or the
+        browser tab (`calibrate serve`, through `TabDriver`). Leave as q does, giving the held
+        items back to the other annotators at once instead of when their leases expire. A
+        decision that waits for another writer is saved first, as after q, if that writer is done
+        within LEFT_WAIT seconds (no one is left to be told it was not)."""
         screen = next((s for s in self.screen_stack if isinstance(s, AnnotateScreen)), None)
         if screen is None or not screen.saving:
             self.exit()
             return
         screen.action_quit_app()
-        self.set_timer(HANG_UP_WAIT, self.exit)
+        self.set_timer(LEFT_WAIT, self.exit)
 
     def end_on(self, fault: DatabaseFault) -> None:
         """End the app on a damaged database file: every later decision would fail too. The

@@ -18,6 +18,14 @@ from textual.drivers.web_driver import WebDriver
 
 
 class TabDriver(WebDriver):
+    def on_meta(self, packet_type: str, payload: dict[str, object]) -> None:
+        """The tab was closed (serve says "quit"): the app leaves as it does when its terminal
+        closes (`CalibrateApp.leave`: a decision waiting for another writer is saved first)."""
+        if packet_type == "quit" and hasattr(self._app, "leave"):
+            self._app.call_from_thread(self._app.leave)
+        else:
+            super().on_meta(packet_type, payload)
+
     def run_input_thread(self) -> None:
         """Read the input until it ends; if the app was not stopping, its server is gone: leave."""
         super().run_input_thread()
