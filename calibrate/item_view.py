@@ -12,6 +12,14 @@ from calibrate.model import AudioClip, Item, Judgment
 from calibrate.templates import RenderedPrompt, Template
 
 
+class SessionError(ValueError):
+    """A decision that cannot be made (no verdict to confirm, a label outside the set...)."""
+
+
+class NoPlayerError(SessionError):
+    """No system audio player on the PATH."""
+
+
 @dataclass
 class ItemView:
     """What the annotation screen shows for one item."""

@@ -15,12 +15,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from calibrate.audio import PLAYER_HINT, Playback, audio_url, find_player
+from calibrate.audio import PLAYER_HINT, find_player
 from calibrate.cells import BY_CHOICES, CellKinds
 from calibrate.child_process import ChildWorkError, in_child_process
 from calibrate.display import PAGE_CHARS
-from calibrate.item_view import Decision, ItemView, Progress
+from calibrate.item_view import Decision, ItemView, NoPlayerError, Progress, SessionError
 from calibrate.kinds import LabelError
+from calibrate.listening import Listening
 from calibrate.model import LABEL_ACTIONS, Item, Judgment, counted, lease_holder, process_running
 from calibrate.preload import import_meanwhile
 from calibrate.queue_lanes import (
@@ -55,14 +56,6 @@ FALLBACK_NOTES = {  # where an order finds none of the items it puts first, its 
     "unstable-first": "unstable-first: no verdict changed over judge --repeat: items in id order",
     "disagreement-first": "disagreement-first: no judges disagree or fail here: items in id order",
 }
-
-
-class SessionError(ValueError):
-    """A decision that cannot be made (no verdict to confirm, a label outside the set...)."""
-
-
-class NoPlayerError(SessionError):
-    """No system audio player on the PATH."""
 
 
 @dataclass
@@ -109,11 +102,7 @@ class AnnotationSession:
         self._returning: list[int] | None = None
         self._claim_after = 0
         self._shown_at = time.monotonic()
-        self._plays: dict[int, int] = {}
-        self._listened: dict[int, float] = {}
-        self._playback: Playback | None = None
-        self._playback_item: int | None = None
-        self._playback_seconds = 0.0  # the clips' total duration: playing longer counts as this
+        self.audio = Listening()
         self._decided_uids: list[str] = []  # this session's decisions (the only ones it undoes)
         self._trust_marks = None  # the escalate order's trust marks (reliability_cells.TrustMarks), once fitted
         self._preparing: Future | None = None  # what the queue needs, worked out in a child process
@@ -496,12 +485,12 @@ class AnnotationSession:
 
     @property
     def playing(self) -> bool:
-        return self._playback is not None and self._playback.playing
+        return self.audio.playing
 
     @property
     def player_error(self) -> str | None:
         """Why the latest playback could not start, if it could not."""
-        return self._playback.error if self._playback is not None else None
+        return self.audio.player_error
 
     def listen(self) -> bool:
         """Play the current item's audio in the background (True), or stop it if it is playing
@@ -509,54 +498,20 @@ class AnnotationSession:
         view = self.current()
         if view is None or not view.audio:
             raise SessionError("this item has no audio")
-        if self.playing and self._playback_item == view.item.id:
-            self.stop_listening()
-            return False
-        clips = view.playable
-        if not clips:
-            clip = view.audio[0]
-            raise SessionError(f"no audio for this item: {clip.file}: {clip.problem}")
-        missing = next((clip for clip in clips if not clip.file.is_file()), None)
-        if missing is not None:
-            raise SessionError(f"{missing.file}: no such file (the audio folder moved? use --audio-root DIR)")
-        command = find_player()
-        if command is None:
-            raise NoPlayerError(f"no audio player on the PATH (ffplay, paplay, aplay, afplay): {PLAYER_HINT}; "
-                                "or press c to copy an scp path and play the file on your side")
-        self.stop_listening()
-        self._playback = Playback(command, [clip.file for clip in clips])
-        self._playback_item = view.item.id
-        self._playback_seconds = sum(clip.duration or 0.0 for clip in clips)
-        self._plays[view.item.id] = self._plays.get(view.item.id, 0) + 1
-        return True
+        return self.audio.toggle(view)
 
     def listen_in_browser(self) -> list[str]:
-        """For `calibrate serve`: the URLs of the current item's playable clips, for the browser
-        to play where the person sits. Opening them counts as one play of their whole length
-        (the browser does not report back how long it played)."""
+        """For `calibrate serve`: the URLs of the current item's playable clips (`Listening.in_browser`)."""
         view = self.current()
         if view is None or not view.playable:
             raise SessionError("this item has no audio to play")
-        item_id = view.item.id
-        self._plays[item_id] = self._plays.get(item_id, 0) + 1
-        self._listened[item_id] = self._listened.get(item_id, 0.0) + sum(c.duration or 0.0 for c in view.playable)
-        return [audio_url(item_id, position) for position, clip in enumerate(view.audio) if clip.usable]
+        return self.audio.in_browser(view)
 
     def stop_listening(self) -> None:
-        """Stop the audio, if playing, and count how long it played."""
-        if self._playback is None:
-            return
-        self._playback.stop()
-        self._listened[self._playback_item] = self.listening(self._playback_item)[1]
-        self._playback = None
+        self.audio.stop()
 
     def listening(self, item_id: int) -> tuple[int, float]:
-        """How many times this item's audio was started while shown here, and for how many
-        seconds it played (a play counts at most the clips' duration)."""
-        seconds = self._listened.get(item_id, 0.0)
-        if self._playback is not None and self._playback_item == item_id:
-            seconds += min(self._playback.seconds, self._playback_seconds)
-        return self._plays.get(item_id, 0), seconds
+        return self.audio.of(item_id)
 
     # -- decisions ---------------------------------------------------------------------------
 

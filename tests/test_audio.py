@@ -15,7 +15,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from calibrate.audio import envelope
 from calibrate.demo import DEMO_DIR
-from calibrate.session import AnnotationSession, SessionError
+from calibrate.item_view import SessionError
+from calibrate.session import AnnotationSession
 from calibrate.store import Store
 from calibrate.tui.audio_strip import AudioStrip
 from tests.conftest import Calibrate
@@ -162,7 +163,7 @@ def fake_player(tmp_path, monkeypatch, player_dirs) -> Path:
 
 async def played(app, pilot) -> None:
     """Wait until the background player has finished."""
-    playback = app.session._playback
+    playback = app.session.audio.playback
     assert playback is not None and playback.wait(5)
     await pilot.pause()
 
@@ -226,7 +227,7 @@ async def test_a_player_that_cannot_start_is_named_on_screen(demo_db, monkeypatc
     app = make_app(demo_db, task="c3/pause", lang="en")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("l")
-        assert app.session._playback.wait(5)
+        assert app.session.audio.playback.wait(5)
         await pilot.pause(0.7)
         assert "aplay could not start: No such file or directory" in screen_text(app)
 
@@ -275,7 +276,7 @@ def test_audio_root_finds_the_audio_after_the_folder_moved(calibrate, c3_en, tmp
     stale.close()
     session = AnnotationSession(store, templates, annotator="b", task="c3/pause", audio_root=Path(moved))
     session.start()
-    assert session.listen() is True and session._playback.wait(5)
+    assert session.listen() is True and session.audio.playback.wait(5)
     assert fake_player.read_text().split()[-1] == str(Path(moved) / PAUSE / "0.wav")
 
 
@@ -289,7 +290,7 @@ def test_gold_exports_say_whether_the_person_listened(demo_db, templates, fake_p
         session.start()
         if listens:
             session.listen()
-            session._playback.wait(5)
+            session.audio.playback.wait(5)
         session.decide("label", "yes")
     store.close()
     run = Calibrate(demo_db)

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from calibrate import queue_lanes
 from calibrate import session as session_module
+from calibrate.item_view import SessionError
 from calibrate.model import NewItem, NewJudgment
-from calibrate.session import AnnotationSession, SessionError
+from calibrate.session import AnnotationSession
 from calibrate.store import Store, UnknownFilter
 
 

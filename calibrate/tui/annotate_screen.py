@@ -24,9 +24,9 @@ from textual.screen import Screen
 
 from calibrate.audio import scp_path
 from calibrate.escape import safe
-from calibrate.item_view import Decision, ItemView
+from calibrate.item_view import Decision, ItemView, NoPlayerError, SessionError
 from calibrate.model import CalibrateError
-from calibrate.session import AnnotationSession, NoPlayerError, SessionError
+from calibrate.session import AnnotationSession
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, stop_waiting
 from calibrate.tui.audio_strip import AudioStrip
 from calibrate.tui.item_panel import ItemPanel
