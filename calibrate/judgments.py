@@ -119,12 +119,14 @@ def judgment_from_output(
     model: str | None = None,
     decided: Verdict | None = None,
     prompt: tuple[str | None, str] | None = None,
-    run: str | None = None,
+    run: tuple[str, str] | None = None,
 ) -> NewJudgment:
     """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
-    judge and output (and `run`, the run that gave it, where the source names one), so importing
-    the same output twice stores it once, while a later run that gives an earlier run's output
-    again is a judgment of its own, in force.
+    judge and output (and the id of `run`, the (id, start time) of the run that gave it, where the
+    source names one), so importing the same output twice stores it once, while a later run that
+    gives an earlier run's output again is a judgment of its own, in force. A judgment of a run
+    also carries its uid without the run (`NewJudgment.former`): a database whose imports left
+    runs out of uids holds it under that one.
 
     `decided` is a verdict the judge's own tool already reached (an Inspect score's value, or
     unparsed with its reason) instead of one parsed from `raw`; `prompt` is the (system, user)
@@ -148,6 +150,7 @@ def judgment_from_output(
         verdict, correct = parse_output(template, item, raw)
         status = verdict.status
     decided_part = [] if decided is None else [decided.value or f"unparsed: {decided.reason}"]
+    identity = [item.content_hash, key, raw or "", error or "", *decided_part]
     return NewJudgment(
         item_id=item_id,
         judge_name=judge_name,
@@ -164,7 +167,8 @@ def judgment_from_output(
         system_prompt=prompt[0] if prompt else None,
         prompt=prompt[1] if prompt else None,
         error=error,
-        uid=digest(item.content_hash, key, raw or "", error or "", *decided_part, *([f"run {run}"] if run else [])),
+        uid=digest(*identity, *([f"run {run[0]}"] if run else [])),
+        former=(digest(*identity), run[1]) if run else None,
     )
 
 

@@ -333,6 +333,10 @@ class NewJudgment:
     completion_tokens: int | None = None
     uid: str | None = None
     sample: int = 0  # which of the judge's K repeats on this item (0 without --repeat)
+    # of an imported judgment whose uid names its run (an Inspect eval): (its uid without the run, when the run began).
+    # A database whose imports left runs out of uids holds it under the former: a judgment stored under that uid after
+    # the run began is this one (add_judgments skips it); one stored before is an earlier run's
+    former: tuple[str, str] | None = None
 
 
 # -- annotations --------------------------------------------------------------------------------

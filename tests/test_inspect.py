@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from inspect_ai.log import EvalError, read_eval_log, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage
 from inspect_ai.scorer import Score
 
+from calibrate.formats.inspect import InspectLog
 from calibrate.kinds import kind_for
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -244,18 +246,26 @@ def test_json_logs_reimports_and_newer_logs(log, calibrate, tmp_path):
                                 "dee").output
 
 
-def test_a_later_run_grading_as_an_earlier_one_did_is_the_verdict_in_force(log, calibrate, tmp_path):
-    """Three runs of the eval: the second grades sample 1 otherwise, the third as the first did.
-    The third's grading is in force (it was the first's text again, taken for the first's
-    judgment, and the second's stayed in force)."""
+def imported_as_before_eval_ids(calibrate: Calibrate, log: Path):
+    """`calibrate import inspect LOG` as calibrate ran it before a judgment's uid named its Inspect eval
+    (commit 65c7c0c): each judgment's uid made of its item, judge and output only, as records of no run have."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(InspectLog, "run", property(lambda _: None))
+        return calibrate("import", "inspect", str(log))
+
+
+def later_runs_take_over(calibrate: Calibrate, log: Path, tmp_path: Path, begun: datetime | None = None) -> Path:
+    """Imports two more runs of `log`'s eval (begun at `begun`, or when `log`'s began): the first grades sample 1
+    otherwise, the second as `log` did. The second's grading is in force (it was taken for `log`'s judgment, and the
+    run between kept its verdict in force). Returns the second's log."""
     def run(name: str, values: dict[int, object] | None = None):
         def change(changed):
             changed.eval.eval_id = name
+            if begun is not None:
+                changed.eval.created = begun.isoformat()
             with_values(values or {})(changed)
         return change
 
-    first = calibrate("import", "inspect", str(log))
-    assert "12 judgments added" in first.output
     value = read_eval_log(str(log)).samples[0].scores[SCORER].value
     other = "I" if value == "C" else "C"
     second = rewrite(log, tmp_path / "second.eval", run("second-run", {1: other}))
@@ -263,12 +273,32 @@ def test_a_later_run_grading_as_an_earlier_one_did_is_the_verdict_in_force(log, 
     assert "12 judgments added" in calibrate("import", "inspect", str(second)).output
     said = " ".join(calibrate("import", "inspect", str(third)).output.split())
     assert "12 judgments added" in said and f"1: {other} -> {value}" in said, said
-    again = calibrate("import", "inspect", str(third)).output
-    assert "0 judgments added" in again, "the same run's log again adds nothing"
     store = Store(calibrate.db)
     (item,) = [i for i in store.items() if i.source_id == "1"]
     assert store.verdicts_in_force_of([(item.id, JUDGE)])[item.id, JUDGE] == ("verdict", value)
     store.close()
+    return third
+
+
+def test_a_later_run_grading_as_an_earlier_one_did_is_the_verdict_in_force(log, calibrate, tmp_path):
+    assert "12 judgments added" in calibrate("import", "inspect", str(log)).output
+    third = later_runs_take_over(calibrate, log, tmp_path)
+    again = calibrate("import", "inspect", str(third)).output
+    assert "0 judgments added" in again, "the same run's log again adds nothing"
+
+
+def test_a_log_imported_before_judgments_named_their_eval_adds_nothing_again(log, calibrate, tmp_path):
+    """In a database whose Inspect judgments were stored without their eval's id, the same log (or its copy) adds
+    no judgment again: it added each a second time, so the eval counted twice. A later eval's grading is a judgment
+    of its own, also where it grades as that log did."""
+    assert "12 judgments added" in imported_as_before_eval_ids(calibrate, log).output
+    before = counts(calibrate.db)
+    for again in (log, rewrite(log, tmp_path / "run.json", lambda _: None)):
+        said = calibrate("import", "inspect", str(again)).output
+        assert "12 records: 0 items added, 12 already present, 0 judgments added" in said, said
+    assert counts(calibrate.db) == before
+    later_runs_take_over(calibrate, log, tmp_path, begun=datetime.now(UTC))
+    assert counts(calibrate.db) == (12, 36, 0)
 
 
 def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,

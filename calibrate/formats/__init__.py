@@ -258,9 +258,9 @@ class Record:
     judge_verdict: Verdict | None = None
     judge_prompt: tuple[str | None, str] | None = None
     judge_model: str | None = None
-    # the run that gave `judge_output`, where the source names one (an Inspect eval's id): a later run giving the same
-    # output is a judgment of its own, in force, not the earlier one again
-    judge_run: str | None = None
+    # (id, start time) of the run that gave `judge_output`, where the source names one (an Inspect eval): a later run
+    # giving the same output is a judgment of its own, in force, not the earlier one again
+    judge_run: tuple[str, str] | None = None
 
     @property
     def has_judgment(self) -> bool:

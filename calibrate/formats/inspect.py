@@ -110,10 +110,12 @@ class InspectLog:
         return self.header.eval.model
 
     @property
-    def run(self) -> str:
-        """The eval's own id: the run whose grading the log holds (the same in a copy of the log
-        inspect writes again, as a reviewed one)."""
-        return self.header.eval.eval_id
+    def run(self) -> tuple[str, str]:
+        """The eval's own id and the time it began (UTC, as calibrate stores times): the run whose
+        grading the log holds (the same in a copy of the log inspect writes again, as a reviewed
+        one)."""
+        spec = self.header.eval
+        return spec.eval_id, datetime.fromisoformat(spec.created).astimezone(UTC).isoformat(timespec="microseconds")
 
     @property
     def judge(self) -> str:

@@ -28,14 +28,15 @@ class JudgmentsMixin:
     # -- judgments ------------------------------------------------------------------------
 
     def add_judgments(self, judgments: Iterable[NewJudgment]) -> int:
-        """Store judgments; a judgment whose uid is already present is skipped. Returns added."""
+        """Store judgments; a judgment whose uid is already present is skipped, and so is one
+        stored under its former uid since its run began (`NewJudgment.former`). Returns added."""
         stamp = now_iso()
         rows = []
         for j in judgments:
             values = {**j.__dict__, "created_at": stamp}
             values["uid"] = j.uid or uuid.uuid4().hex
             values["params"] = dump_json(j.params or {})
-            rows.append(tuple(values[c] for c in JUDGMENT_COLUMNS))
+            rows.append((*(values[c] for c in JUDGMENT_COLUMNS), *(j.former or (None, None))))
         deferred = len(rows) >= SCORE_SETS_DEFERRED_FROM
         with self.transaction():
             if deferred:  # score_sets rewritten once per touched item, as the deferral ends
@@ -43,7 +44,8 @@ class JudgmentsMixin:
             try:
                 return self.conn.executemany(
                     f"INSERT OR IGNORE INTO judgments ({', '.join(JUDGMENT_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
+                    f"SELECT {', '.join('?' * len(JUDGMENT_COLUMNS))} "
+                    "WHERE NOT EXISTS (SELECT 1 FROM judgments WHERE uid = ? AND created_at > ?)",
                     rows,
                 ).rowcount
             finally:
