@@ -2301,8 +2301,9 @@ def export_inspect_command(ctx, log, out, annotator, gold, lang, system, scorer)
     check_filters(ctx, system=system, annotator=annotator)  # a --lang of no sample: the log's own message
     summary = export_edits(ctx.store, log, out, annotator=annotator, gold=gold, lang=lang, system=system,
                            scorer=scorer)
-    console.print(safe_text(f"wrote {out}: {summary.edits} score edits ({summary.changed} change the value, "
-                            f"{summary.confirmed} confirm it) of {summary.samples} samples"))
+    console.print(safe_text(f"{'replaced' if summary.replaced else 'wrote'} {out}: {summary.edits} score edits "
+                            f"({summary.changed} change the value, {summary.confirmed} confirm it) of {summary.samples} "
+                            "samples"))
     left = [f"{n} {what}" for n, what in ((summary.unlabelled, "unlabelled"), (summary.ties, "tied"),
                                           (summary.already, "already edited so"),
                                           (summary.no_score, "without a score to edit"),
@@ -2312,4 +2313,7 @@ def export_inspect_command(ctx, log, out, annotator, gold, lang, system, scorer)
     for name, before in summary.metrics_before.items():
         after = summary.metrics_after.get(name)
         console.print(safe_text(f"{name}: {before:.4g} -> {after:.4g}" if after is not None else f"{name}: {before:.4g}"))
+    if summary.replaced and out.resolve() != log.resolve():
+        err_console.print(safe_text(f"the earlier {out} is now {log} with these edits (to add edits to a log exported "
+                                    f"before, give it as LOG: export inspect {out} --out {out})", style="yellow"))
 

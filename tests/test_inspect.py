@@ -358,6 +358,36 @@ def test_a_reviewed_log_brings_back_each_persons_notes_once(log, calibrate, tmp_
     assert counts(other.db) == before
 
 
+def test_an_export_onto_an_existing_file_says_it_replaced_it_whole(log, calibrate, tmp_path, monkeypatch):
+    """An --out file there before is replaced whole, and the export says so (and how to add to its edits instead);
+    an export that fails leaves it as it was."""
+    import inspect_ai.log
+
+    calibrate("import", "inspect", str(log))
+    calibrate("import", "labels", str(write_labels(tmp_path / "a.csv", {"1": "I"}, "ana")))
+    calibrate("import", "labels", str(write_labels(tmp_path / "b.csv", {"2": "C"}, "bob")))
+    out = tmp_path / "reviewed.eval"
+    first = calibrate("export", "inspect", str(log), "--out", str(out), "--annotator", "ana")
+    assert first.stdout.startswith(f"wrote {out}: 1 score edits") and not first.stderr
+    again = calibrate("export", "inspect", str(log), "--out", str(out), "--annotator", "bob")
+    assert again.stdout.startswith(f"replaced {out}: 1 score edits"), again.stdout
+    assert " ".join(again.stderr.split()) == (f"the earlier {out} is now {log} with these edits (to add edits to a log "
+                                              f"exported before, give it as LOG: export inspect {out} --out {out})")
+    assert [s.id for s in read_eval_log(str(out)).samples if s.scores[SCORER].history] == [2], "ana's edit is gone"
+    onto = calibrate("export", "inspect", str(out), "--out", str(out), "--annotator", "ana")
+    assert onto.stdout.startswith(f"replaced {out}: 1 score edits") and not onto.stderr
+    assert [s.id for s in read_eval_log(str(out)).samples if s.scores[SCORER].history] == [1, 2]
+
+    def fails_half_way(log, location, *args, **kwargs):
+        Path(location).write_bytes(b"PK half an archive")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(inspect_ai.log, "write_eval_log", fails_half_way)
+    written = out.read_bytes()
+    failed = calibrate("export", "inspect", str(log), "--out", str(out), "--annotator", "bob", ok=False)
+    assert failed.exit_code == 1 and str(out) in failed.output, failed.output
+    assert out.read_bytes() == written and sorted(tmp_path.glob("*reviewed*")) == [out], "as it was, nothing beside it"
+
+
 def test_an_edited_score_without_its_original_is_refused(log, calibrate, tmp_path):
     from inspect_ai.log import ProvenanceData
     from inspect_ai.scorer import ScoreEdit

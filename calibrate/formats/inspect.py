@@ -527,6 +527,7 @@ class ExportSummary:
     not_imported: int = 0
     no_score: int = 0  # the scorer gave the sample none: a label on it has no score to edit
     samples: int = 0
+    replaced: bool = False  # a file of the name --out gives was there before: it is replaced whole
     metrics_before: dict[str, float] = field(default_factory=dict)
     metrics_after: dict[str, float] = field(default_factory=dict)
 
@@ -596,6 +597,7 @@ def export_edits(
         # have: kept as the log had them, a grader they name still names the judge of a re-import
         score.params = params.get(score.name, score.params)
     summary.metrics_after = _metrics(full, log.scorer)
+    summary.replaced = out.exists()
     with replaced_whole(out) as part:
         api.write_eval_log(full, str(part))
     return summary
