@@ -41,6 +41,7 @@ ACTIONS = (*DECISION_ACTIONS, REVERT_ACTION, NOTE_ACTION)
 
 PROCESS_HOLDER = "@pid "  # after the annotator's name, in the lease holder of a session that is not a browser tab
 LEFT_WAIT = 30.0  # seconds an app its person left (a closed terminal or tab) waits for a decision waiting to be saved
+UNSAVED_META = "calibrate_unsaved"  # the packet in which a browser tab's app tells serve what its person did waits to be saved
 
 
 def lease_holder(annotator: str, tab: str | None = None) -> str:

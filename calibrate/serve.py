@@ -13,10 +13,13 @@ behind the same login.
 
 A tab is an app process, and a tab that is gone must not leave one behind: each runs in its own
 process group, and when its websocket closes (or the server stops), it is asked to quit, then
-terminated, then killed with everything it started (an audio player too), and reaped. Once it is
-reaped, the items its session held are given back (an app that was killed could not give them
-back itself), so they come back at once, as a terminal app's do when it starts again. A server
-that is killed cannot end its tabs: each tab's app leaves by itself when its input ends
+terminated, then killed with everything it started (an audio player too), and reaped. An app
+whose person's decision, undo or note waits for another writer has said so (TabDriver.unsaved),
+and is given as long as a closed terminal's app to save it (LEFT_WAIT) before it is terminated;
+Ctrl-C again while the server stops cuts that wait short, and the log names what was not saved.
+Once it is reaped, the items its session held are given back (an app that was killed could not
+give them back itself), so they come back at once, as a terminal app's do when it starts again.
+A server that is killed cannot end its tabs: each tab's app leaves by itself when its input ends
 (calibrate.tui.tab_driver).
 `--max-connections` counts these processes until they are reaped, so it holds however a tab
 ends. What a browser sends is bounded: a message of at most `MAX_MESSAGE` bytes (a larger one
@@ -52,7 +55,7 @@ from textual_serve.server import Server, to_int
 
 from calibrate.audio import AUDIO_ROUTE
 from calibrate.audio_route import audio_handler
-from calibrate.model import CalibrateError, lease_holder
+from calibrate.model import LEFT_WAIT, UNSAVED_META, CalibrateError, lease_holder
 from calibrate.names import MAX_NAME, AnnotatorNameError, annotator_name
 
 log = logging.getLogger("calibrate.serve")
@@ -203,11 +206,15 @@ def terminal_size(width, height) -> tuple[int, int] | None:
 class TabProcess(AppService):
     """textual-serve's app process, run without a shell in its own process group with the
     tab's driver (TAB_DRIVER), and ended for sure: `stop` asks it to quit, then terminates, then
-    kills the group, and reaps it."""
+    kills the group, and reaps it; an app that says its person's action waits to be saved
+    (`unsaved`) is given the time to save it first."""
 
-    def __init__(self, args: list[str], **options):
+    def __init__(self, args: list[str], *, hurry: asyncio.Event, **options):
+        """`hurry`: set when serve is to stop without waiting for what apps save."""
         super().__init__(" ".join(args), **options)
         self.args = args
+        self.hurry = hurry
+        self.unsaved: str | None = None  # what the app last said waits for another writer (TabDriver.unsaved)
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         return {**super()._build_environment(width=width, height=height), "TEXTUAL_DRIVER": TAB_DRIVER}
@@ -218,6 +225,20 @@ class TabProcess(AppService):
         leaving, which an app that was killed cannot."""
         await super().run()
         await self.remote_close()
+
+    async def on_data(self, payload: bytes) -> None:
+        """Relay the app's output to the browser; once the tab is closed, drop it: the app's
+        output is still read to its end, for what the app tells serve (`on_meta`)."""
+        with contextlib.suppress(ConnectionResetError):
+            await super().on_data(payload)
+
+    async def on_meta(self, data: bytes) -> None:
+        meta = json.loads(data)
+        if meta.get("type") == UNSAVED_META:
+            self.unsaved = None if meta.get("what") is None else str(meta["what"])
+            return
+        with contextlib.suppress(ConnectionResetError):
+            await super().on_meta(data)
 
     async def _open_app_process(self, width: int = 80, height: int = 24):
         self._process = await asyncio.create_subprocess_exec(
@@ -236,28 +257,47 @@ class TabProcess(AppService):
             return False
 
     async def stop(self) -> None:
+        """End the app: ask it to quit and give it QUIT_GRACE seconds, or, if its person's
+        action waits for another writer (`unsaved`), up to LEFT_WAIT more (as long as a closed
+        terminal's app waits) unless `hurry` is set; then terminate it, then kill its group.
+        What it had not saved when it ended is named in the log."""
         process = self._process
         if process is None:
             return
         if process.returncode is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.send_meta({"type": "quit"}), QUIT_GRACE)
-            for sent in (None, signal.SIGTERM, signal.SIGKILL):
-                if sent is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, sent)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), QUIT_GRACE)
+            if not await self._ends_within(QUIT_GRACE) and self.unsaved is not None:
+                log.warning("%s waits for another writer: its tab's app has up to %g s to save it", self.unsaved, LEFT_WAIT)
+                await self._ends_within(LEFT_WAIT, self.hurry)
+            for sent in (signal.SIGTERM, signal.SIGKILL):
+                if process.returncode is not None:
                     break
-            else:
-                await process.wait()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, sent)
+                await self._ends_within(QUIT_GRACE)
+            await process.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # whatever it started and left behind
         if self._task is not None:
+            with contextlib.suppress(TimeoutError):  # the app's output read to its end: what it said last
+                await asyncio.wait_for(asyncio.shield(self._task), QUIT_GRACE)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self.unsaved is not None:
+            log.error("not saved: %s (another writer held the database until its tab's app ended)", self.unsaved)
+
+    async def _ends_within(self, seconds: float, hurry: asyncio.Event | None = None) -> bool:
+        """Whether the app has ended within `seconds` (sooner if `hurry` is set)."""
+        waits = [asyncio.ensure_future(self._process.wait())]
+        if hurry is not None:
+            waits.append(asyncio.ensure_future(hurry.wait()))
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in waits:
+            waiting.cancel()
+        return self._process.returncode is not None
 
 
 class CalibrateServer(Server):
@@ -276,6 +316,8 @@ class CalibrateServer(Server):
         # tab id -> its app, its websocket and its session's lease holder
         self.tabs: dict[str, tuple[TabProcess, web.WebSocketResponse, str]] = {}
         self._endings: dict[str, asyncio.Task] = {}  # tab id -> the task ending it
+        self.stopping = False  # Ctrl-C (or SIGTERM) was received: the server stops (`request_exit`)
+        self.hurry = asyncio.Event()  # received again: it stops without waiting for what the tabs' apps save
 
     def serve(self, listening: socket.socket | None = None, debug: bool = False) -> None:
         """Serve until Ctrl-C, on `listening` (from `listening_socket`) when given, else binding
@@ -289,6 +331,16 @@ class CalibrateServer(Server):
             loop.add_signal_handler(signal.SIGINT, self.request_exit)
             loop.add_signal_handler(signal.SIGTERM, self.request_exit)
         web.run_app(self._make_app(), sock=listening, handle_signals=False, loop=loop, print=lambda *args: None)
+
+    def request_exit(self) -> None:
+        """Ctrl-C or SIGTERM: stop, ending every tab (`on_shutdown`), whose app is given the time
+        to save what its person did that waits for another writer (`TabProcess.stop`); again:
+        stop without waiting for that (the log names what was not saved)."""
+        if self.stopping:
+            self.hurry.set()
+            return
+        self.stopping = True
+        super().request_exit()
 
     @property
     def connections(self) -> int:
@@ -315,6 +367,9 @@ class CalibrateServer(Server):
 
     async def on_shutdown(self, app: web.Application) -> None:
         """The server stops: every tab's process ends (reaped) and its websocket closes."""
+        if waiting := sum(process.unsaved is not None for process, _, _ in self.tabs.values()):
+            log.warning("stopping: %d tab(s) wait for another writer to save what their people did, for up to %g s; "
+                        "Ctrl-C again stops at once, and that is not saved", waiting, LEFT_WAIT)
         await asyncio.gather(*(self._end_tab(tab) for tab in list(self.tabs)), return_exceptions=True)
 
     def find_clip(self, item_id: int, position: int) -> Path | None:
@@ -380,7 +435,7 @@ class CalibrateServer(Server):
         del self.tickets[tab]
         _, annotator = ticket
         websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
-        app = TabProcess(self.app_command(tab, annotator), write_bytes=websocket.send_bytes,
+        app = TabProcess(self.app_command(tab, annotator), hurry=self.hurry, write_bytes=websocket.send_bytes,
                          write_str=websocket.send_str, close=websocket.close,
                          download_manager=self.download_manager, debug=self.debug)
         self.tabs[tab] = (app, websocket, lease_holder(annotator, tab))

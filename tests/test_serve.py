@@ -349,6 +349,34 @@ def opened_by(path: Path) -> list[int]:
     return found
 
 
+async def until_shown(ws: aiohttp.ClientWebSocketResponse, text: str, seconds: float) -> bool:
+    """Whether the tab's app draws `text` within `seconds`."""
+    drawn = b""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            while text.encode() not in drawn:
+                message = await ws.receive()
+                if message.type != aiohttp.WSMsgType.BINARY:
+                    return False
+                drawn = drawn[-len(text):] + message.data
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def another_writer(db: Path):
+    """Another writer (an import, a judge run) holding `db`'s write lock; yields its connection,
+    which commits what it wrote (nothing) at the end unless the test ends its transaction itself."""
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        yield writer
+    finally:
+        if writer.in_transaction:
+            writer.execute("COMMIT")
+        writer.close()
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 async def test_a_real_serve_ends_a_tabs_app_when_its_websocket_closes_and_logs_no_token(demo_db):
     async with real_serve(demo_db) as served:
@@ -402,37 +430,55 @@ async def test_a_tab_of_a_killed_app_ends_without_waiting_for_another_writer(dem
         (app,) = children(served.process.pid)
         assert await until(lambda: holders(demo_db) != [], 30)
         held = holders(demo_db)
-        writer = sqlite3.connect(demo_db, isolation_level=None)
-        writer.execute("BEGIN IMMEDIATE")  # a long import, say
-        try:
+        with another_writer(demo_db):  # a long import, say
             os.kill(app, signal.SIGKILL)
             assert await until_closed(ws, 30)
             assert await until(lambda: "another writer holds the database: the items a tab held come back when "
                                        "their leases end" in " ".join(served.output.split()), 30)
-        finally:
-            writer.execute("ROLLBACK")
-            writer.close()
         assert holders(demo_db) == held, "its item comes back when its lease ends"
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-async def test_a_closed_tab_saves_the_decision_that_waits_for_another_writer_if_it_is_done_soon(demo_db):
-    """serve asks a closed tab's app to quit and ends it QUIT_GRACE seconds later: a decision that
-    waits for another writer done meanwhile is saved (the app leaves as after q), not dropped."""
+async def test_a_closed_tab_saves_the_decision_that_waits_for_another_writer(demo_db):
+    """A tab closed while its decision waits for another writer: serve gives its app the time to
+    save it (a closed terminal's 30 s), well beyond the 3 s it gives an app that saves nothing."""
     async with real_serve(demo_db) as served:
         ws = await served.open_tab("hal")
         (app,) = children(served.process.pid)
         assert await until(lambda: holders(demo_db) != [], 30)
-        writer = sqlite3.connect(demo_db, isolation_level=None)
-        try:
-            writer.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        ((item, _),) = holders(demo_db)
+        with another_writer(demo_db):
             await ws.send_str(json.dumps(["stdin", "s"]))  # a skip: a decision, waiting to be saved
-            await asyncio.sleep(1.5)
+            assert await until_shown(ws, "not saved yet", 30)
             await ws.close()  # the tab is closed while it waits
-            await asyncio.sleep(0.5)
-        finally:
-            writer.execute("COMMIT")
-            writer.close()
-        assert await until(lambda: not alive(app), 30), "it ended"
+            await asyncio.sleep(5)  # the other writer goes on for longer than serve's 3 s
+        assert await until(lambda: not alive(app), 30), "it ended once the decision was saved"
     assert rows(demo_db, "SELECT annotator, action FROM annotations") == [("hal", "skip")]
     assert holders(demo_db) == [], "its items given back"
+    assert f"hal's skip on item #{item} waits for another writer: its tab's app has up to 30 s to save it" in \
+        " ".join(served.output.split())
+    assert "not saved" not in served.output
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_serve_stopping_waits_for_a_decision_waiting_to_be_saved_and_ctrl_c_again_names_it(demo_db):
+    """Ctrl-C ends the tabs, each app given the time to save a decision waiting for another
+    writer; Ctrl-C again stops at once, and serve's log names the decision it did not save."""
+    async with real_serve(demo_db) as served:
+        ws = await served.open_tab("ida")
+        assert await until(lambda: holders(demo_db) != [], 30)
+        ((item, _),) = holders(demo_db)
+        with another_writer(demo_db) as writer:
+            await ws.send_str(json.dumps(["stdin", "n"]))  # the label 'no'
+            assert await until_shown(ws, "not saved yet", 30)
+            served.process.send_signal(signal.SIGINT)
+            assert await until(lambda: "Ctrl-C again stops at once" in " ".join(served.output.split()), 30)
+            assert served.process.poll() is None, "it waits"
+            served.process.send_signal(signal.SIGINT)
+            assert await until(lambda: served.process.poll() is not None, 30), "it stops"
+            writer.execute("ROLLBACK")
+    said = " ".join(served.output.split())
+    assert "stopping: 1 tab(s) wait for another writer to save what their people did, for up to 30 s" in said
+    assert f"not saved: ida's label 'no' on item #{item} (another writer held the database until its tab's app " \
+        "ended)" in said
+    assert rows(demo_db, "SELECT annotator, label FROM annotations") == []

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from calibrate.audio import scp_path
 from calibrate.escape import safe
 from calibrate.item_view import Decision, ItemView, NoPlayerError, SessionError
-from calibrate.model import CalibrateError
+from calibrate.model import LABEL_ACTIONS, CalibrateError
 from calibrate.session import AnnotationSession
 from calibrate.store import DatabaseBusy, DatabaseFault, Store, stop_waiting
 from calibrate.tui.audio_strip import AudioStrip
@@ -122,6 +122,7 @@ class AnnotateScreen(Screen):
         self.pane = 0  # which of the panes the scrolling keys move
         self.saving = False  # a write waits for another writer (`write`)
         self.pending: str | None = None  # what waits with it, as the status line says
+        self.unsaved: str | None = None  # the person's action that waits with it, in words (`write`)
         self.waited = 0.0  # seconds it has waited so far
         self.quit_after = False  # q was pressed meanwhile: calibrate quits once it is written (`action_quit_app`)
         self.pressed = ""  # the latest key pressed on this screen, as typed (for what a key that did nothing says)
@@ -168,11 +169,14 @@ class AnnotateScreen(Screen):
 
     # -- writing: at once when the database is free, else on a worker thread that waits --------
 
-    def write(self, work: Callable[[], T], done: Callable[[T], None], pending: str = DECISION_PENDING) -> None:
+    def write(self, work: Callable[[], T], done: Callable[[T], None], pending: str = DECISION_PENDING,
+              unsaved: str | None = None) -> None:
         """Run `work` (one write: it is done again, whole, if the database is busy) and hand its
         result to `done`. If another writer holds the database, nothing is written here: a worker
         thread waits for it, the status line shows the wait and that `pending` waits, and `done`
-        runs once the write is committed."""
+        runs once the write is committed. `unsaved`: the person's action that `work` saves, in
+        words ("label 'yes' on item #3"), said meanwhile to whoever waits for it
+        (`CalibrateApp.unsaved`: serve, in a browser tab)."""
         if self.saving:
             self.notify(STILL_WAITING, severity="warning")
             return
@@ -190,6 +194,9 @@ class AnnotateScreen(Screen):
             store.on_wait = None
         if busy:
             self.saving, self.pending = True, pending
+            if unsaved is not None:
+                self.unsaved = f"{self.session.annotator}'s {unsaved}"
+                self.app.unsaved(self.unsaved)
             self._show_wait(0.0)
             self._write_waiting(work, done)
             return
@@ -228,6 +235,9 @@ class AnnotateScreen(Screen):
         """The write that waited is done (`saved`) or refused: `done` goes on from it, unless q
         was pressed meanwhile and it was saved: then calibrate quits (a refusal is said instead)."""
         self.saving, self.pending = False, None
+        if self.unsaved is not None:
+            self.unsaved = None
+            self.app.unsaved(None)
         self.query_one(StatusBar).waiting(None)
         quit_after, self.quit_after = self.quit_after, False
         if quit_after and saved:
@@ -335,7 +345,18 @@ class AnnotateScreen(Screen):
             self.revealed.add(decision.item_id)
             self.write(self.session.forward, self._show_decided, f"saved; {NEXT_PENDING}")
 
-        self.write(lambda: self.session.decide(action, label), decided)
+        self.write(lambda: self.session.decide(action, label), decided, unsaved=self._decision_words(action, label))
+
+    def _decision_words(self, action: str, label: str | None) -> str:
+        """A decision on the item on screen in words, with the label it gives ("label 'no' on
+        item #3", "skip on item #4")."""
+        view = self.view
+        if action == "confirm":
+            label = view.verdict
+        elif action == "override":
+            label = view.kind.flip(view.verdict)
+        said = f"label {label!r}" if action in LABEL_ACTIONS and label is not None else action
+        return f"{said} on item #{view.item.id}"
 
     def _show_decided(self, view: ItemView | None) -> None:
         self.show(view)
@@ -402,7 +423,7 @@ class AnnotateScreen(Screen):
             self.notify(f"undone: item #{view.item.id} is back (the reversal is recorded)")
             self.show(view)
 
-        self.write(self.session.undo, undone, UNDO_PENDING)
+        self.write(self.session.undo, undone, UNDO_PENDING, unsaved="undo of their latest decision")
 
     def action_note(self) -> None:
         if self.view is None:
@@ -411,7 +432,8 @@ class AnnotateScreen(Screen):
         def done(text: str | None) -> None:
             if text:
                 self.write(lambda: self.session.note(text), lambda _: (self.show(self.session.current()),
-                                                                       self.notify("note saved")), NOTE_PENDING)
+                                                                       self.notify("note saved")), NOTE_PENDING,
+                           unsaved=f"note on item #{self.view.item.id}: {text!r}")
 
         self.app.push_screen(TextPrompt(f"Note on item #{self.view.item.id}", "what should others know?",
                                         enter="saves the note"), done)

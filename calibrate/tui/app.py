@@ -145,13 +145,22 @@ class CalibrateApp(App):
         browser tab (`calibrate serve`, through `TabDriver`). Leave as q does, giving the held
         items back to the other annotators at once instead of when their leases expire. A
         decision that waits for another writer is saved first, as after q, if that writer is done
-        within LEFT_WAIT seconds (no one is left to be told it was not)."""
+        within LEFT_WAIT seconds (in a terminal no one is left to be told it was not; serve, told
+        what waits (`unsaved`), waits as long for a tab's app and names it in its log if it was not)."""
         screen = next((s for s in self.screen_stack if isinstance(s, AnnotateScreen)), None)
         if screen is None or not screen.saving:
             self.exit()
             return
         screen.action_quit_app()
         self.set_timer(LEFT_WAIT, self.exit)
+
+    def unsaved(self, what: str | None) -> None:
+        """Say what the person did that waits for another writer (None: nothing now) to whoever
+        waits for it: `calibrate serve`, through a browser tab's driver (`TabDriver.unsaved`),
+        which then gives a closed tab's app the time to save it. A terminal has no one to tell."""
+        tell = getattr(self._driver, "unsaved", None)
+        if tell is not None:
+            tell(what)
 
     def end_on(self, fault: DatabaseFault) -> None:
         """End the app on a damaged database file: every later decision would fail too. The
