@@ -706,25 +706,39 @@ def test_an_interval_beside_an_undefined_kappa_says_it_is_the_populations(tmp_pa
         assert said in run("report", "--format", fmt).output
 
 
-def test_the_human_ceilings_intervals_simulated_to_cover_less_than_promised_are_marked(tmp_path):
-    """Twelve items two people labelled: the ceiling's note marks its intervals approximate
-    with the coverage tests/bench/ceiling_coverage.py measured at that size."""
+@pytest.mark.parametrize(("people", "words", "judge"), [
+    (("ana", "bob"), "the people's covers about 88 % here, the judge's covers about 81 % here", 0.810),
+    (("ana", "bob", "cy"), "the people's covers about 88 % here, the judge's covers about 87 % here, "
+                           "the difference's covers about 87 % here", 0.873),
+])
+def test_the_human_ceilings_intervals_simulated_to_cover_less_than_promised_are_marked(tmp_path, people, words, judge):
+    """Twelve items two or three people labelled (the third person a quarter of them only): the
+    ceiling's note marks its intervals approximate with the coverage tests/bench/ceiling_coverage.py
+    measured at that size and number of people."""
+    import krippendorff
+
     items = tmp_path / "items.jsonl"
     items.write_text("".join(json.dumps({"id": f"q{i}", "content": f"s{i}", "notation": "n", "response": "r",
                                          "out": f"The answer is: {'yes' if i % 3 else 'no'}."}) + "\n"
                              for i in range(12)), encoding="utf-8")
+    said = {(i, who): "yes" if (i + shift) % 4 else "no" for i in range(12) for shift, who in enumerate(people)
+            if who != "cy" or i % 4}
     labels = tmp_path / "labels.csv"
     labels.write_text("task,lang,source_id,annotator,label\n" + "".join(
-        f"c3/pause,en,q{i},{who},{'yes' if (i + shift) % 4 else 'no'}\n" for i in range(12)
-        for who, shift in (("ana", 0), ("bob", 1))), encoding="utf-8")
+        f"c3/pause,en,q{i},{who},{label}\n" for (i, who), label in said.items()), encoding="utf-8")
     run = Calibrate(tmp_path / "ceiling.db")
     run("import", "jsonl", str(items), "--task", "c3/pause", "--lang", "en", "--judge-output", "out", "--judge-name", "j")
     run("import", "labels", str(labels))
     text = " ".join(run("report", "--format", "markdown").output.split())
-    assert "human ceiling on 12 items labelled by 2 people" in text
-    assert "approximate intervals: the people's covers about 90 % here, the judge's covers about 86 % here" in text
-    cell = json.loads(run("report", "--format", "json").output)["cells"][0]
-    assert cell["ceiling"]["judge"]["approximate"] == 0.862
+    assert f"human ceiling on 12 items labelled by {len(people)} people" in text
+    assert f"approximate intervals: {words}" in text
+    ceiling = json.loads(run("report", "--format", "json").output)["cells"][0]["ceiling"]
+    assert ceiling["judge"]["approximate"] == judge and ceiling["humans"]["ci"] is not None
+    if len(people) == 3:
+        matrix = [[{"yes": 1.0, "no": 0.0}[said[i, who]] if (i, who) in said else float("nan") for i in range(12)]
+                  for who in people]
+        assert ceiling["humans"]["value"] == pytest.approx(krippendorff.alpha(reliability_data=matrix,
+                                                                              level_of_measurement="nominal"))
 
 
 def test_one_judge_error_and_one_unparsed_item_are_counted_in_the_singular(tmp_path):
