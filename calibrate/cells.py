@@ -99,14 +99,6 @@ class CellKinds:
         return next((label for label in cell.labels if cell.canonical(label) == outcome), value)
 
 
-def disagreeing(kind: VerdictKind | None, label: str) -> str | None:
-    """A label of the kind's own scale that disagrees with `label` (the other one of a binary
-    kind; the first other label of a larger set)."""
-    if kind is None or not kind.labels:
-        return None
-    return kind.flip(label) or next((other for other in kind.labels if other != label), None)
-
-
 UNPARSED_ANSWER = "(unparsed)"
 """What an unparsed verdict of a kind of more than two labels counts as under as-disagreement:
 an answer of its own that no person gives, so the item disagrees with every person's label

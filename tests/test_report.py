@@ -191,6 +191,8 @@ def test_unparsed_options_apply_where_they_mean_something_and_say_where_not(tmp_
     assert stats["labels"][-1] == "(unparsed)" and stats["table"][-1] == [0, 1, 1, 0], \
         "the judge's unparsed outputs disagree as an answer of their own, not as a CB label it never gave"
     assert stats["kappa"]["value"] == pytest.approx(0.25), "p_o 1/3, p_e 1/3 x 1/3: (1/3 - 1/9) / (1 - 1/9)"
+    assert "κ between 0.25 (all wrong) and 1.00 (all right)" in " ".join(cb("report").output.split()), \
+        "the worst case counts them as as-disagreement does"
 
 
 def test_report_by_language_merges_tasks(labelled_db):

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
+from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, unparsed_as
 from calibrate.configurations import mixed_by_cell
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
@@ -328,9 +328,10 @@ def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, o
 
 
 def _kappa_range(kind: VerdictKind, parsed: dict, unparsed: dict, labels: list[str]) -> tuple[float | None, float | None]:
-    """Kappa if every unparsed verdict had disagreed with the person (worst) or agreed (best)."""
+    """Kappa if every unparsed verdict had disagreed with the person (worst: as
+    `--unparsed as-disagreement` counts it) or agreed (best)."""
     out = []
-    for counted_as in (lambda h: disagreeing(kind, h), lambda h: h):
+    for counted_as in (lambda h: unparsed_as(kind, "as-disagreement", h), lambda h: h):
         pairs = dict(parsed)
         for label, n in unparsed.items():
             pairs[(counted_as(label), label)] = pairs.get((counted_as(label), label), 0) + n
