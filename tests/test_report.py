@@ -157,6 +157,9 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     people, judge = ceiling["people"]["score_answer"], ceiling["judge"]["score_answer"]
     assert people["mae"]["value"] == pytest.approx(8.0) and people["spearman"]["value"] == pytest.approx(1.0)
     assert judge["mae"]["value"] == pytest.approx(6.0), "the judge against ana (10, 0, 10, 10, 0) and bob (10, 10, 0, 0, 10)"
+    rows = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert {(r["scores"], r["ceiling_items"], r["ceiling_statistic"], round(float(r["ceiling"]), 9)) for r in rows} == {
+        ("score_answer", "5", "Spearman ρ", 1.0), ("score_reasoning", "5", "Spearman ρ", 1.0)}, "both rank the items alike"
     table = " ".join(run("report").output.split())
     assert "human ceiling on 5 items scored by 2 people: score_answer: people ρ 1.00" in table
     assert "MAE 8.00" in table and "tied" not in table

@@ -349,7 +349,8 @@ STATISTIC_NAMES = {"spearman": "Spearman ρ", "pearson": "Pearson r", "kendall":
 
 def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> ReportRow:
     """The line's named values; for a rubric line, those of one of its scores (`dimension`,
-    by default the first)."""
+    by default the first), its ceiling columns the people's and the judge's Spearman's rho of
+    that score (`ScoreCeiling`)."""
     row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
                     jury_ties=line.jury_ties, jury_one_judge_only=c.one_judge_items, more_items=line.more_items,
                     gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
@@ -392,6 +393,12 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
             setattr(row, f"{name}_high", high)
             setattr(row, f"{name}_approximate", estimate.approximate)
         row.score_note = score_note(scores)
+        if c.score_ceiling is not None and row.scores in c.score_ceiling.people:  # the ceiling's Spearman of this score
+            people, judge = (found[row.scores].spearman for found in (c.score_ceiling.people, c.score_ceiling.judge))
+            row.ceiling_items, row.ceiling_statistic = c.score_ceiling.n_items, STATISTIC_NAMES["spearman"]
+            row.ceiling, row.ceiling_low, row.ceiling_high = split_estimate(people)
+            row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(judge)
+            row.ceiling_approximate, row.judge_on_shared_approximate = people.approximate, judge.approximate
     r = c.reliability
     if r is not None and not (c.kind and c.kind.scored):
         row.repeats, row.repeat_temperature = r.repeats, r.temperatures
