@@ -4,7 +4,9 @@ A cell is the items of one (task, language) pair, or of several pooled when `--b
 dimension out, optionally per system under test. A cell holds one kind of verdict: English
 yes/no and Chinese 是/否 pool on their canonical polarity, any other kind only with itself.
 This module holds the one list of `--by` values, the one parser of `--by` for every command,
-and how an unparsed verdict counts in a cell.
+and how an unparsed verdict counts in a cell: `--unparsed as-negative` where a kind has a
+negative label, `as-disagreement` where it has categories; elsewhere it is left out and the
+report says why (`unparsed_not_applied`).
 """
 
 from __future__ import annotations
@@ -97,18 +99,46 @@ class CellKinds:
         return next((label for label in cell.labels if cell.canonical(label) == outcome), value)
 
 
-def disagreeing(kind: VerdictKind | None, label: str) -> str | None:
-    """A label of the kind's own scale that disagrees with `label` (the other one of a binary
-    kind; the first other label of a larger set)."""
-    if kind is None or not kind.labels:
-        return None
-    return kind.flip(label) or next((other for other in kind.labels if other != label), None)
+UNPARSED_ANSWER = "(unparsed)"
+"""What an unparsed verdict of a kind of more than two labels counts as under as-disagreement:
+an answer of its own that no person gives, so the item disagrees with every person's label
+without being given one of the kind's labels, which the judge never gave."""
+
+
+def unparsed_not_applied(kind: VerdictKind | None, mode: str) -> str | None:
+    """Why `--unparsed mode` does not apply to this kind's unparsed verdicts, which are then left
+    out; None where it applies. as-negative needs a negative label (yes/no, True/False, …);
+    as-disagreement needs categories (a score has no one score that disagrees)."""
+    if mode == "as-negative" and (kind is None or kind.positive is None):
+        if kind is not None and kind.scored:
+            return "scores have no negative label"
+        labels = f" ({', '.join(kind.labels)})" if kind is not None and kind.labels else ""
+        return f"these labels{labels} have no negative one"
+    if mode == "as-disagreement" and (kind is None or not kind.labels):
+        return "no score counts as disagreeing with a person's" if kind is not None and kind.scored \
+            else "the labels of these verdicts are not known"
+    return None
+
+
+def unparsed_words(kind: VerdictKind | None, mode: str) -> str:
+    """How a cell of this kind counts its unparsed verdicts under `mode`, in words."""
+    not_applied = unparsed_not_applied(kind, mode)
+    if not_applied:
+        return f"left out: --unparsed {mode} does not apply here ({not_applied})"
+    if mode == "as-negative":
+        return f"counted as the negative label {kind.labels[1]!r} (C3's rule)"
+    if mode == "as-disagreement":
+        return "counted as disagreeing with the person" + (
+            "" if kind.is_binary else f" (an answer of their own, {UNPARSED_ANSWER}, in κ's table)")
+    return "left out"
 
 
 def unparsed_as(kind: VerdictKind | None, mode: str, human: str) -> str | None:
-    """What an unparsed verdict counts as under `mode`, against this human label (None: left out)."""
-    if mode == "as-negative" and kind is not None and kind.positive is not None:
+    """What an unparsed verdict counts as under `mode`, against this human label (None: left
+    out): the negative label (as-negative), the other label of a binary kind or UNPARSED_ANSWER
+    (as-disagreement), where the mode applies (`unparsed_not_applied`)."""
+    if mode == "exclude" or unparsed_not_applied(kind, mode):
+        return None
+    if mode == "as-negative":
         return kind.labels[1]
-    if mode in ("as-negative", "as-disagreement"):
-        return disagreeing(kind, human)
-    return None
+    return kind.flip(human) or UNPARSED_ANSWER

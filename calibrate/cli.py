@@ -4,6 +4,7 @@ export) as a scriptable subcommand over one SQLite file."""
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import json
 import os
@@ -1878,8 +1879,9 @@ REPORT_FORMATS = ["table", "markdown", "json", "csv", "html"]
 @click.option("--wide", is_flag=True, help="Terminal table: add AC1, sensitivity, specificity, prevalence, leniency; "
               "for rubric scores, Pearson, Kendall, weighted κ and pass/fail κ beside Spearman and MAE.")
 @click.option("--unparsed", type=click.Choice(["exclude", "as-negative", "as-disagreement"]), default="exclude",
-              show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does, "
-              "or count as disagreeing with the person.")
+              show_default=True, help="Unparsed verdicts: leave out (counted), count as no/否 as C3's script does "
+              "(kinds with a negative label), or count as disagreeing with the person (categories); where a kind "
+              "does not allow it (scores), left out and said per cell.")
 @click.option("--unparsed-as-disagreement", is_flag=True, help="Same as --unparsed as-disagreement.")
 @click.option("--gold-from", metavar="ANNOTATOR", help="An adjudicator whose label is the gold where present.")
 @click.option("--reliability", is_flag=True,
@@ -2032,8 +2034,8 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
         result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                    gold_from=gold_from, min_labels=min_labels)
     if not result.rows:
-        raise click.ClickException(f"no judge verdicts with a yes/no or label verdict in {ctx.db_path}: "
-                                   "run calibrate judge first")
+        raise click.ClickException(result.scores_only() or f"no judge verdicts with a yes/no or label verdict in "
+                                   f"{ctx.db_path}: run calibrate judge first")
     if not any(row.found.n for row in result.rows):
         raise click.ClickException(
             f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "
@@ -2124,7 +2126,8 @@ def merge_command(ctx, other):
 def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     """Export gold labels, verdicts and notes (JSONL, CSV, C3).
 
-    Items with every annotator's label, the consolidated (majority) label, judge verdicts,
+    Items with every annotator's label, the consolidated label (majority; for rubric scores the
+    mean, each score also in a CSV column of its own), judge verdicts,
     whether each judge's verdict is accepted or needs a person (as `trust` finds), and notes;
     `export c3` writes C3's own result layout."""
     if click_ctx.invoked_subcommand is not None:
@@ -2137,9 +2140,12 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     check_filters(ctx, system=system)
     if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
-    writer = write_jsonl if fmt == "jsonl" else write_csv
     with ctx.store.reading():  # the trust marks and the rows from one snapshot of the database
-        marks = trust_marks(ctx.store, CellKinds(ctx.templates, BY_CHOICES), target=target, risk=risk, min_labels=min_labels)
+        kinds = CellKinds(ctx.templates, BY_CHOICES)
+        # a CSV gives rubric scores columns of their own where some item's kind has them
+        writer = write_jsonl if fmt == "jsonl" else functools.partial(write_csv, scores=any(
+            kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system)))
+        marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels)
         say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
         if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
             with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(

@@ -16,6 +16,7 @@ it reads, and hands the result to the report's other reads.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 from typing import NamedTuple, TypeVar
@@ -25,7 +26,8 @@ Item = TypeVar("Item", bound=Hashable)
 
 class GoldLabel(NamedTuple):
     """An item's gold label (None: unlabelled or tied) and how it was reached, in words:
-    "adjudicator NAME", "single annotator", "unanimous", "majority K/N", "tie" or "unlabelled"."""
+    "adjudicator NAME", "single annotator", "unanimous", "majority K/N", "mean of N" (scores),
+    "tie" or "unlabelled"."""
 
     label: str | None
     basis: str
@@ -41,6 +43,8 @@ def gold_label(labels: Mapping[str, str | None], adjudicator: str | None = None)
         return GoldLabel(None, "unlabelled")
     if len(votes) == 1:
         return GoldLabel(votes[0], "single annotator")
+    if votes[0][:1] == "{" and (mean := mean_scores(votes)) is not None:
+        return GoldLabel(mean, f"mean of {len(votes)}")
     if len(votes) == 2:  # the common case of several people, decided without a tally
         return GoldLabel(votes[0], "unanimous") if votes[0] == votes[1] else GoldLabel(None, "tie")
     ranked = Counter(votes).most_common(2)
@@ -50,6 +54,25 @@ def gold_label(labels: Mapping[str, str | None], adjudicator: str | None = None)
     if most > second:
         return GoldLabel(top, f"majority {most}/{len(votes)}")
     return GoldLabel(None, "tie")
+
+
+def mean_scores(votes: list[str]) -> str | None:
+    """The mean of score labels, JSON objects of the same numbers (the rubric's two scores, in
+    `VerdictKind.score_label`'s stored form), in that form: each score's mean rounded half up
+    to 0.1, keys sorted; None when a vote is not such an object."""
+    tenths: dict[str, int] = {}
+    for vote in votes:
+        try:
+            scores = json.loads(vote)
+        except ValueError:
+            return None
+        if not isinstance(scores, dict) or not scores or (tenths and scores.keys() != tenths.keys()) \
+                or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in scores.values()):
+            return None
+        for key, value in scores.items():
+            tenths[key] = tenths.get(key, 0) + round(value * 10)
+    n = len(votes)
+    return json.dumps({key: (2 * total + n) // (2 * n) / 10 for key, total in sorted(tenths.items())})
 
 
 def gold_by_item(labels: Mapping[Item, Mapping[str, str | None]], adjudicator: str | None = None) -> dict[Item, str]:

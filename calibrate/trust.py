@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from calibrate.cells import CellKinds
 from calibrate.configurations import MixedConfigurations, mixed_by_cell
@@ -49,6 +49,18 @@ class TrustTable:
     risk: float
     rows: list[TrustRow]
     min_labels: int
+    scored: list[tuple[str, str, str]] = field(default_factory=list)  # (task, lang, judge) left out: scores
+
+    def scores_only(self) -> str | None:
+        """Where the judges' only verdicts are scores, why there is nothing to trust, in words
+        (None where there are rows, or no scored cell was judged)."""
+        if self.rows or not self.scored:
+            return None
+        cells = ", ".join(f"{task} {lang} ({judge})" for task, lang, judge in self.scored)
+        return (f"the judge verdicts are scores ({cells}): a score is not a yes/no or label verdict that could be "
+                "accepted without a person, so there is no threshold to find. trust needs a yes/no or label verdict "
+                "with a confidence (judge with --logprobs or --repeat K) and human labels; to see how the judge's "
+                "scores follow people's, run calibrate report")
 
 
 def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], target: float, risk: float,
@@ -69,7 +81,9 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     rows = [TrustRow(system, key[0], key[1], name, trust, mixed.get((key, name, system)))
             for (key, name, system), trust in found.items() if not kinds.scored(key)]
     rows.sort(key=lambda r: (r.system or "", r.task, r.lang, r.judge))
-    return TrustTable(target, risk, rows, min_labels)
+    scored = sorted({(*kinds.key(task, lang), name) for task, lang, _, name in store.judged_cells(judge)
+                     if kinds.scored(kinds.key(task, lang))})
+    return TrustTable(target, risk, rows, min_labels, scored)
 
 
 COLUMNS = ["system", "task", "lang", "judge", "n", "threshold", "accepts", "lower bound", "agree", "shortfall"]

@@ -97,3 +97,24 @@ def test_a_csv_export_has_verdict_and_trust_columns_for_more_judges_than_sqlite_
     assert [cell for name, cell in zip(header, row, strict=True) if name.startswith("verdict:")] == ["yes"] * judges
     # no threshold is certified without labels: every verdict needs a person
     assert [cell for name, cell in zip(header, row, strict=True) if name.startswith("trust:")] == ["needs a person"] * judges
+
+
+def test_a_csv_export_of_rubric_scores_gives_each_score_a_column_of_its_own(tmp_path, labelled_db):
+    from tests.test_report import two_scorers_db
+
+    two_scorers_db(tmp_path / "r.db")
+    run = Calibrate(tmp_path / "r.db")
+    out = tmp_path / "gold.csv"
+    run("export", "--format", "csv", "--out", str(out))
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [r["gold_label:score_answer"] for r in rows] == ["20.0", "35.0", "45.0", "75.0", "95.0", "55.0"], \
+        "the gold is the mean of ana's and bob's scores, a number per cell"
+    assert [r["score_reasoning:bob"] for r in rows] == ["20.0", "40.0", "50.0", "70.0", "100.0", "60.0"]
+    assert [r["verdict:ds:score_answer"] for r in rows] == ["10.0", "30.0", "50.0", "70.0", "90.0", ""], \
+        "an unparsed verdict has no score"
+    assert rows[0]["gold_basis"] == "mean of 2" and json.loads(rows[0]["label:ana"])["score_answer"] == 20.0, \
+        "the JSON cells stay, which import labels reads back"
+    line = json.loads(run("export").output.splitlines()[0])
+    assert "gold_label:score_answer" not in line and json.loads(line["gold_label"])["score_answer"] == 20.0, "JSONL as before"
+    header = Calibrate(labelled_db[0])("export", "--format", "csv").output.splitlines()[0]
+    assert "score_answer" not in header, "no score columns where no kind has scores"

@@ -111,8 +111,91 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     line = next(line for line in cell["lines"] if line["versus"] == "b")
     assert line["scores"]["score_answer"]["spearman"]["value"] == pytest.approx(1.0)
     assert line["scores"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
-    assert cell["ceiling"] is None, "labels that are score pairs are not categories to compute kappa on"
+    gold = next(line for line in cell["lines"] if line["versus"] == "gold")
+    assert gold["n"] == 6 and cell["gold_ties"] == 0, "three people's scores have a mean, b's here"
+    assert gold["scores"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
+    ceiling = cell["ceiling"]
+    assert (ceiling["human_statistic"], ceiling["n_items"], ceiling["annotators"]) == ("scores", 6, 3), \
+        "score pairs get the score statistics as their ceiling, not kappa"
+    # people: pairs (a, b), (a, c), (b, c) differ by 5, 10, 5 on the answer, never on the reasoning
+    assert ceiling["people"]["score_answer"]["mae"]["value"] == pytest.approx(20 / 3)
+    assert ceiling["people"]["score_reasoning"]["mae"]["value"] == 0
+    # the judge against each person: answers 0, 5, 10 off; reasoning 50 against 40 + k, k = 0..5
+    assert ceiling["judge"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
+    assert ceiling["judge"]["score_reasoning"]["mae"]["value"] == pytest.approx(7.5)
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
+
+
+def two_scorers_db(path) -> None:
+    """Five rubric items the judge scored (one more unparsed), which ana and bob both scored,
+    differently on four of them."""
+    store = Store(path)
+    fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(6)], with_ids=True)
+    scores = lambda a: json.dumps({"score_answer": float(a), "score_reasoning": float(a)}, sort_keys=True)  # noqa: E731
+    judge, ana, bob = [10, 30, 50, 70, 90, None], [20, 30, 40, 80, 90, 50], [20, 40, 50, 70, 100, 60]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="ds", judge_key="k", status="verdict" if j is not None else
+                                     "unparsed", verdict=scores(j) if j is not None else None, raw_output="…")
+                         for i, j in zip(ids, judge, strict=True)])
+    for name, given in (("ana", ana), ("bob", bob)):
+        for i, score in zip(ids, given, strict=True):
+            store.annotate(i, name, "label", label=scores(score))
+    store.close()
+
+
+def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_path):
+    two_scorers_db(tmp_path / "r.db")
+    run = Calibrate(tmp_path / "r.db")
+    (cell,) = json.loads(run("report", "--format", "json").output)["cells"]
+    gold = next(line for line in cell["lines"] if line["versus"] == "gold")
+    # gold = the means 20, 35, 45, 75, 95: the judge is 10, 5, 5, 5, 5 off
+    assert gold["n"] == 5 and cell["gold_ties"] == 0
+    assert gold["scores"]["score_answer"]["mae"]["value"] == pytest.approx(6.0)
+    ceiling = cell["ceiling"]
+    assert (ceiling["n_items"], ceiling["annotators"]) == (5, 2)
+    assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out"]
+    people, judge = ceiling["people"]["score_answer"], ceiling["judge"]["score_answer"]
+    assert people["mae"]["value"] == pytest.approx(8.0) and people["spearman"]["value"] == pytest.approx(1.0)
+    assert judge["mae"]["value"] == pytest.approx(6.0), "the judge against ana (10, 0, 10, 10, 0) and bob (10, 10, 0, 0, 10)"
+    rows = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
+    assert {(r["scores"], r["ceiling_items"], r["ceiling_statistic"], round(float(r["ceiling"]), 9)) for r in rows} == {
+        ("score_answer", "5", "Spearman ρ", 1.0), ("score_reasoning", "5", "Spearman ρ", 1.0)}, "both rank the items alike"
+    table = " ".join(run("report").output.split())
+    assert "human ceiling on 5 items scored by 2 people: score_answer: people ρ 1.00" in table
+    assert "MAE 8.00" in table and "tied" not in table
+
+
+def test_unparsed_options_apply_where_they_mean_something_and_say_where_not(tmp_path):
+    two_scorers_db(tmp_path / "r.db")
+    run = Calibrate(tmp_path / "r.db")
+    for mode, why in (("as-negative", "scores have no negative label"),
+                      ("as-disagreement", "no score counts as disagreeing with a person's")):
+        (cell,) = json.loads(run("report", "--unparsed", mode, "--format", "json").output)["cells"]
+        assert [line["n"] for line in cell["lines"]] == [5, 5, 5], "the unparsed item is left out"
+        assert cell["unparsed_counted"] == f"left out: --unparsed {mode} does not apply here ({why})"
+        assert f"1 of 6 verdicts unparsed, left out: --unparsed {mode} does not apply here" in \
+            " ".join(run("report", "--unparsed", mode).output.split())
+    store = Store(tmp_path / "cb.db")
+    ids, _ = store.add_items([NewItem("superglue/cb", "en", str(k), {"premise": "p", "hypothesis": "h"})
+                              for k in range(3)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="m", judge_key="k", status=status, verdict=verdict,
+                                     raw_output="…") for i, (status, verdict) in
+                         zip(ids, [("verdict", "entailment"), ("unparsed", None), ("unparsed", None)], strict=True)])
+    for i, label in zip(ids, ["entailment", "contradiction", "neutral"], strict=True):
+        store.annotate(i, "ana", "label", label=label)
+    store.close()
+    cb = Calibrate(tmp_path / "cb.db")
+    (cell,) = json.loads(cb("report", "--unparsed", "as-negative", "--format", "json").output)["cells"]
+    assert cell["lines"][0]["n"] == 1, "CB has no negative label: nothing is made 'entailment'"
+    assert "(entailment, contradiction, neutral) have no negative one" in cell["unparsed_counted"]
+    (cell,) = json.loads(cb("report", "--unparsed", "as-disagreement", "--format", "json").output)["cells"]
+    stats = cell["lines"][0]["stats"]
+    assert cell["lines"][0]["n"] == 3 and stats["agreement"]["value"] == pytest.approx(1 / 3)
+    assert stats["labels"][-1] == "(unparsed)" and stats["table"][-1] == [0, 1, 1, 0], \
+        "the judge's unparsed outputs disagree as an answer of their own, not as a CB label it never gave"
+    assert stats["kappa"]["value"] == pytest.approx(0.25), "p_o 1/3, p_e 1/3 x 1/3: (1/3 - 1/9) / (1 - 1/9)"
+    assert "κ between 0.25 (all wrong) and 1.00 (all right)" in " ".join(cb("report").output.split()), \
+        "the worst case counts them as as-disagreement does"
 
 
 def test_report_by_language_merges_tasks(labelled_db):

@@ -33,7 +33,9 @@ def test_demo_c3_rule_and_parser_columns_differ_and_the_report_says_why(demo_db)
     why = result["why_the_c3_rule_differs"]
     assert any("c3/intonation (en)" in line and "the answer is：yes" in line for line in why)
     assert any("c3/heterograph (zh)" in line and "最终答案为:是" in line for line in why)
-    assert "rubric/reference left out: scores, not right/wrong (see `calibrate report`)" in result["notes"]
+    assert ("rubric/reference left out: its verdicts are 0-100 scores, not right/wrong: a system's score here would "
+            "need a right/wrong verdict per item; `calibrate report` shows how the judge's scores follow people's"
+            ) in result["notes"]
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json", "csv", "html"])
@@ -603,3 +605,19 @@ def test_the_notes_name_labels_and_verdicts_as_people_gave_them_and_count_in_the
     csv_run = run("scores", "--format", "csv")
     assert "`--format json` also has" in csv_run.stderr and "judge against judge (judge_pairs)" in csv_run.stderr
     assert "judge_pairs" not in csv_run.stdout
+
+
+def test_on_rubric_scores_alone_scores_and_trust_say_what_they_would_need_and_what_to_run(tmp_path):
+    from tests.test_report import two_scorers_db
+
+    two_scorers_db(tmp_path / "r.db")
+    run = Calibrate(tmp_path / "r.db")
+    scores = run("scores", ok=False)
+    assert scores.exit_code == 1
+    assert "would need a right/wrong verdict per item; `calibrate report` shows how the judge's scores follow" \
+        in " ".join(scores.output.split())
+    trust = run("trust", ok=False)
+    words = " ".join(trust.output.split())
+    assert trust.exit_code == 1 and "run calibrate judge first" not in words, "the judge did run"
+    assert "the judge verdicts are scores (rubric/reference zh (ds)): a score is not a yes/no or label verdict" in words
+    assert "trust needs a yes/no or label verdict with a confidence" in words and "run calibrate report" in words

@@ -24,12 +24,15 @@ import json
 
 from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
+from calibrate.kinds import kind_for
 from calibrate.names import CONSOLIDATED
 from calibrate.reliability_cells import TrustMarks
 from calibrate.store import Store
 from calibrate.store.export_rows import CSV_SPECIAL, NO_SPARSE_JSON, Sparse
+from calibrate.verdicts import SCORE_KEYS
 
 CHUNK = 2000  # lines written at once
+SCORED = kind_for("rubric_scores")
 LABEL_COLUMN = "label:"  # a CSV column of one person's labels, before their name
 NOTES_BETWEEN = " | "  # between the notes of a CSV notes cell, each "annotator: note"
 MEMO = 4096  # sets of labels (or verdicts) whose gold label part (JSON) or cells (CSV) are kept
@@ -130,38 +133,55 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
 
 
 def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
-              marks: TrustMarks | None = None) -> int:
+              marks: TrustMarks | None = None, scores: bool = False) -> int:
     """One CSV row per item: item_id, task, lang, system, source_id, reference, gold_label,
     gold_basis, annotator, a label column per annotator, a verdict column per judge, with `marks`
     a trust column per judge, notes, flagged_by, and where an item has usable audio a listened
     column per annotator; cells a spreadsheet would run as formulas neutralised; as `csv.writer`
-    writes them (QUOTE_MINIMAL, rows ending in CR LF). `out` is a text stream, or a binary one
-    that takes the rows in UTF-8."""
+    writes them (QUOTE_MINIMAL, rows ending in CR LF). With `scores` (some items' kind has
+    rubric scores, whose labels and verdicts are JSON objects of two scores), each score also
+    has a column of its own, a number a spreadsheet can average: `gold_label:KEY`, `KEY:NAME`
+    per annotator after the label columns, `verdict:JUDGE:KEY` after the verdict columns (KEY
+    score_answer or score_reasoning; empty where the cell holds no scores). `out` is a text
+    stream, or a binary one that takes the rows in UTF-8."""
     annotators, judges, with_audio = store.export_columns(system)
     listeners = annotators if with_audio else []
     trusted = judges if marks is not None else []
+    keys = SCORE_KEYS if scores else ()
     if marks is not None:
         store.set_trust_marks(marks)
     write = _bytes_to(out)
     write(_csv_cells([spreadsheet_safe(v) for v in [
         "item_id", "task", "lang", "system", "source_id", "reference", "gold_label", "gold_basis", "annotator",
-        *(f"{LABEL_COLUMN}{a}" for a in annotators), *(f"verdict:{j}" for j in judges), *(f"trust:{j}" for j in trusted),
+        *(f"{LABEL_COLUMN}{a}" for a in annotators), *(f"gold_label:{k}" for k in keys),
+        *(f"{k}:{a}" for a in annotators for k in keys), *(f"verdict:{j}" for j in judges),
+        *(f"verdict:{j}:{k}" for j in judges for k in keys), *(f"trust:{j}" for j in trusted),
         "notes", "flagged_by", *(f"listened:{a}" for a in listeners)]])[1:] + b"\r\n")  # the header row
     column = {a: k for k, a in enumerate(annotators)}
     no_sparse = _csv_cells(["", "", *[""] * len(listeners)]) + b"\r\n"
 
+    def score_cells(labels: list[str | None]) -> list[str]:
+        """Each score of each of `labels` (rubric scores' JSON, or anything else: empty cells)."""
+        found = [SCORED.scores(label) if label and label[:1] == "{" else None for label in labels]
+        return [str(each[k]) if each else "" for each in found for k in keys]
+
     def labels_cells(labels: dict[str, str]) -> bytes:
-        """The cells that follow from an item's labels: gold label, basis, who decided, a label per annotator."""
+        """The cells that follow from an item's labels: gold label, basis, who decided, a label per
+        annotator, and with `scores` each score of the gold label and of each annotator's label."""
         cells = [*_decided(labels), *[""] * len(annotators)]
         for who, label in labels.items():
             cells[3 + column[who]] = label
+        if keys:
+            cells += score_cells([cells[0], *(labels.get(a) for a in annotators)])
         return _csv_cells(map(spreadsheet_safe, cells))
 
     def verdict_cells(verdicts: dict[str, list], irregular: dict[str, bool] | None = None) -> bytes:
         """The cells of an item's verdicts (judge -> [verdict or status, accepted were it regular]): a
-        verdict per judge, and with `marks` a trust mark per judge (an irregular verdict's from `irregular`)."""
+        verdict per judge, with `scores` each score of each judge's verdict, and with `marks` a trust
+        mark per judge (an irregular verdict's from `irregular`)."""
         accepted = {j: bool(v[-1]) for j, v in verdicts.items()} | (irregular or {}) if trusted else {}
-        return _csv_cells([*(spreadsheet_safe(verdicts[j][0]) if j in verdicts else "" for j in judges),
+        shown = [verdicts[j][0] if j in verdicts else "" for j in judges]
+        return _csv_cells([*map(spreadsheet_safe, shown), *(score_cells(shown) if keys else ()),
                            *(("accepted" if accepted[j] else "needs a person") if j in verdicts else "" for j in trusted)])
 
     decided, judged = _ByJson(labels_cells), _ByJson(verdict_cells)

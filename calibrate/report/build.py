@@ -3,13 +3,15 @@ beside the human-human ceiling on the same items.
 
 The human label is each annotator's current label; with several annotators there is also a
 line against the gold label (`calibrate.gold`, as every other figure and export takes it: the
-adjudicator's, else the strict majority, so an item one person labelled has their label;
-ties are counted, never dropped). Cells pooled across languages compare like with like: a
-cell holds one kind of verdict, and English yes/no and Chinese 是/否 meet on their canonical
-polarity. Unparsed
-verdicts are left out, counted as "no" (as C3's script does) or counted as disagreement, as
-asked, and whenever a cell has some the range of kappa between the best and the worst case
-is kept beside it. The items the jury's judges tie on (`calibrate.model.TIED`) are not
+adjudicator's, else the strict majority, the mean for scores, so an item one person labelled
+has their label; ties are counted, never dropped). Cells pooled across languages compare like
+with like: a cell holds one kind of verdict, and English yes/no and Chinese 是/否 meet on their
+canonical polarity. The human ceiling of a categorical cell is kappa or alpha
+(`calibrate.stats.ceiling`), of a scored cell the score statistics
+(`calibrate.stats.score_agreement.score_ceiling`). Unparsed verdicts are left out, counted as
+"no" (as C3's script does) or counted as disagreement, as asked, where the cell's kind allows
+it (`calibrate.cells.unparsed_as`), and whenever a cell has some the range of kappa between the
+best and the worst case is kept beside it. The items the jury's judges tie on (`calibrate.model.TIED`) are not
 unparsed: whatever `--unparsed` says, they are left out and counted apart, as are the items
 the jury leaves out because one judge only judged them.
 """
@@ -25,7 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, disagreeing, unparsed_as
+from calibrate.cells import UNPARSED_MODES, CellKinds, ReportError, unparsed_as
 from calibrate.configurations import mixed_by_cell
 from calibrate.judgments import TRUNCATED
 from calibrate.kinds import VerdictKind
@@ -45,7 +47,7 @@ from calibrate.stats.agreement import (
 )
 from calibrate.stats.alt_test import AltTest, alternative_annotator_test_coded
 from calibrate.stats.ceiling import human_ceiling_coded
-from calibrate.stats.score_agreement import ScoreAgreement, score_agreement
+from calibrate.stats.score_agreement import ScoreAgreement, score_agreement, score_ceiling
 from calibrate.stats.shared_votes import NO_VOTE, NOT_JUDGED, UNPARSED, SharedVotes
 from calibrate.store import Store
 from calibrate.templates import TemplateSet
@@ -326,9 +328,10 @@ def _line(kind: VerdictKind | None, versus: str, parsed: dict, unparsed: dict, o
 
 
 def _kappa_range(kind: VerdictKind, parsed: dict, unparsed: dict, labels: list[str]) -> tuple[float | None, float | None]:
-    """Kappa if every unparsed verdict had disagreed with the person (worst) or agreed (best)."""
+    """Kappa if every unparsed verdict had disagreed with the person (worst: as
+    `--unparsed as-disagreement` counts it) or agreed (best)."""
     out = []
-    for counted_as in (lambda h: disagreeing(kind, h), lambda h: h):
+    for counted_as in (lambda h: unparsed_as(kind, "as-disagreement", h), lambda h: h):
         pairs = dict(parsed)
         for label, n in unparsed.items():
             pairs[(counted_as(label), label)] = pairs.get((counted_as(label), label), 0) + n
@@ -430,14 +433,42 @@ class _SharedCells:
         return SharedVotes(self.votes[key], verdicts, list(self.annotators[key]), list(self.labels[key]))
 
 
+def _shared_scores(data: AgreementData, kinds: CellKinds) -> dict[tuple, tuple[dict, dict]]:
+    """Per scored cell, the scores of the items two or more people scored (item -> {annotator:
+    scores}) and each judge's on them (judge -> item -> scores, None where unparsed)."""
+    out: dict[tuple, tuple[dict, dict]] = {}
+    cell_of = {}
+    for item_id, task, lang, annotator, label in data.shared_labels:
+        key = kinds.key(task, lang)
+        if kinds.scored(key) and (scores := kinds.kind(key).scores(label)) is not None:
+            people, _ = out.setdefault(key, ({}, defaultdict(dict)))
+            people.setdefault(item_id, {})[annotator] = scores
+            cell_of[item_id] = key
+    for item_id, judge, status, verdict in data.shared_verdicts:
+        key = cell_of.get(item_id)
+        if key is None or status not in ("verdict", "unparsed"):
+            continue
+        scores = kinds.kind(key).scores(verdict) if status == "verdict" else None
+        if status == "unparsed" or scores is not None:
+            out[key][1][judge][item_id] = scores
+    return out
+
+
 def _add_ceilings_and_alt_tests(data: AgreementData, cells: dict, kinds: CellKinds, options: ReportOptions) -> None:
     """Per categorical cell, on the items two or more people labelled: the judge beside the
     humans (same items, same statistic family, a paired interval for the difference), and the
-    alternative annotator test. Unparsed verdicts follow `options.unparsed`."""
+    alternative annotator test; unparsed verdicts follow `options.unparsed`. Per scored cell,
+    the score statistics of people and judge on the items two or more people scored
+    (`score_ceiling`; unparsed verdicts left out)."""
     shared = _SharedCells(data, kinds)
+    scored = _shared_scores(data, kinds) if any(kinds.scored(key) for key, _ in cells) else {}
     for (key, judge), c in cells.items():
         if kinds.scored(key):
             c.alt_test = AltTest(False, epsilon=options.epsilon, reason="the test compares categorical labels, not scores")
+            if key in scored:
+                people, verdicts = scored[key]
+                c.score_ceiling = score_ceiling(people, verdicts[judge], SCORE_KEYS, threshold=options.threshold,
+                                                resamples=options.resamples)
             continue
         if key not in shared.rows:
             continue

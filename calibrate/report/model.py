@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from calibrate.cells import unparsed_words
 from calibrate.configurations import MixedConfigurations
 from calibrate.kinds import VerdictKind
 from calibrate.model import Estimate
@@ -24,7 +25,7 @@ from calibrate.stats.agreement import (
 from calibrate.stats.alt_test import AltTest
 from calibrate.stats.ceiling import Ceiling
 from calibrate.stats.intervals import DEFAULT_RESAMPLES
-from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement
+from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class ReportOptions:
     """How to cut and measure.
 
     unparsed: "exclude" leaves unparsed verdicts out (counted); "as-negative" takes them as the
-    kind's negative label, as C3's script does; "as-disagreement" gives each the label that
-    disagrees with the human, on the kind's own label scale. `epsilon` is the alternative
+    kind's negative label, as C3's script does; "as-disagreement" counts each as disagreeing
+    with the human (`calibrate.cells.unparsed_as`); where a mode does not apply to a cell's kind
+    its unparsed verdicts are left out and the report says why. `epsilon` is the alternative
     annotator test's margin (the paper: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
     `gold_from` names an adjudicator whose label is the gold where present. `families` maps
     judge and system names to model families (`--family name=family`), to flag a judge grading
@@ -100,6 +102,7 @@ class AgreementCell:
     errors: int = 0
     judged: int = 0
     ceiling: Ceiling | None = None
+    score_ceiling: ScoreCeiling | None = None  # a scored cell's human ceiling
     alt_test: AltTest | None = None
     ties: int = 0
     reliability: JudgeReliability | None = None  # consistency, calibration, bias probes
@@ -156,11 +159,14 @@ class Report:
             out.append({
                 "system": cell.system, "task": cell.key[0], "lang": cell.lang, "judge": cell.judge,
                 "kind": cell.kind.name if cell.kind else None,
-                "judged": cell.judged, "unparsed": cell.unparsed, "errors": cell.errors, "gold_ties": cell.ties,
+                "judged": cell.judged, "unparsed": cell.unparsed,
+                "unparsed_counted": unparsed_words(cell.kind, self.options.unparsed) if cell.unparsed else None,
+                "errors": cell.errors, "gold_ties": cell.ties,
                 "jury_judges": list(cell.jury_judges), "jury_ties": cell.jury_ties,
                 "jury_one_judge_only": cell.one_judge_items,
                 "jury_failed_calls": failed_calls(cell),
-                "ceiling": cell.ceiling.as_dict() if cell.ceiling else None,
+                "ceiling": cell.ceiling.as_dict() if cell.ceiling else
+                cell.score_ceiling.as_dict() if cell.score_ceiling else None,
                 "alternative_annotator_test": cell.alt_test.as_dict() if cell.alt_test else None,
                 "reliability": cell.reliability.as_dict() if cell.reliability else None,
                 "configurations": cell.configurations.as_dict() if cell.configurations else None,
@@ -343,7 +349,8 @@ STATISTIC_NAMES = {"spearman": "Spearman ρ", "pearson": "Pearson r", "kendall":
 
 def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> ReportRow:
     """The line's named values; for a rubric line, those of one of its scores (`dimension`,
-    by default the first)."""
+    by default the first), its ceiling columns the people's and the judge's Spearman's rho of
+    that score (`ScoreCeiling`)."""
     row = ReportRow(c.system, c.key[0], c.lang, c.judge, line.versus, line.n, unparsed=line.unparsed, errors=c.errors,
                     jury_ties=line.jury_ties, jury_one_judge_only=c.one_judge_items, more_items=line.more_items,
                     gold_ties=c.ties, verdict=c.verdict_words(line) if line.n else "")
@@ -386,6 +393,12 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
             setattr(row, f"{name}_high", high)
             setattr(row, f"{name}_approximate", estimate.approximate)
         row.score_note = score_note(scores)
+        if c.score_ceiling is not None and row.scores in c.score_ceiling.people:  # the ceiling's Spearman of this score
+            people, judge = (found[row.scores].spearman for found in (c.score_ceiling.people, c.score_ceiling.judge))
+            row.ceiling_items, row.ceiling_statistic = c.score_ceiling.n_items, STATISTIC_NAMES["spearman"]
+            row.ceiling, row.ceiling_low, row.ceiling_high = split_estimate(people)
+            row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(judge)
+            row.ceiling_approximate, row.judge_on_shared_approximate = people.approximate, judge.approximate
     r = c.reliability
     if r is not None and not (c.kind and c.kind.scored):
         row.repeats, row.repeat_temperature = r.repeats, r.temperatures

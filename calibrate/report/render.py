@@ -9,6 +9,7 @@ import io
 from collections import defaultdict
 from dataclasses import asdict, fields
 
+from calibrate.cells import unparsed_words
 from calibrate.escape import markdown_safe, safe, safe_json, spreadsheet_safe
 from calibrate.fit import Columns, fit_table, said_once
 from calibrate.model import Estimate, counted
@@ -24,7 +25,7 @@ from calibrate.report.model import (
     rows_of,
     split_estimate,
 )
-from calibrate.stats.score_agreement import STATISTICS
+from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
 from calibrate.stats.simulated import approximate_words
 
 APPROXIMATE_MARK = "~"
@@ -89,9 +90,7 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
     notes = [c.configurations.words()] if c.configurations else []
     mode = report.options.unparsed
     if c.unparsed:
-        how = {"exclude": "left out", "as-negative": "counted as the negative label (C3's rule)",
-               "as-disagreement": "counted as disagreeing with the person"}[mode]
-        notes.append(f"{c.unparsed} of {counted(c.judged, 'verdict')} unparsed, {how}")
+        notes.append(f"{c.unparsed} of {counted(c.judged, 'verdict')} unparsed, {unparsed_words(c.kind, mode)}")
     notes += jury_notes(c)
     if c.truncated:
         notes.append(f"{c.truncated} of the unparsed outputs were cut at the judge's token limit: judge again with a "
@@ -123,6 +122,8 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
                 + (f": {ceiling.verdict}" if ceiling.verdict else f" ({diff.reason or diff.ci_reason})")
                 + (f" ({APPROXIMATE_MARK} approximate intervals: {', '.join(rough)})" if rough else "")
             )
+    if c.score_ceiling is not None:
+        notes.append(score_ceiling_words(c.score_ceiling))
     if c.ties:
         adjudicator = report.options.gold_from
         notes.append(f"{counted(c.ties, 'item')} tied between annotators {'has' if c.ties == 1 else 'have'} no gold label"
@@ -172,6 +173,27 @@ def jury_notes(c: AgreementCell) -> list[str]:
                      "judgment, while an unparsed output is one: beside it "
                      + ("the other judge's label stands" if two else "the other judges' labels decide"))
     return notes
+
+
+CEILING_SCORE_STATISTICS = (("spearman", "ρ"), ("mae", "MAE"), ("weighted_kappa", "weighted κ"))
+"""The score statistics the human ceiling of scores shows in words (the JSON has all of them)."""
+
+
+def score_ceiling_words(ceiling: ScoreCeiling) -> str:
+    """The human ceiling of a scored cell in words: per score, the people's Spearman, MAE and
+    weighted κ beside the judge's on the same items."""
+    if ceiling.n_items < 2:
+        return "human ceiling: fewer than 2 items scored by two or more people and judged" + "".join(
+            f"; {note}" for note in ceiling.notes)
+
+    def figures(agreement: ScoreAgreement) -> str:
+        estimates = ((name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS)
+        return ", ".join(f"{name} {with_ci(*split_estimate(e), e.approximate)}" for name, e in estimates)
+
+    parts = [f"{dimension}: people {figures(ceiling.people[dimension])}; the judge {figures(ceiling.judge[dimension])}"
+             for dimension in ceiling.people]
+    return (f"human ceiling on {counted(ceiling.n_items, 'item')} scored by {ceiling.annotators} people: "
+            + " — ".join(parts) + "".join(f"; {note}" for note in ceiling.notes))
 
 
 def general_notes(c: AgreementCell) -> list[str]:

@@ -126,9 +126,10 @@ def _gather(store: Store, templates: TemplateSet, judges: Sequence[str],
             continue
         kind = kinds[(task, lang)]
         if not kind.right_or_wrong:
-            skipped[task] = ("scores, not right/wrong" if kind.scored else
-                             f"its values ({', '.join(kind.labels)}) say more than right or wrong")
-            skipped[task] += " (see `calibrate report`)"
+            skipped[task] = ("its verdicts are 0-100 scores, not right/wrong: a system's score here would need a "
+                             "right/wrong verdict per item; `calibrate report` shows how the judge's scores follow "
+                             "people's" if kind.scored else
+                             f"its values ({', '.join(kind.labels)}) say more than right or wrong (see `calibrate report`)")
             del kinds[(task, lang)]
     judges = list(dict.fromkeys(judges)) or store.judge_names(system=system)
     passed_over = c3_passed_over(store, system=system)

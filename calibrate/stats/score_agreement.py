@@ -1,4 +1,6 @@
-"""Agreement on scored verdicts (a 0-100 rubric): how far the judge's scores follow a person's.
+"""Agreement on scored verdicts (a 0-100 rubric): how far the judge's scores follow a person's,
+and the human ceiling of scores: how far people's follow each other's on the items several of
+them scored, beside the judge's on the same items (`score_ceiling`).
 
 Rank and linear correlation (Spearman, Pearson, Kendall's tau-b), mean absolute error,
 quadratic weighted kappa on score bins and kappa on pass/fail at a threshold, each with a 95 %
@@ -13,8 +15,8 @@ infinite raise a ValueError that names them and where.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -333,3 +335,59 @@ def score_agreement(
         _marked(kendall(x, y), "kendall", n, shape), _marked(mean_absolute_error(x, y), "mae", n, shape),
         _marked(weighted_kappa(to_bin(x).astype(float), to_bin(y).astype(float)), "weighted_kappa", n, shape),
         pass_fail, threshold, bin_width, shape)
+
+
+@dataclass
+class ScoreCeiling:
+    """The human ceiling of scores (see `score_ceiling`): on `n_items` items that `annotators`
+    people scored, per score, the people's agreement with each other and the judge's with them."""
+
+    n_items: int
+    annotators: int
+    people: dict[str, ScoreAgreement]
+    judge: dict[str, ScoreAgreement]
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"n_items": self.n_items, "annotators": self.annotators, "human_statistic": "scores",
+                "people": {k: v.as_dict() for k, v in self.people.items()},
+                "judge": {k: v.as_dict() for k, v in self.judge.items()}, "notes": self.notes}
+
+
+def score_ceiling(
+    items: Mapping[Hashable, Mapping[str, Mapping[str, float]]], judge: Mapping[Hashable, Mapping[str, float] | None],
+    dimensions: Sequence[str], *, threshold: float = 60.0, resamples: int = DEFAULT_RESAMPLES,
+) -> ScoreCeiling:
+    """People's scores against each other beside the judge's against theirs, with the statistics
+    of `score_agreement`, on the same items: those two or more people scored and the judge
+    scored (`items`: item -> {annotator: {dimension: score}}; `judge`: item -> scores, None for
+    an unparsed verdict, left out and counted; an item absent from `judge` was not judged).
+
+    People: one pair of scores per item and pair of people who both scored it (with two people,
+    their two columns), as the judge's pairs below are pooled; the statistics are symmetric, so
+    the order within a pair does not matter. Judge: one pair (judge, person) per person's score,
+    as the categorical ceiling pools the judge against each person
+    (`calibrate.stats.ceiling.human_ceiling`). The intervals treat the pairs as independent,
+    which with three or more people (an item in several pairs) makes them narrower than they
+    should be."""
+    notes: list[str] = []
+    shared = {item: scored for item, scored in items.items() if len(scored) >= 2 and item in judge}
+    unparsed = sum(judge[item] is None for item in shared)
+    if unparsed:
+        notes.append(f"{counted(unparsed, 'item')} with an unparsed judge verdict left out")
+    shared = {item: scored for item, scored in shared.items() if judge[item] is not None}
+    people = sorted({name for scored in shared.values() for name in scored})
+    pairs: dict[str, tuple[list[float], list[float]]] = {d: ([], []) for d in dimensions}
+    versus: dict[str, tuple[list[float], list[float]]] = {d: ([], []) for d in dimensions}
+    for item, scored in shared.items():
+        names = sorted(scored)
+        for d in dimensions:
+            for k, first in enumerate(names):
+                for second in names[k + 1:]:
+                    pairs[d][0].append(scored[first][d])
+                    pairs[d][1].append(scored[second][d])
+                versus[d][0].append(judge[item][d])
+                versus[d][1].append(scored[first][d])
+    measure = lambda a, b: score_agreement(a, b, threshold=threshold, resamples=resamples)  # noqa: E731
+    return ScoreCeiling(len(shared), len(people), {d: measure(*pairs[d]) for d in dimensions},
+                        {d: measure(*versus[d]) for d in dimensions}, notes)

@@ -42,13 +42,23 @@ LABELS_JSON = dump_json(LABEL_ACTIONS)
 def gold_of(labels: str) -> str:
     """A SELECT of (item_id, label): the gold label (`calibrate.gold`) of each item in the table
     `labels` (item_id, annotator, label): the adjudicator's label (bound to the one `?`) where
-    they labelled the item, else the strict majority (an item's one label), NULL on a tie."""
+    they labelled the item, else for score labels (JSON objects of numbers) from several people
+    the mean of each score, its tenths rounded half up in integers (`calibrate.gold.mean_scores`,
+    the same text), else the strict majority (an item's one label), NULL on a tie."""
     return f"""
     WITH counted AS (SELECT item_id, label, count(*) AS votes FROM {labels} GROUP BY item_id, label),
     ranked AS (SELECT *, max(votes) OVER (PARTITION BY item_id) AS top FROM counted),
     majority AS (SELECT item_id, CASE WHEN count(*) = 1 THEN max(label) END AS label FROM ranked
-                 WHERE votes = top GROUP BY item_id)
-    SELECT m.item_id, coalesce(a.label, m.label) AS label FROM majority m
+                 WHERE votes = top GROUP BY item_id),
+    scored AS (SELECT item_id FROM {labels} GROUP BY item_id
+               HAVING count(*) > 1 AND sum(CASE WHEN json_valid(label) THEN json_type(label) = 'object' END) = count(*)),
+    score_sums AS (SELECT l.item_id, j.key, sum(CAST(round(j.value * 10) AS INTEGER)) AS tenths, count(*) AS n
+                   FROM {labels} l JOIN scored USING (item_id), json_each(CASE WHEN json_valid(l.label) THEN l.label ELSE '{{}}' END) j
+                   GROUP BY l.item_id, j.key ORDER BY l.item_id, j.key),
+    means AS (SELECT item_id, '{{' || group_concat('"' || key || '": ' || (((2 * tenths + n) / (2 * n)) / 10.0), ', ')
+                                || '}}' AS label FROM score_sums GROUP BY item_id)
+    SELECT m.item_id, coalesce(a.label, s.label, m.label) AS label FROM majority m
+    LEFT JOIN means s ON s.item_id = m.item_id
     LEFT JOIN {labels} a ON a.item_id = m.item_id AND a.annotator = ?"""
 
 
