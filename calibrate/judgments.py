@@ -41,7 +41,8 @@ class ItemLike(Protocol):
 
 def parse_output(template: Template, item: ItemLike, raw: str | None) -> tuple[Verdict, int | None]:
     """Parse `raw` with the template's verdict kind; `correct` is set where a gold label exists."""
-    verdict = template.kind.parse(raw, answers=list(item.fields.get("answers") or []))
+    fields = item.fields
+    verdict = template.kind.parse(raw, answers=list(fields.get("answers") or []), entities=list(fields.get("entities") or []))
     correct = None
     if verdict.parsed:
         if template.verdict == "record_entity":

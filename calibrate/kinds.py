@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 
 from calibrate import verdicts
@@ -54,6 +55,7 @@ BADGE_COLOURS = {POSITIVE: "#005f00", NEGATIVE: "#870000", "other": "#00005f"}
 STATUS_BADGES = {"unparsed": ("#000000", "#d7af00"), "error": (BADGE_TEXT, "#870000")}
 """(text, background) of the badge shown instead of a verdict: an unparsed output, a judge error."""
 
+_TENTH = Decimal("0.1")
 _FIXED_LABELS = {"yes_no_en": ("yes", "no"), "yes_no_zh": ("是", "否"), "rubric_scores": ()}
 
 
@@ -124,8 +126,9 @@ class VerdictKind:
 
     # -- parsing -----------------------------------------------------------------------------
 
-    def parse(self, text: str | None, *, answers: list[str] | None = None) -> Verdict:
-        """The judge's verdict in `text`, or unparsed with the reason (never a guess)."""
+    def parse(self, text: str | None, *, answers: list[str] | None = None, entities: list[str] | None = None) -> Verdict:
+        """The judge's verdict in `text`, or unparsed with the reason (never a guess). A ReCoRD
+        answer is read against the passage's `entities` and judged by the gold `answers`."""
         text = text or ""
         if self.name == "yes_no_en":
             return verdicts.parse_yes_no_en(text)
@@ -137,7 +140,7 @@ class VerdictKind:
                 return Verdict(self.score_label(json.loads(parsed.value)), detail=parsed.detail)
             return parsed
         if self.name == "record_entity":
-            return verdicts.parse_record_entity(text, answers or [])
+            return verdicts.parse_record_entity(text, answers or [], entities or [])
         if self.name == "inspect_score":
             value = text.strip()
             if value in self.labels:
@@ -181,8 +184,9 @@ class VerdictKind:
         raise LabelError(f"label {text!r} is not one of {', '.join(self.labels)}")
 
     def score_label(self, value) -> str:
-        """The one stored form of rubric scores: canonical JSON of both scores, rounded to 0.1.
-        Accepts a dict or its JSON text; LabelError names what is wrong."""
+        """The one stored form of rubric scores: canonical JSON of both scores, rounded to 0.1
+        half up as people round the number written (75.25 is 75.3, where float rounding gives
+        75.2). Accepts a dict or its JSON text; LabelError names what is wrong."""
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -192,17 +196,18 @@ class VerdictKind:
             raise LabelError('a rubric label is JSON: {"score_answer": …, "score_reasoning": …}')
         scores = {}
         for key in SCORE_KEYS:
-            number = value.get(key)
+            number = written = value.get(key)
             if isinstance(number, str):
                 try:
                     number = float(number)
                 except ValueError:
                     number = None
             if isinstance(number, bool) or not isinstance(number, int | float):
-                raise LabelError(f"{key} must be a number")
+                said = f", not {written.strip()!r}" if isinstance(written, str) and written.strip() else ""
+                raise LabelError(f"{key} must be a number{said}")
             if not math.isfinite(number) or not 0.0 <= number <= 100.0:
                 raise LabelError(f"{key} = {number} is outside 0.0-100.0")
-            scores[key] = round(float(number), 1)
+            scores[key] = float(Decimal(repr(float(number))).quantize(_TENTH, ROUND_HALF_UP))
         return json.dumps(scores, sort_keys=True)
 
     def scores(self, label: str | None) -> dict[str, float] | None:

@@ -2,8 +2,10 @@
 
 One parser per verdict kind (calibrate.kinds says which kind uses which). None of them guesses: text with no
 verdict, or a verdict that only appears inside an echo of the prompt's own instruction, is
-`unparsed` with the reason, never a silent "no". Where several verdict lines appear, the last
-one wins, as the prompts ask for the verdict "at the end". An output that is nothing but the
+`unparsed` with the reason, never a silent "no". Where several yes/no verdict lines appear, the
+last one wins, as the prompts ask for the verdict "at the end"; where an output gives two
+different verdicts otherwise (rubric objects with different scores, two SuperGLUE labels or
+ReCoRD entities), it is unparsed, naming both. An output that is nothing but the
 verdict word (`yes.`, `**否**`) is that verdict in its bare form: small models answer so, and
 there is nothing else it could mean.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 UNPARSED = "unparsed"
@@ -98,32 +101,31 @@ def parse_yes_no_zh(text: str) -> Verdict:
 
 # -- rubric scores ---------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 SCORE_KEYS = ("score_answer", "score_reasoning")
 
 
 def parse_rubric_scores(text: str) -> Verdict:
     """A JSON object with score_answer and score_reasoning in 0.0-100.0, fenced or in prose.
 
-    The last object that has both scores wins. The verdict value is the two scores as JSON;
-    `detail` keeps `evaluation_details` (if any) and `spans`: where in `text` each score's
-    number is written, as (start, end) character offsets (for its tokens' probability).
+    Several such objects that give the same two scores are that one verdict; objects giving
+    different scores (a draft and a "corrected" one) are unparsed, naming each, since which
+    one the judge meant is a guess. The verdict value is the two scores as JSON, as written
+    (kinds.score_label rounds them); `detail` keeps `evaluation_details` (if any) and `spans`:
+    where in `text` each score's number is written, as (start, end) character offsets (for its
+    tokens' probability).
     """
     if not text or not text.strip():
         return unparsed("empty output")
-    candidates = [(m.group(1), m.start(1)) for m in _FENCE.finditer(text)] + [(text, 0)]
-    found = None
-    for chunk, offset in candidates:
-        for obj, start, end in _json_objects(chunk):
-            if all(k in obj for k in SCORE_KEYS):
-                found, where = obj, (offset + start, offset + end)
-        if found is not None:
-            break
-    if found is None:
+    found = [(obj, (start, end)) for obj, start, end in _json_objects(text) if all(k in obj for k in SCORE_KEYS)]
+    if not found:
         return unparsed("no JSON object with score_answer and score_reasoning")
+    given = list(dict.fromkeys(_written_scores(obj) for obj, _ in found))
+    if len(given) > 1:
+        return unparsed(f"{len(given)} JSON objects give different scores: {'; '.join(given)}")
+    obj, where = found[-1]
     scores = {}
     for key in SCORE_KEYS:
-        value = found[key]
+        value = obj[key]
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             return unparsed(f"{key} is not a number: {value!r}")
         try:
@@ -132,10 +134,21 @@ def parse_rubric_scores(text: str) -> Verdict:
             return unparsed(f"{key} is not a number: {value!r}")
         if not 0.0 <= number <= 100.0:
             return unparsed(f"{key} = {number} is outside 0.0-100.0")
-        scores[key] = round(number, 1)
-    details = found.get("evaluation_details")
-    spans = {key: _number_span(text, where, key, float(found[key])) for key in SCORE_KEYS}
+        scores[key] = number
+    details = obj.get("evaluation_details")
+    spans = {key: _number_span(text, where, key, scores[key]) for key in SCORE_KEYS}
     return Verdict(json.dumps(scores, sort_keys=True), detail={"evaluation_details": details, "spans": spans})
+
+
+def _written_scores(obj: dict) -> str:
+    """An object's two scores as a reason names them: `score_answer 20.0, score_reasoning 20.0`;
+    numbers written differently but equal (`90`, `90.0`, `"90"`) read the same."""
+    def number(value):
+        try:
+            return repr(float(value)) if not isinstance(value, bool) else repr(value)
+        except (TypeError, ValueError):
+            return repr(value)
+    return ", ".join(f"{key} {number(obj[key])}" for key in SCORE_KEYS)
 
 
 def _number_span(text: str, where: tuple[int, int], key: str, value: float) -> tuple[int, int] | None:
@@ -171,7 +184,8 @@ def _json_objects(text: str):
 
 
 def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
-    """The one label of the task's set that the answer names (whole words, any case).
+    """The one label of the task's set that the answer names (whole words, any case, full-width
+    digits read as digits: COPA's `２` is `2`).
 
     SuperGLUE prompts ask for the label only, so an answer naming two different labels is
     ambiguous and unparsed, and so is one negating a label ("Not true", "isn't false": which
@@ -179,24 +193,39 @@ def parse_label_set(text: str, labels: tuple[str, ...]) -> Verdict:
     """
     if not text or not text.strip():
         return unparsed("empty output")
+    text = text.translate(FULL_WIDTH_DIGITS)
     alternatives = sorted(labels, key=len, reverse=True)
     pattern = "|".join(_label_pattern(label) for label in alternatives)
-    found = []
+    mentions = []
     for match in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text, re.IGNORECASE):
-        if _ASKED.match(text, match.end()):  # in a question ("Is it true? No.", "True or False?"): not given
-            continue
-        if negation := _NEGATED.search(text[: match.start()]):
-            said = re.sub(r"^\W+", "", text[text.rfind(" ", 0, negation.start()) + 1 : match.end()])  # from its word on
-            return unparsed(f"negates a label ({said!r}): it names none")
         word = re.sub(r"[\s-]+", "_", match.group(0).lower())
-        found.extend(label for label in labels if label.lower() == word)
+        mentions.extend((match.start(), match.end(), label) for label in labels if label.lower() == word)
+    return _the_one_named(text, mentions, "label", f"none of {', '.join(labels)} found")
+
+
+def _the_one_named(text: str, mentions: list[tuple[int, int, str]], what: str, none_found: str) -> Verdict:
+    """The one `what` (a label, an entity) that `text` names, from its `mentions` (start, end,
+    name), else unparsed: naming none (`none_found`), naming two different ones, or negating one.
+    A mention inside a question ("Is it true? No.") is not one given."""
+    found = []
+    for start, end, name in mentions:
+        if _ASKED.match(text, end):  # in a question ("Is it true? No.", "True or False?"): not given
+            continue
+        if negation := _NEGATED.search(text[:start]):
+            said = re.sub(r"^\W+", "", text[text.rfind(" ", 0, negation.start()) + 1 : end])  # from its word on
+            article = "an" if what[0] in "aeiou" else "a"
+            return unparsed(f"negates {article} {what} ({said!r}): it names none")
+        found.append(name)
     distinct = list(dict.fromkeys(found))
     if not distinct:
-        return unparsed(f"none of {', '.join(labels)} found")
+        return unparsed(none_found)
     if len(distinct) > 1:
-        return unparsed(f"names more than one label: {', '.join(distinct)}")
+        return unparsed(f"names more than one {what}: {', '.join(distinct)}")
     return Verdict(distinct[0])
 
+
+FULL_WIDTH_DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
+"""For str.translate: full-width digits (a Chinese input method's) as ASCII digits."""
 
 # right before a label, it is negated: not, no, never, cannot, -n't, with at most two small words between
 # ("not an entailment", "cannot be true", "not really true")
@@ -222,15 +251,46 @@ def normalize_record(text: str) -> str:
     return " ".join(text.split())
 
 
-def parse_record_entity(text: str, answers: list[str]) -> Verdict:
-    """ReCoRD: the answer is correct if, normalised, it equals any gold answer (the metric's
-    exact match). The normalised entity is kept in `detail`."""
+def parse_record_entity(text: str, answers: Sequence[str], entities: Sequence[str] = ()) -> Verdict:
+    """ReCoRD: the passage entity the answer names, right if it is a gold answer.
+
+    As the seed says, the answer is found by matching the text against the passage's entity
+    list (`entities`; the gold `answers` are entities too): word by word, ignoring case,
+    punctuation and articles, so extra text ("The answer is: Tracy Morgan.") is tolerated. Where
+    one entity's words lie inside another's ("Morgan" in "Tracy Morgan") the longer one is named.
+    As for labels, naming two different entities, negating one, or naming none is unparsed. The
+    entity named is `correct` if, normalised as the metric does, it equals a gold answer (the
+    metric's exact match), else `incorrect`; it is kept in `detail`.
+    """
     if not text or not text.strip():
         return unparsed("empty output")
-    first_line = next(line for line in text.strip().splitlines() if line.strip())
-    entity = re.sub(r"^\s*(answer|entity)\s*[:：]\s*", "", first_line, flags=re.IGNORECASE)
-    normalized = normalize_record(entity)
-    if not normalized:
-        return unparsed("answer is empty after normalisation")
+    by_words: dict[tuple[str, ...], str] = {}
+    for entity in [*entities, *answers]:
+        by_words.setdefault(tuple(word for word, _, _ in _record_words(entity)), entity)
+    by_words.pop((), None)
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for key in by_words:
+        by_first.setdefault(key[0], []).append(key)
+    words = _record_words(text)
+    said = [word for word, _, _ in words]
+    spans = [(start, start + len(key), by_words[key]) for start, word in enumerate(said)
+             for key in by_first.get(word, ()) if tuple(said[start : start + len(key)]) == key]
+    taken: set[int] = set()
+    mentions = []
+    for first, last, name in sorted(spans, key=lambda span: (span[0] - span[1], span[0])):  # longest first
+        if taken.isdisjoint(range(first, last)):
+            taken.update(range(first, last))
+            mentions.append((words[first][1], words[last - 1][2], name))
+    named = _the_one_named(text, sorted(mentions), "entity", "names none of the passage's entities")
+    if not named.parsed:
+        return named
     gold = {normalize_record(a) for a in answers}
-    return Verdict("correct" if normalized in gold else "incorrect", detail={"entity": entity.strip()})
+    right = normalize_record(named.value) in gold
+    return Verdict("correct" if right else "incorrect", detail={"entity": named.value})
+
+
+def _record_words(text: str) -> list[tuple[str, int, int]]:
+    """The words of `text` as ReCoRD's metric compares them (lower case, articles left out),
+    each with its start and end offsets."""
+    return [(word, match.start(), match.end()) for match in re.finditer(r"\w+", text)
+            if not _ARTICLES.fullmatch(word := match.group(0).lower())]

@@ -294,6 +294,19 @@ def test_rubric_import_with_judge_output(calibrate):
     assert by_source["r2"].status == "unparsed" and "score_reasoning is not a number" in by_source["r2"].unparsed_reason
 
 
+def test_a_rubric_output_giving_two_different_scores_is_unparsed_naming_both(calibrate, tmp_path):
+    record = json.loads((DEMO_DIR / "rubric" / "rubric.jsonl").read_text().splitlines()[0])
+    draft, final = (json.dumps({"score_answer": a, "score_reasoning": r}) for a, r in ((20.0, 20.0), (90.0, 75.25)))
+    f = write_jsonl(tmp_path / "r.jsonl", [{**record, "id": "twice", "judge_output": f"{draft}\n修正后：\n{final}"},
+                                           {**record, "id": "same", "judge_output": f"{final}\n确认：\n{final}"}])
+    calibrate("import", "rubric", str(f), "--judge-output", "judge_output", "--judge-name", "ds")
+    store = Store(calibrate.db)
+    by_source = {store.item(j.item_id).source_id: j for j in store.judgments()}
+    assert (by_source["twice"].status, by_source["twice"].unparsed_reason) == ("unparsed", (
+        "2 JSON objects give different scores: score_answer 20.0, score_reasoning 20.0; score_answer 90.0, score_reasoning 75.25"))
+    assert json.loads(by_source["same"].verdict) == {"score_answer": 90.0, "score_reasoning": 75.3}, "75.25 rounds up"
+
+
 def test_rubric_missing_field(calibrate, tmp_path):
     f = write_jsonl(tmp_path / "r.jsonl", [{"question": "q", "content": "c", "answer": "a", "llm_answer": "x"}])
     out = calibrate("import", "rubric", str(f), ok=False)

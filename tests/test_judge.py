@@ -319,6 +319,33 @@ def test_rule_judge_parses_superglue_responses_offline(demo_db):
     assert "nothing to judge: rule has judged all 14 (--force judges them again)" in out.output  # 12 of sdm-alpha, 2 of sdm-beta
 
 
+def test_the_rule_judge_reads_a_record_answer_as_the_passage_entity_it_names(tmp_path):
+    passage = "Tracy Morgan hospitalized after crash. @highlight\nThe comedian was in a limo in New Jersey."
+    gold = {"start": 80, "end": 89, "text": "New Jersey"}
+    answers = ["The answer is New Jersey.", "The answer is: Tracy Morgan", "Tracy Morgan and New Jersey", "Bob"]
+    (tmp_path / "val.jsonl").write_text(json.dumps({"idx": 0, "source": "x", "passage": {
+        "text": passage, "entities": [{"start": 0, "end": 11}, {"start": 80, "end": 89}]}, "qas": [
+        {"query": f"Q{q}: the limo was in @placeholder.", "idx": q, "answers": [gold]} for q in range(len(answers))]}) + "\n")
+    (tmp_path / "llm").mkdir()
+    (tmp_path / "llm" / "record.jsonl").write_text("".join(
+        json.dumps({"idx": {"passage": 0, "query": q}, "response": text}) + "\n" for q, text in enumerate(answers)))
+    (tmp_path / "copa.jsonl").write_text((DEMO_DIR / "superglue" / "copa.jsonl").read_text())
+    (tmp_path / "llm" / "copa.jsonl").write_text(json.dumps({"idx": 0, "response": "２"}) + "\n")
+    run = Calibrate(tmp_path / "rec.db")
+    run("import", "superglue", "--task", "record", str(tmp_path / "val.jsonl"), "--predictions", str(tmp_path / "llm" / "record.jsonl"))
+    run("import", "superglue", "--task", "copa", str(tmp_path / "copa.jsonl"), "--predictions", str(tmp_path / "llm" / "copa.jsonl"))
+    run("judge", "--judge", "rule")
+    store = Store(run.db)
+    got = {store.item(j.item_id).fields["response"]: (j.verdict, j.correct, j.unparsed_reason) for j in store.judgments()}
+    assert got == {
+        "The answer is New Jersey.": ("correct", 1, None),
+        "The answer is: Tracy Morgan": ("incorrect", 0, None),
+        "Tracy Morgan and New Jersey": (None, None, "names more than one entity: Tracy Morgan, New Jersey"),
+        "Bob": (None, None, "names none of the passage's entities"),
+        "２": ("2", 0, None),  # COPA's full-width digit: the gold is choice 1
+    }
+
+
 def test_a_rule_judge_run_is_recorded_as_a_servers_run_is(tmp_path):
     sg = DEMO_DIR / "superglue"
     run = Calibrate(tmp_path / "rule.db")

@@ -60,6 +60,16 @@ def test_scores_have_one_stored_form_and_refuse_bad_numbers():
     assert SCORES.scored and not EN.scored
 
 
+def test_scores_round_half_up_to_a_tenth_as_people_do():
+    judge = SCORES.parse('{"score_answer": 75.25, "score_reasoning": 64.95}').value
+    person = SCORES.normalize_label({"score_answer": 75.3, "score_reasoning": "65.0"})
+    assert judge == person == json.dumps({"score_answer": 75.3, "score_reasoning": 65.0}, sort_keys=True)
+    assert SCORES.score_label({"score_answer": 0.05, "score_reasoning": 99.95}) == json.dumps(
+        {"score_answer": 0.1, "score_reasoning": 100.0}, sort_keys=True)
+    with pytest.raises(LabelError, match="score_answer must be a number, not '4,5'"):
+        SCORES.score_label({"score_answer": "4,5", "score_reasoning": 1})
+
+
 def test_c3_wording_and_display():
     assert (EN.c3_wording("yes"), ZH.c3_wording("否")) == ("The answer is: yes.", "最终答案为：否。")
     assert EN.words("yes") == "YES" and ZH.words("是") == "是"

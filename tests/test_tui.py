@@ -770,6 +770,27 @@ async def test_a_key_that_does_nothing_on_an_item_says_in_the_status_line_what_w
     assert rows(demo_db) == [("label", "True")]
 
 
+async def test_a_decimal_comma_in_the_score_form_is_a_decimal_point_never_dropped(demo_db):
+    from textual import events
+    from textual.keys import _character_to_key
+
+    app = make_app(demo_db, task="rubric/reference")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e", *["backspace"] * 6, *"50", "enter", *["backspace"] * 6, *"4,5", "enter")
+        await pilot.pause()
+        assert "label → answer 50.0 · reasoning 4.5" in status(app).splitlines()[1]
+        await pilot.press("e", *["backspace"] * 6, *"45,5", "enter", *["backspace"] * 6, *"4,5,5", "enter")
+        await pilot.pause()
+        assert str(app.screen.query_one("#score-error").content) == "score_reasoning must be a number, not '4,5,5'"
+        await pilot.press(*["backspace"] * 5)
+        for char in "６２．５":  # a Chinese input method's full-width digits and point, as the terminal sends them
+            app.post_message(events.Key(_character_to_key(char), char))
+        await pilot.pause()
+        await pilot.press("enter")
+    assert [json.loads(label) for _, label in rows(demo_db)] == [
+        {"score_answer": 50.0, "score_reasoning": 4.5}, {"score_answer": 45.5, "score_reasoning": 62.5}]
+
+
 async def test_scores_typed_in_a_burst_go_to_the_fields_they_were_typed_for(demo_db):
     from textual import events
 

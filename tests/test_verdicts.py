@@ -197,8 +197,9 @@ def test_chinese_verdict_appended_is_recovered(text, answer):
 @given(text=any_text.filter(lambda t: "{" not in t), a=st.floats(0, 100), r=st.floats(0, 100))
 def test_rubric_scores_appended_are_recovered(text, a, r):
     payload = json.dumps({"score_answer": a, "score_reasoning": r, "evaluation_details": {}})
-    verdict = parse_rubric_scores(f"{text}\n```json\n{payload}\n```")
-    assert json.loads(verdict.value) == {"score_answer": round(a, 1), "score_reasoning": round(r, 1)}
+    scores = kind_for("rubric_scores")
+    verdict = scores.parse(f"{text}\n```json\n{payload}\n```")
+    assert verdict.value == scores.score_label({"score_answer": a, "score_reasoning": r})
 
 
 @settings(max_examples=200, deadline=None)
@@ -307,8 +308,54 @@ def test_record_normalisation_matches_the_metric():
     assert normalize_record("The  Walmart, Inc.!") == "walmart inc"
     assert parse_record_entity("walmart.", ["Walmart"]).value == "correct"
     assert parse_record_entity("The Walmart", ["Walmart"]).value == "correct"
-    assert parse_record_entity("Target", ["Walmart"]).value == "incorrect"
+    assert parse_record_entity("Target", ["Walmart"], ["Walmart", "Target"]).value == "incorrect"
     assert parse_record_entity("", ["Walmart"]).value is None
+
+
+RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan"]
+
+
+@pytest.mark.parametrize(("text", "gold", "verdict", "entity"), [
+    ("The answer is New Jersey.", "New Jersey", "correct", "New Jersey"),  # extra text, as for labels
+    ("The answer is: Tracy Morgan", "Tracy Morgan", "correct", "Tracy Morgan"),
+    ("The answer is: Tracy Morgan", "New Jersey", "incorrect", "Tracy Morgan"),
+    ("**the  tracy morgan**.", "Tracy Morgan", "correct", "Tracy Morgan"),
+    ("Morgan", "Tracy Morgan", "incorrect", "Morgan"),  # an entity of its own: the metric's exact match
+    ("Tracy Morgan was hospitalized; Tracy Morgan.", "Tracy Morgan", "correct", "Tracy Morgan"),  # one entity, twice
+    ("Who was hurt, Tracy Morgan? No: New Jersey.", "New Jersey", "correct", "New Jersey"),  # asked about, not given
+])
+def test_record_answer_is_the_one_passage_entity_it_names(text, gold, verdict, entity):
+    parsed = parse_record_entity(text, [gold], RECORD_ENTITIES)
+    assert (parsed.value, parsed.detail) == (verdict, {"entity": entity})
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("Tracy Morgan and New Jersey", "names more than one entity: Tracy Morgan, New Jersey"),
+    ("Bob", "names none of the passage's entities"),
+    ("特雷西·摩根", "names none of the passage's entities"),
+    ("It is not New Jersey.", "negates an entity ('not New Jersey'): it names none"),
+    ("", "empty output"),
+])
+def test_record_answer_naming_two_entities_or_none_is_unparsed(text, reason):
+    parsed = parse_record_entity(text, ["New Jersey"], RECORD_ENTITIES)
+    assert (parsed.value, parsed.reason) == (None, reason)
+
+
+def test_rubric_objects_giving_different_scores_are_unparsed_naming_both():
+    draft = '{"score_answer": 20.0, "score_reasoning": 20.0, "evaluation_details": {}}'
+    final = '{"score_answer": 90, "score_reasoning": "90.0"}'
+    verdict = parse_rubric_scores(f"{draft}\n修正后：\n```json\n{final}\n```")
+    assert verdict.value is None and verdict.reason == (
+        "2 JSON objects give different scores: score_answer 20.0, score_reasoning 20.0; "
+        "score_answer 90.0, score_reasoning 90.0")
+    again = parse_rubric_scores(f"{final}\n再次确认：\n{final.replace('90,', '90.0,')}")
+    assert json.loads(again.value) == {"score_answer": 90.0, "score_reasoning": 90.0}, "the same scores twice are one verdict"
+
+
+@pytest.mark.parametrize(("text", "expected"), [("２", "2"), ("１。", "1"), ("Choice ２", "2"), ("答案：２", "2")])
+def test_full_width_digits_are_digits(text, expected):
+    assert parse_label_set(text, ("1", "2")).value == expected
+    assert parse_label_set("１２", ("1", "2")).value is None, "still one word, as 12 is"
 
 
 @pytest.mark.parametrize(("text", "lang", "right"), [

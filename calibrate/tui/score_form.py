@@ -1,6 +1,8 @@
 """The rubric score form: enter or accept the two scores (score_answer, score_reasoning),
-0.0-100.0. It opens filled with the judge's scores, so Enter twice accepts them. An error
-under the fields goes as soon as the scores are fixed."""
+0.0-100.0. It opens filled with the judge's scores, so Enter twice accepts them. A score is
+read as typed: a decimal comma (`4,5`, or a Chinese input method's `４，５` / `４．５`) is a
+decimal point, and anything that is still no number is refused with the text typed, never
+dropped as it is typed. An error under the fields goes as soon as the scores are fixed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,20 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from calibrate.kinds import LabelError, VerdictKind
-from calibrate.verdicts import SCORE_KEYS
+from calibrate.verdicts import FULL_WIDTH_DIGITS, SCORE_KEYS
+
+_DECIMAL_POINTS = FULL_WIDTH_DIGITS | str.maketrans(",，．", "...")
+
+
+def _typed_score(text: str) -> str:
+    """A score as typed, with its decimal comma or full-width characters read as the number
+    they write (`4,5` is 4.5); text that still writes no number is left as typed, for the error."""
+    number = text.strip().translate(_DECIMAL_POINTS)
+    try:
+        float(number)
+    except ValueError:
+        return text
+    return number
 
 
 class ScoreField(Input):
@@ -61,7 +76,7 @@ class ScoreForm(ModalScreen[str | None]):
             for key in SCORE_KEYS:
                 yield Label(key)
                 value = self.initial.get(key)
-                yield ScoreField(value="" if value is None else f"{float(value):.1f}", id=f"score-{key}", type="number")
+                yield ScoreField(value="" if value is None else f"{float(value):.1f}", id=f"score-{key}")
             yield Label("", id="score-error")
 
     def entered(self, field: ScoreField) -> None:
@@ -72,7 +87,7 @@ class ScoreForm(ModalScreen[str | None]):
             self.set_focus(inputs[1])
             return
         try:
-            label = self.kind.score_label({k: i.value for k, i in zip(SCORE_KEYS, inputs, strict=True)})
+            label = self._label()
         except LabelError as exc:
             self.query_one("#score-error", Label).update(str(exc))
             return
@@ -84,11 +99,15 @@ class ScoreForm(ModalScreen[str | None]):
         if not str(error.content):
             return
         try:
-            self.kind.score_label({k: self.query_one(f"#score-{k}", Input).value for k in SCORE_KEYS})
+            self._label()
         except LabelError as exc:
             error.update(str(exc))
         else:
             error.update("")
+
+    def _label(self) -> str:
+        """The stored form of the scores in the fields, or LabelError saying what is wrong."""
+        return self.kind.score_label({k: _typed_score(self.query_one(f"#score-{k}", Input).value) for k in SCORE_KEYS})
 
     def action_cancel(self) -> None:
         self.dismiss(None)
