@@ -123,6 +123,11 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     # the judge against each person: answers 0, 5, 10 off; reasoning 50 against 40 + k, k = 0..5
     assert ceiling["judge"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
     assert ceiling["judge"]["score_reasoning"]["mae"]["value"] == pytest.approx(7.5)
+    assert all(ceiling[side]["score_answer"][stat]["ci"] is None for side in ("people", "judge")
+               for stat in ("spearman", "mae", "weighted_kappa", "pass_fail_kappa")), \
+        "an item gives three people's pairs and three of the judge's: no interval takes them as independent"
+    assert ceiling["notes"] == ["no intervals: the judge's pairs against each person share items, and so do the "
+                                "people's pairs of an item three or more scored"]
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
 
 
@@ -153,9 +158,12 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     assert gold["scores"]["score_answer"]["mae"]["value"] == pytest.approx(6.0)
     ceiling = cell["ceiling"]
     assert (ceiling["n_items"], ceiling["annotators"]) == (5, 2)
-    assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out"]
+    assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out", "no interval for the judge's "
+                                "figures: its pairs against each person share items"]
     people, judge = ceiling["people"]["score_answer"], ceiling["judge"]["score_answer"]
     assert people["mae"]["value"] == pytest.approx(8.0) and people["spearman"]["value"] == pytest.approx(1.0)
+    assert not people["mae"]["ci_reason"].startswith("no interval: an item gives"), "two people: one pair per item"
+    assert judge["mae"]["ci"] is None and judge["mae"]["ci_reason"].startswith("no interval: an item gives several")
     assert judge["mae"]["value"] == pytest.approx(6.0), "the judge against ana (10, 0, 10, 10, 0) and bob (10, 10, 0, 0, 10)"
     rows = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
     assert {(r["scores"], r["ceiling_items"], r["ceiling_statistic"], round(float(r["ceiling"]), 9)) for r in rows} == {

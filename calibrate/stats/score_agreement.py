@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -337,6 +337,19 @@ def score_agreement(
         pass_fail, threshold, bin_width, shape)
 
 
+def without_intervals(agreement: ScoreAgreement, reason: str) -> ScoreAgreement:
+    """`agreement` with its values and no interval (`reason` says why): for pairs that share
+    items, whose intervals, taking the pairs as independent, would be too narrow."""
+    def bare(found):
+        if isinstance(found, Estimate):
+            return replace(found, ci=None, se=None, approximate=None, ci_reason=found.ci_reason or reason)
+        if isinstance(found, TwoRaters):
+            return replace(found, **{f.name: bare(getattr(found, f.name)) for f in fields(found)})
+        return found
+
+    return replace(agreement, **{f.name: bare(getattr(agreement, f.name)) for f in fields(agreement)})
+
+
 @dataclass
 class ScoreCeiling:
     """The human ceiling of scores (see `score_ceiling`): on `n_items` items that `annotators`
@@ -367,9 +380,10 @@ def score_ceiling(
     their two columns), as the judge's pairs below are pooled; the statistics are symmetric, so
     the order within a pair does not matter. Judge: one pair (judge, person) per person's score,
     as the categorical ceiling pools the judge against each person
-    (`calibrate.stats.ceiling.human_ceiling`). The intervals treat the pairs as independent,
-    which with three or more people (an item in several pairs) makes them narrower than they
-    should be."""
+    (`calibrate.stats.ceiling.human_ceiling`). An interval takes its pairs as independent, so
+    it is given only where each item gives one pair: the people's with two people; never the
+    judge's, whose pairs against each person share items (its values are given, with the
+    reason)."""
     notes: list[str] = []
     shared = {item: scored for item, scored in items.items() if len(scored) >= 2 and item in judge}
     unparsed = sum(judge[item] is None for item in shared)
@@ -389,5 +403,13 @@ def score_ceiling(
                 versus[d][0].append(judge[item][d])
                 versus[d][1].append(scored[first][d])
     measure = lambda a, b: score_agreement(a, b, threshold=threshold, resamples=resamples)  # noqa: E731
-    return ScoreCeiling(len(shared), len(people), {d: measure(*pairs[d]) for d in dimensions},
-                        {d: measure(*versus[d]) for d in dimensions}, notes)
+    shared_pairs = "no interval: an item gives several of these pairs, which an interval would take as independent"
+    several = any(len(scored) > 2 for scored in shared.values())
+    found_people = {d: without_intervals(measure(*pairs[d]), shared_pairs) if several else measure(*pairs[d])
+                    for d in dimensions}
+    found_judge = {d: without_intervals(measure(*versus[d]), shared_pairs) for d in dimensions}
+    if shared:
+        notes.append("no intervals: the judge's pairs against each person share items, and so do the people's pairs "
+                     "of an item three or more scored" if several else
+                     "no interval for the judge's figures: its pairs against each person share items")
+    return ScoreCeiling(len(shared), len(people), found_people, found_judge, notes)
