@@ -1581,6 +1581,10 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     if judge_kind == "rule":
         _refuse_llm_options()
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, lang=lang, system=system, force=force, limit=limit)
+        if summary.no_response:
+            err_console.print(safe_text(_cells_counted(summary.no_response) + " passed over: no system's response to "
+                                        "read (gold-only items, imported without --predictions; an LLM judge answers "
+                                        "them itself: calibrate judge --model NAME)", style="yellow"))
         if summary.skipped_done and not summary.stored:
             _nothing_to_judge(summary, [], RULE_JUDGE)
             return
@@ -1592,8 +1596,8 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
                        + (", --variant c3-official for C3's own prompts)" if task.startswith("c3/") else ")"))
                 raise click.ClickException(f"the rule judge reads SuperGLUE responses only (the predicted label against "
                                            f"the reference); {task} is not a SuperGLUE task: {how}")
-            raise click.ClickException(f"no SuperGLUE items with a model response in {ctx.db_path}" +
-                                       (f" match {given}" if given else "") + ": import them with "
+            raise click.ClickException(f"nothing was judged: no SuperGLUE items with a model response in {ctx.db_path}"
+                                       + (f" match {given}" if given else "") + ": import them with "
                                        "calibrate import superglue FILE --task NAME --predictions FILE")
         _print_judge_summary(summary, advice=RULE_UNPARSED_ADVICE)
         return
@@ -1645,14 +1649,16 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         return
     jobs = plan_jobs(ctx.store, ctx.templates, config, task=task, lang=lang, system=system, limit=limit, force=force,
                      summary=summary, passed_over=c3_passed_over(ctx.store, lang=lang, system=system, task=task))
+    if summary.response_unseen:
+        err_console.print(safe_text(_response_unseen_words(summary.response_unseen), style="yellow"))
     left_out = _items_left_out(summary)
     if summary.outside_family:
-        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.outside_family.items()))
+        cells = _per_cell(summary.outside_family)
         err_console.print(safe_text(f"--variant {variant} judges the tasks it has templates for: "
                                     f"{counted(sum(summary.outside_family.values()), 'item')} of other tasks passed over "
                                     f"({cells})"))
     if summary.c3_passes_over:
-        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.c3_passes_over.items()))
+        cells = _per_cell(summary.c3_passes_over)
         n = sum(summary.c3_passes_over.values())
         err_console.print(safe_text(f"{counted(n, 'item')} not asked ({cells}): {'it' if n == 1 else 'each'} repeats an "
                                     "earlier item's notation or first turn, which C3's evaluate.py passes over, so no "
@@ -1763,7 +1769,7 @@ def _items_left_out(summary) -> list[str]:
     printed on stderr: tasks no template serves, prompts that cannot be rendered."""
     lines = []
     if summary.no_template:
-        cells = ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(summary.no_template.items()))
+        cells = _per_cell(summary.no_template)
         lines.append(f"{counted(sum(summary.no_template.values()), 'item')} of tasks no template serves not judged "
                      f"({cells}); add their template folder with --templates DIR (calibrate templates list "
                      "shows the templates loaded)")
@@ -1775,6 +1781,28 @@ def _items_left_out(summary) -> list[str]:
     return lines
 
 
+def _per_cell(cells) -> str:
+    """Items counted by (task, lang), in words: "superglue/boolq (en): 2, superglue/cb (en): 1"."""
+    return ", ".join(f"{task} ({lang}): {n}" for (task, lang), n in sorted(cells.items()))
+
+
+def _cells_counted(cells) -> str:
+    """Items counted by (task, lang), their number first: "3 items (superglue/boolq (en): 2, …)"."""
+    return f"{counted(sum(cells.values()), 'item')} ({_per_cell(cells)})"
+
+
+def _response_unseen_words(cells) -> str:
+    """Why `judge --model` does not ask the selected items that carry a system's response their
+    template's prompt does not show, and what to do instead."""
+    instead = ["score the system's answers with calibrate judge --judge rule", "benchmark a model on SuperGLUE by "
+               "importing the tasks without --predictions (into a database of their own)"] \
+        if any(task.startswith("superglue/") for task, _ in cells) else []
+    instead.append("judge with a template that shows the response (--templates DIR)")
+    return (f"{_cells_counted(cells)} not asked: they carry a system's response that their template's prompt does "
+            "not show, so the model would answer the task itself and its accuracy would be filed under that system; "
+            "instead, " + "; or ".join(instead))
+
+
 def _refuse_left_out(left_out: list[str]) -> None:
     if left_out:
         raise click.ClickException("some items were not judged (see above); the next run asks only for them")
@@ -1783,13 +1811,16 @@ def _refuse_left_out(left_out: list[str]) -> None:
 def _nothing_to_judge(summary, left_out: list[str], name: str) -> None:
     """No request to make for the items selected (`check_queue_filters` made sure there are
     some): every one is judged already (done, exit 0), or none could be asked (an error saying
-    why)."""
+    why, or pointing at the lines above that did: items left out, responses the prompt does not
+    show)."""
     if left_out:
         raise click.ClickException("nothing was judged (see above)")
     if summary.skipped_done:
         console.print(safe_text(f"nothing to judge: {name} has judged all {summary.skipped_done} "
                                 "(--force judges them again)"))
         return
+    if summary.response_unseen:
+        raise click.ClickException("nothing was asked (see above)")
     what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
     raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
                                f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")

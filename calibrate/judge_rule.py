@@ -21,14 +21,18 @@ def run_rule_judge(
     system: str | None = None, force: bool = False, limit: int | None = None
 ) -> RunSummary:
     """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
-    rules and compare with the gold label, over the items of the filters given. The verdict is
+    rules and compare with the gold label, over the items of the filters given (those without
+    a response, gold-only, are counted in `summary.no_response`). The verdict is
     the parsed answer; `correct` says whether it matches. A run that stores judgments is
     recorded (judge_runs), as a server's is."""
     summary = RunSummary()
     judgments = []
     done: dict[str, set[int]] = {}
     for item in store.iter_items(task=task, lang=lang, system=system):
-        if not item.task.startswith("superglue/") or "response" not in item.fields:
+        if not item.task.startswith("superglue/"):
+            continue
+        if "response" not in item.fields:
+            summary.no_response[(item.task, item.lang)] += 1
             continue
         template = templates.for_task(item.task, item.lang)
         key = judge_key(RULE_JUDGE, None, template.version, RULE_PARAMS)

@@ -204,6 +204,8 @@ def plan_jobs(
     judged by this exact configuration (all of them if `force`). `limit` counts items: those
     with a sample that ended in error before are taken only where fewer items are left without
     one, so that a run limited to N items is not spent asking the same failing ones again;
+    an item carrying a system's response its prompt does not show is not asked
+    (`summary.response_unseen`: the model would answer the task, not judge the response);
     `summary.skipped_done` counts the samples already judged of the items looked at. Samples that
     ended in error before come last: the server's answers to the others are not held up behind them."""
     summary = summary if summary is not None else RunSummary()
@@ -243,6 +245,9 @@ def plan_jobs(
             prompt = template.render(item.task, item.fields)
         except TemplateError as exc:
             summary.not_renderable.setdefault(str(exc), []).append(item.id)
+            continue
+        if template.response in item.fields and not template.shows_response:
+            summary.response_unseen[(item.task, item.lang)] += 1
             continue
         if config.system_prompt is not None:
             prompt = replace(prompt, system=config.system_prompt)

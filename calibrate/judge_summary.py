@@ -22,6 +22,9 @@ class RunSummary:
     no_prompt: int = 0  # items of tasks people decide (no judge prompt)
     outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
     c3_passes_over: Counter = field(default_factory=Counter)  # (task, lang) -> items C3's evaluate.py never asks
+    # (task, lang) -> items carrying a system's response their template's prompt does not show (not asked)
+    response_unseen: Counter = field(default_factory=Counter)
+    no_response: Counter = field(default_factory=Counter)  # (task, lang) -> items the rule judge has no response to read
     stored: int = 0
     cells: Counter = field(default_factory=Counter)  # (task, lang, status) -> n; also "bare", "truncated"
     errors: Counter = field(default_factory=Counter)  # reason (the error up to its first colon) -> n

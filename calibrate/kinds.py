@@ -100,10 +100,10 @@ class VerdictKind:
     @property
     def right_or_wrong(self) -> bool:
         """A verdict says whether the system's response is right, so a system's score can be
-        computed from verdicts and labels: yes/no kinds (yes is right), label sets and ReCoRD
-        (right is the gold label); an Inspect score only when it takes two values with a
-        polarity (C/I, True/False, 1/0). Scores and Inspect's other value sets say more than
-        right or wrong."""
+        computed from verdicts and labels: yes/no kinds (yes is right), ReCoRD (correct is
+        right), label sets (right is the gold label); an Inspect score only when it takes two
+        values with a polarity (C/I, True/False, 1/0). Scores and Inspect's other value sets say
+        more than right or wrong."""
         if self.name == "inspect_score":
             return self.positive is not None
         return not self.scored
@@ -111,9 +111,27 @@ class VerdictKind:
     @property
     def right_by_reference(self) -> bool:
         """A verdict is an answer, right when it is the item's reference (the benchmark's gold
-        label): label sets and ReCoRD entities, True/False ones too (a SuperGLUE system answering
-        False where the gold is False is right). A yes/no verdict or an Inspect score says itself
-        whether the response is right (its positive label)."""
+        label): label sets, True/False ones too (a SuperGLUE system answering False where the
+        gold is False is right), and a person's label on such an item is their reading of the
+        system's answer. A yes/no verdict, a ReCoRD verdict and label (correct / incorrect: the
+        answer against the gold entities) or an Inspect score say themselves whether the
+        response is right (their positive label)."""
+        return self.name == "label_set"
+
+    def label_means(self, source: str = "the output") -> str | None:
+        """What a person's label says where it is easily taken for something else: on a label set,
+        the answer `source` gives (confirming or overriding the answer the judge parsed from it),
+        not the right answer, which the scores compare it with (`right_by_reference`); None
+        elsewhere."""
+        if not self.right_by_reference:
+            return None
+        return f"label the answer {source} gives, not the right one: scores compare it with gold"
+
+    @property
+    def needs_gold(self) -> bool:
+        """Right or wrong only against the benchmark's gold (the item's reference): a label set's
+        answer is compared with it, a ReCoRD answer with the gold entities, so an item without
+        one (a test split's) is neither right nor wrong in a score."""
         return self.name in ("label_set", "record_entity")
 
     @property

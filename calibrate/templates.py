@@ -36,7 +36,7 @@ from functools import cached_property
 from pathlib import Path
 
 import jinja2
-from jinja2 import nodes
+from jinja2 import meta, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -280,6 +280,13 @@ class Template:
         """A judge decides this task's items: with a prompt rendered here, or with one stored
         with each judgment. People decide the other tasks (C3's generation phenomena)."""
         return self.has_prompt or self.stored_prompts
+
+    @cached_property
+    def shows_response(self) -> bool:
+        """The prompt shows the item's response (the field `response` names), so a judge asked
+        with it judges that response; one asked without it answers the item's task itself
+        (SuperGLUE's prompts are the task's)."""
+        return self.has_prompt and self.response in meta.find_undeclared_variables(self.syntax)
 
     @cached_property
     def version(self) -> str:

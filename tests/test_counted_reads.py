@@ -64,7 +64,7 @@ CONFIDENCES = [None, 0.7, 0.701, 0.7 + 1e-12, 0.7 - 1e-12, 0.8, 0.95, 1.0, 0.0, 
 item = st.fixed_dictionaries({
     "task": st.integers(0, len(TASKS) - 1),
     "system": st.sampled_from(["", "s1", "s2"]),
-    "reference": st.integers(0, 1),
+    "reference": st.sampled_from([0, 1, None]),  # None: no gold (a test split's item)
     # per judge: None (not judged) or its samples: (status, verdict index, confidence, output)
     "judges": st.lists(st.one_of(st.none(), st.lists(st.tuples(
         st.sampled_from(["verdict", "verdict", "verdict", "unparsed", "error"]), st.integers(0, 1),
@@ -82,7 +82,7 @@ def fill(store: Store, items: list[dict], serial) -> list[int]:
     ids, _ = store.add_items([
         NewItem(TASKS[it["task"]][0], TASKS[it["task"]][1], f"{k}-{n}",
                 {**(fields := FIELDS[TASKS[it["task"]][0]]), "response": fields["response"] + " " * it["padding"]},
-                reference=TASKS[it["task"]][2][it["reference"]], system=it["system"])
+                reference=None if it["reference"] is None else TASKS[it["task"]][2][it["reference"]], system=it["system"])
         for n, it in enumerate(items)], with_ids=True)
     judgments = []
     for item_id, it in zip(ids, items, strict=True):
@@ -556,17 +556,19 @@ def _per_item_gather(store, templates, judges, system):
                 return kind.polarity(value) == POSITIVE
             return reference is not None and kind.canonical(value) == kind.canonical(reference)
 
-        group = scores_build._Group(it.task, it.lang, it.system or NO_SYSTEM, it.system,
-                                    np.nan if gold is None else float(right(gold)), not template.judged, 1)
         by_judge = defaultdict(list)
         for j in store.judgments_for_item(it.id):
             if not judges or j.judge_name in judges:
                 by_judge[j.judge_name].append(j)
+        no_gold = kind.needs_gold and it.reference is None and (gold is not None or bool(by_judge))
+        group = scores_build._Group(it.task, it.lang, it.system or NO_SYSTEM, it.system,
+                                    np.nan if gold is None or no_gold else float(right(gold)), not template.judged, 1,
+                                    scores_build._words(kind), no_gold=no_gold)
         for name, judgments in by_judge.items():
             if group.people_decide:
                 continue
             j, status, verdict = in_force(judgments)  # the majority of repeats, computed in Python
-            if status != "verdict":
+            if status != "verdict" or no_gold:
                 parsed = np.nan
             elif j.correct is not None and kind.right_by_reference:
                 parsed = float(j.correct)

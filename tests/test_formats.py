@@ -277,6 +277,21 @@ def test_prediction_matching_no_item_imports_nothing(calibrate, tmp_path):
     assert counts(calibrate.db) == (0, 0, 0)
 
 
+def test_a_record_or_multirc_prediction_whose_idx_is_not_their_object_is_told_the_idx_they_take(calibrate, tmp_path):
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": 0, "response": "Walmart"}])
+    out = calibrate("import", "superglue", "--task", "record", str(SG / "record.jsonl"), "--predictions", str(preds),
+                    ok=False)
+    assert out.exit_code != 0 and ('p.jsonl:1: prediction idx "0" matches no superglue/record item in '
+                                   f'{SG / "record.jsonl"}; a ReCoRD prediction\'s idx is {{"passage": …, "query": …}}'
+                                   in " ".join(out.output.split()))
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": {"passage": 0, "query": 0}, "response": "True"}])
+    out = calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(preds),
+                    ok=False)
+    assert out.exit_code != 0 and ("p.jsonl:1: idx lacks 'paragraph'; a MultiRC prediction's idx is "
+                                   '{"paragraph": …, "question": …, "answer": …}') in " ".join(out.output.split())
+    assert counts(calibrate.db) == (0, 0, 0)
+
+
 def test_superglue_unknown_task(calibrate):
     out = calibrate("import", "superglue", "--task", "squad", str(SG / "boolq.jsonl"), ok=False)
     assert out.exit_code != 0 and "unknown SuperGLUE task 'squad'" in out.output

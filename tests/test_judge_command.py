@@ -105,3 +105,49 @@ def test_a_models_run_under_the_rule_judges_name_and_misspelt_kinds_and_variants
         out = run("judge", "--base-url", "http://127.0.0.1:9/v1", *args, ok=False)
         assert out.exit_code == 2 and said in one_line(out.output), (args, out.output)
     assert fingerprint(demo_db.parent) == before
+
+
+def _boolq(tmp_path, answered: int) -> tuple:
+    """Three BoolQ validation items, the first `answered` of them answered by system s."""
+    questions = write_jsonl(tmp_path / "val.jsonl", [{"question": f"q{k}", "passage": "p", "idx": k, "label": True}
+                                                     for k in range(3)])
+    answers = write_jsonl(tmp_path / "answers.jsonl", [{"idx": k, "response": "True"} for k in range(answered)])
+    return questions, answers
+
+
+def test_a_model_is_not_asked_items_whose_response_its_prompt_does_not_show_unless_the_template_shows_it(tmp_path):
+    questions, answers = _boolq(tmp_path, 2)
+    run = Calibrate(tmp_path / "sg.db")
+    run("import", "superglue", "--task", "boolq", str(questions), "--predictions", str(answers), "--system", "s")
+    batch = tmp_path / "batch.jsonl"
+    out = run("judge", "--model", "m", "--export-batch", str(batch))
+    said = one_line(out.output)
+    assert ("2 items (superglue/boolq (en): 2) not asked: they carry a system's response that their template's prompt "
+            "does not show, so the model would answer the task itself") in said
+    assert "calibrate judge --judge rule" in said and "without --predictions" in said
+    assert "wrote 1 request" in said and len(batch.read_text().splitlines()) == 1  # the gold-only item is asked
+    refused = run("judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--system", "s", ok=False)
+    assert refused.exit_code == 1 and "nothing was asked (see above)" in one_line(refused.output)
+    assert not list(Store(tmp_path / "sg.db").judgments())
+    # a template of one's own that shows the response: the model judges it
+    folder = tmp_path / "tpl" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "manifest.toml").write_text(
+        'family = "mine"\n[[template]]\nid = "mine/boolq"\nfile = "b.j2"\nlang = "en"\ntasks = ["superglue/boolq"]\n'
+        'required = ["passage", "question"]\nverdict = "label_set"\nlabels = ["True", "False"]\n', encoding="utf-8")
+    (folder / "b.j2").write_text("{{ passage }}\n{{ question }}\nThe system answered: {{ response }}\nIs it right?",
+                                 encoding="utf-8")
+    out = run("--templates", str(tmp_path / "tpl"), "judge", "--model", "m", "--system", "s", "--export-batch",
+              str(tmp_path / "mine.jsonl"))
+    assert "wrote 2 requests" in out.output and "not asked" not in out.output
+
+
+def test_the_rule_judge_says_how_many_items_it_passed_over_without_a_response(tmp_path):
+    questions, answers = _boolq(tmp_path, 2)
+    run = Calibrate(tmp_path / "sg.db")
+    run("import", "superglue", "--task", "boolq", str(questions), "--predictions", str(answers), "--system", "s")
+    out = run("judge", "--judge", "rule")
+    assert "1 item (superglue/boolq (en): 1) passed over: no system's response to read" in one_line(out.output)
+    assert "2 judgments stored" in out.output
+    gold_only = run("judge", "--judge", "rule", "--system", "", ok=False)
+    assert gold_only.exit_code == 1 and "nothing was judged" in one_line(gold_only.output)

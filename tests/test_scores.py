@@ -621,3 +621,63 @@ def test_on_rubric_scores_alone_scores_and_trust_say_what_they_would_need_and_wh
     assert trust.exit_code == 1 and "run calibrate judge first" not in words, "the judge did run"
     assert "the judge verdicts are scores (rubric/reference zh (ds)): a score is not a yes/no or label verdict" in words
     assert "trust needs a yes/no or label verdict with a confidence" in words and "run calibrate report" in words
+
+
+def test_record_people_and_corrected_count_correct_labels_as_right(tmp_path):
+    # 12 ReCoRD queries: the system answers 8 with the gold entity (Alice) and 4 with another (Bob); ana labels 7 of
+    # the 8 correct (one stricter than the rule) and the 4 incorrect. By hand: parser 8/12; people 7/12; every item
+    # labelled, so corrected = within 'correct' 7/8 x 8/12 + within 'incorrect' 0/4 x 4/12 = 7/12
+    text = "Alice met Bob in Paris."
+    entities = [{"start": text.index(e), "end": text.index(e) + len(e) - 1} for e in ("Alice", "Bob", "Paris")]
+    rows = [{"idx": k, "source": "s", "passage": {"text": text, "entities": entities},
+             "qas": [{"query": f"@placeholder met Bob ({k}).", "idx": 0, "answers": [{**entities[0], "text": "Alice"}]}]}
+            for k in range(12)]
+    (tmp_path / "record.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "my-llm").mkdir()
+    (tmp_path / "my-llm" / "record.jsonl").write_text("".join(
+        json.dumps({"idx": {"passage": k, "query": 0}, "response": "Alice" if k < 8 else "Bob"}) + "\n"
+        for k in range(12)), encoding="utf-8")
+    (tmp_path / "labels.csv").write_text("task,lang,system,source_id,annotator,label\n" + "".join(
+        f"superglue/record,en,my-llm,{k}/0,ana,{'correct' if k < 7 else 'incorrect'}\n" for k in range(12)))
+    run = Calibrate(tmp_path / "r.db")
+    run("import", "superglue", "--task", "record", str(tmp_path / "record.jsonl"), "--predictions",
+        str(tmp_path / "my-llm" / "record.jsonl"))
+    run("judge", "--judge", "rule")
+    run("import", "labels", str(tmp_path / "labels.csv"))
+    cell = next(c for c in json.loads(run("scores", "--format", "json").output)["cells"]
+                if c["task"] == "superglue/record")
+    (judge,) = cell["judges"]
+    assert judge["parser_unparsed_wrong"] == {"right": 8, "n": 12, "accuracy": 8 / 12}
+    assert cell["labelled"] == 12 and cell["people"]["value"] == pytest.approx(7 / 12)
+    assert judge["corrected"]["value"] == pytest.approx(7 / 12)
+    assert "people 58%" in run("scores").output
+
+
+def test_items_without_gold_are_left_out_of_every_accuracy_and_counted(tmp_path):
+    # a BoolQ test split (no labels) answered by my-llm, and two CB validation items it answered right; ana labels the
+    # BoolQ answers too: no figure counts them right or wrong, the overall row is CB's alone, a note counts them
+    boolq = [{"question": f"q{k}", "passage": "p", "idx": k} for k in range(3)]
+    cb = [{"premise": f"p{k}", "hypothesis": "h", "idx": k, "label": "neutral"} for k in range(2)]
+    (tmp_path / "my-llm").mkdir()
+    run = Calibrate(tmp_path / "t.db")
+    for task, rows, answer in (("boolq", boolq, "False"), ("cb", cb, "neutral")):
+        (tmp_path / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (tmp_path / "my-llm" / f"{task}.jsonl").write_text(
+            "".join(json.dumps({"idx": r["idx"], "response": answer}) + "\n" for r in rows), encoding="utf-8")
+        run("import", "superglue", "--task", task, str(tmp_path / f"{task}.jsonl"), "--predictions",
+            str(tmp_path / "my-llm" / f"{task}.jsonl"))
+    run("judge", "--judge", "rule")
+    (tmp_path / "labels.csv").write_text("task,lang,system,source_id,annotator,label\n" + "".join(
+        f"superglue/boolq,en,my-llm,{k},ana,False\n" for k in range(3)))
+    run("import", "labels", str(tmp_path / "labels.csv"))
+    out = run("scores", "--format", "json")
+    cells = {c["task"]: c for c in json.loads(out.output)["cells"]}
+    test_split, overall = cells["superglue/boolq"], cells["(all)"]
+    assert test_split["no_gold"] == 3 and test_split["labelled"] == 0 and test_split["people"]["value"] is None
+    assert test_split["judges"][0]["judged"] == 3
+    assert test_split["judges"][0]["parser_unparsed_wrong"] == {"right": 0, "n": 0, "accuracy": None}
+    assert test_split["judges"][0]["corrected"]["value"] is None
+    assert overall["no_gold"] == 3 and overall["judges"][0]["parser_unparsed_wrong"] == {"right": 2, "n": 2, "accuracy": 1.0}
+    table = run("scores", "--by", "system,task").output
+    assert "0/3" not in table and "rule: parser —" in table
+    assert "3 judged or labelled items without a gold label (a test split's): neither right nor wrong" in " ".join(table.split())

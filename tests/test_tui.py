@@ -250,6 +250,19 @@ async def test_the_guidelines_name_the_digits_that_label_an_item_of_a_label_set(
         assert "labels: 1 entailment, 2 contradiction, 3 neutral" in screen_text(app)
 
 
+async def test_a_superglue_item_says_a_label_is_the_answer_the_response_gives_not_the_right_one(demo_db):
+    app = make_app(demo_db, task="superglue/boolq")
+    async with app.run_test(size=(120, 30)) as pilot:
+        said = " ".join(str(app.screen.query_one("#verdict-meta").content).split())
+        assert "label the answer the output below gives, not the right one: scores compare it with gold" in said
+        await pilot.press("g")
+        said = " ".join(screen_text(app).split())
+        assert "label the answer the system's response gives, not the right one: scores compare it with gold" in said
+    app = make_app(demo_db, task="c3/lexical")
+    async with app.run_test(size=(120, 30)):
+        assert "not the right one" not in str(app.screen.query_one("#verdict-meta").content), "yes/no says right itself"
+
+
 async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_score(labelled_demo_db):
     demo_db = labelled_demo_db
     from calibrate.report import build_report, rows_of

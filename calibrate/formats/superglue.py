@@ -53,6 +53,20 @@ def gold_label(task: str, label) -> str | None:
     return str(label)
 
 
+IDX_SHAPES = {
+    "superglue/multirc": 'a MultiRC prediction\'s idx is {"paragraph": …, "question": …, "answer": …}, the idx of the '
+                         "passage, question and answer it answers",
+    "superglue/record": 'a ReCoRD prediction\'s idx is {"passage": …, "query": …}, the idx of the passage and query '
+                        "it answers",
+}
+"""How a prediction names its item in the tasks whose items are parts of a line (MultiRC, ReCoRD)."""
+
+
+def _idx_shape(task: str) -> str:
+    """What an error about a prediction's idx adds: the idx's shape where it is an object."""
+    return f"; {IDX_SHAPES[task]}" if task in IDX_SHAPES else ""
+
+
 def idx_key(task: str, idx) -> str:
     """The source id for a task's idx: plain for most, paragraph/question/answer for MultiRC,
     passage/query for ReCoRD."""
@@ -111,7 +125,7 @@ def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
         try:
             key = idx_key(task, obj["idx"])
         except KeyError as exc:
-            raise ImportFailed(f"{where}: idx lacks {exc.args[0]!r}; nothing was imported") from None
+            raise ImportFailed(f"{where}: idx lacks {exc.args[0]!r}{_idx_shape(task)}; nothing was imported") from None
         except InputError as exc:
             raise ImportFailed(f"{where}: {exc}; nothing was imported") from None
         if key in out:
@@ -166,4 +180,4 @@ def superglue_records(
             yield Record(NewItem(task, "en", source_id, fields, reference, owner), where)
     for key, (_, where) in responses.items():
         if key not in used:
-            yield BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}")
+            yield BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}{_idx_shape(task)}")

@@ -14,8 +14,11 @@ difference of their agreement with people); and each cell says how many more ran
 would bring its corrected interval under the target half-width.
 
 Right and wrong: for a yes/no kind a verdict or label is "right" when it means yes (C3:
-the system's answer is correct); for a label-set kind (SuperGLUE) when it equals the item's
-reference (the gold label). Items with several annotators use the majority label (a tie
+the system's answer is correct), for ReCoRD when it is "correct"; for a label-set kind
+(SuperGLUE) when it equals the item's reference (the gold label): the verdict is the system's
+answer as parsed, a person's label their reading of it. An item of those two kinds without a
+gold label (a test split's) is neither right nor wrong: left out of every accuracy and counted
+(`ScoreCell.no_gold`). Items with several annotators use the majority label (a tie
 counts as unlabelled, and each cell counts its ties). A corrected or raw figure over a row
 pooling cells needs the judge's verdicts in every cell of its benchmarks there, else it is
 withheld, naming the cells; an unparsed verdict counts as not right in the corrected figures

@@ -46,13 +46,16 @@ class _Group:
     lang: str
     system: str  # as shown (NO_SYSTEM for items without one)
     stored_system: str  # as stored
-    human: float  # 1 right, 0 wrong, nan unlabelled
+    human: float  # 1 right, 0 wrong, nan unlabelled (or without gold)
     people_decide: bool  # the task has no judge prompt
     n: int
     words: tuple[str, str] = correction.CLASSES  # what people and judges call right and wrong here ('yes', 'no')
     verdicts: dict[str, tuple[float, bool | None]] = field(default_factory=dict)
     # judge -> (parser right 1/0/nan when unparsed or error, C3 rule right or None outside C3)
     stored: dict[str, tuple] = field(default_factory=dict)  # judge -> (status, verdict) as stored
+    # judged or labelled items of a kind that needs gold (`VerdictKind.needs_gold`) that have none (a test split's):
+    # neither right nor wrong, so out of every accuracy and of the labelled count, counted in the cell's items
+    no_gold: bool = False
 
     @property
     def cell(self) -> str:
@@ -133,19 +136,22 @@ def _gather(store: Store, templates: TemplateSet, judges: Sequence[str],
             del kinds[(task, lang)]
     judges = list(dict.fromkeys(judges)) or store.judge_names(system=system)
     passed_over = c3_passed_over(store, system=system)
-    rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.right_by_reference],
+    rows = store.score_groups(judges, kinds, by_reference=[k for k, kind in kinds.items() if kind.needs_gold],
                               system=system, c3_rule=c3_right, unjudged=passed_over)
     found = []
     for task, lang, item_system, reference, gold, *rest in rows:
         kind, people_decide = kinds[(task, lang)], not prompted[(task, lang)]
+        # the store keeps the reference of the items with a label or a verdict: one of those without is without gold
+        no_gold = kind.needs_gold and reference is None and (
+            gold is not None or any(status is not None for status in rest[:-1:4]))
         group = _Group(task, lang, item_system or NO_SYSTEM, item_system,
-                       np.nan if gold is None else float(_right(kind, gold, reference)), people_decide, rest[-1],
-                       _words(kind))
+                       np.nan if gold is None or no_gold else float(_right(kind, gold, reference)), people_decide,
+                       rest[-1], _words(kind), no_gold=no_gold)
         for k, name in enumerate(judges):
             status, verdict, correct, rule = rest[4 * k : 4 * k + 4]
             if status is None or people_decide:
                 continue
-            if status != "verdict":
+            if status != "verdict" or no_gold:
                 parsed = np.nan
             elif correct is not None and kind.right_by_reference:
                 parsed = float(correct)
@@ -225,6 +231,7 @@ def _right(kind, label: str, reference: str | None) -> bool:
 
 
 PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts to correct"
+NO_GOLD = "no item the judge judged here has a gold label: its verdicts are neither right nor wrong, nothing to correct"
 
 
 def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
@@ -233,10 +240,11 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     """One cell's figures; `configurations` are the store's counts of the verdicts in force per
     judge configuration (`Store.configuration_counts`), to note a judge whose verdicts here come
     from several; `own` the judges' own generation decisions (`_own_decisions`), for their C3 rule."""
-    y = _repeat([m.human for m in members], members)
+    graded = [m for m in members if not m.no_gold]
+    y = _repeat([m.human for m in graded], graded)
     labelled = ~np.isnan(y)
     people = proportion(int(np.nansum(y)), int(labelled.sum()), none_reason="no labelled items")
-    cells, names = _cells_of(members)
+    cells, names = _cells_of(graded)
     if len(names) > 1 and labelled.any():
         # over several cells, whose labels sample each its own cell: each cell's people's accuracy weighted by its
         # share of the items (the pooled estimate with no verdict to stratify by), or none where a cell has none
@@ -246,25 +254,27 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
     judges = sorted({j for m in members for j in m.verdicts}
                     | {j for m in members if m.people_decide for j in family_judges[(m.system, _family(m.task), m.lang)]})
     by_any = sum(m.n for m in members if any(judged(status) for status, _ in m.stored.values()))
-    cell = ScoreCell(*key, items=len(y), judged=by_any,
+    cell = ScoreCell(*key, items=sum(m.n for m in members), judged=by_any,
                      labelled=int(labelled.sum()), people=people,
-                     tied=sum(ties.get(k, 0) for k in {(m.task, m.lang, m.system) for m in members}))
+                     tied=sum(ties.get(k, 0) for k in {(m.task, m.lang, m.system) for m in members}),
+                     no_gold=sum(m.n for m in members if m.no_gold))
     not_random = None  # why the labels do not look like a random sample of a cell, by a judge's verdicts
     for name in judges:
-        rows = [m for m in members if name in m.verdicts]
+        judged_here = [m for m in members if name in m.verdicts]
+        rows = [m for m in judged_here if not m.no_gold]  # the items its verdicts are right or wrong on
         statuses = Counter()
-        for m in rows:
+        for m in judged_here:
             statuses[m.stored[name][0]] += m.n
         # as C3's statistics: the items people decide count for every judge of their system's
         # benchmark in their language, by the human label (wrong while unlabelled), beside the judge's own items
         decided = [m for m in members if m.people_decide and name in family_judges[(m.system, _family(m.task), m.lang)]]
         # a row pooling cells: the judge's figures cover the cells of the benchmarks it judges in the row, and
         # need its verdicts in each of them that has a judge prompt
-        families = {_family(m.task) for m in rows + decided}
-        without = _without_verdicts([m for m in members if _family(m.task) in families], {m.cell for m in rows})
+        families = {_family(m.task) for m in judged_here + decided}
+        without = _without_verdicts([m for m in members if _family(m.task) in families], {m.cell for m in judged_here})
         verdicts = _repeat([m.verdicts[name][0] for m in rows], rows)
         parsed = np.concatenate([verdicts, _repeat([np.nan_to_num(m.human, nan=0.0) for m in decided], decided)])
-        rule_known = all(m.verdicts[name][1] is not None for m in rows)
+        rule_known = all(m.verdicts[name][1] is not None for m in judged_here)
         rules_right = sum(m.n for m in rows if m.verdicts[name][1]) + sum(m.n for m in decided if m.human == 1)
         # C3's rule counts the generation decisions as this judge's own result files held them
         own_cells = [own[(name, c)] for c in sorted({m.cell for m in decided}) if (name, c) in own]
@@ -291,9 +301,9 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
             corrected, ppi, rogan_gladen = _withheld(corrected, why), _withheld(ppi, why), _withheld(rogan_gladen, why)
             plan = replace(plan, more=None, reason=why)
         elif not rows:
-            corrected, ppi = replace(corrected, reason=PEOPLE_DECIDE), replace(ppi, reason=PEOPLE_DECIDE)
-            rogan_gladen = replace(rogan_gladen, reason=PEOPLE_DECIDE)
-            plan = replace(plan, more=None, reason=PEOPLE_DECIDE)
+            why = PEOPLE_DECIDE if decided else NO_GOLD
+            corrected, ppi, rogan_gladen = replace(corrected, reason=why), replace(ppi, reason=why), replace(rogan_gladen, reason=why)
+            plan = replace(plan, more=None, reason=why)
         elif len(names) > 1:  # PPI++ and Rogan-Gladen take the labels as one random sample of all the items
             why = ONE_CELL_ONLY if corrected.value is not None else corrected.reason
             ppi, rogan_gladen = _withheld(ppi, why), _withheld(rogan_gladen, why)
@@ -394,8 +404,8 @@ def _judge_pairs(groups: list[_Group], by: tuple[str, ...]) -> list[JudgePair]:
     compared per language in its paper). Items where either verdict is unparsed or an error
     are left out and counted (`JudgePair.left_out_unparsed`, `left_out_errors`): read as "no"
     they would pass for a verdict."""
+    groups = [g for g in groups if g.verdicts and not g.no_gold]
     judges = sorted({j for g in groups for j in g.verdicts})
-    groups = [g for g in groups if g.verdicts]
     pairs = []
     scopes = [("all items", groups)] + [(lang, [g for g in groups if g.lang == lang])
                                         for lang in sorted({g.lang for g in groups})]

@@ -112,7 +112,9 @@ class ScoreCell:
     judge's figures, C3's final score.
     `labelled` counts the items with a gold label; `tied` the items people labelled whose labels
     tie (no strict majority), left out of `labelled`, people's accuracy and the corrected ones:
-    the two add up to `calibrate status`'s labelled count."""
+    the two add up to `calibrate status`'s labelled count, with the labelled ones among `no_gold`:
+    the judged or labelled items of a task scored against gold that have none (a test split's),
+    neither right nor wrong, so left out of every accuracy (counted in `items`)."""
 
     system: str
     task: str
@@ -122,6 +124,7 @@ class ScoreCell:
     labelled: int
     people: Estimate
     tied: int = 0
+    no_gold: int = 0
     judges: list[JudgeScores] = field(default_factory=list)
     final: Final | None = None
 
@@ -139,7 +142,7 @@ class ScoreCell:
     def as_dict(self) -> dict:
         return {
             "system": self.system, "task": self.task, "lang": self.lang, "items": self.items, "judged": self.judged,
-            "labelled": self.labelled, "tied": self.tied, "people": self.people.as_dict(), "judges": [j.as_dict() for j in self.judges],
+            "labelled": self.labelled, "tied": self.tied, "no_gold": self.no_gold, "people": self.people.as_dict(), "judges": [j.as_dict() for j in self.judges],
             "final": self.final.as_dict() if self.final else None,
         }
 

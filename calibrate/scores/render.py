@@ -31,6 +31,8 @@ OTHER_BENCHMARKS = ("{judge}'s figures here leave out this row's {n} of benchmar
 NO_VERDICTS = "no verdicts on these items by the judges shown: no judge accuracy, raw or corrected"
 TIED = ("{} whose labels tie (no majority label): counted unlabelled here, so left out of labelled, "
         "people and corrected (`calibrate status` counts them labelled)")
+NO_GOLD = ("{} without a gold label (a test split's): neither right nor wrong, so left out of labelled, people and "
+           "every accuracy here (`calibrate report` still compares judges with people on them)")
 UNPARSED_READ_AS_NO = (
     "corrected and Rogan–Gladen read this judge's unparsed and error verdicts as not right, like a \"no\": a valid "
     "reading (the labels measure the judge's errors under that same reading), not a parsed verdict")
@@ -69,7 +71,8 @@ RULE_EXPLAINED = (
     "corrected figures in such a row cover the cells of the benchmarks it judges and need its verdicts in each of "
     "them: else they are — and the note names the cells without. Unparsed and error verdicts count as not right in corrected and Rogan–Gladen (the "
     "labels measure the judge's errors under that reading, so both stay valid; a note marks the rows). Items "
-    "whose labels tie have no majority label and count as unlabelled (a note says how many). Items people "
+    "whose labels tie have no majority label and count as unlabelled (a note says how many). Items without a gold label (a test split's) are neither "
+    "right nor wrong: left out of every accuracy (a note says how many). Items people "
     "decide (C3's generation phenomena) count in each judge's accuracy by their human "
     "label, as wrong while unlabelled, as in C3's statistics; they are not judge evidence: corrected, Rogan–Gladen "
     "and more labels use only the items the judge judged.")
@@ -131,6 +134,7 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
         why_not = people.reason if people.value is None else people.ci_reason  # no figure, or no interval
         people_note = notes.ref(f"people: {why_not}") if cell.labelled and why_not else ""
         people_note += notes.ref(TIED.format(counted(cell.tied, "labelled item")) if cell.tied else None)
+        people_note += notes.ref(NO_GOLD.format(counted(cell.no_gold, "judged or labelled item")) if cell.no_gold else None)
         people_numbers = _numbers(people if cell.labelled else None)
         if not cell.judges and cell.final is None:
             out.append(([cell.system, cell.task, cell.lang, NO_JUDGE, str(cell.items), str(cell.judged),

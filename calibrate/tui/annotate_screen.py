@@ -569,9 +569,10 @@ class AnnotateScreen(Screen):
         if self.view is None:
             return
         template = self.view.template
-        text = self.app.guidelines_for(template)
+        parts = [self.app.guidelines_for(template), template.kind.label_means("the system's response"),
+                 f"labels: {self._label_keys()}"]
         self.app.push_screen(TextScreen(f"Guidelines: {self.view.item.task} ({self.view.item.lang})",
-                                        Text(safe(f"{text}\n\nlabels: {self._label_keys()}"))))
+                                        Text(safe("\n\n".join(part for part in parts if part)))))
 
     def action_help(self) -> None:
         lines = Text()

@@ -46,7 +46,9 @@ class VerdictPanel(Vertical):
         judgment = view.judgment
         if judgment is None:
             big.show_text(Text("no judgment", style="dim"))
-            meta.show_text(Text("no judge has looked at this item: label it yourself", style="dim"))
+            means = view.kind.label_means("the response")
+            meta.show_text(Text("no judge has looked at this item: label it yourself" + (f"\n{means}" if means else ""),
+                                style="dim"))
             raw.show_text("")
             return
         if hidden:
@@ -69,6 +71,8 @@ class VerdictPanel(Vertical):
             details.append(f"P={judgment.confidence:.2f}")
         info = Text(" · ".join(details), style="dim")
         info.append(f"\ntemplate {broken_name(safe(judgment.template_id or '?'), width, len('template '))}", style="dim")
+        if (means := view.kind.label_means("the output below")) and judgment.status == "verdict":
+            info.append(f"\n{means}", style="dim")
         if view.repeats:
             said = [view.kind.words(v) if status == "verdict" else status for status, v in view.repeats]
             info.append(f"\n{len(said)} repeats: {safe(' · '.join(said))} (the verdict is their majority)", style="dim")
