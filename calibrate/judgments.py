@@ -120,6 +120,7 @@ def judgment_from_output(
     decided: Verdict | None = None,
     prompt: tuple[str | None, str] | None = None,
     run: str | None = None,
+    judged_at: str | None = None,
 ) -> NewJudgment:
     """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
     judge and output (and `run`, the run that gave it, where the source names one), so importing
@@ -128,7 +129,8 @@ def judgment_from_output(
 
     `decided` is a verdict the judge's own tool already reached (an Inspect score's value, or
     unparsed with its reason) instead of one parsed from `raw`; `prompt` is the (system, user)
-    prompt the judge was given, stored instead of the template's."""
+    prompt the judge was given, stored instead of the template's; `judged_at` the time the judge
+    made it where the source says (it orders the judgment among the judge's others of the item)."""
     template = templates.for_task(item.task, item.lang, family)
     params = params or {}
     rendered = None
@@ -165,6 +167,7 @@ def judgment_from_output(
         prompt=prompt[1] if prompt else None,
         error=error,
         uid=digest(item.content_hash, key, raw or "", error or "", *decided_part, *([f"run {run}"] if run else [])),
+        judged_at=judged_at,
     )
 
 

@@ -116,6 +116,17 @@ class InspectLog:
         return self.header.eval.eval_id
 
     @property
+    def created(self) -> str | None:
+        """When the eval was created, in UTC as the store writes times: the time of its grading,
+        which orders it among other evals' gradings of a sample whatever order the logs are
+        imported in (None where the header's time is not one)."""
+        try:
+            moment = datetime.fromisoformat(str(self.header.eval.created))
+        except ValueError:
+            return None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+
+    @property
     def judge(self) -> str:
         return self.grader if self.model_graded and self.grader else self.scorer
 
@@ -405,6 +416,7 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
         yield Record(
             sample_item(log, sample, lang, system), where, judge_output=raw, judge_name=log.judge,
             judge_params=params, judge_verdict=verdict, judge_prompt=prompt, judge_run=log.run,
+            judged_at=log.created,
             judge_model=log.grader if grading else None, labels=tuple((name, label) for name, label, _ in people),
             notes=notes, label_times=tuple((name, at) for name, _, at in people),
         )
