@@ -16,9 +16,10 @@ made (`judged_at`, kept from OTHER, migration 0028), so an older offline judgmen
 replaces a newer one either, as judging in one database would have it.
 
 Because the newest decision wins, a time from a machine whose clock ran ahead would keep its row
-in force over every later decision: a row dated more than `FUTURE_TOLERANCE` after this
-machine's clock is refused, a decision's or a judgment's (not clamped: its real time is unknown, and a made-up one could put
-it ahead of decisions taken since), and so is a time without a time zone. Times are stored in
+in force over every later decision: a row (a decision or a judgment) dated more than
+`FUTURE_TOLERANCE` after this machine's clock is refused (not clamped: its real time is unknown,
+and a made-up one could put it ahead of decisions taken since), and so is a time without a time
+zone. Times are stored in
 UTC as the store writes them, so text order stays time order. Judgments are cleaned of
 credentials on the way in (`calibrate.redact`: this environment's API key and base URL, and
 anything shaped like a credential), so a key a server echoed into OTHER goes no further; the

@@ -119,12 +119,13 @@ class InspectLog:
     def created(self) -> str | None:
         """When the eval was created, in UTC as the store writes times: the time of its grading,
         which orders it among other evals' gradings of a sample whatever order the logs are
-        imported in (None where the header's time is not one)."""
+        imported in (one without a time zone taken as UTC; None where the header's time is not one)."""
         try:
             moment = datetime.fromisoformat(str(self.header.eval.created))
         except ValueError:
             return None
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
     @property
     def judge(self) -> str:
