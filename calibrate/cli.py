@@ -593,15 +593,17 @@ CHANGES_SHOWN = 5  # the first few items an import's note names
 
 def say_import_changes(report: ImportReport) -> None:
     """What an import changed beyond what it added, on stderr: records whose judgment is an
-    error (the judge's call failed elsewhere), verdicts in force it changed, and labels left on
-    the versions of items that --update replaced."""
+    error (the judge's call failed elsewhere), verdicts in force it changed, judgments it added
+    older than the verdict in force (not put in force), and labels left on the versions of items
+    that --update replaced."""
     for (judge, why), where in report.errors.items():
         one = len(where) == 1
-        over = sum(c.judge == judge and c.after == "error" for c in report.changed)
+        kept = report.out_of_force[judge, "failed"]
         err_console.print(safe_text(
             f"{counted(len(where), 'record')} of {judge} {'holds' if one else 'hold'} no verdict ({why}): stored as "
             f"{'an error, not a verdict' if one else 'errors, not verdicts'} ({listing(where, CHANGES_SHOWN)})"
-            + (f"; {'it' if one else f'{over} of them'} replaced an earlier verdict of {judge}" if over else "")
+            + (f"; {'it' if one else f'{kept} of them'} left the verdict of {judge} in force there (a failed call "
+               "never replaces a verdict)" if kept else "")
             + f". Ask {judge} again for {'it' if one else 'them'} and import the output: a verdict replaces an error",
             style="yellow"))
     for judge in dict.fromkeys(name for name, _ in report.outputs):
@@ -617,7 +619,14 @@ def say_import_changes(report: ImportReport) -> None:
         shown = [f"{c.judge} on {c.source_id}: {c.before} -> {c.after}" for c in report.changed]
         err_console.print(safe_text(
             f"{counted(len(shown), 'verdict')} in force changed by this import ({listing(shown, CHANGES_SHOWN)}): "
-            "a judge's newest judgment of an item is the one in force", style="yellow"))
+            "a judge's newest judgment of an item is the one in force, a failed call only over a failed call",
+            style="yellow"))
+    for (judge, why), n in report.out_of_force.items():
+        if why == "older":
+            err_console.print(safe_text(
+                f"{n} of the judgments of {judge} added {'is' if n == 1 else 'are'} older than its verdict in force on "
+                f"the item (the time the judge made {'it' if n == 1 else 'them'}: an older eval's log?): kept in the "
+                "history, not put in force", style="yellow"))
     say_left_behind(report.left_behind)
 
 

@@ -113,12 +113,15 @@ def earlier_configuration(judge: str, earlier: tuple, *, model: str, template: t
     return "from " + ", ".join(parts)
 
 
-def replacing_words(judge: str, replacing: dict[int, tuple[str, bool]], *, done: bool, by_errors: int = 0) -> str:
+def replacing_words(judge: str, replacing: dict[int, tuple[str, bool]], *, done: bool, kept: int = 0) -> str:
     """The note of a run whose judge name has judgments in force from other configurations on
     its items: `replacing` gives each item's (`earlier_configuration`, whether it is an error);
-    before the run (not `done`) they are what its answers replace, after it what they replaced,
-    `by_errors` of them with failed calls (errors, which count as no verdict until the item is
-    asked again)."""
+    before the run (not `done`) they are what its answers replace (a failed call replaces only
+    an error), after it what they replaced, and `kept` the items where its call failed and left
+    the other configuration's verdict in force (asked again by the next run)."""
+    if done and not replacing:
+        return (f"{counted(kept, 'failed call')} of this run left the verdict in force of {judge} from another "
+                f"configuration (a failed call never replaces a verdict); {ASKED_AGAIN}")
     sources = Counter(source for source, _ in replacing.values())
     errors = sum(error for _, error in replacing.values())
     verdicts = len(replacing) - errors
@@ -127,9 +130,9 @@ def replacing_words(judge: str, replacing: dict[int, tuple[str, bool]], *, done:
     where = "; ".join(f"{count} {source}" for source, count in sources.most_common())
     said = f"{what} in force of {judge} from another configuration ({where})"
     head = f"this run replaced {said}" if done else f"this run replaces {said}, each as it answers its item"
-    if by_errors:
-        head += (f", {by_errors} of them with a failed call: on those items the earlier configuration's judgment no "
-                 f"longer counts and the item counts as an error until it is asked again; {ASKED_AGAIN}")
+    if kept:
+        head += (f"; {counted(kept, 'failed call')} left the verdict in force of the other configuration (a failed call "
+                 f"never replaces a verdict); {ASKED_AGAIN}")
     return f"{head}; the earlier judgments stay in the history but no longer count. {KEEP_BOTH}"
 
 
@@ -155,15 +158,15 @@ def replaced_words(store: Store, jobs: list[Job], config: JudgeConfig, replacing
                    stored: Collection[int]) -> str | None:
     """After a run of `config` over `jobs` (or the import of its batch's results) that stored
     judgments of the items `stored`: what it replaced (`replacing_words`) of `replacing`, what
-    `other_configurations` gave before it, and how many of those became failed calls; None where
-    it replaced nothing."""
+    `other_configurations` gave before it, and on how many of its items a failed call left a
+    verdict of theirs in force; None where it replaced nothing and left nothing so."""
     now = other_configurations(store, jobs, config) if replacing else {}
     replaced = {item_id: found for item_id, found in replacing.items() if item_id in stored and item_id not in now}
-    if not replaced:
+    kept = sum(item_id in stored and not replacing[item_id][1] and not error
+               for item_id, (_, error) in now.items() if item_id in replacing)
+    if not replaced and not kept:
         return None
-    in_force = store.verdicts_in_force_of((item_id, config.name) for item_id in replaced)
-    return replacing_words(config.name, replaced, done=True,
-                           by_errors=sum(status == "error" for status, _ in in_force.values()))
+    return replacing_words(config.name, replaced, done=True, kept=kept)
 
 
 def runs_beside(store: Store, config: JudgeConfig, since: str | None = None) -> list[dict]:

@@ -121,6 +121,7 @@ def judgment_from_output(
     decided: Verdict | None = None,
     prompt: tuple[str | None, str] | None = None,
     run: tuple[str, str] | None = None,
+    judged_at: str | None = None,
 ) -> NewJudgment:
     """A judgment for output produced elsewhere (an import). Its uid is derived from the item,
     judge and output (and the id of `run`, the (id, start time) of the run that gave it, where the
@@ -131,7 +132,8 @@ def judgment_from_output(
 
     `decided` is a verdict the judge's own tool already reached (an Inspect score's value, or
     unparsed with its reason) instead of one parsed from `raw`; `prompt` is the (system, user)
-    prompt the judge was given, stored instead of the template's."""
+    prompt the judge was given, stored instead of the template's; `judged_at` the time the judge
+    made it where the source says (it orders the judgment among the judge's others of the item)."""
     template = templates.for_task(item.task, item.lang, family)
     params = params or {}
     rendered = None
@@ -170,6 +172,7 @@ def judgment_from_output(
         error=error,
         uid=digest(*identity, *([f"run {run[0]}"] if run else [])),
         former=(digest(*identity), run[1]) if run else None,
+        judged_at=judged_at,
     )
 
 

@@ -11,12 +11,15 @@ What is refused is counted and reported, never silently dropped. Items join by c
 judgments and annotations by uid, so merging twice adds nothing; each batch is its own short
 transaction, so annotators keep working meanwhile and an interrupted merge resumes when run
 again. Which label is in force afterwards follows decision time, then uid (see the store), so
-an older offline label never replaces a newer one.
+an older offline label never replaces a newer one; which judgment is follows the time it was
+made (`judged_at`, kept from OTHER, migration 0028), so an older offline judgment never
+replaces a newer one either, as judging in one database would have it.
 
 Because the newest decision wins, a time from a machine whose clock ran ahead would keep its row
-in force over every later decision: a row dated more than `FUTURE_TOLERANCE` after this
-machine's clock is refused (not clamped: its real time is unknown, and a made-up one could put
-it ahead of decisions taken since), and so is a time without a time zone. Times are stored in
+in force over every later decision: a row (a decision or a judgment) dated more than
+`FUTURE_TOLERANCE` after this machine's clock is refused (not clamped: its real time is unknown,
+and a made-up one could put it ahead of decisions taken since), and so is a time without a time
+zone. Times are stored in
 UTC as the store writes them, so text order stays time order. Judgments are cleaned of
 credentials on the way in (`calibrate.redact`: this environment's API key and base URL, and
 anything shaped like a credential), so a key a server echoed into OTHER goes no further; the
@@ -203,7 +206,8 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Re
                     raise Refused(f"status {row['status']!r} is not one of {', '.join(JUDGMENT_STATUSES)}")
                 values = {c: row[c] for c in JUDGMENT_COLUMNS}
                 values.update(uid=uid, item_id=item_id, judge_name=_text(row, "judge_name"),
-                              judge_key=_text(row, "judge_key"), created_at=_time(row))
+                              judge_key=_text(row, "judge_key"), created_at=_time(row),
+                              judged_at=_time(row, "judged_at") if row["judged_at"] else "")
                 if row["status"] == "verdict":
                     _text(row, "verdict")
                 parse_json_value(row["params"] or "{}", "params")

@@ -227,7 +227,7 @@ class ImportCounts:
 @dataclass(frozen=True)
 class VerdictChange:
     """A judge's verdict in force on an item that an import changed (a re-imported file whose
-    output differs, or a failed call over an earlier verdict): each as its verdict, or its
+    output differs, or a verdict over an earlier failed call): each as its verdict, or its
     status when it has none (unparsed, error)."""
 
     source_id: str
@@ -280,6 +280,7 @@ class Judgment:
     completion_tokens: int | None
     created_at: str
     sample: int = 0  # which of the judge's K repeats on this item (0 without --repeat)
+    judged_at: str = ""  # when it was made, which orders it for the verdict in force ('' stored before 0028)
 
 
 FAILED = "error"
@@ -338,6 +339,7 @@ class NewJudgment:
     # A database whose imports left runs out of uids holds it under the former: a judgment stored under that uid after
     # the run began is this one (add_judgments skips it); one stored before is an earlier run's
     former: tuple[str, str] | None = None
+    judged_at: str | None = None  # when the judge made it, where its source says (an Inspect eval's time); else stored
 
 
 # -- annotations --------------------------------------------------------------------------------

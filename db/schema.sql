@@ -19,10 +19,12 @@ SELECT item_id, annotator, label, action, judgment_id, decided_at AS created_at
 FROM labels_in_force;
 CREATE VIEW samples_in_force AS
 SELECT s.* FROM judgments s
-WHERE s.id = (SELECT max(k.id) FROM judgments k
-              WHERE k.judge_key = s.judge_key AND k.item_id = s.item_id AND k.sample = s.sample)
+WHERE s.id = (SELECT k.id FROM judgments k
+              WHERE k.judge_key = s.judge_key AND k.item_id = s.item_id AND k.sample = s.sample
+              ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1)
   AND s.judge_key = (SELECT k.judge_key FROM judgments k
-                     WHERE k.item_id = s.item_id AND k.judge_name = s.judge_name ORDER BY k.id DESC LIMIT 1);
+                     WHERE k.item_id = s.item_id AND k.judge_name = s.judge_name
+                     ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1);
 CREATE VIEW score_set_golds AS
 SELECT i.id AS item_id,
        CASE WHEN NOT EXISTS (SELECT 1 FROM labels_in_force WHERE item_id = i.id) THEN ''
@@ -111,7 +113,8 @@ FROM (
                 WHERE s.item_id = n.item_id AND s.judge_name = n.judge_name AND s.status = 'verdict'
                 GROUP BY e.key)) AS mean
     FROM judgments n
-    WHERE n.id = (SELECT max(k.id) FROM judgments k WHERE k.item_id = n.item_id AND k.judge_name = n.judge_name)
+    WHERE n.id = (SELECT k.id FROM judgments k WHERE k.item_id = n.item_id AND k.judge_name = n.judge_name
+                  ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1)
 );
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
 BEGIN
@@ -267,7 +270,9 @@ WHEN NOT EXISTS (SELECT 1 FROM judgments r INDEXED BY judgments_repeats
                  WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
 BEGIN
     DELETE FROM verdicts_in_force
-    WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id < new.id;
+    WHERE item_id = new.item_id AND judge_name = new.judge_name
+      AND (SELECT (new.status != 'error', new.judged_at, new.id) > (j.status != 'error', j.judged_at, j.id)
+           FROM judgments j WHERE j.id = verdicts_in_force.judgment_id);
     INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
     VALUES (new.item_id, new.judge_name, new.id, new.status, new.verdict);
 END;
@@ -288,13 +293,15 @@ BEGIN
     WHERE item_id = old.item_id AND judge_name = old.judge_name
       AND NOT EXISTS (SELECT 1 FROM judgments j
                       WHERE j.id = verdicts_in_force.judgment_id
-                        AND j.id = (SELECT max(k.id) FROM judgments k
-                                    WHERE k.item_id = old.item_id AND k.judge_name = old.judge_name)
+                        AND j.id = (SELECT k.id FROM judgments k
+                                    WHERE k.item_id = old.item_id AND k.judge_name = old.judge_name
+                                    ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1)
                         AND j.status IS verdicts_in_force.status AND j.verdict IS verdicts_in_force.verdict
                         AND verdicts_in_force.reason IS NULL);
     INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
     SELECT item_id, judge_name, id, status, verdict FROM judgments
-    WHERE item_id = old.item_id AND judge_name = old.judge_name ORDER BY id DESC LIMIT 1
+    WHERE item_id = old.item_id AND judge_name = old.judge_name
+    ORDER BY status != 'error' DESC, judged_at DESC, id DESC LIMIT 1
     ON CONFLICT DO NOTHING;
 END;
 CREATE TRIGGER judgment_removed_from_repeats AFTER DELETE ON judgments
@@ -312,10 +319,15 @@ WHEN (old.status IS NOT new.status OR old.verdict IS NOT new.verdict)
                  WHERE r.item_id = new.item_id AND r.judge_name = new.judge_name AND r.sample > 0)
 BEGIN
     DELETE FROM verdicts_in_force
-    WHERE item_id = new.item_id AND judge_name = new.judge_name AND judgment_id = new.id;
+    WHERE item_id = new.item_id AND judge_name = new.judge_name
+      AND (judgment_id = new.id
+           OR judgment_id != (SELECT k.id FROM judgments k
+                              WHERE k.item_id = new.item_id AND k.judge_name = new.judge_name
+                              ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1));
     INSERT OR IGNORE INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict)
-    SELECT new.item_id, new.judge_name, new.id, new.status, new.verdict
-    WHERE NOT EXISTS (SELECT 1 FROM judgments WHERE item_id = new.item_id AND judge_name = new.judge_name AND id > new.id);
+    SELECT item_id, judge_name, id, status, verdict FROM judgments
+    WHERE item_id = new.item_id AND judge_name = new.judge_name
+    ORDER BY status != 'error' DESC, judged_at DESC, id DESC LIMIT 1;
 END;
 CREATE TRIGGER judgment_reparsed_in_repeats AFTER UPDATE OF status, verdict ON judgments
 WHEN (old.status IS NOT new.status OR old.verdict IS NOT new.verdict)
@@ -766,7 +778,7 @@ CREATE TABLE judgments (
     prompt_tokens INTEGER,
     completion_tokens INTEGER,
     created_at TEXT NOT NULL
-, sample INTEGER NOT NULL DEFAULT 0);
+, sample INTEGER NOT NULL DEFAULT 0, judged_at TEXT NOT NULL DEFAULT '');
 CREATE TABLE labels_in_force (
     item_id INTEGER NOT NULL REFERENCES items (id),
     annotator TEXT NOT NULL,

@@ -9,6 +9,8 @@ import asyncio
 import asyncio.runners
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from unittest.mock import patch
 
@@ -101,11 +103,23 @@ class Calibrate:
         return result
 
 
+@contextmanager
+def without_migration(name: str) -> Iterator[None]:
+    """Meanwhile, a database this process opens is made (or upgraded) without migration `name`,
+    as the calibrate before it did (where `name` is the newest), so the next opening upgrades it."""
+    files = [path for path in store_module.MIGRATION_FILES if path.stem != name]
+    assert len(files) == len(store_module.MIGRATION_FILES) - 1, f"no migration {name}"
+    with patch.object(store_module, "MIGRATION_FILES", files), \
+            patch.object(store_module, "MIGRATION_NAMES", [path.stem for path in files]):
+        yield
+
+
 def as_made_before_0027(path: Path) -> None:
     """Turn the database at `path` into the one the calibrate before migration 0027 made of the
     same commands: without the columns and the index 0027 adds (the columns' facts only in the
     notes and run messages it fills them from, which that calibrate wrote alike) and without its
-    record, so that the next opening upgrades it. Checked against a database made with the migrations before 0027."""
+    record, so that the next opening upgrades it. Checked against a database made with every
+    migration but 0027."""
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("ALTER TABLE annotations DROP COLUMN c3_file_judge")
@@ -114,20 +128,51 @@ def as_made_before_0027(path: Path) -> None:
         conn.execute("ALTER TABLE judge_runs DROP COLUMN switched_to_reasoning")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0027_facts_as_columns'")
     conn.close()
-    before = store_module.MIGRATION_NAMES.index("0027_facts_as_columns")
     older = path.with_name(f"{path.stem}.before-0027.db")
-    with patch.object(store_module, "MIGRATION_FILES", store_module.MIGRATION_FILES[:before]), \
-            patch.object(store_module, "MIGRATION_NAMES", store_module.MIGRATION_NAMES[:before]):
+    with without_migration("0027_facts_as_columns"):
         Store(older).close()
+    assert _schema(path)[0] == _schema(older)[0]
 
-    def columns(db: Path) -> dict[str, list[str]]:
-        read = sqlite3.connect(db)
-        tables = [r[0] for r in read.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        found = {t: [r[1] for r in read.execute(f"PRAGMA table_info({t})")] for t in tables}
-        read.close()
-        return found
 
-    assert columns(path) == columns(older)
+def as_made_before_0028(path: Path) -> None:
+    """Turn the database at `path` into the one the calibrate before migration 0028 made of the
+    same commands: that calibrate's triggers and views (taken from a database made without
+    0028), judgments without judged_at, and its verdicts in force (each judge's newest judgment
+    of an item by id, or the majority of the newest configuration's repeats: a failed call over a
+    verdict; its verdicts_by_majority gives both); without the record of 0028, so that the next
+    opening upgrades it."""
+    name = "0028_failed_calls_and_older_evals_out_of_force"
+    older = path.with_name(f"{path.stem}.before-0028.db")
+    with without_migration(name):
+        Store(older).close()
+    read = sqlite3.connect(older)
+    theirs = dict(read.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')"))
+    read.close()
+    conn = sqlite3.connect(path)
+    with conn:
+        ours = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')"))
+        changed = [n for n in theirs if ours[n] != theirs[n]]
+        for n in changed:
+            conn.execute(f"DROP {theirs[n].split()[1]} {n}")
+        for n in sorted(changed, key=lambda n: theirs[n].startswith("CREATE TRIGGER")):  # views first
+            conn.execute(theirs[n])
+        conn.execute("ALTER TABLE judgments DROP COLUMN judged_at")
+        conn.execute("DELETE FROM verdicts_in_force")  # its triggers keep the counts in step
+        conn.execute("INSERT INTO verdicts_in_force (item_id, judge_name, judgment_id, status, verdict, reason) "
+                     "SELECT item_id, judge_name, judgment_id, status, verdict, reason FROM verdicts_by_majority")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?", (name,))
+    conn.close()
+    assert _schema(path) == _schema(older)
+
+
+def _schema(db: Path) -> tuple[dict[str, list[str]], set[str]]:
+    """The columns of each table of the database at `db`, and its triggers' and views' SQL."""
+    read = sqlite3.connect(db)
+    tables = [r[0] for r in read.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    columns = {t: [r[1] for r in read.execute(f"PRAGMA table_info({t})")] for t in tables}
+    code = {r[0] for r in read.execute("SELECT sql FROM sqlite_master WHERE type IN ('trigger', 'view')")}
+    read.close()
+    return columns, code
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The verdict in force of an item under one judge, computed in Python from its judgments: the
-reference the store's SQL (migration 0015's `verdicts_by_majority` and its triggers) is tested
-against."""
+reference the store's SQL (migrations 0015 and 0028: `verdicts_by_majority` and its triggers) is
+tested against."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from collections import Counter
 
 def in_force(judgments) -> tuple | None:
     """(judgment, status, verdict) in force among one item's `judgments` under one judge (any
-    order): the samples are the newest judgment of each sample index in the newest judgment's
+    order): newest by (not a failed call, judged_at, id), so a failed call is never newer than a
+    verdict; the samples are the newest judgment of each sample index in the newest judgment's
     configuration; one sample is itself; else the parsed samples' most frequent verdict (no other
     as frequent; its newest sample), the mean of each score for JSON scores, unparsed on a tie or
     with no parsed sample (error when every sample failed)."""
     if not judgments:
         return None
-    ordered = sorted(judgments, key=lambda j: j.id, reverse=True)
+    ordered = sorted(judgments, key=lambda j: (j.status != "error", j.judged_at, j.id), reverse=True)
     newest = ordered[0]
     samples = {}
     for j in ordered:

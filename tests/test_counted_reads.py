@@ -106,7 +106,7 @@ def fill(store: Store, items: list[dict], serial) -> list[int]:
 def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = None) -> dict[tuple, list[JudgedItem]]:
     """(cell, judge) -> every counted item the judge judged, read item by item: its samples as
     the verdict in force reads them (the newest judgment of each sample index in the judge's
-    newest configuration, a failed one no vote; when there is one sample or all failed, the
+    newest configuration, a failed call never newer than a verdict, a failed one no vote; when there is one sample or all failed, the
     newest judgment that is not an error), gold label, response length and system, with its
     verdict and confidence set by the module's rule (`_set_verdicts`)."""
     labels = defaultdict(dict)
@@ -118,7 +118,7 @@ def items_one_by_one(store: Store, kinds: CellKinds, gold_from: str | None = Non
         if TEMPLATES.people_decide(it.task, it.lang):
             continue
         by_judge = defaultdict(list)
-        for j in sorted(store.judgments_for_item(it.id), key=lambda j: j.id):
+        for j in sorted(store.judgments_for_item(it.id), key=lambda j: (j.status != "error", j.judged_at, j.id)):
             by_judge[j.judge_name].append(j)
         for name, judged in by_judge.items():
             newest_key = judged[-1].judge_key

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -299,6 +299,38 @@ def test_a_log_imported_before_judgments_named_their_eval_adds_nothing_again(log
     assert counts(calibrate.db) == before
     later_runs_take_over(calibrate, log, tmp_path, begun=datetime.now(UTC))
     assert counts(calibrate.db) == (12, 36, 0)
+
+
+def test_an_older_evals_log_imported_after_a_newer_ones_does_not_take_over(log, calibrate, tmp_path):
+    """An eval a day older grading sample 1 otherwise, imported after the newer log: its
+    judgments are added, not in force, and the import says so; one a day newer takes over."""
+    def run(name: str, days: int, values: dict[int, object]):
+        def change(changed):
+            changed.eval.eval_id = name
+            changed.eval.created = (datetime.fromisoformat(changed.eval.created) + timedelta(days=days)).isoformat()
+            with_values(values)(changed)
+        return change
+
+    value = read_eval_log(str(log)).samples[0].scores[SCORER].value
+    other = "I" if value == "C" else "C"
+    older = rewrite(log, tmp_path / "older.eval", run("older-run", -1, {1: other}))
+    newer = rewrite(log, tmp_path / "newer.eval", run("newer-run", 1, {1: other}))
+    calibrate("import", "inspect", str(log))
+    late = calibrate("import", "inspect", str(older))
+    said = " ".join(late.output.split())
+    assert "12 judgments added" in said and "changed by this import" not in said, said
+    assert (f"12 of the judgments of {JUDGE} added are older than its verdict in force on the item (the time the "
+            "judge made them: an older eval's log?): kept in the history, not put in force") in said, said
+
+    def in_force() -> tuple[str, str]:
+        store = Store(calibrate.db)
+        (item,) = [i for i in store.items() if i.source_id == "1"]
+        found = store.verdicts_in_force_of([(item.id, JUDGE)])[item.id, JUDGE]
+        store.close()
+        return found
+    assert in_force() == ("verdict", value)
+    assert f"1: {value} -> {other}" in " ".join(calibrate("import", "inspect", str(newer)).output.split())
+    assert in_force() == ("verdict", other)
 
 
 def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,

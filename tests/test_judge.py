@@ -19,7 +19,7 @@ from calibrate import cli as cli_module
 from calibrate.demo import DEMO_DIR
 from calibrate.store import Store
 from calibrate.store.connection import database_fault
-from tests.conftest import Calibrate
+from tests.conftest import Calibrate, as_made_before_0028
 from tests.fake_openai import FakeOpenAI, Reply, completion
 
 LEX = {"notation": "river bank", "response": "the river bank"}
@@ -263,15 +263,55 @@ def test_a_run_says_it_replaces_imported_verdicts_of_its_name_and_those_of_other
             "(2 from max_tokens unset; 1 imported)") in longer
 
 
-def test_a_run_whose_calls_fail_says_how_many_of_the_verdicts_it_replaced_became_errors(tmp_path):
+def test_a_failed_call_leaves_the_verdict_in_force_and_is_asked_again(tmp_path):
+    """Imported verdicts of fake-judge, then a run of fake-judge whose calls fail on two items:
+    those keep the imported verdict in force (report and status count it, as before the run),
+    the run says so, and the next run asks those two again; its verdicts replace them."""
     run = imported_as_fake_judge(tmp_path)
-    with FakeOpenAI(by_content={"sentence 0\n": Reply(status=500), "sentence 1\n": Reply(status=500)}) as server:
+    no, failed = Reply("The answer is: no."), Reply(status=500)
+    with FakeOpenAI(no, by_content={"sentence 0\n": [failed, no], "sentence 1\n": [failed, no]}) as server:
         out = " ".join(judge(run, server, "--max-retries", "0", ok=False).output.split())
-    assert ("this run replaced 3 verdicts in force of fake-judge from another configuration (3 imported), 2 of them "
-            "with a failed call: on those items the earlier configuration's judgment no longer counts and the item "
-            "counts as an error until it is asked again; the next run asks failed items again after those that never "
-            "failed, and with --limit only where fewer of those are left") in out
-    assert "first" not in out
+        assert ("this run replaced 1 verdict in force of fake-judge from another configuration (1 imported); 2 failed "
+                "calls left the verdict in force of the other configuration (a failed call never replaces a verdict); "
+                "the next run asks failed items again after those that never failed, and with --limit only where fewer "
+                "of those are left; the earlier judgments stay in the history") in out, out
+        store = Store(run.db)
+        assert [store.verdict_in_force(item.id, "fake-judge")["verdict"] for item in store.items()] == ["yes", "yes", "no"]
+        store.close()
+        status = json.loads(run("status", "--json").output)
+        assert [(c["judged"], c["errors"]) for c in status] == [(3, 0)]
+        assert [r["errors"] for r in json.loads(run("status", "--runs", "--json").output)] == [2], \
+            "the failed calls are counted with their run"
+        asked = server.count
+        judge(run, server, "--max-retries", "0")
+        assert server.count == asked + 2, "the items whose call failed are asked again, and only those"
+    store = Store(run.db)
+    assert [store.verdict_in_force(item.id, "fake-judge")["verdict"] for item in store.items()] == ["no", "no", "no"]
+    store.close()
+
+
+def test_the_upgrade_puts_back_in_force_the_verdicts_failed_calls_displaced(tmp_path):
+    """A database where the calibrate before migration 0028 let two failed calls displace
+    imported verdicts (the items counted as errors): opening it upgrades it, and those verdicts
+    are in force again, in the counts too; the item the run answered keeps its answer."""
+    run = imported_as_fake_judge(tmp_path)
+    no, failed = Reply("The answer is: no."), Reply(status=500)
+    with FakeOpenAI(no, by_content={"sentence 0\n": failed, "sentence 1\n": failed}) as server:
+        judge(run, server, "--max-retries", "0", ok=False)
+    as_made_before_0028(run.db)
+    conn = sqlite3.connect(run.db)
+    assert conn.execute("SELECT status FROM verdicts_in_force ORDER BY item_id").fetchall() == [
+        ("error",), ("error",), ("verdict",)], "as the calibrate before 0028 left it"
+    conn.close()
+    upgraded = run("status", "--json")
+    assert "upgrading" in upgraded.stderr
+    assert [(c["judged"], c["errors"]) for c in json.loads(upgraded.stdout)] == [(3, 0)]
+    store = Store(run.db)
+    assert [store.verdict_in_force(item.id, "fake-judge")["verdict"] for item in store.items()] == ["yes", "yes", "no"]
+    key = {j.verdict: j.judge_key for j in store.judgments() if j.status == "verdict"}
+    assert store.configuration_counts() == sorted([("c3/lexical", "en", "", "fake-judge", key["yes"], 2),
+                                                   ("c3/lexical", "en", "", "fake-judge", key["no"], 1)])
+    store.close()
 
 
 def test_importing_a_batchs_results_says_which_verdicts_of_another_configuration_they_replaced(tmp_path):

@@ -6,7 +6,7 @@ import json
 import sqlite3
 import tempfile
 
-from calibrate.model import NewItem
+from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.test_formats import lexical_lines, write_jsonl
@@ -66,6 +66,34 @@ def test_an_older_offline_label_does_not_replace_a_newer_one(tmp_path, templates
     merge(main, tmp_path, templates)
     assert main.current_label(ids[0], "ana") == "no", "the newer label made online stays"
     assert main.current_label(ids[1], "ana") == "yes", "the newer label made offline wins"
+
+
+def test_merged_judgments_leave_in_force_what_judging_in_one_database_does(tmp_path, templates):
+    """Verdicts and failed calls of one judge made offline and here, at interleaved times: after
+    the merge the verdicts in force are those of one database where they were all stored in the
+    order they were made (the newest by time; a failed call never over a verdict)."""
+    main, offline, ids = two_copies(tmp_path, 4)
+
+    def judgment(item: int, hour: int, verdict: str | None) -> NewJudgment:
+        return NewJudgment(item_id=ids[item], judge_name="gpt", judge_key="gpt", status="verdict" if verdict else "error",
+                           verdict=verdict, raw_output=verdict, error=None if verdict else "HTTP 500",
+                           judged_at=f"2026-01-01T{hour:02}:00:00.000000+00:00")
+    here = [judgment(0, 10, "no"), judgment(1, 10, "no"), judgment(2, 10, "no"), judgment(3, 10, None)]
+    there = [judgment(0, 9, "yes"), judgment(1, 11, "yes"), judgment(2, 11, None), judgment(3, 9, "yes")]
+    main.add_judgments(here)
+    offline.add_judgments(there)
+    offline.close()
+    merge(main, tmp_path, templates)
+    one = Store(tmp_path / "one.db")
+    one.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"c{k}", "notation": "n", "response": "r"})
+                   for k in range(4)])
+    for made in sorted(here + there, key=lambda j: j.judged_at):
+        one.add_judgments([made])
+    merged = [main.verdict_in_force(i, "gpt") for i in ids]
+    assert [(v["status"], v["verdict"]) for v in merged] == [("verdict", "no"), ("verdict", "yes"), ("verdict", "no"),
+                                                             ("verdict", "yes")]
+    assert [(v["status"], v["verdict"]) for v in merged] == [
+        (v["status"], v["verdict"]) for v in (one.verdict_in_force(i, "gpt") for i in ids)]
 
 
 def test_an_offline_undo_reverts_only_the_decision_it_names(tmp_path, templates):

@@ -15,7 +15,7 @@ from calibrate import store as store_module
 from calibrate.merge import merge_database
 from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
-from tests.conftest import Calibrate
+from tests.conftest import Calibrate, as_made_before_0028
 
 SCHEMA_DUMP = Path(__file__).parents[1] / "db" / "schema.sql"
 
@@ -26,7 +26,7 @@ MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_i
               "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
               "0018_verdict_sets", "0019_unparsed_reasons", "0020_score_sets", "0021_trigger_work_per_batch",
               "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts",
-              "0026_judge_run_process", "0027_facts_as_columns"]
+              "0026_judge_run_process", "0027_facts_as_columns", "0028_failed_calls_and_older_evals_out_of_force"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:
@@ -228,7 +228,9 @@ def test_status_counts_an_error_only_while_no_later_judgment_succeeded(store):
 
 VISIBLE_CURRENT = ("i.current = 1 AND NOT EXISTS "
                    "(SELECT 1 FROM import_runs r WHERE r.id = i.import_run AND r.finished_at IS NULL)")
-NEWEST = "j.id IN (SELECT max(id) FROM judgments GROUP BY item_id, judge_name)"
+NEWEST = ("j.id IN (SELECT (SELECT k.id FROM judgments k WHERE k.item_id = g.item_id AND k.judge_name = g.judge_name "
+          "ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1) "
+          "FROM (SELECT DISTINCT item_id, judge_name FROM judgments) g)")  # in force without repeats (migration 0028)
 
 
 def counts_from_every_row(store: Store, system: str | None) -> tuple[list, list]:
@@ -355,6 +357,48 @@ def test_a_command_says_it_upgrades_a_database_from_an_older_calibrate_once(tmp_
     assert told == []
 
 
+KEPT_BY_TRIGGERS = ("verdicts_in_force", "agreement_counts", "verdict_counts", "configuration_counts", "cell_verdicts",
+                    "score_sets", "score_set_counts", "verdict_sets", "verdict_set_counts", "verdict_set_labels")
+
+
+def test_the_upgrade_to_0028_leaves_in_force_what_this_calibrate_would_have(tmp_path):
+    """The same judgments stored by the calibrate before migration 0028 (failed calls over
+    verdicts of another configuration and of their own, all the repeats of another configuration
+    failed) and by this one: after the upgrade the verdicts in force and every table the
+    triggers keep from them are as this calibrate made them, the failed calls over verdicts out of force."""
+    def made(path: Path) -> list[int]:
+        store = Store(path)
+        ids, _ = store.add_items(items(4), with_ids=True)
+        steps = [(0, "k1", "verdict", "yes", 0), (0, "k2", "error", None, 0),  # another configuration failed
+                 (1, "k1", "verdict", "no", 0), (1, "k1", "error", None, 0),  # the same one asked again, failed
+                 (2, "k1", "error", None, 0), (2, "k1", "error", None, 0),  # failed twice: the error stays
+                 *[(3, "k1", "verdict", v, s) for s, v in enumerate(["yes", "yes", "no"])],
+                 *[(3, "k2", "error", None, s) for s in range(3)]]  # every repeat of another one failed
+        for item, key, status, verdict, sample in steps:
+            store.add_judgments([NewJudgment(item_id=ids[item], judge_name="j", judge_key=key, status=status,
+                                             verdict=verdict, sample=sample, error="HTTP 500" if verdict is None else None)])
+        for item_id in ids:
+            store.annotate(item_id, "ann", "label", label="yes")
+        store.close()
+        return ids
+
+    ids = made(tmp_path / "old.db")
+    made(tmp_path / "new.db")
+    as_made_before_0028(tmp_path / "old.db")
+    old = sqlite3.connect(tmp_path / "old.db")
+    assert [r[0] for r in old.execute("SELECT status FROM verdicts_in_force ORDER BY item_id")] == ["error"] * 4
+    old.close()
+    upgraded, new = Store(tmp_path / "old.db"), Store(tmp_path / "new.db")
+    assert [upgraded.verdict_in_force(i, "j")["status"] for i in ids] == ["verdict", "verdict", "error", "verdict"]
+    def kept(store: Store, table: str) -> list[dict]:  # a count the upgrade took down to 0 stays as a row of 0
+        rows = [dict(r) for r in store.conn.execute(f"SELECT * FROM {table}")]
+        return sorted((r for r in rows if r.get("n", 1) != 0), key=lambda r: [str(v) for v in r.values()])
+    for table in KEPT_BY_TRIGGERS:
+        assert kept(upgraded, table) == kept(new, table), table
+    upgraded.close()
+    new.close()
+
+
 def test_rows_in_force_are_replaced_never_updated(store):
     (item_id,), _ = store.add_items(items(1), with_ids=True)
     store.add_judgments([NewJudgment(item_id=item_id, judge_name="gpt", judge_key="k", status="verdict", verdict="yes")])
@@ -429,8 +473,8 @@ def test_status_and_the_items_filters_count_the_verdict_in_force_not_any_judgmen
     judged(ids[1], "verdict", "yes")  # parsed when asked again
     judged(ids[2], "error")
     judged(ids[2], "verdict", "no")  # an error put right
-    judged(ids[3], "verdict", "no")
-    judged(ids[3], "error")  # the newest answer failed: the verdict in force is an error
+    judged(ids[3], "error")
+    judged(ids[3], "error")  # asked again, failed again: the verdict in force is an error
     (row,) = store.status_counts()
     assert (row["items"], row["judged"], row["unparsed"], row["errors"]) == (4, 3, 1, 1)
     assert [item.id for item in store.iter_items(status="unparsed")] == [ids[0]]

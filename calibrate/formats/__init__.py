@@ -261,6 +261,9 @@ class Record:
     # (id, start time) of the run that gave `judge_output`, where the source names one (an Inspect eval): a later run
     # giving the same output is a judgment of its own, in force, not the earlier one again
     judge_run: tuple[str, str] | None = None
+    # when the judge made `judge_output` (UTC ISO), where the source says (an Inspect eval's time): it orders the
+    # judgment among the judge's others of the item, so an older one imported later does not take over
+    judged_at: str | None = None
 
     @property
     def has_judgment(self) -> bool:
@@ -280,6 +283,7 @@ class ImportReport:
     left_behind: list[tuple[str, str]] = field(default_factory=list)  # (source id, annotator): labels on those versions
     outputs: Counter = field(default_factory=Counter)  # (judge, status) -> judgments of this import's records
     unparsed: Counter = field(default_factory=Counter)  # (judge, why an output did not parse) -> n
+    out_of_force: Counter = field(default_factory=Counter)  # (judge, why: Store.out_of_force) -> judgments added
 
 
 def read_jsonl(path: Path, progress: Progress | None = None) -> Iterator[tuple[str, dict] | BadInput]:
@@ -456,17 +460,22 @@ def import_records(
             item_id, item, templates, record.judge_name or "imported", record.judge_output,
             family=record.template_family, params=record.judge_params, error=record.judge_error,
             model=record.judge_model, decided=record.judge_verdict, prompt=record.judge_prompt, run=record.judge_run,
+            judged_at=record.judged_at,
         )
 
     def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool) -> None:
         """Store the records' judgments of these items; where some of the items were stored
-        before this import (`earlier`), note the verdicts in force that they change."""
+        before this import (`earlier`), note the verdicts in force that they change, and why
+        those of them added that are not in force are not (`Store.out_of_force`)."""
         if not judged:
             return
         new = [judgment(item_id, item, r) for item_id, item, r in judged]
         before = store.verdicts_in_force_of((j.item_id, j.judge_name) for j in new) if earlier else {}
+        stored = store.ids_by_uid("judgments", (j.uid for j in new)) if earlier else {}
         report.counts.judgments_added += store.add_judgments(new)
         after = store.verdicts_in_force_of(before) if before else {}
+        if earlier:
+            report.out_of_force.update(store.out_of_force(j.uid for j in new if j.uid not in stored))
         sources = {item_id: item.source_id for item_id, item, _ in judged}
         report.changed += [VerdictChange(sources[item_id], judge, _shown(before[item_id, judge]), _shown(now))
                            for (item_id, judge), now in after.items() if now != before[item_id, judge]]

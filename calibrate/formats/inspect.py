@@ -111,11 +111,22 @@ class InspectLog:
 
     @property
     def run(self) -> tuple[str, str]:
-        """The eval's own id and the time it began (UTC, as calibrate stores times): the run whose
-        grading the log holds (the same in a copy of the log inspect writes again, as a reviewed
-        one)."""
-        spec = self.header.eval
-        return spec.eval_id, datetime.fromisoformat(spec.created).astimezone(UTC).isoformat(timespec="microseconds")
+        """The eval's own id and the time it began (`created`; "" where the header has none): the
+        run whose grading the log holds (the same in a copy of the log inspect writes again, as a
+        reviewed one)."""
+        return self.header.eval.eval_id, self.created or ""
+
+    @property
+    def created(self) -> str | None:
+        """When the eval was created, in UTC as the store writes times: the time of its grading,
+        which orders it among other evals' gradings of a sample whatever order the logs are
+        imported in (one without a time zone taken as UTC; None where the header's time is not one)."""
+        try:
+            moment = datetime.fromisoformat(str(self.header.eval.created))
+        except ValueError:
+            return None
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
     @property
     def judge(self) -> str:
@@ -407,6 +418,7 @@ def inspect_records(log: InspectLog, *, lang: str, system: str | None = None) ->
         yield Record(
             sample_item(log, sample, lang, system), where, judge_output=raw, judge_name=log.judge,
             judge_params=params, judge_verdict=verdict, judge_prompt=prompt, judge_run=log.run,
+            judged_at=log.created,
             judge_model=log.grader if grading else None, labels=tuple((name, label) for name, label, _ in people),
             notes=notes, label_times=tuple((name, at) for name, _, at in people),
         )

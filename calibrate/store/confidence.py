@@ -167,8 +167,9 @@ class ConfidenceMixin:
 
     def irregular_samples(self, judge: str | None = None) -> tuple[list[tuple], list[tuple]]:
         """The irregular verdicts on counted items one by one, as the verdict in force reads them
-        (migration 0015): a pair with repeats gives the samples in force (the newest judgment of
-        each sample index in the judge's newest configuration; a failed sample is no vote), unless
+        (migrations 0015, 0028): a pair with repeats gives the samples in force (the newest judgment
+        of each sample index in the configuration of the newest, a failed call never newer than a
+        verdict; a failed sample is no vote), unless
         every one of them failed; any other pair (its judgment in force failed) gives its newest
         judgment that is not an error, as sample 0. Rows in id order (item_id, task, lang,
         system, judge_name, sample, status, verdict, confidence, response_length), and the
@@ -181,13 +182,14 @@ class ConfidenceMixin:
         judged: dict[tuple[int, str], list[tuple]] = {}
         for row in plain_rows(c, """
                 SELECT j.item_id, v.task, v.lang, v.system, j.judge_name, j.sample, j.status, j.verdict, j.confidence,
-                       nullif(v.response_length, -1), j.judge_key, j.id
+                       nullif(v.response_length, -1), j.judge_key, j.id, j.judged_at
                 FROM temp.irregular r CROSS JOIN cell_verdicts v INDEXED BY cell_verdicts_by_item
                 ON v.item_id = r.item_id AND v.judge_name = r.judge_name
                 CROSS JOIN judgments j ON j.item_id = r.item_id AND j.judge_name = r.judge_name ORDER BY j.id"""):
             judged.setdefault((row[0], row[4]), []).append(row)
         samples = []
         for rows in judged.values():
+            rows.sort(key=lambda row: (row[6] != "error", row[12], row[11]))  # the order in force (migration 0028)
             newest_key = rows[-1][10]
             in_force = {row[5]: row for row in rows if row[10] == newest_key}  # the newest of each sample index
             if len(in_force) > 1 and any(row[6] != "error" for row in in_force.values()):

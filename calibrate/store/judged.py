@@ -1,6 +1,7 @@
 """Judgments: storing a judge's answers, reading them back per item, per judge configuration
 (what a resumed run need not ask again) and per sample, re-parsing, and the verdicts in force
-(each judge's newest judgment per item); and the claims by which concurrent runs of one judge
+(each judge's newest judgment per item by the time it was made, a failed call never over a
+verdict: migration 0028); and the claims by which concurrent runs of one judge
 split the items between them, so that each is asked once."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class JudgmentsMixin:
         stamp = now_iso()
         rows = []
         for j in judgments:
-            values = {**j.__dict__, "created_at": stamp}
+            values = {**j.__dict__, "created_at": stamp, "judged_at": j.judged_at or stamp}
             values["uid"] = j.uid or uuid.uuid4().hex
             values["params"] = dump_json(j.params or {})
             rows.append((*(values[c] for c in JUDGMENT_COLUMNS), *(j.former or (None, None))))
@@ -163,6 +164,21 @@ class JudgmentsMixin:
             ):
                 if (item_id, judge) in wanted:
                     found[item_id, judge] = (status, verdict)
+        return found
+
+    def out_of_force(self, uids: Iterable[str]) -> list[tuple[str, str]]:
+        """(judge, why) of each judgment of these uids that is not its judge's verdict in force on
+        its item: 'failed' for a failed call beside a verdict in force (a failed call never
+        displaces one), 'older' for one made before the judgment in force (its `judged_at`),
+        'other' otherwise (an equal one stored earlier, or a repeat outvoted)."""
+        found = []
+        for chunk in chunks(sorted(set(uids)), 500):
+            found += [tuple(r) for r in self.conn.execute(
+                "SELECT j.judge_name, CASE WHEN j.status = 'error' AND f.status != 'error' THEN 'failed' "
+                "WHEN j.judged_at < f.judged_at THEN 'older' ELSE 'other' END "
+                "FROM judgments j JOIN verdicts_in_force v ON v.item_id = j.item_id AND v.judge_name = j.judge_name "
+                "JOIN judgments f ON f.id = v.judgment_id "
+                f"WHERE j.uid IN ({','.join('?' * len(chunk))}) AND v.judgment_id != j.id", chunk)]
         return found
 
     def configurations_in_force(self, judge: str, item_ids: Iterable[int]) -> dict[int, tuple]:

@@ -65,7 +65,7 @@ def gold_of(labels: str) -> str:
 JUDGMENT_COLUMNS = [
     "uid", "item_id", "judge_name", "model", "model_reported", "template_id", "template_hash", "params",
     "judge_key", "system_prompt", "prompt", "raw_output", "status", "verdict", "unparsed_reason", "correct",
-    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at", "sample",
+    "confidence", "error", "latency_ms", "prompt_tokens", "completion_tokens", "created_at", "sample", "judged_at",
 ]
 
 
