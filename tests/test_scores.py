@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -371,19 +372,27 @@ def test_rogan_gladen_gives_no_value_where_its_interval_is_all_of_zero_to_one(tm
     assert "R–G —" in text.split("m · c3/intonation")[1] and "Rogan–Gladen: its 95% interval is the whole [0, 1]" in text
 
 
+def superglue_answered_by_my_llm(db: Path, **tasks: tuple[list[dict], str]) -> Calibrate:
+    """`calibrate` on `db` with each SuperGLUE task (name=(its rows, my-llm's answer to every one))
+    imported, with predictions that give my-llm's answer."""
+    folder = db.parent / "my-llm"
+    folder.mkdir(exist_ok=True)
+    run = Calibrate(db)
+    for task, (rows, answer) in tasks.items():
+        (db.parent / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (folder / f"{task}.jsonl").write_text(
+            "".join(json.dumps({"idx": r["idx"], "response": answer}) + "\n" for r in rows), encoding="utf-8")
+        run("import", "superglue", "--task", task, str(db.parent / f"{task}.jsonl"), "--predictions",
+            str(folder / f"{task}.jsonl"))
+    return run
+
+
 def test_a_superglue_answer_is_right_when_it_is_the_gold_label_whatever_its_polarity(tmp_path):
     # BoolQ's gold False answered False, and RTE's gold not_entailment answered so: every answer is right, and a
     # person who reads each response's answer as the gold label agrees (True and entailment are no "yes, right")
     boolq = [{"question": f"q{k}", "passage": "p", "idx": k, "label": False} for k in range(12)]
     rte = [{"premise": f"p{k}", "hypothesis": "h", "idx": k, "label": "not_entailment"} for k in range(12)]
-    (tmp_path / "my-llm").mkdir()
-    run = Calibrate(tmp_path / "s.db")
-    for task, rows, answer in (("boolq", boolq, "False"), ("rte", rte, "not_entailment")):
-        (tmp_path / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        (tmp_path / "my-llm" / f"{task}.jsonl").write_text(
-            "".join(json.dumps({"idx": r["idx"], "response": answer}) + "\n" for r in rows), encoding="utf-8")
-        run("import", "superglue", "--task", task, str(tmp_path / f"{task}.jsonl"), "--predictions",
-            str(tmp_path / "my-llm" / f"{task}.jsonl"))
+    run = superglue_answered_by_my_llm(tmp_path / "s.db", boolq=(boolq, "False"), rte=(rte, "not_entailment"))
     run("judge", "--judge", "rule")
     store = Store(tmp_path / "s.db")
     for item in store.items():
@@ -658,14 +667,7 @@ def test_items_without_gold_are_left_out_of_every_accuracy_and_counted(tmp_path)
     # BoolQ answers too: no figure counts them right or wrong, the overall row is CB's alone, a note counts them
     boolq = [{"question": f"q{k}", "passage": "p", "idx": k} for k in range(3)]
     cb = [{"premise": f"p{k}", "hypothesis": "h", "idx": k, "label": "neutral"} for k in range(2)]
-    (tmp_path / "my-llm").mkdir()
-    run = Calibrate(tmp_path / "t.db")
-    for task, rows, answer in (("boolq", boolq, "False"), ("cb", cb, "neutral")):
-        (tmp_path / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        (tmp_path / "my-llm" / f"{task}.jsonl").write_text(
-            "".join(json.dumps({"idx": r["idx"], "response": answer}) + "\n" for r in rows), encoding="utf-8")
-        run("import", "superglue", "--task", task, str(tmp_path / f"{task}.jsonl"), "--predictions",
-            str(tmp_path / "my-llm" / f"{task}.jsonl"))
+    run = superglue_answered_by_my_llm(tmp_path / "t.db", boolq=(boolq, "False"), cb=(cb, "neutral"))
     run("judge", "--judge", "rule")
     (tmp_path / "labels.csv").write_text("task,lang,system,source_id,annotator,label\n" + "".join(
         f"superglue/boolq,en,my-llm,{k},ana,False\n" for k in range(3)))
