@@ -296,6 +296,28 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
     assert all(row[9].startswith("MAE ") for row in rubric)
 
 
+async def test_the_stats_screen_marks_an_approximate_ceiling_interval_as_the_report_does(demo_db):
+    # twelve items two people labelled: the ceiling's interval at that size is approximate (the report marks it ~)
+    store = Store(demo_db)
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"twice/{k}", {"content": "c", "notation": "n", "response": "r"},
+                                      system="sdm-alpha") for k in range(12)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="demo-judge", judge_key="k", status="verdict",
+                                     verdict="yes" if k % 2 else "no") for k, i in enumerate(ids)])
+    for name, flips in (("ana", (0,)), ("bob", (3, 4))):
+        for k, i in enumerate(ids):
+            store.annotate(i, name, "label", label=("no" if k % 2 else "yes") if k in flips else ("yes" if k % 2 else "no"))
+    store.close()
+    app = make_app(demo_db)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        table = app.screen.query_one("#stats-table")
+        ceilings = [str(table.get_row_at(k)[8]) for k in range(table.row_count)]
+        title = str(app.screen.query_one("#stats-title").content)
+    assert any(c.endswith("]~") for c in ceilings), ceilings
+    assert "~ approximate interval (calibrate report says how)" in title
+
+
 async def test_the_stats_screen_wraps_a_long_verdict_instead_of_cutting_it(labelled_demo_db):
     app = make_app(labelled_demo_db, annotator="ana")
     async with app.run_test(size=(160, 40)) as pilot:

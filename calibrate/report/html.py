@@ -22,7 +22,6 @@ from calibrate.report.model import (
     split_estimate,
 )
 from calibrate.report.render import (
-    APPROXIMATE_MARK,
     cell_notes,
     cells_without_numbers,
     fmt,
@@ -31,6 +30,7 @@ from calibrate.report.render import (
 )
 from calibrate.stats.alt_test import EPSILON_GUIDANCE
 from calibrate.stats.score_agreement import STATISTICS
+from calibrate.stats.simulated import APPROXIMATE_MARK
 
 _PLOT_W = 260
 

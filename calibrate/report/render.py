@@ -26,10 +26,7 @@ from calibrate.report.model import (
     split_estimate,
 )
 from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
-from calibrate.stats.simulated import approximate_words
-
-APPROXIMATE_MARK = "~"
-"""After an interval whose simulated coverage near this setting is below 93 % (a note gives the figure)."""
+from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words
 
 
 def fmt(value: float | None, digits: int = 2) -> str:

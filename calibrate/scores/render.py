@@ -15,7 +15,7 @@ from calibrate.html_page import page
 from calibrate.model import counted
 from calibrate.names import listing
 from calibrate.scores.model import FINAL, JudgeScores, Scores
-from calibrate.stats.simulated import approximate_words
+from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words
 
 COLUMNS = ["system", "task", "lang", "judge", "items", "judged", "labelled", "C3 rule", "parser (unparsed, errors wrong)",
            "parser (unparsed, errors left out)", "people", "corrected", "Rogan–Gladen", "more labels", "note"]
@@ -44,8 +44,6 @@ C3_NO_RECORD = ("C3 rule: {n} another judge shown has a record for and {judge} n
 C3_OWN_DECISIONS = ("C3 rule: {judge}'s own result files decided {n} otherwise than the label in force ({which}); "
                     "it counts them as its files have them, as C3's process_results.py does (calibrate keeps one "
                     "decision per item: the result files imported last; the other columns count that one)")
-APPROXIMATE_MARK = "~"
-"""After an interval simulated to cover less than 93 % near this cell's setting (a note gives the figure)."""
 RULE_EXPLAINED = (
     "judged: the items with a verdict in force by the judge (by any judge shown, in its (no judge) and mean rows), "
     "its unparsed outputs included; a failed judgment is no verdict, so it is not judged. "

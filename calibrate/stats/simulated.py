@@ -42,6 +42,11 @@ simulated samples of that shape and size that got an interval, with that share: 
 items, coverage]. Written by `python tests/bench/score_coverage.py --shipped --write`."""
 
 
+APPROXIMATE_MARK = "~"
+"""How every output marks an interval whose simulated coverage near this setting is below
+PROMISED_COVERAGE, after it (a note gives the figure, in `approximate_words`)."""
+
+
 def approximate_words(coverage: float) -> str:
     """How every output marks an approximate interval: "approximate: covers about 91 % here" (to
     a tenth where whole percents would round up to PROMISED_COVERAGE: "92.7 %", not "93 %")."""

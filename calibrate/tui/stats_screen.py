@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from calibrate.escape import safe
+from calibrate.stats.simulated import APPROXIMATE_MARK
 from calibrate.store import Store
 
 
@@ -38,6 +39,7 @@ class StatsScreen(ModalScreen[None]):
         self.db_path, self.templates, self.judge = db_path, templates, judge
         self.shown: list[tuple[Text, ...]] | None = None  # the table's rows, once worked out
         self.verdict_below = False  # whether the highlighted row's verdict shows below the table (too narrow)
+        self.approximate = False  # whether an interval shown is marked approximate
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -75,19 +77,25 @@ class StatsScreen(ModalScreen[None]):
             "(r tries again, Esc closes)")
 
     def show(self, rows: list) -> None:
-        def number(value: float | None, low: float | None = None, high: float | None = None) -> str:
+        def number(value: float | None, low: float | None = None, high: float | None = None,
+                   approximate: float | None = None) -> str:
+            """A figure with its interval, marked as the report marks an approximate one."""
             if value is None:
                 return "—"
-            return f"{value:.2f} [{low:.2f}, {high:.2f}]" if low is not None else f"{value:.2f}"
+            if low is None:
+                return f"{value:.2f}"
+            return f"{value:.2f} [{low:.2f}, {high:.2f}]{APPROXIMATE_MARK if approximate is not None else ''}"
 
         def scored(r) -> str:
             """A rubric score's line in words (its agreement is a distance and a correlation, not κ)."""
             return ", ".join(f"{name} {value:{spec}}" for name, value, spec in (
                 ("MAE", r.mae, ".1f"), ("Spearman ρ", r.spearman, ".2f")) if value is not None)
 
+        self.approximate = any(r.ceiling_approximate is not None and r.ceiling_low is not None for r in rows)
         self.shown = [tuple(Text(safe(v)) for v in (
             r.task, r.lang, r.judge, f"{r.versus} · {r.scores}" if r.scores else r.versus, str(r.n), number(r.agreement),
-            number(r.kappa, r.kappa_low, r.kappa_high), number(r.ac1), number(r.ceiling, r.ceiling_low, r.ceiling_high),
+            number(r.kappa, r.kappa_low, r.kappa_high), number(r.ac1),
+            number(r.ceiling, r.ceiling_low, r.ceiling_high, r.ceiling_approximate),
             scored(r) if r.scores else r.verdict)) for r in rows]
         self.fill_table()
 
@@ -106,7 +114,8 @@ class StatsScreen(ModalScreen[None]):
         self.verdict_below = not wraps
         self.show_verdict(table.cursor_row)
         more = "→ more columns, " if self.verdict_below else ""
-        title = f"judge vs human agreement ({more}r refreshes, Esc closes)"
+        rough = f"{APPROXIMATE_MARK} approximate interval (calibrate report says how), " if self.approximate else ""
+        title = f"judge vs human agreement ({more}{rough}r refreshes, Esc closes)"
         self.query_one("#stats-title", Static).update(title if self.shown else title + ": no labelled items yet")
 
     def show_verdict(self, row: int) -> None:
