@@ -111,6 +111,18 @@ def test_degenerate_scores_say_why():
     json.dumps(same.as_dict(), allow_nan=False)
 
 
+def test_a_correlation_that_is_one_but_for_rounding_is_one_without_an_interval():
+    # tied scores in the same order: scipy's rho is 0.9999999999999999 here, whose Fisher z interval is
+    # [1.00, 1.00]; a correlation of 1 has none
+    a = [k * 10 % 100 for k in range(12)]
+    b = [k * 10 % 100 + 1 for k in range(12)]
+    found = score_agreement(a, b)
+    for name in ("spearman", "pearson", "kendall"):
+        estimate = found.estimate(name)
+        assert estimate.value == 1.0 and estimate.ci is None, (name, estimate)
+        assert "+1" in estimate.ci_reason or "±1" in estimate.ci_reason
+
+
 def test_shape_and_the_approximate_mark_come_from_the_simulated_table():
     rng = np.random.default_rng(2)
     symmetric, skewed = rubric(rng, 120), rubric(rng, 120, skewed=True)

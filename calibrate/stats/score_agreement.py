@@ -195,6 +195,17 @@ def score_shape(x: np.ndarray, y: np.ndarray, threshold: float) -> str:
 # -- the statistics ------------------------------------------------------------------------------
 
 
+ROUNDING = 1e-12
+"""A correlation within ROUNDING of +-1 is +-1: the floating point of tied ranks leaves
+0.9999999999999999 where the ranks agree, whose Fisher z interval would be [1.00, 1.00]."""
+
+
+def _correlation_value(value: float) -> float | None:
+    """A correlation as computed (None where not finite), +-1 where it is that but for rounding."""
+    value = finite_or_none(value)
+    return math.copysign(1.0, value) if value is not None and abs(abs(value) - 1) < ROUNDING else value
+
+
 def _correlation(x: np.ndarray, y: np.ndarray, name: str) -> Estimate | None:
     """None when the correlation is defined, else an Estimate saying why not."""
     if np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -213,7 +224,7 @@ def spearman(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     undefined = _correlation(x, y, "Spearman's rho")
     if undefined:
         return undefined
-    rho = finite_or_none(stats.spearmanr(x, y)[0])
+    rho = _correlation_value(stats.spearmanr(x, y)[0])
     out = Estimate(rho)
     n = len(x)
     if n < MIN_INTERVAL_ITEMS:
@@ -243,7 +254,7 @@ def pearson(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     from scipy import stats
 
     return _correlation(x, y, "Pearson's r") or _jackknifed(
-        finite_or_none(stats.pearsonr(x, y)[0]), lambda: pearson_leave_one_out(x, y), len(x), level)
+        _correlation_value(stats.pearsonr(x, y)[0]), lambda: pearson_leave_one_out(x, y), len(x), level)
 
 
 def kendall(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
@@ -255,7 +266,7 @@ def kendall(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
     from scipy import stats
 
     return _correlation(x, y, "Kendall's tau") or _jackknifed(
-        finite_or_none(stats.kendalltau(x, y, variant="b")[0]), lambda: kendall_leave_one_out(x, y), len(x), level)
+        _correlation_value(stats.kendalltau(x, y, variant="b")[0]), lambda: kendall_leave_one_out(x, y), len(x), level)
 
 
 def mean_absolute_error(x: np.ndarray, y: np.ndarray, level: float = LEVEL) -> Estimate:
