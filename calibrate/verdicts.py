@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import string
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -241,12 +242,13 @@ def _label_pattern(label: str) -> str:
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
 
 
 def normalize_record(text: str) -> str:
     """ReCoRD's answer normalisation: lower case, no punctuation, articles or extra spaces."""
     text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
@@ -290,7 +292,14 @@ def parse_record_entity(text: str, answers: Sequence[str], entities: Sequence[st
 
 
 def _record_words(text: str) -> list[tuple[str, int, int]]:
-    """The words of `text` as ReCoRD's metric compares them (lower case, articles left out),
-    each with its start and end offsets."""
-    return [(word, match.start(), match.end()) for match in re.finditer(r"\w+", text)
-            if not _ARTICLES.fullmatch(word := match.group(0).lower())]
+    """The words of `text` as ReCoRD's metric compares them (`normalize_record`: lower case,
+    punctuation taken out of each word, so "U.S." is "us", articles left out; full-width
+    punctuation too), each with the offsets of its first and last character kept."""
+    found = []
+    for match in re.finditer(r"\S+", text):
+        kept = [k for k, ch in enumerate(match.group(0))
+                if ch not in _PUNCTUATION and not unicodedata.category(ch).startswith("P")]
+        word = "".join(match.group(0)[k] for k in kept).lower()
+        if word and not _ARTICLES.fullmatch(word):  # its offsets: from its first kept character to its last
+            found.append((word, match.start() + kept[0], match.start() + kept[-1] + 1))
+    return found

@@ -312,7 +312,7 @@ def test_record_normalisation_matches_the_metric():
     assert parse_record_entity("", ["Walmart"]).value is None
 
 
-RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan"]
+RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan", "U.S."]
 
 
 @pytest.mark.parametrize(("text", "gold", "verdict", "entity"), [
@@ -323,6 +323,9 @@ RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan"]
     ("Morgan", "Tracy Morgan", "incorrect", "Morgan"),  # an entity of its own: the metric's exact match
     ("Tracy Morgan was hospitalized; Tracy Morgan.", "Tracy Morgan", "correct", "Tracy Morgan"),  # one entity, twice
     ("Who was hurt, Tracy Morgan? No: New Jersey.", "New Jersey", "correct", "New Jersey"),  # asked about, not given
+    ("US", "U.S.", "correct", "U.S."),  # the metric takes punctuation out of words: "U.S." is "us"
+    ("The answer is the U.S.", "U.S.", "correct", "U.S."),
+    ("(Tracy Morgan)", "Tracy Morgan", "correct", "Tracy Morgan"),
 ])
 def test_record_answer_is_the_one_passage_entity_it_names(text, gold, verdict, entity):
     parsed = parse_record_entity(text, [gold], RECORD_ENTITIES)
