@@ -384,9 +384,12 @@ def _checked_lang(ctx: click.Context, param: click.Parameter, lang: str | None) 
 
 
 def lang_option(help_text: str = "Only this language.", required: bool = False, default: str | None = None):
-    """--lang, checked as an option value (en or zh)."""
-    return click.option("--lang", required=required, default=default, show_default=default is not None,
-                        metavar="en|zh", callback=_checked_lang, help=help_text)
+    """--lang, checked as an option value (en or zh). A default is given only where there is one:
+    click takes `default=None` for a value given, so a required --lang left out would not be
+    refused."""
+    defaulted = {"default": default, "show_default": True} if default is not None else {}
+    return click.option("--lang", required=required, metavar="en|zh", callback=_checked_lang, help=help_text,
+                        **defaulted)
 
 
 def check_template_task(ctx: Context, task: str, lang: str) -> None:

@@ -306,3 +306,15 @@ def test_an_argument_that_is_not_utf8_is_refused_before_anything_is_stored(tmp_p
         bad = run("import", "jsonl", str(source), "--task", "c3/lexical", "--lang", "en", option, "sys\udcff", ok=False)
         assert bad.exit_code == 2 and "is not UTF-8 text" in bad.output and "sys\\udcff" in bad.output
     assert not (tmp_path / "c.db").exists()
+
+
+def test_a_required_option_left_out_is_a_usage_error_naming_it(demo_db, tmp_path):
+    # click takes an option's default=None for a value given: `export c3` without --lang reached the command with
+    # None and raised KeyError, as did the imports that need --lang
+    run = Calibrate(demo_db)
+    for args in (["export", "c3", str(tmp_path / "out")], ["import", "jsonl", str(demo_db), "--task", "c3/lexical"],
+                 ["import", "c3-results", str(tmp_path), "--judge-name", "j"],
+                 ["import", "c3", "--reference", str(tmp_path), "--responses", str(tmp_path)]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 2 and "Missing option '--lang'" in result.output, (args, result.output)
+
