@@ -118,12 +118,12 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     assert (ceiling["human_statistic"], ceiling["n_items"], ceiling["annotators"]) == ("scores", 6, 3), \
         "score pairs get the score statistics as their ceiling, not kappa"
     # people: pairs (a, b), (a, c), (b, c) differ by 5, 10, 5 on the answer, never on the reasoning
-    assert ceiling["people"]["score_answer"]["mae"]["value"] == pytest.approx(20 / 3)
-    assert ceiling["people"]["score_reasoning"]["mae"]["value"] == 0
+    assert ceiling["humans"]["score_answer"]["mae"]["value"] == pytest.approx(20 / 3)
+    assert ceiling["humans"]["score_reasoning"]["mae"]["value"] == 0
     # the judge against each person: answers 0, 5, 10 off; reasoning 50 against 40 + k, k = 0..5
     assert ceiling["judge"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
     assert ceiling["judge"]["score_reasoning"]["mae"]["value"] == pytest.approx(7.5)
-    assert all(ceiling[side]["score_answer"][stat]["ci"] is None for side in ("people", "judge")
+    assert all(ceiling[side]["score_answer"][stat]["ci"] is None for side in ("humans", "judge")
                for stat in ("spearman", "mae", "weighted_kappa", "pass_fail_kappa")), \
         "an item gives three people's pairs and three of the judge's: no interval takes them as independent"
     assert ceiling["notes"] == ["no intervals: the judge's pairs against each person share items, and so do the "
@@ -160,7 +160,7 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     assert (ceiling["n_items"], ceiling["annotators"]) == (5, 2)
     assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out", "no interval for the judge's "
                                 "figures: its pairs against each person share items"]
-    people, judge = ceiling["people"]["score_answer"], ceiling["judge"]["score_answer"]
+    people, judge = ceiling["humans"]["score_answer"], ceiling["judge"]["score_answer"]
     assert people["mae"]["value"] == pytest.approx(8.0) and people["spearman"]["value"] == pytest.approx(1.0)
     assert not people["mae"]["ci_reason"].startswith("no interval: an item gives"), "two people: one pair per item"
     assert judge["mae"]["ci"] is None and judge["mae"]["ci_reason"].startswith("no interval: an item gives several")

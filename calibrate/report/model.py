@@ -393,8 +393,8 @@ def report_row(c: AgreementCell, line: Line, dimension: str | None = None) -> Re
             setattr(row, f"{name}_high", high)
             setattr(row, f"{name}_approximate", estimate.approximate)
         row.score_note = score_note(scores)
-        if c.score_ceiling is not None and row.scores in c.score_ceiling.people:  # the ceiling's Spearman of this score
-            people, judge = (found[row.scores].spearman for found in (c.score_ceiling.people, c.score_ceiling.judge))
+        if c.score_ceiling is not None and row.scores in c.score_ceiling.humans:  # the ceiling's Spearman of this score
+            people, judge = (found[row.scores].spearman for found in (c.score_ceiling.humans, c.score_ceiling.judge))
             row.ceiling_items, row.ceiling_statistic = c.score_ceiling.n_items, STATISTIC_NAMES["spearman"]
             row.ceiling, row.ceiling_low, row.ceiling_high = split_estimate(people)
             row.judge_on_shared, row.judge_on_shared_low, row.judge_on_shared_high = split_estimate(judge)

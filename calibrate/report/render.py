@@ -187,8 +187,8 @@ def score_ceiling_words(ceiling: ScoreCeiling) -> str:
         estimates = ((name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS)
         return ", ".join(f"{name} {with_ci(*split_estimate(e), e.approximate)}" for name, e in estimates)
 
-    parts = [f"{dimension}: people {figures(ceiling.people[dimension])}; the judge {figures(ceiling.judge[dimension])}"
-             for dimension in ceiling.people]
+    parts = [f"{dimension}: people {figures(ceiling.humans[dimension])}; the judge {figures(ceiling.judge[dimension])}"
+             for dimension in ceiling.humans]
     return (f"human ceiling on {counted(ceiling.n_items, 'item')} scored by {ceiling.annotators} people: "
             + " — ".join(parts) + "".join(f"; {note}" for note in ceiling.notes))
 

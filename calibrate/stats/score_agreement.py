@@ -368,13 +368,13 @@ class ScoreCeiling:
 
     n_items: int
     annotators: int
-    people: dict[str, ScoreAgreement]
+    humans: dict[str, ScoreAgreement]
     judge: dict[str, ScoreAgreement]
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"n_items": self.n_items, "annotators": self.annotators, "human_statistic": "scores",
-                "people": {k: v.as_dict() for k, v in self.people.items()},
+                "humans": {k: v.as_dict() for k, v in self.humans.items()},
                 "judge": {k: v.as_dict() for k, v in self.judge.items()}, "notes": self.notes}
 
 
