@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -118,3 +119,44 @@ def test_a_csv_export_of_rubric_scores_gives_each_score_a_column_of_its_own(tmp_
     assert "gold_label:score_answer" not in line and json.loads(line["gold_label"])["score_answer"] == 20.0, "JSONL as before"
     header = Calibrate(labelled_db[0])("export", "--format", "csv").output.splitlines()[0]
     assert "score_answer" not in header, "no score columns where no kind has scores"
+
+
+def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_never_dropped(tmp_path):
+    # the score columns are what a spreadsheet user edits: an edit there that the label's JSON cell does not say too
+    # cannot be told from an edit of the JSON cell, so it is refused naming both; with the JSON cell emptied, the
+    # columns are the label
+    from tests.test_report import two_scorers_db
+
+    two_scorers_db(tmp_path / "r.db")
+    out = tmp_path / "gold.csv"
+    Calibrate(tmp_path / "r.db")("export", "--format", "csv", "--out", str(out))
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+
+    def written(edit) -> Path:
+        edited = [dict(r) for r in rows]
+        edit(edited[0])
+        path = tmp_path / "edited.csv"
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(edited)
+        return path
+
+    two_scorers_db(tmp_path / "copy.db")
+    run = Calibrate(tmp_path / "copy.db")
+    refused = run("import", "labels", str(written(lambda r: r.update({"score_answer:ana": "12.5"}))), ok=False)
+    assert refused.exit_code == 1
+    assert "score_answer:ana 12.5, score_reasoning:ana 20, where label:ana is" in " ".join(refused.output.split())
+    taken = run("import", "labels", str(written(lambda r: r.update({"score_answer:ana": "12.5", "label:ana": ""}))))
+    assert "1 label added" in " ".join(taken.output.split()), taken.output
+    store = Store(tmp_path / "copy.db")
+    try:
+        (label,) = [r["label"] for r in store.conn.execute(
+            "SELECT l.label FROM labels_in_force l JOIN items i ON i.id = l.item_id WHERE l.annotator = 'ana' "
+            "AND i.source_id = '0'")]
+    finally:
+        store.close()
+    assert json.loads(label) == {"score_answer": 12.5, "score_reasoning": 20.0}
+    two_scorers_db(tmp_path / "same.db")
+    unchanged = Calibrate(tmp_path / "same.db")("import", "labels", str(out))
+    assert "0 labels added" in " ".join(unchanged.output.split()), "the export as written adds nothing to its database"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.validate import InputError, type_of
 from calibrate.validate import source_id as valid_id
+from calibrate.verdicts import SCORE_KEYS
 
 REQUIRED = ("task", "lang", "source_id", "annotator", "label")
 TEXT = ("task", "lang", "annotator", "system", "note")  # when present
@@ -200,6 +202,12 @@ def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadI
     if columns:  # a CSV export: its cells as they were before the export guarded them against spreadsheets
         obj = {k: spreadsheet_unsafe(v) if isinstance(v, str) else v for k, v in obj.items()}
         labels = {who: spreadsheet_unsafe(label) for who, label in columns.items() if label}
+        for who in columns:
+            scored = _scored(where, obj, who, labels.get(who))
+            if isinstance(scored, BadInput):
+                return scored
+            if scored is not None:
+                labels[who] = scored
         notes = _csv_notes(obj.get("notes") or "", labels)
         column = f"{LABEL_COLUMN}{{}}"
     elif "labels" in obj:
@@ -220,6 +228,32 @@ def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadI
             for who, label in labels.items()
             for note in [note for by, note in notes or () if by == who] or [None]]
     return rows, notes is None or any(by not in labels for by, _ in notes)
+
+
+def _scored(where: str, obj: dict, who: str, label: str | None) -> str | BadInput | None:
+    """A CSV export's rubric label of `who` read from its score columns (`KEY:NAME`, a number a
+    spreadsheet edits), as the label's JSON; None where the row has none of them filled. Where
+    the `label:NAME` cell is filled too, the two must say the same (which of them was edited
+    cannot be told): else BadInput naming both."""
+    cells = {key: (obj.get(f"{key}:{who}") or "").strip() for key in SCORE_KEYS}
+    if not any(cells.values()):
+        return None
+    try:
+        scores = {key: float(cell.replace(",", ".")) for key, cell in cells.items()}
+    except ValueError:
+        return BadInput(where, f"the score columns of {who} ({', '.join(f'{k}:{who} {v!r}' for k, v in cells.items())}) "
+                               "must both be numbers")
+    if label:
+        try:
+            given = json.loads(label)
+            stated = {key: float(given[key]) for key in SCORE_KEYS}
+        except (ValueError, TypeError, KeyError):
+            stated = None
+        if stated is None or any(round(stated[k], 1) != round(scores[k], 1) for k in SCORE_KEYS):
+            said = ", ".join(f"{k}:{who} {scores[k]:g}" for k in SCORE_KEYS)
+            return BadInput(where, f"{said}, where {LABEL_COLUMN}{who} is {label}: which was edited cannot be told; "
+                                   f"make them agree, or empty {LABEL_COLUMN}{who} to take the score columns")
+    return json.dumps(scores)
 
 
 def _csv_notes(cell: str, people: dict) -> list[tuple[str, str]] | None:
