@@ -30,7 +30,14 @@ from calibrate.configurations import (
 from calibrate.escape import for_terminal, safe, safe_json
 from calibrate.formats import ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
-from calibrate.model import ASKED_AGAIN, CalibrateError, check_system, counted, now_iso
+from calibrate.model import (
+    ASKED_AGAIN,
+    CalibrateError,
+    VerdictChange,
+    check_system,
+    counted,
+    now_iso,
+)
 from calibrate.names import AnnotatorNameError, annotator_name, closest, listing, unknown_value
 from calibrate.redact import redact_url
 from calibrate.reliability_cells import DEFAULT_RISK, DEFAULT_TARGET
@@ -618,12 +625,7 @@ def say_import_changes(report: ImportReport) -> None:
             err_console.print(safe_text(
                 f"warning: {said} ({reasons}): see them with calibrate items --status unparsed; is the judge output "
                 "field the one meant, and does the task's template read its answers?", style="yellow"))
-    if report.changed:
-        shown = [f"{c.judge} on {c.source_id}: {c.before} -> {c.after}" for c in report.changed]
-        err_console.print(safe_text(
-            f"{counted(len(shown), 'verdict')} in force changed by this import ({listing(shown, CHANGES_SHOWN)}): "
-            "a judge's newest judgment of an item is the one in force, a failed call only over a failed call",
-            style="yellow"))
+    say_verdicts_changed(report.changed, "this import")
     for (judge, why), n in report.out_of_force.items():
         if why == "older":
             err_console.print(safe_text(
@@ -631,6 +633,18 @@ def say_import_changes(report: ImportReport) -> None:
                 f"the item (the time the judge made {'it' if n == 1 else 'them'}: an older eval's log?): kept in the "
                 "history, not put in force", style="yellow"))
     say_left_behind(report.left_behind)
+
+
+def say_verdicts_changed(changed: list[VerdictChange], by: str) -> None:
+    """On stderr: the verdicts in force an import or a merge (`by`) changed, how many and the
+    first few, `old -> new`."""
+    if not changed:
+        return
+    shown = [f"{c.judge} on {c.source_id}: {c.before} -> {c.after}" for c in changed]
+    err_console.print(safe_text(
+        f"{counted(len(shown), 'verdict')} in force changed by {by} ({listing(shown, CHANGES_SHOWN)}): "
+        "a judge's newest judgment of an item is the one in force, a failed call only over a failed call",
+        style="yellow"))
 
 
 def say_left_behind(left_behind: list[tuple[str, str]], whose: str = "") -> None:
@@ -2142,6 +2156,7 @@ def merge_command(ctx, other):
              "left as it was)") if other_store.upgraded_copy else ""
     console.print(safe_text(f"merged {other}{older}: {counted(added['items'], 'item')}, {counted(added['judgments'], 'judgment')}, "
                             f"{counted(added['annotations'], 'annotation')} added"))
+    say_verdicts_changed(report.changed, "this merge")
     say_left_behind(report.left_behind, f" merged from {other}")
     if report.redacted:
         err_console.print(safe_text(f"blanked credentials out of {counted(report.redacted, 'judgment')} from {other}", style="yellow"))

@@ -4,16 +4,19 @@ OTHER is opened read-only and never changed (`Store.open_other` refuses anything
 calibrate database of a known schema version, and reads one made by an older calibrate through an
 upgraded temporary copy). Its rows are streamed in batches, so memory
 stays bounded whatever its size, and each row is validated before it is written: items must
-belong to a task and language the templates know, with fields of the declared types and an
-honest content hash; judgments and annotations must name items (and judgments, and reverted
-annotations) that exist here, with well-formed fields; a label must be in its kind's label set.
+belong to a task and language the templates know, with fields of the declared types, an
+honest content hash and no other content stored here under their identity and version (the
+refusal names the fields that differ and what to do, as an import's does); judgments and
+annotations must name items (and judgments, and reverted annotations) that exist here, with
+well-formed fields; a label must be in its kind's label set.
 What is refused is counted and reported, never silently dropped. Items join by content hash,
 judgments and annotations by uid, so merging twice adds nothing; each batch is its own short
 transaction, so annotators keep working meanwhile and an interrupted merge resumes when run
 again. Which label is in force afterwards follows decision time, then uid (see the store), so
 an older offline label never replaces a newer one; which judgment is follows the time it was
 made (`judged_at`, kept from OTHER, migration 0028), so an older offline judgment never
-replaces a newer one either, as judging in one database would have it.
+replaces a newer one either, as judging in one database would have it; the verdicts in force
+it changes are reported as an import's are (`calibrate.formats.verdict_changes`).
 
 Because the newest decision wins, a time from a machine whose clock ran ahead would keep its row
 in force over every later decision: a row (a decision or a judgment) dated more than
@@ -32,13 +35,13 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from calibrate.formats import ImportFailed, check_item
+from calibrate.formats import UPDATE_ADVICE, ImportFailed, check_item, verdict_changes
 from calibrate.formats.inspect import merged_labels
 from calibrate.kinds import LabelError
-from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, NewItem
+from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, Item, NewItem, VerdictChange
 from calibrate.redact import Redactor
 from calibrate.store import JUDGMENT_COLUMNS, Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -64,6 +67,7 @@ class MergeReport:
     examples: list[str] = field(default_factory=list)  # the first EXAMPLES refusals, as "table uid: reason"
     left_behind: list[tuple[str, str]] = field(default_factory=list)  # (source id, annotator): labels added in
     # force on versions of items that `import --update` replaced here, which no longer count
+    changed: list[VerdictChange] = field(default_factory=list)  # verdicts in force here the merged judgments changed
 
     def refuse(self, table: str, name: str, reason: str) -> None:
         self.refused[table] += 1
@@ -138,8 +142,8 @@ def _number(row, name: str) -> float | None:
     return value
 
 
-def _stored_item(row, items: dict[str, tuple[int, str, str]]) -> tuple[int, str, str]:
-    """(id, task, lang) here of the item a judgment or annotation row of OTHER belongs to."""
+def _stored_item(row, items: dict[str, tuple[int, str, str, str]]) -> tuple[int, str, str, str]:
+    """(id, task, lang, source id) here of the item a judgment or annotation row of OTHER belongs to."""
     if row["content_hash"] not in items:
         raise Refused("its item is not in this database (refused or missing)")
     return items[row["content_hash"]]
@@ -161,7 +165,7 @@ def _merge_data_tasks(store: Store, other: Store, templates: TemplateSet, report
 
 def _merge_items(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
     for batch in _batches(other.item_rows()):
-        accepted: list[tuple[int, NewItem]] = []  # (its id in OTHER, the item)
+        accepted: list[tuple[int, str, NewItem]] = []  # (its id in OTHER, its name, the item)
         for row in batch:
             name = f"#{row['id']}"
             try:
@@ -183,17 +187,48 @@ def _merge_items(store: Store, other: Store, templates: TemplateSet, report: Mer
             except (Refused, InputError, ValueError) as exc:
                 report.refuse("item", name, str(exc))
                 continue
-            accepted.append((row["id"], item))
-        if accepted:
-            ids, added = store.add_items([item for _, item in accepted], with_ids=True)
+            accepted.append((row["id"], name, item))
+        if not accepted:
+            continue
+        with store.transaction():  # no import can take an identity between the check and the write
+            conflicts = store.identity_conflicts([item for _, _, item in accepted])
+            for _, name, item in accepted:
+                if item.content_hash in conflicts:
+                    report.refuse("item", name, _other_content(conflicts[item.content_hash], item))
+            accepted = [row for row in accepted if row[2].content_hash not in conflicts]
+            ids, added = store.add_items([item for _, _, item in accepted], with_ids=True)
             report.added["items"] += added
-            for (other_id, _), item_id in zip(accepted, ids, strict=True):
+            for (other_id, _, _), item_id in zip(accepted, ids, strict=True):
                 clips = other.audio_by_item(other_id).get(other_id)
                 if clips:
                     store.set_item_audio(item_id, clips)
 
 
+def _other_content(stored: Item, item: NewItem) -> str:
+    """Why an item of OTHER is refused whose identity and version hold other content here, and
+    what to do (as an import says of content that differs from the stored item's). Where the
+    item here only has fields more, an import here probably took as item fields what the other
+    database's import named with an option: importing that file here as there attaches its
+    judgments to this item (an import's ignored fields), where --update would not help."""
+    only_here = sorted(set(stored.fields) - set(item.fields))
+    only_there = sorted(set(item.fields) - set(stored.fields))
+    differing = sorted(k for k in set(stored.fields) & set(item.fields) if stored.fields[k] != item.fields[k])
+    fields = "; ".join(f"{words} {', '.join(map(repr, names))}" for words, names in (
+        ("fields only here:", only_here), ("fields only in the other database:", only_there),
+        ("fields that differ:", differing)) if names)
+    system = f", system {stored.system}" if stored.system else ""
+    held = f"this database holds its version {stored.version}{system} with other content ({fields})"
+    if only_here and not only_there and not differing:
+        return (f"{held}: was it imported here without an option the other database's import had (--judge-output, "
+                "--reference-field)? Import the other database's file here as it was imported there: its judgments "
+                "then join this item")
+    return f"{held}: import the file the other database read it from here and {UPDATE_ADVICE}, then merge again"
+
+
 def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Redactor) -> None:
+    """Judgments by uid; notes the verdicts in force here they changed (as an import does),
+    each from what was in force before the merge to what is after it."""
+    changed: dict[tuple[int, str], VerdictChange] = {}
     for batch in _batches(other.judgment_rows()):
         items = store.items_by_hash(r["content_hash"] for r in batch if r["content_hash"])
         accepted = []
@@ -201,7 +236,7 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Re
             name = str(row["uid"])
             try:
                 uid = _text(row, "uid")
-                item_id, _, _ = _stored_item(row, items)
+                item_id, _, _, _ = _stored_item(row, items)
                 if row["status"] not in JUDGMENT_STATUSES:
                     raise Refused(f"status {row['status']!r} is not one of {', '.join(JUDGMENT_STATUSES)}")
                 values = {c: row[c] for c in JUDGMENT_COLUMNS}
@@ -219,8 +254,15 @@ def _merge_judgments(store: Store, other: Store, report: MergeReport, redact: Re
             cleaned = redact.fields(values)
             report.redacted += cleaned != values
             accepted.append(cleaned)
-        if accepted:
-            report.added["judgments"] += store.add_judgment_rows(accepted)
+        if not accepted:
+            continue
+        before = store.verdicts_in_force_of((row["item_id"], row["judge_name"]) for row in accepted)
+        report.added["judgments"] += store.add_judgment_rows(accepted)
+        sources = {item_id: source_id for item_id, _, _, source_id in items.values()}
+        for pair, change in verdict_changes(store, before, sources).items():
+            first = changed.get(pair)  # an earlier batch changed it: from what was in force before the merge
+            changed[pair] = replace(change, before=first.before) if first else change
+    report.changed = [change for change in changed.values() if change.before != change.after]
 
 
 def _merge_annotations(store: Store, other: Store, templates: TemplateSet, report: MergeReport) -> None:
@@ -234,7 +276,7 @@ def _merge_annotations(store: Store, other: Store, templates: TemplateSet, repor
             name = str(row["uid"])
             try:
                 uid = _text(row, "uid")
-                item_id, task, lang = _stored_item(row, items)
+                item_id, task, lang, _ = _stored_item(row, items)
                 action = row["action"]
                 if action not in ACTIONS:
                     raise Refused(f"action {action!r} is not one of {', '.join(ACTIONS)}")

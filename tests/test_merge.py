@@ -285,3 +285,83 @@ def test_merged_labels_on_versions_update_replaced_here_are_said_not_to_count(tm
             "(carol on s0, carol on s1): label the new versions (calibrate annotate)") in " ".join(out.stderr.split())
     again = main("merge", str(offline.db))
     assert "0 annotations added" in again.output and "no longer count" not in again.stderr
+
+
+def lexical_file(path, verdict: str | None = None, n: int = 4, changed: str = "", said: str = "The answer is"):
+    """n lexical items as a JSONL file; with `verdict`, each line carries a judge's output giving
+    it in field 'out' ("{said}: {verdict}."); `changed` is added to every item's content."""
+    out = {"out": f"{said}: {verdict}."} if verdict else {}
+    return write_jsonl(path, [{**line, "content": line["content"] + changed, **out} for line in lexical_lines(n)])
+
+
+def test_an_item_held_here_with_other_content_is_refused_with_its_fields_and_nothing_of_it_is_merged(tmp_path):
+    """Here the judge's output field was imported as an item field; the other database named it
+    with --judge-output, so the same identity holds other content in each."""
+    main, offline = Calibrate(tmp_path / "main.db"), Calibrate(tmp_path / "offline.db")
+    main("import", "jsonl", str(lexical_file(tmp_path / "three.jsonl", "no", 3)), "--task", "c3/lexical", "--lang", "en")
+    judged = lexical_file(tmp_path / "judged.jsonl", "no")  # one item more: s3, new to main
+    offline("import", "jsonl", str(judged), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+            "--judge-name", "J")
+    out = main("merge", str(offline.db), ok=False)
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "Traceback" not in said, out.output
+    assert "1 item, 1 judgment, 0 annotations added" in said and "refused 3 items, 3 judgments" in said
+    for source in ("s0", "s1", "s2"):
+        assert (f"item c3/lexical (en) {source}: this database holds its version 1 with other content (fields only "
+                "here: 'out'): was it imported here without an option the other database's import had (--judge-output, "
+                "--reference-field)? Import the other database's file here as it was imported there") in said
+    assert "6 rows of" in said and "refused (listed above), not merged" in said
+    in_force = "SELECT i.source_id FROM verdicts_in_force v JOIN items i ON i.id = v.item_id ORDER BY 1"
+    store = Store(main.db)
+    assert [r[0] for r in store.conn.execute(in_force)] == ["s3"], "only the item new here came with its judgment"
+    store.close()
+    main("import", "jsonl", str(judged), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out", "--judge-name", "J")
+    store = Store(main.db)
+    assert [r[0] for r in store.conn.execute(in_force)] == ["s0", "s1", "s2", "s3"], "the advice brings the judgments"
+    store.close()
+
+
+def test_an_item_whose_content_changed_is_refused_until_update_records_it_here(tmp_path):
+    main, offline = Calibrate(tmp_path / "main.db"), Calibrate(tmp_path / "offline.db")
+    main("import", "jsonl", str(lexical_file(tmp_path / "first.jsonl")), "--task", "c3/lexical", "--lang", "en")
+    corrected = lexical_file(tmp_path / "corrected.jsonl", changed=" (corrected)")
+    offline("import", "jsonl", str(corrected), "--task", "c3/lexical", "--lang", "en")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label\n" + "".join(
+        f"c3/lexical,en,{source},carol,yes\n" for source in ("s0", "s1")), encoding="utf-8")
+    offline("import", "labels", str(labels))
+    out = main("merge", str(offline.db), ok=False)
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "refused 2 annotations, 4 items" in said
+    assert ("item c3/lexical (en) s0: this database holds its version 1 with other content (fields that differ: "
+            "'content'): import the file the other database read it from here and pass --update to record this "
+            "content as a new version (labels stay with the version they were made on), then merge again") in said
+    main("import", "jsonl", str(corrected), "--task", "c3/lexical", "--lang", "en", "--update")
+    again = main("merge", str(offline.db))
+    assert "0 items, 0 judgments, 2 annotations added" in again.output
+
+
+def test_merge_lists_the_verdicts_in_force_it_changed_as_an_import_does(tmp_path):
+    here, there = Calibrate(tmp_path / "main.db"), Calibrate(tmp_path / "offline.db")
+    judge = ("--task", "c3/lexical", "--lang", "en", "--judge-output", "out", "--judge-name", "J")
+    here("import", "jsonl", str(lexical_file(tmp_path / "no.jsonl", "no")), *judge)
+    there("import", "jsonl", str(lexical_file(tmp_path / "yes.jsonl", "yes")), *judge)  # judged later
+    older = here.db.with_name("older.db")
+    older.write_bytes(here.db.read_bytes())
+    out = here("merge", str(there.db))
+    assert "4 judgments" in out.output
+    assert ("4 verdicts in force changed by this merge (J on s0: no -> yes, J on s1: no -> yes, J on s2: no -> yes, "
+            "J on s3: no -> yes): a judge's newest judgment of an item is the one in force") in " ".join(out.stderr.split())
+    quiet = there("merge", str(older))
+    assert "4 judgments" in quiet.output and "changed" not in quiet.stderr, "older judgments change no verdict in force"
+
+
+def test_a_verdict_merged_batches_changed_and_changed_back_is_not_said_to_change(tmp_path, monkeypatch):
+    here, there = Calibrate(tmp_path / "main.db"), Calibrate(tmp_path / "offline.db")
+    judge = ("--task", "c3/lexical", "--lang", "en", "--judge-output", "out", "--judge-name", "J")
+    here("import", "jsonl", str(lexical_file(tmp_path / "no.jsonl", "no", 1)), *judge)
+    there("import", "jsonl", str(lexical_file(tmp_path / "yes.jsonl", "yes", 1)), *judge)
+    there("import", "jsonl", str(lexical_file(tmp_path / "no-again.jsonl", "no", 1, said="So the answer is")), *judge)
+    monkeypatch.setattr("calibrate.merge.BATCH", 1)  # one judgment a batch: yes in force after the first, no after the second
+    out = here("merge", str(there.db))
+    assert "2 judgments" in out.output and "changed" not in out.stderr, out.stderr

@@ -23,7 +23,7 @@ import gc
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -473,12 +473,10 @@ def import_records(
         before = store.verdicts_in_force_of((j.item_id, j.judge_name) for j in new) if earlier else {}
         stored = store.ids_by_uid("judgments", (j.uid for j in new)) if earlier else {}
         report.counts.judgments_added += store.add_judgments(new)
-        after = store.verdicts_in_force_of(before) if before else {}
         if earlier:
             report.out_of_force.update(store.out_of_force(j.uid for j in new if j.uid not in stored))
         sources = {item_id: item.source_id for item_id, item, _ in judged}
-        report.changed += [VerdictChange(sources[item_id], judge, _shown(before[item_id, judge]), _shown(now))
-                           for (item_id, judge), now in after.items() if now != before[item_id, judge]]
+        report.changed += verdict_changes(store, before, sources).values()
         for (_, _, r), made in zip(judged, new, strict=True):
             report.outputs[made.judge_name, made.status] += 1
             if made.status == "unparsed":
@@ -592,6 +590,16 @@ def import_records(
             store.abandon_import(run)
             raise
     return report
+
+
+def verdict_changes(store: Store, before: dict[tuple[int, str], tuple[str, str | None]],
+                    sources: Mapping[int, str]) -> dict[tuple[int, str], VerdictChange]:
+    """(item id, judge) -> how its verdict in force changed, for those of `before` (the verdicts
+    in force `Store.verdicts_in_force_of` read before judgments were stored) that differ now;
+    `sources` names the items (item id -> source id). What an import and a merge say they changed."""
+    after = store.verdicts_in_force_of(before) if before else {}
+    return {(item_id, judge): VerdictChange(sources[item_id], judge, _shown(before[item_id, judge]), _shown(now))
+            for (item_id, judge), now in after.items() if now != before[item_id, judge]}
 
 
 def _shown(in_force: tuple[str, str | None]) -> str:

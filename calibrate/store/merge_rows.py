@@ -7,7 +7,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
-from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks
+from calibrate.model import Item, NewItem
+from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks, item_from_row
 
 
 class MergeRowsMixin:
@@ -34,15 +35,36 @@ class MergeRowsMixin:
             "LEFT JOIN annotations r ON r.id = a.reverts_id ORDER BY a.id"
         )
 
-    def items_by_hash(self, hashes: Iterable[str]) -> dict[str, tuple[int, str, str]]:
-        """content hash -> (id, task, lang) of the stored items among `hashes`."""
-        found: dict[str, tuple[int, str, str]] = {}
+    def items_by_hash(self, hashes: Iterable[str]) -> dict[str, tuple[int, str, str, str]]:
+        """content hash -> (id, task, lang, source id) of the stored items among `hashes`."""
+        found: dict[str, tuple[int, str, str, str]] = {}
         for chunk in chunks(list(set(hashes)), 500):
             marks = ",".join("?" * len(chunk))
             for r in self.conn.execute(
-                f"SELECT id, task, lang, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}", chunk
+                f"SELECT id, task, lang, source_id, content_hash FROM items i WHERE content_hash IN ({marks}) AND {VISIBLE}",
+                chunk,
             ):
-                found[r["content_hash"]] = (r["id"], r["task"], r["lang"])
+                found[r["content_hash"]] = (r["id"], r["task"], r["lang"], r["source_id"])
+        return found
+
+    def identity_conflicts(self, items: Sequence[NewItem]) -> dict[str, Item]:
+        """content hash -> the stored item of the same identity and version with other content,
+        for those of `items` whose content is not stored: an identity's version holds one
+        content, so adding them would add nothing. Hidden items (of an import still running)
+        count, as they hold their identity too."""
+        found: dict[str, Item] = {}
+        keys = [(i.task, i.lang, i.system, i.source_id, i.version, i.content_hash) for i in items]
+        for chunk in chunks(keys, 100):
+            rows = ",".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
+            for r in self.conn.execute(
+                f"WITH k (task, lang, system, source_id, version, content_hash) AS (VALUES {rows}) "
+                "SELECT k.content_hash AS wanted, i.* FROM k JOIN items i ON i.task = k.task AND i.lang = k.lang "
+                "AND i.system = k.system AND i.source_id = k.source_id AND i.version = k.version "
+                "WHERE i.content_hash != k.content_hash "
+                "AND NOT EXISTS (SELECT 1 FROM items h WHERE h.content_hash = k.content_hash)",
+                [value for key in chunk for value in key],
+            ):
+                found[r["wanted"]] = item_from_row(r)
         return found
 
     def replaced_versions(self, item_ids: Iterable[int]) -> dict[int, str]:
