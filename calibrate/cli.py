@@ -28,7 +28,7 @@ from calibrate.configurations import (
     runs_beside,
 )
 from calibrate.escape import for_terminal, safe, safe_json
-from calibrate.formats import ImportReport, Record, import_records, new_version_advice
+from calibrate.formats import ImportFailed, ImportReport, Record, import_records, new_version_advice
 from calibrate.formats.c3 import C3_RESULT_ANNOTATOR
 from calibrate.model import (
     ASKED_AGAIN,
@@ -1021,6 +1021,9 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
 
     opened = [open_log(path, scorer) for path in logs]
+    for log in opened:
+        if (ahead := log.ahead_of_clock()) is not None:
+            raise ImportFailed(ahead)
     stored = {(task, task_lang): labels for task, task_lang, _, labels in ctx.store.data_tasks()}
     tasks: dict[str, tuple[str, ...]] = {}
     for log in opened:
@@ -1607,6 +1610,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     if judge_kind == "rule":
         _refuse_llm_options()
         summary = run_rule_judge(ctx.store, ctx.templates, task=task, lang=lang, system=system, force=force, limit=limit)
+        _say_outside_family("the rule judge reads SuperGLUE responses only", summary)
         if summary.no_response:
             err_console.print(safe_text(_cells_counted(summary.no_response) + " passed over: no system's response to "
                                         "read (gold-only items, imported without --predictions; an LLM judge answers "
@@ -1678,11 +1682,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
     if summary.response_unseen:
         err_console.print(safe_text(_response_unseen_words(summary.response_unseen), style="yellow"))
     left_out = _items_left_out(summary)
-    if summary.outside_family:
-        cells = _per_cell(summary.outside_family)
-        err_console.print(safe_text(f"--variant {variant} judges the tasks it has templates for: "
-                                    f"{counted(sum(summary.outside_family.values()), 'item')} of other tasks passed over "
-                                    f"({cells})"))
+    _say_outside_family(f"--variant {variant} judges the tasks it has templates for", summary)
     if summary.c3_passes_over:
         cells = _per_cell(summary.c3_passes_over)
         n = sum(summary.c3_passes_over.values())
@@ -1815,6 +1815,14 @@ def _per_cell(cells) -> str:
 def _cells_counted(cells) -> str:
     """Items counted by (task, lang), their number first: "3 items (superglue/boolq (en): 2, …)"."""
     return f"{counted(sum(cells.values()), 'item')} ({_per_cell(cells)})"
+
+
+def _say_outside_family(judges: str, summary) -> None:
+    """The line counting the items of other tasks a judge passed over (`summary.outside_family`),
+    after what it `judges`; nothing when it passed over none."""
+    if summary.outside_family:
+        err_console.print(safe_text(f"{judges}: {counted(sum(summary.outside_family.values()), 'item')} of other tasks "
+                                    f"passed over ({_per_cell(summary.outside_family)})"))
 
 
 def _response_unseen_words(cells) -> str:

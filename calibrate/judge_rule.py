@@ -22,14 +22,16 @@ def run_rule_judge(
 ) -> RunSummary:
     """SuperGLUE offline: parse each item's `response` (the model under test) with the task's
     rules and compare with the gold label, over the items of the filters given (those without
-    a response, gold-only, are counted in `summary.no_response`). The verdict is
+    a response, gold-only, are counted in `summary.no_response`; those of other tasks, which no
+    rule reads, in `summary.outside_family`). The verdict is
     the parsed answer; `correct` says whether it matches. A run that stores judgments is
     recorded (judge_runs), as a server's is."""
     summary = RunSummary()
     judgments = []
     done: dict[str, set[int]] = {}
     for item in store.iter_items(task=task, lang=lang, system=system):
-        if not item.task.startswith("superglue/"):
+        if not item.task.startswith("superglue/"):  # no rule reads it: counted, as a --variant counts what it passes over
+            summary.outside_family[(item.task, item.lang)] += 1
             continue
         if "response" not in item.fields:
             summary.no_response[(item.task, item.lang)] += 1

@@ -55,7 +55,7 @@ from calibrate.judgments import (
     truncated,
     verdict_confidence,
 )
-from calibrate.model import CalibrateError, Item, NewJudgment, digest, judge_key
+from calibrate.model import CalibrateError, Item, NewJudgment, digest, judge_key, no_output
 from calibrate.redact import Redactor, redact_url
 from calibrate.store import Store
 from calibrate.templates import RenderedPrompt, Template, TemplateError, TemplateSet
@@ -290,7 +290,7 @@ def _content(response) -> tuple[str, str | None]:
         content = choice.message.content
     except (AttributeError, IndexError, TypeError, KeyError) as exc:
         raise UnusableAnswer("malformed response body", f"{type(exc).__name__}: {exc}") from None
-    if content is None or not str(content).strip():
+    if no_output(content):
         thought = getattr(choice.message, "reasoning_content", None) or getattr(choice.message, "reasoning", None)
         if thought and str(thought).strip():  # a thinking model that spent its tokens thinking: asking again would too
             raise UnusableAnswer(REASONING_ONLY, "the answer is only in the model's reasoning (reasoning_content), its "

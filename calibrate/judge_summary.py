@@ -20,7 +20,7 @@ class RunSummary:
     not_renderable: dict[str, list[int]] = field(default_factory=dict)  # why -> ids of the items it stops
     no_template: Counter = field(default_factory=Counter)  # (task, lang) no template serves -> items
     no_prompt: int = 0  # items of tasks people decide (no judge prompt)
-    outside_family: Counter = field(default_factory=Counter)  # (task, lang) the asked --variant does not serve -> items
+    outside_family: Counter = field(default_factory=Counter)  # (task, lang) the --variant or rule does not serve -> items
     c3_passes_over: Counter = field(default_factory=Counter)  # (task, lang) -> items C3's evaluate.py never asks
     # (task, lang) -> items carrying a system's response their template's prompt does not show (not asked)
     response_unseen: Counter = field(default_factory=Counter)

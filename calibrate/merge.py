@@ -20,10 +20,10 @@ it changes are reported as an import's are (`calibrate.formats.verdict_changes`)
 
 Because the newest decision wins, a time from a machine whose clock ran ahead would keep its row
 in force over every later decision: a row (a decision or a judgment) dated more than
-`FUTURE_TOLERANCE` after this machine's clock is refused (not clamped: its real time is unknown,
-and a made-up one could put it ahead of decisions taken since), and so is a time without a time
-zone. Times are stored in
-UTC as the store writes them, so text order stays time order. Judgments are cleaned of
+`calibrate.model.FUTURE_TOLERANCE` after this machine's clock is refused (`ahead_of_clock`, the
+rule `import inspect` applies to an eval's time; not clamped: its real time is unknown, and a
+made-up one could put it ahead of decisions taken since), and so is a time without a time zone.
+Times are stored in UTC as the store writes them, so text order stays time order. Judgments are cleaned of
 credentials on the way in (`calibrate.redact`: this environment's API key and base URL, and
 anything shaped like a credential), so a key a server echoed into OTHER goes no further; the
 report counts them.
@@ -36,12 +36,20 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from calibrate.formats import UPDATE_ADVICE, ImportFailed, check_item, verdict_changes
 from calibrate.formats.inspect import merged_labels
 from calibrate.kinds import LabelError
-from calibrate.model import ACTIONS, LABEL_ACTIONS, REVERT_ACTION, Item, NewItem, VerdictChange
+from calibrate.model import (
+    ACTIONS,
+    LABEL_ACTIONS,
+    REVERT_ACTION,
+    Item,
+    NewItem,
+    VerdictChange,
+    ahead_of_clock,
+)
 from calibrate.redact import Redactor
 from calibrate.store import JUDGMENT_COLUMNS, Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -50,9 +58,6 @@ from calibrate.validate import InputError, parse_json_value
 BATCH = 1000
 EXAMPLES = 20
 JUDGMENT_STATUSES = ("verdict", "unparsed", "error")
-FUTURE_TOLERANCE = timedelta(minutes=5)
-"""How far ahead of this machine's clock a merged time may be: more than the drift of a laptop
-kept offline for weeks, little enough that a row dated ahead outranks later decisions only briefly."""
 
 
 class Refused(ValueError):
@@ -117,7 +122,7 @@ def _text(row, name: str, *, optional: bool = False) -> str | None:
 
 def _time(row, name: str = "created_at") -> str:
     """The row's time as the store writes it (UTC, microseconds); refused when it is not a
-    time, has no time zone, or lies ahead of this machine's clock beyond FUTURE_TOLERANCE."""
+    time, has no time zone, or lies too far ahead of this machine's clock (`ahead_of_clock`)."""
     value = _text(row, name)
     try:
         moment = datetime.fromisoformat(value)
@@ -125,11 +130,9 @@ def _time(row, name: str = "created_at") -> str:
         raise Refused(f"{name} {value!r} is not an ISO 8601 time") from None
     if moment.tzinfo is None:
         raise Refused(f"{name} {value!r} has no time zone, so it cannot be ordered")
-    now = datetime.now(UTC)
-    if moment - now > FUTURE_TOLERANCE:
-        raise Refused(f"{name} {value} is ahead of this machine's clock ({now:%Y-%m-%d %H:%M} UTC) by more than "
-                      f"{FUTURE_TOLERANCE.seconds // 60} minutes; it would stay in force over every later decision "
-                      "(check the clock of the machine it came from, then decide that item again)")
+    if (ahead := ahead_of_clock(moment)) is not None:
+        raise Refused(f"{name} {value} {ahead}; it would stay in force over every later decision (check the clock "
+                      "of the machine it came from, then decide that item again)")
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 

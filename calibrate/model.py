@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from json.encoder import c_make_encoder, encode_basestring
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,24 @@ def now_iso() -> str:
     """The current UTC time, ISO 8601 with microseconds (how every timestamp is stored; text
     order is time order, also beside older millisecond stamps)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+FUTURE_TOLERANCE = timedelta(minutes=5)
+"""How far ahead of this machine's clock a time from elsewhere (a merged row, an Inspect eval) may
+be: more than the drift of a laptop kept offline for weeks, little enough that a row dated ahead
+outranks later decisions only briefly."""
+
+
+def ahead_of_clock(moment: datetime) -> str | None:
+    """Why `moment` (aware) cannot order a decision or a judgment, which the newest one wins: it
+    lies more than FUTURE_TOLERANCE ahead of this machine's clock, so it would stay in force over
+    every later one ("is ahead of this machine's clock (… UTC) by more than 5 minutes"); None when
+    it does not."""
+    now = datetime.now(UTC)
+    if moment - now <= FUTURE_TOLERANCE:
+        return None
+    return (f"is ahead of this machine's clock ({now:%Y-%m-%d %H:%M} UTC) by more than "
+            f"{FUTURE_TOLERANCE.seconds // 60} minutes")
 
 
 def digest(*parts: str) -> str:
@@ -289,6 +307,13 @@ verdict. An item is judged (by a judge) when that judge's verdict in force on it
 status: a verdict, or an output no verdict could be read from ('unparsed'). `status`, `items
 --status judged`, `report` and `scores` all count "judged" so (`judged`; in SQL,
 calibrate.store.sql.JUDGED)."""
+
+
+def no_output(text: object) -> bool:
+    """Whether a judge's output holds nothing: missing, empty or only whitespace. Such an output
+    is a failed call (FAILED), never a verdict or an unparsed one, wherever it comes from (a file's
+    field, C3's check_answer, a server's answer)."""
+    return text is None or not str(text).strip()
 
 
 ASKED_AGAIN = ("the next run asks failed items again after those that never failed, and with --limit only where fewer "

@@ -418,7 +418,7 @@ def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate,
     assert [r["check_answer"].splitlines()[-1] for r in json.loads(lexical.read_text(encoding="utf-8"))] == \
         ["The answer is: yes.", "The answer is: no."]
     _edit(lexical, lambda records: (records[0].update(check_answer="The answer is: no."),
-                                    records[1].update(check_answer="")))
+                                    records[1].update(check_answer=" \n")))  # only whitespace: as empty
     again = " ".join(calibrate("import", "c3-results", str(results), "--lang", "en", "--judge-name", "dpsk").output.split())
     assert "27 records: 0 items added, 27 already present, 2 judgments added, " in again
     assert "4 records of dpsk hold no verdict" in again and f"{lexical}[1]" in again

@@ -416,24 +416,34 @@ def test_a_judge_output_that_is_not_text_is_named_as_json_names_it(calibrate, tm
 
 
 def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(calibrate, tmp_path):
-    """A judge output that is null, missing or empty is no verdict, as C3's empty check_answer
-    is: the item is imported (people can label it), its judgment is an error, and the summary
-    says how many and where."""
-    lines = [{"id": str(k), **LEX, "out": "The answer is: yes."} for k in range(6)]
-    lines[1]["out"], lines[3]["out"] = None, ""
+    """A judge output that is null, missing, empty or only whitespace is no verdict, as C3's empty
+    check_answer is: the item is imported (people can label it), its judgment is an error, and the
+    summary says how many and where. Read again over verdicts, such a file leaves them in force."""
+    lines = [{"id": str(k), **LEX, "out": "The answer is: yes."} for k in range(7)]
+    lines[1]["out"], lines[3]["out"], lines[6]["out"] = None, "", " \n\t "
     del lines[5]["out"]
     f = write_jsonl(tmp_path / "in.jsonl", lines)
     out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
                     "--judge-name", "ext")
     text = " ".join(out.output.split())
-    assert "6 records: 6 items added" in text and "6 judgments added" in text and "0 skipped" in text, text
+    assert "7 records: 7 items added" in text and "7 judgments added" in text and "0 skipped" in text, text
     assert "1 record of ext holds no verdict (no judge output: field 'out' is null): stored as an error, not a " \
            f"verdict ({f}:2)" in text
     assert "field 'out' is empty): stored as an error" in text and "field 'out' is missing): stored as an error" in text
+    assert f"field 'out' is only whitespace): stored as an error, not a verdict ({f}:7)" in text, text
     store = Store(calibrate.db)
     stored = {store.item(j.item_id).source_id: (j.status, j.error) for j in store.judgments()}
+    store.close()
     assert stored["0"] == ("verdict", None) and stored["5"] == ("error", "no judge output: field 'out' is missing")
-    assert [k for k, (status, _) in sorted(stored.items()) if status == "error"] == ["1", "3", "5"]
+    assert [k for k, (status, _) in sorted(stored.items()) if status == "error"] == ["1", "3", "5", "6"]
+    answered = write_jsonl(tmp_path / "answered.jsonl", [{"id": str(k), **LEX, "out": "The answer is: no."}
+                                                         for k in range(7)])
+    calibrate("import", "jsonl", str(answered), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+              "--judge-name", "later")
+    again = " ".join(calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output",
+                               "out", "--judge-name", "later").output.split())
+    assert (f"field 'out' is only whitespace): stored as an error, not a verdict ({f}:7); it left the verdict of later "
+            "in force there" in again and "later on 6" not in again), again
 
 
 def test_an_integer_id_is_its_digits(calibrate, tmp_path):

@@ -313,9 +313,10 @@ def test_an_older_evals_log_imported_after_a_newer_ones_does_not_take_over(log, 
 
     value = read_eval_log(str(log)).samples[0].scores[SCORER].value
     other = "I" if value == "C" else "C"
-    older = rewrite(log, tmp_path / "older.eval", run("older-run", -1, {1: other}))
-    newer = rewrite(log, tmp_path / "newer.eval", run("newer-run", 1, {1: other}))
-    calibrate("import", "inspect", str(log))
+    first = rewrite(log, tmp_path / "first.eval", run("first-run", -2, {}))  # newer evals are in the past too
+    older = rewrite(log, tmp_path / "older.eval", run("older-run", -3, {1: other}))
+    newer = rewrite(log, tmp_path / "newer.eval", run("newer-run", -1, {1: other}))
+    calibrate("import", "inspect", str(first))
     late = calibrate("import", "inspect", str(older))
     said = " ".join(late.output.split())
     assert "12 judgments added" in said and "changed by this import" not in said, said
@@ -331,6 +332,40 @@ def test_an_older_evals_log_imported_after_a_newer_ones_does_not_take_over(log, 
     assert in_force() == ("verdict", value)
     assert f"1: {value} -> {other}" in " ".join(calibrate("import", "inspect", str(newer)).output.split())
     assert in_force() == ("verdict", other)
+
+
+def test_an_eval_dated_ahead_of_the_clock_is_refused_and_takes_nothing_over(log, calibrate, tmp_path):
+    """A log whose eval time lies ahead of this machine's clock (a clock that ran ahead, a time
+    without a zone read as UTC) would keep its grading in force over every later eval: `merge`
+    refuses such a time, and so does the import, naming the log and its time; nothing of it, or
+    of the other logs imported with it, is stored. Five minutes ahead is tolerated, as by merge."""
+    def run(name: str, created: str):
+        def change(changed):
+            changed.eval.eval_id = name
+            changed.eval.created = created
+            with_values({1: "I" if value == "C" else "C"})(changed)
+        return change
+
+    value = read_eval_log(str(log)).samples[0].scores[SCORER].value
+    calibrate("import", "inspect", str(log))
+    before = counts(calibrate.db)
+    ahead = datetime.now(UTC) + timedelta(hours=1)
+    future = rewrite(log, tmp_path / "future.eval", run("future-run", "2030-01-01T00:00:00+00:00"))
+    naive = rewrite(log, tmp_path / "naive.eval", run("naive-run", ahead.replace(tzinfo=None).isoformat()))
+    for logs, named, at in (((future,), future, "2030-01-01T00:00:00+00:00"),
+                            ((log, naive), naive, ahead.replace(tzinfo=None).isoformat() + "+00:00")):
+        refused = calibrate("import", "inspect", *map(str, logs), ok=False)
+        said = " ".join(refused.output.split())
+        assert refused.exit_code == 1, said
+        assert (f"{named}: the eval was created at {at} (the log's header), which is ahead of this machine's clock"
+                in said and "by more than 5 minutes" in said and "nothing is imported" in said), said
+    assert counts(calibrate.db) == before
+    store = Store(calibrate.db)
+    (item,) = [i for i in store.items() if i.source_id == "1"]
+    assert store.verdicts_in_force_of([(item.id, JUDGE)])[item.id, JUDGE] == ("verdict", value)
+    store.close()
+    soon = rewrite(log, tmp_path / "soon.eval", run("soon-run", (datetime.now(UTC) + timedelta(minutes=4)).isoformat()))
+    assert "12 judgments added" in calibrate("import", "inspect", str(soon)).output
 
 
 def test_a_reviewed_log_names_the_grader_its_parameters_name_when_the_header_lists_no_scorers(log, calibrate,

@@ -125,6 +125,7 @@ FAULTS = {
     "no choices in body": ([Reply(raw_body='{"id": "x", "object": "chat.completion"}')] * 3, "error", 3),
     "empty content every time": ([Reply(text="")] * 3, "error", 3),
     "empty content, then ok": ([Reply(text="")], "verdict", 2),
+    "content of only whitespace every time": ([Reply(text=" \n\t ")] * 3, "error", 3),
 }
 
 

@@ -143,11 +143,18 @@ def test_a_model_is_not_asked_items_whose_response_its_prompt_does_not_show_unle
 
 
 def test_the_rule_judge_says_how_many_items_it_passed_over_without_a_response(tmp_path):
+    """Gold-only SuperGLUE items, and the items of other tasks (no rule reads C3), are each
+    counted on a line of their own."""
     questions, answers = _boolq(tmp_path, 2)
     run = Calibrate(tmp_path / "sg.db")
     run("import", "superglue", "--task", "boolq", str(questions), "--predictions", str(answers), "--system", "s")
+    c3 = write_jsonl(tmp_path / "c3.jsonl", [{"id": f"i{k}", "content": "c", "notation": "n", "response": f"r{k}"}
+                                             for k in range(3)])
+    run("import", "jsonl", str(c3), "--task", "c3/lexical", "--lang", "en")
     out = run("judge", "--judge", "rule")
     assert "1 item (superglue/boolq (en): 1) passed over: no system's response to read" in one_line(out.output)
+    assert ("the rule judge reads SuperGLUE responses only: 3 items of other tasks passed over (c3/lexical (en): 3)"
+            in one_line(out.output)), out.output
     assert "2 judgments stored" in out.output
     gold_only = run("judge", "--judge", "rule", "--system", "", ok=False)
     assert gold_only.exit_code == 1 and "nothing was judged" in one_line(gold_only.output)

@@ -38,7 +38,7 @@ from calibrate.formats import (
 from calibrate.gold import gold_label
 from calibrate.judgments import render_for
 from calibrate.kinds import POSITIVE, VerdictKind
-from calibrate.model import Item, NewItem, counted
+from calibrate.model import Item, NewItem, counted, no_output
 from calibrate.names import listing
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -318,7 +318,7 @@ def c3_result_records(
                              view, str(path), "multi-turn result files hold only the rendered dialogue: import the "
                              "C3 tree first (calibrate import c3)", _made_from_results)
             if part.people_decide:
-                label, problem = _person_label(output, kind, lang) if output else (None, None)
+                label, problem = (None, None) if no_output(output) else _person_label(output, kind, lang)
                 labels = ((annotator, label),) if label is not None else ()
                 noted = ((annotator, C3_FILE_NOTE + judge_name),) if labels else ()
                 # the file's own words of the decision, where they are not C3's: `export c3` gives them back
@@ -330,11 +330,11 @@ def c3_result_records(
                 item,
                 where,
                 ref=ref,
-                judge_output=output if output else None,
+                judge_output=None if no_output(output) else output,
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
                 judge_params={"source": "c3-results"},
-                judge_error=None if output else "empty check_answer: the C3 script's judge call failed five times",
+                judge_error="empty check_answer: the C3 script's judge call failed five times" if no_output(output) else None,
             )
         if progress:
             progress(1)

@@ -48,7 +48,7 @@ from pathlib import Path
 from calibrate.formats import BadInput, ImportFailed, Record
 from calibrate.gold import gold_label
 from calibrate.kinds import INSPECT_LETTERS, inspect_labels
-from calibrate.model import CalibrateError, NewItem, check_system
+from calibrate.model import CalibrateError, NewItem, ahead_of_clock, check_system
 from calibrate.names import annotator_name
 from calibrate.store import Store
 from calibrate.user_files import replaced_whole
@@ -120,13 +120,30 @@ class InspectLog:
     def created(self) -> str | None:
         """When the eval was created, in UTC as the store writes times: the time of its grading,
         which orders it among other evals' gradings of a sample whatever order the logs are
-        imported in (one without a time zone taken as UTC; None where the header's time is not one)."""
+        imported in. Inspect writes it in UTC, with its offset, and reads a time without a time
+        zone (a log written by hand or by another tool) as UTC, and so does this, so both place
+        the eval at the same moment. None where the header's time is not one."""
+        moment = self._created()
+        return moment.astimezone(UTC).isoformat(timespec="microseconds") if moment else None
+
+    def ahead_of_clock(self) -> str | None:
+        """Why the log's gradings cannot be imported (None when they can): the eval's time lies
+        ahead of this machine's clock (`calibrate.model.ahead_of_clock`, the rule `merge` applies),
+        so its gradings would stay in force over every later eval's, as merged rows would."""
+        moment = self._created()
+        ahead = ahead_of_clock(moment) if moment else None
+        if ahead is None:
+            return None
+        return (f"{self.path}: the eval was created at {self.header.eval.created} (the log's header), which {ahead}; "
+                "its gradings would stay in force over every later eval's, so nothing is imported (check the clock "
+                "of the machine that ran it)")
+
+    def _created(self) -> datetime | None:
         try:
             moment = datetime.fromisoformat(str(self.header.eval.created))
         except ValueError:
             return None
-        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
     @property
     def judge(self) -> str:

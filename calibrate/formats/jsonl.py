@@ -8,7 +8,7 @@ from pathlib import Path
 
 from calibrate.audio import probe_clip
 from calibrate.formats import BadInput, Progress, Record, read_jsonl
-from calibrate.model import NewItem, SystemNameError, check_system
+from calibrate.model import NewItem, SystemNameError, check_system, no_output
 from calibrate.validate import InputError, type_of
 from calibrate.validate import source_id as valid_id
 
@@ -33,8 +33,8 @@ def jsonl_records(
     the line's `id_field` is the item's source id (else, unless `require_id`, its line number).
     The system under test is `system`, or each line's `system_field`. The id, reference,
     judge-output and system fields are never item fields; a line whose judge output is missing,
-    null or empty brings an error judgment (see `_no_judge_output`). `audio_field` names the path
-    of the response's .wav, relative to the file's folder."""
+    null, empty or only whitespace brings an error judgment (see `_no_judge_output`).
+    `audio_field` names the path of the response's .wav, relative to the file's folder."""
     field_map = field_map or {}
     audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
@@ -94,19 +94,21 @@ def jsonl_records(
         output = error = None
         if judge_output:
             output = obj.get(judge_output)
-            if output is None or output == "":
-                output, error = None, _no_judge_output(judge_output, obj)
-            elif not isinstance(output, str):
+            if output is not None and not isinstance(output, str):
                 yield BadInput(where, f"field {judge_output!r} must be text, got {type_of(output)}")
                 continue
+            if no_output(output):
+                output, error = None, _no_judge_output(judge_output, obj)
         item = NewItem(task, lang, source_id, fields, reference, line_system)
         yield Record(item, where, judge_output=output, judge_name=judge_name, judge_error=error,
                      ignored_fields=not_content, audio=audio)
 
 
 def _no_judge_output(name: str, obj: dict) -> str:
-    """The error stored as the judgment of a line whose judge-output field is missing, null or
-    empty: the judge gave nothing (its call failed, or it was never asked), which is no verdict,
-    as C3's empty check_answer is; the item is imported for people to label all the same."""
-    state = "missing" if name not in obj else "null" if obj[name] is None else "empty"
+    """The error stored as the judgment of a line whose judge-output field is missing, null,
+    empty or only whitespace (`no_output`): the judge gave nothing (its call failed, or it was
+    never asked), which is no verdict, as C3's empty check_answer is; the item is imported for
+    people to label all the same."""
+    state = ("missing" if name not in obj else "null" if obj[name] is None else "empty" if obj[name] == ""
+             else "only whitespace")
     return f"no judge output: field {name!r} is {state}"
