@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import string
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -268,7 +267,9 @@ def parse_record_entity(text: str, answers: Sequence[str], entities: Sequence[st
         return unparsed("empty output")
     by_words: dict[tuple[str, ...], str] = {}
     for entity in [*entities, *answers]:
-        by_words.setdefault(tuple(word for word, _, _ in _record_words(entity)), entity)
+        # an abbreviation's dots go as the metric's normalisation takes them out: "U.S." is named by "US" too
+        for spelt in dict.fromkeys((entity, entity.replace(".", ""))):
+            by_words.setdefault(tuple(word for word, _, _ in _record_words(spelt)), entity)
     by_words.pop((), None)
     by_first: dict[str, list[tuple[str, ...]]] = {}
     for key in by_words:
@@ -292,14 +293,8 @@ def parse_record_entity(text: str, answers: Sequence[str], entities: Sequence[st
 
 
 def _record_words(text: str) -> list[tuple[str, int, int]]:
-    """The words of `text` as ReCoRD's metric compares them (`normalize_record`: lower case,
-    punctuation taken out of each word, so "U.S." is "us", articles left out; full-width
-    punctuation too), each with the offsets of its first and last character kept."""
-    found = []
-    for match in re.finditer(r"\S+", text):
-        kept = [k for k, ch in enumerate(match.group(0))
-                if ch not in _PUNCTUATION and not unicodedata.category(ch).startswith("P")]
-        word = "".join(match.group(0)[k] for k in kept).lower()
-        if word and not _ARTICLES.fullmatch(word):  # its offsets: from its first kept character to its last
-            found.append((word, match.start() + kept[0], match.start() + kept[-1] + 1))
-    return found
+    """The words of `text` as ReCoRD's metric compares them (lower case, articles left out),
+    each with its start and end offsets: runs of letters and digits, so a word ends at any
+    punctuation ("Obama's", "Obama—the", "Biden,Obama" name Obama)."""
+    return [(word, match.start(), match.end()) for match in re.finditer(r"\w+", text)
+            if not _ARTICLES.fullmatch(word := match.group(0).lower())]

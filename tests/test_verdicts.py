@@ -312,7 +312,7 @@ def test_record_normalisation_matches_the_metric():
     assert parse_record_entity("", ["Walmart"]).value is None
 
 
-RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan", "U.S."]
+RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan", "U.S.", "Joe Biden", "Biden"]
 
 
 @pytest.mark.parametrize(("text", "gold", "verdict", "entity"), [
@@ -326,6 +326,9 @@ RECORD_ENTITIES = ["Tracy Morgan", "New Jersey", "Morgan", "U.S."]
     ("US", "U.S.", "correct", "U.S."),  # the metric takes punctuation out of words: "U.S." is "us"
     ("The answer is the U.S.", "U.S.", "correct", "U.S."),
     ("(Tracy Morgan)", "Tracy Morgan", "correct", "Tracy Morgan"),
+    ("Tracy Morgan's", "Tracy Morgan", "correct", "Tracy Morgan"),  # a word ends at any punctuation
+    ("Morgan—the comedian", "Morgan", "correct", "Morgan"),
+    ("U.S.-led", "U.S.", "correct", "U.S."),
 ])
 def test_record_answer_is_the_one_passage_entity_it_names(text, gold, verdict, entity):
     parsed = parse_record_entity(text, [gold], RECORD_ENTITIES)
@@ -334,6 +337,8 @@ def test_record_answer_is_the_one_passage_entity_it_names(text, gold, verdict, e
 
 @pytest.mark.parametrize(("text", "reason"), [
     ("Tracy Morgan and New Jersey", "names more than one entity: Tracy Morgan, New Jersey"),
+    ("Biden/Morgan", "names more than one entity: Biden, Morgan"),
+    ("Biden,Morgan", "names more than one entity: Biden, Morgan"),
     ("Bob", "names none of the passage's entities"),
     ("特雷西·摩根", "names none of the passage's entities"),
     ("It is not New Jersey.", "negates an entity ('not New Jersey'): it names none"),
