@@ -209,10 +209,12 @@ def _merge_items(store: Store, other: Store, templates: TemplateSet, report: Mer
 
 def _other_content(stored: Item, item: NewItem) -> str:
     """Why an item of OTHER is refused whose identity and version hold other content here, and
-    what to do (as an import says of content that differs from the stored item's). Where the
-    item here only has fields more, an import here probably took as item fields what the other
-    database's import named with an option: importing that file here as there attaches its
-    judgments to this item (an import's ignored fields), where --update would not help."""
+    what to do (as an import says of content that differs from the stored item's). Where only
+    the fields each holds differ, not their values, the two imports read the same record
+    differently (one took a field as the judge's output with an option): no version of either
+    would ever match, so its labels come by `export` there and `import labels` here (which go by
+    task, language, system and source id) and its judges' outputs by importing the file here as
+    it was imported there; --update would leave this database's verdicts on the old version."""
     only_here = sorted(set(stored.fields) - set(item.fields))
     only_there = sorted(set(item.fields) - set(stored.fields))
     differing = sorted(k for k in set(stored.fields) & set(item.fields) if stored.fields[k] != item.fields[k])
@@ -221,10 +223,12 @@ def _other_content(stored: Item, item: NewItem) -> str:
         ("fields that differ:", differing)) if names)
     system = f", system {stored.system}" if stored.system else ""
     held = f"this database holds its version {stored.version}{system} with other content ({fields})"
-    if only_here and not only_there and not differing:
-        return (f"{held}: was it imported here without an option the other database's import had (--judge-output, "
-                "--reference-field)? Import the other database's file here as it was imported there: its judgments "
-                "then join this item")
+    if not differing:
+        return (f"{held}: the two imports read the same record differently (an option such as --judge-output or "
+                "--reference-field in one and not the other?), so merging never joins them: bring its labels with "
+                "`calibrate --db OTHER export --out labels.jsonl` and `calibrate import labels labels.jsonl` here (they "
+                "go by task, language, system and source id), and its judges' outputs by importing its file here as "
+                "it was imported there")
     return f"{held}: import the file the other database read it from here and {UPDATE_ADVICE}, then merge again"
 
 

@@ -10,6 +10,7 @@ from calibrate.model import NewItem, NewJudgment
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.test_formats import lexical_lines, write_jsonl
+from tests.tui_helpers import rows
 
 
 def test_merge_folds_an_offline_database_in_once(demo_db, tmp_path, templates):
@@ -302,15 +303,18 @@ def test_an_item_held_here_with_other_content_is_refused_with_its_fields_and_not
     judged = lexical_file(tmp_path / "judged.jsonl", "no")  # one item more: s3, new to main
     offline("import", "jsonl", str(judged), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
             "--judge-name", "J")
+    (tmp_path / "dan.csv").write_text("task,lang,source_id,annotator,label\nc3/lexical,en,s1,dan,no\n", encoding="utf-8")
+    offline("import", "labels", str(tmp_path / "dan.csv"))
     out = main("merge", str(offline.db), ok=False)
     said = " ".join(out.output.split())
     assert out.exit_code == 1 and "Traceback" not in said, out.output
-    assert "1 item, 1 judgment, 0 annotations added" in said and "refused 3 items, 3 judgments" in said
+    assert "1 item, 1 judgment, 0 annotations added" in said and "refused 1 annotation, 3 items, 3 judgments" in said
     for source in ("s0", "s1", "s2"):
         assert (f"item c3/lexical (en) {source}: this database holds its version 1 with other content (fields only "
-                "here: 'out'): was it imported here without an option the other database's import had (--judge-output, "
-                "--reference-field)? Import the other database's file here as it was imported there") in said
-    assert "6 rows of" in said and "refused (listed above), not merged" in said
+                "here: 'out'): the two imports read the same record differently (an option such as --judge-output or "
+                "--reference-field in one and not the other?), so merging never joins them: bring its labels with "
+                "`calibrate --db OTHER export --out labels.jsonl` and `calibrate import labels labels.jsonl` here") in said
+    assert "7 rows of" in said and "refused (listed above), not merged" in said
     in_force = "SELECT i.source_id FROM verdicts_in_force v JOIN items i ON i.id = v.item_id ORDER BY 1"
     store = Store(main.db)
     assert [r[0] for r in store.conn.execute(in_force)] == ["s3"], "only the item new here came with its judgment"
@@ -319,6 +323,10 @@ def test_an_item_held_here_with_other_content_is_refused_with_its_fields_and_not
     store = Store(main.db)
     assert [r[0] for r in store.conn.execute(in_force)] == ["s0", "s1", "s2", "s3"], "the advice brings the judgments"
     store.close()
+    offline("export", "--out", str(tmp_path / "labels.jsonl"))
+    main("import", "labels", str(tmp_path / "labels.jsonl"))
+    assert rows(main.db, "SELECT l.annotator, i.source_id FROM labels_in_force l JOIN items i ON i.id = l.item_id") == \
+        [("dan", "s1")], "and its labels"
 
 
 def test_an_item_whose_content_changed_is_refused_until_update_records_it_here(tmp_path):
