@@ -132,12 +132,12 @@ def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_nev
     Calibrate(tmp_path / "r.db")("export", "--format", "csv", "--out", str(out))
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
 
-    def written(edit) -> Path:
+    def written(edit, added: tuple[str, ...] = ()) -> Path:
         edited = [dict(r) for r in rows]
         edit(edited[0])
         path = tmp_path / "edited.csv"
         with path.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer = csv.DictWriter(handle, fieldnames=[*rows[0], *added], restval="")
             writer.writeheader()
             writer.writerows(edited)
         return path
@@ -157,6 +157,17 @@ def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_nev
     finally:
         store.close()
     assert json.loads(label) == {"score_answer": 12.5, "score_reasoning": 20.0}
-    two_scorers_db(tmp_path / "same.db")
-    unchanged = Calibrate(tmp_path / "same.db")("import", "labels", str(out))
+    def fresh(name: str) -> Calibrate:
+        two_scorers_db(tmp_path / name)
+        return Calibrate(tmp_path / name)
+
+    rounded = fresh("rounded.db")("import", "labels", str(written(lambda r: r.update({"score_reasoning:ana": "20.04"}))))
+    assert "0 labels added" in " ".join(rounded.output.split()), "20.04 is stored as 20.0, what label:ana says"
+    half = fresh("half.db")("import", "labels", str(written(lambda r: r.update({
+        "score_answer:bob": "20.25", "label:bob": json.dumps({"score_answer": 20.2, "score_reasoning": 20.0})}))), ok=False)
+    assert half.exit_code == 1, "20.25 is stored as 20.3 (half up), not label:bob's 20.2"
+    dee = fresh("dee.db")("import", "labels", str(written(
+        lambda r: r.update({"score_answer:dee": "70", "score_reasoning:dee": "60"}), ("score_answer:dee", "score_reasoning:dee"))))
+    assert "1 label added" in " ".join(dee.output.split()), "score columns of a person without a label:NAME column"
+    unchanged = fresh("same.db")("import", "labels", str(out))
     assert "0 labels added" in " ".join(unchanged.output.split()), "the export as written adds nothing to its database"

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from calibrate.escape import spreadsheet_unsafe
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
-from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN
+from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN, SCORED
 from calibrate.kinds import LabelError
 from calibrate.model import LabelsAdded, counted, digest
 from calibrate.names import CONSOLIDATED
@@ -202,7 +202,9 @@ def _people(where: str, obj: dict) -> tuple[list[tuple[str, dict]], bool] | BadI
     if columns:  # a CSV export: its cells as they were before the export guarded them against spreadsheets
         obj = {k: spreadsheet_unsafe(v) if isinstance(v, str) else v for k, v in obj.items()}
         labels = {who: spreadsheet_unsafe(label) for who, label in columns.items() if label}
-        for who in columns:
+        # a person's scores may have columns of their own without a label:NAME column (added in a spreadsheet)
+        scorers = [name.split(":", 1)[1] for name in obj if name.split(":", 1)[0] in SCORE_KEYS]
+        for who in dict.fromkeys([*columns, *scorers]):
             scored = _scored(where, obj, who, labels.get(who))
             if isinstance(scored, BadInput):
                 return scored
@@ -244,12 +246,11 @@ def _scored(where: str, obj: dict, who: str, label: str | None) -> str | BadInpu
         return BadInput(where, f"the score columns of {who} ({', '.join(f'{k}:{who} {v!r}' for k, v in cells.items())}) "
                                "must both be numbers")
     if label:
-        try:
-            given = json.loads(label)
-            stated = {key: float(given[key]) for key in SCORE_KEYS}
-        except (ValueError, TypeError, KeyError):
-            stated = None
-        if stated is None or any(round(stated[k], 1) != round(scores[k], 1) for k in SCORE_KEYS):
+        try:  # compared as they would be stored (rounded to 0.1 half up: 10.25 is 10.3, not 10.2's 10.2)
+            same = SCORED.score_label(label) == SCORED.score_label(scores)
+        except LabelError:
+            same = False
+        if not same:
             said = ", ".join(f"{k}:{who} {scores[k]:g}" for k in SCORE_KEYS)
             return BadInput(where, f"{said}, where {LABEL_COLUMN}{who} is {label}: which was edited cannot be told; "
                                    f"make them agree, or empty {LABEL_COLUMN}{who} to take the score columns")
