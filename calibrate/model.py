@@ -309,11 +309,17 @@ status: a verdict, or an output no verdict could be read from ('unparsed'). `sta
 calibrate.store.sql.JUDGED)."""
 
 
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+"""Characters that show nothing and that str.strip() keeps: zero-width spaces and joiners, the
+word joiner, the byte order mark."""
+_WITHOUT_INVISIBLE = str.maketrans("", "", INVISIBLE)
+
+
 def no_output(text: object) -> bool:
-    """Whether a judge's output holds nothing: missing, empty or only whitespace. Such an output
-    is a failed call (FAILED), never a verdict or an unparsed one, wherever it comes from (a file's
-    field, C3's check_answer, a server's answer)."""
-    return text is None or not str(text).strip()
+    """Whether a judge's output holds nothing: missing, empty, or only whitespace and characters
+    that show nothing (INVISIBLE). Such an output is a failed call (FAILED), never a verdict or an
+    unparsed one, wherever it comes from (a file's field, C3's check_answer, a server's answer)."""
+    return text is None or not str(text).translate(_WITHOUT_INVISIBLE).strip()
 
 
 ASKED_AGAIN = ("the next run asks failed items again after those that never failed, and with --limit only where fewer "

@@ -446,6 +446,14 @@ def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(cal
             "in force there" in again and "later on 6" not in again), again
 
 
+def test_an_output_of_characters_that_show_nothing_is_no_output():
+    # a zero-width space or a byte order mark alone shows as an empty answer: an error, as whitespace is
+    from calibrate.model import no_output
+
+    assert no_output("\u200b") and no_output("\ufeff \n") and no_output(" \u200b\u3000\u2060 ")
+    assert not no_output("\u200bThe answer is: yes.") and not no_output("0")
+
+
 def test_an_integer_id_is_its_digits(calibrate, tmp_path):
     f = write_jsonl(tmp_path / "in.jsonl", [{"id": 7, **LEX}])
     calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en")
