@@ -746,7 +746,8 @@ def import_group() -> None:
 @click.option("--id-field", default="id", show_default=True, help="The line field holding the source id.")
 @click.option("--map", "field_map", multiple=True, metavar="ITEM_FIELD=LINE_FIELD", help="Rename a field; may be repeated.")
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
-@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
+@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere (missing, null, "
+                                     "empty or only whitespace: stored as a failed call, an error, never a verdict).")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
 @click.option("--audio-field", help="The line field holding the path of the response's .wav (relative to FILE's folder).")
 @system_option("none, for gold-only data")
@@ -934,7 +935,8 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
-              help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test.')
+              help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test (MultiRC\'s idx '
+                   '{"paragraph", "question", "answer"}; ReCoRD\'s the query idx, or {"passage", "query"}).')
 @system_option("the name of the folder holding --predictions (required where that folder is the working "
                "folder, FILE's folder or a task's); none without --predictions",
                "The model whose --predictions these are")
@@ -981,7 +983,8 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
 
 @import_group.command(name="rubric", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere.")
+@click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere (missing, null, "
+                                     "empty or only whitespace: stored as a failed call, an error, never a verdict).")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
 @system_option("none")
 @skip_bad_option

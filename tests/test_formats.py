@@ -277,13 +277,29 @@ def test_prediction_matching_no_item_imports_nothing(calibrate, tmp_path):
     assert counts(calibrate.db) == (0, 0, 0)
 
 
+def test_a_record_prediction_keyed_by_its_query_idx_answers_that_query(calibrate, tmp_path):
+    # the SuperGLUE layout keys ReCoRD predictions by the query idx (unique in the released files)
+    line = json.loads((SG / "record.jsonl").read_text().splitlines()[0])
+    query = line["qas"][0]["idx"]
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": query, "response": "Walmart"}])
+    calibrate("import", "superglue", "--task", "record", str(SG / "record.jsonl"), "--predictions", str(preds),
+              "--system", "m1")
+    (item,) = [i for i in Store(calibrate.db).items() if i.system == "m1"]
+    assert item.source_id == f"{line['idx']}/{query}" and item.fields["response"] == "Walmart"
+    shared = write_jsonl(tmp_path / "two.jsonl", [line, {**line, "idx": 7}])  # two passages whose query idx is the same
+    out = calibrate("--db", str(tmp_path / "two.db"), "import", "superglue", "--task", "record", str(shared),
+                    "--predictions", str(preds), "--system", "m1", ok=False)
+    assert out.exit_code == 1 and (f'p.jsonl:1: prediction idx "{query}" is the idx of a query in 2 passages'
+                                   in " ".join(out.output.split())), out.output
+
+
 def test_a_record_or_multirc_prediction_whose_idx_is_not_their_object_is_told_the_idx_they_take(calibrate, tmp_path):
-    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": 0, "response": "Walmart"}])
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": 99, "response": "Walmart"}])
     out = calibrate("import", "superglue", "--task", "record", str(SG / "record.jsonl"), "--predictions", str(preds),
                     ok=False)
-    assert out.exit_code != 0 and ('p.jsonl:1: prediction idx "0" matches no superglue/record item in '
-                                   f'{SG / "record.jsonl"}; a ReCoRD prediction\'s idx is {{"passage": …, "query": …}}'
-                                   in " ".join(out.output.split()))
+    assert out.exit_code != 0 and ('p.jsonl:1: prediction idx "99" matches no superglue/record item in '
+                                   f'{SG / "record.jsonl"}; a ReCoRD prediction\'s idx is the idx of the query it answers, '
+                                   'or {"passage": …, "query": …}' in " ".join(out.output.split())), out.output
     preds = write_jsonl(tmp_path / "p.jsonl", [{"idx": {"passage": 0, "query": 0}, "response": "True"}])
     out = calibrate("import", "superglue", "--task", "multirc", str(SG / "multirc.jsonl"), "--predictions", str(preds),
                     ok=False)

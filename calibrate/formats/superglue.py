@@ -56,8 +56,8 @@ def gold_label(task: str, label) -> str | None:
 IDX_SHAPES = {
     "superglue/multirc": 'a MultiRC prediction\'s idx is {"paragraph": …, "question": …, "answer": …}, the idx of the '
                          "passage, question and answer it answers",
-    "superglue/record": 'a ReCoRD prediction\'s idx is {"passage": …, "query": …}, the idx of the passage and query '
-                        "it answers",
+    "superglue/record": 'a ReCoRD prediction\'s idx is the idx of the query it answers, or {"passage": …, "query": …} '
+                        "(the idx of its passage and query)",
 }
 """How a prediction names its item in the tasks whose items are parts of a line (MultiRC, ReCoRD)."""
 
@@ -135,6 +135,36 @@ def read_predictions(path: Path, task: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _by_query(path: Path, responses: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """ReCoRD predictions keyed by the query idx alone (as the SuperGLUE layout keys them: a
+    query's idx is unique in the released files) keyed as the items are, passage/query: the
+    task file is read once more for the passage of each query idx. A query idx that several
+    passages share in this file cannot say which query it answers: ImportFailed."""
+    passages: dict[str, list[str]] = {}
+    for entry in read_jsonl(path):
+        if isinstance(entry, BadInput):
+            continue  # said where the items are read
+        _, obj = entry
+        try:
+            for qa in obj["qas"]:
+                passages.setdefault(str(qa["idx"]), []).append(idx_key("superglue/record", {"passage": obj["idx"],
+                                                                                           "query": qa["idx"]}))
+        except (KeyError, TypeError, InputError):
+            continue  # said where the items are read
+    keyed = {}
+    for key, (response, where) in responses.items():
+        found = passages.get(key, [key]) if "/" not in key else [key]
+        if len(found) > 1:
+            raise ImportFailed(f"{where}: prediction idx {json.dumps(key)} is the idx of a query in {len(found)} "
+                               f"passages of {path} ({', '.join(found[:3])}…): give its idx as "
+                               '{"passage": …, "query": …}; nothing was imported')
+        if found[0] in keyed:
+            raise ImportFailed(f"{where}: prediction idx {json.dumps(key)} answers the query {found[0]} that "
+                               f"{keyed[found[0]][1]} answers (which response is meant?); nothing was imported")
+        keyed[found[0]] = (response, where)
+    return keyed
+
+
 def default_system(predictions: Path, task_file: Path) -> str | None:
     """Whose answers a predictions file holds when the user names no system: the name of the
     folder it is in (`my-llm/boolq.jsonl` is my-llm's), or None where that folder cannot say:
@@ -161,6 +191,8 @@ def superglue_records(
     to `system` (items the predictions do not answer stay gold-only, without a system)."""
     task = task_id(task_name)
     responses = read_predictions(predictions, task) if predictions else {}
+    if task == "superglue/record" and any("/" not in key for key in responses):
+        responses = _by_query(path, responses)
     used: set[str] = set()
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
