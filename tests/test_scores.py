@@ -279,7 +279,7 @@ def test_a_systems_overall_row_gives_no_corrected_number_while_a_cell_it_pools_h
     text = run("scores").output
     overall = text.split("m · (all) · (all)")[1].split("m · c3/intonation")[0]
     assert "corrected — · R–G — · +labels —" in overall and "%]" not in overall.split("people")[1].split("\n", 1)[1]
-    assert "none of the 2 cells pooled here has a corrected number of its own" in " ".join(text.split())
+    assert "none of the 2 cells pooled here has a corrected number that pooling can take" in " ".join(text.split())
     cells = cells_by(json.loads(run("scores", "--format", "json").output))
     (judge,) = cells[("m", "(all)", "(all)")]["judges"]
     assert judge["corrected"]["value"] is None and judge["corrected"]["ci"] is None
@@ -323,7 +323,7 @@ def test_people_over_several_cells_need_labels_in_each(tmp_path):
     run = _two_cells(tmp_path, ["yes", "no"] * 10, [])
     people = cells_by(json.loads(run("scores", "--format", "json").output))[("m", "(all)", "(all)")]["people"]
     assert people["value"] is None and "m · c3/lexical · en: 0 labelled items" in people["reason"]
-    assert "it needs each cell's own people's accuracy, and 1 lacks one" in people["reason"]
+    assert "it needs each cell's people's accuracy as pooling takes it, and 1 lacks one" in people["reason"]
 
 
 def test_people_get_no_interval_from_fewer_than_ten_labels_in_any_format(tmp_path):

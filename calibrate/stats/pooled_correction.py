@@ -118,9 +118,9 @@ def _lacking_reason(lacking: dict[str, list[str]], cells: int, figure: str) -> s
     unless it applies to every cell); a cell's number called `figure`."""
     count = sum(len(names) for names in lacking.values())
     if count == cells:
-        head = f"none of the {cells} cells pooled here has a {figure} of its own"
+        head = f"none of the {cells} cells pooled here has a {figure} that pooling can take"
     else:
-        head = (f"pooled over {cells} cells, it needs each cell's own {figure}, and {count} "
+        head = (f"pooled over {cells} cells, it needs each cell's {figure} as pooling takes it, and {count} "
                 f"{'lacks' if count == 1 else 'lack'} one")
     whys = [why if count == cells and len(lacking) == 1 else f"{', '.join(names)}: {why}"
             for why, names in lacking.items()]
