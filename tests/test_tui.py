@@ -263,6 +263,17 @@ async def test_a_superglue_item_says_a_label_is_the_answer_the_response_gives_no
         assert "not the right one" not in str(app.screen.query_one("#verdict-meta").content), "yes/no says right itself"
 
 
+def judged_lexical_items(store: Store, prefix: str, n: int) -> list[int]:
+    """The ids of `n` new c3/lexical items of sdm-alpha (source ids prefix/k) that demo-judge
+    judged, "yes" on the odd ones."""
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"{prefix}/{k}", {"content": "c", "notation": "n",
+                                                                         "response": "r"}, system="sdm-alpha")
+                              for k in range(n)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="demo-judge", judge_key="k", status="verdict",
+                                     verdict="yes" if k % 2 else "no") for k, i in enumerate(ids)])
+    return ids
+
+
 async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_score(labelled_demo_db):
     demo_db = labelled_demo_db
     from calibrate.report import build_report, rows_of
@@ -272,10 +283,7 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
     for item in store.items(task="rubric/reference"):
         store.annotate(item.id, "ana", "label", label=json.dumps({"score_answer": 60, "score_reasoning": 50}))
     # a cell of 16 labelled items, enough for intervals (none is drawn from fewer than 10)
-    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"more/{k}", {"content": "c", "notation": "n", "response": "r"},
-                                      system="sdm-alpha") for k in range(16)], with_ids=True)
-    store.add_judgments([NewJudgment(item_id=i, judge_name="demo-judge", judge_key="k", status="verdict",
-                                     verdict="yes" if k % 2 else "no") for k, i in enumerate(ids)])
+    ids = judged_lexical_items(store, "more", 16)
     for k, i in enumerate(ids):
         store.annotate(i, "ana", "label", label="yes" if k % 2 or k % 5 == 0 else "no")
     report = [row for _, _, row in rows_of(build_report(store, TemplateSet())) if row.n]
@@ -299,10 +307,7 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
 async def test_the_stats_screen_marks_an_approximate_ceiling_interval_as_the_report_does(demo_db):
     # twelve items two people labelled: the ceiling's interval at that size is approximate (the report marks it ~)
     store = Store(demo_db)
-    ids, _ = store.add_items([NewItem("c3/lexical", "en", f"twice/{k}", {"content": "c", "notation": "n", "response": "r"},
-                                      system="sdm-alpha") for k in range(12)], with_ids=True)
-    store.add_judgments([NewJudgment(item_id=i, judge_name="demo-judge", judge_key="k", status="verdict",
-                                     verdict="yes" if k % 2 else "no") for k, i in enumerate(ids)])
+    ids = judged_lexical_items(store, "twice", 12)
     for name, flips in (("ana", (0,)), ("bob", (3, 4))):
         for k, i in enumerate(ids):
             store.annotate(i, name, "label", label=("no" if k % 2 else "yes") if k in flips else ("yes" if k % 2 else "no"))
