@@ -263,6 +263,17 @@ async def test_a_superglue_item_says_a_label_is_the_answer_the_response_gives_no
         assert "not the right one" not in str(app.screen.query_one("#verdict-meta").content), "yes/no says right itself"
 
 
+async def stats_table(db) -> tuple[list[list[str]], str]:
+    """The rows of the stats screen (t) of the app on `db`, each cell as text, and its title."""
+    app = make_app(db)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("t")
+        await stats_shown(app, pilot)
+        table = app.screen.query_one("#stats-table")
+        return ([[str(cell) for cell in table.get_row_at(k)] for k in range(table.row_count)],
+                str(app.screen.query_one("#stats-title").content))
+
+
 def judged_lexical_items(store: Store, prefix: str, n: int) -> list[int]:
     """The ids of `n` new c3/lexical items of sdm-alpha (source ids prefix/k) that demo-judge
     judged, "yes" on the odd ones."""
@@ -288,12 +299,7 @@ async def test_the_stats_screen_gives_the_reports_figures_and_names_each_rubric_
         store.annotate(i, "ana", "label", label="yes" if k % 2 or k % 5 == 0 else "no")
     report = [row for _, _, row in rows_of(build_report(store, TemplateSet())) if row.n]
     store.close()
-    app = make_app(demo_db)
-    async with app.run_test(size=(200, 50)) as pilot:
-        await pilot.press("t")
-        await stats_shown(app, pilot)
-        table = app.screen.query_one("#stats-table")
-        shown = [[str(cell) for cell in table.get_row_at(k)] for k in range(table.row_count)]
+    shown, _ = await stats_table(demo_db)
     kappas = ["—" if r.kappa is None else f"{r.kappa:.2f}" + ("" if r.kappa_low is None else
                                                                f" [{r.kappa_low:.2f}, {r.kappa_high:.2f}]")
               for r in report]
@@ -312,13 +318,8 @@ async def test_the_stats_screen_marks_an_approximate_ceiling_interval_as_the_rep
         for k, i in enumerate(ids):
             store.annotate(i, name, "label", label=("no" if k % 2 else "yes") if k in flips else ("yes" if k % 2 else "no"))
     store.close()
-    app = make_app(demo_db)
-    async with app.run_test(size=(200, 50)) as pilot:
-        await pilot.press("t")
-        await stats_shown(app, pilot)
-        table = app.screen.query_one("#stats-table")
-        ceilings = [str(table.get_row_at(k)[8]) for k in range(table.row_count)]
-        title = str(app.screen.query_one("#stats-title").content)
+    shown, title = await stats_table(demo_db)
+    ceilings = [row[8] for row in shown]
     assert any(c.endswith("]~") for c in ceilings), ceilings
     assert "~ approximate interval (calibrate report says how)" in title
 
