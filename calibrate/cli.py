@@ -1018,7 +1018,10 @@ def import_inspect(ctx, logs, lang, system, scorer, skip_bad, update):
     its prompt; the score's value (C/I, True/False, a number from 0 to 1, text) is the verdict,
     and people label in the same values. In a reviewed log (score edits, as `export inspect`
     writes them) the scorer's original score is the judgment and each edit a label of its author,
-    with their notes."""
+    with their notes. Each eval's grading is a judgment of its own; the newest eval's, by the
+    time the eval was created (UTC where the log gives no zone), is in force whatever order the
+    logs come in. A log whose eval time lies more than 5 minutes ahead of this machine's clock is
+    refused, and nothing of the logs named with it is imported."""
     from itertools import chain
 
     from calibrate.formats.inspect import FAMILY, inspect_records, merged_labels, open_log
@@ -2026,7 +2029,9 @@ def scores_command(ctx, by, judges, system, fmt, target, out):
     own rule, calibrate's parser with unparsed and errors counted wrong, then left out), people's
     accuracy, and the corrected accuracy (stratified by the judge's verdict; Rogan–Gladen
     beside it) with 95 % intervals; C3's final score (mean over judges); the ranking of
-    systems; judge against judge."""
+    systems; judge against judge. Rubric items are left out (their verdicts are 0-100 scores,
+    not right or wrong; `report` shows how the judge's scores follow people's), and a database
+    of rubric items only exits 1 saying so."""
     from calibrate.scores import render
     from calibrate.scores.build import build_scores
 
@@ -2094,7 +2099,8 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
     smallest shortfall that many labels could detect (fixed-sequence testing with an exact
     binomial bound; Jung et al., ICLR 2025), or why no threshold is certified. The guarantee:
     repeating the calibration on fresh labelled items, at most a share `risk` of the
-    repetitions would certify a threshold where the judge misses the target."""
+    repetitions would certify a threshold where the judge misses the target. Rubric scores are
+    no verdict to accept: they are left out, and a database of them only exits 1 saying so."""
     from calibrate import trust
 
     check_filters(ctx, judge=judge, gold_from=gold_from)
