@@ -199,7 +199,11 @@ class VerdictKind:
         folded = [label for label in self.labels if label.casefold() == text.strip().casefold()]
         if len(folded) == 1:
             return folded[0]
-        raise LabelError(f"label {text!r} is not one of {', '.join(self.labels)}")
+        counted_from_one = (text.strip().isdecimal() and "0" not in self.labels
+                            and str(int(text.strip()) + 1) in self.labels)
+        raise LabelError(f"label {text!r} is not one of {', '.join(self.labels)}" + (
+            f" (the choices count from 1 here, as the prompt shows them: a 0-based {text.strip()} is "
+            f"{int(text.strip()) + 1})" if counted_from_one else ""))
 
     def score_label(self, value) -> str:
         """The one stored form of rubric scores: canonical JSON of both scores, rounded to 0.1

@@ -62,6 +62,8 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
     ("row", "message"),
     [
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "3"}, "label '3' is not one of 1, 2"),
+        ({"task": "superglue/copa", "lang": "en", "source_id": "0", "annotator": "s", "label": "0"},
+         "label '0' is not one of 1, 2 (the choices count from 1 here, as the prompt shows them: a 0-based 0 is 1)"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "77", "annotator": "s", "label": "1"}, "no superglue/copa (en) item with source id '77'"),
         ({"task": "superglue/copa", "lang": "en", "source_id": "0", "label": "1"}, "missing field 'annotator'"),
         ({"task": "superglue/copa", "lang": "en", "system": "my-llm", "source_id": "77", "annotator": "s", "label": "1"},
