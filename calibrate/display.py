@@ -158,5 +158,5 @@ def reference_text(item: Item, template: Template) -> str:
             return f"{value.get('ambiguity', '')}\n\nmeanings:\n{meanings}"
         return as_text(value)
     if "answers" in fields:
-        return "gold: " + ", ".join(fields["answers"])
+        return "gold: " + ", ".join(dict.fromkeys(fields["answers"]))  # each once, however often the file lists it
     return f"gold label: {item.reference}" if item.reference else "(no reference)"

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from calibrate.demo import DEMO_DIR
+from calibrate.display import reference_text
 from calibrate.store import Store
+from calibrate.templates import TemplateSet
 
 
 def write_jsonl(path: Path, rows) -> Path:
@@ -260,6 +262,16 @@ def test_superglue_record_one_item_per_query_with_entities(calibrate):
     item = Store(calibrate.db).items()[0]
     assert item.source_id == "0/0" and item.fields["answers"] == ["Walmart"]
     assert item.fields["entities"] == ["Tracy Morgan", "New Jersey Turnpike", "Walmart"]
+
+
+def test_a_record_gold_answer_the_file_lists_twice_is_shown_once(calibrate, tmp_path):
+    # ReCoRD lists a gold answer once per place it occurs in the passage
+    line = json.loads((SG / "record.jsonl").read_text().splitlines()[0])
+    line["qas"][0]["answers"] *= 2
+    calibrate("import", "superglue", "--task", "record", str(write_jsonl(tmp_path / "r.jsonl", [line])))
+    item = Store(calibrate.db).items()[0]
+    assert item.fields["answers"] == ["Walmart", "Walmart"] and item.reference == "Walmart"
+    assert reference_text(item, TemplateSet().for_task("superglue/record", "en")) == "gold: Walmart"
 
 
 def test_superglue_record_with_text_where_its_queries_belong_is_a_bad_line(calibrate, tmp_path):

@@ -97,7 +97,8 @@ def _items(task: str, obj: dict, where: str) -> list[tuple[str, dict, str | None
                 answers = [a["text"] for a in qa.get("answers", [])]
                 source = idx_key(task, {"passage": obj["idx"], "query": qa["idx"]})
                 fields = {"passage": text, "query": qa["query"], "entities": entities, "answers": answers}
-                out.append((source, fields, " | ".join(answers) if answers else None))
+                # the reference names each gold answer once (the file lists an answer again for each place it occurs)
+                out.append((source, fields, " | ".join(dict.fromkeys(answers)) if answers else None))
             return out
         if "idx" not in obj:
             return BadInput(where, "missing field 'idx'")
