@@ -410,7 +410,8 @@ def test_failed_calls_and_verdicts_a_reimported_file_changes_are_said(calibrate,
     import_tree(calibrate, tmp_path, "en")
     first = " ".join(calibrate("import", "c3-results", str(results_of("dpsk", "en")), "--lang", "en",
                                "--judge-name", "dpsk").output.split())
-    assert ("3 records of dpsk hold no verdict (empty check_answer: the C3 script's judge call failed five times): "
+    assert ("3 records of dpsk hold no verdict (check_answer holds no text: the C3 script's judge call failed five times, "
+            "or the judge answered only whitespace): "
             "stored as errors, not verdicts (") in first
     assert "in force changed" not in first and "replaced an earlier verdict" not in first
     results = _copy_results(tmp_path)

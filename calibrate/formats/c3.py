@@ -334,7 +334,8 @@ def c3_result_records(
                 judge_name=judge_name,
                 template_family=C3_RESULTS_FAMILY,
                 judge_params={"source": "c3-results"},
-                judge_error="empty check_answer: the C3 script's judge call failed five times" if no_output(output) else None,
+                judge_error=("check_answer holds no text: the C3 script's judge call failed five times, or the judge "
+                             "answered only whitespace") if no_output(output) else None,
             )
         if progress:
             progress(1)
