@@ -119,6 +119,11 @@ def parse_rubric_scores(text: str) -> Verdict:
     found = [(obj, (start, end)) for obj, start, end in _json_objects(text) if all(k in obj for k in SCORE_KEYS)]
     if not found:
         return unparsed("no JSON object with score_answer and score_reasoning")
+    for obj, _ in found:
+        for key in SCORE_KEYS:
+            if key in obj.given_twice:
+                return unparsed(f"one JSON object gives {key} more than once, differently: "
+                                f"{', '.join(map(repr, obj.given_twice[key]))}")
     given = list(dict.fromkeys(_written_scores(obj) for obj, _ in found))
     if len(given) > 1:
         return unparsed(f"{len(given)} JSON objects give different scores: {'; '.join(given)}")
@@ -165,9 +170,23 @@ def _number_span(text: str, where: tuple[int, int], key: str, value: float) -> t
     return span
 
 
+class _JsonObject(dict):
+    """A JSON object that keeps, beside its values (the last of a key given twice, as JSON
+    reads it), each key given more than once with different values: `given_twice` (key -> the
+    values in order)."""
+
+    def __init__(self, pairs: list[tuple[str, object]]):
+        super().__init__()
+        self.given_twice: dict[str, list] = {}
+        for key, value in pairs:
+            if key in self and self[key] != value:
+                self.given_twice.setdefault(key, [self[key]]).append(value)
+            self[key] = value
+
+
 def _json_objects(text: str):
-    """Each JSON object in `text`, with its start and end offsets."""
-    decoder = json.JSONDecoder()
+    """Each JSON object in `text` (a `_JsonObject`), with its start and end offsets."""
+    decoder = json.JSONDecoder(object_pairs_hook=_JsonObject)
     index = text.find("{")
     while index != -1:
         try:

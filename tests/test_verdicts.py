@@ -360,6 +360,13 @@ def test_rubric_objects_giving_different_scores_are_unparsed_naming_both():
     assert json.loads(again.value) == {"score_answer": 90.0, "score_reasoning": 90.0}, "the same scores twice are one verdict"
 
 
+def test_a_rubric_object_giving_a_score_twice_differently_is_unparsed():
+    verdict = parse_rubric_scores('{"score_answer": 20, "score_reasoning": 30, "score_answer": 90}')
+    assert verdict.value is None and verdict.reason == "one JSON object gives score_answer more than once, differently: 20, 90"
+    same = parse_rubric_scores('{"score_answer": 90, "score_reasoning": 30, "score_answer": 90.0}')
+    assert json.loads(same.value) == {"score_answer": 90.0, "score_reasoning": 30.0}, "the same score twice is that score"
+
+
 @pytest.mark.parametrize(("text", "expected"), [("２", "2"), ("１。", "1"), ("Choice ２", "2"), ("答案：２", "2")])
 def test_full_width_digits_are_digits(text, expected):
     assert parse_label_set(text, ("1", "2")).value == expected
