@@ -846,3 +846,18 @@ def test_one_judge_error_and_one_unparsed_item_are_counted_in_the_singular(tmp_p
     text = " ".join(run("report").output.split())
     assert "1 judge error (no output) not counted" in text and "1 of 11 verdicts unparsed" in text
     assert "judge errors" not in text
+
+
+def test_a_rubric_statistics_approximate_interval_is_worded_as_every_other_one():
+    """A simulated coverage that whole percents would round up to the promised 93 % is given to a
+    tenth ("92.7 %"), in the rubric cells' notes as everywhere else: "93 %" would say it is met."""
+    from calibrate.model import Estimate
+    from calibrate.report.model import score_note
+    from calibrate.stats.score_agreement import ScoreAgreement
+
+    def shown(approximate: float | None) -> Estimate:
+        return Estimate(0.5, ci=(0.2, 0.7), approximate=approximate)
+
+    scores = ScoreAgreement(20, shown(None), shown(0.927), shown(None), shown(0.88), shown(None), None, 60.0, 10.0)
+    assert score_note(scores) == ("Pearson r: approximate: covers about 92.7 % here; MAE: approximate: covers about 88 % "
+                                  "here; pass/fail κ: no items")

@@ -26,6 +26,7 @@ from calibrate.stats.alt_test import AltTest
 from calibrate.stats.ceiling import Ceiling
 from calibrate.stats.intervals import DEFAULT_RESAMPLES
 from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
+from calibrate.stats.simulated import approximate_words
 
 
 @dataclass(frozen=True)
@@ -338,7 +339,7 @@ def score_note(scores: ScoreAgreement) -> str | None:
         elif e.ci is None:
             notes.append(f"{title}: no interval: {e.ci_reason}")
         elif e.approximate is not None:
-            notes.append(f"{title}: approximate: covers about {e.approximate:.0%} here")
+            notes.append(f"{title}: {approximate_words(e.approximate)}")
     return "; ".join(notes) or None
 
 
