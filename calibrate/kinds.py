@@ -125,7 +125,8 @@ class VerdictKind:
         elsewhere."""
         if not self.right_by_reference:
             return None
-        return f"label the answer {source} gives, not the right one: scores compare it with gold"
+        choices = f" ({', '.join(self.labels[:-1])} or {self.labels[-1]})" if len(self.labels) > 1 else ""
+        return f"label the answer {source} gives{choices}, not the one that is right: scores compare it with gold"
 
     @property
     def needs_gold(self) -> bool:

@@ -254,13 +254,14 @@ async def test_a_superglue_item_says_a_label_is_the_answer_the_response_gives_no
     app = make_app(demo_db, task="superglue/boolq")
     async with app.run_test(size=(120, 30)) as pilot:
         said = " ".join(str(app.screen.query_one("#verdict-meta").content).split())
-        assert "label the answer the output below gives, not the right one: scores compare it with gold" in said
+        assert "label the answer the output below gives (True or False), not the one that is right: scores compare it with gold" in said
         await pilot.press("g")
-        said = " ".join(screen_text(app).split())
-        assert "label the answer the system's response gives, not the right one: scores compare it with gold" in said
+        said = " ".join(screen_text(app).replace("│", " ").split())
+        assert ("label the answer the system's response gives (True or False), not the one that is right: scores compare "
+                "it with gold") in said
     app = make_app(demo_db, task="c3/lexical")
     async with app.run_test(size=(120, 30)):
-        assert "not the right one" not in str(app.screen.query_one("#verdict-meta").content), "yes/no says right itself"
+        assert "not the one that is right" not in str(app.screen.query_one("#verdict-meta").content), "yes/no says right itself"
 
 
 async def stats_table(db) -> tuple[list[list[str]], str]:
