@@ -143,7 +143,8 @@ def test_with_one_pair_per_item_the_intervals_are_the_single_pair_ones():
     human, judge = rubric(rng, 40, skewed=True)
     assert score_agreement(judge, human, items=[f"q{k}" for k in range(40)]).as_dict() == \
         score_agreement(judge, human).as_dict()
-    for name, leave_one_out in (("pearson", pearson_leave_one_out), ("kendall", kendall_leave_one_out)):
+    for name, leave_one_out in (("pearson", pearson_leave_one_out), ("kendall", kendall_leave_one_out),
+                                ("weighted_kappa", quadratic_kappa_leave_one_out)):
         assert np.array_equal(leave_one_out(judge, human, np.arange(40)), leave_one_out(judge, human)), name
     pairs = enumerate(zip(human, judge, strict=True))
     two = score_ceiling({k: {"ana": {"s": float(h)}, "bo": {"s": float(j)}} for k, (h, j) in pairs},
