@@ -89,6 +89,29 @@ def labelled_demo_db(demo_db, templates) -> Path:
     return demo_db
 
 
+@pytest.fixture
+def three_scorers_db(tmp_path) -> Path:
+    """Twelve rubric items the judge ds scored and ana, bob and cy each scored, within 10 points of
+    one another, most of them passing (skewed scores): the judge's pairs against each person, and
+    the people's, share items."""
+    import json
+
+    path = tmp_path / "three.db"
+    store = Store(path)
+    fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(12)], with_ids=True)
+    scores = lambda a: json.dumps({"score_answer": float(a), "score_reasoning": float(a)})  # noqa: E731
+    quality = [40, 62, 70, 75, 80, 85, 88, 90, 92, 95, 97, 100]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="ds", judge_key="k", status="verdict",
+                                     verdict=scores(min(100, q + (10 if k % 3 else -10))), raw_output="…")
+                         for k, (i, q) in enumerate(zip(ids, quality, strict=True))])
+    for name, shift in (("ana", (0, 5, -5)), ("bob", (5, -5, 0)), ("cy", (-5, 0, 10))):
+        for k, (i, q) in enumerate(zip(ids, quality, strict=True)):
+            store.annotate(i, name, "label", label=scores(min(100, q + shift[k % 3])))
+    store.close()
+    return path
+
+
 class Calibrate:
     """Runs `calibrate --db PATH ...` in-process and returns the click Result."""
 

@@ -123,11 +123,11 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     # the judge against each person: answers 0, 5, 10 off; reasoning 50 against 40 + k, k = 0..5
     assert ceiling["judge"]["score_answer"]["mae"]["value"] == pytest.approx(5.0)
     assert ceiling["judge"]["score_reasoning"]["mae"]["value"] == pytest.approx(7.5)
-    assert all(ceiling[side]["score_answer"][stat]["ci"] is None for side in ("humans", "judge")
-               for stat in ("spearman", "mae", "weighted_kappa", "pass_fail_kappa")), \
-        "an item gives three people's pairs and three of the judge's: no interval takes them as independent"
-    assert ceiling["notes"] == ["no intervals: the judge's pairs against each person share items, and so do the "
-                                "people's pairs of an item three or more scored"]
+    assert all(ceiling[side]["score_answer"][stat]["ci_reason"].startswith("fewer than 10 items")
+               for side in ("humans", "judge") for stat in ("spearman", "mae", "weighted_kappa", "pass_fail_kappa")), \
+        "18 pairs of the judge's from 6 items: an interval needs 10 items, not 10 pairs"
+    assert ceiling["notes"] == ["intervals resample items (a grouped jackknife): the judge's pairs against each "
+                                "person share items, and so do the people's pairs of an item three or more scored"]
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
 
 
@@ -158,12 +158,12 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     assert gold["scores"]["score_answer"]["mae"]["value"] == pytest.approx(6.0)
     ceiling = cell["ceiling"]
     assert (ceiling["n_items"], ceiling["annotators"]) == (5, 2)
-    assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out", "no interval for the judge's "
-                                "figures: its pairs against each person share items"]
+    assert ceiling["notes"] == ["1 item with an unparsed judge verdict left out", "intervals resample items (a "
+                                "grouped jackknife): the judge's pairs against each person share items"]
     people, judge = ceiling["humans"]["score_answer"], ceiling["judge"]["score_answer"]
     assert people["mae"]["value"] == pytest.approx(8.0) and people["spearman"]["value"] == pytest.approx(1.0)
-    assert not people["mae"]["ci_reason"].startswith("no interval: an item gives"), "two people: one pair per item"
-    assert judge["mae"]["ci"] is None and judge["mae"]["ci_reason"].startswith("no interval: an item gives several")
+    assert (people["n"], people["items"], judge["n"], judge["items"]) == (5, 5, 10, 5), "two people: one pair per item"
+    assert judge["mae"]["ci"] is None and judge["mae"]["ci_reason"].startswith("fewer than 10 items")
     assert judge["mae"]["value"] == pytest.approx(6.0), "the judge against ana (10, 0, 10, 10, 0) and bob (10, 10, 0, 0, 10)"
     rows = list(csv.DictReader(io.StringIO(run("report", "--format", "csv").output)))
     assert {(r["scores"], r["ceiling_items"], r["ceiling_statistic"], round(float(r["ceiling"]), 9)) for r in rows} == {
@@ -171,6 +171,36 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     table = " ".join(run("report").output.split())
     assert "human ceiling on 5 items scored by 2 people: score_answer: people ρ 1.00" in table
     assert "MAE 8.00" in table and "tied" not in table
+
+
+def test_three_peoples_scores_give_a_ceiling_whose_figures_all_have_intervals_over_items(three_scorers_db):
+    """The judge's pairs against each of three people, and the people's with each other, share
+    items; every output gives their intervals, which resample items, and marks those simulated
+    below 93 % at 12 items as approximate."""
+    from calibrate.stats.simulated import simulated_score_coverage
+
+    run = Calibrate(three_scorers_db)
+    ceiling = json.loads(run("report", "--format", "json").output)["cells"][0]["ceiling"]
+    people, judge = ceiling["humans"]["score_answer"], ceiling["judge"]["score_answer"]
+    assert (people["n"], people["items"], judge["n"], judge["items"]) == (36, 12, 36, 12)
+    assert all(side[stat]["ci"] is not None for side in (people, judge) for stat in
+               ("spearman", "pearson", "kendall", "mae", "weighted_kappa")), (people, judge)
+    assert people["shape"] == "skewed" and all(
+        side[stat]["approximate"] == simulated_score_coverage(stat, 10, "skewed", clustered=True)
+        for side in (people, judge) for stat in ("spearman", "weighted_kappa")), "the clustered table at 10 items"
+    assert people["spearman"]["approximate"] is not None and people["weighted_kappa"]["approximate"] is not None
+    table = " ".join(run("report").output.split())
+    rho = lambda e: f"ρ {e['spearman']['value']:.2f} [{e['spearman']['ci'][0]:.2f}, {e['spearman']['ci'][1]:.2f}]~"  # noqa: E731
+    assert f"people {rho(people)}" in table and f"the judge {rho(judge)}" in table
+    rough = f"weighted κ covers about {round(people['weighted_kappa']['approximate'] * 100)} % here"
+    assert f"(~ approximate intervals: ρ covers about {round(people['spearman']['approximate'] * 100)} % here, {rough})" \
+        in table
+    assert "intervals resample items (a grouped jackknife)" in table
+    row = next(r for r in csv.DictReader(io.StringIO(run("report", "--format", "csv").output))
+               if r["scores"] == "score_answer")
+    assert float(row["ceiling_low"]) == pytest.approx(people["spearman"]["ci"][0], abs=1e-6)
+    assert float(row["judge_on_shared_high"]) == pytest.approx(judge["spearman"]["ci"][1], abs=1e-6)
+    assert row["judge_on_shared_approximate"] == str(judge["spearman"]["approximate"] or "")
 
 
 def test_unparsed_options_apply_where_they_mean_something_and_say_where_not(tmp_path):

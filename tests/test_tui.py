@@ -325,6 +325,22 @@ async def test_the_stats_screen_marks_an_approximate_ceiling_interval_as_the_rep
     assert "~ approximate interval (calibrate report says how)" in title
 
 
+async def test_the_stats_screen_gives_the_rubric_ceilings_interval_where_pairs_share_items(three_scorers_db):
+    # three people scored each of twelve items: the people's pairs share items, and their Spearman's
+    # interval (which resamples items) shows as the report gives it, marked ~ where approximate
+    from calibrate.report import build_report, rows_of
+    from calibrate.templates import TemplateSet
+
+    store = Store(three_scorers_db)
+    report = [row for _, _, row in rows_of(build_report(store, TemplateSet())) if row.n]
+    store.close()
+    shown, _ = await stats_table(three_scorers_db)
+    assert all(r.ceiling_low is not None for r in report), "each row's ceiling has its interval"
+    expected = [f"{r.ceiling:.2f} [{r.ceiling_low:.2f}, {r.ceiling_high:.2f}]" + ("~" if r.ceiling_approximate else "")
+                for r in report]
+    assert [row[8] for row in shown] == expected and len(expected) == 8, "ana, bob, cy and gold, two scores each"
+
+
 async def test_the_stats_screen_wraps_a_long_verdict_instead_of_cutting_it(labelled_demo_db):
     app = make_app(labelled_demo_db, annotator="ana")
     async with app.run_test(size=(160, 40)) as pilot:

@@ -178,14 +178,18 @@ CEILING_SCORE_STATISTICS = (("spearman", "ρ"), ("mae", "MAE"), ("weighted_kappa
 
 def score_ceiling_words(ceiling: ScoreCeiling) -> str:
     """The human ceiling of a scored cell in words: per score, the people's Spearman, MAE and
-    weighted κ beside the judge's on the same items."""
+    weighted κ beside the judge's on the same items, with the simulated coverage of those marked
+    approximate."""
     if ceiling.n_items < 2:
         return "human ceiling: fewer than 2 items scored by two or more people and judged" + "".join(
             f"; {note}" for note in ceiling.notes)
 
     def figures(agreement: ScoreAgreement) -> str:
-        estimates = ((name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS)
-        return ", ".join(f"{name} {with_ci(*split_estimate(e), e.approximate)}" for name, e in estimates)
+        estimates = [(name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS]
+        rough = [f"{name} {approximate_words(e.approximate).removeprefix('approximate: ')}"
+                 for name, e in estimates if e.approximate is not None and e.ci is not None]
+        return (", ".join(f"{name} {with_ci(*split_estimate(e), e.approximate)}" for name, e in estimates)
+                + (f" ({APPROXIMATE_MARK} approximate intervals: {', '.join(rough)})" if rough else ""))
 
     parts = [f"{dimension}: people {figures(ceiling.humans[dimension])}; the judge {figures(ceiling.judge[dimension])}"
              for dimension in ceiling.humans]

@@ -39,7 +39,11 @@ SCORE_COVERAGE_TABLE = Path(__file__).with_name("score_coverage.json")
 """Per score statistic (calibrate.stats.score_agreement.STATISTICS), the settings (shape, items)
 where its 95 % interval covered the population value in less than PROMISED_COVERAGE of the
 simulated samples of that shape and size that got an interval, with that share: rows [shape,
-items, coverage]. Written by `python tests/bench/score_coverage.py --shipped --write`."""
+items, coverage]. Written by `python tests/bench/score_coverage.py --shipped --write`. Its
+"clustered" part, the same for pairs that share items (2-4 people per item: the judge against
+each, the people against each other; the intervals that resample items), the lower of the
+judge's and the people's figure per setting, is written by `python tests/bench/score_coverage.py
+--clustered --write`."""
 
 
 APPROXIMATE_MARK = "~"
@@ -82,16 +86,18 @@ def simulated_coverage(method: str, accuracy: float, n_labelled: int, sensitivit
 
 
 @cache
-def _under_score_coverage() -> dict:
+def _under_score_coverage(clustered: bool) -> dict:
     table = json.loads(SCORE_COVERAGE_TABLE.read_text(encoding="utf-8"))
+    table = table["clustered"] if clustered else table
     return {"items": tuple(table["grid"]["items"]),
             "below": {name: {(shape, n): c for shape, n, c in rows} for name, rows in table["below"].items()}}
 
 
-def simulated_score_coverage(statistic: str, n: int, shape: str) -> float | None:
+def simulated_score_coverage(statistic: str, n: int, shape: str, *, clustered: bool = False) -> float | None:
     """The simulated coverage of a score `statistic`'s 95 % interval for samples of this `shape`
-    at the simulated size nearest `n` (on a log scale; beyond the grid its edge stands in) when it
-    is below PROMISED_COVERAGE (SCORE_COVERAGE_TABLE), else None."""
-    table = _under_score_coverage()
+    at the simulated number of items nearest `n` (on a log scale; beyond the grid its edge stands
+    in) when it is below PROMISED_COVERAGE (SCORE_COVERAGE_TABLE; its "clustered" part where an
+    item gives several pairs), else None."""
+    table = _under_score_coverage(clustered)
     nearest = min(table["items"], key=lambda m: abs(math.log(m / max(n, 1))))
     return table["below"].get(statistic, {}).get((shape, nearest))

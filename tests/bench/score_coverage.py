@@ -40,10 +40,28 @@ printed beside it). With --write it also writes SCORE_COVERAGE_TABLE
 which the output reads to mark an interval "approximate: covers about X % here".
 
     PYTHONPATH=. .venv/bin/python tests/bench/score_coverage.py --shipped [REPLICATES] [--write]   (default 2000)
+
+--clustered measures the intervals of calibrate.stats.score_agreement.score_ceiling where pairs
+share items: 10-100 items, each scored by 2, 3 or 4 people or by 2-4 (drawn per item); the judge
+against each person (always several pairs an item), the people against each other (counted where
+an item has three or more). Scores are correlated within an item: each item has a latent score h,
+each person's is h + N(0, 6) and the judge's as its generator makes it from h (see
+`generate_item`); the population value is the statistic of (person, person) and of (judge,
+person) on 2 million items. Its table (rows [shape, items, coverage] per statistic, the lower of
+the judge's and the people's where either is below 93 %) is SCORE_COVERAGE_TABLE's "clustered"
+part, written with --write.
+
+    PYTHONPATH=. .venv/bin/python tests/bench/score_coverage.py --clustered [REPLICATES] [--write]   (default 300)
+
+--clustered --candidates compares, on the same samples, the grouped jackknife that ships with the
+percentile cluster bootstrap over items (the choice between them).
+
+    PYTHONPATH=. .venv/bin/python tests/bench/score_coverage.py --clustered --candidates [REPLICATES]   (default 100)
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -64,6 +82,21 @@ METHODS = {
     "weighted_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
     "pass_fail_kappa": ("jack_z", "percentile", "bca", "dirichlet"),
 }
+
+
+def generate_item(rng, name, size, people):
+    """(people's scores (size, people), judge's (size,)): correlated within an item through its
+    latent score h, drawn as `generate` draws the person's score (unrounded); each person's is
+    h + N(0, 6), the judge's made from h as `generate` makes it from the person's."""
+    if name == "ceiling":
+        h = 100 - rng.exponential(18, size)
+        person = np.clip(np.round(h[:, None] + rng.normal(0, 6, (size, people))), 0, 100)
+        return person, np.clip(np.round(h + rng.normal(0, 10, size)), 0, 100)
+    h = rng.normal(65, 18, size)
+    person = np.clip(np.round((h[:, None] + rng.normal(0, 6, (size, people))) / 5) * 5, 0, 100)
+    if name == "close":
+        return person, np.clip(np.round((h + rng.normal(0, 8, size)) / 5) * 5, 0, 100)
+    return person, np.clip(np.round((h + 6 + rng.normal(0, 18, size)) / 10) * 10, 0, 100)
 
 
 def generate(rng, name, size):
@@ -134,6 +167,39 @@ def pass_fail_kappa(x, y):
         return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
 
 
+def weighted_midranks(v, w):
+    """Mid-ranks of values v (n,) with each counted w times (B, n): the items below plus (its
+    count + 1) / 2, per row of w."""
+    distinct, inverse = np.unique(v, return_inverse=True)
+    counts = w @ (inverse[:, None] == np.arange(len(distinct))).astype(float)
+    return (counts.cumsum(-1) - counts + (counts + 1) / 2)[:, inverse]
+
+
+def weighted(name, x, y, w):
+    """Statistic `name` of the pairs x, y (n,) with pair i counted w_i times, per row of w (B, n):
+    a cluster bootstrap resample weights each pair by how often its item was drawn."""
+    if name == "kendall":
+        return kendall(x, y, w)
+    if name == "spearman":
+        x, y, name = weighted_midranks(x, w), weighted_midranks(y, w), "pearson"
+    total = w.sum(-1)
+    mean = lambda v: (w * v).sum(-1) / total  # noqa: E731
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if name == "pearson":
+            mx, my = mean(x), mean(y)
+            return (mean(x * y) - mx * my) / np.sqrt((mean(x * x) - mx**2) * (mean(y * y) - my**2))
+        if name == "mae":
+            return mean(np.abs(x - y))
+        if name == "weighted_kappa":
+            a, b = bins(x), bins(y)
+            expected = mean(a * a) - mean(a) ** 2 + mean(b * b) - mean(b) ** 2 + (mean(a) - mean(b)) ** 2
+            return 1 - mean((a - b) ** 2) / expected
+        a, b = (x >= THRESHOLD) * 1.0, (y >= THRESHOLD) * 1.0
+        pa, pb = mean(a), mean(b)
+        pe = pa * pb + (1 - pa) * (1 - pb)
+        return np.where(pe < 1, (mean(a * b + (1 - a) * (1 - b)) - pe) / (1 - pe), np.nan)
+
+
 FUNCTIONS = {"pearson": pearson, "spearman": spearman, "kendall": kendall, "mae": mae,
              "weighted_kappa": weighted_kappa, "pass_fail_kappa": pass_fail_kappa}
 
@@ -149,6 +215,9 @@ def check(rng):
     assert np.isclose(kendall(x, y, np.bincount(idx, minlength=40)[None, :].astype(float))[0], stats.kendalltau(x[idx], y[idx])[0])
     assert np.isclose(weighted_kappa(x, y), cohen_kappa_score(bins(x), bins(y), weights="quadratic"))
     assert np.isclose(pass_fail_kappa(x, y), cohen_kappa_score(x >= THRESHOLD, y >= THRESHOLD))
+    counts = np.bincount(idx, minlength=40)[None, :].astype(float)
+    for name in STATISTICS:  # a resample as weights is the resample
+        assert np.isclose(weighted(name, x, y, counts)[0], FUNCTIONS[name](x[idx], y[idx])), name
 
 
 # -- intervals -------------------------------------------------------------------------------------
@@ -262,8 +331,8 @@ def intervals(rng, name, x, y):
     return out
 
 
-def population(rng, generator, size=2_000_000):
-    x, y = generate(rng, generator, size)
+def population(rng, generator, size=2_000_000, pair=None):
+    x, y = generate(rng, generator, size) if pair is None else pair
     truth = {name: float(FUNCTIONS[name](x, y)) for name in STATISTICS if name != "kendall"}
     truth["kendall"] = float(stats.kendalltau(x, y)[0])
     return truth
@@ -307,11 +376,9 @@ def main(replicates: int = 500) -> None:
 
 def shipped(replicates: int = 2000, write: bool = False) -> None:
     """Coverage of the intervals score_agreement gives, per generator and per classified shape."""
-    import json
-
     from calibrate.stats.score_agreement import STATISTICS as SHIPPED
     from calibrate.stats.score_agreement import score_agreement, score_shape
-    from calibrate.stats.simulated import PROMISED_COVERAGE, SCORE_COVERAGE_TABLE
+    from calibrate.stats.simulated import PROMISED_COVERAGE
 
     rng = np.random.default_rng(5)
     start = time.perf_counter()
@@ -354,17 +421,183 @@ def shipped(replicates: int = 2000, write: bool = False) -> None:
     print(f"\nbelow {PROMISED_COVERAGE:.0%} by shape (marked approximate): {json.dumps(below)}")
     print(f"runtime {time.perf_counter() - start:.0f} s")
     if write:
-        items = [n for n in SIZES if n >= 10]
-        body = ",\n".join(f'  "{name}": {json.dumps(rows)}' for name, rows in below.items())
-        SCORE_COVERAGE_TABLE.write_text(
-            f'{{\n "replicates": {replicates},\n "grid": {{"shapes": ["symmetric", "skewed"], "items": {json.dumps(items)}}},'
-            f'\n "promised": {PROMISED_COVERAGE},\n "below": {{\n{body}\n }}\n}}\n', encoding="utf-8")
-        print(f"wrote {SCORE_COVERAGE_TABLE}")
+        write_table(None, replicates, below, [n for n in SIZES if n >= 10])
+
+
+def write_table(section: str | None, replicates: int, below: dict, items: list[int]) -> None:
+    """Writes SCORE_COVERAGE_TABLE with `below` as its settings below PROMISED_COVERAGE (its
+    "clustered" part when `section` says so), the rest of the table as it was."""
+    from calibrate.stats.simulated import PROMISED_COVERAGE, SCORE_COVERAGE_TABLE
+
+    table = json.loads(SCORE_COVERAGE_TABLE.read_text(encoding="utf-8")) if SCORE_COVERAGE_TABLE.exists() else {}
+    part = {"replicates": replicates, "grid": {"shapes": ["symmetric", "skewed"], "items": items},
+            "promised": PROMISED_COVERAGE, "below": below}
+    if section:
+        table[section] = part
+    else:
+        table = {**part, **{k: v for k, v in table.items() if k == "clustered"}}
+
+    def written(part: dict, indent: str) -> str:
+        rows = ",\n".join(f'{indent} "{name}": {json.dumps(found)}' for name, found in part["below"].items())
+        return (f'{indent}"replicates": {part["replicates"]},\n{indent}"grid": {json.dumps(part["grid"])},\n'
+                f'{indent}"promised": {part["promised"]},\n{indent}"below": {{\n{rows}\n{indent}}}')
+
+    text = "{\n" + written(table, " ")
+    if "clustered" in table:
+        text += ',\n "clustered": {\n' + written(table["clustered"], "  ") + "\n }"
+    SCORE_COVERAGE_TABLE.write_text(text + "\n}\n", encoding="utf-8")
+    print(f"wrote {SCORE_COVERAGE_TABLE}")
+
+
+CLUSTERED_SIZES = (10, 20, 50, 100)
+DESIGNS = ("2", "3", "4", "2-4")
+
+
+def clustered_truths(rng) -> dict:
+    """{generator: {"people": statistic -> population value of (person, person), "judge": of
+    (judge, person)}} on 2 million items of `generate_item`, printed."""
+    truths = {}
+    for g in GENERATORS:
+        person, judge = generate_item(rng, g, 2_000_000, 2)
+        truths[g] = {"people": population(rng, g, pair=(person[:, 0], person[:, 1])),
+                     "judge": population(rng, g, pair=(judge, person[:, 0]))}
+        print(f"{g}: population people " + ", ".join(f"{k} {v:.3f}" for k, v in truths[g]["people"].items())
+              + "; judge " + ", ".join(f"{k} {v:.3f}" for k, v in truths[g]["judge"].items()), flush=True)
+    return truths
+
+
+def ceiling_sample(rng, generator, n, design):
+    """score_ceiling on n items of `generate_item`, each scored by as many people as `design`
+    says ("2-4": drawn per item) and the judge: (the ceiling, people's scores (n, 4), judge's,
+    people per item)."""
+    from calibrate.stats.score_agreement import score_ceiling
+
+    people = rng.integers(2, 5, n) if design == "2-4" else np.full(n, int(design))
+    scores, judge = generate_item(rng, generator, n, 4)
+    items = {i: {f"p{k}": {"s": float(scores[i, k])} for k in range(people[i])} for i in range(n)}
+    found = score_ceiling(items, {i: {"s": float(judge[i])} for i in range(n)}, ["s"], threshold=THRESHOLD,
+                          resamples=200)
+    return found, scores, judge, people
+
+
+def clustered(replicates: int = 300, write: bool = False) -> None:
+    """Coverage of score_ceiling's intervals where pairs share items, per role (judge, people),
+    generator, design and classified shape."""
+    from calibrate.stats.score_agreement import STATISTICS as SHIPPED
+    from calibrate.stats.simulated import PROMISED_COVERAGE
+
+    rng = np.random.default_rng(7)
+    start = time.perf_counter()
+    truths = clustered_truths(rng)
+    print(f"\nscore_ceiling's 95 % intervals where pairs share items, {replicates} samples per generator, size and "
+          f"design; Monte-Carlo SE at 95 %: {np.sqrt(0.95 * 0.05 / replicates):.2%}. Coverage among samples with an "
+          "interval (share without one)\n", flush=True)
+    tally: dict[tuple, list[int]] = {}  # (statistic, role, group, n) -> [hits, with an interval, samples]
+    for n in CLUSTERED_SIZES:
+        for generator in GENERATORS:
+            for design in DESIGNS:
+                for _ in range(replicates):
+                    found, *_ = ceiling_sample(rng, generator, n, design)
+                    for role, agreement in (("judge", found.judge["s"]), ("people", found.humans["s"])):
+                        if agreement.items == agreement.n:
+                            continue  # one pair per item: the single-pair intervals (--shipped)
+                        for name in SHIPPED:
+                            ci = agreement.estimate(name).ci
+                            for group in (generator, design, agreement.shape):
+                                cell = tally.setdefault((name, role, group, n), [0, 0, 0])
+                                cell[2] += 1
+                                if ci is not None:
+                                    cell[1] += 1
+                                    cell[0] += ci[0] - 1e-12 <= truths[generator][role][name] <= ci[1] + 1e-12
+        print(f"{n} items done, {time.perf_counter() - start:.0f} s", flush=True)
+    groups = (*GENERATORS, *(f"{d} people" for d in DESIGNS), "symmetric", "skewed")
+    print("| statistic | pairs | data | " + " | ".join(f"n={n}" for n in CLUSTERED_SIZES) + " |")
+    print("| --- | --- | --- |" + " --- |" * len(CLUSTERED_SIZES))
+    below: dict[str, list] = {name: [] for name in SHIPPED}
+    for name in SHIPPED:
+        lowest: dict[tuple, float] = {}
+        for role in ("judge", "people"):
+            for group in groups:
+                cells = []
+                for n in CLUSTERED_SIZES:
+                    hits, given, total = tally.get((name, role, group.removesuffix(" people"), n), [0, 0, 0])
+                    if not given:
+                        cells.append(f"— ({total} samples, none with an interval)" if total else "—")
+                        continue
+                    share = 1 - given / total
+                    cells.append(f"{hits / given:.1%}" + (f" ({share:.0%} none)" if share >= 0.005 else ""))
+                    if group in ("symmetric", "skewed") and given >= 50:
+                        lowest[group, n] = min(lowest.get((group, n), 1.0), round(hits / given, 3))
+                print(f"| {name} | {role} | {group} | " + " | ".join(cells) + " |")
+        below[name] = [[shape, n, c] for (shape, n), c in sorted(lowest.items()) if c < PROMISED_COVERAGE]
+    print(f"\nbelow {PROMISED_COVERAGE:.0%} by shape (marked approximate): {json.dumps(below)}")
+    print(f"runtime {time.perf_counter() - start:.0f} s")
+    if write:
+        write_table("clustered", replicates, below, list(CLUSTERED_SIZES))
+
+
+def ceiling_pairs(scores, judge, people):
+    """The pairs score_ceiling makes of an item's people (scores[i, :people[i]]) and judge:
+    {"judge": (judge's, person's, item), "people": (person's, person's, item)}, each in its order."""
+    out = {"judge": ([], [], []), "people": ([], [], [])}
+    for i, m in enumerate(people):
+        for k in range(m):
+            out["judge"][0].append(judge[i])
+            out["judge"][1].append(scores[i, k])
+            out["judge"][2].append(i)
+            for second in range(k + 1, m):
+                for column, value in enumerate((scores[i, k], scores[i, second], i)):
+                    out["people"][column].append(value)
+    return {role: tuple(np.asarray(c) for c in found) for role, found in out.items()}
+
+
+def clustered_candidates(replicates: int = 100) -> None:
+    """The choice --clustered measures: per statistic, the grouped jackknife over items that
+    score_ceiling gives against the percentile cluster bootstrap (RESAMPLES resamples of items,
+    each pair weighted by how often its item was drawn), on the same samples."""
+    rng = np.random.default_rng(9)
+    start = time.perf_counter()
+    truths = clustered_truths(rng)
+    tally: dict[tuple, list[int]] = {}  # (statistic, role, method, shape, n) -> [hits, samples]
+    for n in CLUSTERED_SIZES:
+        for generator in GENERATORS:
+            for r in range(replicates):
+                found, scores, judge, people = ceiling_sample(rng, generator, n, DESIGNS[r % len(DESIGNS)])
+                draws = rng.multinomial(n, np.full(n, 1 / n), size=RESAMPLES).astype(float)
+                for role, (x, y, item) in ceiling_pairs(scores, judge, people).items():
+                    agreement = found.judge["s"] if role == "judge" else found.humans["s"]
+                    if agreement.items == agreement.n:
+                        continue
+                    for name in STATISTICS:
+                        truth = truths[generator][role][name]
+                        value = float(FUNCTIONS[name](x, y)) if name != "kendall" else stats.kendalltau(x, y)[0]
+                        boot = from_draws(weighted(name, x, y, draws[:, item]), value) if np.isfinite(value) else None
+                        for method, ci in (("jackknife", agreement.estimate(name).ci), ("bootstrap", boot)):
+                            cell = tally.setdefault((name, role, method, agreement.shape, n), [0, 0])
+                            cell[1] += 1
+                            cell[0] += ci is not None and ci[0] - 1e-12 <= truth <= ci[1] + 1e-12
+        print(f"{n} items done, {time.perf_counter() - start:.0f} s", flush=True)
+    print(f"\ngrouped jackknife against the cluster percentile bootstrap, {replicates} samples per generator and size"
+          " (designs 2, 3, 4, 2-4 people in turn); a sample without an interval is a miss\n")
+    print("| statistic | pairs | method | shape | " + " | ".join(f"n={n}" for n in CLUSTERED_SIZES) + " |")
+    print("| --- | --- | --- | --- |" + " --- |" * len(CLUSTERED_SIZES))
+    for name in STATISTICS:
+        for role in ("judge", "people"):
+            for shape in ("symmetric", "skewed"):
+                for method in ("jackknife", "bootstrap"):
+                    cells = [tally.get((name, role, method, shape, n), [0, 0]) for n in CLUSTERED_SIZES]
+                    print(f"| {name} | {role} | {method} | {shape} | "
+                          + " | ".join(f"{h / t:.1%} ({t})" if t else "—" for h, t in cells) + " |")
+    print(f"runtime {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if "--shipped" in sys.argv:
+    if "--clustered" in sys.argv and "--candidates" in sys.argv:
+        clustered_candidates(int(arguments[0]) if arguments else 100)
+    elif "--clustered" in sys.argv:
+        clustered(int(arguments[0]) if arguments else 300, write="--write" in sys.argv)
+    elif "--shipped" in sys.argv:
         shipped(int(arguments[0]) if arguments else 2000, write="--write" in sys.argv)
     else:
         main(int(arguments[0]) if arguments else 500)
