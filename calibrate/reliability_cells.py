@@ -234,9 +234,12 @@ def _set_verdicts(items: list[JudgedItem]) -> None:
     if not repeated:
         return
     width = max(max(i.samples) + 1 for i in repeated)
-    majority = majority_confidence([[i.samples.get(k) for k in range(width)] for i in repeated])
-    for item, verdict, share, answers in zip(repeated, majority.verdicts, majority.confidence, majority.answers,
-                                             strict=True):
+    rows = [tuple([i.samples.get(k) for k in range(width)]) for i in repeated]
+    distinct = list(dict.fromkeys(rows))  # items share a few rows of samples: each row's majority worked out once
+    majority = majority_confidence(distinct)
+    of_row = dict(zip(distinct, zip(majority.verdicts, majority.confidence, majority.answers, strict=True), strict=True))
+    for item, row in zip(repeated, rows, strict=True):
+        verdict, share, answers = of_row[row]
         item.verdict = verdict
         if verdict is None:
             continue
@@ -277,7 +280,8 @@ def measure(key: tuple[str, str], judge: str, kind: VerdictKind | None, verdicts
         return result
     import numpy as np
 
-    polarity = {label: kind.polarity(label) for g in verdicts.groups for label in (g.verdict, g.human)}
+    labels = {label for g in verdicts.groups for label in (g.verdict, g.human)}  # a few, over many groups
+    polarity = {label: kind.polarity(label) for label in labels}
     positive = {label: side == POSITIVE for label, side in polarity.items()}
     polar = [g for g in verdicts.groups if polarity[g.verdict] and polarity[g.human]]
     # in one order whatever the reading order (the fit's iterations, near separation, depend on it)
@@ -480,18 +484,19 @@ def jury_data(store: Store, templates: TemplateSet, *, gold_from: str | None = N
         return None
     k = len(judges)
     kinds: dict[tuple[str, str], VerdictKind | None] = {}
-    combined: dict[tuple, tuple[str, str | None]] = {}  # the jury's status and verdict per kind and row: rows repeat
+    # the jury's status and verdict per (task, lang) and row: rows repeat (keyed without the kind, whose hash is slow)
+    combined: dict[tuple, tuple[str, str | None]] = {}
 
     def verdict_of(task: str, lang: str, verdicts: tuple) -> tuple[str, str | None]:
-        if (task, lang) not in kinds:
-            try:
-                kinds[task, lang] = templates.for_task(task, lang).kind
-            except TemplateError:
-                kinds[task, lang] = None
-        kind = kinds[task, lang]
-        if (kind, verdicts) not in combined:
-            combined[kind, verdicts] = _jury_verdict(kind, verdicts)
-        return combined[kind, verdicts]
+        found = combined.get((task, lang, verdicts))
+        if found is None:
+            if (task, lang) not in kinds:
+                try:
+                    kinds[task, lang] = templates.for_task(task, lang).kind
+                except TemplateError:
+                    kinds[task, lang] = None
+            found = combined[task, lang, verdicts] = _jury_verdict(kinds[task, lang], verdicts)
+        return found
 
     judged, versus_human, versus_gold, shared = Counter(), Counter(), Counter(), []
     members: dict[tuple[str, str, str], None] = {}  # (task, lang, judge) where the judge gave a parsed verdict

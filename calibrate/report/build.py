@@ -115,8 +115,8 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
             report = count_per_cell(store, templates, report_from_data(data, templates, options))
             if not measured_too:
                 return report
+            temperatures = store.repeat_temperatures()  # read while the worker may still be measuring
             measured = measuring.result() if measuring else measure(store)
-            temperatures = store.repeat_temperatures()
     finally:
         if aside:
             aside.close()

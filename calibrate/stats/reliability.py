@@ -76,20 +76,26 @@ def consistency(verdicts, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEF
     (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13) and gives none below
     MIN_INTERVAL_ITEMS items; `alpha.reason` then says why.
     """
-    rows = verdict_table(verdicts)
+    # items share a few rows of verdicts: each distinct row is read once, each item points to its own
+    distinct: dict[tuple, int] = {}
+    row_of = [distinct.setdefault(tuple(row), len(distinct)) for row in verdicts]
+    rows = verdict_table(distinct)
     present = [[v for v in row if is_label(v)] for row in rows]
-    rated = [i for i, values in enumerate(present) if len(values) >= 2]
-    unstable = [i for i in rated if len(set(present[i])) > 1]
+    rated_rows = [len(values) >= 2 for values in present]
+    unstable_rows = [rated and len(set(values)) > 1 for rated, values in zip(rated_rows, present, strict=True)]
+    rated = [i for i, row in enumerate(row_of) if rated_rows[row]]
+    unstable = [i for i in rated if unstable_rows[row_of[i]]]
     flip = proportion(len(unstable), len(rated), none_reason="no item has two or more repeats")
     if not rated:
         return Consistency(0, flip, Estimate(None, reason="no item has two or more repeats"), [])
-    labels = sorted({v for i in rated for v in present[i]}, key=str)
+    labels = sorted({v for k, values in enumerate(present) if rated_rows[k] for v in values}, key=str)
     index = {label: n for n, label in enumerate(labels)}
-    codes = np.full((len(rated), len(rows[0])), -1)
-    for r, i in enumerate(rated):
-        for j, v in enumerate(rows[i]):
+    codes = np.full((len(rows), len(rows[0])), -1)
+    for r, row in enumerate(rows):
+        for j, v in enumerate(row):
             if is_label(v):
-                codes[r, j] = index[v]
+                codes[r, j] = index.get(v, -1)  # a row with fewer than two labels is not rated: its label has no code
+    codes = codes[np.array([row_of[i] for i in rated])]
     reliability = np.where(codes >= 0, codes, np.nan).T  # raters (repeats) x units (items)
     alpha = krippendorff_alpha(reliability, resamples=resamples, seed=seed)
     if alpha.value is None and len(labels) == 1:
