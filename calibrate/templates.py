@@ -13,14 +13,18 @@ as untrusted code: it is rendered in Jinja's immutable sandbox, which refuses ev
 starting with `_` (the way out to Python's internals: `cycler.__init__.__globals__`,
 `''.__class__.__mro__`, the same through `attr` or a format string) and any change to lists and
 dicts, with no globals but `range` (at most 100,000 numbers) and `dict`. A user folder's templates
-that name such an attribute outright are refused when loaded (the bundled ones are read as needed). Sizes are bounded too: a repetition, power,
+that name such an attribute outright are refused when loaded (the bundled ones are read as needed),
+and so are templates that read another file (`include`, `import`, `from`, `extends`: a prompt is
+its one file) or none of the item's fields (every item would get the same prompt, and its
+verdicts would say nothing about the judge). Sizes are bounded too: a repetition, power,
 `%`-format, method or filter argument, `~` join or the whole prompt that would exceed
 `MAX_TEXT` characters is refused before it is built, so a template cannot fill memory, and time
 is bounded: every loop iteration, call and filter counts a step, and a render past `MAX_STEPS`
 steps or `MAX_SECONDS` seconds is refused, so a template cannot hang a command or the app (and
 the template is then refused at once for every other item: each would take as long).
-A manifest is checked as it loads: each key's type, files that stay inside the family's folder,
-template ids used once across every folder, and one template per task and language in a manifest.
+A manifest is checked as it loads: its keys known (a misspelt one names the key meant) and at
+least one template, each key's type, files that stay inside the family's folder, template ids used
+once across every folder, and one template per task and language in a manifest.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from calibrate.kinds import KIND_NAMES, VerdictKind, kind_for
 from calibrate.model import CalibrateError, Item, digest
+from calibrate.names import closest
 from calibrate.resources import bundled
 from calibrate.user_files import read_text_file, read_toml_file
 from calibrate.validate import FIELD_TYPES, InputError, check_field_type
@@ -53,6 +58,14 @@ REQUEST_PARAMETERS = {"temperature": (int, float), "max_tokens": int}
 TEMPLATES_HINT = "a task of your own needs its template folder: --templates DIR"
 UNDECLARED_TYPE = "text"
 """The type of a required field the manifest's [fields] does not declare."""
+MANIFEST_KEYS = ("family", "description", "default", "fields", "request", "template")
+"""The keys at the top of a manifest.toml (docs/templates.md says what each means)."""
+ENTRY_TEXTS = ("id", "lang", "verdict", "file", "system", "reference", "response", "guidelines")
+ENTRY_LISTS = ("tasks", "required", "labels", "hidden_fields")
+ENTRY_KEYS = (*ENTRY_TEXTS, *ENTRY_LISTS, "fields", "vars", "stored_prompts")
+"""The keys of a manifest's [[template]] entry: texts, lists of texts, and tables or a boolean."""
+OTHER_FILES = {nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from", nodes.Extends: "extends"}
+"""The tags that read another template file, by their syntax node."""
 
 
 class TemplateError(CalibrateError, ValueError):
@@ -228,13 +241,18 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 _ENV = _Sandbox()
 
 
-def _refuse_internals(source: str, where: str) -> nodes.Template:
-    """A template's syntax tree, refusing syntax errors and any attribute or key starting with
-    `_` (Python's internals) named outright; the sandbox refuses the rest when rendering."""
+def _checked_tree(source: str, where: str) -> nodes.Template:
+    """A template's syntax tree, refusing syntax errors, a tag reading another file (there is
+    none to read: the sandbox has no loader) and any attribute or key starting with `_` (Python's
+    internals) named outright; the sandbox refuses the rest when rendering."""
     try:
         tree = _ENV.parse(source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{where}: line {exc.lineno}: {exc.message}") from None
+    node = next(tree.find_all(tuple(OTHER_FILES)), None)
+    if node is not None:
+        raise TemplateError(f"{where}: line {node.lineno}: refused: a template may not use "
+                            f"{{% {OTHER_FILES[type(node)]} %}} (a prompt is its one file; it reads no other)")
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         name = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
         if isinstance(name, str) and name.startswith("_"):
@@ -286,7 +304,13 @@ class Template:
         """The prompt shows the item's response (the field `response` names), so a judge asked
         with it judges that response; one asked without it answers the item's task itself
         (SuperGLUE's prompts are the task's)."""
-        return self.has_prompt and self.response in meta.find_undeclared_variables(self.syntax)
+        return self.has_prompt and self.response in self._fields_read(self.syntax)
+
+    def _fields_read(self, tree: nodes.Template) -> set[str]:
+        """The item fields the prompt `tree` reads: the names it uses without setting them, less
+        the task constants its `vars` give (the sandbox's globals are never counted)."""
+        constants = {name for values in self.vars.values() for name in values}
+        return meta.find_undeclared_variables(tree) - constants
 
     @cached_property
     def version(self) -> str:
@@ -301,8 +325,15 @@ class Template:
 
     @cached_property
     def syntax(self) -> nodes.Template:
-        """The template's checked syntax tree (see `_refuse_internals`); read when it is loaded."""
-        return _refuse_internals(self.text or "", self.named)
+        """The template's checked syntax tree (see `_checked_tree`), read when it is loaded,
+        refusing a prompt that reads none of the item's fields: every item would get the same
+        prompt, so its verdicts would say nothing about the judge."""
+        tree = _checked_tree(self.text or "", self.named)
+        if self.has_prompt and not self._fields_read(tree):
+            required = f" (it requires {', '.join(self.required)})" if self.required else ""
+            raise TemplateError(f"{self.named}: refused: the prompt reads none of the item's fields{required}, so "
+                                "every item would get the same prompt; show the item with {{ field }}")
+        return tree
 
     @cached_property
     def _compiled(self) -> jinja2.Template:
@@ -387,6 +418,7 @@ class TemplateSet:
 
     def _load_manifest(self, path: Path, check: bool) -> None:
         data = read_toml_file(path, TemplateError)
+        _refuse_unknown_keys(data, MANIFEST_KEYS, path)
         family = _typed(data, "family", str, path) or path.parent.name
         is_default = _typed(data, "default", bool, path, True)
         request = data.get("request", {})
@@ -396,14 +428,17 @@ class TemplateSet:
         self._requests[family] = request
         family_types = _typed(data, "fields", dict, path, {})
         served: dict[tuple[str, str], str] = {}  # (task, lang) -> the id of this manifest's template for it
-        for n, entry in enumerate(_typed(data, "template", list, path, [], of=dict), 1):
+        entries = _typed(data, "template", list, path, [], of=dict)
+        if not entries:
+            raise TemplateError(f"{path}: defines no template; a manifest needs at least one [[template]] entry")
+        for n, entry in enumerate(entries, 1):
             where = f"{path} template #{n}"
+            _refuse_unknown_keys(entry, ENTRY_KEYS, where)
             for key in ("id", "lang", "tasks", "verdict"):
                 if key not in entry:
                     raise TemplateError(f"{where}: missing {key!r}")
-            texts = {key: _typed(entry, key, str, where) for key in
-                     ("id", "lang", "verdict", "file", "system", "reference", "response", "guidelines")}
-            lists = {key: tuple(_typed(entry, key, list, where, [])) for key in ("tasks", "required", "labels", "hidden_fields")}
+            texts = {key: _typed(entry, key, str, where) for key in ENTRY_TEXTS}
+            lists = {key: tuple(_typed(entry, key, list, where, [])) for key in ENTRY_LISTS}
             if texts["verdict"] not in KIND_NAMES:
                 raise TemplateError(f"{where}: unknown verdict kind {texts['verdict']!r}; verdict kinds: "
                                     f"{', '.join(KIND_NAMES)} (label_set takes `labels`)")
@@ -534,6 +569,16 @@ class TemplateSet:
 
 
 _TYPE_NAMES = {str: "text", bool: "boolean (true or false)", dict: "table"}
+
+
+def _refuse_unknown_keys(table: dict, known: tuple[str, ...], where) -> None:
+    """Refuse a key of `table` (a manifest, or its template entry `where`) that is not `known`,
+    offering the known key closest to it: a misspelt key would otherwise be ignored."""
+    for key in table:
+        if key not in known:
+            match = closest(key, list(known))
+            raise TemplateError(f"{where}: unknown key {key!r}" + (f" (did you mean {match}?)" if match else "")
+                                + f"; known keys: {', '.join(known)}")
 
 
 def _typed(table: dict, key: str, kind: type, where, default=None, of: type = str):

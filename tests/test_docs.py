@@ -65,3 +65,17 @@ def test_the_worked_template_folder_in_docs_templates_md_imports_and_renders(tmp
     prompt = run("--templates", str(tmp_path / "my-templates"), "render", "1").output
     assert "Claim: Water boils at 100 C.\nEvidence:\n- At 1 atm, 100 C.\n" in prompt
     assert "[system]\nYou check facts." in prompt
+
+
+def test_docs_templates_md_lists_every_manifest_key_calibrate_accepts_and_no_other():
+    """A key not in the code is refused as unknown, so the tables in docs/templates.md are exactly
+    what a manifest may hold: at the top, then in a [[template]] entry."""
+    import re
+
+    from calibrate.templates import ENTRY_KEYS, MANIFEST_KEYS
+
+    doc = (DOCS / "templates.md").read_text(encoding="utf-8")
+    top, entry = (doc.split(heading, 1)[1].split("\n\n", 2)[1] for heading in
+                  ("At the top of `manifest.toml`:", "Each `[[template]]` entry:"))
+    keys = [re.findall(r"^\| `\[*(\w+)\]*` \|", table, re.M) for table in (top, entry)]
+    assert sorted(keys[0]) == sorted(MANIFEST_KEYS) and sorted(keys[1]) == sorted(ENTRY_KEYS)

@@ -190,6 +190,15 @@ def test_every_task_id_of_the_foundation_has_a_template(templates):
     assert templates.knows("rubric/reference", "zh")
 
 
+def test_every_bundled_template_passes_the_checks_a_users_folder_gets_when_it_loads(templates):
+    """The bundled templates are checked as they are first rendered, not loaded: each reads no
+    other file and reads the item's fields (c3-official's too)."""
+    prompts = [t for t in templates.templates.values() if t.has_prompt]
+    assert len(prompts) > 40 and any(t.family == "c3-official" for t in prompts)
+    for template in prompts:
+        assert template.syntax.body, template.id
+
+
 def test_editing_a_template_makes_a_new_version(tmp_path):
     folder = tmp_path / "mine" / "custom"
     folder.mkdir(parents=True)
@@ -212,7 +221,7 @@ def test_user_template_folder_takes_over_the_task(tmp_path, templates):
         'family = "custom"\n[[template]]\nid = "custom/en/lexical"\nfile = "l.j2"\nlang = "en"\n'
         'tasks = ["c3/lexical"]\nverdict = "yes_no_en"\n'
     )
-    (folder / "l.j2").write_text("mine")
+    (folder / "l.j2").write_text("mine: {{ content }}")
     both = TemplateSet([tmp_path / "mine"])
     assert both.for_task("c3/lexical", "en").id == "custom/en/lexical"
     assert both.for_task("c3/heterograph", "en").id == "c3/en/heterograph"
@@ -278,22 +287,22 @@ RENDER_ESCAPES = {
     "format string": ("{{ '{0.__class__.__mro__}'.format(content) }}", "refused: access to attribute '__class__'"),
     "attr filter": ("{{ (content|attr('__class__')) }}", "refused: access to attribute '__class__'"),
     "map attribute": ("{{ [content]|map(attribute='__class__.__mro__')|list }}", "refused: access to attribute '__class__'"),
-    "list mutation": ("{% set x = [] %}{{ x.append(1) }}", "refused: access to attribute 'append'"),
+    "list mutation": ("{{ content }}{% set x = [] %}{{ x.append(1) }}", "refused: access to attribute 'append'"),
     "namespace": ("{% set ns = namespace(s='x') %}{{ ns.s }}", "'namespace' is undefined"),
-    "range memory": ("{% for i in range(10**9) %}x{% endfor %}", "refused: range's argument would be 1,000,000,000 long"),
-    "range of the allowed size": ("{% for i in range(100001) %}{% endfor %}", "refused: Range too big"),
-    "repetition": ("{{ 'a' * 10**9 }}", "refused: a repetition would be 1,000,000,000 long"),
-    "power": ("{{ 10 ** (10 ** 10) }}", "refused: a power's digits"),
-    "format width": ("{{ '{:>999999999}'.format(1) }}", "refused: a format width"),
-    "percent width": ("{{ '%999999999d' % 1 }}", "refused: a %-format width"),
-    "percent star": ("{{ '%*d' % (9, 1) }}", "refused: a %-format width taken from the arguments"),
+    "range memory": ("{{ content }}{% for i in range(10**9) %}x{% endfor %}", "refused: range's argument would be 1,000,000,000 long"),
+    "range of the allowed size": ("{{ content }}{% for i in range(100001) %}{% endfor %}", "refused: Range too big"),
+    "repetition": ("{{ content }}{{ 'a' * 10**9 }}", "refused: a repetition would be 1,000,000,000 long"),
+    "power": ("{{ content }}{{ 10 ** (10 ** 10) }}", "refused: a power's digits"),
+    "format width": ("{{ content }}{{ '{:>999999999}'.format(1) }}", "refused: a format width"),
+    "percent width": ("{{ content }}{{ '%999999999d' % 1 }}", "refused: a %-format width"),
+    "percent star": ("{{ content }}{{ '%*d' % (9, 1) }}", "refused: a %-format width taken from the arguments"),
     "filter width": ("{{ content|center(999999999) }}", "refused: center's argument"),
     "method width": ("{{ content.ljust(999999999) }}", "refused: ljust's argument"),
     "replace": ("{{ content.replace('', 'x'.ljust(9999999)) }}", "refused: the replaced text"),
-    "doubling": ("{% set a = 'x'.ljust(20000000) %}{% set a = a ~ a %}{{ a }}", "refused: the text would be 40,000,000 long"),
-    "prompt size": ("{% for i in range(100000) %}{{ 'x'.ljust(1000) }}{% endfor %}", "refused: the text would be"),
-    "join": ("{% set a = 'x'.ljust(9000000) %}{{ [a, a, a, a]|join }}", "refused: the joined text"),
-    "division by zero": ("{{ 1 / 0 }}", "fields do not fit the template (ZeroDivisionError"),
+    "doubling": ("{{ content }}{% set a = 'x'.ljust(20000000) %}{% set a = a ~ a %}{{ a }}", "refused: the text would be 40,000,000 long"),
+    "prompt size": ("{{ content }}{% for i in range(100000) %}{{ 'x'.ljust(1000) }}{% endfor %}", "refused: the text would be"),
+    "join": ("{{ content }}{% set a = 'x'.ljust(9000000) %}{{ [a, a, a, a]|join }}", "refused: the joined text"),
+    "division by zero": ("{{ content }}{{ 1 / 0 }}", "fields do not fit the template (ZeroDivisionError"),
 }
 
 

@@ -1,7 +1,8 @@
 """A template folder from someone else: manifests that clash, reach outside their folder, hold
-values of the wrong type or huge system prompts, and templates that loop or recurse without end.
-Each is refused with a message naming the file, from loading the folder, `render`, `judge` and
-the app's `p`, never with a traceback or a hang."""
+misspelt keys, values of the wrong type or huge system prompts, and templates that read another
+file, read none of the item's fields, or loop or recurse without end. Each is refused with a
+message naming the file, from loading the folder, `render`, `judge` and the app's `p`, never
+with a traceback or a hang."""
 
 from __future__ import annotations
 
@@ -147,6 +148,75 @@ def test_a_manifest_value_of_the_wrong_type_is_refused_naming_the_file_and_key(t
     assert out.exit_code == 1 and message in out.output and "Traceback" not in out.output
 
 
+# -- manifest keys: a misspelt one is refused, naming the key meant -----------------------------
+
+UNKNOWN_KEYS = {  # the manifest, where the refusal points (the manifest or its entry), the message
+    "[[templates]]": (MANIFEST.replace("[[template]]", "[[templates]]"), "",
+                      "unknown key 'templates' (did you mean template?)"),
+    "descripton": ('descripton = "x"\n' + MANIFEST, "", "unknown key 'descripton' (did you mean description?)"),
+    "hiden_fields": (MANIFEST + 'hiden_fields = ["gold"]\n', " template #1",
+                     "unknown key 'hiden_fields' (did you mean hidden_fields?)"),
+    "requird": (MANIFEST.replace("required =", "requird ="), " template #1",
+                "unknown key 'requird' (did you mean required?)"),
+    "empty manifest": ("", "", "defines no template; a manifest needs at least one [[template]] entry"),
+    "no entry": ('family = "fc"\ndescription = "x"\n', "", "defines no template"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNKNOWN_KEYS))
+def test_a_misspelt_manifest_key_or_a_manifest_without_templates_is_refused_naming_it(tmp_path, name):
+    text, entry, message = UNKNOWN_KEYS[name]
+    manifest = family(tmp_path / "mine", manifest=text)
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text('{"id": "a", "claim": "Sky is blue", "response": "yes"}\n')
+    calibrate = Calibrate(tmp_path / "t.db")
+    out = calibrate("--templates", str(tmp_path / "mine"), "templates", "list", ok=False)
+    assert out.exit_code == 1 and f"Error: {manifest}{entry}: {message}" in " ".join(out.output.split())
+    out = calibrate("--templates", str(tmp_path / "mine"), "import", "jsonl", str(claims), "--task", "mine/fc",
+                    "--lang", "en", ok=False)
+    assert out.exit_code == 1 and message in " ".join(out.output.split()) and "unknown task" not in out.output
+    assert not (tmp_path / "t.db").exists()
+
+
+# -- the prompt: the item's fields, from its own file --------------------------------------------
+
+BLIND = "Is the claim true? End with 'The answer is: yes.' or 'The answer is: no.'"
+
+
+@pytest.mark.parametrize("manifest, text", [
+    (MANIFEST, BLIND),
+    (MANIFEST + 'vars = { "mine/fc" = { topic = "geography" } }\n', "Is this {{ topic }} claim true?"),
+], ids=["no field", "only a task constant"])
+def test_a_prompt_that_reads_none_of_the_items_fields_is_refused_and_nothing_is_judged(tmp_path, fc_db, manifest,
+                                                                                      text):
+    family(tmp_path / "mine", manifest=manifest, text=text)
+    calibrate = Calibrate(fc_db)
+    batch = tmp_path / "batch.jsonl"
+    said = []
+    for command in (("templates", "list"), ("render", "1"), ("judge", "--model", "m", "--export-batch", str(batch))):
+        out = calibrate("--templates", str(tmp_path / "mine"), *command, ok=False)
+        said.append(" ".join(out.output.split()))
+        assert out.exit_code == 1 and "Traceback" not in out.output
+    assert said[0] == said[1] == said[2] == (
+        f"Error: template fc/en ({tmp_path / 'mine' / 'fc' / 'claim.j2'}): refused: the prompt reads none of the "
+        "item's fields (it requires claim, response), so every item would get the same prompt; show the item with "
+        "{{ field }}")
+    assert not batch.exists()
+
+
+@pytest.mark.parametrize("tag", ['{% include "claim.j2" %}', '{% import "claim.j2" as other %}',
+                                 '{% from "../secret.txt" import x %}', '{% extends "/etc/passwd" %}'])
+def test_a_template_that_reads_another_file_is_refused_when_its_folder_loads(tmp_path, fc_db, tag):
+    family(tmp_path / "mine", text=f"Claim:\n{tag}{{{{ claim }}}} {{{{ response }}}}")
+    calibrate = Calibrate(fc_db)
+    keyword = tag.split()[1]
+    for command in (("templates", "list"), ("render", "1")):
+        out = calibrate("--templates", str(tmp_path / "mine"), *command, ok=False)
+        assert out.exit_code == 1 and " ".join(out.output.split()) == (
+            f"Error: template fc/en ({tmp_path / 'mine' / 'fc' / 'claim.j2'}): line 2: refused: a template may not "
+            f"use {{% {keyword} %}} (a prompt is its one file; it reads no other)")
+
+
 # -- the system prompt is under the whole prompt's cap ------------------------------------------
 
 def test_a_system_prompt_past_the_cap_is_refused_from_a_manifest_and_from_the_flag(tmp_path, fc_db):
@@ -180,11 +250,11 @@ def test_a_template_that_loops_for_ever_is_refused_naming_its_file(tmp_path):
 
 
 @pytest.mark.parametrize("text", [
-    "{% for i in range(100000) %}{% endfor %}",
-    "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}",
-    "{% for i in range(100000) %}{{ 'x'.upper() }}{% endfor %}",
-    "{% for i in range(100000) %}{{ 'x'|upper }}{% endfor %}",
-    "{% for i in range(3) recursive %}{% if loop.depth == 1 %}{{ loop(range(100000)) }}{% endif %}{% endfor %}",
+    "{% for i in range(100000) %}{% endfor %}{{ claim }}",
+    "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}{{ claim }}",
+    "{% for i in range(100000) %}{{ 'x'.upper() }}{% endfor %}{{ claim }}",
+    "{% for i in range(100000) %}{{ 'x'|upper }}{% endfor %}{{ claim }}",
+    "{% for i in range(3) recursive %}{% if loop.depth == 1 %}{{ loop(range(100000)) }}{% endif %}{% endfor %}{{ claim }}",
 ])
 def test_loop_iterations_calls_and_filters_count_against_the_steps(tmp_path, monkeypatch, text):
     monkeypatch.setattr(templates_module, "MAX_STEPS", 50_000)
@@ -224,7 +294,7 @@ async def test_p_on_a_looping_template_shows_the_refusal_in_place_of_the_prompt(
 
 
 def test_a_macro_that_calls_itself_is_the_templates_fault(tmp_path):
-    manifest = family(tmp_path / "mine", text="{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")
+    manifest = family(tmp_path / "mine", text="{% macro f() %}{{ f() }}{% endmacro %}{{ claim }}{{ f() }}")
     with pytest.raises(TemplateError) as error:
         TemplateSet([tmp_path / "mine"]).get("fc/en").render("mine/fc", {"claim": "c", "response": "r"})
     assert str(error.value) == (f"template fc/en ({manifest.parent / 'claim.j2'}): the template recurses without end "
