@@ -57,12 +57,15 @@ class CellKinds:
     yes/no and Chinese 是/否 pool (labels are mapped by their canonical polarity, shown in the
     first member's words), other kinds only with themselves; anything else is refused. The
     system dimension is not part of the key: callers that cut by system keep a CellKinds per
-    system or split a cell's items by their system."""
+    system (naming it as `system`, for the refusal to name the cell as `--by` does) or split a
+    cell's items by their system. A refusal advises the `--by` that keeps the user's dimensions
+    and adds the one that parts the two kinds met."""
 
-    def __init__(self, templates: TemplateSet, by: tuple[str, ...]):
-        self.templates, self.by = templates, by
+    def __init__(self, templates: TemplateSet, by: tuple[str, ...], system: str | None = None):
+        self.templates, self.by, self.system = templates, by, system  # `system`: the one whose cells these are
         self._own: dict[tuple[str, str], VerdictKind | None] = {}
         self._cell: dict[tuple[str, str], VerdictKind | None] = {}
+        self._first: dict[tuple[str, str], tuple[str, str]] = {}  # a cell's first (task, lang) of its kind
 
     def key(self, task: str, lang: str) -> tuple[str, str]:
         key = (task if "task" in self.by else "*", lang if "lang" in self.by else "*")
@@ -74,13 +77,25 @@ class CellKinds:
             self._own[(task, lang)] = own
             first = self._cell.setdefault(key, own)
             if own is not None and first is not None and own.pool_key != first.pool_key:
-                raise ReportError(
-                    f"the cell {'/'.join(key)} would pool {first.name} with {own.name} ({task}, {lang}): "
-                    f"they are different kinds of verdict; use --by {','.join(dict.fromkeys([*self.by, 'task', 'lang']))}"
-                )
+                raise self._unlike(key, first, own, (task, lang))
             if first is None:
                 self._cell[key] = own
+            if own is not None:
+                self._first.setdefault(key, (task, lang))
         return key
+
+    def _unlike(self, key: tuple[str, str], first: VerdictKind, own: VerdictKind, pair: tuple[str, str]) -> ReportError:
+        """The refusal of a cell that would pool `own` (the kind of `pair`) with its `first`
+        kind: the cell as `--by` names it, both pairs, and the --by that keeps the user's own
+        dimensions and adds the one that parts these two pairs (the task where they differ)."""
+        named = [f"system {self.system}"] if "system" in self.by and self.system is not None else []
+        named += [f"{dim} {value}" for dim, value in zip(("task", "lang"), key, strict=True) if dim in self.by]
+        cell = ", ".join(named) or ("a system" if "system" in self.by else "all items")
+        other = self._first[key]
+        parting = "task" if other[0] != pair[0] else "lang"
+        return ReportError(
+            f"the cell of {cell} would pool {first.name} ({', '.join(other)}) with {own.name} ({', '.join(pair)}): "
+            f"they are different kinds of verdict; use --by {','.join([*self.by, parting])}")
 
     def kind(self, key: tuple[str, str]) -> VerdictKind | None:
         return self._cell.get(key)

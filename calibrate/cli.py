@@ -158,12 +158,15 @@ class Context:
         done, and what follows saves people's work in it (the demo's annotation app)."""
         self.file_kept = True
 
-    def remove_database(self) -> None:
-        """Remove the database file this command created (and SQLite's files beside it)."""
+    def remove_database(self, *, keep_empty: bool = False) -> None:
+        """Remove the database file this command created (and SQLite's files beside it); with
+        `keep_empty`, the file was an empty one before: it is emptied again, not removed."""
         self.close()
         for suffix in ("", "-wal", "-shm", "-journal"):
             path = Path(self.db_path + suffix)
-            if path.exists():  # (unlinking a missing file in a read-only folder fails too)
+            if not suffix and keep_empty:
+                path.write_bytes(b"")
+            elif path.exists():  # (unlinking a missing file in a read-only folder fails too)
                 path.unlink()
 
 
@@ -227,7 +230,8 @@ class DeclaresDatabase:
     WRITES or CREATES, or None for one that never opens it. A command that reads or writes
     opens the database before it runs, so a missing one is refused before anything happens
     (a group that runs without a subcommand opens it on first use). A command that creates
-    the database and fails removes the file it created, unless all that failed was writing to a
+    the database and fails removes the file it created (or empties again the empty file it
+    was given: `: > x.db`), unless all that failed was writing to a
     closed pipe after it saved something, or the command had handed the file over to people
     (`Context.keep_file`: a closed terminal in the demo's app keeps their labels). Every command takes the global
     options (global_options)."""
@@ -247,18 +251,21 @@ class DeclaresDatabase:
         shared.access = self.database
         if self.database in (READS, WRITES) and not isinstance(self, click.Group):
             shared.open_store()
-        new_file = self.database == CREATES and shared.db_path != ":memory:" and not Path(shared.db_path).exists()
+        path = Path(shared.db_path)
+        # a file this command makes a database of: none yet, or an empty one (`: > x.db`), left empty on failure
+        empty = self.database == CREATES and path.is_file() and path.stat().st_size == 0
+        new_file = self.database == CREATES and shared.db_path != ":memory:" and (empty or not path.exists())
         try:
             with hangup_ends_it() if new_file else nullcontext():
                 return super().invoke(ctx)
         except BaseException as exc:
             # a closed pipe after the command saved its work (`import … | head -1`) keeps the file: only the
-            # telling failed; any other failure leaves no file behind
+            # telling failed; any other failure leaves the file as it was: none, or empty
             # (rich ends the process with SystemExit(1) when its stream's pipe is closed, the BrokenPipeError its context)
             pipe = isinstance(exc, BrokenPipeError) or isinstance(exc.__context__, BrokenPipeError)
             kept = shared.file_kept or (pipe and shared.saved_anything())
             if new_file and not kept and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
-                shared.remove_database()
+                shared.remove_database(keep_empty=empty)
             raise
 
 
@@ -1701,7 +1708,7 @@ def judge_command(ctx, judge_kind, model, base_url, api_key_env, judge_name, con
         raise click.ClickException(f"no item{f' matching {given}' if given else ''} has a {variant} template: "
                                    "nothing to judge")
     if not jobs:
-        _nothing_to_judge(summary, left_out, config.name)
+        _nothing_to_judge(summary, left_out, config.name, export_batch)
         return
     if export_batch:
         n = write_batch(ctx.store, jobs, config, export_batch)
@@ -1848,22 +1855,27 @@ def _refuse_left_out(left_out: list[str]) -> None:
         raise click.ClickException("some items were not judged (see above); the next run asks only for them")
 
 
-def _nothing_to_judge(summary, left_out: list[str], name: str) -> None:
+def _nothing_to_judge(summary, left_out: list[str], name: str, batch: Path | None = None) -> None:
     """No request to make for the items selected (`check_queue_filters` made sure there are
     some): every one is judged already (done, exit 0), or none could be asked (an error saying
     why, or pointing at the lines above that did: items left out, responses the prompt does not
-    show)."""
+    show). Asked for a `batch` file, it is an error whatever the reason: no file was written,
+    and a script's next step would upload a stale one or none."""
+    unwritten = "" if batch is None else "; no batch file was written" + (
+        f" ({batch} is left as it was)" if batch.exists() else "")
     if left_out:
-        raise click.ClickException("nothing was judged (see above)")
+        raise click.ClickException(f"nothing was judged (see above){unwritten}")
     if summary.skipped_done:
-        console.print(safe_text(f"nothing to judge: {name} has judged all {summary.skipped_done} "
-                                "(--force judges them again)"))
+        done = f"nothing to judge: {name} has judged all {summary.skipped_done} (--force judges them again)"
+        if batch is not None:
+            raise click.ClickException(done + unwritten)
+        console.print(safe_text(done))
         return
     if summary.response_unseen:
-        raise click.ClickException("nothing was asked (see above)")
+        raise click.ClickException(f"nothing was asked (see above){unwritten}")
     what = "item selected is of a task" if summary.no_prompt == 1 else "items selected are of tasks"
     raise click.ClickException(f"nothing to judge: the {summary.no_prompt} {what} people decide (no judge prompt); "
-                               f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate")
+                               f"label {'it' if summary.no_prompt == 1 else 'them'} with calibrate annotate{unwritten}")
 
 
 def _stored(n: int) -> str:
@@ -1984,11 +1996,16 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     epsilon=epsilon, gold_from=gold_from, families=families,
                                     reliability=reliability)
     check_filters(ctx, system=system, judge=None if judge == JURY else judge, gold_from=gold_from, families=families)
+    _check_judged(ctx, () if judge in (None, JURY) else (judge,), system, "to compare with people")
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     if not any(line.n for cell in result.cells for line in cell.lines):
         raise click.ClickException(_nothing_to_report(ctx, result.cells))
     emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
+    given = click.get_current_context().get_parameter_source("threshold") is not click.core.ParameterSource.DEFAULT
+    if given and not any(c.lines and c.kind is not None and c.kind.scored for c in result.cells):
+        err_console.print(safe_text(f"note: --threshold {threshold:g} was not used: it is the pass/fail threshold of "
+                                    "rubric scores, and no cell of this report compares scores", style="yellow"))
 
 
 def _nothing_to_report(ctx: Context, cells) -> str:
@@ -2005,6 +2022,21 @@ def _nothing_to_report(ctx: Context, cells) -> str:
             f"({_cells_and_judges({(c.key, c.system) for c in labelled}, {c.judge for c in labelled})})"
             + (f", or the jury's judges tie on it ({tied} labelled items tied, which --unparsed does not settle)"
                if tied else "") + "; see --unparsed, or calibrate parse after a parser change")
+
+
+def _check_judged(ctx: Context, judges: tuple[str, ...], system: str | None, purpose: str) -> None:
+    """A report or scores of one `system` on which none of the `judges` (any judge, when none
+    is named) has a verdict, refused naming them and the system, and the judges that did judge
+    its items: the judge filter and the system filter each exist, but they meet nothing."""
+    if system is None:
+        return
+    judged = ctx.store.judge_names(system=system)
+    if judges and set(judges) & set(judged) or not judges and judged:
+        return
+    who = listing(list(judges)) if judges else "no judge"
+    raise click.ClickException(f"{who} judged none of the items of system {system!r} in {ctx.db_path}: nothing "
+                               f"{purpose}" + (f"; judges of its items: {listing(judged)}" if judged else
+                                               f" (calibrate judge --system {system!r} judges them)"))
 
 
 def _cells_and_judges(cells: set, judges: set) -> str:
@@ -2038,6 +2070,7 @@ def scores_command(ctx, by, judges, system, fmt, target, out):
     check_filters(ctx, system=system)
     for judge in judges:
         check_filters(ctx, judge=judge)
+    _check_judged(ctx, judges, system, "to score")
     with ctx.store.reading():  # one snapshot: a label given meanwhile counts in every figure or in none
         result = build_scores(ctx.store, ctx.templates, by=by, judges=judges, system=system, target=target)
     emit(result, fmt, out, "scores", render.render_table, render.RENDERERS, width=240)

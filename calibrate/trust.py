@@ -77,7 +77,7 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     # keyed as trust_by_cell keys its cells: the items of no system under NO_SYSTEM
     mixed = {(key, name, system or NO_SYSTEM if by_system else None): configurations
              for (key, name, system), configurations in
-             mixed_by_cell(store.configuration_counts(), kinds.key, by_system=by_system).items()}
+             mixed_by_cell(store.configuration_counts(judge=judge), kinds.key, by_system=by_system).items()}
     rows = [TrustRow(system, key[0], key[1], name, trust, mixed.get((key, name, system)))
             for (key, name, system), trust in found.items() if not kinds.scored(key)]
     rows.sort(key=lambda r: (r.system or "", r.task, r.lang, r.judge))

@@ -64,8 +64,17 @@ def test_each_command_refuses_a_bad_by_with_the_valid_values(demo_db, command):
 @pytest.mark.parametrize("command", ["report", "trust"])
 def test_pooling_unlike_kinds_by_system_is_refused_with_advice_that_works(labelled_demo_db, command):
     refused = Calibrate(labelled_demo_db)(command, "--by", "system", ok=False)
-    assert refused.exit_code == 1 and "use --by system,task,lang" in refused.output
-    Calibrate(labelled_demo_db)(command, "--by", "system,task,lang", "--format", "json")
+    assert refused.exit_code == 1 and "use --by system,task" in refused.output and "system,task,lang" not in refused.output
+    Calibrate(labelled_demo_db)(command, "--by", "system,task", "--format", "json")
+
+
+def test_trust_checks_pooling_only_on_the_judge_it_is_asked_about(labelled_demo_db):
+    """demo-judge-2 never judged a rubric item (demo-judge did): its cells by language hold
+    yes/no verdicts alone."""
+    run = Calibrate(labelled_demo_db)
+    assert "would pool" in run("trust", "--by", "lang", ok=False).output
+    rows = json.loads(run("trust", "--judge", "demo-judge-2", "--by", "lang", "--format", "json").output)
+    assert {(r["judge"], r["task"], r["lang"]) for r in rows} == {("demo-judge-2", "*", "en"), ("demo-judge-2", "*", "zh")}
 
 
 def test_a_pooled_cell_shows_each_label_in_its_first_members_words_from_the_first_lookup():

@@ -216,6 +216,11 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     (["items", "--task", "essay/score"], 2, "unknown task 'essay/score'; known tasks: c3/coreference-detection"),
     (["annotate", "--system", "sdm-gamma"], 2, "unknown system 'sdm-gamma'"),
     (["report", "--judge", "demo-jugde"], 2, "unknown judge 'demo-jugde' (did you mean demo-judge?)"),
+    # a judge and a system that each exist but meet nowhere: named, with the judges of the system's items
+    (["report", "--judge", "demo-judge-2", "--system", "sdm-alpha"], 1,
+     "demo-judge-2 judged none of the items of system 'sdm-alpha' in"),
+    (["scores", "--judge", "demo-judge-2", "--system", "sdm-alpha"], 1,
+     ": nothing to score; judges of its items: demo-judge, rule"),
     (["items", "--status", "flagged"], 1, "no items in"),
     (["items", "--offset", "500"], 1, "demo.db at --offset 500: 62 match"),
     # a missing folder is said before --system is asked for (the demo has two systems' C3 items)

@@ -92,6 +92,16 @@ def test_skip_bad_with_every_line_bad_names_the_first_lines_and_how_many(calibra
     assert "in.jsonl:4" not in out.output and counts(calibrate.db) == (0, 0, 0)
 
 
+def test_a_failed_import_into_an_empty_file_leaves_it_empty(calibrate, tmp_path):
+    calibrate.db.touch()  # `: > calibrate.db`: a file of 0 bytes, which an import makes a database of
+    f = write_jsonl(tmp_path / "in.jsonl", [{"id": "q1", "foo": 1}])
+    out = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", ok=False)
+    assert out.exit_code == 1 and "in.jsonl:1: missing field 'content'" in out.output
+    assert calibrate.db.stat().st_size == 0 and not list(tmp_path.glob(f"{calibrate.db.name}-*"))
+    calibrate("import", "jsonl", str(write_jsonl(f, [{"id": 1, **LEX}])), "--task", "c3/lexical", "--lang", "en")
+    assert counts(calibrate.db)[0] == 1, "a good import makes it the database"
+
+
 @pytest.mark.parametrize(("task", "lang", "message"), [
     ("c3/nonsense", "en", "Invalid value for '--task': unknown task 'c3/nonsense'; tasks in en: c3/coreference-detection"),
     ("c3/lexcal", "en", "unknown task 'c3/lexcal' (did you mean c3/lexical?); tasks in en:"),

@@ -646,6 +646,25 @@ def _batch_results(batch_in: Path, batch_out: Path, failing: int = 0) -> None:
     batch_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
+def test_a_batch_export_with_nothing_left_to_ask_writes_no_file_and_fails_saying_so(lexical_db, tmp_path):
+    """A script exports, uploads and imports: an export that wrote nothing must not look done,
+    or the script uploads the earlier batch again."""
+    run = lexical_db(1)
+    batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    run("judge", "--model", "fake-judge", "--export-batch", str(batch_in))
+    _batch_results(batch_in, batch_out)
+    run("judge", "--model", "fake-judge", "--import-batch", str(batch_out))
+    earlier = batch_in.read_bytes()
+    out = run("judge", "--model", "fake-judge", "--export-batch", str(batch_in), ok=False)
+    assert out.exit_code == 1 and batch_in.read_bytes() == earlier
+    assert (f"nothing to judge: fake-judge has judged all 1 (--force judges them again); no batch file was written "
+            f"({batch_in} is left as it was)") in " ".join(out.output.split())
+    fresh = tmp_path / "fresh.jsonl"
+    none = run("judge", "--model", "fake-judge", "--export-batch", str(fresh), ok=False)
+    assert none.exit_code == 1 and not fresh.exists()
+    assert " ".join(none.output.split()).endswith("; no batch file was written")
+
+
 def test_importing_the_same_batch_results_again_stores_nothing_again(lexical_db, tmp_path):
     run = lexical_db(3)
     batch_in, batch_out = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"

@@ -95,6 +95,18 @@ def test_import_labels_bad_rows(demo_db, tmp_path, row, message):
     assert Store(demo_db).current_labels() == []
 
 
+def test_skip_bad_with_every_row_bad_names_the_rows_and_why(demo_db, tmp_path):
+    f = tmp_path / "bad.csv"
+    f.write_text("task,lang,system,source_id,annotator,label,note\n"
+                 "c3/lexical,en,sdm-beta,nope,ana,yes,\nsuperglue/copa,en,sdm-alpha,0,ana,3,\n", encoding="utf-8")
+    out = Calibrate(demo_db)("import", "labels", str(f), "--skip-bad", ok=False)
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "bad.csv: no valid labels; nothing was imported: all 2 skipped as bad" in said
+    assert "bad.csv:2: no c3/lexical (en) item of system 'sdm-beta' with source id 'nope'" in said
+    assert "bad.csv:3: label '3' is not one of 1, 2" in said
+    assert Store(demo_db).current_labels() == []
+
+
 def test_labels_match_the_label_set_case_insensitively_where_that_is_unambiguous(demo_db, tmp_path, templates):
     f = tmp_path / "l.csv"
     f.write_text("task,lang,system,source_id,annotator,label,note\n"

@@ -275,10 +275,45 @@ def test_pooling_languages_uses_the_canonical_polarity(tmp_path):
 def test_pooling_different_kinds_is_refused(demo_db):
     Calibrate(demo_db)("import", "labels", "/dev/null", ok=False)
     out = Calibrate(demo_db)("report", "--by", "lang", ok=False)
-    assert out.exit_code == 1 and "different kinds of verdict" in out.output and "Traceback" not in out.output
-    assert "use --by lang,task" in out.output, "the advice keeps the user's own cut"
-    per_system = Calibrate(demo_db)("report", "--by", "system", ok=False)
-    assert "use --by system,task,lang" in per_system.output
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "different kinds of verdict" in said and "Traceback" not in said
+    assert "the cell of lang zh would pool yes_no_zh (c3/" in said and "with rubric_scores (rubric/reference, zh)" in said
+    assert "use --by lang,task" in said, "the advice keeps the user's own cut"
+    per_system = " ".join(Calibrate(demo_db)("report", "--by", "system", ok=False).output.split())
+    assert "the cell of system sdm-alpha would pool yes_no_en" in per_system, "the cell named as --by names it"
+    assert "use --by system,task" in per_system and "system,task,lang" not in per_system, \
+        "the one dimension that parts the two tasks is added, the user's pooling of languages kept"
+
+
+def _beta_lexical_labelled(demo_db, tmp_path) -> Calibrate:
+    """The demo with sdm-beta's c3/lexical item labelled by ana: a yes/no cell with a label."""
+    labels = tmp_path / "l.csv"
+    labels.write_text("task,lang,system,source_id,annotator,label,note\n"
+                      "c3/lexical,en,sdm-beta,ambiguity/semantic/lexical/0,ana,yes,\n", encoding="utf-8")
+    run = Calibrate(demo_db)
+    run("import", "labels", str(labels))
+    return run
+
+
+@pytest.mark.parametrize("args", [["--by", "system", "--system", "sdm-beta"], ["--by", "lang"]])
+def test_pooling_is_checked_only_on_the_cells_the_filters_select(demo_db, tmp_path, args):
+    """demo-judge-2 never judged a rubric item (demo-judge did, for sdm-alpha and for no
+    system): its yes/no cells pool across tasks whatever the rubric cells hold."""
+    run = _beta_lexical_labelled(demo_db, tmp_path)
+    out = run("report", "--judge", "demo-judge-2", *args)
+    assert "demo-judge-2" in out.output and "ana" in out.output and "rubric" not in out.output
+
+
+def test_a_threshold_that_no_cell_reads_is_said_to_be_unused(demo_db, tmp_path):
+    run = _beta_lexical_labelled(demo_db, tmp_path)
+    plain = run("report", "--judge", "demo-judge-2", "--system", "sdm-beta")
+    given = run("report", "--judge", "demo-judge-2", "--system", "sdm-beta", "--threshold", "50")
+    assert given.stdout == plain.stdout and "--threshold" not in plain.stderr
+    assert ("note: --threshold 50 was not used: it is the pass/fail threshold of rubric scores, and no cell of this "
+            "report compares scores") in " ".join(given.stderr.split())
+    rubric_db(tmp_path / "r.db")
+    scored = Calibrate(tmp_path / "r.db")("report", "--threshold", "50")
+    assert "Spearman" in scored.stdout and "--threshold" not in scored.stderr
 
 
 @pytest.fixture

@@ -569,7 +569,7 @@ def import_records(
                     flush()
             flush()
             if report.records == 0:
-                raise ImportFailed("no valid records; nothing was imported" + _skipped_summary(report.skipped))
+                raise ImportFailed("no valid records; nothing was imported" + skipped_summary(report.skipped))
             with store.transaction():
                 report.counts.items_existing += len(attached)  # records of stored items (a multi-turn result's too)
                 for item, record in attached:
@@ -609,14 +609,15 @@ def _shown(in_force: tuple[str, str | None]) -> str:
     return str(verdict) if status == "verdict" else status
 
 
-def _skipped_summary(skipped: list[BadInput]) -> str:
-    """What an import whose every record was bad skipped: how many, and the first
-    SKIPPED_SHOWN with their places and reasons ('' when it skipped nothing)."""
+def skipped_summary(skipped: list[BadInput], *, every: bool = True) -> str:
+    """What an import that found nothing to add skipped as bad: how many (`every`: that was
+    all it read), and the first SKIPPED_SHOWN with their places and reasons ('' when it skipped
+    nothing). Each import's "nothing was imported" ends with it."""
     if not skipped:
         return ""
     shown = "; ".join(str(bad) for bad in skipped[:SKIPPED_SHOWN])
     more = f"; … and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
-    return f": all {len(skipped)} skipped as bad ({shown}{more})"
+    return f": {'all ' if every else ''}{len(skipped)} skipped as bad ({shown}{more})"
 
 
 def _new_item(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibrate.escape import spreadsheet_unsafe
-from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl
+from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl, skipped_summary
 from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN, SCORED
 from calibrate.kinds import LabelError
 from calibrate.model import LabelsAdded, counted, digest
@@ -330,7 +330,7 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         left_out = [f"{counted(unlabelled, 'row')} of items without a label"] if unlabelled else []
         left_out += [f"{counted(consolidated, 'row')} refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
-                           (f" ({'; '.join(left_out)})" if left_out else ""))
+                           (f" ({'; '.join(left_out)})" if left_out else "") + skipped_summary(skipped, every=not left_out))
     added = store.add_imported_labels(rows)
     labels = {(item_id, annotator) for _, item_id, annotator, *_ in rows}  # a person's label may come with notes
     by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))

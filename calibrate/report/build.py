@@ -88,10 +88,10 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
             for name in [system] if system is not None else store.systems():
                 data = with_jury(store.agreement_data(judge, system=name, gold_from=options.gold_from,
                                                       once_labelled=lambda: groups), jury_of(name))
-                for cell in report_from_data(data, templates, options).cells:
+                for cell in report_from_data(data, templates, options, system=name).cells:
                     cell.system = name
                     cells.append(cell)
-        return count_per_cell(store, templates, Report(cells, options))
+        return count_per_cell(store, templates, Report(cells, options), judge=judge)
     measured_too = options.reliability or store.has_repeats_or_confidence()
     aside = _Aside(store.path, options.gold_from) if measured_too and store.in_file else None
     try:
@@ -112,7 +112,7 @@ def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, op
             if aside:  # the worker reads the judges' verdicts in groups meanwhile; the few irregular ones are read here
                 aside.irregular.set_result(store.irregular_samples(judge))
             data = with_jury(data, jury.result() if jury else jury_of(None))
-            report = count_per_cell(store, templates, report_from_data(data, templates, options))
+            report = count_per_cell(store, templates, report_from_data(data, templates, options), judge=judge)
             if not measured_too:
                 return report
             temperatures = store.repeat_temperatures()  # read while the worker may still be measuring
@@ -187,30 +187,36 @@ def temperature_words(temperatures: list) -> str | None:
     return ("temperature " if len(shown) == 1 else "temperatures ") + ", ".join(shown)
 
 
-def count_per_cell(store: Store, templates: TemplateSet, report: Report) -> Report:
+def count_per_cell(store: Store, templates: TemplateSet, report: Report, *, judge: str | None) -> Report:
     """Each cell's unparsed verdicts that were outputs cut at the token limit, and the
     configurations its judge's verdicts come from where they are several
-    (`calibrate.configurations`)."""
-    kinds = CellKinds(templates, report.options.by)
+    (`calibrate.configurations`). Only the verdicts of the report's `judge` (None: every
+    judge) on its systems' items are read, each system's cells keyed apart where the report is
+    cut by system, as its cells were built: verdicts outside the report may not pool as its cells
+    do, and are no cell of it."""
     by_cell = {(c.key, c.judge, c.system): c for c in report.cells}
-    for task, lang, system, judge, n in store.unparsed_counts(TRUNCATED):
-        for name in (system, None):
-            c = by_cell.get((kinds.key(task, lang), judge, name))
-            if c is not None:
-                c.truncated += n
     by_system = any(c.system is not None for c in report.cells)
-    for cell, mixed in mixed_by_cell(store.configuration_counts(), kinds.key, by_system=by_system).items():
-        if (c := by_cell.get(cell)) is not None:
-            c.configurations = mixed
+    for system in {c.system for c in report.cells}:  # None alone where the report is not cut by system
+        kinds = CellKinds(templates, report.options.by, system)
+        for task, lang, item_system, name, n in store.unparsed_counts(TRUNCATED, judge=judge, system=system):
+            for shown in (item_system, None):
+                c = by_cell.get((kinds.key(task, lang), name, shown))
+                if c is not None:
+                    c.truncated += n
+        counts = store.configuration_counts(system=system, judge=judge)
+        for cell, mixed in mixed_by_cell(counts, kinds.key, by_system=by_system).items():
+            if (c := by_cell.get(cell)) is not None:
+                c.configurations = mixed
     return report
 
 
-def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = DEFAULT_OPTIONS) -> Report:
-    """Cells per (task, lang) as `options.by` says, per judge."""
+def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = DEFAULT_OPTIONS, *,
+                     system: str | None = None) -> Report:
+    """Cells per (task, lang) as `options.by` says, per judge (of one `system`'s items, if given)."""
     if options.unparsed not in UNPARSED_MODES:
         raise ReportError(f"unknown --unparsed {options.unparsed!r}: use {', '.join(UNPARSED_MODES)}")
     data = judge_evidence(data, templates)
-    kinds = CellKinds(templates, options.by)
+    kinds = CellKinds(templates, options.by, system)
     cells: dict[tuple, AgreementCell] = {}
     gold = gold_name(options)
     members: dict[tuple, set[str]] = defaultdict(set)  # a cell's jury judges: those that gave a verdict there

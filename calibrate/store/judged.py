@@ -118,13 +118,15 @@ class JudgmentsMixin:
             "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND (? IS NULL OR system = ?) ORDER BY 1",
             (system, system))]
 
-    def configuration_counts(self, *, system: str | None = None) -> list[tuple[str, str, str, str, str, int]]:
-        """(task, lang, system, judge, configuration, n): the verdicts in force on current,
-        visible items (of `system`, if given) per judge configuration (its judge_key), read from
-        the counts kept by migration 0025's triggers: a few rows per judge."""
+    def configuration_counts(self, *, system: str | None = None,
+                             judge: str | None = None) -> list[tuple[str, str, str, str, str, int]]:
+        """(task, lang, system, judge, configuration, n): the verdicts in force (of `judge`, if
+        given) on current, visible items (of `system`, if given) per judge configuration (its
+        judge_key), read from the counts kept by migration 0025's triggers: a few rows per judge."""
         return [tuple(r) for r in self.conn.execute(
             "SELECT task, lang, system, judge_name, judge_key, n FROM configuration_counts "
-            "WHERE n != 0 AND (? IS NULL OR system = ?) ORDER BY 1, 2, 3, 4, 5", (system, system))]
+            "WHERE n != 0 AND (? IS NULL OR system = ?) AND (? IS NULL OR judge_name = ?) ORDER BY 1, 2, 3, 4, 5",
+            (system, system, judge, judge))]
 
     def update_parse(self, judgment_id: int, status: str, verdict, reason, correct) -> None:
         """Re-parse result for a stored judgment; raw output is never touched."""

@@ -22,16 +22,19 @@ def in_sql_order(key: tuple) -> tuple:
 class ReadsMixin:
     """Report reads (part of Store)."""
 
-    def unparsed_counts(self, reason_prefix: str) -> list[tuple[str, str, str, str, int]]:
-        """(task, lang, system, judge, n): unparsed judgments in force whose reason begins with
-        `reason_prefix` (outputs cut at the token limit, say), per cell of the counted items; found
-        along migration 0019's index of the unparsed reasons."""
+    def unparsed_counts(self, reason_prefix: str, *, judge: str | None = None,
+                        system: str | None = None) -> list[tuple[str, str, str, str, int]]:
+        """(task, lang, system, judge, n): unparsed judgments in force (of `judge`, on `system`'s
+        items, if given) whose reason begins with `reason_prefix` (outputs cut at the token
+        limit, say), per cell of the counted items; found along migration 0019's index of the
+        unparsed reasons."""
         beyond = reason_prefix[:-1] + chr(ord(reason_prefix[-1]) + 1)  # the first text after every one with the prefix
         return [tuple(r) for r in self.conn.execute(
             "SELECT c.task, c.lang, c.system, v.judge_name, count(*) FROM judgments j INDEXED BY judgments_unparsed "
             "JOIN verdicts_in_force v ON v.judgment_id = j.id JOIN counted_items c ON c.id = v.item_id "
             "WHERE j.status = 'unparsed' AND j.unparsed_reason >= ? AND j.unparsed_reason < ? AND v.status = 'unparsed' "
-            "GROUP BY c.task, c.lang, c.system, v.judge_name", (reason_prefix, beyond))]
+            "AND (? IS NULL OR v.judge_name = ?) AND (? IS NULL OR c.system = ?) "
+            "GROUP BY c.task, c.lang, c.system, v.judge_name", (reason_prefix, beyond, judge, judge, system, system))]
 
     # -- agreement -----------------------------------------------------------------------------
 
