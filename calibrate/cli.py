@@ -256,7 +256,7 @@ class DeclaresDatabase:
         empty = self.database == CREATES and path.is_file() and path.stat().st_size == 0
         new_file = self.database == CREATES and shared.db_path != ":memory:" and (empty or not path.exists())
         try:
-            with hangup_ends_it() if new_file else nullcontext():
+            with signals_end_it() if new_file else nullcontext():
                 return super().invoke(ctx)
         except BaseException as exc:
             # a closed pipe after the command saved its work (`import … | head -1`) keeps the file: only the
@@ -270,25 +270,29 @@ class DeclaresDatabase:
 
 
 @contextmanager
-def hangup_ends_it():
+def signals_end_it():
     """While it is open, a closed terminal (SIGHUP: a dropped SSH connection, a closed window)
-    ends the command as a failure would (SystemExit, status 128 + the signal's number), so that
-    a command that created its database removes it (`DeclaresDatabase`): the signal's default
-    action kills the process on the spot, leaving a file with the schema and part of the data
-    (the demo closed while it loads). Where no handler can be set (not the main thread, no
-    SIGHUP) nothing changes."""
-    def hung_up(signum, frame):
+    or a request to stop (SIGTERM: `kill`, `timeout`, `docker stop`, a job scheduler) ends the
+    command as a failure would (SystemExit, status 128 + the signal's number), so that a command
+    that created its database removes it (`DeclaresDatabase`): the signals' default action kills
+    the process on the spot, leaving a file with the schema and part of the data (an import
+    stopped halfway, the demo closed while it loads). Where a handler cannot be set (not the
+    main thread, a signal the platform lacks) that signal keeps its default."""
+    def ended(signum, frame):
         raise SystemExit(128 + signum)
 
-    try:
-        before = signal.signal(signal.SIGHUP, hung_up)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
+    before = {}
+    for name in ("SIGHUP", "SIGTERM"):
+        try:
+            number = getattr(signal, name)
+            before[number] = signal.signal(number, ended)
+        except (AttributeError, ValueError, OSError):
+            continue
     try:
         yield
     finally:
-        signal.signal(signal.SIGHUP, before)
+        for number, handler in before.items():
+            signal.signal(number, handler)
 
 
 class CalibrateCommand(DeclaresDatabase, click.Command):

@@ -246,7 +246,7 @@ def plan_jobs(
         except TemplateError as exc:
             summary.not_renderable.setdefault(str(exc), []).append(item.id)
             continue
-        if template.response in item.fields and not template.shows_response:
+        if template.response in item.fields and not template.shows_response(item.task):
             summary.response_unseen[(item.task, item.lang)] += 1
             continue
         if config.system_prompt is not None:

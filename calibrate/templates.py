@@ -299,18 +299,24 @@ class Template:
         with each judgment. People decide the other tasks (C3's generation phenomena)."""
         return self.has_prompt or self.stored_prompts
 
-    @cached_property
-    def shows_response(self) -> bool:
-        """The prompt shows the item's response (the field `response` names), so a judge asked
-        with it judges that response; one asked without it answers the item's task itself
-        (SuperGLUE's prompts are the task's)."""
-        return self.has_prompt and self.response in self._fields_read(self.syntax)
+    def shows_response(self, task: str) -> bool:
+        """The prompt for an item of `task` shows the item's response (the field `response`
+        names, unless the task's `vars` give it as a constant), so a judge asked with it judges
+        that response; one asked without it answers the item's task itself (SuperGLUE's prompts
+        are the task's)."""
+        return self.has_prompt and self.response in self._fields_read(self._names_read, task)
 
-    def _fields_read(self, tree: nodes.Template) -> set[str]:
-        """The item fields the prompt `tree` reads: the names it uses without setting them, less
-        the task constants its `vars` give (the sandbox's globals are never counted)."""
-        constants = {name for values in self.vars.values() for name in values}
-        return meta.find_undeclared_variables(tree) - constants
+    @cached_property
+    def _names_read(self) -> frozenset[str]:
+        """The names the prompt uses without setting them (see `_fields_read`)."""
+        return frozenset(meta.find_undeclared_variables(self.syntax))
+
+    def _fields_read(self, names: Iterable[str], task: str) -> set[str]:
+        """The item fields a prompt using the undeclared `names` (`meta.find_undeclared_variables`:
+        Jinja leaves out the names the sandbox defines itself, its globals `range` and `dict`,
+        `loop`, `caller` and `self`) reads for an item of `task`: those names less the constants
+        that task's `vars` give."""
+        return set(names) - set(self.vars.get(task, {}))
 
     @cached_property
     def version(self) -> str:
@@ -326,10 +332,11 @@ class Template:
     @cached_property
     def syntax(self) -> nodes.Template:
         """The template's checked syntax tree (see `_checked_tree`), read when it is loaded,
-        refusing a prompt that reads none of the item's fields: every item would get the same
-        prompt, so its verdicts would say nothing about the judge."""
+        refusing a prompt that reads none of the item's fields for any task it serves: every item
+        would get the same prompt, so its verdicts would say nothing about the judge."""
         tree = _checked_tree(self.text or "", self.named)
-        if self.has_prompt and not self._fields_read(tree):
+        names = meta.find_undeclared_variables(tree)
+        if self.has_prompt and not any(self._fields_read(names, task) for task in self.tasks or ("",)):
             required = f" (it requires {', '.join(self.required)})" if self.required else ""
             raise TemplateError(f"{self.named}: refused: the prompt reads none of the item's fields{required}, so "
                                 "every item would get the same prompt; show the item with {{ field }}")
@@ -418,7 +425,7 @@ class TemplateSet:
 
     def _load_manifest(self, path: Path, check: bool) -> None:
         data = read_toml_file(path, TemplateError)
-        _refuse_unknown_keys(data, MANIFEST_KEYS, path)
+        _refuse_unknown_keys(data, MANIFEST_KEYS, path, ENTRY_KEYS, "in a [[template]] entry")
         family = _typed(data, "family", str, path) or path.parent.name
         is_default = _typed(data, "default", bool, path, True)
         request = data.get("request", {})
@@ -433,7 +440,7 @@ class TemplateSet:
             raise TemplateError(f"{path}: defines no template; a manifest needs at least one [[template]] entry")
         for n, entry in enumerate(entries, 1):
             where = f"{path} template #{n}"
-            _refuse_unknown_keys(entry, ENTRY_KEYS, where)
+            _refuse_unknown_keys(entry, ENTRY_KEYS, where, MANIFEST_KEYS, "at the top of the manifest")
             for key in ("id", "lang", "tasks", "verdict"):
                 if key not in entry:
                     raise TemplateError(f"{where}: missing {key!r}")
@@ -571,14 +578,16 @@ class TemplateSet:
 _TYPE_NAMES = {str: "text", bool: "boolean (true or false)", dict: "table"}
 
 
-def _refuse_unknown_keys(table: dict, known: tuple[str, ...], where) -> None:
-    """Refuse a key of `table` (a manifest, or its template entry `where`) that is not `known`,
-    offering the known key closest to it: a misspelt key would otherwise be ignored."""
+def _refuse_unknown_keys(table: dict, known: tuple[str, ...], where, other_level: tuple[str, ...],
+                        belongs: str) -> None:
+    """Refuse a key of `table` (a manifest, or its template entry `where`) that is not `known`:
+    a key of the `other_level` (the entry's, or the manifest's) is said to belong `belongs`,
+    another is offered the known key closest to it. A misspelt key would otherwise be ignored."""
     for key in table:
         if key not in known:
-            match = closest(key, list(known))
-            raise TemplateError(f"{where}: unknown key {key!r}" + (f" (did you mean {match}?)" if match else "")
-                                + f"; known keys: {', '.join(known)}")
+            match = None if key in other_level else closest(key, list(known))
+            hint = f" (did you mean {match}?)" if match else f" (it belongs {belongs})" if key in other_level else ""
+            raise TemplateError(f"{where}: unknown key {key!r}{hint}; known keys here: {', '.join(known)}")
 
 
 def _typed(table: dict, key: str, kind: type, where, default=None, of: type = str):

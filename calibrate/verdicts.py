@@ -146,14 +146,17 @@ def parse_rubric_scores(text: str) -> Verdict:
 
 
 def _written_scores(obj: dict) -> str:
-    """An object's two scores as a reason names them: `score_answer 20.0, score_reasoning 20.0`;
-    numbers written differently but equal (`90`, `90.0`, `"90"`) read the same."""
-    def number(value):
-        try:
-            return repr(float(value)) if not isinstance(value, bool) else repr(value)
-        except (TypeError, ValueError):
-            return repr(value)
-    return ", ".join(f"{key} {number(obj[key])}" for key in SCORE_KEYS)
+    """An object's two scores as a reason names them: `score_answer 20.0, score_reasoning 20.0`."""
+    return ", ".join(f"{key} {_score_read(obj[key])}" for key in SCORE_KEYS)
+
+
+def _score_read(value) -> str:
+    """A JSON value as the parser reads a score, shown: numbers written differently but equal
+    (`90`, `90.0`, `"90"`) read the same, and so does NaN twice; any other value is itself."""
+    try:
+        return repr(float(value)) if not isinstance(value, bool) else repr(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _number_span(text: str, where: tuple[int, int], key: str, value: float) -> tuple[int, int] | None:
@@ -172,14 +175,14 @@ def _number_span(text: str, where: tuple[int, int], key: str, value: float) -> t
 
 class _JsonObject(dict):
     """A JSON object that keeps, beside its values (the last of a key given twice, as JSON
-    reads it), each key given more than once with different values: `given_twice` (key -> the
-    values in order)."""
+    reads it), each key given more than once with values read differently as a score (see
+    `_score_read`): `given_twice` (key -> the values in order)."""
 
     def __init__(self, pairs: list[tuple[str, object]]):
         super().__init__()
         self.given_twice: dict[str, list] = {}
         for key, value in pairs:
-            if key in self and self[key] != value:
+            if key in self and _score_read(self[key]) != _score_read(value):
                 self.given_twice.setdefault(key, [self[key]]).append(value)
             self[key] = value
 

@@ -129,29 +129,35 @@ def test_a_failed_import_into_a_new_file_removes_it_and_leaves_an_old_one_unchan
     assert fingerprint(demo_db.parent) == before
 
 
-def test_a_closed_terminal_during_an_import_into_a_new_file_removes_it(tmp_path):
-    """SIGHUP (a dropped SSH connection) ends the command as a failure does: the file it created
-    goes, instead of a file with the schema and part of the items (the signal's default)."""
+@pytest.mark.parametrize(("ending", "given"), [(signal.SIGHUP, "new"), (signal.SIGTERM, "new"),
+                                              (signal.SIGTERM, "empty")])
+def test_a_closed_terminal_or_a_kill_during_an_import_into_a_new_file_removes_it(tmp_path, ending, given):
+    """SIGHUP (a dropped SSH connection) or SIGTERM (`kill`, `timeout`) ends the command as a
+    failure does: the file it created goes, or the empty file it was given is empty again,
+    instead of a file with the schema and part of the items (the signals' default)."""
     items = tmp_path / "items.jsonl"
     items.write_text("".join(json.dumps({"id": k, "content": f"c{k}", "notation": "n", "response": "r"}) + "\n"
                              for k in range(300_000)))
     new = tmp_path / "new.db"
+    if given == "empty":
+        new.touch()
     run = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(new), "import", "jsonl", str(items),
                             "--task", "c3/lexical", "--lang", "en"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        for _ in range(1200):  # the file exists once the import has begun; 60 s at most
-            if new.exists() or run.poll() is not None:
+        for _ in range(1200):  # the database (or its log) has content once the import has begun; 60 s at most
+            if sum(path.stat().st_size for path in tmp_path.glob("new.db*")) or run.poll() is not None:
                 break
             time.sleep(0.05)
-        assert run.poll() is None, "the import was still running when the terminal closed"
-        run.send_signal(signal.SIGHUP)
-        assert run.wait(timeout=60) == 128 + signal.SIGHUP
+        assert run.poll() is None, "the import was still running when the signal came"
+        run.send_signal(ending)
+        assert run.wait(timeout=60) == 128 + ending
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
         run.stderr.close()
-    assert not list(tmp_path.glob("new.db*")), "no file left behind"
+    left = {path.name: path.stat().st_size for path in tmp_path.glob("new.db*")}
+    assert left == ({"new.db": 0} if given == "empty" else {}), "no database left behind"
 
 
 def test_a_reader_gone_before_the_summary_keeps_the_new_database_the_import_filled(tmp_path):

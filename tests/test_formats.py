@@ -360,6 +360,21 @@ def test_a_rubric_output_giving_two_different_scores_is_unparsed_naming_both(cal
     assert json.loads(by_source["same"].verdict) == {"score_answer": 90.0, "score_reasoning": 75.3}, "75.25 rounds up"
 
 
+def test_a_rubric_output_giving_a_score_twice_as_the_same_number_is_that_score(calibrate, tmp_path):
+    """80 and "80" are one score (as "80" alone is); NaN twice is the one NaN, refused as NaN is."""
+    record = json.loads((DEMO_DIR / "rubric" / "rubric.jsonl").read_text().splitlines()[0])
+    outputs = {"80, '80'": '{"score_answer": 80, "score_reasoning": 70, "score_answer": "80"}',
+               "NaN twice": '{"score_answer": NaN, "score_reasoning": 70, "score_answer": NaN}',
+               "NaN": '{"score_answer": NaN, "score_reasoning": 70}'}
+    f = write_jsonl(tmp_path / "r.jsonl", [{**record, "id": name, "judge_output": text} for name, text in outputs.items()])
+    calibrate("import", "rubric", str(f), "--judge-output", "judge_output", "--judge-name", "ds")
+    store = Store(calibrate.db)
+    by_source = {store.item(j.item_id).source_id: j for j in store.judgments()}
+    assert json.loads(by_source["80, '80'"].verdict) == {"score_answer": 80.0, "score_reasoning": 70.0}
+    assert by_source["NaN twice"].unparsed_reason == by_source["NaN"].unparsed_reason == (
+        "score_answer = nan is outside 0.0-100.0")
+
+
 def test_rubric_missing_field(calibrate, tmp_path):
     f = write_jsonl(tmp_path / "r.jsonl", [{"question": "q", "content": "c", "answer": "a", "llm_answer": "x"}])
     out = calibrate("import", "rubric", str(f), ok=False)

@@ -131,14 +131,15 @@ def test_rubric_cells_are_measured_on_scores_not_as_categories(tmp_path):
     assert cell["alternative_annotator_test"]["reason"] == "the test compares categorical labels, not scores"
 
 
-def two_scorers_db(path) -> None:
-    """Five rubric items the judge scored (one more unparsed), which ana and bob both scored,
-    differently on four of them."""
+def two_scorers_db(path, judge=(10, 30, 50, 70, 90, None), ana=(20, 30, 40, 80, 90, 50),
+                   bob=(20, 40, 50, 70, 100, 60)) -> None:
+    """Rubric items the judge scored (None: unparsed) which ana and bob both scored; by default
+    five the judge scored and one more unparsed, ana and bob differing on four of them."""
     store = Store(path)
     fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
-    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(6)], with_ids=True)
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(len(judge))],
+                             with_ids=True)
     scores = lambda a: json.dumps({"score_answer": float(a), "score_reasoning": float(a)}, sort_keys=True)  # noqa: E731
-    judge, ana, bob = [10, 30, 50, 70, 90, None], [20, 30, 40, 80, 90, 50], [20, 40, 50, 70, 100, 60]
     store.add_judgments([NewJudgment(item_id=i, judge_name="ds", judge_key="k", status="verdict" if j is not None else
                                      "unparsed", verdict=scores(j) if j is not None else None, raw_output="…")
                          for i, j in zip(ids, judge, strict=True)])
@@ -171,6 +172,18 @@ def test_two_peoples_scores_give_a_mean_gold_and_a_ceiling_beside_the_judge(tmp_
     table = " ".join(run("report").output.split())
     assert "human ceiling on 5 items scored by 2 people: score_answer: people ρ 1.00" in table
     assert "MAE 8.00" in table and "tied" not in table
+    assert "grouped jackknife" not in table, "no interval is shown (5 items): none resamples anything"
+
+
+def test_a_ceiling_of_equal_scores_shows_no_interval_and_says_nothing_of_how_intervals_are_made(tmp_path):
+    """Twelve items the judge and two people all scored 80: the correlations and κ are
+    undefined, so no figure has an interval, and an undefined figure (—) is not run into the
+    next score's name with another dash."""
+    two_scorers_db(tmp_path / "equal.db", *([80] * 12 for _ in range(3)))
+    table = " ".join(Calibrate(tmp_path / "equal.db")("report").output.split())
+    assert "human ceiling on 12 items scored by 2 people: score_answer: people ρ —" in table
+    assert "weighted κ —; score_reasoning: people ρ —" in table and "— —" not in table
+    assert "grouped jackknife" not in table
 
 
 def test_three_peoples_scores_give_a_ceiling_whose_figures_all_have_intervals_over_items(three_scorers_db):

@@ -6,6 +6,7 @@ with a traceback or a hang."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -158,6 +159,9 @@ UNKNOWN_KEYS = {  # the manifest, where the refusal points (the manifest or its 
                      "unknown key 'hiden_fields' (did you mean hidden_fields?)"),
     "requird": (MANIFEST.replace("required =", "requird ="), " template #1",
                 "unknown key 'requird' (did you mean required?)"),
+    "description in an entry": (MANIFEST + 'description = "x"\n', " template #1",
+                                "unknown key 'description' (it belongs at the top of the manifest)"),
+    "id at the top": ('id = "fc/en"\n' + MANIFEST, "", "unknown key 'id' (it belongs in a [[template]] entry)"),
     "empty manifest": ("", "", "defines no template; a manifest needs at least one [[template]] entry"),
     "no entry": ('family = "fc"\ndescription = "x"\n', "", "defines no template"),
 }
@@ -179,6 +183,21 @@ def test_a_misspelt_manifest_key_or_a_manifest_without_templates_is_refused_nami
 
 
 # -- the prompt: the item's fields, from its own file --------------------------------------------
+
+def test_a_field_one_tasks_vars_give_as_a_constant_is_still_read_from_the_items_of_another(tmp_path, fc_db):
+    """`vars` give mine/ref the claim and response as constants; mine/fc's items bring theirs, so
+    the prompt reads the item's fields (and shows its response) for them."""
+    manifest = (MANIFEST.replace('tasks = ["mine/fc"]', 'tasks = ["mine/fc", "mine/ref"]')
+                + 'vars = { "mine/ref" = { claim = "fixed", response = "fixed" } }\n')
+    family(tmp_path / "mine", manifest=manifest)
+    calibrate = Calibrate(fc_db)
+    assert "fc/en" in calibrate("--templates", str(tmp_path / "mine"), "templates", "list").output
+    assert "Claim: claim 1 yes" in calibrate("--templates", str(tmp_path / "mine"), "render", "1").output
+    batch = tmp_path / "batch.jsonl"
+    calibrate("--templates", str(tmp_path / "mine"), "judge", "--model", "m", "--export-batch", str(batch))
+    asked = [json.loads(line)["body"]["messages"][-1]["content"] for line in batch.read_text().splitlines()]
+    assert asked == ["Claim: claim 1 yes", "Claim: claim 2 yes"], "each item's own claim and response"
+
 
 BLIND = "Is the claim true? End with 'The answer is: yes.' or 'The answer is: no.'"
 

@@ -25,7 +25,12 @@ from calibrate.report.model import (
     rows_of,
     split_estimate,
 )
-from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
+from calibrate.stats.score_agreement import (
+    RESAMPLING_NOTE,
+    STATISTICS,
+    ScoreAgreement,
+    ScoreCeiling,
+)
 from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words
 
 
@@ -179,10 +184,12 @@ CEILING_SCORE_STATISTICS = (("spearman", "ρ"), ("mae", "MAE"), ("weighted_kappa
 def score_ceiling_words(ceiling: ScoreCeiling) -> str:
     """The human ceiling of a scored cell in words: per score, the people's Spearman, MAE and
     weighted κ beside the judge's on the same items, with the simulated coverage of those marked
-    approximate."""
+    approximate. Its note on how the intervals resample items is left out where none is shown."""
+    shown = any(agreement.estimate(stat).ci is not None for side in (ceiling.humans, ceiling.judge)
+                for agreement in side.values() for stat, _ in CEILING_SCORE_STATISTICS)
+    notes = "".join(f"; {note}" for note in ceiling.notes if shown or not note.startswith(RESAMPLING_NOTE))
     if ceiling.n_items < 2:
-        return "human ceiling: fewer than 2 items scored by two or more people and judged" + "".join(
-            f"; {note}" for note in ceiling.notes)
+        return "human ceiling: fewer than 2 items scored by two or more people and judged" + notes
 
     def figures(agreement: ScoreAgreement) -> str:
         estimates = [(name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS]
@@ -194,7 +201,7 @@ def score_ceiling_words(ceiling: ScoreCeiling) -> str:
     parts = [f"{dimension}: people {figures(ceiling.humans[dimension])}; the judge {figures(ceiling.judge[dimension])}"
              for dimension in ceiling.humans]
     return (f"human ceiling on {counted(ceiling.n_items, 'item')} scored by {ceiling.annotators} people: "
-            + " — ".join(parts) + "".join(f"; {note}" for note in ceiling.notes))
+            + "; ".join(parts) + notes)
 
 
 def general_notes(c: AgreementCell) -> list[str]:

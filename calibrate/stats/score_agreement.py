@@ -41,6 +41,9 @@ from calibrate.stats.simulated import simulated_score_coverage
 STATISTICS = ("spearman", "pearson", "kendall", "mae", "weighted_kappa", "pass_fail_kappa")
 """The score statistics in the order every output lists them."""
 
+RESAMPLING_NOTE = "intervals resample items (a grouped jackknife)"
+"""How a score ceiling's note begins that says its intervals resample items (see `score_ceiling`)."""
+
 SKEWNESS_LIMIT = 1.0
 PASS_SHARE_LIMIT = 0.8
 """A sample is "skewed" when the skewness of its scores (both raters pooled) is at least
@@ -599,6 +602,6 @@ def score_ceiling(
     found_judge = {d: measure(*versus[d]) for d in dimensions}
     if shared:
         several = any(len(scored) > 2 for scored in shared.values())
-        notes.append("intervals resample items (a grouped jackknife): the judge's pairs against each person share "
+        notes.append(f"{RESAMPLING_NOTE}: the judge's pairs against each person share "
                      + ("items, and so do the people's pairs of an item three or more scored" if several else "items"))
     return ScoreCeiling(len(shared), len(people), found_people, found_judge, notes)
