@@ -24,6 +24,7 @@ from calibrate.report.model import (
     report_row,
     rows_of,
     split_estimate,
+    undefined_words,
 )
 from calibrate.stats.score_agreement import STATISTICS, ScoreAgreement, ScoreCeiling
 from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words
@@ -231,7 +232,7 @@ def score_notes(line) -> list[str]:
         for name in STATISTICS:
             e = scores.estimate(name)
             if e.value is None:
-                why = str(e.reason)
+                why = undefined_words(e)
             elif e.ci is None:
                 why = f"no interval: {e.ci_reason}"
             elif e.approximate is not None:
