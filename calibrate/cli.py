@@ -2029,18 +2029,21 @@ def _nothing_to_report(ctx: Context, cells) -> str:
 
 
 def _check_judged(ctx: Context, judges: tuple[str, ...], system: str | None, purpose: str) -> None:
-    """A report or scores of one `system` on which none of the `judges` (any judge, when none
-    is named) has a verdict, refused naming them and the system, and the judges that did judge
-    its items: the judge filter and the system filter each exist, but they meet nothing."""
+    """A report or scores of one `system` on which a named judge (any judge, when none is
+    named) has no verdict, refused naming the judges that met nothing and the system, and the
+    judges that did judge its items: the judge filter and the system filter each exist, but a
+    named judge would be left out without a word."""
     if system is None:
         return
     judged = ctx.store.judge_names(system=system)
-    if judges and set(judges) & set(judged) or not judges and judged:
+    missing = [judge for judge in judges if judge not in judged]
+    if not missing and (judges or judged):
         return
-    who = listing(list(judges)) if judges else "no judge"
-    raise click.ClickException(f"{who} judged none of the items of system {system!r} in {ctx.db_path}: nothing "
-                               f"{purpose}" + (f"; judges of its items: {listing(judged)}" if judged else
-                                               f" (calibrate judge --system {system!r} judges them)"))
+    what = (f"{listing(missing)} judged none of the items" if judges else "no judge has judged the items")
+    raise click.ClickException(f"{what} of system {system!r} in {ctx.db_path}: nothing {purpose}"
+                               + (" with " + ("it" if len(missing) == 1 else "them") if len(missing) < len(judges) else "")
+                               + (f"; judges of its items: {listing(judged)}" if judged else
+                                  f" (calibrate judge --system {system!r} judges them)"))
 
 
 def _cells_and_judges(cells: set, judges: set) -> str:

@@ -63,6 +63,12 @@ class LabelError(CalibrateError, ValueError):
     """A label that this kind does not accept; the message says which labels it does."""
 
 
+class ZeroBasedLabel(LabelError):
+    """A choice number that reads as counted from 0 (SuperGLUE's COPA form) where the choices
+    count from 1: a file holding one likely numbers every choice so, its valid-looking labels
+    included."""
+
+
 @dataclass(frozen=True)
 class VerdictKind:
     """One verdict kind with its label set (a label-set kind exists once per distinct set)."""
@@ -191,7 +197,8 @@ class VerdictKind:
 
     def normalize_label(self, value) -> str:
         """The stored form of a human label, or LabelError. Categorical labels match exactly,
-        else case-insensitively where that names one label; scores become score_label()."""
+        else case-insensitively where that names one label; scores become score_label(). A
+        number one below a choice (where none is 0) raises ZeroBasedLabel."""
         if self.scored:
             return self.score_label(value)
         text = value if isinstance(value, str) else json.dumps(value)
@@ -202,7 +209,7 @@ class VerdictKind:
             return folded[0]
         counted_from_one = (text.strip().isdecimal() and "0" not in self.labels
                             and str(int(text.strip()) + 1) in self.labels)
-        raise LabelError(f"label {text!r} is not one of {', '.join(self.labels)}" + (
+        raise (ZeroBasedLabel if counted_from_one else LabelError)(f"label {text!r} is not one of {', '.join(self.labels)}" + (
             f" (the choices count from 1 here, as the prompt shows them: a 0-based {text.strip()} is "
             f"{int(text.strip()) + 1})" if counted_from_one else ""))
 

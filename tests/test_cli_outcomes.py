@@ -227,6 +227,9 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
      "demo-judge-2 judged none of the items of system 'sdm-alpha' in"),
     (["scores", "--judge", "demo-judge-2", "--system", "sdm-alpha"], 1,
      ": nothing to score; judges of its items: demo-judge, rule"),
+    # one of two judges meeting the system is named, not dropped without a word
+    (["scores", "--judge", "demo-judge-2", "--judge", "demo-judge", "--system", "sdm-alpha"], 1,
+     "demo-judge-2 judged none of the items of system 'sdm-alpha' in"),
     (["items", "--status", "flagged"], 1, "no items in"),
     (["items", "--offset", "500"], 1, "demo.db at --offset 500: 62 match"),
     # a missing folder is said before --system is asked for (the demo has two systems' C3 items)
@@ -249,6 +252,17 @@ def test_empty_selections_and_unknown_values_say_so(demo_db, args, code, message
     out = Calibrate(demo_db)(*args, ok=False)
     assert out.exit_code == code and message in out.output, out.output
     assert fingerprint(demo_db.parent) == before
+
+
+def test_a_system_no_judge_has_judged_is_said_so(demo_db, tmp_path):
+    run = Calibrate(demo_db)
+    lines = tmp_path / "fresh.jsonl"
+    lines.write_text(json.dumps({"id": "1", "content": "c", "notation": "n", "response": "r"}) + "\n", encoding="utf-8")
+    run("import", "jsonl", str(lines), "--task", "c3/lexical", "--lang", "en", "--system", "fresh")
+    for command in ("scores", "report"):
+        out = run(command, "--system", "fresh", ok=False)
+        assert out.exit_code == 1, out.output
+        assert "no judge has judged the items of system 'fresh' in" in " ".join(out.output.split()), out.output
 
 
 @pytest.mark.parametrize("args", [["export", "--format", "jsonl"], ["export", "--format", "csv"], ["report"],

@@ -107,6 +107,17 @@ def test_skip_bad_with_every_row_bad_names_the_rows_and_why(demo_db, tmp_path):
     assert Store(demo_db).current_labels() == []
 
 
+def test_a_copa_file_counting_from_0_is_refused_whole_even_with_skip_bad(demo_db, tmp_path):
+    f = tmp_path / "copa.jsonl"
+    f.write_text("".join(json.dumps({"task": "superglue/copa", "lang": "en", "system": "sdm-alpha", "source_id": str(k),
+                                     "annotator": "zed", "label": k % 2}) + "\n" for k in range(4)))
+    out = Calibrate(demo_db)("import", "labels", str(f), "--skip-bad", ok=False)
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "copa.jsonl:1: label '0' is not one of 1, 2" in said, said
+    assert f"{f} numbers the choices from 0, so its other labels would be read one choice off: nothing was imported" in said
+    assert Store(demo_db).current_labels() == []
+
+
 def test_labels_match_the_label_set_case_insensitively_where_that_is_unambiguous(demo_db, tmp_path, templates):
     f = tmp_path / "l.csv"
     f.write_text("task,lang,system,source_id,annotator,label,note\n"

@@ -317,6 +317,19 @@ def test_pooling_is_checked_only_on_the_cells_the_filters_select(demo_db, tmp_pa
     assert "demo-judge-2" in out.output and "ana" in out.output and "rubric" not in out.output
 
 
+@pytest.mark.parametrize(("args", "cells"), [
+    (["--by", "system"], {("sdm-beta", "*", "*")}),
+    (["--by", "system", "--system", "sdm-beta"], {("sdm-beta", "*", "*")}),
+    (["--by", "lang"], {(None, "*", "en"), (None, "*", "zh")}),
+])
+def test_items_people_labelled_that_the_judge_never_judged_pool_with_nothing(labelled_demo_db, args, cells):
+    """demo-judge-2 judged sdm-beta's C3 items only (yes/no and 是/否, which pool); people
+    labelled SuperGLUE items of both systems too, which no cell of its report holds."""
+    out = Calibrate(labelled_demo_db)("report", "--judge", "demo-judge-2", *args, "--format", "json")
+    shown = json.loads(out.stdout)["cells"]
+    assert {(c["system"], c["task"], c["lang"]) for c in shown} == cells and all(c["lines"] for c in shown)
+
+
 def test_a_threshold_that_no_cell_reads_is_said_to_be_unused(demo_db, tmp_path):
     run = _beta_lexical_labelled(demo_db, tmp_path)
     plain = run("report", "--judge", "demo-judge-2", "--system", "sdm-beta")
@@ -520,13 +533,14 @@ def test_a_reader_that_stops_reading_the_output_ends_the_command_quietly(labelle
     assert export.returncode == 1 and b"Error" not in err and b"Traceback" not in err
 
 
-def rubric_db(path, n: int = 24):
-    """A rubric cell of `n` items: the judge's scores follow the person's with some noise."""
+def rubric_db(path, n: int = 24, every: float | None = None):
+    """A rubric cell of `n` items: the judge's scores follow the person's with some noise (or
+    both give `every` item the score `every`)."""
     import numpy as np
 
     rng = np.random.default_rng(5)
-    human = np.clip(np.round(rng.normal(65, 18, n) / 5) * 5, 0, 100)
-    judge = np.clip(np.round((human + rng.normal(0, 8, n)) / 5) * 5, 0, 100)
+    human = np.clip(np.round(rng.normal(65, 18, n) / 5) * 5, 0, 100) if every is None else np.full(n, every)
+    judge = np.clip(np.round((human + rng.normal(0, 8, n)) / 5) * 5, 0, 100) if every is None else human
     store = Store(path)
     fields = {"question": "q", "content": "c", "answer": "a", "llm_answer": "x", "llm_reasoning": "r"}
     ids, _ = store.add_items([NewItem("rubric/reference", "zh", str(k), fields) for k in range(n)], with_ids=True)
@@ -537,6 +551,16 @@ def rubric_db(path, n: int = 24):
         store.annotate(i, "ana", "label", label=scores(human[k], 100 - human[k]))
     store.close()
     return human, judge
+
+
+def test_an_undefined_pass_fail_kappa_says_what_its_interval_is(tmp_path):
+    """Judge and person pass every item: pass/fail κ is undefined on the items, and the interval
+    the CSV gives is that of κ in the population they come from, as on categorical lines."""
+    rubric_db(tmp_path / "r.db", n=12, every=80.0)
+    rows = list(csv.DictReader(io.StringIO(Calibrate(tmp_path / "r.db")("report", "--format", "csv").output)))
+    assert rows[0]["pass_fail_kappa"] == "" and rows[0]["pass_fail_kappa_low"] != ""
+    assert ("pass/fail κ: both raters used only 'pass': kappa is undefined (chance agreement is 1); the interval is "
+            "for κ in the population these items come from") in rows[0]["score_note"]
 
 
 def test_every_score_statistic_with_its_interval_in_every_format(tmp_path):

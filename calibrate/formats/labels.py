@@ -32,7 +32,7 @@ from pathlib import Path
 from calibrate.escape import spreadsheet_unsafe
 from calibrate.formats import BadInput, ImportFailed, ItemIndex, read_jsonl, skipped_summary
 from calibrate.formats.gold import LABEL_COLUMN, NOTES_BETWEEN, SCORED
-from calibrate.kinds import LabelError
+from calibrate.kinds import LabelError, ZeroBasedLabel
 from calibrate.model import LabelsAdded, counted, digest
 from calibrate.names import CONSOLIDATED
 from calibrate.store import Store
@@ -58,6 +58,12 @@ class LabelRow:
     label: str
     note: str | None
     system: str | None = None  # None: the file has no system column; "": the item without a system
+
+
+@dataclass(frozen=True)
+class ZeroBased(BadInput):
+    """A row whose label is a choice counted from 0: the whole file is refused, --skip-bad or
+    not, since its rows that do name a choice name the one before the choice meant."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +291,8 @@ def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadI
     task, lang = obj["task"], obj["lang"]
     try:
         label = templates.for_task(task, lang).kind.normalize_label(obj["label"])
+    except ZeroBasedLabel as exc:
+        return ZeroBased(where, str(exc))
     except (TemplateError, LabelError) as exc:
         return BadInput(where, str(exc))
     system = obj.get("system")
@@ -322,6 +330,9 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                     hashes[item_id] = store.item(item_id).content_hash
                 uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
                 rows.append((uid, item_id, row.annotator, row.label, row.note, None, None, None))
+        if isinstance(problem, ZeroBased):
+            raise ImportFailed(f"{problem}; {path} numbers the choices from 0, so its other labels would be read "
+                               f"one choice off: nothing was imported, even with --skip-bad (add 1 to every choice)")
         if problem is not None:
             if not skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")

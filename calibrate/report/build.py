@@ -212,10 +212,14 @@ def count_per_cell(store: Store, templates: TemplateSet, report: Report, *, judg
 
 def report_from_data(data: AgreementData, templates: TemplateSet, options: ReportOptions = DEFAULT_OPTIONS, *,
                      system: str | None = None) -> Report:
-    """Cells per (task, lang) as `options.by` says, per judge (of one `system`'s items, if given)."""
+    """Cells per (task, lang) as `options.by` says, per judge (of one `system`'s items, if given).
+    Only the (task, lang) pairs a judge of `data` judged make cells and are pooled: people's
+    labels on items of the other pairs are left out, as they measure no judge here."""
     if options.unparsed not in UNPARSED_MODES:
         raise ReportError(f"unknown --unparsed {options.unparsed!r}: use {', '.join(UNPARSED_MODES)}")
     data = judge_evidence(data, templates)
+    judged_pairs = {(r[0], r[1]) for rows in (data.judged, data.judge_vs_human, data.judge_vs_gold) for r in rows}
+    data = replace(data, shared_labels=[r for r in data.shared_labels if (r[1], r[2]) in judged_pairs])
     kinds = CellKinds(templates, options.by, system)
     cells: dict[tuple, AgreementCell] = {}
     gold = gold_name(options)

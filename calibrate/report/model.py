@@ -327,6 +327,12 @@ def split_estimate(estimate: Estimate | None) -> tuple[float | None, float | Non
     return estimate.value, low, high
 
 
+def undefined_words(estimate: Estimate) -> str:
+    """Why `estimate` has no value, and what its interval is where it has one anyway (pass/fail
+    κ of two raters who used one class: `POPULATION_INTERVAL`)."""
+    return f"{estimate.reason}; {POPULATION_INTERVAL}" if estimate.ci else str(estimate.reason)
+
+
 def score_note(scores: ScoreAgreement) -> str | None:
     """Why a score statistic has no value or no interval, and which intervals are approximate,
     in words ("Pearson: approximate: covers about 91 % here")."""
@@ -335,7 +341,7 @@ def score_note(scores: ScoreAgreement) -> str | None:
         e = scores.estimate(name)
         title = STATISTIC_NAMES[name]
         if e.value is None:
-            notes.append(f"{title}: {e.reason}")
+            notes.append(f"{title}: {undefined_words(e)}")
         elif e.ci is None:
             notes.append(f"{title}: no interval: {e.ci_reason}")
         elif e.approximate is not None:

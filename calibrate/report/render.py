@@ -24,6 +24,7 @@ from calibrate.report.model import (
     report_row,
     rows_of,
     split_estimate,
+    undefined_words,
 )
 from calibrate.stats.score_agreement import (
     RESAMPLING_NOTE,
@@ -238,7 +239,7 @@ def score_notes(line) -> list[str]:
         for name in STATISTICS:
             e = scores.estimate(name)
             if e.value is None:
-                why = str(e.reason)
+                why = undefined_words(e)
             elif e.ci is None:
                 why = f"no interval: {e.ci_reason}"
             elif e.approximate is not None:
