@@ -93,9 +93,11 @@ class CellKinds:
         cell = ", ".join(named) or ("a system" if "system" in self.by else "all items")
         other = self._first[key]
         parting = "task" if other[0] != pair[0] else "lang"
+        unlike = ("they are different kinds of verdict" if first.name != own.name else
+                  f"their labels differ ({', '.join(first.labels)} against {', '.join(own.labels)})")
         return ReportError(
             f"the cell of {cell} would pool {first.name} ({', '.join(other)}) with {own.name} ({', '.join(pair)}): "
-            f"they are different kinds of verdict; use --by {','.join([*self.by, parting])}")
+            f"{unlike}; use --by {','.join([*self.by, parting])}")
 
     def kind(self, key: tuple[str, str]) -> VerdictKind | None:
         return self._cell.get(key)

@@ -84,3 +84,15 @@ def test_a_pooled_cell_shows_each_label_in_its_first_members_words_from_the_firs
     assert kinds.label("c3/lexical", "en", "yes") == "yes"
     assert kinds.label("c3/semantic", "zh", "是") == "yes"
     assert kinds.label("c3/semantic", "zh", "否") == "no"
+
+
+def test_pooling_two_label_sets_is_refused_naming_their_labels():
+    """Two label sets (BoolQ's True/False, CB's three labels) are the same kind of verdict with
+    different labels: the refusal says so, not that they are different kinds."""
+    kinds = CellKinds(TemplateSet(), ())
+    kinds.key("superglue/boolq", "en")
+    with pytest.raises(ReportError) as refused:
+        kinds.key("superglue/cb", "en")
+    assert str(refused.value) == (
+        "the cell of all items would pool label_set (superglue/boolq, en) with label_set (superglue/cb, en): their "
+        "labels differ (True, False against entailment, contradiction, neutral); use --by task")
