@@ -600,8 +600,9 @@ def score_ceiling(
     measure = lambda a, b, of: score_agreement(a, b, threshold=threshold, resamples=resamples, items=of)  # noqa: E731
     found_people = {d: measure(*pairs[d]) for d in dimensions}
     found_judge = {d: measure(*versus[d]) for d in dimensions}
-    if shared:
-        several = any(len(scored) > 2 for scored in shared.values())
+    several = any(len(scored) > 2 for scored in shared.values())
+    resampled = [*found_judge.values(), *(found_people.values() if several else ())]
+    if any(found.estimate(name).ci is not None for found in resampled for name in STATISTICS):
         notes.append(f"{RESAMPLING_NOTE}: the judge's pairs against each person share "
                      + ("items, and so do the people's pairs of an item three or more scored" if several else "items"))
     return ScoreCeiling(len(shared), len(people), found_people, found_judge, notes)
