@@ -32,7 +32,7 @@ from calibrate.stats.score_agreement import (
     ScoreAgreement,
     ScoreCeiling,
 )
-from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words
+from calibrate.stats.simulated import APPROXIMATE_MARK, approximate_words, coverage_words
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -117,7 +117,7 @@ def own_notes(c: AgreementCell, report: Report) -> list[str]:
             diff = ceiling.difference
             parts = (("people's", ceiling.humans), ("judge's", ceiling.judge), ("difference's", diff))
             people, judge, difference = (with_ci(*split_estimate(e), e.approximate) for _, e in parts)
-            rough = [f"the {name} {approximate_words(e.approximate).removeprefix('approximate: ')}"
+            rough = [f"the {name} {coverage_words(e.approximate)}"
                      for name, e in parts if e.approximate]
             notes.append(
                 f"human ceiling on {counted(ceiling.n_items, 'item')} labelled by {ceiling.annotators} people: "
@@ -194,7 +194,7 @@ def score_ceiling_words(ceiling: ScoreCeiling) -> str:
 
     def figures(agreement: ScoreAgreement) -> str:
         estimates = [(name, agreement.estimate(stat)) for stat, name in CEILING_SCORE_STATISTICS]
-        rough = [f"{name} {approximate_words(e.approximate).removeprefix('approximate: ')}"
+        rough = [f"{name} {coverage_words(e.approximate)}"
                  for name, e in estimates if e.approximate is not None and e.ci is not None]
         return (", ".join(f"{name} {with_ci(*split_estimate(e), e.approximate)}" for name, e in estimates)
                 + (f" ({APPROXIMATE_MARK} approximate intervals: {', '.join(rough)})" if rough else ""))

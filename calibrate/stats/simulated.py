@@ -52,11 +52,16 @@ PROMISED_COVERAGE, after it (a note gives the figure, in `approximate_words`).""
 
 
 def approximate_words(coverage: float) -> str:
-    """How every output marks an approximate interval: "approximate: covers about 91 % here" (to
-    a tenth where whole percents would round up to PROMISED_COVERAGE: "92.7 %", not "93 %")."""
+    """How every output marks an approximate interval: "approximate: covers about 91 % here"."""
+    return f"approximate: {coverage_words(coverage)}"
+
+
+def coverage_words(coverage: float) -> str:
+    """An approximate interval's simulated coverage: "covers about 91 % here" (to a tenth where
+    whole percents would round up to PROMISED_COVERAGE: "92.7 %", not "93 %")."""
     percent = coverage * 100
     shown = f"{percent:.1f}" if round(percent) >= PROMISED_COVERAGE * 100 else f"{round(percent)}"
-    return f"approximate: covers about {shown} % here"
+    return f"covers about {shown} % here"
 
 
 @cache
