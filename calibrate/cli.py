@@ -2255,24 +2255,25 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     check_filters(ctx, system=system)
     if not ctx.store.count_items(system=system):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
-    with ctx.store.reading():  # the trust marks and the rows from one snapshot of the database
+    # the trust marks and the rows from one snapshot of the database, which helper connections put together
+    with ctx.store.helpers() as helpers, ctx.store.reading(*helpers):
         kinds = CellKinds(ctx.templates, BY_CHOICES)
         # a CSV gives rubric scores columns of their own where some item's kind has them
         writer = write_jsonl if fmt == "jsonl" else functools.partial(write_csv, scores=any(
             kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system)))
-        marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels)
+        marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels, helpers=helpers)
         say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
         if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
             with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                     "w", encoding="utf-8", newline="") as handle:
-                n = writer(ctx.store, handle, system, marks)
+                n = writer(ctx.store, handle, system, marks, helpers=helpers)
             console.print(f"wrote {counted(n, 'item')} to {out}")
         elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
             buffer = io.StringIO(newline="")
-            writer(ctx.store, buffer, system, marks)
+            writer(ctx.store, buffer, system, marks, helpers=helpers)
             click.echo(safe(buffer.getvalue()), nl=False)
         else:
-            writer(ctx.store, sys.stdout, system, marks)
+            writer(ctx.store, sys.stdout, system, marks, helpers=helpers)
 
 
 @export_group.command(name="c3", database=READS)

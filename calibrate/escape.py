@@ -73,10 +73,19 @@ def json_bytes_safe(data: bytes) -> bytes:
     """`json_text_safe` of compact JSON text in UTF-8 (no control characters but in escapes, as
     SQLite and `json.dumps` write it on one line), decoded only where it may hold a character to
     change: DEL, or one beyond ASCII that `_JSON_ESCAPED_UTF8` finds (most text, in any script,
-    holds none)."""
-    if b"\x7f" not in data and (data.isascii() or _JSON_ESCAPED_UTF8.search(data) is None):
+    holds none). They are looked for among the bytes left once the ASCII ones are dropped (every
+    byte of a character beyond ASCII is 0x80 or more, so each such character's bytes stay whole
+    and in order): a few passes over what is mostly ASCII text, where the search itself would
+    look at every byte."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    beyond = data.translate(None, _ASCII_BUT_DEL)
+    if b"\x7f" not in beyond and _JSON_ESCAPED_UTF8.search(beyond) is None:
         return data
     return json_text_safe(data.decode()).encode()
+
+
+_ASCII_BUT_DEL = bytes(range(0x7F))
 
 
 def for_terminal(text: str, stream=None) -> str:

@@ -33,7 +33,8 @@ which read this module's defaults, start without them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -155,14 +156,22 @@ IrregularSamples = Callable[[], "tuple[list[tuple], list[tuple]] | None"]
 
 
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
-           irregular_read: IrregularSamples | None = None, once_labelled: list[tuple] | None = None
-           ) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+           irregular_read: IrregularSamples | None = None,
+           once_labelled: list[tuple] | Callable[[], list[tuple]] | None = None, helpers: Sequence[Store] = ()) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
     (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`,
     or `irregular_read`: what another connection read of them, None if it did not)
     with their verdict and confidence set as the module docstring says. `once_labelled`: what
-    `Store.once_labelled_groups` gave on this database, read before."""
+    `Store.once_labelled_groups` gave on this database, read before. `helpers`: stores reading
+    the same snapshot (`Store.reading`), which read the items with one label and the irregular
+    verdicts on threads of their own meanwhile (where neither is given)."""
+    if helpers and irregular_read is None and once_labelled is None:
+        with ThreadPoolExecutor(max_workers=min(2, len(helpers))) as pool:
+            once = pool.submit(helpers[0].once_labelled_groups)
+            irregular_samples = pool.submit(helpers[-1].irregular_samples, judge)
+            return gather(store, kinds, judge=judge, gold_from=gold_from, irregular_read=irregular_samples.result,
+                          once_labelled=once.result)
     groups = store.verdict_groups(judge, gold_from, once_labelled)
     irregular = irregular_read() if irregular_read is not None else None
     if irregular is None:
@@ -348,7 +357,7 @@ def _irregular_items(kinds: CellKinds, irregular: tuple[list[tuple], list[tuple]
 
 def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
                   judge: str | None = None, gold_from: str | None = None, by_system: bool = False,
-                  min_labels: int | None = None
+                  min_labels: int | None = None, helpers: Sequence[Store] = ()
                   ) -> tuple[dict[tuple[tuple[str, str], str, str | None], Trust], dict]:
     """(cell, judge, system) -> the threshold `trust_threshold` finds there from the items with a
     verdict, a confidence and a gold label (`JudgeVerdicts.scored`; system None unless
@@ -356,7 +365,7 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
     with a judged item, with the labelled items it leaves out for want of a confidence
     (`Trust.without_confidence`); and the irregular verdicts by (cell, judge), for the trust
-    marks."""
+    marks. `helpers` as for `gather`."""
     from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
 
     if min_labels is None:
@@ -367,7 +376,7 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
         found.without_confidence = verdicts.unscored(system)
         return found
 
-    gathered = gather(store, kinds, judge=judge, gold_from=gold_from)
+    gathered = gather(store, kinds, judge=judge, gold_from=gold_from, helpers=helpers)
     judged: dict[tuple[tuple[str, str], str], set[str]] = {}
     for task, lang, system, judge_name in store.judged_cells(judge) if by_system else ():
         if not kinds.templates.people_decide(task, lang):
@@ -405,14 +414,15 @@ class TrustMarks:
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
-                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustMarks:
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None,
+                helpers: Sequence[Store] = ()) -> TrustMarks:
     """Which verdicts (from `judge`, or every judge) can be accepted without a person: those
     whose confidence reaches the threshold `trust_by_cell` finds for the item's cell (none where
     no threshold is certified, by default below `minimum_calibration` labelled items, nor
     without a verdict or confidence). Cells of scored verdicts have no verdict to accept and
-    are left out of the refusals."""
+    are left out of the refusals. `helpers` as for `gather`."""
     found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
-                                     min_labels=min_labels)
+                                     min_labels=min_labels, helpers=helpers)
     pairs = store.task_langs()
     thresholds = {(task, lang, judge_name): trust.threshold
                   for (key, judge_name, _), trust in found.items() if trust.met

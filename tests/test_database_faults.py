@@ -20,7 +20,7 @@ from textual.widgets import Input
 from calibrate import cli as cli_module
 from calibrate.model import NewItem
 from calibrate.serve import CalibrateServer
-from calibrate.store import MIGRATION_NAMES, Store
+from calibrate.store import MIGRATION_NAMES, Store, export_rows
 from tests.conftest import Calibrate
 from tests.test_formats import counts, lexical_lines, write_jsonl
 from tests.tui_helpers import make_app, rows
@@ -124,6 +124,28 @@ def test_a_damaged_page_met_half_way_through_a_read_is_a_message(tmp_path):
         out = Calibrate(db)(*command, ok=False)
         assert out.exit_code == 1, out.output
         assert any(line.startswith(f"Error: {db}: the database file is damaged") for line in out.output.splitlines())
+
+
+def test_an_export_that_reads_fewer_items_than_the_file_counts_fails(tmp_path, monkeypatch):
+    """A damaged page can end a scan early without an error from SQLite: an export that put
+    together fewer items than the database counts is a failure naming the file, and --out is
+    left as it was, not a silently short file."""
+    db = a_calibrate_database(tmp_path / "x.db")
+    put_together = export_rows.ExportRowsMixin._export_range
+
+    def one_left_out(self, export, start, end):
+        n, lines = put_together(self, export, start, end)
+        return n - 1, lines.split(b"\n", 1)[1]
+
+    monkeypatch.setattr(export_rows.ExportRowsMixin, "_export_range", one_left_out)
+    out = tmp_path / "gold.jsonl"
+    out.write_text("before\n", encoding="utf-8")
+    for command in (("export", "--out", str(out)), ("export", "--format", "csv", "--out", str(out))):
+        result = Calibrate(db)(*command, ok=False)
+        assert result.exit_code == 1
+        assert result.output.startswith(f"Error: {db}: the database file is damaged"), result.output
+        assert "read 399 of the 400 items" in result.output
+        assert out.read_text(encoding="utf-8") == "before\n"
 
 
 def test_a_database_locked_by_another_program_beyond_the_wait_is_a_message(tmp_path):

@@ -1,5 +1,5 @@
-"""The gold exports, whose lines and rows SQLite writes (`Store.export_lines`,
-`Store.export_cells`), give byte for byte what the item-by-item computation gives on random
+"""The gold exports, whose lines and rows SQLite writes (`Store.export_json_lines`,
+`Store.export_csv_rows`), give byte for byte what the item-by-item computation gives on random
 data: every item's labels, the gold label by `calibrate.gold`'s rule (contested items
 included), verdicts in force, notes, flags, and text with quotes, controls, invisible
 characters and formula-like starts; and each verdict's trust mark, regular or irregular."""
@@ -10,18 +10,22 @@ import csv
 import io
 import itertools
 import json
+import os
+import random
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibrate.escape import json_text_safe, spreadsheet_safe
-from calibrate.formats import gold
 from calibrate.formats.gold import _csv_cells, write_csv, write_jsonl
 from calibrate.gold import gold_label
 from calibrate.model import NewItem, NewJudgment
 from calibrate.reliability_cells import TrustMarks
-from calibrate.store import Store
+from calibrate.store import HELPERS, Store, export_rows
 from calibrate.store.export_rows import _csv_quoted
 from tests.test_counted_reads import fill, item, more, shake
 
@@ -56,9 +60,30 @@ def expected_items(store: Store, system: str | None) -> list[dict]:
     return out
 
 
-def test_exports_equal_the_item_by_item_export(monkeypatch):
-    monkeypatch.setattr(gold, "MEMO", 2)  # the CSV cells of few sets of labels kept: forgotten and worked out again
-    store = Store(":memory:")
+@pytest.fixture(params=["memory", "file"])
+def exporting(request, tmp_path: Path, monkeypatch) -> Iterator[tuple[Store, Callable]]:
+    """A store, in memory (its exports put together on its own connection) or in a file (put
+    together by helper connections on threads of their own), and a function running an export
+    on it as `calibrate export` does: its lines a few items at a time (several ranges, some
+    put together ahead of the one written out)."""
+    where = request.param
+    monkeypatch.setattr(export_rows, "RANGE", 40)
+    store = Store(":memory:" if where == "memory" else tmp_path / "export.db")
+    with store.helpers() as helpers:
+        assert len(helpers) == (0 if where == "memory" else min(HELPERS, os.cpu_count() or 1))
+
+        def export(writer, *args):
+            with store.reading(*helpers):
+                return writer(store, *args, helpers=helpers)
+
+        try:
+            yield store, export
+        finally:
+            store.close()
+
+
+def test_exports_equal_the_item_by_item_export(exporting):
+    store, export = exporting
     serial = itertools.count()
 
     @settings(max_examples=25, deadline=None)
@@ -76,15 +101,15 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
         expected = expected_items(store, system)
 
         out = io.StringIO()
-        assert write_jsonl(store, out, system) == len(expected)
+        assert export(write_jsonl, out, system) == len(expected)
         assert out.getvalue() == "".join(
             json_text_safe(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) + "\n" for e in expected)
         binary = io.BytesIO()  # a file the lines go to as UTF-8 bytes
-        assert write_jsonl(store, binary, system) == len(expected)
+        assert export(write_jsonl, binary, system) == len(expected)
         assert binary.getvalue() == out.getvalue().encode()
 
         out = io.StringIO()
-        assert write_csv(store, out, system) == len(expected)
+        assert export(write_csv, out, system) == len(expected)
         rows = list(csv.reader(io.StringIO(out.getvalue())))
         header = rows[0]
         annotators = [h.removeprefix("label:") for h in header if h.startswith("label:")]
@@ -102,10 +127,7 @@ def test_exports_equal_the_item_by_item_export(monkeypatch):
         csv.writer(written).writerows([header, *expected_rows])
         assert out.getvalue() == written.getvalue(), "quoted and ended as csv.writer writes them"
 
-    try:
-        check()
-    finally:
-        store.close()
+    check()
 
 
 def expected_marks(store: Store, marks: TrustMarks) -> dict[int, dict[str, str]]:
@@ -127,20 +149,21 @@ def expected_marks(store: Store, marks: TrustMarks) -> dict[int, dict[str, str]]
     return found
 
 
-def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict():
+def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict(exporting):
     """Each verdict's trust mark in both exports, regular and irregular ones (repeats, errors in
     force; judges named like parts of a line), under random thresholds and random marks of the
     irregular verdicts, is the mark `TrustMarks` gives it."""
-    store = Store(":memory:")
+    store, export = exporting
     serial = itertools.count()
     odd_judges = ["trust", 'a","gpt', "gpt\\"]
 
     @settings(max_examples=25, deadline=None)
     @given(st.lists(item, min_size=1, max_size=20), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(odd_judges),
                                                                         st.booleans(), st.sampled_from([None, 0.5, 0.9]))),
-           st.lists(st.sampled_from([0.0, 0.6, 0.7, 0.95]), min_size=12, max_size=12), st.randoms(use_true_random=False),
+           st.lists(st.sampled_from([0.0, 0.6, 0.7, 0.95]), min_size=12, max_size=12), st.integers(0, 2**32),
            st.sampled_from([None, "s1"]))
-    def check(items, odd, levels, rng, system):
+    def check(items, odd, levels, seed, system):
+        rng = random.Random(seed)  # one draw, whatever the number of verdicts the store has gathered
         ids = fill(store, items, serial)
         store.add_judgments([NewJudgment(item_id=ids[pick % len(ids)], judge_name=name, judge_key=name, status="verdict",
                                          verdict="yes", confidence=confidence, sample=int(repeat))
@@ -156,7 +179,7 @@ def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict():
             "SELECT id FROM items WHERE current = 1 AND (?1 IS NULL OR system = ?1) ORDER BY id", (system,))]
 
         out = io.StringIO()
-        write_jsonl(store, out, system, marks)
+        export(write_jsonl, out, system, marks)
         written = [json.loads(line) for line in out.getvalue().splitlines()]
         assert [r["item_id"] for r in written] == current
         assert {r["item_id"]: r["trust"] for r in written} == {i: expected.get(i, {}) for i in current}
@@ -166,17 +189,14 @@ def test_trust_marks_in_exports_equal_the_marks_verdict_by_verdict():
                                  + "}")
 
         out = io.StringIO()
-        write_csv(store, out, system, marks)
+        export(write_csv, out, system, marks)
         rows = list(csv.DictReader(io.StringIO(out.getvalue())))
         shown = sorted({j for i in current for j in expected.get(i, {})})
         assert [int(r["item_id"]) for r in rows] == current
         assert [{j: r[f"trust:{spreadsheet_safe(j)}"] for j in shown} for r in rows] == \
             [{j: expected.get(i, {}).get(j, "") for j in shown} for i in current]
 
-    try:
-        check()
-    finally:
-        store.close()
+    check()
 
 
 def test_c3_export_items_equal_each_items_verdict_in_force_read_one_by_one():
@@ -221,4 +241,4 @@ def test_csv_cells_are_quoted_as_csv_writer_quotes_them(cells):
         first = store.conn.execute(f"SELECT {_csv_quoted('x', 'x')} FROM (SELECT ? AS x)", (cells[0],)).fetchone()[0]
     finally:
         store.close()
-    assert first.encode() + _csv_cells(cells[1:]) + b"\r\n" == written.getvalue().encode()
+    assert first + _csv_cells(cells[1:]) + "\r\n" == written.getvalue()

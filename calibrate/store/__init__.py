@@ -179,6 +179,10 @@ class MigrationFailed(CalibrateError):
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+HELPERS = 4
+"""At most how many helper connections a read takes (`Store.helpers`)."""
+
+
 class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchExportsMixin, LabelsMixin, QueueMixin,
             ReadsMixin, ScoreCountsMixin, ExportRowsMixin, ConfidenceMixin, MergeRowsMixin):
     """calibrate's SQLite file. Opening it applies pending migrations.
@@ -413,6 +417,20 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
         passes on a read-only file; a statement that writes, even no row, does not."""
         with self.transaction():
             self.conn.execute("UPDATE items SET id = id WHERE 0")
+
+    @contextmanager
+    def helpers(self) -> Iterator[list[Store]]:
+        """Read-only connections to this store's file, one per core (at most HELPERS), for a read
+        that puts its rows together on threads of their own (`reading` has them read this
+        connection's snapshot); none for a database in memory. Closed after."""
+        opened: list[Store] = []
+        try:
+            if self.in_file:
+                opened += [Store(self.path, read_only=True) for _ in range(min(HELPERS, os.cpu_count() or 1))]
+            yield opened
+        finally:
+            for store in opened:
+                store.close()
 
     PINNING_ATTEMPTS = 100
     """How often `reading` begins again when commits keep coming between its connections' beginnings."""

@@ -137,7 +137,7 @@ class ConfidenceMixin:
                                           f"WHERE c.labelled = 1 GROUP BY {grouping}"))
 
     def verdict_groups(self, judge: str | None = None, gold_from: str | None = None,
-                       once_labelled: list[tuple] | None = None) -> list[tuple]:
+                       once_labelled: list[tuple] | Callable[[], list[tuple]] | None = None) -> list[tuple]:
         """The judges' regular verdicts in force (not irregular) on counted items with a gold
         label (`calibrate.gold`, `gold_from` the adjudicator), in groups of items that share
         everything the reliability figures tell apart: rows of (task, lang, judge, system,
@@ -145,20 +145,21 @@ class ConfidenceMixin:
         confidences), `confidences` the group's stored confidences in [0, 1] of parsed verdicts
         as numpy array (the group's other items have none). Read from cell_verdicts in its key
         order: items with one label as they are filed (`once_labelled_groups`, or
-        `once_labelled`: what it gave on this database), items several people labelled with
-        the gold label of their labels."""
+        `once_labelled`: what it gave on this database, or a function giving it, called once the
+        gold labels are read), items several people labelled with the gold label of their labels."""
         import numpy as np
 
         c = self.conn
-        found = list(once_labelled) if once_labelled is not None else self.once_labelled_groups()
         self._shared_gold(gold_from)
         grouping = self._GROUP_COLUMNS.format(label="g.label")
         try:
-            found += plain_rows(c, f"SELECT {grouping}, count(*), {CONFIDENCES} FROM cell_verdicts c "
-                                   "JOIN temp.shared_gold g ON g.item_id = c.item_id WHERE c.labelled = 2 AND g.label IS NOT NULL "
-                                   f"GROUP BY {grouping}")
+            several = list(plain_rows(c, f"SELECT {grouping}, count(*), {CONFIDENCES} FROM cell_verdicts c "
+                                         "JOIN temp.shared_gold g ON g.item_id = c.item_id WHERE c.labelled = 2 "
+                                         f"AND g.label IS NOT NULL GROUP BY {grouping}"))
         finally:
             self._drop_shared_gold()
+        once = once_labelled() if callable(once_labelled) else once_labelled
+        found = [*(once if once is not None else self.once_labelled_groups()), *several]
         empty = np.zeros(0)
         return [(task, lang, name, system, status, verdict if status == "verdict" else None, gold,
                  None if length < 0 else length, n, np.fromstring(confidences, sep=",") if confidences else empty)
@@ -212,7 +213,7 @@ class ConfidenceMixin:
 
     def set_trust_marks(self, marks) -> None:
         """What a judge's verdict needs to be accepted without a person, for the reads that apply
-        it (`escalation_ids`, `export_lines` and `export_cells` with trust): `marks` (a
+        it (`escalation_ids`, `export_json_lines` and `export_csv_rows` with marks): `marks` (a
         reliability_cells.TrustMarks) holds per (task, lang, judge) the confidence threshold where one meets the target, per
         irregular verdict (item id, judge) whether it is accepted, and the judge they are of (None:
         every judge)."""
@@ -249,13 +250,14 @@ class ConfidenceMixin:
     # threshold: a verdict in a cell without one is never accepted, and its judgment's row is not read
     ACCEPTED_IF_REGULAR_BY_CELL = _REGULAR.format(judgments=" CROSS JOIN judgments j", joined=" AND j.id = v.judgment_id")
 
-    def irregular_marks(self) -> Iterator[tuple[int, str, bool]]:
+    def irregular_marks(self, start: int, end: int) -> Iterator[tuple[int, str, bool]]:
         """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:
-        repeats, or an error in force), in item id order."""
+        repeats, or an error in force) on the items with ids from `start` to `end`, in item id order."""
         return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, coalesce(a.accepted, 0) FROM temp.irregular r "
                                      "JOIN verdicts_in_force v ON v.item_id = r.item_id AND v.judge_name = r.judge_name "
                                      "LEFT JOIN temp.trust_irregular a ON a.item_id = r.item_id "
-                                     "AND a.judge_name = r.judge_name ORDER BY r.item_id, r.judge_name")
+                                     "AND a.judge_name = r.judge_name WHERE r.item_id BETWEEN ? AND ? "
+                                     "ORDER BY r.item_id, r.judge_name", (start, end))
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:

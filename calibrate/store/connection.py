@@ -9,6 +9,7 @@ through unchanged."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import sqlite3
@@ -100,6 +101,44 @@ def _free_space(path: str) -> float:
     except OSError:
         return float("inf")
     return disk.f_bavail * disk.f_frsize
+
+
+SQLITE_CONFIG_MEMSTATUS = 9  # sqlite3_config's option that turns the memory statistics on or off
+
+
+def without_memory_statistics() -> bool:
+    """Turns off SQLite's memory statistics for this process (`sqlite3_config(SQLITE_CONFIG_MEMSTATUS,
+    0)`, what SQLite's recommended compile-time option SQLITE_DEFAULT_MEMSTATUS=0 does); whether
+    they are off. With them on, every allocation SQLite makes takes one process-wide lock, so
+    that connections building rows on two threads (`export`, `report`) take turns at it and
+    gain little from the second core; off, each works at full speed. Done through the SQLite
+    library Python's sqlite3 module uses, and only while none of SQLite's memory is in use (no
+    connection open, which the statistics themselves tell: sqlite3_shutdown is safe then);
+    where the library's functions cannot be reached, SQLite keeps its statistics (only speed
+    differs)."""
+    try:
+        import _sqlite3
+
+        library = ctypes.CDLL(_sqlite3.__file__)  # its symbols include SQLite's, linked in or loaded with it
+        memory_used = library.sqlite3_memory_used
+        memory_used.restype = ctypes.c_int64
+        if memory_used() != 0:  # a connection is open (the statistics count its memory): left as they are
+            return False
+        probe = sqlite3.connect(":memory:")
+        counted = memory_used() > 0
+        probe.close()
+        if not counted:  # the library was built without them
+            return True
+        if memory_used() != 0:
+            return False
+        library.sqlite3_shutdown()
+        configured = library.sqlite3_config(SQLITE_CONFIG_MEMSTATUS, ctypes.c_int(0)) == 0
+        return library.sqlite3_initialize() == 0 and configured
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+MEMORY_STATISTICS_OFF = without_memory_statistics()
 
 
 def connect(path: str, target: str, *, uri: bool = False, timeout: float = 5.0) -> Connection:

@@ -1,26 +1,31 @@
-"""The reads behind the gold-label exports (`calibrate.formats.gold`): one statement over the
-current items in id order whose rows SQLite writes as they are written out (a JSON line's
-head, or the first cells of a CSV row, quoted), the items' labels and verdicts each read in one
-ordered pass over their table beside it (a look-up per item costs twice as much), and the
-sparse parts (notes, flags, listening, the irregular verdicts' trust marks) read beside them,
-so an export of a million items holds no Python object per item.
+"""The reads behind the gold-label exports (`calibrate.formats.gold`): the lines (or rows) of a
+range of item ids put together in one statement (`_export_range`), its items' heads, labels
+and verdicts read in one pass each over the range, so an export of a million items holds no
+Python object per item. Ranges are put together in order on the connection of the export, or
+ahead of it on helper connections reading the same snapshot on threads of their own (SQLite
+works without the interpreter's lock, and each range gives one row).
 
 An item's labels and verdicts come as short JSON objects, which items share a few of: the
-caller works out once per distinct object what follows from it (the gold label by
-`calibrate.gold`'s rule; the verdicts' JSON or cells, and their trust marks). Left to the caller
-too, as they are rare: the sparse parts of the items that have some (`Sparse`; the caller
-writes the empty ones, `NO_SPARSE_JSON`), and the trust marks of irregular verdicts (repeats,
-or an error in force), which SQLite gives by the rule of regular ones, so that it looks each
-verdict's mark up in one table, not three."""
+caller works out once per distinct object on each connection what follows from it (the gold
+label by `calibrate.gold`'s rule; the verdicts' JSON or cells, and their trust marks), kept in
+temp tables the statement looks each item's up in. Left to the caller too, as they are rare:
+the sparse parts of the items that have some (`Sparse`: notes, flags, listening), and the trust
+marks of irregular verdicts (repeats, or an error in force), which SQLite gives by the rule of
+regular ones."""
 
 from __future__ import annotations
 
+import json
+import queue
 import re
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from calibrate.model import Item
-from calibrate.store.connection import plain_rows
+from calibrate.store.connection import FAULTS, DatabaseFault, plain_rows
 from calibrate.store.sql import IN_FORCE, item_from_row
 
 # what a JSON line holds for an item without notes, flags or listening (the caller fills in those it has)
@@ -66,52 +71,87 @@ def _csv_quoted(column: str, cell: str) -> str:
             f"OR instr({column}, char(10)) THEN '\"' || replace({cell}, '\"', '\"\"') || '\"' ELSE {cell} END")
 
 
+class LineParts(NamedTuple):
+    """What the caller works out for the lines (or rows) of an export, which the store's SQL
+    puts together: text, each called once per distinct value on each connection (items share a
+    few sets of labels and of verdicts)."""
+
+    after_labels: Callable[[str], str]  # the JSON object of an item's labels -> what follows them
+    verdicts: Callable[[str], tuple[str, str]]  # the JSON object of its verdicts -> (their part, their trust marks)
+    # the parts of an item that has `Sparse` parts, from its verdicts' JSON object and them: (its sparse part; its
+    # trust marks where it has irregular verdicts, else None)
+    sparse: Callable[[str, Sparse], tuple[str, str | None]]
+    finished: Callable[[bytes], bytes]  # the lines of a range as they are written out (on the thread that made them)
+
+
+RANGE = 8192
+"""Item ids an export's statement puts together at once (a few MB of lines)."""
+
+# the labels in force of the items of a range of ids (the two `?`), as JSON objects annotator -> label
+_LABELS = ("SELECT item_id, json_group_object(annotator, label) AS labels FROM labels_in_force "
+           "WHERE item_id BETWEEN ? AND ? GROUP BY item_id")
+# an item's verdicts in force as a JSON object judge -> an array, read from `_VERDICTS_FROM` where `items i` is the
+# item (whose cell `{mark}`, whether the verdict is accepted were it regular, reads)
+_JSON_VERDICTS = "json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))"
+_CSV_VERDICTS = ("json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL OR v.verdict = '' "
+                 "THEN v.status ELSE v.verdict END{mark}))")
+_VERDICTS_FROM = {_JSON_VERDICTS: "verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id",
+                  _CSV_VERDICTS: "verdicts_in_force v"}
+
+
+@dataclass
+class _Export:
+    """One export's statements and what the caller works out, as each connection runs them."""
+
+    line: str  # SQL of an item's line from its row `r` (head, labels, verdicts) and its parts `g`, `t`, `x`
+    head: str  # SQL of its head, from `items i`
+    verdicts: str  # `_JSON_VERDICTS` or `_CSV_VERDICTS`, its mark filled in
+    verdicts_from: str  # what it reads (`_VERDICTS_FROM`)
+    separator: str  # between lines
+    no_sparse: str  # the sparse part of an item without one
+    where: str
+    params: list
+    parts: LineParts
+    marks: object | None  # a reliability_cells.TrustMarks, for `set_trust_marks`
+    safe: Callable[[str], str] | None  # `cell_safe` of the CSV head
+
+
 class ExportRowsMixin:
     """Gold-label export reads (part of Store)."""
 
-    def export_lines(self, system: str | None = None, *,
-                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
-        `system`, if given) in id order, the parts UTF-8 bytes: the head the JSON object of the
-        item id, task, lang, system, source_id, reference and fields (minified) that begins its
-        JSON line (the caller writes what follows in place of its closing brace); the labels the
-        JSON object of its labels in force (annotator -> label, "{}" for none); the verdicts a
-        JSON object judge -> [status, verdict, correct (of its judgment in force); with `trust`
-        (after `set_trust_marks`) whether it is accepted were it regular (1 or 0; the irregular
-        ones' marks are in the sparse parts, `Sparse.marks`)], "{}" when unjudged. Items share a
-        few sets of labels and of verdicts, whose parts the caller works out once per set."""
+    def export_json_lines(self, parts: LineParts, system: str | None = None, *, marks=None,
+                          helpers: Sequence[ExportRowsMixin] = ()) -> Iterator[tuple[int, bytes]]:
+        """(how many, the JSON lines of that many items as UTF-8 bytes, each ending in a newline)
+        for the current items (of `system`, if given) in id order, some thousands at a time. Each
+        line is the JSON object of the item id, task, lang, system, source_id, reference, fields
+        (minified), labels (annotator -> label), then `parts.after_labels` of its labels, the
+        verdicts' part and its sparse part (`NO_SPARSE_JSON` without one), and its trust marks;
+        the verdicts a JSON object judge -> [status, verdict, correct of its judgment in force,
+        and with `marks` whether it is accepted were it regular (1 or 0)]. `helpers`: stores
+        reading the same snapshot of the same file (`reading`), which put the lines together on
+        threads of their own, this one's thread writing them out meanwhile."""
         where, params = self._item_filter(None, None, None, None, system)
-        # each part as its UTF-8 bytes (a BLOB): not decoded here to be encoded again as it is written out; the
-        # labels and the verdicts each read in one pass over their table in item order (a look-up per item
-        # costs twice as much), those of items not exported passed over as the parts are put together
-        heads = plain_rows(self.conn, f"SELECT i.id, CAST({_HEAD} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
-                           params)
-        # one pass over the verdicts and their judgments (and items, for the marks' cells) for both the verdicts
-        # and the marks; CROSS JOIN keeps verdicts_in_force the outer loop, in item order
-        mark, joined = (f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END",
-                       " CROSS JOIN items i ON i.id = v.item_id") if trust else ("", "")
-        verdicts = plain_rows(self.conn, f"""
-            SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))
-                   AS BLOB)
-            FROM verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id{joined}
-            GROUP BY v.item_id ORDER BY v.item_id""")
-        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
+        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END" if marks is not None else ""
+        return self._export_ranges(_Export(
+            line="""substr(r.head, 1, length(r.head) - 1) || ',"labels":' || r.labels || g.part || t.part
+                    || coalesce(x.sparse, ?) || coalesce(x.trust, t.trust) || '}'""",
+            head=_HEAD, verdicts=_JSON_VERDICTS.replace("{mark}", mark), verdicts_from=_VERDICTS_FROM[_JSON_VERDICTS],
+            separator="\n",
+            no_sparse=NO_SPARSE_JSON, where=where, params=params, parts=parts, marks=marks, safe=None), helpers)
 
-    def export_cells(self, safe: Callable[[str], str], system: str | None = None, *,
-                     trust: bool = False) -> Iterator[tuple[int, tuple, Sparse | None]]:
-        """(item id, (item id, head, labels, verdicts), sparse parts or None) per current item (of
-        `system`, if given) in id order, for a CSV export, the parts UTF-8 bytes: the head is the
-        CSV text of the item id, task, lang, system, source_id and reference ("" for none), each
-        cell quoted as `csv.writer` quotes it (QUOTE_MINIMAL) and text cells passed through `safe`
-        first (a spreadsheet's formula guard: called only for text starting with = + - @, a tab
-        or a carriage return); the labels the JSON object of its labels in force (annotator ->
-        label; "{}" when unlabelled); the verdicts a JSON object judge -> [the verdict, or the
-        status where there is none; with `trust` (after `set_trust_marks`) whether it is accepted
-        were it regular (1 or 0; the irregular ones' marks are in the sparse parts,
-        `Sparse.marks`)], "{}" when unjudged. Items share a few sets of labels and of verdicts,
-        whose cells the caller works out once per set."""
+    def export_csv_rows(self, parts: LineParts, safe: Callable[[str], str], no_sparse: str, system: str | None = None,
+                        *, marks=None, helpers: Sequence[ExportRowsMixin] = ()) -> Iterator[tuple[int, bytes]]:
+        """(how many, the CSV rows of that many items as UTF-8 bytes) for the current items (of
+        `system`, if given) in id order, some thousands at a time. Each row is the CSV text of
+        the item id, task, lang, system, source_id and reference ("" for none), each cell quoted
+        as `csv.writer` quotes it (QUOTE_MINIMAL) and text cells passed through `safe` first (a
+        spreadsheet's formula guard: called only for text starting with = + - @, a tab or a
+        carriage return), then `parts.after_labels` of its labels (a JSON object annotator ->
+        label), the verdicts' cells and their trust marks (`parts.verdicts` of a JSON object
+        judge -> [the verdict, or the status where there is none; with `marks` whether it is
+        accepted were it regular]), and its sparse part (`no_sparse` without one), which ends
+        the row. `helpers` as for `export_json_lines`."""
         where, params = self._item_filter(None, None, None, None, system)
-        self.conn.create_function("cell_safe", 1, safe, deterministic=True)
         # a cell's guard and quotes are looked for per item, but for the columns of the items' cells (a few
         # values, looked at here) only where one of their values needs them
         values = self.conn.execute("SELECT DISTINCT task, lang, system FROM items i WHERE i.current = 1").fetchall()
@@ -120,54 +160,159 @@ class ExportRowsMixin:
         head = " || ',' || ".join(["i.id", *(f"coalesce(i.{name}, '')" if name in plain else
                                              _csv_quoted(f"i.{name}", f"coalesce({_safe(f'i.{name}')}, '')")
                                              for name in ("task", "lang", "system", "source_id", "reference"))])
-        heads = plain_rows(self.conn, f"SELECT i.id, CAST({head} AS BLOB) FROM items i WHERE {where} ORDER BY i.id",
-                           params)
-        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if trust else ""
-        joined = " CROSS JOIN items i ON i.id = v.item_id" if trust else ""  # the verdict's cell, for its threshold
-        verdicts = plain_rows(self.conn, f"""
-            SELECT v.item_id, CAST(json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL
-                   OR v.verdict = '' THEN v.status ELSE v.verdict END{mark})) AS BLOB)
-            FROM verdicts_in_force v{joined} GROUP BY v.item_id ORDER BY v.item_id""")
-        return self._with_sparse(_side_by_side(heads, self._labels_by_item(), b"{}", verdicts, b"{}"), trust)
+        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if marks is not None else ""
+        return self._export_ranges(_Export(
+            line="r.head || g.part || coalesce(x.trust, t.part || t.trust) || coalesce(x.sparse, ?)",
+            head=head, verdicts=_CSV_VERDICTS.replace("{mark}", mark), verdicts_from=_VERDICTS_FROM[_CSV_VERDICTS],
+            separator="",
+            no_sparse=no_sparse, where=where, params=params, parts=parts, marks=marks, safe=safe), helpers)
 
-    def _labels_by_item(self) -> Iterator[tuple[int, bytes]]:
-        """(item id, the JSON object of its labels in force as UTF-8 bytes: annotator -> label) per
-        labelled item, in item id order: one pass over the labels (a look-up per item costs twice
-        as much)."""
-        return plain_rows(self.conn, "SELECT item_id, CAST(json_group_object(annotator, label) AS BLOB) "
-                                     "FROM labels_in_force GROUP BY item_id ORDER BY item_id")
+    def _export_ranges(self, export: _Export, helpers: Sequence[ExportRowsMixin]) -> Iterator[tuple[int, bytes]]:
+        """(how many, their lines) per range of RANGE item ids, in order: put together by `helpers`
+        on threads of their own, a few ranges ahead of the one written out (by this connection
+        where there are none). The items put together are checked against the number this
+        connection counts (read from the file's indexes): a damaged page met in a range can end
+        its scan early without an error, leaving items out of the export silently."""
+        low, high = self.conn.execute("SELECT min(id), max(id) FROM items").fetchone()
+        ranges = [] if low is None else [(start, start + RANGE - 1) for start in range(low, high + 1, RANGE)]
+        counted = []
 
-    def _with_sparse(self, rows, trust: bool) -> Iterator[tuple[int, object, Sparse | None]]:
-        """(item id, its row, its sparse parts or None) for `rows` in item id order: the
-        sparse parts (with `trust`, the irregular verdicts' marks among them) read in streams of
-        their own in item order beside them, looked at only when their next row is this item's."""
+        def count() -> None:
+            counted.append(self.conn.execute(f"SELECT count(*) FROM items i WHERE {export.where}",
+                                             export.params).fetchone()[0])
+
+        read = 0
+        for found in self._put_together(export, helpers, ranges, count):
+            read += found[0]
+            yield found
+        if read != counted[0]:
+            raise DatabaseFault(f"{self.path}: {FAULTS[11]} (the export read {read:,} of the {counted[0]:,} items "
+                                "it counts)", 11)
+
+    def _put_together(self, export: _Export, helpers: Sequence[ExportRowsMixin], ranges: list[tuple[int, int]],
+                      meanwhile: Callable[[], None]) -> Iterator[tuple[int, bytes]]:
+        """`_export_range` of each of `ranges` that has items, in order, on `helpers` (`meanwhile`
+        called once they have begun) or on this connection (`meanwhile` called first)."""
+        if not helpers:
+            meanwhile()
+            for start, end in ranges:
+                if found := self._export_range(export, start, end):
+                    yield found
+            return
+        free: queue.SimpleQueue = queue.SimpleQueue()
+        for helper in helpers:
+            free.put(helper)
+
+        def put_together(start: int, end: int) -> tuple[int, bytes] | None:
+            helper = free.get()
+            try:
+                return helper._export_range(export, start, end)
+            finally:
+                free.put(helper)
+
+        with ThreadPoolExecutor(max_workers=len(helpers)) as pool:
+            ahead: deque[Future] = deque(pool.submit(put_together, start, end) for start, end in ranges[:1])
+            meanwhile()
+            try:
+                for start, end in ranges[1:]:
+                    ahead.append(pool.submit(put_together, start, end))
+                    if len(ahead) > 2 * len(helpers) and (found := ahead.popleft().result()):
+                        yield found
+                while ahead:
+                    if found := ahead.popleft().result():
+                        yield found
+            finally:  # written out, or given up (an error, or the caller stopped): no range is begun after
+                for future in ahead:
+                    future.cancel()
+
+    def _export_range(self, export: _Export, start: int, end: int) -> tuple[int, bytes] | None:
+        """(how many, their lines) of the exported items with ids from `start` to `end`, None
+        without any: their sparse parts put in temp.export_sparse, the parts of sets of labels and
+        of verdicts not met before on this connection worked out and kept (temp.export_labels,
+        temp.export_verdicts), then the lines put together in one statement."""
         c = self.conn
+        if getattr(self, "_export", None) is not export:
+            self._begin_export(export)
+        c.execute("DELETE FROM temp.export_sparse")
+        sparse = self._sparse_in(start, end, export)
+        c.executemany("INSERT INTO temp.export_sparse VALUES (?, ?, ?)", sparse)
+        # the exported items of the range, in id order: (id, head, labels, verdicts), the labels and verdicts as
+        # the JSON objects that the parts are looked up by
+        rows = f"""
+            SELECT i.id, {export.head} AS head, coalesce(l.labels, '{{}}') AS labels,
+                   coalesce((SELECT {export.verdicts} FROM {export.verdicts_from} WHERE v.item_id = i.id), '{{}}') AS verdicts
+            FROM items i NOT INDEXED LEFT JOIN ({_LABELS}) l ON l.item_id = i.id
+            WHERE {export.where} AND i.id BETWEEN ? AND ? ORDER BY i.id"""
+        rows_params = [start, end, *export.params, start, end]
+        statement = f"""
+            SELECT count(*), sum(g.part IS NULL OR t.part IS NULL), CAST(group_concat({export.line}, ?) AS BLOB)
+            FROM ({rows}) r
+            LEFT JOIN temp.export_labels g ON g.labels = r.labels LEFT JOIN temp.export_verdicts t ON t.verdicts = r.verdicts
+            LEFT JOIN temp.export_sparse x ON x.item_id = r.id"""
+        params = [export.no_sparse, export.separator, *rows_params]
+        n, unmet, lines = c.execute(statement, params).fetchone()
+        if unmet:  # sets of labels or of verdicts this connection has not met: worked out, and the lines again
+            for table, column, work in (("export_labels", "labels", lambda text: (export.parts.after_labels(text),)),
+                                        ("export_verdicts", "verdicts", export.parts.verdicts)):
+                new = c.execute(f"SELECT DISTINCT r.{column} FROM ({rows}) r WHERE r.{column} NOT IN "
+                                f"(SELECT {column} FROM temp.{table})", rows_params).fetchall()
+                c.executemany(f"INSERT INTO temp.{table} VALUES (?, ?{', ?' * (column == 'verdicts')})",
+                              [(text, *work(text)) for (text,) in new])
+            n, unmet, lines = c.execute(statement, params).fetchone()
+        return (n, export.parts.finished(lines + export.separator.encode())) if n else None
+
+    def _begin_export(self, export: _Export) -> None:
+        """This connection's temp tables for `export`, and its trust marks and CSV guard."""
+        c = self.conn
+        for table, columns in (("export_labels", "labels TEXT PRIMARY KEY, part TEXT"),
+                               ("export_verdicts", "verdicts TEXT PRIMARY KEY, part TEXT, trust TEXT"),
+                               ("export_sparse", "item_id INTEGER PRIMARY KEY, sparse TEXT, trust TEXT")):
+            c.execute(f"DROP TABLE IF EXISTS temp.{table}")
+            c.execute(f"CREATE TEMP TABLE {table} ({columns})")
+        # an item without labels, or without verdicts
+        c.execute("INSERT INTO temp.export_labels VALUES ('{}', ?)", (export.parts.after_labels("{}"),))
+        c.execute("INSERT INTO temp.export_verdicts VALUES ('{}', ?, ?)", export.parts.verdicts("{}"))
+        if export.marks is not None:
+            self.set_trust_marks(export.marks)
+        if export.safe is not None:
+            c.create_function("cell_safe", 1, export.safe, deterministic=True)
+        self._export = export
+
+    def _sparse_in(self, start: int, end: int, export: _Export) -> list[tuple[int, str, str | None]]:
+        """(item id, sparse part, trust marks or None) of each item with ids from `start` to `end`
+        that has notes, flags, listening or (with marks) irregular verdicts (`LineParts.sparse`)."""
+        c, span = self.conn, (start, end)
         notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
-                                      "ORDER BY item_id, id"))
+                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id, id", span))
         flags = _ByItem(plain_rows(c, f"SELECT DISTINCT a.item_id, a.annotator FROM annotations a "
-                                      f"WHERE a.action = 'flag' AND {IN_FORCE} ORDER BY 1, 2"))
+                                      f"WHERE a.action = 'flag' AND {IN_FORCE} AND a.item_id BETWEEN ? AND ? ORDER BY 1, 2",
+                                   span))
         listening = _ByItem(plain_rows(
             c, "SELECT item_id, annotator, max(coalesce(listened_seconds, 0)) FROM annotations "
-               "WHERE audio_plays IS NOT NULL GROUP BY item_id, annotator ORDER BY item_id, annotator"))
-        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL ORDER BY item_id"))
-        irregular = _ByItem(self.irregular_marks() if trust else ())
-        sparse = (notes, flags, audio, irregular)
-        upcoming = min(part.next_id for part in sparse)  # the next item with a sparse part
-        for row in rows:
-            item_id = row[0]
-            if item_id < upcoming:
-                yield item_id, row, None
-                continue
+               "WHERE audio_plays IS NOT NULL AND item_id BETWEEN ? AND ? GROUP BY item_id, annotator "
+               "ORDER BY item_id, annotator", span))
+        audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL "
+                                      "AND item_id BETWEEN ? AND ? ORDER BY item_id", span))
+        irregular = _ByItem(self.irregular_marks(start, end) if export.marks is not None else ())
+        parts = (notes, flags, audio, irregular)
+        found: list[tuple[int, Sparse]] = []
+        while (item_id := min(part.next_id for part in parts)) != float("inf"):
             listened = None
             if audio.take(item_id):
                 seconds = dict(listening.take(item_id))
-                listened = {a: seconds.get(a, 0.0) for (a,) in self.conn.execute(
+                listened = {a: seconds.get(a, 0.0) for (a,) in c.execute(
                     "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
-            found = Sparse([{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
-                           sorted({a for (a,) in flags.take(item_id)}), listened,
-                           [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])
-            upcoming = min(part.next_id for part in sparse)
-            yield item_id, row, found if found.notes or found.flagged_by or listened is not None or found.marks else None
+            found.append((item_id, Sparse(
+                [{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
+                sorted({a for (a,) in flags.take(item_id)}), listened,
+                [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])))
+        marked = [item_id for item_id, sparse in found if sparse.marks]
+        verdicts = dict(c.execute(f"SELECT v.item_id, {export.verdicts} FROM {export.verdicts_from} CROSS JOIN items i "
+                                  "ON i.id = v.item_id WHERE v.item_id IN (SELECT value FROM json_each(?)) "
+                                  "GROUP BY v.item_id", (json.dumps(marked),)).fetchall()) if marked else {}
+        return [(item_id, *export.parts.sparse(verdicts.get(item_id, "{}"), sparse))
+                for item_id, sparse in found if sparse.notes or sparse.flagged_by or sparse.listened is not None
+                or sparse.marks]
 
     def c3_export_items(self, task: str, lang: str, system: str,
                         judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
@@ -208,21 +353,6 @@ class ExportRowsMixin:
             f"SELECT EXISTS (SELECT 1 FROM item_audio a CROSS JOIN items i ON i.id = a.item_id WHERE a.problem IS NULL "
             f"AND {where})", params).fetchone()[0])
         return annotators, judges, with_audio
-
-
-def _side_by_side(heads, labels, no_labels: bytes, tails, no_tail: bytes) -> Iterator[tuple]:
-    """(item id, head, labels, tail) per row (item id, head) of `heads`, with the labels and the
-    tail of rows (item id, part) of `labels` and `tails`, both in item id order (`no_labels`,
-    `no_tail` for an item without a row; rows of other items are passed over)."""
-    end = (float("inf"), None)
-    labels, tails = iter(labels), iter(tails)
-    (label_id, label), (tail_id, tail) = next(labels, end), next(tails, end)
-    for item_id, head in heads:
-        while label_id < item_id:
-            label_id, label = next(labels, end)
-        while tail_id < item_id:
-            tail_id, tail = next(tails, end)
-        yield (item_id, head, label if label_id == item_id else no_labels, tail if tail_id == item_id else no_tail)
 
 
 class _ByItem:
