@@ -90,13 +90,13 @@ RANGE = 8192
 # the labels in force of the items of a range of ids (the two `?`), as JSON objects annotator -> label
 _LABELS = ("SELECT item_id, json_group_object(annotator, label) AS labels FROM labels_in_force "
            "WHERE item_id BETWEEN ? AND ? GROUP BY item_id")
-# an item's verdicts in force as a JSON object judge -> an array, read from `_VERDICTS_FROM` where `items i` is the
-# item (whose cell `{mark}`, whether the verdict is accepted were it regular, reads)
+# an item's verdicts in force as a JSON object judge -> an array, read from the `_FROM` beside it where `items i` is
+# the item (whose cell `{mark}`, whether the verdict is accepted were it regular, reads)
 _JSON_VERDICTS = "json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))"
+_JSON_VERDICTS_FROM = "verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id"
 _CSV_VERDICTS = ("json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL OR v.verdict = '' "
                  "THEN v.status ELSE v.verdict END{mark}))")
-_VERDICTS_FROM = {_JSON_VERDICTS: "verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id",
-                  _CSV_VERDICTS: "verdicts_in_force v"}
+_CSV_VERDICTS_FROM = "verdicts_in_force v"
 
 
 @dataclass
@@ -106,7 +106,7 @@ class _Export:
     line: str  # SQL of an item's line from its row `r` (head, labels, verdicts) and its parts `g`, `t`, `x`
     head: str  # SQL of its head, from `items i`
     verdicts: str  # `_JSON_VERDICTS` or `_CSV_VERDICTS`, its mark filled in
-    verdicts_from: str  # what it reads (`_VERDICTS_FROM`)
+    verdicts_from: str  # what it reads (`_JSON_VERDICTS_FROM` or `_CSV_VERDICTS_FROM`)
     separator: str  # between lines
     no_sparse: str  # the sparse part of an item without one
     where: str
@@ -135,7 +135,7 @@ class ExportRowsMixin:
         return self._export_ranges(_Export(
             line="""substr(r.head, 1, length(r.head) - 1) || ',"labels":' || r.labels || g.part || t.part
                     || coalesce(x.sparse, ?) || coalesce(x.trust, t.trust) || '}'""",
-            head=_HEAD, verdicts=_JSON_VERDICTS.replace("{mark}", mark), verdicts_from=_VERDICTS_FROM[_JSON_VERDICTS],
+            head=_HEAD, verdicts=_JSON_VERDICTS.replace("{mark}", mark), verdicts_from=_JSON_VERDICTS_FROM,
             separator="\n",
             no_sparse=NO_SPARSE_JSON, where=where, params=params, parts=parts, marks=marks, safe=None), helpers)
 
@@ -163,7 +163,7 @@ class ExportRowsMixin:
         mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if marks is not None else ""
         return self._export_ranges(_Export(
             line="r.head || g.part || coalesce(x.trust, t.part || t.trust) || coalesce(x.sparse, ?)",
-            head=head, verdicts=_CSV_VERDICTS.replace("{mark}", mark), verdicts_from=_VERDICTS_FROM[_CSV_VERDICTS],
+            head=head, verdicts=_CSV_VERDICTS.replace("{mark}", mark), verdicts_from=_CSV_VERDICTS_FROM,
             separator="",
             no_sparse=no_sparse, where=where, params=params, parts=parts, marks=marks, safe=safe), helpers)
 
@@ -254,10 +254,11 @@ class ExportRowsMixin:
         if unmet:  # sets of labels or of verdicts this connection has not met: worked out, and the lines again
             for table, column, work in (("export_labels", "labels", lambda text: (export.parts.after_labels(text),)),
                                         ("export_verdicts", "verdicts", export.parts.verdicts)):
-                new = c.execute(f"SELECT DISTINCT r.{column} FROM ({rows}) r WHERE r.{column} NOT IN "
-                                f"(SELECT {column} FROM temp.{table})", rows_params).fetchall()
-                c.executemany(f"INSERT INTO temp.{table} VALUES (?, ?{', ?' * (column == 'verdicts')})",
-                              [(text, *work(text)) for (text,) in new])
+                new = [(text, *work(text)) for (text,) in c.execute(
+                    f"SELECT DISTINCT r.{column} FROM ({rows}) r WHERE r.{column} NOT IN (SELECT {column} FROM temp.{table})",
+                    rows_params).fetchall()]
+                if new:
+                    c.executemany(f"INSERT INTO temp.{table} VALUES ({', '.join('?' * len(new[0]))})", new)
             n, unmet, lines = c.execute(statement, params).fetchone()
         return (n, export.parts.finished(lines + export.separator.encode())) if n else None
 
