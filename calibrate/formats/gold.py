@@ -13,7 +13,7 @@ a million items holds a few ranges of lines at a time. Here is worked out what t
 in them: what follows from an item's labels (the gold label by `calibrate.gold`, who decided
 it) and from its verdicts (their JSON or cells, and their trust marks), once per set of labels
 or verdicts, as items share a few; and what few items need: the notes, flags and listening of
-the items that have them, and the trust marks of irregular verdicts. A JSON line is compact,
+the items that have them. A JSON line is compact,
 the item's fields minified by SQLite from the stored text, never parsed into Python objects."""
 
 from __future__ import annotations
@@ -40,12 +40,6 @@ NOTES_BETWEEN = " | "  # between the notes of a CSV notes cell, each "annotator:
 
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _marks(verdicts: dict[str, list], irregular: list[tuple[str, bool]]) -> dict[str, bool]:
-    """Judge -> whether their verdict is accepted, of verdicts (judge -> [..., accepted were it
-    regular]) some of which are irregular (`Sparse.marks`: judge, accepted)."""
-    return {judge: bool(v[-1]) for judge, v in verdicts.items()} | {j: ok for j, ok in irregular if j in verdicts}
 
 
 def _trust_words(accepted: bool) -> str:
@@ -77,25 +71,21 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
 
     def verdicts_parts(text: str) -> tuple[str, str]:
         """The verdicts part of a line of an item with these verdicts (judge -> status, verdict,
-        correct, with `marks` accepted were it regular), and with `marks` its trust marks."""
+        correct, with `marks` accepted), and with `marks` its trust marks."""
         verdicts = json.loads(text)
         shown = {j: {"status": status, "verdict": verdict, "correct": correct}
                  for j, (status, verdict, correct, *_) in verdicts.items()}
         return (f',"verdicts":{_json(shown)}',
                 f',"trust":{_json({j: _trust_words(v[3]) for j, v in verdicts.items()})}' if trust else "")
 
-    def sparse_parts(text: str, sparse: Sparse) -> tuple[str, str | None]:
-        """The notes, flags and listening part of an item's line, and its trust marks where some of
-        its verdicts are irregular."""
-        part = (f',"notes":{_json(sparse.notes)},"flagged_by":{_json(sparse.flagged_by)},'
+    def sparse_part(sparse: Sparse) -> str:
+        """The notes, flags and listening part of an item's line."""
+        return (f',"notes":{_json(sparse.notes)},"flagged_by":{_json(sparse.flagged_by)},'
                 f'"listened":{_json(sparse.listened)}')
-        if not sparse.marks:
-            return part, None
-        return part, f',"trust":{_json({j: _trust_words(ok) for j, ok in _marks(json.loads(text), sparse.marks).items()})}'
 
     write = _bytes_to(out)
     n = 0
-    parts = LineParts(lambda labels: _gold_json(json.loads(labels)), verdicts_parts, sparse_parts, json_bytes_safe)
+    parts = LineParts(lambda labels: _gold_json(json.loads(labels)), verdicts_parts, sparse_part, json_bytes_safe)
     for count, lines in store.export_json_lines(parts, system, marks=marks, helpers=helpers):
         write(lines)
         n += count
@@ -157,20 +147,15 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
         verdicts = json.loads(text)
         return verdict_cells(verdicts), trust_cells({j: bool(v[-1]) for j, v in verdicts.items()} if trusted else {})
 
-    def sparse_parts(text: str, sparse: Sparse) -> tuple[str, str | None]:
-        """The notes, flags and listening cells of an item (ending its row), and its verdicts' cells
-        and trust marks where some of its verdicts are irregular."""
-        tail = _csv_cells(map(spreadsheet_safe, (
+    def sparse_part(sparse: Sparse) -> str:
+        """The notes, flags and listening cells of an item, ending its row."""
+        return _csv_cells(map(spreadsheet_safe, (
             NOTES_BETWEEN.join(f"{note['annotator']}: {note['note']}" for note in sparse.notes), " ".join(sparse.flagged_by),
             *((sparse.listened or {}).get(a, "") for a in listeners)))) + "\r\n"
-        if not sparse.marks:
-            return tail, None
-        verdicts = json.loads(text)
-        return tail, verdict_cells(verdicts) + (trust_cells(_marks(verdicts, sparse.marks)) if trusted else "")
 
     n = 0
     no_sparse = _csv_cells(["", "", *[""] * len(listeners)]) + "\r\n"
-    parts = LineParts(labels_cells, verdicts_parts, sparse_parts, lambda rows: rows)
+    parts = LineParts(labels_cells, verdicts_parts, sparse_part, lambda rows: rows)
     for count, rows in store.export_csv_rows(parts, spreadsheet_safe, no_sparse, system, marks=marks, helpers=helpers):
         write(rows)
         n += count

@@ -232,32 +232,21 @@ class ConfidenceMixin:
                   (dump_json([key for key, ok in marks.irregular.items() if ok]),))
         self._trust_judge = marks.judge
 
-    # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted were it
-    # regular (not in temp.irregular): parsed, with a stored confidence in [0, 1] reaching its cell's threshold
-    _REGULAR = """v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
-                 FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
-                 AND t.judge_name = v.judge_name{joined}), 0)"""
-    # whether it is accepted: an irregular verdict as `set_trust_marks` marked it, a regular one as above
-    ACCEPTED = f"""
+    # whether judge `v.judge_name`'s verdict on item `i` (its row `v` of verdicts_in_force) is accepted: an
+    # irregular verdict (in temp.irregular) as `set_trust_marks` marked it; a regular one when it is parsed, with
+    # a stored confidence in [0, 1] reaching its cell's threshold (the confidence of its judgment `j`)
+    _ACCEPTED = """
         CASE WHEN EXISTS (SELECT 1 FROM temp.irregular r WHERE r.item_id = v.item_id AND r.judge_name = v.judge_name)
              THEN coalesce((SELECT a.accepted FROM temp.trust_irregular a
                             WHERE a.item_id = v.item_id AND a.judge_name = v.judge_name), 0)
-             ELSE {_REGULAR.format(judgments=", judgments j", joined=" AND j.id = v.judgment_id")} END"""
-    # the regular rule alone, where the statement has joined the verdict's judgment as `j` already: for reads
-    # that take the irregular verdicts' marks beside it (`irregular_marks`)
-    ACCEPTED_IF_REGULAR = _REGULAR.format(judgments="", joined="")
-    # the regular rule alone, reading the verdict's judgment (for its confidence) only where its cell has a
-    # threshold: a verdict in a cell without one is never accepted, and its judgment's row is not read
-    ACCEPTED_IF_REGULAR_BY_CELL = _REGULAR.format(judgments=" CROSS JOIN judgments j", joined=" AND j.id = v.judgment_id")
-
-    def irregular_marks(self, start: int, end: int) -> Iterator[tuple[int, str, bool]]:
-        """(item id, judge, accepted) of each irregular verdict in force (`set_trust_marks`:
-        repeats, or an error in force) on the items with ids from `start` to `end`, in item id order."""
-        return plain_rows(self.conn, "SELECT r.item_id, r.judge_name, coalesce(a.accepted, 0) FROM temp.irregular r "
-                                     "JOIN verdicts_in_force v ON v.item_id = r.item_id AND v.judge_name = r.judge_name "
-                                     "LEFT JOIN temp.trust_irregular a ON a.item_id = r.item_id "
-                                     "AND a.judge_name = r.judge_name WHERE r.item_id BETWEEN ? AND ? "
-                                     "ORDER BY r.item_id, r.judge_name", (start, end))
+             ELSE v.status = 'verdict' AND coalesce((SELECT j.confidence >= t.threshold AND j.confidence BETWEEN 0 AND 1
+                  FROM temp.trust_thresholds t{judgments} WHERE t.task = i.task AND t.lang = i.lang
+                  AND t.judge_name = v.judge_name{joined}), 0) END"""
+    # the rule, reading the verdict's judgment (for its confidence) only where its cell has a threshold: a
+    # regular verdict in a cell without one is never accepted, and its judgment's row is not read
+    ACCEPTED = _ACCEPTED.format(judgments=" CROSS JOIN judgments j", joined=" AND j.id = v.judgment_id")
+    # the rule where the statement has joined the verdict's judgment as `j` already
+    ACCEPTED_JOINED = _ACCEPTED.format(judgments="", joined="")
 
     def escalation_ids(self, *, accepted: bool, task: str | None = None, lang: str | None = None,
                        system: str | None = None, after: int = 0, limit: int = 512) -> list[int]:

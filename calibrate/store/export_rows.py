@@ -9,13 +9,10 @@ An item's labels and verdicts come as short JSON objects, which items share a fe
 caller works out once per distinct object on each connection what follows from it (the gold
 label by `calibrate.gold`'s rule; the verdicts' JSON or cells, and their trust marks), kept in
 temp tables the statement looks each item's up in. Left to the caller too, as they are rare:
-the sparse parts of the items that have some (`Sparse`: notes, flags, listening), and the trust
-marks of irregular verdicts (repeats, or an error in force), which SQLite gives by the rule of
-regular ones."""
+the sparse parts of the items that have some (`Sparse`: notes, flags, listening)."""
 
 from __future__ import annotations
 
-import json
 import queue
 import re
 from collections import deque
@@ -48,15 +45,12 @@ def _safe(expression: str) -> str:
 
 class Sparse(NamedTuple):
     """What few items have, read beside the rows: notes (annotator, note, action; oldest first),
-    who flagged the item (sorted), for an item with usable audio how long each labelling
-    annotator listened (annotator -> seconds, 0 for one who never played it; None without audio),
-    and in a read with trust marks the marks of its irregular verdicts (repeats, or an error in
-    force), which the row gives as if they were regular."""
+    who flagged the item (sorted), and for an item with usable audio how long each labelling
+    annotator listened (annotator -> seconds, 0 for one who never played it; None without audio)."""
 
     notes: list[dict]
     flagged_by: list[str]
     listened: dict[str, float] | None
-    marks: list[tuple[str, bool]]  # the item's irregular verdicts' trust marks: (judge, accepted)
 
 
 CSV_SPECIAL = re.compile('[,"\r\n]')  # what makes `csv.writer` quote a cell (QUOTE_MINIMAL)
@@ -78,9 +72,7 @@ class LineParts(NamedTuple):
 
     after_labels: Callable[[str], str]  # the JSON object of an item's labels -> what follows them
     verdicts: Callable[[str], tuple[str, str]]  # the JSON object of its verdicts -> (their part, their trust marks)
-    # the parts of an item that has `Sparse` parts, from its verdicts' JSON object and them: (its sparse part; its
-    # trust marks where it has irregular verdicts, else None)
-    sparse: Callable[[str, Sparse], tuple[str, str | None]]
+    sparse: Callable[[Sparse], str]  # the sparse part of an item that has `Sparse` parts
     finished: Callable[[bytes], bytes]  # the lines of a range as they are written out (on the thread that made them)
 
 
@@ -91,7 +83,7 @@ RANGE = 8192
 _LABELS = ("SELECT item_id, json_group_object(annotator, label) AS labels FROM labels_in_force "
            "WHERE item_id BETWEEN ? AND ? GROUP BY item_id")
 # an item's verdicts in force as a JSON object judge -> an array, read from the `_FROM` beside it where `items i` is
-# the item (whose cell `{mark}`, whether the verdict is accepted were it regular, reads)
+# the item (whose cell `{mark}`, whether the verdict is accepted, reads)
 _JSON_VERDICTS = "json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))"
 _JSON_VERDICTS_FROM = "verdicts_in_force v CROSS JOIN judgments j ON j.id = v.judgment_id"
 _CSV_VERDICTS = ("json_group_object(v.judge_name, json_array(CASE WHEN v.verdict IS NULL OR v.verdict = '' "
@@ -127,14 +119,14 @@ class ExportRowsMixin:
         (minified), labels (annotator -> label), then `parts.after_labels` of its labels, the
         verdicts' part and its sparse part (`NO_SPARSE_JSON` without one), and its trust marks;
         the verdicts a JSON object judge -> [status, verdict, correct of its judgment in force,
-        and with `marks` whether it is accepted were it regular (1 or 0)]. `helpers`: stores
+        and with `marks` whether it is accepted (1 or 0)]. `helpers`: stores
         reading the same snapshot of the same file (`reading`), which put the lines together on
         threads of their own, this one's thread writing them out meanwhile."""
         where, params = self._item_filter(None, None, None, None, system)
-        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR} THEN 1 ELSE 0 END" if marks is not None else ""
+        mark = f", CASE WHEN {self.ACCEPTED_JOINED} THEN 1 ELSE 0 END" if marks is not None else ""
         return self._export_ranges(_Export(
             line="""substr(r.head, 1, length(r.head) - 1) || ',"labels":' || r.labels || g.part || t.part
-                    || coalesce(x.sparse, ?) || coalesce(x.trust, t.trust) || '}'""",
+                    || coalesce(x.sparse, ?) || t.trust || '}'""",
             head=_HEAD, verdicts=_JSON_VERDICTS.replace("{mark}", mark), verdicts_from=_JSON_VERDICTS_FROM,
             separator="\n",
             no_sparse=NO_SPARSE_JSON, where=where, params=params, parts=parts, marks=marks, safe=None), helpers)
@@ -149,7 +141,7 @@ class ExportRowsMixin:
         carriage return), then `parts.after_labels` of its labels (a JSON object annotator ->
         label), the verdicts' cells and their trust marks (`parts.verdicts` of a JSON object
         judge -> [the verdict, or the status where there is none; with `marks` whether it is
-        accepted were it regular]), and its sparse part (`no_sparse` without one), which ends
+        accepted]), and its sparse part (`no_sparse` without one), which ends
         the row. `helpers` as for `export_json_lines`."""
         where, params = self._item_filter(None, None, None, None, system)
         # a cell's guard and quotes are looked for per item, but for the columns of the items' cells (a few
@@ -160,9 +152,9 @@ class ExportRowsMixin:
         head = " || ',' || ".join(["i.id", *(f"coalesce(i.{name}, '')" if name in plain else
                                              _csv_quoted(f"i.{name}", f"coalesce({_safe(f'i.{name}')}, '')")
                                              for name in ("task", "lang", "system", "source_id", "reference"))])
-        mark = f", CASE WHEN {self.ACCEPTED_IF_REGULAR_BY_CELL} THEN 1 ELSE 0 END" if marks is not None else ""
+        mark = f", CASE WHEN {self.ACCEPTED} THEN 1 ELSE 0 END" if marks is not None else ""
         return self._export_ranges(_Export(
-            line="r.head || g.part || coalesce(x.trust, t.part || t.trust) || coalesce(x.sparse, ?)",
+            line="r.head || g.part || t.part || t.trust || coalesce(x.sparse, ?)",
             head=head, verdicts=_CSV_VERDICTS.replace("{mark}", mark), verdicts_from=_CSV_VERDICTS_FROM,
             separator="",
             no_sparse=no_sparse, where=where, params=params, parts=parts, marks=marks, safe=safe), helpers)
@@ -235,7 +227,7 @@ class ExportRowsMixin:
             self._begin_export(export)
         c.execute("DELETE FROM temp.export_sparse")
         sparse = self._sparse_in(start, end, export)
-        c.executemany("INSERT INTO temp.export_sparse VALUES (?, ?, ?)", sparse)
+        c.executemany("INSERT INTO temp.export_sparse VALUES (?, ?)", sparse)
         # the exported items of the range, in id order: (id, head, labels, verdicts), the labels and verdicts as
         # the JSON objects that the parts are looked up by
         rows = f"""
@@ -267,7 +259,7 @@ class ExportRowsMixin:
         c = self.conn
         for table, columns in (("export_labels", "labels TEXT PRIMARY KEY, part TEXT"),
                                ("export_verdicts", "verdicts TEXT PRIMARY KEY, part TEXT, trust TEXT"),
-                               ("export_sparse", "item_id INTEGER PRIMARY KEY, sparse TEXT, trust TEXT")):
+                               ("export_sparse", "item_id INTEGER PRIMARY KEY, sparse TEXT")):
             c.execute(f"DROP TABLE IF EXISTS temp.{table}")
             c.execute(f"CREATE TEMP TABLE {table} ({columns})")
         # an item without labels, or without verdicts
@@ -279,9 +271,9 @@ class ExportRowsMixin:
             c.create_function("cell_safe", 1, export.safe, deterministic=True)
         self._export = export
 
-    def _sparse_in(self, start: int, end: int, export: _Export) -> list[tuple[int, str, str | None]]:
-        """(item id, sparse part, trust marks or None) of each item with ids from `start` to `end`
-        that has notes, flags, listening or (with marks) irregular verdicts (`LineParts.sparse`)."""
+    def _sparse_in(self, start: int, end: int, export: _Export) -> list[tuple[int, str]]:
+        """(item id, sparse part) of each item with ids from `start` to `end` that has notes, flags
+        or listening (`LineParts.sparse`)."""
         c, span = self.conn, (start, end)
         notes = _ByItem(plain_rows(c, "SELECT item_id, annotator, note, action FROM annotations WHERE note IS NOT NULL "
                                       "AND item_id BETWEEN ? AND ? ORDER BY item_id, id", span))
@@ -294,26 +286,18 @@ class ExportRowsMixin:
                "ORDER BY item_id, annotator", span))
         audio = _ByItem(plain_rows(c, "SELECT DISTINCT item_id FROM item_audio WHERE problem IS NULL "
                                       "AND item_id BETWEEN ? AND ? ORDER BY item_id", span))
-        irregular = _ByItem(self.irregular_marks(start, end) if export.marks is not None else ())
-        parts = (notes, flags, audio, irregular)
-        found: list[tuple[int, Sparse]] = []
+        parts = (notes, flags, audio)
+        found: list[tuple[int, str]] = []
         while (item_id := min(part.next_id for part in parts)) != float("inf"):
             listened = None
             if audio.take(item_id):
                 seconds = dict(listening.take(item_id))
                 listened = {a: seconds.get(a, 0.0) for (a,) in c.execute(
                     "SELECT annotator FROM labels_in_force WHERE item_id = ? ORDER BY annotator", (item_id,))}
-            found.append((item_id, Sparse(
+            found.append((item_id, export.parts.sparse(Sparse(
                 [{"annotator": a, "note": note, "action": action} for a, note, action in notes.take(item_id)],
-                sorted({a for (a,) in flags.take(item_id)}), listened,
-                [(judge, bool(ok)) for judge, ok in irregular.take(item_id)])))
-        marked = [item_id for item_id, sparse in found if sparse.marks]
-        verdicts = dict(c.execute(f"SELECT v.item_id, {export.verdicts} FROM {export.verdicts_from} CROSS JOIN items i "
-                                  "ON i.id = v.item_id WHERE v.item_id IN (SELECT value FROM json_each(?)) "
-                                  "GROUP BY v.item_id", (json.dumps(marked),)).fetchall()) if marked else {}
-        return [(item_id, *export.parts.sparse(verdicts.get(item_id, "{}"), sparse))
-                for item_id, sparse in found if sparse.notes or sparse.flagged_by or sparse.listened is not None
-                or sparse.marks]
+                sorted({a for (a,) in flags.take(item_id)}), listened))))
+        return found
 
     def c3_export_items(self, task: str, lang: str, system: str,
                         judge: str | None) -> Iterator[tuple[Item, bool, str | None]]:
