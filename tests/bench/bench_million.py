@@ -4,7 +4,8 @@ the report with two judges and their jury, `scores`, `trust`, every `export` for
 against raw executemany and `sqlite-utils insert`, and the clean-up of a killed import.
 
 Each command also runs as a whole process (`python -m calibrate ...`), timed from spawn to exit,
-with its peak memory (the child's ru_maxrss from os.wait4; in-process figures are measured in a
+with its CPU time (user + system, every thread: steadier than the wall time on a shared machine) and
+peak memory (the child's ru_maxrss from os.wait4; in-process figures are measured in a
 fresh interpreter too, so that this script stays small and no child inherits its memory). Each
 line prints the target, the figure, the ratio figure / target (<= 1 meets it) and the machine's
 load average. `scores`, `trust` and the exports run twice and the second run is the figure, the
@@ -55,10 +56,10 @@ def report(name: str, target: float | None, value: float, unit: str, extra: str 
     print(line, flush=True)
 
 
-def run_process(args: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MB, exit status) of one calibrate process."""
-    took, _, peak, code = run_measured([sys.executable, "-m", "calibrate", *args], stdout=stdout)
-    return took, peak, code
+def run_process(args: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, float, float, int]:
+    """(seconds, CPU seconds (user + system, every thread), peak RSS in MB, exit status) of one
+    calibrate process."""
+    return run_measured([sys.executable, "-m", "calibrate", *args], stdout=stdout)
 
 
 def run_measured(command: list[str], *, stdout=subprocess.DEVNULL) -> tuple[float, float, float, int]:
@@ -223,8 +224,8 @@ def report_figures(path: Path) -> None:
     report("report (two judges and their jury), in-process", 2.0, took, "s",
            f"CPU {cpu:.2f} s (both threads); judges {', '.join(judges)}, {lines} lines; "
            f"that process's peak {usage.ru_maxrss / 1024:.0f} MB")
-    took, peak, _ = run_process(["--db", str(path), "report"])
-    report("report (two judges and their jury), as a process", 2.0, took, "s", f"peak {peak:.0f} MB")
+    took, cpu, peak, _ = run_process(["--db", str(path), "report"])
+    report("report (two judges and their jury), as a process", 2.0, took, "s", f"CPU {cpu:.2f} s, peak {peak:.0f} MB")
 
 
 def commands(path: Path) -> None:
@@ -239,10 +240,10 @@ def commands(path: Path) -> None:
     ]:
         # run twice, the second the figure: the first may read much of the file from disk (machines here keep a
         # few GB of file pages, and the import figures write several GB), which measures the disk, not calibrate
-        first, _, _ = run_process(["--db", str(path), *args])
-        took, peak, code = run_process(["--db", str(path), *args])
+        first, _, _, _ = run_process(["--db", str(path), *args])
+        took, cpu, peak, code = run_process(["--db", str(path), *args])
         report(f"{name}{'' if code == 0 else ' (FAILED)'}", 5.0, took, "s",
-               f"peak {peak:.0f} MB (target 300); first run {first:.2f} s")
+               f"CPU {cpu:.2f} s, peak {peak:.0f} MB (target 300); first run {first:.2f} s")
     shutil.rmtree(out, ignore_errors=True)
 
 
