@@ -79,9 +79,8 @@ class LineParts(NamedTuple):
 RANGE = 8192
 """Item ids an export's statement puts together at once (a few MB of lines)."""
 
-# the labels in force of the items of a range of ids (the two `?`), as JSON objects annotator -> label
-_LABELS = ("SELECT item_id, json_group_object(annotator, label) AS labels FROM labels_in_force "
-           "WHERE item_id BETWEEN ? AND ? GROUP BY item_id")
+# the labels in force of item `i`, as a JSON object annotator -> label ('{}' without any)
+_LABELS = "SELECT json_group_object(annotator, label) FROM labels_in_force WHERE item_id = i.id"
 # an item's verdicts in force as a JSON object judge -> an array, read from the `_FROM` beside it where `items i` is
 # the item (whose cell `{mark}`, whether the verdict is accepted, reads)
 _JSON_VERDICTS = "json_group_object(v.judge_name, json_array(v.status, v.verdict, j.correct{mark}))"
@@ -231,11 +230,11 @@ class ExportRowsMixin:
         # the exported items of the range, in id order: (id, head, labels, verdicts), the labels and verdicts as
         # the JSON objects that the parts are looked up by
         rows = f"""
-            SELECT i.id, {export.head} AS head, coalesce(l.labels, '{{}}') AS labels,
-                   coalesce((SELECT {export.verdicts} FROM {export.verdicts_from} WHERE v.item_id = i.id), '{{}}') AS verdicts
-            FROM items i NOT INDEXED LEFT JOIN ({_LABELS}) l ON l.item_id = i.id
+            SELECT i.id, {export.head} AS head, ({_LABELS}) AS labels,
+                   (SELECT {export.verdicts} FROM {export.verdicts_from} WHERE v.item_id = i.id) AS verdicts
+            FROM items i NOT INDEXED
             WHERE {export.where} AND i.id BETWEEN ? AND ? ORDER BY i.id"""
-        rows_params = [start, end, *export.params, start, end]
+        rows_params = [*export.params, start, end]
         statement = f"""
             SELECT count(*), sum(g.part IS NULL OR t.part IS NULL), CAST(group_concat({export.line}, ?) AS BLOB)
             FROM ({rows}) r
