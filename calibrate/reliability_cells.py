@@ -157,7 +157,8 @@ IrregularSamples = Callable[[], "tuple[list[tuple], list[tuple]] | None"]
 
 def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_from: str | None = None,
            irregular_read: IrregularSamples | None = None,
-           once_labelled: list[tuple] | Callable[[], list[tuple]] | None = None, helpers: Sequence[Store] = ()) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
+           once_labelled: list[tuple] | Callable[[], list[tuple]] | None = None,
+           helpers: Sequence[Store] = ()) -> dict[tuple[tuple[str, str], str], JudgeVerdicts]:
     """(cell, judge) -> its verdicts, for every judge with a verdict in force that is not an
     error on a counted item of the cell: the regular ones on labelled items counted in groups
     (`Store.verdict_groups`), the irregular ones read item by item (`Store.irregular_samples`,

@@ -1,7 +1,7 @@
 """The reads behind the gold-label exports (`calibrate.formats.gold`): the lines (or rows) of a
-range of item ids put together in one statement (`_export_range`), its items' heads, labels
-and verdicts read in one pass each over the range, so an export of a million items holds no
-Python object per item. Ranges are put together in order on the connection of the export, or
+range of item ids put together in one statement (`_export_range`), its items read in order
+with each one's labels and verdicts looked up beside it, so an export of a million items holds
+no Python object per item. Ranges are put together in order on the connection of the export, or
 ahead of it on helper connections reading the same snapshot on threads of their own (SQLite
 works without the interpreter's lock, and each range gives one row).
 
