@@ -462,6 +462,27 @@ def test_guard_detects_labels_chosen_by_the_judge_verdict():
     assert "do not look like a random sample" in reason and "Fisher p" in reason
 
 
+def test_fisher_p_matches_scipy_on_small_large_and_tied_tables():
+    """The guard's own Fisher test (scipy.stats is not imported by scores) against scipy's, on
+    random tables from 4 to 250,000 items, symmetric ones (ties on both sides of the mode) and
+    tables with an empty row or column."""
+    rng = np.random.default_rng(22)
+    tables = [tuple(int(v) for v in rng.multinomial(total, rng.dirichlet([1, 1, 1, 1])))
+              for total in (4, 9, 30, 200, 5_000, 250_000) for _ in range(60)]
+    tables += [(3, 3, 3, 3), (10, 10, 10, 10), (1, 4, 4, 1), (2, 8, 8, 2), (30, 70, 70, 30), (71, 29, 29, 71),
+               (999, 3001, 3001, 999), (18, 154, 154, 18), (3, 217, 110, 110), (24, 42, 33, 33), (5, 0, 0, 5), (0, 5, 5, 0), (0, 0, 4, 6), (2, 0, 7, 0), (0, 0, 0, 0)]
+    for a, b, c, d in tables:
+        expected = stats.fisher_exact([[a, b], [c, d]]).pvalue
+        assert correction._fisher_p(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-300), (a, b, c, d)
+
+
+def test_convolved_matches_the_direct_sum():
+    rng = np.random.default_rng(3)
+    a, b = rng.random(40), rng.random(7)
+    assert correction._convolved(a, b) == pytest.approx(np.convolve(a, b), rel=1e-12, abs=1e-14)
+    assert correction._convolved(np.ones(1), b) == pytest.approx(b, rel=1e-12)
+
+
 def test_guard_needs_min_labelled():
     f = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 0] * 4, float)
     labels = np.full(40, np.nan)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -163,6 +165,20 @@ def test_corrected_scores_final_ranking_and_judge_pairs(two_systems_two_judges, 
     assert (pair.a, pair.b, pair.n, pair.n_labelled) == ("dpsk", "gpt", 160, 80)
     assert pair.kappa.ci is not None and pair.tracks_people.ci is not None
     store.close()
+
+
+def test_scores_runs_without_importing_scipy_stats_or_signal(two_systems_two_judges):
+    """scipy.stats and scipy.signal take about a second to import, a fifth of `scores` at a
+    million items: its statistics (the Fisher test of its guard, the stratified posterior's
+    convolutions, the quantiles) need only scipy.special and scipy.fft."""
+    path, _, _ = two_systems_two_judges
+    code = ("import sys\nfrom calibrate.cli import cli\n"
+            f"cli(['--db', {str(path)!r}, 'scores', '--format', 'json'], standalone_mode=False)\n"
+            "print(sorted(m for m in sys.modules if m in ('scipy.stats', 'scipy.signal', 'sklearn')), file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["cells"], "it scored the cells"
+    assert result.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_cli_scores_target_changes_the_labels_needed(two_systems_two_judges):

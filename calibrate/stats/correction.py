@@ -35,8 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
-from scipy.signal import fftconvolve
+from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import betaln, gammaln
 
 from calibrate.model import Estimate, counted
@@ -213,12 +212,32 @@ def _not_random(f: np.ndarray, labelled: np.ndarray) -> str | None:
     return None
 
 
+FISHER_TIES = 1e-7
+"""Tables whose probability is within this relative distance of the observed one's count as
+being as likely as it in Fisher's two-sided test (as R's fisher.test, `relErr`)."""
+
+
 @lru_cache(maxsize=1024)
 def _fisher_p(a: int, b: int, c: int, d: int) -> float:
-    """The two-sided p-value of Fisher's exact test of the table [[a, b], [c, d]], kept for the
-    next estimator of the same cell (each one tests the same table; a large one takes
-    milliseconds)."""
-    return float(stats.fisher_exact([[a, b], [c, d]]).pvalue)
+    """The two-sided p-value of Fisher's exact test of the table [[a, b], [c, d]]: given its
+    margins (rows r = a + b, columns k = a + c, total n), the top-left cell x is hypergeometric,
+        P(x) = C(r, x) C(n - r, k - x) / C(n, k),  max(0, r + k - n) <= x <= min(r, k),
+    and p = sum of P(x) over the tables no more likely than the one observed (P(x) <= P(a),
+    within a relative FISHER_TIES). Each P(x) comes from log-gamma terms shifted by the largest,
+    and the sum is divided by the sum over every table rather than by C(n, k); for tables of a
+    few hundred thousand items its relative error is about 1e-10 (tested against
+    scipy.stats.fisher_exact, whose import would add a second to every command that corrects a
+    score). Kept for the next estimator of the same cell, which tests the same table. Fisher,
+    R. A. (1922). On the interpretation of chi-square from contingency tables, and the
+    calculation of P. J. Roy. Stat. Soc. 85, 87-94; Agresti, A. (2002). Categorical Data
+    Analysis, 2nd ed., section 3.5."""
+    rows, columns, total = a + b, a + c, a + b + c + d
+    low = max(0, rows + columns - total)
+    x = np.arange(low, min(rows, columns) + 1)
+    log = -(gammaln(x + 1) + gammaln(rows - x + 1) + gammaln(columns - x + 1) + gammaln(total - rows - columns + x + 1))
+    probability = np.exp(log - log.max())
+    as_likely = probability <= probability[a - low] * (1 + FISHER_TIES)
+    return min(1.0, float(probability[as_likely].sum() / probability.sum()))
 
 
 # -- estimators ----------------------------------------------------------------------------------
@@ -419,6 +438,15 @@ def _beta_binomial_pmf(m: int, a: float, b: float) -> np.ndarray:
     return np.exp(gammaln(m + 1) - gammaln(x + 1) - gammaln(m - x + 1) + betaln(x + a, m - x + b) - betaln(a, b))
 
 
+def _convolved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The convolution of `a` and `b` (the law of the sum of two independent counts from theirs),
+    by real FFTs of a fast length (as scipy.signal.fftconvolve, whose import costs a second):
+    O(n log n) where the direct sum is O(n m) for strata of a hundred thousand items."""
+    size = len(a) + len(b) - 1
+    length = next_fast_len(size, real=True)
+    return irfft(rfft(a, length) * rfft(b, length), length)[:size]
+
+
 def _stratified(strata: list[tuple[int, int, int]], correct: int, total: int, level: float,
                 prior: float) -> tuple[float, tuple[float, float], float, tuple[np.ndarray, np.ndarray]]:
     """(value, interval, posterior sd, posterior) of `stratified_mean` from (n_k, s_k, m_k) per
@@ -427,7 +455,7 @@ def _stratified(strata: list[tuple[int, int, int]], correct: int, total: int, le
     estimate, pmf = float(correct), np.ones(1)
     for n_k, s_k, m_k in strata:
         estimate += m_k * (s_k / n_k if n_k else 0.5)
-        pmf = np.clip(fftconvolve(pmf, _beta_binomial_pmf(m_k, prior + s_k, prior + n_k - s_k)), 0, None)
+        pmf = np.clip(_convolved(pmf, _beta_binomial_pmf(m_k, prior + s_k, prior + n_k - s_k)), 0, None)
     pmf /= pmf.sum()  # FFT round-off: clipped at 0 above and renormalised
     theta = (correct + np.arange(len(pmf))) / total
     low, high = theta[np.searchsorted(np.cumsum(pmf), [(1 - level) / 2, (1 + level) / 2])]

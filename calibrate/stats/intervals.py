@@ -38,9 +38,9 @@ FEWER_THAN_MIN = f"fewer than {MIN_INTERVAL_ITEMS} items: no interval (its cover
 def normal_quantile(level: float = LEVEL) -> float:
     """z = Phi^-1((1 + level) / 2), the standard normal quantile of a two-sided `level`
     interval (1.959964... at 0.95)."""
-    from scipy import stats
+    from scipy.special import ndtri
 
-    return float(stats.norm.ppf((1 + level) / 2))
+    return float(ndtri((1 + level) / 2))
 
 
 def finite_or_none(x) -> float | None:
@@ -192,7 +192,7 @@ def jackknife_fisher_z(value: float | None, leave_one_out: np.ndarray,
     estimate of standard error). No interval, with the reason, where the statistic or a
     leave-one-out value is undefined or at +-1 (z infinite), or where every leave-one-out value
     is the same (a zero standard error would claim certainty)."""
-    from scipy import stats
+    from scipy.special import stdtrit
 
     n = len(leave_one_out)
     if value is None or not np.isfinite(value):
@@ -207,7 +207,7 @@ def jackknife_fisher_z(value: float | None, leave_one_out: np.ndarray,
     se = float(np.sqrt((n - 1) / n * ((z - z.mean()) ** 2).sum()))
     if se <= 1e-12:
         return None, None, "every leave-one-out value is the same: a zero-width interval says nothing"
-    return fisher_z_interval(value, se, float(stats.t.ppf((1 + level) / 2, n - 1))), se, None
+    return fisher_z_interval(value, se, float(stdtrit(n - 1, (1 + level) / 2))), se, None
 
 
 # -- units of several raters ---------------------------------------------------------------------
