@@ -2144,9 +2144,9 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
     from calibrate import trust
 
     check_filters(ctx, judge=judge, gold_from=gold_from)
-    with ctx.store.reading():
+    with ctx.store.helpers() as helpers, ctx.store.reading(*helpers):
         result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
-                                   gold_from=gold_from, min_labels=min_labels)
+                                   gold_from=gold_from, min_labels=min_labels, helpers=helpers)
     if not result.rows:
         raise click.ClickException(result.scores_only() or f"no judge verdicts with a yes/no or label verdict in "
                                    f"{ctx.db_path}: run calibrate judge first")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from calibrate.cells import CellKinds
@@ -64,16 +65,18 @@ class TrustTable:
 
 
 def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], target: float, risk: float,
-                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None) -> TrustTable:
+                judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None,
+                helpers: Sequence[Store] = ()) -> TrustTable:
     """The threshold of every judge in every categorical cell `by` names (scored cells have no
     verdict to accept or escalate), certified only from `min_labels` labelled items (None:
-    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1)."""
+    `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1). `helpers`: stores reading the
+    same snapshot, which read part of the verdicts meanwhile (`reliability_cells.gather`)."""
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
     kinds = CellKinds(templates, by)
     by_system = "system" in by
     found, _ = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
-                             by_system=by_system, min_labels=min_labels)
+                             by_system=by_system, min_labels=min_labels, helpers=helpers)
     # keyed as trust_by_cell keys its cells: the items of no system under NO_SYSTEM
     mixed = {(key, name, system or NO_SYSTEM if by_system else None): configurations
              for (key, name, system), configurations in
