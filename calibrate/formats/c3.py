@@ -25,6 +25,7 @@ import codecs
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from calibrate.formats import (
@@ -243,8 +244,10 @@ def c3_result_parts(results_root: Path, lang: str) -> list[C3Part]:
     return c3_parts_under(results_root, lang, lambda part: f"{part.responses}.json", "result")
 
 
+@cache
 def c3_record_keys(part: C3Part, lang: str) -> tuple[str, ...]:
-    """The keys of a C3 result record of this phenomenon, in the order evaluate.py writes them."""
+    """The keys of a C3 result record of this phenomenon, in the order evaluate.py writes them
+    (worked out once per phenomenon: an export asks for each of its records)."""
     if part.multi_turn:
         return ("content", "annotation", "check_answer")
     if part.task == "c3/generation-tone":

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from calibrate.model import Item
 from calibrate.store.connection import FAULTS, DatabaseFault, plain_rows
-from calibrate.store.sql import IN_FORCE, item_from_row
+from calibrate.store.sql import IN_FORCE, ITEM_SELECT, item_from_row
 
 # what a JSON line holds for an item without notes, flags or listening (the caller fills in those it has)
 NO_SPARSE_JSON = ',"notes":[],"flagged_by":[],"listened":null'
@@ -309,11 +309,11 @@ class ExportRowsMixin:
         judgment) per current item of one task, language and system, in id order: what `export
         c3` writes of a cell, in one pass (no judge: never judged)."""
         where, params = self._item_filter(task, lang, None, None, system)
-        for row in self.conn.execute(
-                "SELECT i.*, v.item_id IS NOT NULL AS judged, j.raw_output FROM items i "
+        for row in plain_rows(
+                self.conn, f"SELECT {ITEM_SELECT}, v.item_id IS NOT NULL, j.raw_output FROM items i "
                 "LEFT JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? "
                 f"LEFT JOIN judgments j ON j.id = v.judgment_id WHERE {where} ORDER BY i.id", [judge, *params]):
-            yield item_from_row(row), bool(row["judged"]), row["raw_output"]
+            yield item_from_row(row), bool(row[9]), row[10]
 
     def c3_file_has_items(self, task: str, lang: str, system: str, prefix: str, judge: str | None = None) -> bool:
         """Whether a current item of one task, language and system has the source id

@@ -13,7 +13,8 @@ from itertools import chain
 from pathlib import Path
 
 from calibrate.model import AudioClip, CalibrateError, Item, NewItem, dump_json, now_iso
-from calibrate.store.sql import IN_FORCE, JUDGED, VISIBLE, chunks, item_from_row
+from calibrate.store.connection import plain_rows
+from calibrate.store.sql import IN_FORCE, ITEM_SELECT, JUDGED, VISIBLE, chunks, item_from_row
 
 _ITEM_COLUMNS = ("task", "lang", "system", "source_id", "version", "fields", "reference", "content_hash", "imported_at",
                  "import_run", "response_length")
@@ -116,7 +117,7 @@ class ItemsMixin:
         return found
 
     def item(self, item_id: int) -> Item | None:
-        row = self.conn.execute(f"SELECT * FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
+        row = self.conn.execute(f"SELECT {ITEM_SELECT} FROM items i WHERE id = ? AND {VISIBLE}", (item_id,)).fetchone()
         return item_from_row(row) if row else None
 
     def identity_index(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int, str, int]]:
@@ -149,11 +150,11 @@ class ItemsMixin:
         labelled | unlabelled (judged: a judge's verdict in force is not a failed call,
         `calibrate.model.judged`; unjudged: none is)."""
         where, params = self._item_filter(task, lang, status, judge, system)
-        sql = f"SELECT * FROM items i WHERE {where} ORDER BY i.id"
+        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE {where} ORDER BY i.id"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        for row in self.conn.execute(sql, params):
+        for row in plain_rows(self.conn, sql, params):
             yield item_from_row(row)
 
     def items(self, **filters) -> list[Item]:

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from calibrate.model import Item, NewItem
-from calibrate.store.sql import JUDGMENT_COLUMNS, VISIBLE, chunks, item_from_row
+from calibrate.store.sql import ITEM_SELECT, JUDGMENT_COLUMNS, VISIBLE, chunks, item_from_row
 
 
 class MergeRowsMixin:
@@ -58,7 +58,7 @@ class MergeRowsMixin:
             rows = ",".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk))
             for r in self.conn.execute(
                 f"WITH k (task, lang, system, source_id, version, content_hash) AS (VALUES {rows}) "
-                "SELECT k.content_hash AS wanted, i.* FROM k JOIN items i ON i.task = k.task AND i.lang = k.lang "
+                f"SELECT {ITEM_SELECT}, k.content_hash AS wanted FROM k JOIN items i ON i.task = k.task AND i.lang = k.lang "
                 "AND i.system = k.system AND i.source_id = k.source_id AND i.version = k.version "
                 "WHERE i.content_hash != k.content_hash "
                 "AND NOT EXISTS (SELECT 1 FROM items h WHERE h.content_hash = k.content_hash)",
