@@ -167,8 +167,8 @@ class ExportRowsMixin:
         where there are none). The items put together are checked against the number this
         connection counts (read from the file's indexes): a damaged page met in a range can end
         its scan early without an error, leaving items out of the export silently. The count is
-        `count_items`', along the items' cell index (a count along the table's rows took seconds at
-        a million items, while a helper waited for the next range)."""
+        `count_items`', along the items' cell index: along the table it reads every item's row,
+        seconds at a million items, while a helper waits for its next range."""
         # each bound by a look-up of its own: SQLite reads min() and max() together off every row
         low, high = self.conn.execute("SELECT (SELECT min(id) FROM items), (SELECT max(id) FROM items)").fetchone()
         ranges = [] if low is None else [(start, start + RANGE - 1) for start in range(low, high + 1, RANGE)]
