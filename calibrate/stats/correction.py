@@ -441,7 +441,10 @@ def _beta_binomial_pmf(m: int, a: float, b: float) -> np.ndarray:
 def _convolved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The convolution of `a` and `b` (the law of the sum of two independent counts from theirs),
     by real FFTs of a fast length (as scipy.signal.fftconvolve, whose import costs a second):
-    O(n log n) where the direct sum is O(n m) for strata of a hundred thousand items."""
+    O(n log n) where the direct sum is O(n m) for strata of a hundred thousand items. With a
+    single value on either side it is the product, exact (as fftconvolve gives it)."""
+    if len(a) == 1 or len(b) == 1:
+        return a * b
     size = len(a) + len(b) - 1
     length = next_fast_len(size, real=True)
     return irfft(rfft(a, length) * rfft(b, length), length)[:size]
