@@ -30,6 +30,7 @@ from calibrate.stats.correction import (
     stratified_labels_needed,
     stratified_mean,
 )
+from calibrate.stats.fisher_exact import fisher_exact_p
 from calibrate.stats.intervals import proportion
 from calibrate.stats.ranking import difference, rank
 from calibrate.stats.simulated import simulated_coverage
@@ -473,7 +474,7 @@ def test_fisher_p_matches_scipy_on_small_large_and_tied_tables():
                (999, 3001, 3001, 999), (18, 154, 154, 18), (3, 217, 110, 110), (24, 42, 33, 33), (5, 0, 0, 5), (0, 5, 5, 0), (0, 0, 4, 6), (2, 0, 7, 0), (0, 0, 0, 0)]
     for a, b, c, d in tables:
         expected = stats.fisher_exact([[a, b], [c, d]]).pvalue
-        assert correction._fisher_p(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-300), (a, b, c, d)
+        assert fisher_exact_p(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-300), (a, b, c, d)
 
 
 def test_convolved_matches_the_direct_sum():
@@ -775,11 +776,12 @@ def test_results_serialise_to_json():
         assert out["value"] == pytest.approx(result.value) and len(out["ci"]) == 2
 
 
-def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_and_the_intervals():
+def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_the_intervals_and_fisher():
     tree = ast.parse(Path(correction.__file__).read_text(encoding="utf-8"))
     modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     outside = {m for m in modules if m.split(".")[0] not in sys.stdlib_module_names}
     assert {m.split(".")[0] for m in outside} == {"numpy", "scipy", "calibrate"}
     assert {m for m in outside if m.startswith("calibrate")} == {"calibrate.model", "calibrate.stats.intervals",
-                                                               "calibrate.stats.simulated"}
+                                                               "calibrate.stats.simulated",
+                                                               "calibrate.stats.fisher_exact"}

@@ -31,7 +31,6 @@ shapes or values (a 2 in a 0/1 array, arrays of different lengths) raise ValueEr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,6 +38,7 @@ from scipy.fft import irfft, next_fast_len, rfft
 from scipy.special import betaln, gammaln
 
 from calibrate.model import Estimate, counted
+from calibrate.stats.fisher_exact import fisher_exact_p
 from calibrate.stats.intervals import (
     JEFFREYS,
     clipped_wald,
@@ -203,41 +203,13 @@ def _not_random(f: np.ndarray, labelled: np.ndarray) -> str | None:
         return None
     for j in range(f.shape[1]):
         pos_l, pos_u = f[labelled, j].sum(), f[~labelled, j].sum()
-        p = _fisher_p(int(pos_l), int(n - pos_l), int(pos_u), int((total - n) - pos_u))
+        p = fisher_exact_p(int(pos_l), int(n - pos_l), int(pos_u), int((total - n) - pos_u))
         if p < NOT_RANDOM_P / f.shape[1]:
             return (
                 f"the judge says yes on {pos_l / n:.0%} of labelled items but {pos_u / (total - n):.0%} "
                 f"of unlabelled ones (Fisher p = {p:.2g}): the labelled items do not look like a random sample"
             )
     return None
-
-
-FISHER_TIES = 1e-7
-"""Tables whose probability is within this relative distance of the observed one's count as
-being as likely as it in Fisher's two-sided test (as R's fisher.test, `relErr`)."""
-
-
-@lru_cache(maxsize=1024)
-def _fisher_p(a: int, b: int, c: int, d: int) -> float:
-    """The two-sided p-value of Fisher's exact test of the table [[a, b], [c, d]]: given its
-    margins (rows r = a + b, columns k = a + c, total n), the top-left cell x is hypergeometric,
-        P(x) = C(r, x) C(n - r, k - x) / C(n, k),  max(0, r + k - n) <= x <= min(r, k),
-    and p = sum of P(x) over the tables no more likely than the one observed (P(x) <= P(a),
-    within a relative FISHER_TIES). Each P(x) comes from log-gamma terms shifted by the largest,
-    and the sum is divided by the sum over every table rather than by C(n, k); for tables of a
-    few hundred thousand items its relative error is about 1e-10 (tested against
-    scipy.stats.fisher_exact, whose import would add a second to every command that corrects a
-    score). Kept for the next estimator of the same cell, which tests the same table. Fisher,
-    R. A. (1922). On the interpretation of chi-square from contingency tables, and the
-    calculation of P. J. Roy. Stat. Soc. 85, 87-94; Agresti, A. (2002). Categorical Data
-    Analysis, 2nd ed., section 3.5."""
-    rows, columns, total = a + b, a + c, a + b + c + d
-    low = max(0, rows + columns - total)
-    x = np.arange(low, min(rows, columns) + 1)
-    log = -(gammaln(x + 1) + gammaln(rows - x + 1) + gammaln(columns - x + 1) + gammaln(total - rows - columns + x + 1))
-    probability = np.exp(log - log.max())
-    as_likely = probability <= probability[a - low] * (1 + FISHER_TIES)
-    return min(1.0, float(probability[as_likely].sum() / probability.sum()))
 
 
 # -- estimators ----------------------------------------------------------------------------------
