@@ -13,8 +13,8 @@ a million items holds a few ranges of lines at a time. Here is worked out what t
 in them: what follows from an item's labels (the gold label by `calibrate.gold`, who decided
 it) and from its verdicts (their JSON or cells, and their trust marks), once per set of labels
 or verdicts, as items share a few; and what few items need: the notes, flags and listening of
-the items that have them. A JSON line is compact,
-the item's fields minified by SQLite from the stored text, never parsed into Python objects."""
+the items that have them. A JSON line is compact, the item's fields minified by SQLite from the
+stored text, never parsed into Python objects."""
 
 from __future__ import annotations
 
