@@ -160,9 +160,10 @@ class RequestCounts:
 
 
 class _Sending:
-    """One attempt, counted once as a request: when its headers are written (`trace`, the HTTP
-    client's trace extension), or when it ends having failed unsent (no connection); never if
-    the run cancels it before it is sent (`unsent`)."""
+    """One attempt, counted once as a request: when the whole request is written (`trace`, the
+    HTTP client's trace extension: a request cancelled between its headers and its body reaches
+    the server cut short, and is none), or when it ends having failed unsent (no connection);
+    never if the run cancels it before it is sent (`unsent`)."""
 
     def __init__(self, counts: RequestCounts, retry: bool):
         self.counts, self.retry, self.done = counts, retry, False
@@ -178,7 +179,7 @@ class _Sending:
         self.done = True
 
     async def trace(self, event: str, info: dict) -> None:
-        if event.endswith("send_request_headers.complete"):
+        if event.endswith("send_request_body.complete"):
             self.count()
 
 
