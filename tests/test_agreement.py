@@ -262,6 +262,26 @@ def test_stuart_maxwell_matches_statsmodels():
     assert ours["p"] == pytest.approx(reference.pvalue)
 
 
+def test_marginal_homogeneity_p_values_match_scipy_stats():
+    """McNemar's exact p from the incomplete beta function and Stuart-Maxwell's from `chdtrc`
+    are scipy.stats' binomtest and chi2.sf, on small, tied, one-sided and million-item tables."""
+    from scipy import stats
+
+    from calibrate.stats.agreement import marginal_homogeneity
+
+    pairs = [(b, c) for b in range(0, 90, 3) for c in range(0, 90, 7) if b + c]
+    pairs += [(0, 5000), (10, 100_000), (49_000, 51_000), (123_456, 123_457), (500_000, 501_000), (40, 40)]
+    for b, c in pairs:
+        reference = stats.binomtest(b, b + c, 0.5).pvalue
+        assert marginal_homogeneity(np.array([[7, b], [c, 3]]))["p"] == pytest.approx(reference, rel=1e-12, abs=1e-300)
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        table = rng.integers(0, 40, size=(rng.integers(3, 6),) * 2)
+        result = marginal_homogeneity(table)
+        if result["p"] is not None:
+            assert result["p"] == pytest.approx(stats.chi2.sf(result["statistic"], result["df"]), rel=1e-12)
+
+
 # -- robustness ------------------------------------------------------------------------------------
 
 

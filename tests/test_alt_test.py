@@ -86,3 +86,21 @@ def test_alternative_annotator_test_fallback_unparsed_and_left_out():
             d.append(int(s_h >= s_j) - int(s_j >= s_h))
     p = stats.wilcoxon(np.array(d) - 0.2, alternative="less").pvalue
     assert result.per_annotator["h0"]["p"] == pytest.approx(p) and result.per_annotator["h0"]["items"] == len(d)
+
+
+def test_the_t_test_and_the_benjamini_yekutieli_correction_match_scipy_stats():
+    from scipy import stats
+
+    from calibrate.stats.alt_test import benjamini_yekutieli, t_test_below_p
+
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        d = rng.integers(-1, 2, size=rng.integers(2, 400)).astype(float)
+        if np.ptp(d) > 0:
+            epsilon = rng.choice([0.1, 0.15, 0.2])
+            assert t_test_below_p(d, epsilon) == pytest.approx(
+                stats.ttest_1samp(d, epsilon, alternative="less").pvalue, rel=1e-12, abs=1e-300)
+    for _ in range(300):
+        p = rng.uniform(0, 1, rng.integers(1, 12)) ** rng.uniform(1, 8)
+        p[: len(p) // 2] = p[0]  # ties
+        assert benjamini_yekutieli(list(p)) == pytest.approx(stats.false_discovery_control(p, method="by"), rel=1e-12)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from calibrate.model import NewItem, NewJudgment
@@ -722,6 +723,33 @@ def test_the_report_modules_load_without_scipy_stats():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_a_report_of_yes_no_cells_runs_without_importing_scipy_stats(tmp_path):
+    """The tests of yes/no cells (McNemar's, the alternative annotator test's t-tests and their
+    Benjamini-Yekutieli correction) need only scipy.special: importing scipy.stats took a second
+    and 50 MB of every report at a million items."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 2, 60)
+    store = Store(tmp_path / "three.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": f"c{k}", "notation": "n", "response": "r"})
+                              for k in range(60)], with_ids=True)
+    said = lambda accuracy: ["yes" if t == (rng.random() < accuracy) else "no" for t in truth]  # noqa: E731
+    store.add_judgments([NewJudgment(item_id=i, judge_name="j", judge_key="k", status="verdict", verdict=v)
+                         for i, v in zip(ids, said(0.8), strict=True)])
+    for annotator in ("ana", "bo", "cy"):
+        for i, label in zip(ids, said(0.9), strict=True):
+            store.annotate(i, annotator, "label", label=label)
+    store.close()
+    code = (f"import sys\nfrom calibrate.cli import cli\ncli(['--db', {str(tmp_path / 'three.db')!r}, 'report', "
+            "'--format', 'json'], standalone_mode=False)\nprint('scipy.stats' in sys.modules, file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "False"
+    (cell,) = json.loads(result.stdout)["cells"]
+    tested = cell["alternative_annotator_test"]["per_annotator"]
+    assert {a["test"] for a in tested.values()} == {"t-test"} and all(0 < a["p_adjusted"] <= 1 for a in tested.values())
+    assert all(line["homogeneity_test"] == "McNemar (exact)" and 0 < line["homogeneity_p"] <= 1 for line in cell["lines"])
 
 
 def _few_labels(tmp_path, verdicts: list[str], labels: list[str]) -> Calibrate:

@@ -61,14 +61,18 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     """The report over every item, or cut by system (`options.by`) or for one `system`, with
     the jury of the judges beside them. The judges' reliability (repeats, calibration, probes)
     is measured over every system at once, so a report cut by system leaves it out. The gold
-    labels of the items several people labelled are computed once for all of its reads. scipy's
-    statistics, a second or so to import, are imported on a thread of their own meanwhile, while
-    the reads wait on SQLite."""
-    importing = import_meanwhile("scipy.stats")
+    labels of the items several people labelled are computed once for all of its reads. Where a
+    cell holds scores, scipy's statistics (their correlations and tests), a second or so to
+    import, are imported on a thread of their own meanwhile, while the reads wait on SQLite; the
+    other cells' statistics need only scipy.special."""
+    kinds = CellKinds(templates, ("task", "lang"))
+    scored = any(kinds.scored(kinds.key(task, lang)) for task, lang in store.task_langs(system=system))
+    importing = import_meanwhile("scipy.stats") if scored else None
     try:
         return _build_report(store, templates, judge=judge, options=options, system=system)
     finally:
-        importing.join()
+        if importing is not None:
+            importing.join()
 
 
 def _build_report(store: Store, templates: TemplateSet, *, judge: str | None, options: ReportOptions,

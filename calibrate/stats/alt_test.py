@@ -8,6 +8,7 @@ result says why it did not run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -100,8 +101,6 @@ def decision_from_wins(humans: list, judge_wins: dict, human_wins: dict, *, epsi
     annotator j in `humans`, W_judge and W_human over j's items in item order (empty: j is left
     out), the one-sided test of d_i = W_human,i - W_judge,i against epsilon, the
     Benjamini-Yekutieli correction, omega and rho."""
-    from scipy import stats
-
     p_values, detail, left_out, advantages = [], {}, {}, []
     for j in humans:
         if not len(judge_wins.get(j, ())):
@@ -112,8 +111,10 @@ def decision_from_wins(humans: list, judge_wins: dict, human_wins: dict, *, epsi
             # every d_i - epsilon has one sign: the exact one-sided sign (and signed-rank) p-value
             test, p = "constant differences (sign test)", 0.5 ** len(d) if d[0] < epsilon else 1.0
         elif len(d) >= min_items:
-            test, p = "t-test", float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+            test, p = "t-test", t_test_below_p(d, epsilon)
         else:
+            from scipy import stats  # imported here only: scipy.stats takes a second to import
+
             test, p = "Wilcoxon signed-rank", float(stats.wilcoxon(d - epsilon, alternative="less").pvalue)
         p_values.append((j, p))
         advantages.append(float(np.mean(judge_wins[j])))
@@ -121,10 +122,40 @@ def decision_from_wins(humans: list, judge_wins: dict, human_wins: dict, *, epsi
     if not p_values:
         return AltTest(False, epsilon=epsilon, annotators=len(humans), left_out=left_out, min_items=min_items,
                        reason="no annotator shares a judged item with another annotator")
-    adjusted = stats.false_discovery_control([p for _, p in p_values], method="by")
+    adjusted = benjamini_yekutieli([p for _, p in p_values])
     for (j, _), q in zip(p_values, adjusted, strict=True):
         detail[j]["p_adjusted"] = float(q)
         detail[j]["rejected"] = bool(q <= alpha)
     omega = float(np.mean([detail[j]["rejected"] for j, _ in p_values]))
     return AltTest(True, omega, omega >= 0.5, epsilon, len(humans), per_annotator=detail,
                    advantage_probability=float(np.mean(advantages)), left_out=left_out, min_items=min_items)
+
+
+def t_test_below_p(d: np.ndarray, mu: float) -> float:
+    """The one-sample t-test's one-sided p-value of H0: mean >= `mu` against mean < `mu` (what
+    `scipy.stats.ttest_1samp(d, mu, alternative="less")` gives): t = (mean(d) - mu) / (s /
+    sqrt(n)), s the standard deviation with n - 1 degrees of freedom, p = F_{n-1}(t), the t
+    distribution's CDF (Student (1908). The probable error of a mean. Biometrika 6, 1-25).
+    `d` must not be constant (s = 0 leaves t undefined)."""
+    from scipy.special import stdtr
+
+    n = len(d)
+    t = (float(np.mean(d)) - mu) / math.sqrt(float(np.var(d, ddof=1)) / n)
+    return float(stdtr(n - 1, t))
+
+
+def benjamini_yekutieli(p_values: list[float]) -> np.ndarray:
+    """The p-values adjusted by Benjamini-Yekutieli's step-up procedure, in their order (what
+    `scipy.stats.false_discovery_control(p, method="by")` gives): with the m p-values sorted,
+    p_(1) <= ... <= p_(m), and c(m) = sum_{j=1}^m 1/j, the adjusted p_(i) = min(1, min_{k >= i}
+    p_(k) m c(m) / k); rejecting where it is <= alpha controls the false discovery rate at alpha
+    under any dependence (Benjamini, Y., & Yekutieli, D. (2001). The control of the false
+    discovery rate in multiple testing under dependency. Ann. Statist. 29, 1165-1188, Thm 1.3)."""
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    order = np.argsort(p)
+    rank = np.arange(1, m + 1)
+    scaled = p[order] * (m / rank) * np.sum(1 / rank)
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum.accumulate(scaled[::-1])[::-1]
+    return np.minimum(adjusted, 1.0)

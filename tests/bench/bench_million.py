@@ -197,8 +197,6 @@ def _orders_on(path: Path) -> None:
 
 
 def _report_in_process(path: str) -> tuple[float, float, list[str], int]:
-    import scipy.stats  # noqa: F401  (imported before the clock, as in earlier rounds; the process figure counts it)
-
     from calibrate.report import build_report
     from calibrate.store import Store
     from calibrate.templates import TemplateSet
