@@ -4,6 +4,7 @@ labels; and `export c3`'s statistics files agreeing with it."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from calibrate.formats.c3 import c3_right
 from calibrate.model import NewItem, NewJudgment
 from calibrate.scores.build import build_scores
+from calibrate.scores.render import COLUMNS
 from calibrate.stats import correction, simulated
 from calibrate.store import Store
 from tests.conftest import Calibrate
@@ -59,6 +61,24 @@ def test_scores_in_every_format_on_the_demo(demo_db, tmp_path, fmt):
         assert "Ranking of systems" in text and "] 0 labelled items" in text
     if fmt == "markdown":  # the footnote's brackets are escaped, so they render as written
         assert "Ranking of systems" in text and "\\] 0 labelled items" in text
+
+
+def test_the_html_table_shows_the_corrected_score_beside_its_cell_and_judge(two_systems_two_judges):
+    """A 1280-pixel window shows a page's first 1200 pixels: the corrected score, what a
+    benchmark publishes, comes right after the cell and judge, with the same figures as the
+    CSV's column of that name; the parser's sentence-long counts come last."""
+    import re
+
+    path, _, _ = two_systems_two_judges
+    run = Calibrate(path)
+    page = run("scores", "--format", "html").output
+    cells = lambda row: [html.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<t[hd]>(.*?)</t[hd]>", row)]  # noqa: E731
+    head, *body = [cells(row) for row in re.findall(r"<tr>(.*?)</tr>", page.split("<table class='scores'>")[1])]
+    assert head[:6] == ["system", "task", "lang", "judge", "corrected", "people"]
+    assert head[-1] == "parser (unparsed, errors left out)" and sorted(head) == sorted(COLUMNS)
+    columns, *rows = csv.reader(io.StringIO(run("scores", "--format", "csv").output))
+    corrected = {tuple(r[:4]): r[columns.index("corrected")] for r in rows if len(r) == len(columns)}  # not stderr's
+    assert body and all(row[4] == corrected[tuple(row[:4])] for row in body)
 
 
 def test_narrow_terminal_gets_a_block_per_cell(demo_db):

@@ -353,13 +353,21 @@ def csv_leaves_out(scores: Scores) -> str | None:
     return f"the CSV has a row per cell and judge; `--format json` also has {'; '.join(parts)}" if parts else None
 
 
+HTML_ORDER = [COLUMNS.index(name) for name in (
+    "system", "task", "lang", "judge", "corrected", "people", "Rogan–Gladen", "more labels", "note", "items", "judged",
+    "labelled", "C3 rule", "parser (unparsed, errors wrong)", "parser (unparsed, errors left out)")]
+"""The HTML table's columns: the corrected score, what a benchmark publishes, beside its cell and judge, where a
+window narrower than the table shows it; the counts and the C3 rule and parser figures after (the last, a
+sentence, wraps)."""
+
+
 def render_html(scores: Scores) -> str:
     e = html.escape
     # a header wraps between its words only: "Rogan–Gladen" kept whole on a phone (a browser may break after "–")
     head = "".join("<th>" + " ".join(f"<span class='whole'>{e(w)}</span>" if "–" in w else e(w) for w in c.split(" "))
-                   + "</th>" for c in COLUMNS)
+                   + "</th>" for c in (COLUMNS[k] for k in HTML_ORDER))
     notes = Footnotes()
-    body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows(scores, notes))
+    body = "".join("<tr>" + "".join(f"<td>{e(row[k])}</td>" for k in HTML_ORDER) + "</tr>" for row in rows(scores, notes))
     parts = "".join(f"<h2>{e(t)}</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>"
                     for t, lines in sections(scores, notes))
     return page("Benchmark scores per system", f"<div class='wide'><table class='scores'><thead><tr>{head}</tr></thead>"
