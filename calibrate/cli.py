@@ -488,8 +488,9 @@ def filters_given(**values: str | None) -> str:
 
 
 @contextmanager
-def byte_progress(total: int, description: str, unit: str = "bytes"):
-    """A progress bar over bytes read, or over files (on stderr, only when it is a terminal)."""
+def progress_bar(total: int, description: str, unit: str = "bytes"):
+    """A progress bar over bytes read, or over a count of `unit` (files, items), on stderr only
+    when it is a terminal; yields the function that advances it."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     counter = DownloadColumn() if unit == "bytes" else TextColumn(f"{{task.completed}}/{{task.total}} {unit}")
@@ -777,7 +778,7 @@ def import_jsonl(ctx, file, task, lang, id_field, field_map, reference_field, ju
         raise click.UsageError("give --system or --system-field, not both")
     check_template_task(ctx, task, lang)
     size = file.stat().st_size if file.is_file() else 0
-    with byte_progress(size, f"importing {file.name}") as advance:
+    with progress_bar(size, f"importing {file.name}") as advance:
         records = jsonl_records(
             file, task=task, lang=lang, id_field=id_field, field_map=parse_field_map(field_map),
             reference_field=reference_field, judge_output=judge_output, judge_name=judge_name, audio_field=audio_field,
@@ -814,7 +815,7 @@ def import_c3(ctx, reference_dir, responses_dir, audio_dir, lang, system, skip_b
     parts = c3_parts(reference_dir, lang)
     audio_root = c3_audio_root(responses_dir, audio_dir) if responses_dir.is_dir() else None
     notes: list[str] = []
-    with byte_progress(len(parts), "importing C3", unit="files") as advance:
+    with progress_bar(len(parts), "importing C3", unit="files") as advance:
         report = run_import(ctx, c3_records(reference_dir, responses_dir, lang, advance, system, audio_root,
                                             with_audio=audio_root is not None, notes=notes), skip_bad, update, shown,
                             conflict_advice=c3_conflict_advice)
@@ -885,7 +886,7 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
 
     before, own_before = decisions() if decided else {}, own_decisions()
     notes: list[str] = []
-    with byte_progress(len(parts), "importing C3 results", unit="files") as advance:
+    with progress_bar(len(parts), "importing C3 results", unit="files") as advance:
         report = run_import(ctx, c3_result_records(results_dir, lang, judge_name, ctx.templates, advance, system,
                                                    annotator, notes), skip_bad, update, shown,
                             labels_put_back_said=False)  # the generation decisions it changed are said below
@@ -984,7 +985,7 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
                 and not record.item.system
             yield record
 
-    with byte_progress(size, f"importing {file.name}") as advance:
+    with progress_bar(size, f"importing {file.name}") as advance:
         run_import(ctx, noting_unanswered(superglue_records(file, task_name, predictions, advance, system or "")), skip_bad,
                    update, shown, conflict_advice=superglue_conflict_advice)
     if unanswered:
@@ -1008,7 +1009,7 @@ def import_rubric(ctx, file, judge_output, judge_name, system, skip_bad, update)
     if judge_output and not judge_name:
         raise click.UsageError("--judge-output needs --judge-name")
     size = file.stat().st_size if file.is_file() else 0
-    with byte_progress(size, f"importing {file.name}") as advance:
+    with progress_bar(size, f"importing {file.name}") as advance:
         records = rubric_records(file, judge_output=judge_output, judge_name=judge_name, system=system or "", progress=advance)
         run_import(ctx, records, skip_bad, update, system or "")
 
@@ -2253,27 +2254,34 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
 
     ctx = click_ctx.find_object(Context)
     check_filters(ctx, system=system)
-    if not ctx.store.count_items(system=system):
+    if not (total := ctx.store.count_items(system=system)):
         raise click.ClickException(f"no items to export in {ctx.db_path}: import items first (calibrate import …)")
-    # the trust marks and the rows from one snapshot of the database, which helper connections put together
-    with ctx.store.helpers() as helpers, ctx.store.reading(*helpers):
+    # the trust marks and the rows from one snapshot of the database, which helper connections put together; a
+    # bar on a terminal's stderr counts the items written (seconds at a million), from when the marks are worked out.
+    # The rows go to standard output as it is before the bar, which stands in for it while it shows
+    stdout = sys.stdout
+    with ctx.store.helpers() as helpers, ctx.store.reading(*helpers), \
+            progress_bar(total, f"exporting {fmt}", unit="items") as advance:
         kinds = CellKinds(ctx.templates, BY_CHOICES)
         # a CSV gives rubric scores columns of their own where some item's kind has them
-        writer = write_jsonl if fmt == "jsonl" else functools.partial(write_csv, scores=any(
-            kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system)))
+        writer = functools.partial(write_jsonl if fmt == "jsonl" else functools.partial(write_csv, scores=any(
+            kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system))),
+            helpers=helpers, progress=advance)
         marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels, helpers=helpers)
         say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
         if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
             with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                     "w", encoding="utf-8", newline="") as handle:
-                n = writer(ctx.store, handle, system, marks, helpers=helpers)
-            console.print(f"wrote {counted(n, 'item')} to {out}")
-        elif sys.stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
+                n = writer(ctx.store, handle, system, marks)
+        elif stdout.isatty():  # a person reads it: made safe to show (a pipe or a file gets the data)
             buffer = io.StringIO(newline="")
-            writer(ctx.store, buffer, system, marks, helpers=helpers)
-            click.echo(safe(buffer.getvalue()), nl=False)
+            writer(ctx.store, buffer, system, marks)
         else:
-            writer(ctx.store, sys.stdout, system, marks, helpers=helpers)
+            writer(ctx.store, stdout, system, marks)
+    if out:
+        console.print(f"wrote {counted(n, 'item')} to {out}")
+    elif stdout.isatty():
+        click.echo(safe(buffer.getvalue()), nl=False)
 
 
 @export_group.command(name="c3", database=READS)

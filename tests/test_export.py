@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from calibrate.store import Store
 from tests.conftest import Calibrate
 
@@ -30,6 +32,27 @@ def test_export_jsonl_and_csv(labelled_db, tmp_path):
     run("export", "--format", "csv", "--out", str(out))
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert len(rows) == 60 and {"label:a", "label:b", "label:c", "verdict:gpt", "gold_label"} <= set(rows[0])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_export_counts_the_items_it_writes_on_a_terminals_stderr(labelled_db, tmp_path, fmt, monkeypatch):
+    """At a million items an export takes seconds: on a terminal a bar counts the items written
+    (in batches of a few thousand; two here), then goes, leaving the file and its line."""
+    import io
+
+    from rich.console import Console
+
+    from calibrate import cli
+    from calibrate.store import export_rows
+
+    path, *_ = labelled_db
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "err_console", Console(file=screen, force_terminal=True, width=100))
+    monkeypatch.setattr(export_rows, "RANGE", 32)
+    out = tmp_path / f"gold.{fmt}"
+    result = Calibrate(path)("export", "--format", fmt, "--out", str(out))
+    assert f"exporting {fmt}" in screen.getvalue() and "60/60 items" in screen.getvalue()
+    assert result.stdout == f"wrote 60 items to {out}\n" and len(out.read_bytes().splitlines()) == 60 + (fmt == "csv")
 
 
 def test_export_c3_layout_with_generation_labels(demo_db, tmp_path):

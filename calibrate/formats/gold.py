@@ -22,7 +22,7 @@ import codecs
 import functools
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from calibrate.escape import json_bytes_safe, spreadsheet_safe
 from calibrate.gold import gold_label
@@ -60,13 +60,15 @@ def _gold_json(labels: dict[str, str]) -> str:
 
 
 def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
-                marks: TrustMarks | None = None, helpers: Sequence[Store] = ()) -> int:
+                marks: TrustMarks | None = None, helpers: Sequence[Store] = (),
+                progress: Callable[[int], None] = lambda written: None) -> int:
     """One JSON line per item: item_id, task, lang, system, source_id, reference, fields, labels,
     gold_label, gold_basis, verdicts (judge -> status, verdict, correct), notes, flagged_by,
     listened, and with `marks` trust (judge -> "accepted" or "needs a person"). `out` is a text
     stream, or a binary one that takes the lines in UTF-8 (cheaper: the lines are not decoded).
     `helpers`: stores reading the same snapshot, which put the lines together meanwhile
-    (`Store.export_json_lines`)."""
+    (`Store.export_json_lines`). `progress` is called with the number of items of each batch
+    written."""
     trust = marks is not None
 
     def verdicts_parts(text: str) -> tuple[str, str]:
@@ -89,11 +91,13 @@ def write_jsonl(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: st
     for count, lines in store.export_json_lines(parts, system, marks=marks, helpers=helpers):
         write(lines)
         n += count
+        progress(count)
     return n
 
 
 def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str | None = None,
-              marks: TrustMarks | None = None, scores: bool = False, helpers: Sequence[Store] = ()) -> int:
+              marks: TrustMarks | None = None, scores: bool = False, helpers: Sequence[Store] = (),
+              progress: Callable[[int], None] = lambda written: None) -> int:
     """One CSV row per item: item_id, task, lang, system, source_id, reference, gold_label,
     gold_basis, annotator, a label column per annotator, a verdict column per judge, with `marks`
     a trust column per judge, notes, flagged_by, and where an item has usable audio a listened
@@ -103,7 +107,8 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
     has a column of its own, a number a spreadsheet can average: `gold_label:KEY`, `KEY:NAME`
     per annotator after the label columns, `verdict:JUDGE:KEY` after the verdict columns (KEY
     score_answer or score_reasoning; empty where the cell holds no scores). `out` is a text
-    stream, or a binary one that takes the rows in UTF-8. `helpers` as for `write_jsonl`."""
+    stream, or a binary one that takes the rows in UTF-8. `helpers` and `progress` as for
+    `write_jsonl`."""
     annotators, judges, with_audio = store.export_columns(system)
     listeners = annotators if with_audio else []
     trusted = judges if marks is not None else []
@@ -159,6 +164,7 @@ def write_csv(store: Store, out: io.TextIOBase | io.BufferedIOBase, system: str 
     for count, rows in store.export_csv_rows(parts, spreadsheet_safe, no_sparse, system, marks=marks, helpers=helpers):
         write(rows)
         n += count
+        progress(count)
     return n
 
 
