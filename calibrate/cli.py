@@ -2263,10 +2263,10 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
     with ctx.store.helpers() as helpers, ctx.store.reading(*helpers), \
             progress_bar(total, f"exporting {fmt}", unit="items") as advance:
         kinds = CellKinds(ctx.templates, BY_CHOICES)
-        # a CSV gives rubric scores columns of their own where some item's kind has them
-        writer = functools.partial(write_jsonl if fmt == "jsonl" else functools.partial(write_csv, scores=any(
-            kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system))),
-            helpers=helpers, progress=advance)
+        options = {"helpers": helpers, "progress": advance}
+        if fmt == "csv":  # a CSV gives rubric scores columns of their own where some item's kind has them
+            options["scores"] = any(kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system))
+        writer = functools.partial(write_jsonl if fmt == "jsonl" else write_csv, **options)
         marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels, helpers=helpers)
         say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
         if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
