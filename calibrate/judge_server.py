@@ -162,11 +162,13 @@ class RequestCounts:
 class _Sending:
     """One attempt, counted once as a request: when the whole request is written (`trace`, the
     HTTP client's trace extension: a request cancelled between its headers and its body reaches
-    the server cut short, and is none), or when it ends having failed unsent (no connection);
-    never if the run cancels it before it is sent (`unsent`)."""
+    the server cut short, and is none), or when it ends having failed unsent (no connection, or
+    none made in time: `written` tells it apart); never if the run cancels it before it is sent
+    (`unsent`)."""
 
     def __init__(self, counts: RequestCounts, retry: bool):
         self.counts, self.retry, self.done = counts, retry, False
+        self.written = False  # whether the whole request was written
 
     def count(self) -> None:
         if not self.done:
@@ -180,6 +182,7 @@ class _Sending:
 
     async def trace(self, event: str, info: dict) -> None:
         if event.endswith("send_request_body.complete"):
+            self.written = True
             self.count()
 
 
@@ -386,12 +389,10 @@ class ServerSession:
             return response
         except asyncio.CancelledError:
             if attempt.timed_out:
-                raise _Failed(AttemptFailure(TIMED_OUT, f"no answer {self.timeout:g}s after the server (presumably) "
-                                             "started on it", retry=True, overload=True)) from None
+                raise _Failed(self._timed_out(sending)) from None
             raise
         except openai.APITimeoutError:
-            raise _Failed(AttemptFailure(TIMED_OUT, f"could not connect or send within {self.timeout:g}s",
-                                         retry=True, overload=True)) from None
+            raise _Failed(self._timed_out(sending)) from None
         except openai.APIStatusError as exc:
             answered = True
             raise _Failed(self._status_failure(exc)) from None
@@ -408,6 +409,16 @@ class ServerSession:
                                          retry=True)) from None
         finally:
             self._timeouts.remove(key, answered=answered)
+
+    def _timed_out(self, sending: _Sending) -> AttemptFailure:
+        """An attempt that timed out: after its request was written, the server had it and gave
+        no answer in time; before, it never reached the server (a connection that could not be
+        made in time: an overloaded server's full queue, a firewall dropping the packets)."""
+        if sending.written:
+            return AttemptFailure(TIMED_OUT, f"no answer {self.timeout:g}s after the server (presumably) started on it",
+                                  retry=True, overload=True)
+        return AttemptFailure(TIMED_OUT, f"could not connect or send within {self.timeout:g}s", retry=True,
+                              overload=True, reached=False)
 
     def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
         status = exc.status_code

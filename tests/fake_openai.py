@@ -8,7 +8,7 @@ credentials it was sent (`Reply(echo=True)`). Modes: `slots=1` serves one reques
 (the others wait in its queue, as llama.cpp's server does) and counts the work done for clients
 that had gone (abandoned); `rejects_temperature` answers 400 to a request with `temperature` or
 `max_tokens`, as OpenAI's reasoning models do; `refused_url()` is an address where nothing
-listens. It counts requests, so a test can prove a resumed run repeats no call."""
+listens, `hanging_url()` one where a connection hangs. It counts requests, so a test can prove a resumed run repeats no call."""
 
 from __future__ import annotations
 
@@ -209,6 +209,25 @@ def refused_url():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         yield f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+@contextlib.contextmanager
+def hanging_url():
+    """A loopback address where a connection hangs, while in use: a listening socket that never
+    accepts, its queue filled first, so the kernel drops every further connection's first packet
+    (as an overloaded server's full queue, or a firewall dropping packets, does)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        fillers = [socket.socket() for _ in range(4)]
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                filler.connect_ex(listener.getsockname())
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        finally:
+            for filler in fillers:
+                filler.close()
 
 
 def reasoning_refusal(body: dict) -> dict:

@@ -25,7 +25,7 @@ from calibrate.judge_server import AdaptiveConcurrency
 from calibrate.judge_summary import RunSummary
 from calibrate.store import Store
 from tests.conftest import Calibrate, as_made_before_0027
-from tests.fake_openai import FakeOpenAI, Reply, refused_url
+from tests.fake_openai import FakeOpenAI, Reply, hanging_url, refused_url
 
 EN = {"notation": "river bank", "response": "the river bank"}
 ZH = {"annotation": "银行", "response": "河岸"}
@@ -311,6 +311,21 @@ def test_an_unreachable_server_stops_the_run_with_one_message_naming_the_failed_
     assert record["outcome"] == "stopped" and record["stored"] == 0
     assert (record["requests"], record["retries"]) == (0, 0), "as the summary says: no request reached the server"
     assert record["failures"]["connection failed"] >= 3
+
+
+def test_requests_whose_connection_times_out_are_not_said_to_be_sent(db):
+    """A server whose connections hang (a full queue, a firewall dropping packets) never gets a
+    request: the run says none reached it and why, stores none of its items as an error, and
+    counts no request, rather than "4 requests sent" that the server "(presumably) started on"."""
+    run = db(2)
+    with hanging_url() as url:
+        out = judge(run, url, "--concurrency", "1", "--timeout", "0.3", "--max-retries", "1", ok=False)
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1 and "no request reached the server (4 attempts to connect failed)" in said
+    assert "2 requests could not be sent: no connection to the server could be made" in said
+    assert "requests sent" not in said and "started on it" not in said
+    (record,) = runs(run)
+    assert (record["requests"], record["retries"], record["stored"]) == (0, 0, 0) and stored(run) == []
 
 
 def test_requests_that_could_not_connect_among_answers_are_not_stored_and_the_run_says_so(db):
