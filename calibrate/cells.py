@@ -11,6 +11,8 @@ report says why (`unparsed_not_applied`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import click
 
 from calibrate.kinds import VerdictKind
@@ -105,6 +107,10 @@ class CellKinds:
     def scored(self, key: tuple[str, str]) -> bool:
         kind = self.kind(key)
         return kind is not None and kind.scored
+
+    def any_scored(self, pairs: Iterable[tuple[str, str]]) -> bool:
+        """Whether the cell of one of the (task, lang) `pairs` holds scores."""
+        return any(self.scored(self.key(task, lang)) for task, lang in pairs)
 
     def label(self, task: str, lang: str, value: str | None) -> str | None:
         """`value` (a verdict or label of this task and language) in its cell's labels."""

@@ -2265,7 +2265,7 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
         kinds = CellKinds(ctx.templates, BY_CHOICES)
         options = {"helpers": helpers, "progress": advance}
         if fmt == "csv":  # a CSV gives rubric scores columns of their own where some item's kind has them
-            options["scores"] = any(kinds.scored(kinds.key(task, lang)) for task, lang in ctx.store.task_langs(system=system))
+            options["scores"] = kinds.any_scored(ctx.store.task_langs(system=system))
         writer = functools.partial(write_jsonl if fmt == "jsonl" else write_csv, **options)
         marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels, helpers=helpers)
         say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")

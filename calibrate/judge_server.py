@@ -397,10 +397,11 @@ class ServerSession:
             answered = True
             raise _Failed(self._status_failure(exc)) from None
         except openai.APIConnectionError as exc:
-            # httpx's ConnectError (the client's own httpx, whatever its package is named): refused, unknown host
-            unreached = type(exc.__cause__).__name__ == "ConnectError"
-            raise _Failed(AttemptFailure("connection failed", "could not connect" if unreached else self._short(exc),
-                                         retry=True, reached=not unreached)) from None
+            # httpx's ConnectError (the client's own httpx, whatever its package is named): refused, unknown host; a
+            # connection lost before the whole request was written reached no server either (it got it cut short)
+            refused = type(exc.__cause__).__name__ == "ConnectError"
+            raise _Failed(AttemptFailure("connection failed", "could not connect" if refused else self._short(exc),
+                                         retry=True, reached=sending.written)) from None
         except UnusableAnswer as exc:
             raise _Failed(AttemptFailure(exc.cause, exc.detail, retry=exc.retry)) from None
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:

@@ -65,8 +65,7 @@ def build_report(store: Store, templates: TemplateSet, *, judge: str | None = No
     cell holds scores, scipy's statistics (their correlations and tests), a second or so to
     import, are imported on a thread of their own meanwhile, while the reads wait on SQLite; the
     other cells' statistics need only scipy.special."""
-    kinds = CellKinds(templates, ("task", "lang"))
-    scored = any(kinds.scored(kinds.key(task, lang)) for task, lang in store.task_langs(system=system))
+    scored = CellKinds(templates, ("task", "lang")).any_scored(store.task_langs(system=system))
     importing = import_meanwhile("scipy.stats") if scored else None
     try:
         return _build_report(store, templates, judge=judge, options=options, system=system)

@@ -167,8 +167,8 @@ class ExportRowsMixin:
         where there are none). The items put together are checked against the number this
         connection counts (read from the file's indexes): a damaged page met in a range can end
         its scan early without an error, leaving items out of the export silently. The count is
-        `count_items`', along the items' cell index: along the table it reads every item's row,
-        seconds at a million items, while a helper waits for its next range."""
+        `count_items`, read along the items' cell index: along the table it reads every item's
+        row, seconds at a million items, while a helper waits for its next range."""
         # each bound by a look-up of its own: SQLite reads min() and max() together off every row
         low, high = self.conn.execute("SELECT (SELECT min(id) FROM items), (SELECT max(id) FROM items)").fetchone()
         ranges = [] if low is None else [(start, start + RANGE - 1) for start in range(low, high + 1, RANGE)]
@@ -313,7 +313,7 @@ class ExportRowsMixin:
                 self.conn, f"SELECT {ITEM_SELECT}, v.item_id IS NOT NULL, j.raw_output FROM items i "
                 "LEFT JOIN verdicts_in_force v ON v.item_id = i.id AND v.judge_name = ? "
                 f"LEFT JOIN judgments j ON j.id = v.judgment_id WHERE {where} ORDER BY i.id", [judge, *params]):
-            yield item_from_row(row), bool(row[9]), row[10]
+            yield item_from_row(row), bool(row[-2]), row[-1]
 
     def c3_file_has_items(self, task: str, lang: str, system: str, prefix: str, judge: str | None = None) -> bool:
         """Whether a current item of one task, language and system has the source id
