@@ -917,11 +917,25 @@ async def waiting_shown(app, pilot, seconds: float = 10) -> str:
 
 
 async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the_decision(demo_db):
+    """The decision waits on a worker thread, and is written on the app's own: the worker never
+    uses the app's connection, which the screen goes on reading meanwhile (SQLite reports a
+    statement's error through its connection: a read in between once turned the busy lock into
+    "another row available", and the decision was lost)."""
     import sqlite3
+    import threading
 
     app = make_app(demo_db, task="c3/lexical")
     async with app.run_test(size=SMALL, notifications=True) as pilot:
         first = current_item_id(app)
+        store, used_by = app.session.store, set()
+        conn = store.conn
+
+        class Recording:  # the app's connection, noting each thread that touches it
+            def __getattr__(self, name):
+                used_by.add(threading.get_ident())
+                return getattr(conn, name)
+
+        store.conn = Recording()
         other = sqlite3.connect(demo_db, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
         other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
@@ -938,6 +952,7 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
         await pilot.pause()
         assert current_item_id(app) != first and "last: #" in status(app) and "for another writer" not in screen_text(app)
         other.close()
+        assert used_by == {threading.get_ident()}, "the app's connection was used on the app's thread only"
     assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
 
 

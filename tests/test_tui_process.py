@@ -156,6 +156,31 @@ def test_a_closed_terminal_saves_the_decision_that_waits_for_another_writer_befo
     assert not rows(demo_db, "SELECT item_id FROM leases WHERE annotator LIKE 'hangup-wait%'"), "its items given back"
 
 
+def test_only_a_continue_after_a_stop_starts_the_terminal_over(demo_db):
+    """A closed terminal sends SIGCONT with its SIGHUP: the app must not start the terminal over
+    as after Ctrl-Z (a second writer and input thread, the whole screen drawn again, while a
+    decision may wait to be saved). After a stop (SIGTSTP) it does, as before."""
+    pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "cont")
+    alt_screen = b"\x1b[?1049h"
+    try:
+        assert wait_for(lambda: (read_available(fd), len(rows(demo_db, "SELECT item_id FROM leases")) > 0)[1]), "app started"
+        time.sleep(0.5)
+        read_available(fd)
+        os.kill(pid, signal.SIGCONT)  # as a hang-up sends it, or `kill -CONT`
+        shown = bytearray()
+        time.sleep(1)
+        read_available(fd, shown)
+        assert alt_screen not in shown, "a continue that ends no stop leaves the terminal as it is"
+        os.kill(pid, signal.SIGTSTP)
+        assert os.WIFSTOPPED(os.waitpid(pid, os.WUNTRACED)[1]), "stopped, as by Ctrl-Z"
+        os.kill(pid, signal.SIGCONT)  # `fg`
+        assert wait_for(lambda: (read_available(fd, shown), alt_screen in shown)[1], timeout=10), "started over after the stop"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
 def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(demo_db):
     damaged_table(demo_db, "annotations")
     pid, fd = app_in_pty("--db", str(demo_db), "annotate", "--annotator", "damage-test")

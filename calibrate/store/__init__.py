@@ -197,14 +197,16 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
     another writer holds it, in steps of `busy_timeout_ms`, calling `on_wait(seconds waited)`
     after each step so the caller can show that it is waiting (or raise DatabaseBusy to stop).
 
-    Threads may share a store (the annotation app writes on a worker thread while its own thread
-    waits): one thread's transaction at a time. A thread whose transaction another thread's holds
-    open waits for it as for another process's, and `on_wait` is each thread's own."""
+    A store's connection is used by one thread at a time: SQLite reports a statement's error
+    through the connection, so a read of another thread in between can turn a busy database into
+    "another row available", or into a BEGIN that seems to succeed. A thread that waits for
+    another writer on behalf of the store's thread does so on a connection of its own
+    (`wait_for_writers`)."""
 
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False,
                  on_upgrade: Callable[[str, list[str]], None] | None = None):
         self.path = str(path)
-        self._share_between_threads(busy_timeout_ms)
+        self._wait_step = busy_timeout_ms / 1000
         self._import_leases = {}
         file = Path(self.path)
         self.read_only = read_only and self.in_file
@@ -307,7 +309,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             raise NotACalibrateDatabase(f"{path}: not an SQLite database")
         store = cls.__new__(cls)
         store.path = str(path)
-        store._share_between_threads(250)
+        store._wait_step = 0.25
         store.conn = connect(str(path), _read_only_uri(path, briefly=True), uri=True)
         try:
             _check_schema(path, store.applied_migrations(), must_be_calibrate=True)
@@ -373,30 +375,19 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
 
     commits = 0
 
-    def _share_between_threads(self, busy_timeout_ms: int) -> None:
-        self._writer = threading.Lock()  # held from BEGIN to COMMIT or ROLLBACK by the thread writing
-        self._writing: int | None = None  # that thread's id
-        self._wait_step = busy_timeout_ms / 1000
-        self._threads = threading.local()  # each thread's `on_wait`
-
-    @property
-    def on_wait(self) -> Callable[[float], None] | None:
-        """Called with the seconds waited while this thread's write waits for the lock; None: wait silently."""
-        return getattr(self._threads, "on_wait", None)
-
-    @on_wait.setter
-    def on_wait(self, callback: Callable[[float], None] | None) -> None:
-        self._threads.on_wait = callback
+    on_wait: Callable[[float], None] | None = None
+    """Called with the seconds waited while a write waits for the lock; None: wait silently."""
+    _writing = False  # whether a transaction of `transaction()` is open (a nested one joins it)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls of the
-        same thread join the outer one (another thread's wait for it: `_begin_immediate`)."""
-        if self._writing == threading.get_ident():
+        """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls join the
+        outer one."""
+        if self._writing:
             yield
             return
         self._begin_immediate()
-        self._writing = threading.get_ident()
+        self._writing = True
         try:
             yield
             self.conn.execute("COMMIT")
@@ -407,8 +398,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
                     self.conn.execute("ROLLBACK")
             raise
         finally:
-            self._writing = None
-            self._writer.release()
+            self._writing = False
 
     def check_writable(self) -> None:
         """Raise the DatabaseFault that writing would (the file, its folder or its mount
@@ -468,25 +458,41 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
                         store.conn.execute("COMMIT")
 
     def _begin_immediate(self) -> None:
-        """BEGIN IMMEDIATE, holding `_writer`, waiting for as long as another writer holds the
-        lock: another process, or another thread of this store (whose transaction is let be:
-        joining it, a write would be committed, or rolled back, by that thread's)."""
-        started = None
+        """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock, in steps of
+        the busy timeout, each followed by `on_wait(seconds waited)`."""
+        started = time.monotonic()
         while True:
-            if self._writer.acquire(timeout=self._wait_step):
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    return
-                except DatabaseFault as exc:
-                    self._writer.release()  # not held while waiting: this store's other threads go on meanwhile
-                    if not exc.busy:
-                        raise
-                except BaseException:
-                    self._writer.release()
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except DatabaseFault as exc:
+                if not exc.busy:
                     raise
-            started = started if started is not None else time.monotonic()
             if self.on_wait is not None:
                 self.on_wait(time.monotonic() - started)
+
+    def wait_for_writers(self, on_wait: Callable[[float], None]) -> None:
+        """Return once no other writer holds the database, calling `on_wait(seconds waited)` after
+        each step of the busy timeout meanwhile: for a thread that waits so that the store's own
+        thread can write at once, without freezing (the annotation app's worker). It waits on a
+        connection of its own, which it closes: never on the store's, which that thread goes on
+        using. DatabaseFault for a fault of the file other than a busy one."""
+        if not self.in_file:
+            return
+        own = connect(self.path, self.path, timeout=self._wait_step)
+        try:
+            started = time.monotonic()
+            while True:
+                try:
+                    own.execute("BEGIN IMMEDIATE")  # the lock free: taken, and at once given back
+                    own.execute("ROLLBACK")
+                    return
+                except DatabaseFault as exc:
+                    if not exc.busy:
+                        raise
+                on_wait(time.monotonic() - started)
+        finally:
+            own.close()
 
     # -- schema ---------------------------------------------------------------------------
 

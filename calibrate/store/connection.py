@@ -144,8 +144,8 @@ MEMORY_STATISTICS_OFF = without_memory_statistics()
 def connect(path: str, target: str, *, uri: bool = False, timeout: float = 5.0) -> Connection:
     """A Connection to `target` (a file name or URI) whose faults name `path`."""
     try:
-        # check_same_thread off: the annotation app hands a waiting write to a worker thread
-        # while its own thread waits for the result (the connection is never used by both at once)
+        # check_same_thread off: a connection opened on one thread may be used on another (the
+        # annotation app's checkpoint store, on each checkpoint's thread), never by two at once
         conn = sqlite3.connect(target, uri=uri, isolation_level=None, timeout=timeout, check_same_thread=False,
                                factory=Connection)
     except sqlite3.Error as exc:

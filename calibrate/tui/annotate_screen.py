@@ -1,8 +1,9 @@
 """The main screen: the item, the response under test, the reference, the judge's verdict and
 the rendered prompt; one key to confirm, override, label, skip, flag or undo. Each decision is
 committed to SQLite (through the session) before the next item is shown. When another writer
-holds the database (a long import, a judge run), the write waits on a worker thread and the
-status line says so; keys wait meanwhile (each one pressed says so; q quits once the write is
+holds the database (a long import, a judge run), a worker thread waits for it on a connection
+of its own, the status line says so, and the write is made on the app's thread once the
+database is free; keys wait meanwhile (each one pressed says so; q quits once the write is
 done, q again at once), and the decision is confirmed only once committed. A decision and the
 claim of the next item are two writes: the wait of the second never makes the first one again."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -43,6 +45,7 @@ from calibrate.tui.text_screen import TextScreen
 from calibrate.tui.verdict_panel import VerdictPanel
 
 T = TypeVar("T")
+BUSY = object()  # what `_write_here` gives when another writer holds the database (nothing written)
 CHECKPOINT_EVERY = 20  # decisions between two checkpoints of the database's write-ahead log, off the key path
 PREPARE_AFTER_PAINT = 0.3  # seconds after the first item is painted before the queue is worked out (`prepare_queue`)
 RECOUNT_POLL = 1.0  # seconds between two looks at the count of the annotator's labels (`recount_labelled`)
@@ -167,40 +170,46 @@ class AnnotateScreen(Screen):
         if self.session.recount_labelled():
             self.query_one(StatusBar).show_again()
 
-    # -- writing: at once when the database is free, else on a worker thread that waits --------
+    # -- writing: at once when the database is free, else once a worker thread saw it free ------
 
     def write(self, work: Callable[[], T], done: Callable[[T], None], pending: str = DECISION_PENDING,
               unsaved: str | None = None) -> None:
         """Run `work` (one write: it is done again, whole, if the database is busy) and hand its
-        result to `done`. If another writer holds the database, nothing is written here: a worker
-        thread waits for it, the status line shows the wait and that `pending` waits, and `done`
-        runs once the write is committed. `unsaved`: the person's action that `work` saves, in
-        words ("label 'yes' on item #3"), said meanwhile to whoever waits for it
-        (`CalibrateApp.unsaved`: serve, in a browser tab)."""
+        result to `done`. If another writer holds the database, nothing is written now: a worker
+        thread waits for it to be free (`_write_waiting`), the status line shows the wait and
+        that `pending` waits, and `work` is run again here, then `done` once it is committed.
+        `unsaved`: the person's action that `work` saves, in words ("label 'yes' on item #3"),
+        said meanwhile to whoever waits for it (`CalibrateApp.unsaved`: serve, in a browser tab)."""
         if self.saving:
             self.notify(STILL_WAITING, severity="warning")
             return
-        store = self.session.store
-        store.on_wait = stop_waiting  # on the app's own thread: the screen does not freeze, a worker waits
-        busy = False
         try:
-            result = work()
-        except DatabaseBusy:
-            busy = True
+            result = self._write_here(work)
         except (SessionError, DatabaseFault) as exc:
             self._not_saved(exc)
             return
+        if result is not BUSY:
+            done(result)
+            return
+        self.saving, self.pending = True, pending
+        if unsaved is not None:
+            self.unsaved = f"{self.session.annotator}'s {unsaved}"
+            self.app.unsaved(self.unsaved)
+        self._show_wait(0.0)
+        self._write_waiting(work, done)
+
+    def _write_here(self, work: Callable[[], T]) -> T | object:
+        """`work`'s result, written on the app's own thread (the only one that uses the session's
+        connection), or BUSY, nothing written, if another writer holds the database: the screen
+        does not freeze waiting for it."""
+        store = self.session.store
+        store.on_wait = stop_waiting
+        try:
+            return work()
+        except DatabaseBusy:
+            return BUSY
         finally:
             store.on_wait = None
-        if busy:
-            self.saving, self.pending = True, pending
-            if unsaved is not None:
-                self.unsaved = f"{self.session.annotator}'s {unsaved}"
-                self.app.unsaved(self.unsaved)
-            self._show_wait(0.0)
-            self._write_waiting(work, done)
-            return
-        done(result)
 
     def _show_wait(self, seconds: float) -> None:
         """The status line's wait: how long, what waits, and whether calibrate quits after it."""
@@ -209,16 +218,31 @@ class AnnotateScreen(Screen):
 
     @work(thread=True, exclusive=True, group="write")
     def _write_waiting(self, work: Callable[[], T], done: Callable[[T], None]) -> None:
-        store = self.session.store  # its `on_wait` is this thread's own
-        store.on_wait = lambda seconds: self.app.call_from_thread(self._show_wait, seconds)
+        """Wait for the database to be free, on a connection of this thread's own, then have the
+        app's thread write (`_write_again`); again if another writer took it first."""
+        started = time.monotonic()
+        show = lambda _: self.app.call_from_thread(self._show_wait, time.monotonic() - started)  # noqa: E731
+        while True:
+            try:
+                self.session.store.wait_for_writers(show)
+            except DatabaseFault as exc:
+                self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None, saved=False)
+                return
+            if self.app.call_from_thread(self._write_again, work, done):
+                return
+
+    def _write_again(self, work: Callable[[], T], done: Callable[[T], None]) -> bool:
+        """The write that waited, now that the database was free a moment ago: whether it is
+        over (saved or refused), or must wait again (another writer took the database first)."""
         try:
-            result = work()
+            result = self._write_here(work)
         except (SessionError, DatabaseFault) as exc:
-            self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None, saved=False)
-        else:
-            self.app.call_from_thread(self._written, done, result)
-        finally:
-            store.on_wait = None
+            self._written(lambda _, exc=exc: self._not_saved(exc), None, saved=False)
+            return True
+        if result is BUSY:
+            return False
+        self._written(done, result)
+        return True
 
     def _not_saved(self, exc: SessionError | DatabaseFault) -> None:
         """Say why an action was not saved, in a toast: what the session refused, or a fault of

@@ -8,6 +8,10 @@ drawing its last frames and restoring the terminal as it leaves, waits forever f
 queue no one empties: the process would stay, holding the database open and its item's lease.
 Here the thread's writes to a terminal that is gone are dropped instead (there is no one left
 to read them), so the app ends.
+
+The hang-up comes with a SIGCONT, which Textual takes for the end of a Ctrl-Z: it starts the
+terminal over (a second writer thread, a second input thread, the whole screen laid out and
+drawn again). Here only a SIGCONT after Textual's own stop does that.
 """
 
 from __future__ import annotations
@@ -48,5 +52,15 @@ class _UntilGone:
 
 class TerminalDriver(LinuxDriver):
     def __init__(self, *args, **kwargs) -> None:
+        self._stopped = False  # whether Textual stopped the app (Ctrl-Z: SIGTSTP) and resumes it on SIGCONT
         super().__init__(*args, **kwargs)
         self._file = _UntilGone(self._file)  # what Textual's writer thread writes to
+
+    def _sigtstp_application(self, *args) -> None:
+        self._stopped = self._auto_restart
+        super()._sigtstp_application(*args)
+
+    def _sigcont_application(self, *args) -> None:
+        if self._stopped:  # not a hang-up's, nor a `kill -CONT` of a process that was not stopped
+            self._stopped = False
+            super()._sigcont_application(*args)
