@@ -459,8 +459,9 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
 
     def _begin_immediate(self) -> None:
         """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock, in steps of
-        the busy timeout, each followed by `on_wait(seconds waited)`."""
-        started = time.monotonic()
+        the busy timeout, each followed by `on_wait(seconds waited since the first)`: the first
+        call, at 0 s, says that a wait starts."""
+        started = None
         while True:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -468,6 +469,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             except DatabaseFault as exc:
                 if not exc.busy:
                     raise
+            started = started if started is not None else time.monotonic()
             if self.on_wait is not None:
                 self.on_wait(time.monotonic() - started)
 
