@@ -10,6 +10,7 @@ import asyncio.runners
 import os
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,6 +136,24 @@ class Calibrate:
         if ok and result.exit_code != 0:
             raise AssertionError(f"calibrate {' '.join(args)} exited {result.exit_code}:\n{result.output}")
         return result
+
+
+@contextmanager
+def threads_using(store: Store) -> Iterator[set[int]]:
+    """The ids of the threads that touch `store`'s connection while the block runs (a store's
+    connection is one thread's at a time)."""
+    used_by, conn = set(), store.conn
+
+    class Recording:
+        def __getattr__(self, name):
+            used_by.add(threading.get_ident())
+            return getattr(conn, name)
+
+    store.conn = Recording()
+    try:
+        yield used_by
+    finally:
+        store.conn = conn
 
 
 @contextmanager

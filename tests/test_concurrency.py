@@ -14,6 +14,7 @@ import pytest
 
 from calibrate.model import NewItem
 from calibrate.store import DatabaseFault, Store
+from tests.conftest import threads_using
 
 WORKERS = 8
 ITEMS = 400
@@ -70,31 +71,23 @@ def test_a_thread_waits_for_another_writer_without_the_stores_connection(tmp_pat
     store.add_items([NewItem("c3/lexical", "en", "a", {"k": 1})])
     other = sqlite3.connect(tmp_path / "shared.db", isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
-    used_by, waits = set(), []
-    conn = store.conn
-
-    class Recording:  # the store's connection, noting each thread that touches it
-        def __getattr__(self, name):
-            used_by.add(threading.get_ident())
-            return getattr(conn, name)
-
-    store.conn = Recording()
+    waits = []
 
     def on_wait(seconds: float) -> None:
         waits.append(seconds)
         if len(waits) == 2:
             other.execute("COMMIT")
 
-    waiter = threading.Thread(target=store.wait_for_writers, args=(on_wait,))
-    waiter.start()
-    deadline = time.monotonic() + 10
-    while waiter.is_alive():
-        assert time.monotonic() < deadline, "the wait ended once the other writer was done"
-        assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1  # the app's thread reads on
-    store.conn = conn
+    with threads_using(store) as used_by:
+        waiter = threading.Thread(target=store.wait_for_writers, args=(on_wait,))
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while waiter.is_alive():
+            assert time.monotonic() < deadline, "the wait ended once the other writer was done"
+            assert store.conn.execute("SELECT count(*) FROM items").fetchone()[0] == 1  # the app's thread reads on
     assert len(waits) == 2 and waits[0] < waits[1], "it waited, saying how long, until the other writer was done"
     assert used_by == {threading.get_ident()}, "the store's connection was used by its own thread only"
-    assert not conn.in_transaction and store.commits == 1
+    assert not store.conn.in_transaction and store.commits == 1
     with store.transaction():  # the lock is free: the wait holds nothing
         store.conn.execute("UPDATE items SET system = 's'")
     other.close()

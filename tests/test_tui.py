@@ -16,7 +16,7 @@ from calibrate.tui.item_picker_screen import ItemPickerScreen
 from calibrate.tui.stats_screen import StatsScreen
 from calibrate.tui.text_screen import TextScreen
 from calibrate.user_files import UserFileError
-from tests.conftest import Calibrate
+from tests.conftest import Calibrate, threads_using
 from tests.tui_helpers import current_item_id, make_app, rows, screen_text, status, told
 
 SIZE = (140, 40)
@@ -925,17 +925,8 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
     import threading
 
     app = make_app(demo_db, task="c3/lexical")
-    async with app.run_test(size=SMALL, notifications=True) as pilot:
+    async with app.run_test(size=SMALL, notifications=True) as pilot, threads_using(app.session.store) as used_by:
         first = current_item_id(app)
-        store, used_by = app.session.store, set()
-        conn = store.conn
-
-        class Recording:  # the app's connection, noting each thread that touches it
-            def __getattr__(self, name):
-                used_by.add(threading.get_ident())
-                return getattr(conn, name)
-
-        store.conn = Recording()
         other = sqlite3.connect(demo_db, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
         other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
