@@ -925,25 +925,26 @@ async def test_the_app_waits_for_a_writer_holding_the_lock_says_so_and_keeps_the
     import threading
 
     app = make_app(demo_db, task="c3/lexical")
-    async with app.run_test(size=SMALL, notifications=True) as pilot, threads_using(app.session.store) as used_by:
-        first = current_item_id(app)
-        other = sqlite3.connect(demo_db, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
-        other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
-        try:
-            await pilot.press("n")  # the first decision of the app
-            shown = " ".join((await waiting_shown(app, pilot)).split())
-            assert "waiting" in shown and "for another writer: your decision is not saved yet" in shown, shown
-            assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
-            await pilot.press("j", "y", "u")  # keys wait meanwhile, each saying so; nothing else is recorded
-            assert told(app).count("still waiting to save the previous action") == 3, told(app)
-        finally:
-            other.execute("COMMIT")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert current_item_id(app) != first and "last: #" in status(app) and "for another writer" not in screen_text(app)
-        other.close()
-        assert used_by == {threading.get_ident()}, "the app's connection was used on the app's thread only"
+    async with app.run_test(size=SMALL, notifications=True) as pilot:
+        with threads_using(app.session.store) as used_by:
+            first = current_item_id(app)
+            other = sqlite3.connect(demo_db, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # a long import, say: it holds the write lock
+            other.execute("INSERT INTO leases (item_id, annotator, expires_at) VALUES (?, 'importer', 0)", (first,))
+            try:
+                await pilot.press("n")  # the first decision of the app
+                shown = " ".join((await waiting_shown(app, pilot)).split())
+                assert "waiting" in shown and "for another writer: your decision is not saved yet" in shown, shown
+                assert current_item_id(app) == first, "the decision is not confirmed before it is committed"
+                await pilot.press("j", "y", "u")  # keys wait meanwhile, each saying so; nothing else is recorded
+                assert told(app).count("still waiting to save the previous action") == 3, told(app)
+            finally:
+                other.execute("COMMIT")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert current_item_id(app) != first and "last: #" in status(app) and "for another writer" not in screen_text(app)
+            other.close()
+            assert used_by == {threading.get_ident()}, "the app's connection was used on the app's thread only"
     assert rows(demo_db) == [("label", "no")], "the decision made while the lock was held is kept, once"
 
 
