@@ -66,9 +66,8 @@ class MigratedSchema:
         self.migrations(":memory:").apply(sqlite_utils.Database(made))
         self.objects = made.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE "
                                     f"'sqlite_%' ORDER BY {self.ORDER}").fetchall()
-        self.rows = {name: made.execute(f'SELECT * FROM "{name}"').fetchall() for kind, name, _ in self.objects
-                     if kind == "table"}
-        self.rows = {name: rows for name, rows in self.rows.items() if rows}
+        tables = [name for kind, name, _ in self.objects if kind == "table"]
+        self.rows = {name: rows for name in tables if (rows := made.execute(f'SELECT * FROM "{name}"').fetchall())}
         self.sequences = made.execute("SELECT name, seq FROM sqlite_sequence").fetchall() if made.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone() else []
         replayed = sqlite3.connect(":memory:")

@@ -90,6 +90,24 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+def _begin_waiting(conn: sqlite3.Connection, on_wait: Callable[[float], None] | None) -> None:
+    """BEGIN IMMEDIATE on `conn`, tried again for as long as another writer holds the lock (each
+    try waits the connection's busy timeout), each busy try followed by `on_wait(seconds waited
+    since the first)`: the first call, at 0 s, says that a wait starts. `on_wait` may raise to
+    stop waiting (DatabaseBusy)."""
+    started = None
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except DatabaseFault as exc:
+            if not exc.busy:
+                raise
+        started = started if started is not None else time.monotonic()
+        if on_wait is not None:
+            on_wait(time.monotonic() - started)
+
+
 def _applied(conn: sqlite3.Connection) -> list[str]:
     """Names of the calibrate migrations recorded in the database, in the order applied."""
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'").fetchone():
@@ -386,7 +404,7 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
         if self._writing:
             yield
             return
-        self._begin_immediate()
+        _begin_waiting(self.conn, self.on_wait)
         self._writing = True
         try:
             yield
@@ -457,22 +475,6 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
                     with suppress(sqlite3.Error, DatabaseFault):  # a closed connection ends its own
                         store.conn.execute("COMMIT")
 
-    def _begin_immediate(self) -> None:
-        """BEGIN IMMEDIATE, waiting for as long as another writer holds the lock, in steps of
-        the busy timeout, each followed by `on_wait(seconds waited since the first)`: the first
-        call, at 0 s, says that a wait starts."""
-        started = None
-        while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except DatabaseFault as exc:
-                if not exc.busy:
-                    raise
-            started = started if started is not None else time.monotonic()
-            if self.on_wait is not None:
-                self.on_wait(time.monotonic() - started)
-
     def wait_for_writers(self, on_wait: Callable[[float], None]) -> None:
         """Return once no other writer holds the database, calling `on_wait(seconds waited)` after
         each step of the busy timeout meanwhile: for a thread that waits so that the store's own
@@ -483,16 +485,8 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
             return
         own = connect(self.path, self.path, timeout=self._wait_step)
         try:
-            started = time.monotonic()
-            while True:
-                try:
-                    own.execute("BEGIN IMMEDIATE")  # the lock free: taken, and at once given back
-                    own.execute("ROLLBACK")
-                    return
-                except DatabaseFault as exc:
-                    if not exc.busy:
-                        raise
-                on_wait(time.monotonic() - started)
+            _begin_waiting(own, on_wait)
+            own.execute("ROLLBACK")  # the lock was free: taken, and at once given back
         finally:
             own.close()
 

@@ -226,7 +226,7 @@ class AnnotateScreen(Screen):
             try:
                 self.session.store.wait_for_writers(show)
             except DatabaseFault as exc:
-                self.app.call_from_thread(self._written, lambda _, exc=exc: self._not_saved(exc), None, saved=False)
+                self.app.call_from_thread(self._refused, exc)
                 return
             if self.app.call_from_thread(self._write_again, work, done):
                 return
@@ -237,12 +237,16 @@ class AnnotateScreen(Screen):
         try:
             result = self._write_here(work)
         except (SessionError, DatabaseFault) as exc:
-            self._written(lambda _, exc=exc: self._not_saved(exc), None, saved=False)
+            self._refused(exc)
             return True
         if result is BUSY:
             return False
         self._written(done, result)
         return True
+
+    def _refused(self, exc: SessionError | DatabaseFault) -> None:
+        """The write that waited was refused: said (`_not_saved`) as the wait ends (`_written`)."""
+        self._written(lambda _: self._not_saved(exc), None, saved=False)
 
     def _not_saved(self, exc: SessionError | DatabaseFault) -> None:
         """Say why an action was not saved, in a toast: what the session refused, or a fault of
