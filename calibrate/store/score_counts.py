@@ -126,8 +126,9 @@ class ScoreCountsMixin:
         items two or more people labelled (one label is never a tie), so the work grows with those."""
         scored = set(scored)
         ties: Counter = Counter()
+        # CROSS JOIN keeps the shared items the outer loop: SQLite's planner would scan every score set
         for task, lang, item_system, n in self.conn.execute(
-                "SELECT s.task, s.lang, s.system, count(*) FROM shared_items h JOIN score_sets s ON s.item_id = h.item_id "
+                "SELECT s.task, s.lang, s.system, count(*) FROM shared_items h CROSS JOIN score_sets s ON s.item_id = h.item_id "
                 "WHERE s.gold = '' AND (?1 IS NULL OR s.system = ?1) GROUP BY 1, 2, 3", (system,)):
             if (task, lang) in scored:
                 ties[(task, lang, item_system)] += n
