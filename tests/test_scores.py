@@ -16,7 +16,7 @@ import pytest
 
 from calibrate.formats.c3 import c3_right
 from calibrate.model import NewItem, NewJudgment
-from calibrate.scores.build import build_scores
+from calibrate.scores.build import build_scores, c3_corrected_in
 from calibrate.scores.render import COLUMNS
 from calibrate.stats import correction, simulated
 from calibrate.store import Store
@@ -251,6 +251,33 @@ def test_export_c3_statistics_carry_the_final_corrected_score_of_two_judges(two_
     one = c3_corrected(per_task, overall, "en", ["gpt"])["overall"]
     (gpt,) = [j for j in cell.judges if j.judge == "gpt"]
     assert one["corrected_accuracy"] == round(gpt.corrected.value, 4) and one["corrected_method"].endswith("judge's verdict")
+
+
+def test_export_c3_overall_corrected_score_is_c3s_alone_beside_another_benchmark_of_the_system(
+        two_systems_two_judges, templates):
+    """C3's "overall" counts C3's data ids only, so calibrate's corrected accuracy beside it does
+    too: SuperGLUE items of the same system in the same language, which its judge gets nearly
+    all right, leave it as it was."""
+    path, _, _ = two_systems_two_judges
+    store = Store(path)
+    (c3_only,) = [c for c in build_scores(store, templates, by=("system", "lang"), system="strong").cells
+                  if c.lang == "en"]
+    expected = next(j for j in c3_only.judges if j.judge == "gpt").corrected
+    ids, _ = store.add_items([NewItem("superglue/boolq", "en", str(k), {"question": f"q{k}", "passage": "p",
+                                                                       "response": "True"}, "True", system="strong")
+                              for k in range(200)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="gpt", status="verdict", verdict="True",
+                                     raw_output="True") for i in ids])
+    for i in ids[:60]:
+        store.annotate(i, "ana", "label", label="True")
+    (mixed,) = [c for c in build_scores(store, templates, by=("system", "lang"), system="strong").cells
+                if c.lang == "en"]
+    store.close()
+    assert next(j for j in mixed.judges if j.judge == "gpt").corrected.value > expected.value + 0.05, \
+        "the system's score over both benchmarks is another figure"
+    overall = c3_corrected_in(str(path), templates, "en", "strong", ["gpt"])["overall"]  # what export c3 writes
+    assert overall["corrected_accuracy"] == round(expected.value, 4)
+    assert overall["corrected_ci"] == [round(v, 4) for v in expected.ci]
 
 
 def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_shown(tmp_path, templates):

@@ -4,14 +4,20 @@ cells, corrected, ranked and compared (see calibrate.scores for the rules)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from calibrate.cells import BY_CHOICES, check_by
 from calibrate.configurations import mixed_configurations
-from calibrate.formats.c3 import OwnDecisions, c3_file_decisions, c3_passed_over, c3_right
+from calibrate.formats.c3 import (
+    C3_LAYOUT,
+    OwnDecisions,
+    c3_file_decisions,
+    c3_passed_over,
+    c3_right,
+)
 from calibrate.formats.c3_figures import c3_corrected
 from calibrate.gold import gold_label
 from calibrate.kinds import POSITIVE
@@ -79,12 +85,13 @@ def build_scores(
 
 def build_scores_by(
     store: Store, templates: TemplateSet, bys: Sequence[tuple[str, ...]], *, judges: Sequence[str] = (),
-    system: str | None = None, target: float = 0.05,
+    system: str | None = None, target: float = 0.05, task_langs: Collection[tuple[str, str]] | None = None,
 ) -> list[Scores]:
-    """`build_scores` for each cut in `bys`, the items read from the store once."""
+    """`build_scores` for each cut in `bys`, the items read from the store once; with
+    `task_langs`, of those (task, lang) pairs only (a cell pooling tasks pools those)."""
     for by in bys:
         check_by(by)
-    groups_found, notes, ties, passed_over, own = _gather(store, templates, judges, system)
+    groups_found, notes, ties, passed_over, own = _gather(store, templates, judges, system, task_langs)
     configurations = store.configuration_counts(system=system)
     if not any(g.verdicts for g in groups_found):
         raise ScoresError("no judged items with right/wrong verdicts to score" + (f" for system {system!r}" if system else "")
@@ -111,9 +118,10 @@ def build_scores_by(
 C3_RULE = TextRule("c3/", c3_right)
 
 
-def _gather(store: Store, templates: TemplateSet, judges: Sequence[str],
-            system: str | None) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int], set[int], dict]:
-    """The score groups of the right/wrong tasks, the notes on the tasks and items left out, the
+def _gather(store: Store, templates: TemplateSet, judges: Sequence[str], system: str | None,
+            task_langs: Collection[tuple[str, str]] | None = None,
+            ) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int], set[int], dict]:
+    """The score groups of the right/wrong tasks (of the `task_langs` pairs, if given), the notes on the tasks and items left out, the
     tied items per (task, lang, system as shown), the items C3 passes over (grouped as
     unjudged: `formats.c3.c3_passed_over`) and each judge's own generation decisions
     (`_own_decisions`)."""
@@ -121,6 +129,8 @@ def _gather(store: Store, templates: TemplateSet, judges: Sequence[str],
     prompted: dict[tuple[str, str], bool] = {}
     skipped: dict[str, str] = {}
     for task, lang in store.task_langs(system=system):
+        if task_langs is not None and (task, lang) not in task_langs:
+            continue
         try:
             template = templates.for_task(task, lang)
             kinds[(task, lang)], prompted[(task, lang)] = template.kind, template.judged
@@ -459,12 +469,14 @@ def c3_corrected_in(path: str, templates: TemplateSet, lang: str, system: str, j
     """`formats.c3_figures.c3_corrected` for one system's items of the database file at `path`, read on
     a read-only connection of its own: `export c3` works it out in a child process
     (`in_child_process`) while it writes the result files, since the corrected scores'
-    statistics take seconds to import and compute at a million items. {} when there is nothing
-    to score (`ScoresError`)."""
+    statistics take seconds to import and compute at a million items. Only C3's tasks in `lang`
+    are scored: "overall" is C3's, though the system has items of other benchmarks in that
+    language. {} when there is nothing to score (`ScoresError`)."""
     store = Store(path, read_only=True)
     try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
         per_task, overall = (scores.cells for scores in build_scores_by(
-            store, templates, (("system", "task", "lang"), ("system", "lang")), system=system))
+            store, templates, (("system", "task", "lang"), ("system", "lang")), system=system,
+            task_langs={(part.task, lang) for part in C3_LAYOUT[lang]}))
     except ScoresError:
         per_task = overall = []
     finally:
