@@ -534,15 +534,18 @@ def test_jury_from_counted_sets_equals_the_jury_item_by_item():
 # -- scores --------------------------------------------------------------------------------------
 
 
-def _per_item_gather(store, templates, judges, system):
-    """`calibrate scores`' data item by item, from plain reads: one group per item, and the
-    labelled items whose labels tie (these items hold none C3 passes over and no generation
-    item, so none of those and no judge's own generation decisions)."""
+def _per_item_gather(store, templates, judges, system, task_langs=None):
+    """`calibrate scores`' data item by item, from plain reads: one group per item (of the
+    `task_langs` pairs, if given), and the labelled items whose labels tie (these items hold
+    none C3 passes over and no generation item, so none of those and no judge's own generation
+    decisions)."""
     groups, skipped, ties = [], {}, defaultdict(int)
     labels = defaultdict(dict)
     for row in store.current_labels():
         labels[row["item_id"]][row["annotator"]] = row["label"]
     for it in store.iter_items(system=system):
+        if task_langs is not None and (it.task, it.lang) not in task_langs:
+            continue
         template = templates.for_task(it.task, it.lang)
         kind = template.kind
         if not kind.right_or_wrong:
