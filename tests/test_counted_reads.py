@@ -601,24 +601,29 @@ def _differences(a, b, where: str = "") -> list[str]:
 def test_scores_counted_in_groups_equal_scores_item_by_item(monkeypatch):
     """Every figure of `calibrate scores` (every cut, rankings, judge pairs, the C3-rule lines)
     from the counted groups equals the same computation over one group per item read item by
-    item (up to the last bits of floating-point sums)."""
+    item (up to the last bits of floating-point sums), over every task or some (`task_langs`,
+    as `export c3` scores C3's)."""
     store = Store(":memory:")
     serial = itertools.count()
+    some = [None, {TASKS[0][:2]}, {TASKS[0][:2], TASKS[2][:2]}]
 
     @settings(max_examples=20, deadline=None)
-    @given(st.lists(item, min_size=1, max_size=30), st.sampled_from([("system", "task", "lang"), ("lang",), ("system",)]))
-    def check(items, by):
+    @given(st.lists(item, min_size=1, max_size=30), st.sampled_from([("system", "task", "lang"), ("lang",), ("system",)]),
+           st.sampled_from(some))
+    def check(items, by, task_langs):
         fill(store, items, serial)
-        try:
-            counted = json.loads(scores_render.render_json(scores_build.build_scores(store, TEMPLATES, by=by)))
-        except scores_build.ScoresError:
-            counted = None
+
+        def scores() -> dict | None:
+            try:
+                (found,) = scores_build.build_scores_by(store, TEMPLATES, (by,), task_langs=task_langs)
+            except scores_build.ScoresError:
+                return None
+            return json.loads(scores_render.render_json(found))
+
+        counted = scores()
         with monkeypatch.context() as patch:
             patch.setattr(scores_build, "_gather", _per_item_gather)
-            try:
-                one_by_one = json.loads(scores_render.render_json(scores_build.build_scores(store, TEMPLATES, by=by)))
-            except scores_build.ScoresError:
-                one_by_one = None
+            one_by_one = scores()
         assert not _differences(counted, one_by_one), _differences(counted, one_by_one)[:5]
 
     try:

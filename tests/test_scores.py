@@ -280,6 +280,24 @@ def test_export_c3_overall_corrected_score_is_c3s_alone_beside_another_benchmark
     assert overall["corrected_ci"] == [round(v, 4) for v in expected.ci]
 
 
+def test_export_c3_corrected_scores_are_the_exported_judges_not_every_judge_of_the_database(
+        two_systems_two_judges, templates):
+    """The judges' mean beside C3's figures is over the judges exported: a third judge in the
+    database, on some of the items, changes neither a category's figure nor overall's."""
+    path, _, _ = two_systems_two_judges
+    before = c3_corrected_in(str(path), templates, "en", "strong", ["gpt", "dpsk"])
+    store = Store(path)
+    ids = [row["id"] for row in store.conn.execute("SELECT id FROM items WHERE system = 'strong' ORDER BY id LIMIT 50")]
+    store.add_judgments([NewJudgment(item_id=i, judge_name="claude", judge_key="claude", status="verdict",
+                                     verdict="yes" if i % 3 else "no", raw_output="yes" if i % 3 else "no")
+                         for i in ids])
+    store.close()
+    after = c3_corrected_in(str(path), templates, "en", "strong", ["gpt", "dpsk"])
+    assert before["overall"]["corrected_method"] == "stratified by the judges' mean verdict"
+    assert before["overall"]["corrected_accuracy"] is not None
+    assert after == before
+
+
 def test_an_interval_short_of_93_percent_in_simulation_is_marked_where_it_is_shown(tmp_path, templates):
     """C3's final score over two judges fell short of 93 % in tests/bench/correction_coverage.py
     --judges at the worst setting of its table: near it the table marks the interval and says

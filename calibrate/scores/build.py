@@ -470,12 +470,13 @@ def c3_corrected_in(path: str, templates: TemplateSet, lang: str, system: str, j
     a read-only connection of its own: `export c3` works it out in a child process
     (`in_child_process`) while it writes the result files, since the corrected scores'
     statistics take seconds to import and compute at a million items. Only C3's tasks in `lang`
-    are scored: "overall" is C3's, though the system has items of other benchmarks in that
-    language. {} when there is nothing to score (`ScoresError`)."""
+    are scored, by `judges` only: "overall" pools no other benchmark's items of the system in
+    that language, and the judges' mean is the exported judges', not every judge's. {} when
+    there is nothing to score (`ScoresError`)."""
     store = Store(path, read_only=True)
     try:  # calibrate's corrected accuracy per category and overall, beside C3's own figures
         per_task, overall = (scores.cells for scores in build_scores_by(
-            store, templates, (("system", "task", "lang"), ("system", "lang")), system=system,
+            store, templates, (("system", "task", "lang"), ("system", "lang")), judges=judges, system=system,
             task_langs={(part.task, lang) for part in C3_LAYOUT[lang]}))
     except ScoresError:
         per_task = overall = []
