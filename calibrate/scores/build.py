@@ -121,10 +121,10 @@ C3_RULE = TextRule("c3/", c3_right)
 def _gather(store: Store, templates: TemplateSet, judges: Sequence[str], system: str | None,
             task_langs: Collection[tuple[str, str]] | None = None,
             ) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int], set[int], dict]:
-    """The score groups of the right/wrong tasks (of the `task_langs` pairs, if given), the notes on the tasks and items left out, the
-    tied items per (task, lang, system as shown), the items C3 passes over (grouped as
-    unjudged: `formats.c3.c3_passed_over`) and each judge's own generation decisions
-    (`_own_decisions`)."""
+    """The score groups of the right/wrong tasks (of the `task_langs` pairs, if given), the
+    notes on the tasks and items left out, the tied items per (task, lang, system as shown),
+    the items C3 passes over (grouped as unjudged: `formats.c3.c3_passed_over`) and each
+    judge's own generation decisions (`_own_decisions`)."""
     kinds: dict[tuple[str, str], object] = {}
     prompted: dict[tuple[str, str], bool] = {}
     skipped: dict[str, str] = {}
