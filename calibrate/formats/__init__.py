@@ -55,6 +55,7 @@ from calibrate.validate import (
     type_of,
 )
 from calibrate.verdicts import Verdict
+from calibrate.write_behind import WriteBehind
 
 BATCH = 2000  # records in an import's first transaction, and the fewest in any
 BATCH_MAX = 20_000  # the most records in one transaction
@@ -140,12 +141,20 @@ class ItemIndex:
     the ones this import has already accepted: the one place where records read from a file
     meet the database."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, store: Store, settle: Callable[[], None] = lambda: None):
+        self._store = store
+        self._settle = settle
         # (task, lang) -> (system, source_id) -> (id or None while pending, content hash, version)
         self._cells: dict[tuple[str, str], dict[tuple[str, str], tuple[int | None, str, int]]] = {}
         self._contents: dict[tuple[str, str, str], list[tuple[Item, dict]]] = {}  # (task, lang, system) -> views
         self._claims: dict[tuple[str, str, str, str], dict[int, str]] = {}  # (group, cell) -> item id -> location
+
+    @property
+    def store(self) -> Store:
+        """The store, once it is this thread's (`settle`: `import_records` writes its batches on
+        another thread)."""
+        self._settle()
+        return self._store
 
     def _cell(self, task: str, lang: str) -> dict[tuple[str, str], tuple[int | None, str, int]]:
         cell = self._cells.get((task, lang))
@@ -445,12 +454,13 @@ def import_records(
 
     New items (with their judgments and audio) are written in short transactions of BATCH to
     BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never locked out for long; they stay hidden until
-    the run finishes. What attaches to items already present (judgments, labels, audio) is written with
+    the run finishes. Each batch is written behind (`WriteBehind`) while the next records are read. What attaches to items already present (judgments, labels, audio) is written with
     the finish, in the same transaction. A failed or interrupted import is rolled back; one that
     was killed is rolled back by the next import (Store.begin_import), which also waits while
     another import is running."""
     report = ImportReport()
-    index = ItemIndex(store)
+    writes = WriteBehind()
+    index = ItemIndex(store, writes.settle)
     batch: list[Record] = []
     attached: list[tuple[Item, Record]] = []  # records aimed at items already stored
     run = store.begin_import(source)
@@ -503,17 +513,16 @@ def import_records(
 
     batch_size = BATCH
 
-    def write_batch(records: list[Record], full: bool) -> None:
-        """Store new items with what comes with them, in one transaction (their rows' values
-        built before it); after a `full` batch, size the next one to what fits BATCH_SECONDS."""
+    def write_batch(records: list[Record], values: list, full: bool) -> None:
+        """Store new items with what comes with them, in one transaction (`values`: their rows,
+        `Store.item_values`); after a `full` batch, size the next one to what fits BATCH_SECONDS."""
         nonlocal batch_size
         items = [r.item for r in records]
-        values = store.item_values(items, run=run)
         with_judgments = any(r.has_judgment for r in records)
         need_ids = with_judgments or any(r.audio or r.labels for r in records)
         with store.transaction():
             started = time.perf_counter()  # once the write lock is held
-            ids, added = store.add_items(items, with_ids=need_ids, run=run, values=values) if records else ([], 0)
+            ids, added = store.add_items(items, with_ids=need_ids, run=run, values=values)
             versions = sum(r.item.version > 1 for r in records)  # each a new row: the content differs
             report.counts.items_added += added - versions
             report.counts.versions_added += versions
@@ -531,19 +540,27 @@ def import_records(
             batch_size = max(BATCH, min(BATCH_MAX, 2 * batch_size, fitting))
 
     def flush() -> None:
-        write_batch(batch, len(batch) >= batch_size)
-        batch.clear()
+        """Write the batch behind (`WriteBehind`) while this thread reads the next records."""
+        nonlocal batch
+        if not batch:
+            return
+        written, batch = batch, []
+        values = store.item_values([r.item for r in written], run=run)  # no SQL: built before the store is handed over
+        writes.submit(write_batch, written, values, len(written) >= batch_size)
 
-    with store.writing_in_bulk(), cycle_collection_paused():
+    with store.writing_in_bulk(), cycle_collection_paused(), writes:
         try:
             for record in records:
+                writes.settle_if_ended()
                 if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
                     cell = record.item if record.item is not None else record.ref
                     if templates.people_decide(cell.task, cell.lang):
                         record = BadInput(record.location, f"{cell.task} ({cell.lang}) has no judge prompt: people decide "
                                           "it, so a judge's output for it is no judgment (import people's verdicts with "
                                           "calibrate import labels)")
-                store.keep_import_alive(run)
+                if store.import_renewal_due(run):  # (each batch renews it too)
+                    writes.settle()
+                    store.keep_import_alive(run)
                 if isinstance(record, Record) and record.ref is not None:
                     found = index.resolve(record.ref, record.location)
                     if isinstance(found, str):
@@ -568,6 +585,7 @@ def import_records(
                 if len(batch) >= batch_size:
                     flush()
             flush()
+            writes.settle()
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported" + skipped_summary(report.skipped))
             with store.transaction():
@@ -584,9 +602,11 @@ def import_records(
             report.left_behind = [(sources[item_id], row["annotator"])
                                   for item_id, rows in store.decisions(sources).items() for row in rows]
         except TemplateError as exc:
+            writes.wait_out()
             store.abandon_import(run)
             raise ImportFailed(str(exc)) from None
         except BaseException:
+            writes.wait_out()
             store.abandon_import(run)
             raise
     return report

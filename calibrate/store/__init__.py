@@ -219,7 +219,8 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
     through the connection, so a read of another thread in between can turn a busy database into
     "another row available", or into a BEGIN that seems to succeed. A thread that waits for
     another writer on behalf of the store's thread does so on a connection of its own
-    (`wait_for_writers`)."""
+    (`wait_for_writers`); an import hands its store to the thread that writes a batch, and takes
+    it back once the batch is written (`calibrate.write_behind`)."""
 
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 250, read_only: bool = False,
                  on_upgrade: Callable[[str, list[str]], None] | None = None):

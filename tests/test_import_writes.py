@@ -1,0 +1,127 @@
+"""An import writes each batch on a thread of its own while it reads the next records
+(`calibrate.write_behind`): the store is never used by both threads at once, a write's error
+ends the import as it did before, and a failed or stopped import waits for the write under way
+before it removes what it wrote, keeping nothing."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from calibrate import formats
+from calibrate.formats import import_records
+from calibrate.formats.jsonl import jsonl_records
+from calibrate.store import Store
+from tests.test_formats import lexical_lines, write_jsonl
+from tests.test_import_runs import visible_and_stored
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of 100 records, so that a few hundred lines make several."""
+    monkeypatch.setattr(formats, "BATCH", 100)
+    monkeypatch.setattr(formats, "BATCH_MAX", 100)
+
+
+def traced(store: Store) -> list[tuple[str, str]]:
+    """(thread name, SQL) of every statement the store's connection runs from now on."""
+    log: list[tuple[str, str]] = []
+    store.conn.set_trace_callback(lambda sql: log.append((threading.current_thread().name, sql)))
+    return log
+
+
+def transactions_by_thread(log: list[tuple[str, str]]) -> list[str]:
+    """The thread of each write transaction in `log`, in order; AssertionError where another
+    thread's statement comes between one's BEGIN and its COMMIT or ROLLBACK."""
+    holders, holder = [], None
+    for who, sql in log:
+        if sql.startswith("BEGIN"):
+            assert holder is None, f"{who} began a transaction inside {holder}'s"
+            holder = who
+            holders.append(who)
+        elif holder is not None:
+            assert who == holder, f"{who} ran {sql[:60]!r} inside {holder}'s transaction"
+        if sql in ("COMMIT", "ROLLBACK"):
+            holder = None
+    return holders
+
+
+def no_writer_left() -> bool:
+    return not any(thread.name.startswith("write behind") for thread in threading.enumerate())
+
+
+def test_an_import_writes_its_batches_behind_and_never_uses_the_store_from_two_threads(tmp_path, templates,
+                                                                                      small_batches, monkeypatch):
+    from calibrate.store import imports
+
+    # the heartbeat due at every record: the importing thread writes to the store between the batches
+    monkeypatch.setattr(imports, "IMPORT_HEARTBEAT_SECONDS", 0.0)
+    interval = sys.getswitchinterval()
+    store = Store(tmp_path / "s.db")
+    log = traced(store)
+    report = import_records(store, jsonl_records(write_jsonl(tmp_path / "in.jsonl", lexical_lines(1000)),
+                                                 task="c3/lexical", lang="en"), templates)
+    holders = transactions_by_thread(log)
+    batches = [who for who, sql in log if sql.startswith("INSERT OR IGNORE INTO items")]
+    assert report.counts.items_added == 1000 and visible_and_stored(store.path) == (1000, 1000)
+    assert batches and all(who.startswith("write behind") for who in batches), "every batch written behind"
+    assert sum(who.startswith("write behind") for who in holders) == 10, "a transaction per batch"
+    assert any(who == "MainThread" for who in holders), "the heartbeat's renewals on the importing thread"
+    assert sys.getswitchinterval() == interval and no_writer_left()
+
+
+def test_a_batch_that_fails_to_write_ends_the_import_with_its_error_and_keeps_nothing(tmp_path, templates,
+                                                                                     small_batches):
+    store = Store(tmp_path / "s.db")
+    original, calls = store.add_items, []
+
+    def failing(items, **kw):
+        calls.append(len(items))
+        if len(calls) == 3:
+            raise OSError("the disk went away")
+        return original(items, **kw)
+
+    store.add_items = failing
+    interval = sys.getswitchinterval()
+    with pytest.raises(OSError, match="the disk went away"):
+        import_records(store, jsonl_records(write_jsonl(tmp_path / "in.jsonl", lexical_lines(1000)),
+                                            task="c3/lexical", lang="en"), templates)
+    assert len(calls) == 3, "no batch is written after the one that failed"
+    assert visible_and_stored(store.path) == (0, 0), "the two batches written before were removed"
+    assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
+    assert sys.getswitchinterval() == interval and no_writer_left()
+
+
+def test_an_import_stopped_while_a_batch_is_written_waits_for_it_then_keeps_nothing(tmp_path, templates,
+                                                                                   small_batches):
+    store = Store(tmp_path / "s.db")
+    original, writing = store.add_items, threading.Event()
+
+    def slow(items, **kw):
+        writing.set()
+        time.sleep(0.3)  # still writing when the interrupt comes
+        return original(items, **kw)
+
+    store.add_items = slow
+    lines = jsonl_records(write_jsonl(tmp_path / "in.jsonl", lexical_lines(1000)), task="c3/lexical", lang="en")
+
+    def interrupted():
+        for k, record in enumerate(lines):
+            if k == 250:
+                assert writing.wait(5)
+                raise KeyboardInterrupt
+            yield record
+
+    log = traced(store)
+    with pytest.raises(KeyboardInterrupt):
+        import_records(store, interrupted(), templates)
+    transactions_by_thread(log)  # the clean-up's transactions begin once the write under way has ended
+    writer_ended = max(k for k, (who, _) in enumerate(log) if who.startswith("write behind"))
+    clean_up = next(k for k, (_, sql) in enumerate(log) if sql.startswith("DELETE FROM items"))
+    assert writer_ended < clean_up
+    assert visible_and_stored(store.path) == (0, 0)
+    assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
+    assert no_writer_left()
