@@ -6,6 +6,12 @@ reading of the next records (JSON, hashes: Python) overlap. A store is used by o
 time (`calibrate.store`): the caller hands it over with each write and takes it back with
 `settle`, which waits for the write under way, before it uses the store itself.
 
+A caller that fails or is stopped (Ctrl-C, SIGTERM) calls `wait_out` before it uses the store
+again: a write handed over and not begun is left out, one waiting for another writer's lock
+stops waiting, and the one under way ends. The threads share nothing a signal could leave held:
+the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all), and the
+writer's end is waited for by `Thread.join`, which a signal leaves consistent.
+
 While writes run behind, the interpreter switches threads every SWITCH_SECONDS instead of every
 5 ms: a write takes the interpreter's lock back after each statement, and waited up to 5 ms for
 the reading thread to let go of it each time. On 200,000 JSONL lines the import then took
@@ -14,65 +20,96 @@ took 9.0–9.6 s."""
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
 from contextlib import suppress
+
+from calibrate.store import DatabaseBusy, Store
 
 SWITCH_SECONDS = 1e-4
 
 
 class WriteBehind:
-    """One write at a time on a thread of its own (a context manager: the thread and the
-    switch interval last while it is open; leaving it waits for the write under way)."""
+    """One write at a time through `store` on a thread of its own (a context manager: the
+    thread and the switch interval last while it is open; leaving it waits the writes out)."""
 
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future | None = None
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._writes: queue.SimpleQueue = queue.SimpleQueue()  # (write, args), then None: the thread ends
+        self._ended: queue.SimpleQueue = queue.SimpleQueue()  # per write, None or what it raised
+        self._handed = False  # a write was handed over whose end this thread has not taken
+        self._stopping = False  # `wait_out` was called: no write begins, a wait for the lock stops
+        self._thread: threading.Thread | None = None
         self._interval = sys.getswitchinterval()
+        self._on_wait = store.on_wait
 
     def __enter__(self) -> WriteBehind:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write behind")
-        self._interval = sys.getswitchinterval()
+        self._interval, self._on_wait = sys.getswitchinterval(), self.store.on_wait
+        self._thread = threading.Thread(target=self._write, name="write behind", daemon=True)
+        self._thread.start()
+        self.store.on_wait = self._waiting
         sys.setswitchinterval(min(self._interval, SWITCH_SECONDS))
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
-            self.wait_out()
-        finally:
-            assert self._pool is not None
-            self._pool.shutdown()
-            sys.setswitchinterval(self._interval)
+        self.wait_out()
+        sys.setswitchinterval(self._interval)
+        self.store.on_wait = self._on_wait
 
     def submit(self, write: Callable[..., object], *args) -> None:
         """Run `write(*args)` on the writer's thread, once the write before it has ended (its
         error raised here, as `settle` raises it)."""
         self.settle()
-        assert self._pool is not None, "WriteBehind is used inside its with block"
-        self._pending = self._pool.submit(write, *args)
+        self._writes.put((write, args))
+        self._handed = True
 
     def settle(self) -> None:
-        """Wait for the write under way, if any, raising its error: then what it wrote through
-        is this thread's again."""
-        pending = self._pending
-        if pending is not None:
-            futures_wait([pending])  # an interrupted wait leaves it under way, for `wait_out`
-            self._pending = None
-            pending.result()
+        """Wait for the write under way, if any, raising its error: then the store is this
+        thread's again."""
+        if self._handed:
+            raised = self._ended.get()
+            self._handed = False
+            if raised is not None:
+                raise raised
 
     def settle_if_ended(self) -> None:
         """`settle` when the write under way has ended: its error raised as soon as it is known."""
-        if self._pending is not None and self._pending.done():
+        if self._handed and not self._ended.empty():
             self.settle()
 
     def wait_out(self) -> None:
-        """Wait until the write under way has ended, leaving out its error (the caller is
-        failing already, and abandons what was written), and through a signal that interrupts
-        the wait (a second Ctrl-C): a write takes a fraction of a second, and until it has ended
-        the store is not the caller's."""
-        pending, self._pending = self._pending, None
-        while pending is not None and not pending.done():
+        """Stop the writer and wait until its thread has ended, leaving out what a write raised
+        (the caller is failing already, and abandons what was written): a write not begun is
+        not begun, one waiting for another writer's lock stops at its next busy step
+        (DatabaseBusy), and the one under way ends, within a fraction of a second. Signals that
+        come meanwhile (a second Ctrl-C) are waited through, as until the thread has ended the
+        store is not the caller's."""
+        self._stopping = True
+        self._writes.put(None)
+        while self._thread is not None and self._thread.is_alive():
             with suppress(BaseException):
-                futures_wait([pending])
+                self._thread.join()
+        self._handed = False
+
+    def _write(self) -> None:
+        """The writer's thread: each write handed over, in turn, until told to end."""
+        while (handed := self._writes.get()) is not None:
+            if self._stopping:
+                continue
+            write, args = handed
+            try:
+                write(*args)
+            except BaseException as exc:  # raised on the caller's thread
+                self._ended.put(exc)
+            else:
+                self._ended.put(None)
+
+    def _waiting(self, seconds: float) -> None:
+        """The store's `on_wait` while writes run behind: on the writer's thread, once the caller
+        is stopping, the wait for another writer's lock stops."""
+        if self._stopping and threading.current_thread() is self._thread:
+            raise DatabaseBusy
+        if self._on_wait is not None:
+            self._on_wait(seconds)

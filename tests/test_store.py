@@ -518,3 +518,23 @@ def test_reading_keeps_two_connections_on_one_snapshot_though_a_commit_comes_bet
     assert reader.count_items() == other.count_items() == 3
     for store in (writer, reader, other):
         store.close()
+
+
+def test_an_interrupt_right_after_begin_leaves_no_transaction_open(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM landing as BEGIN IMMEDIATE returns: the transaction is rolled back, so
+    the clean-up's own transaction can begin (it failed: "cannot start a transaction within a
+    transaction")."""
+    store = Store(tmp_path / "s.db")
+    begin = store_module._begin_waiting
+
+    def interrupted(conn, on_wait):
+        begin(conn, on_wait)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module, "_begin_waiting", interrupted)
+    with pytest.raises(KeyboardInterrupt), store.transaction():
+        pass
+    monkeypatch.setattr(store_module, "_begin_waiting", begin)
+    assert not store.conn.in_transaction
+    with store.transaction():
+        store.conn.execute("UPDATE items SET id = id WHERE 0")

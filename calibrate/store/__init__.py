@@ -401,13 +401,14 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls join the
-        outer one."""
+        outer one. Begun inside the block that rolls it back: an interrupt (Ctrl-C, SIGTERM)
+        right after the BEGIN leaves no transaction open for the clean-up's to fail on."""
         if self._writing:
             yield
             return
-        _begin_waiting(self.conn, self.on_wait)
-        self._writing = True
         try:
+            self._writing = True
+            _begin_waiting(self.conn, self.on_wait)
             yield
             self.conn.execute("COMMIT")
             self.commits += 1
