@@ -47,16 +47,22 @@ class WriteBehind:
 
     def __enter__(self) -> WriteBehind:
         self._interval, self._on_wait = sys.getswitchinterval(), self.store.on_wait
-        self._thread = threading.Thread(target=self._write, name="write behind", daemon=True)
-        self._thread.start()
-        self.store.on_wait = self._waiting
-        sys.setswitchinterval(min(self._interval, SWITCH_SECONDS))
+        try:  # an interrupt meanwhile leaves no thread, wait or interval behind (no __exit__ follows)
+            self._thread = threading.Thread(target=self._write, name="write behind", daemon=True)
+            self._thread.start()
+            self.store.on_wait = self._waiting
+            sys.setswitchinterval(min(self._interval, SWITCH_SECONDS))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
-        self.wait_out()
-        sys.setswitchinterval(self._interval)
-        self.store.on_wait = self._on_wait
+        try:
+            self.wait_out()
+        finally:
+            sys.setswitchinterval(self._interval)
+            self.store.on_wait = self._on_wait
 
     def submit(self, write: Callable[..., object], *args) -> None:
         """Run `write(*args)` on the writer's thread, once the write before it has ended (its

@@ -134,28 +134,3 @@ def test_an_import_stopped_while_its_batch_waits_for_another_writer_stops_the_wa
     assert visible_and_stored(store.path) == (0, 0) and no_writer_left()
     other.close()
 
-
-def test_an_import_with_labels_that_fails_after_several_batches_keeps_nothing_and_the_next_one_runs(
-        tmp_path, templates, small_batches):
-    """Labels are append-only: those of new items are written with the finish, so the clean-up of
-    a failed import (or of a killed one, by the next import) never meets a label it cannot remove."""
-    from calibrate.formats import BadInput, ImportFailed, Record
-    from calibrate.model import NewItem
-
-    def records(n: int, bad_at: int | None = None):
-        for k, line in enumerate(lexical_lines(n)):
-            if k == bad_at:
-                yield BadInput(f"in.jsonl:{k + 1}", "a bad record")
-                return
-            source_id = line.pop("id")
-            yield Record(NewItem("c3/lexical", "en", source_id, line), f"in.jsonl:{k + 1}", labels=(("ana", "yes"),))
-
-    store = Store(tmp_path / "s.db")
-    with pytest.raises(ImportFailed, match="in.jsonl:351: a bad record; nothing was imported"):
-        import_records(store, records(400, bad_at=350), templates)
-    assert visible_and_stored(store.path) == (0, 0)
-    assert store.conn.execute("SELECT count(*) FROM annotations").fetchone()[0] == 0
-    assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
-    report = import_records(store, records(400), templates)
-    assert report.counts.items_added == 400 and report.counts.labels_added == 400
-    assert store.conn.execute("SELECT count(*) FROM labels_in_force").fetchone()[0] == 400

@@ -456,10 +456,9 @@ def import_records(
     BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never
     locked out for long; they stay hidden until the run finishes. Each batch is written behind
     (`WriteBehind`) while the next records are read. What attaches to items already present
-    (judgments, labels, audio) is written with the finish, in the same transaction, and so is
-    every label: labels are append-only, so a failed import could not remove those of its
-    batches. A failed or interrupted import is rolled back; one that was killed is rolled back
-    by the next import (Store.begin_import), which also waits while another import is running."""
+    (judgments, labels, audio) is written with the finish, in the same transaction. A failed or
+    interrupted import is rolled back; one that was killed is rolled back by the next import
+    (Store.begin_import), which also waits while another import is running."""
     report = ImportReport()
     writes = WriteBehind(store)
     index = ItemIndex(store, writes.settle)
@@ -514,7 +513,6 @@ def import_records(
         report.counts.labels_reworded += added.reworded
 
     batch_size = BATCH
-    labelled: list[tuple[int, str, Record]] = []  # (id, content hash, record) of new items with labels
 
     def write_batch(records: list[Record], values: list, full: bool) -> None:
         """Store new items with what comes with them, in one transaction (`values`: their rows,
@@ -536,8 +534,7 @@ def import_records(
                 store_judgments([(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment],
                                 earlier=added < len(records))
             if need_ids:
-                labelled.extend((item_id, r.item.content_hash, r) for item_id, r in zip(ids, records, strict=True)
-                                if r.labels)
+                store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, records, strict=True)])
         took = time.perf_counter() - started
         if full:  # the next batch fits BATCH_SECONDS, at most twice as large
             fitting = int(batch_size * BATCH_SECONDS / max(took, 1e-3))
@@ -597,7 +594,7 @@ def import_records(
                 for item, record in attached:
                     store_audio(item.id, record)
                 store_judgments([(item.id, item, r) for item, r in attached if r.has_judgment], earlier=True)
-                store_labels([*labelled, *((item.id, item.content_hash, r) for item, r in attached)])
+                store_labels([(item.id, item.content_hash, r) for item, r in attached])
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
                 store.finish_import(run)
