@@ -15,8 +15,7 @@ writer's end is waited for by `Thread.join`, which a signal leaves consistent.
 While writes run behind, the interpreter switches threads every SWITCH_SECONDS instead of every
 5 ms: a write takes the interpreter's lock back after each statement, and waited up to 5 ms for
 the reading thread to let go of it each time. On 200,000 JSONL lines the import then took
-longer than with no thread at all (14.2–15.1 s against 12.8–14.4 s); switching every 0.1 ms, it
-took 9.0–9.6 s."""
+14–17 s, longer than with no thread at all (13–16 s); switching every 0.1 ms, 9–11.6 s."""
 
 from __future__ import annotations
 
@@ -42,11 +41,10 @@ class WriteBehind:
         self._handed = False  # a write was handed over whose end this thread has not taken
         self._stopping = False  # `wait_out` was called: no write begins, a wait for the lock stops
         self._thread: threading.Thread | None = None
-        self._interval = sys.getswitchinterval()
+        self._interval = sys.getswitchinterval()  # as it was, and the store's `on_wait`: put back on leaving
         self._on_wait = store.on_wait
 
     def __enter__(self) -> WriteBehind:
-        self._interval, self._on_wait = sys.getswitchinterval(), self.store.on_wait
         try:  # an interrupt meanwhile leaves no thread, wait or interval behind (no __exit__ follows)
             self._thread = threading.Thread(target=self._write, name="write behind", daemon=True)
             self._thread.start()

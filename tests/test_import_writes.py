@@ -119,11 +119,11 @@ def test_an_import_stopped_while_its_batch_waits_for_another_writer_stops_the_wa
 
     def interrupted():
         for k, record in enumerate(lines):
-            if k == 99:  # the first batch is handed over with the next record: another writer holds the lock first
-                other.execute("BEGIN IMMEDIATE")
+            if k == 99:  # the first batch is handed over with the next record: another writer holds the lock first,
+                other.execute("BEGIN IMMEDIATE")  # and lets go 1.5 s later (where the batch is written in this thread
+                threading.Timer(1.5, lambda: other.execute("COMMIT")).start()  # too, the batch is then written)
             if k == 100:
                 assert waiting.wait(5), "the batch waits for the lock"
-                threading.Timer(1.0, lambda: other.execute("COMMIT")).start()
                 raise KeyboardInterrupt
             yield record
 
