@@ -117,6 +117,8 @@ FROM (
                   ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1)
 );
 CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
+WHEN NOT EXISTS (SELECT 1 FROM items i JOIN import_runs r ON r.id = i.import_run
+                 WHERE i.id = old.item_id AND r.finished_at IS NULL AND r.owner IS NULL)
 BEGIN
     SELECT RAISE(ABORT, 'annotations are append-only');
 END;

@@ -4,8 +4,11 @@ dead run wrote is removed by the next import or by `calibrate import abandon RUN
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +18,8 @@ import pytest
 from calibrate.model import NewItem
 from calibrate.store import Store
 from calibrate.store.imports import IMPORT_STALE_SECONDS, ImportRunLost
+from tests.conftest import Calibrate
+from tests.test_c3_roundtrip import results_of
 from tests.test_formats import lexical_lines, write_jsonl
 
 IMPORT = ("--task", "c3/lexical", "--lang", "en")
@@ -179,3 +184,87 @@ def test_the_clean_up_never_touches_a_run_that_finished_or_came_back_alive(tmp_p
     assert cleaner.abandon_import(suspended, dead_only=True) == 0
     importer.finish_import(suspended)
     assert visible_and_stored(path) == (20, 20)
+
+
+def stored_rows(db, table: str) -> int:
+    store = Store(db)
+    try:
+        return store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        store.close()
+
+
+def counts_kept(db, table: str) -> list[tuple]:
+    """A table of counts the triggers keep, without its id-free rows counted down to nought."""
+    store = Store(db)
+    try:
+        return sorted(tuple(row) for row in store.conn.execute(f"SELECT * FROM {table} WHERE n != 0"))
+    finally:
+        store.close()
+
+
+def test_a_failed_import_that_wrote_labels_is_removed_whole_and_counts_as_if_it_never_ran(calibrate, tmp_path,
+                                                                                         monkeypatch):
+    """C3 result files bring the judge's generation decisions as labels; with one record per
+    batch, those labels are committed before a broken record further on stops the import."""
+    from calibrate import formats
+
+    monkeypatch.setattr(formats, "BATCH", 1)
+    monkeypatch.setattr(formats, "BATCH_MAX", 1)
+    folder = shutil.copytree(results_of("dpsk", "en"), tmp_path / "dpsk")
+    (folder / "context-dependency" / "multi-turn.json").unlink()  # its records need the C3 tree's items
+    broken = folder / "context-dependency" / "coreference-resolution.json"
+    whole = broken.read_text(encoding="utf-8")
+    broken.write_text(json.dumps([*json.loads(whole), {"x": 1}]), encoding="utf-8")
+    args = ("import", "c3-results", str(folder), "--lang", "en", "--judge-name", "dpsk", "--system", "sdm")
+
+    failed = calibrate(*args, ok=False)
+    assert failed.exit_code == 1 and "coreference-resolution.json[" in failed.output
+    assert "nothing was imported" in failed.output
+    for table in ("items", "annotations", "labels_in_force", "judgments", "import_runs WHERE finished_at IS NULL"):
+        assert stored_rows(calibrate.db, table) == 0, table
+
+    broken.write_text(whole, encoding="utf-8")
+    again = calibrate(*args)
+    assert calibrate("import", "runs").output.strip() == "no import is running or left unfinished"
+    fresh = Calibrate(tmp_path / "fresh.db")
+    assert " ".join(again.output.split()) == " ".join(fresh(*args).output.split())
+    assert stored_rows(calibrate.db, "annotations") > 0, "the generation decisions are labels"
+    assert calibrate("scores", "--by", "system,task").output == fresh("scores", "--by", "system,task").output
+    for kept in ("agreement_counts", "verdict_set_labels", "score_set_counts"):  # what the labels' triggers keep
+        assert counts_kept(calibrate.db, kept) == counts_kept(fresh.db, kept), kept
+    assert stored_rows(calibrate.db, "score_sets") == stored_rows(fresh.db, "score_sets")
+
+
+def test_a_run_the_earlier_clean_up_could_not_remove_for_its_labels_is_removed_now(calibrate, tmp_path):
+    """As calibrate before migration 0029 left it: the run taken from its writer (owner NULL),
+    its items and their imported labels still there, and every import stopping on it."""
+    store = Store(calibrate.db)
+    run = store.begin_import("calibrate import c3-results dpsk")
+    ids, _ = store.add_items(lexical_items(3), run=run, with_ids=True)
+    store.add_imported_labels([(f"u{k}", item_id, "c3-result-file", "yes", None, None, "dpsk", None)
+                               for k, item_id in enumerate(ids)])
+    store.conn.execute("UPDATE import_runs SET owner = NULL, heartbeat_at = ? WHERE id = ?",
+                       (time.time() - 2 * IMPORT_STALE_SECONDS, run))
+    store.close()
+    out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(5))), *IMPORT)
+    assert "5 records: 5 items added, 0 already present" in out.output
+    assert visible_and_stored(calibrate.db) == (5, 5)
+    assert (stored_rows(calibrate.db, "annotations"), stored_rows(calibrate.db, "labels_in_force")) == (0, 0)
+
+
+def test_labels_stay_append_only_outside_an_abandoned_run(calibrate, tmp_path):
+    """Only the clean-up of a run taken from its writer deletes labels: not those on a finished
+    import's items, nor those a running import wrote."""
+    store = Store(calibrate.db)
+    finished = store.begin_import("finished import")
+    ids, _ = store.add_items(lexical_items(2), run=finished, with_ids=True)
+    store.finish_import(finished)
+    running = store.begin_import("running import")
+    more, _ = store.add_items(lexical_items(4)[2:], run=running, with_ids=True)
+    store.add_imported_labels([(f"u{item_id}", item_id, "ann", "no", None, None, None, None) for item_id in ids + more])
+    for item_id in ids + more:
+        with pytest.raises(sqlite3.IntegrityError, match="annotations are append-only"):
+            store.conn.execute("DELETE FROM annotations WHERE item_id = ?", (item_id,))
+    assert store.abandon_import(running) == 2
+    assert stored_rows(calibrate.db, "annotations") == 2, "the finished import's labels stay"

@@ -26,7 +26,8 @@ MIGRATIONS = ["0001_initial", "0002_current_labels_by_latest_id", "0003_labels_i
               "0015_verdicts_by_majority", "0016_verdict_after_last_repeat_removed", "0017_cell_verdicts",
               "0018_verdict_sets", "0019_unparsed_reasons", "0020_score_sets", "0021_trigger_work_per_batch",
               "0022_stratified_orders", "0023_shared_items", "0024_batch_exports", "0025_configuration_counts",
-              "0026_judge_run_process", "0027_facts_as_columns", "0028_failed_calls_and_older_evals_out_of_force"]
+              "0026_judge_run_process", "0027_facts_as_columns", "0028_failed_calls_and_older_evals_out_of_force",
+              "0029_abandoned_imports_take_their_labels"]
 
 
 def items(n: int, task: str = "c3/lexical", lang: str = "en") -> list[NewItem]:

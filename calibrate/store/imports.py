@@ -114,7 +114,7 @@ class ImportRunsMixin:
             self.conn.execute("UPDATE import_runs SET finished_at = ? WHERE id = ?", (now_iso(), run))
 
     def abandon_import(self, run: int, *, dead_only: bool = False) -> int:
-        """Remove everything an unfinished run wrote, then the run itself (only if it is still
+        """Remove everything an unfinished run wrote (items, judgments, labels), then the run itself (only if it is still
         dead, with `dead_only`). Returns the number of items removed. The run is first taken
         from its writer (which then can neither write nor finish it: ImportRunLost); its items
         are hidden, so removing them over several transactions shows nothing half-done, and each
@@ -138,6 +138,10 @@ class ImportRunsMixin:
                         self.conn.execute("DELETE FROM import_runs WHERE id = ? AND finished_at IS NULL", (run,))
                         return removed
                     marks = ",".join("?" * len(ids))
+                    # the labels the import wrote: those in force first (their triggers take them out
+                    # of the counts), then the rows (migration 0029 lets an abandoned run's go)
+                    self.conn.execute(f"DELETE FROM labels_in_force WHERE item_id IN ({marks})", ids)
+                    self.conn.execute(f"DELETE FROM annotations WHERE item_id IN ({marks})", ids)
                     self.conn.execute(f"DELETE FROM judge_claims WHERE item_id IN ({marks})", ids)
                     self.conn.execute(f"DELETE FROM judgments WHERE item_id IN ({marks})", ids)
                     self.conn.execute(f"DELETE FROM item_audio WHERE item_id IN ({marks})", ids)
