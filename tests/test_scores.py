@@ -764,3 +764,54 @@ def test_items_without_gold_are_left_out_of_every_accuracy_and_counted(tmp_path)
     table = run("scores", "--by", "system,task").output
     assert "0/3" not in table and "rule: parser —" in table
     assert "3 judged or labelled items without a gold label (a test split's): neither right nor wrong" in " ".join(table.split())
+
+
+def _judged_and_decided(tmp_path, generation_labels: list[str | None]) -> Calibrate:
+    """System m: 40 lexical items the judge says yes on 30 of, every one labelled (right on 24 of
+    the 30 yes, 8 of the 10 no), and 10 generation items people decide, labelled as given."""
+    run = Calibrate(tmp_path / "decided.db")
+    lexical, generation = tmp_path / "lexical.jsonl", tmp_path / "generation.jsonl"
+    lexical.write_text("".join(json.dumps({"id": f"b{i}", "content": f"s{i}", "notation": "n", "response": "r",
+                                           "j": f"The answer is: {'yes' if i < 30 else 'no'}."}) + "\n"
+                               for i in range(40)))
+    generation.write_text("".join(json.dumps({"id": f"g{i}", "content": f"g{i}", "notation": "n", "response": "r"})
+                                  + "\n" for i in range(10)))
+    run("import", "jsonl", str(lexical), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j",
+        "--judge-name", "jj", "--system", "m")
+    run("import", "jsonl", str(generation), "--task", "c3/generation", "--lang", "en", "--system", "m")
+    right = [i < 24 or 30 <= i < 32 for i in range(40)]  # yes right on 24 of 30; no right on 2 of 10 (wrong on 8)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label\n"
+                      + "".join(f"c3/lexical,en,b{i},ana,{'yes' if ok else 'no'}\n" for i, ok in enumerate(right))
+                      + "".join(f"c3/generation,en,g{i},ana,{v}\n" for i, v in enumerate(generation_labels) if v))
+    run("import", "labels", str(labels))
+    return run
+
+
+def test_a_row_with_items_people_decide_corrects_over_the_same_items_as_its_accuracies(tmp_path):
+    """C3 counts its generation items (people decide them) in every accuracy; the corrected
+    figures of a row that holds them count them too, by their label, so that the row's figures
+    are over the same items: with every item labelled, corrected and people's agree exactly."""
+    run = _judged_and_decided(tmp_path, ["yes"] * 7 + ["no"] * 3)
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    (judge,) = cells[("m", "(all)", "(all)")]["judges"]
+    people = cells[("m", "(all)", "(all)")]["people"]
+    assert judge["parser_unparsed_wrong"]["n"] == 50, "the accuracies count the 10 generation items"
+    assert judge["corrected"]["value"] == pytest.approx((26 + 7) / 50) == pytest.approx(people["value"])
+    assert judge["corrected"]["n_total"] == 50 and judge["people_decided"] == {"items": 10, "right": 7, "unlabelled": 0}
+    lexical = cells[("m", "c3/lexical", "en")]["judges"][0]
+    assert lexical["corrected"]["value"] == pytest.approx(26 / 40) and lexical["people_decided"] is None
+
+
+def test_unlabelled_items_people_decide_count_wrong_in_the_corrected_figures_and_a_note_says_so(tmp_path):
+    run = _judged_and_decided(tmp_path, ["yes"] * 6 + ["no"] * 2 + [None] * 2)
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    lexical = cells[("m", "c3/lexical", "en")]["judges"][0]["corrected"]
+    (judge,) = cells[("m", "(all)", "(all)")]["judges"]
+    moved = lambda theta: (40 * theta + 6) / 50  # noqa: E731
+    assert judge["corrected"]["value"] == pytest.approx(moved(lexical["value"]))
+    assert judge["corrected"]["ci"] == pytest.approx([moved(end) for end in lexical["ci"]])
+    assert judge["people_decided"] == {"items": 10, "right": 6, "unlabelled": 2}
+    text = " ".join(run("scores").output.split())
+    assert ("the corrected figures count the row's 10 items people decide by their label, as the accuracies do "
+            "(6 right; 2 unlabelled ones counted wrong)") in text

@@ -26,6 +26,7 @@ from calibrate.scores.model import (
     ALL,
     NO_SYSTEM,
     Accuracy,
+    Decided,
     Final,
     JudgePair,
     JudgeScores,
@@ -36,7 +37,7 @@ from calibrate.scores.model import (
 from calibrate.stats import correction, ranking
 from calibrate.stats.agreement import two_raters
 from calibrate.stats.intervals import proportion
-from calibrate.stats.pooled_correction import pooled_stratified_mean
+from calibrate.stats.pooled_correction import pooled_stratified_mean, with_known_items
 from calibrate.stats.reliability import positive_rate_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -304,8 +305,15 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True, classes=_shared_words(rows))
-        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target, now=corrected,
+        known = _decided(decided) if len(fj) else None
+        share = len(fj) / (len(fj) + known.items) if known else 1.0  # the judged items' part of the row's
+        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target / share, now=corrected,
                                                    cells=cells)
+        if known:  # the row's figures over the same items as its accuracies: the judged ones and those people decide
+            corrected, ppi, rogan_gladen = (with_known_items(e, len(fj), known.right, known.items)
+                                            for e in (corrected, ppi, rogan_gladen))
+            plan = replace(plan, target=target, half_width=_times(plan.half_width, share),
+                           projected_half_width=_times(plan.projected_half_width, share))
         if without:
             why = _without_reason(f"{name}: no verdicts", without, members, rule_known)
             corrected, ppi, rogan_gladen = _withheld(corrected, why), _withheld(ppi, why), _withheld(rogan_gladen, why)
@@ -331,6 +339,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
             parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
             other_benchmarks=sum(m.n for m in members if _family(m.task) not in families), configurations=mixed,
+            decided=known,
         ))
     if not_random and cell.people.value is not None:
         cell.people = Estimate(None, reason=not_random + ": people's accuracy on them says little of the cell's")
@@ -344,12 +353,28 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
         corrected = pooled_stratified_mean(f, _repeat([m.human for m in common], common), *_cells_of(common),
                                            random_sample=True, memo=memo)
+        known = _decided([m for m in c3 if m.people_decide])
+        if known:
+            corrected = with_known_items(corrected, len(f), known.right, known.items)
         without = _without_verdicts(c3, {m.cell for m in common})
         if without:
             corrected = _withheld(corrected, _without_reason(
                 f"the judges' mean: {', '.join(c3_judges)} do not all have verdicts", without, members, raw is not None))
-        cell.final = Final(c3_judges, raw, corrected, without)
+        cell.final = Final(c3_judges, raw, corrected, without, known)
     return cell
+
+
+def _decided(members: list[_Group]) -> Decided | None:
+    """The items of `members` (groups of tasks people decide) as a row's corrected figures count
+    them: by the label in force, wrong while unlabelled (None for none)."""
+    items = sum(m.n for m in members)
+    if not items:
+        return None
+    return Decided(items, sum(m.n for m in members if m.human == 1), sum(m.n for m in members if np.isnan(m.human)))
+
+
+def _times(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
 
 
 def _without_verdicts(members: list[_Group], judged: set[str]) -> list[str]:

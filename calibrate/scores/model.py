@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibrate.configurations import MixedConfigurations
-from calibrate.model import CalibrateError, Estimate
+from calibrate.model import CalibrateError, Estimate, counted
 from calibrate.stats import correction, ranking
 
 ALL = "(all)"
@@ -36,6 +36,27 @@ class Accuracy:
 
     def as_dict(self) -> dict:
         return {"right": self.right, "n": self.n, "accuracy": self.value}
+
+
+@dataclass
+class Decided:
+    """A row's items that people decide (C3's generation phenomena, no judge prompt) as its
+    corrected figures count them beside the judged items: by the label in force, wrong while
+    unlabelled, as the accuracy columns and C3's statistics count them, so that every figure of
+    the row is over the same items. They are known, not estimated: no judge evidence, and no
+    width added to an interval (`pooled_correction.with_known_items`)."""
+
+    items: int
+    right: int
+    unlabelled: int
+
+    def words(self) -> str:
+        unlabelled = f"; {counted(self.unlabelled, 'unlabelled one')} counted wrong" if self.unlabelled else ""
+        return (f"the corrected figures count the row's {counted(self.items, 'item')} people decide by their label, "
+                f"as the accuracies do ({self.right} right{unlabelled})")
+
+    def as_dict(self) -> dict:
+        return {"items": self.items, "right": self.right, "unlabelled": self.unlabelled}
 
 
 @dataclass
@@ -71,6 +92,7 @@ class JudgeScores:
     # generation items its own result files decided otherwise than the label in force (FileDecision.differs), which
     # its C3 rule counts as its files have them
     c3_own_decisions: list[str] = field(default_factory=list)
+    decided: Decided | None = None  # the row's items people decide, counted in corrected and Rogan-Gladen
 
     def as_dict(self) -> dict:
         return {
@@ -84,6 +106,7 @@ class JudgeScores:
             "corrected": self.corrected.as_dict(), "corrected_ppi": self.ppi.as_dict() if self.ppi else None,
             "rogan_gladen": self.rogan_gladen.as_dict(),
             "more_labels_for_target": self.plan.more, "plan_reason": self.plan.reason,
+            "people_decided": self.decided.as_dict() if self.decided else None,
         }
 
 
@@ -99,10 +122,12 @@ class Final:
     raw: float | None
     corrected: correction.Corrected
     without_verdicts: list[str] = field(default_factory=list)
+    decided: Decided | None = None  # the row's C3 items people decide, counted in the corrected mean
 
     def as_dict(self) -> dict:
         return {"judges": self.judges, "raw": self.raw, "corrected": self.corrected.as_dict(),
-                "cells_without_verdicts": self.without_verdicts}
+                "cells_without_verdicts": self.without_verdicts,
+                "people_decided": self.decided.as_dict() if self.decided else None}
 
 
 @dataclass

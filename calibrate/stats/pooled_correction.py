@@ -5,13 +5,16 @@ carry 30 labels, another none, a third labels picked by hand. Pooling the items 
 by the judge's verdict alone would read the labelled cells' accuracy into the others, and print
 an interval that no cell backs up. Here the pooled number exists only when every cell has its own
 (`correction.stratified_mean`), and it is those numbers weighted by each cell's share of the
-items, with the interval of their sum.
+items, with the interval of their sum. Items whose accuracy is known rather than estimated (C3's
+generation items, which people decide) join an estimate as a stratum of their own with no
+variance (`with_known_items`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,6 +23,7 @@ from calibrate.stats.correction import (
     MIN_LABELLED,
     STRATUM_PRIOR,
     Corrected,
+    RoganGladen,
     _inputs,
     _stratified,
     stratified_mean,
@@ -125,3 +129,37 @@ def _lacking_reason(lacking: dict[str, list[str]], cells: int, figure: str) -> s
     whys = [why if count == cells and len(lacking) == 1 else f"{', '.join(names)}: {why}"
             for why, names in lacking.items()]
     return f"{head} ({'; '.join(whys)})"
+
+
+def with_known_items(estimate: Corrected | RoganGladen, items: int, right: int, known: int) -> Corrected | RoganGladen:
+    """`estimate`, an accuracy over `items` items, carried over to those and `known` further items
+    whose accuracy is known, not estimated (`right` of them right): with N = items + known,
+        theta' = (items * theta + right) / N,
+    the stratified mean with the known items as one more stratum whose variance is 0 (Cochran,
+    W. G. (1977). Sampling Techniques, 3rd ed., eq. 5.1 and 5.6: a stratum counted in full adds
+    its total and nothing to the variance). The interval's ends, the sd (times items / N) and a
+    posterior's values are mapped the same way; the map is fixed and increasing, so the interval
+    keeps the coverage it had, and `approximate` stays as it was. The judge's raw accuracy and the
+    labels-only estimate of a Corrected are carried over alike. An estimate without a value is
+    returned as it is."""
+    if estimate.value is None or known == 0:
+        return estimate
+    if not 0 <= right <= known or items <= 0:
+        raise ValueError(f"known items: {right} right of {known}, beside {items} estimated")
+    total = items + known
+    share = items / total
+
+    def moved(theta):
+        return None if theta is None else (items * theta + right) / total
+
+    changed = {"value": moved(estimate.value), "ci": tuple(moved(end) for end in estimate.ci) if estimate.ci else None,
+               "se": None if estimate.se is None else estimate.se * share, "n_total": total}
+    if isinstance(estimate, Corrected):
+        classical = estimate.classical
+        changed["raw_judge"] = moved(estimate.raw_judge)
+        changed["classical"] = replace(classical, value=moved(classical.value),
+                                       ci=tuple(moved(end) for end in classical.ci) if classical.ci else None,
+                                       se=None if classical.se is None else classical.se * share)
+        if estimate.posterior is not None:
+            changed["posterior"] = (moved(estimate.posterior[0]), estimate.posterior[1])
+    return replace(estimate, **changed)
