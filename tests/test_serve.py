@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,7 +260,6 @@ class RealServe:
     """`calibrate serve` run as a user runs it, and a browser that opened the address it printed."""
 
     process: subprocess.Popen
-    port: int
     browser: aiohttp.ClientSession | None = None
     lines: list[str] = field(default_factory=list)  # what it has printed, as it prints it (`read`)
 
@@ -275,6 +275,11 @@ class RealServe:
     def url(self) -> str:
         """The address it printed, with the token ("" until then)."""
         return next((line.strip() for line in self.lines if "token=" in line), "")
+
+    @property
+    def port(self) -> int:
+        """The port it listens on, as its address says (it was given port 0: any free one)."""
+        return urllib.parse.urlsplit(self.url).port
 
     async def open_tab(self, annotator: str) -> aiohttp.ClientWebSocketResponse:
         """A tab of `annotator`, once its app has started and drawn its first screen (then it
@@ -304,12 +309,9 @@ async def until_closed(ws: aiohttp.ClientWebSocketResponse, seconds: float) -> b
 @contextlib.asynccontextmanager
 async def real_serve(db: Path):
     """A RealServe of `db`, stopped with Ctrl-C at the end (unless the test has killed it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), "serve", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(db), "serve", "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    served = RealServe(process, port)
+    served = RealServe(process)
     reader = threading.Thread(target=served.read, daemon=True)
     reader.start()
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pty
+import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -208,21 +208,17 @@ def test_the_app_on_a_damaged_database_ends_with_the_error_and_exit_status_1(dem
     assert f"Error: {demo_db}: the database file is damaged".encode() in shown.replace(b"\r\n", b" "), bytes(shown[-500:])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_binds_to_loopback_and_serves_the_page_only_with_its_token(demo_db):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", str(port)],
+    # port 0: any free port, named in the printed address (a port probed free here could be taken before serve binds it)
+    proc = subprocess.Popen([sys.executable, "-m", "calibrate", "--db", str(demo_db), "serve", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = ""
         while "token=" not in url:
             url = proc.stdout.readline().strip()
-        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        address = re.match(r"http://127\.0\.0\.1:(\d+)/\?token=", url)
+        assert address, url
+        port = int(address.group(1))
 
         def page(address):
             try:
