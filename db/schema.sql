@@ -116,7 +116,7 @@ FROM (
     WHERE n.id = (SELECT k.id FROM judgments k WHERE k.item_id = n.item_id AND k.judge_name = n.judge_name
                   ORDER BY k.status != 'error' DESC, k.judged_at DESC, k.id DESC LIMIT 1)
 );
-CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
+CREATE TRIGGER annotations_kept_unless_import_abandoned BEFORE DELETE ON annotations
 WHEN NOT EXISTS (SELECT 1 FROM items i JOIN import_runs r ON r.id = i.import_run
                  WHERE i.id = old.item_id AND r.finished_at IS NULL AND r.owner IS NULL)
 BEGIN
