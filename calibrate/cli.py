@@ -109,6 +109,7 @@ class Context:
             self._store = Store(self.db_path, on_upgrade=_say_upgrading)
             self._store.on_wait = _say_waiting
             self._store.on_import_wait = _say_waiting_for_import
+            self._store.on_clean_up_wait = _say_waiting_to_clean_up
         return self._store
 
     def _check_file(self) -> None:
@@ -182,6 +183,14 @@ def _say_waiting(seconds: float) -> None:
     comes at 0 s), then keep waiting."""
     if seconds < 0.1:
         err_console.print("waiting for the database (another writer holds it)…", style="dim")
+
+
+def _say_waiting_to_clean_up(run: int, seconds: float) -> None:
+    """Another writer holds the database while an import's leftovers are removed (an import
+    stopped or failed, or `import abandon`): say what waits, and that stopping leaves it to the next."""
+    if seconds < 0.1:
+        err_console.print(f"waiting for the database (another writer holds it) to remove what import run {run} "
+                          "wrote; Ctrl-C leaves that to the next import…", style="dim")
 
 
 def _say_waiting_for_import(run: dict) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -268,3 +269,27 @@ def test_labels_stay_append_only_outside_an_abandoned_run(calibrate, tmp_path):
             store.conn.execute("DELETE FROM annotations WHERE item_id = ?", (item_id,))
     assert store.abandon_import(running) == 2
     assert stored_rows(calibrate.db, "annotations") == 2, "the finished import's labels stay"
+
+
+def test_an_import_stopped_while_another_writer_holds_the_database_says_what_its_clean_up_waits_for(calibrate,
+                                                                                                    tmp_path):
+    big = write_jsonl(tmp_path / "big.jsonl", lexical_lines(100_000))
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1))), *IMPORT)
+    importing = python_calibrate(calibrate.db, "import", "jsonl", str(big), *IMPORT)
+    store = Store(calibrate.db)
+    deadline = time.monotonic() + 60
+    while visible_and_stored(calibrate.db)[1] < 2 and time.monotonic() < deadline:  # a batch of it is written
+        time.sleep(0.01)
+    store.conn.execute("BEGIN IMMEDIATE")  # the next batch waits for this writer
+    assert select.select([importing.stderr], [], [], 60)[0]
+    assert "waiting for the database (another writer holds it)" in importing.stderr.readline()
+    importing.send_signal(signal.SIGINT)
+    assert select.select([importing.stderr], [], [], 60)[0], "the clean-up waits for the same writer"
+    (run,) = store.import_runs(unfinished=True)
+    assert importing.stderr.readline().strip() == (f"waiting for the database (another writer holds it) to remove what "
+                                                   f"import run {run['id']} wrote; Ctrl-C leaves that to the next import…")
+    store.conn.execute("ROLLBACK")
+    _, err = importing.communicate(timeout=120)
+    assert importing.returncode != 0, err
+    assert visible_and_stored(calibrate.db) == (1, 1), "what it wrote is removed once the other writer let go"
+    assert not Store(calibrate.db).import_runs(unfinished=True)

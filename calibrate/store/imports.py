@@ -10,6 +10,7 @@ short transactions. `abandon_import` does the same on request (`calibrate import
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -43,6 +44,9 @@ class ImportRunsMixin:
 
     # called with its row once for each unfinished run begin_import waits for (running) or removes (dead)
     on_import_wait: Callable[[dict], None] | None = None
+    # while abandon_import removes a run, called with the run and the seconds waited instead of `on_wait`
+    # when another writer holds the database (at 0 s as a wait starts)
+    on_clean_up_wait: Callable[[int, float], None] | None = None
     # the runs this Store began: run -> (its owner tag, time.monotonic() of the last renewal)
     _import_leases: dict[int, tuple[str, float]]
 
@@ -119,7 +123,18 @@ class ImportRunsMixin:
         from its writer (which then can neither write nor finish it: ImportRunLost); its items
         are hidden, so removing them over several transactions shows nothing half-done, and each
         transaction takes as many items as fit in CLEAN_UP_SECONDS, so other writers never wait
-        long."""
+        long. A wait for another writer meanwhile calls `on_clean_up_wait` (if set) instead of
+        `on_wait`."""
+        waiting = self.on_wait
+        if self.on_clean_up_wait is not None:
+            self.on_wait = functools.partial(self.on_clean_up_wait, run)
+        try:
+            return self._remove_import(run, dead_only)
+        finally:
+            self.on_wait = waiting
+
+    def _remove_import(self, run: int, dead_only: bool) -> int:
+        """`abandon_import`'s work."""
         with self.transaction():
             found = [r for r in self.import_runs(unfinished=True) if r["id"] == run]
             if not found or (dead_only and found[0]["state"] != "dead"):
