@@ -766,15 +766,18 @@ def test_items_without_gold_are_left_out_of_every_accuracy_and_counted(tmp_path)
     assert "3 judged or labelled items without a gold label (a test split's): neither right nor wrong" in " ".join(table.split())
 
 
+LEXICAL, GENERATION = "ambiguity/semantic/lexical", "ambiguity/phonological/generation"
+
+
 def _judged_and_decided(tmp_path, generation_labels: list[str | None]) -> Calibrate:
     """System m: 40 lexical items the judge says yes on 30 of, every one labelled (right on 24 of
     the 30 yes, 8 of the 10 no), and 10 generation items people decide, labelled as given."""
     run = Calibrate(tmp_path / "decided.db")
     lexical, generation = tmp_path / "lexical.jsonl", tmp_path / "generation.jsonl"
-    lexical.write_text("".join(json.dumps({"id": f"b{i}", "content": f"s{i}", "notation": "n", "response": "r",
+    lexical.write_text("".join(json.dumps({"id": f"{LEXICAL}/{i}", "content": f"s{i}", "notation": "n", "response": "r",
                                            "j": f"The answer is: {'yes' if i < 30 else 'no'}."}) + "\n"
                                for i in range(40)))
-    generation.write_text("".join(json.dumps({"id": f"g{i}", "content": f"g{i}", "notation": "n", "response": "r"})
+    generation.write_text("".join(json.dumps({"id": f"{GENERATION}/{i}", "content": f"g{i}", "notation": "n", "response": "r"})
                                   + "\n" for i in range(10)))
     run("import", "jsonl", str(lexical), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j",
         "--judge-name", "jj", "--system", "m")
@@ -782,8 +785,8 @@ def _judged_and_decided(tmp_path, generation_labels: list[str | None]) -> Calibr
     right = [i < 24 or 30 <= i < 32 for i in range(40)]  # yes right on 24 of 30; no right on 2 of 10 (wrong on 8)
     labels = tmp_path / "labels.csv"
     labels.write_text("task,lang,source_id,annotator,label\n"
-                      + "".join(f"c3/lexical,en,b{i},ana,{'yes' if ok else 'no'}\n" for i, ok in enumerate(right))
-                      + "".join(f"c3/generation,en,g{i},ana,{v}\n" for i, v in enumerate(generation_labels) if v))
+                      + "".join(f"c3/lexical,en,{LEXICAL}/{i},ana,{'yes' if ok else 'no'}\n" for i, ok in enumerate(right))
+                      + "".join(f"c3/generation,en,{GENERATION}/{i},ana,{v}\n" for i, v in enumerate(generation_labels) if v))
     run("import", "labels", str(labels))
     return run
 
@@ -815,3 +818,13 @@ def test_unlabelled_items_people_decide_count_wrong_in_the_corrected_figures_and
     text = " ".join(run("scores").output.split())
     assert ("the corrected figures count the row's 10 items people decide by their label, as the accuracies do "
             "(6 right; 2 unlabelled ones counted wrong)") in text
+
+
+def test_export_c3s_overall_corrected_figure_counts_the_generation_items_as_its_people_figure_does(tmp_path):
+    run = _judged_and_decided(tmp_path, ["yes"] * 7 + ["no"] * 3)
+    out = tmp_path / "c3"
+    run("export", "c3", str(out), "--lang", "en", "--judge", "jj", "--system", "m")
+    (overall,) = [row for row in json.loads((out / "statistics" / "english_result_data.json").read_text())
+                  if row["category"] == "overall"]
+    assert overall["corrected_accuracy"] == overall["people_accuracy"] == round((26 + 7) / 50, 4)
+    assert overall["corrected_people_decided"] == {"items": 10, "right": 7, "unlabelled": 0}

@@ -61,7 +61,9 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
     exported `judges` (stratified by the judge's verdict, or by the judges' mean verdict when
     several, as C3's final score; see `calibrate scores`), for `c3_statistics`: the value, its
     95 % interval, `corrected_approximate` (the interval's simulated coverage near this setting
-    where it is below 93 %, else null) and the reason where there is no value. `per_task` and
+    where it is below 93 %, else null), the reason where there is no value, and
+    `corrected_people_decided`: the generation items it counts by their label, as C3 does (in
+    `overall`; else null). `per_task` and
     `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task and language and
     by language alone."""
     categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
@@ -71,9 +73,9 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
     for name, cell in named:
         chosen = [j for j in cell.judges if j.judge in judges]
         if len(judges) > 1 and cell.final is not None:
-            estimate = cell.final.corrected
+            estimate, decided = cell.final.corrected, cell.final.decided
         elif len(chosen) == 1:
-            estimate = chosen[0].corrected
+            estimate, decided = chosen[0].corrected, chosen[0].decided
         else:
             continue
         out[name] = {
@@ -83,6 +85,8 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
                                 "stratified by the judge's verdict",
             "corrected_approximate": estimate.approximate,
             "corrected_note": estimate.reason,
+            # the generation items counted in it by their label (wrong while unlabelled), as in C3's own figures
+            "corrected_people_decided": decided.as_dict() if decided and estimate.value is not None else None,
             "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
             "labelled": cell.labelled,
         }
