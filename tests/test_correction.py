@@ -7,7 +7,6 @@ import ast
 import json
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +32,7 @@ from calibrate.stats.correction import (
 )
 from calibrate.stats.fisher_exact import fisher_exact_p
 from calibrate.stats.intervals import proportion
+from calibrate.stats.pooled_correction import pooled_stratified_mean
 from calibrate.stats.ranking import difference, rank
 from calibrate.stats.simulated import simulated_coverage
 
@@ -788,30 +788,27 @@ def test_module_imports_only_numpy_scipy_the_standard_library_the_record_types_t
                                                                "calibrate.stats.fisher_exact"}
 
 
-@pytest.mark.parametrize("known_right", [0, 7, 25])
-def test_known_items_join_an_estimate_as_a_stratum_counted_in_full(known_right):
-    """`with_known_items` against `stratified_mean` itself, given the known items as one more
-    verdict stratum whose every item is labelled (two judges: the known items' mean verdict 1/2,
-    the judged items' 0 or 1, so no stratum mixes them): value, interval, sd and posterior agree."""
-    from calibrate.stats.pooled_correction import with_known_items
 
-    rng = np.random.default_rng(known_right)
+@pytest.mark.parametrize(("decided_labels", "decided_right"), [(25, 7), (12, 5), (12, 12)])
+def test_items_people_decide_join_a_corrected_figure_as_a_stratum_of_their_own(decided_labels, decided_right):
+    """`pooled_stratified_mean`'s `decided` against the same function given those items as a
+    cell of their own, one verdict for all (its labels then need the cell minimum, which the
+    `decided` stratum does not): value, interval, sd and posterior agree; with every one of them
+    labelled, the value is the judged items' own, weighted with them as known."""
+    rng = np.random.default_rng(decided_labels + decided_right)
     f = rng.integers(0, 2, 300).astype(float)
     y = np.where(rng.random(300) < 0.8, f, 1 - f)
     y[rng.permutation(300)[:240]] = np.nan  # 60 random labels
-    known = np.array([1.0] * known_right + [0.0] * (25 - known_right))
-    judged = correction.stratified_mean(f, y, random_sample=True)
-    both = correction.stratified_mean(np.column_stack([np.r_[f, np.ones(25)], np.r_[f, np.zeros(25)]]),
-                                      np.r_[y, known], random_sample=True)
-    carried = with_known_items(judged, 300, known_right, 25)
-    assert carried.value == pytest.approx(both.value, abs=1e-12)
-    assert carried.ci == pytest.approx(both.ci, abs=1e-9) and carried.se == pytest.approx(both.se, abs=1e-9)
-    assert carried.n_total == both.n_total == 325
-    values, probabilities = both.posterior
-    assert carried.posterior[0] == pytest.approx(values, abs=1e-12)
-    assert carried.posterior[1] == pytest.approx(probabilities, abs=1e-12)
-    rg = correction.rogan_gladen(f, y, random_sample=True)
-    moved = with_known_items(rg, 300, known_right, 25)
-    assert moved.value == pytest.approx((300 * rg.value + known_right) / 325, abs=1e-12)
-    assert moved.ci == pytest.approx(tuple((300 * end + known_right) / 325 for end in rg.ci), abs=1e-12)
-    assert with_known_items(replace(judged, value=None), 300, known_right, 25).value is None
+    unlabelled = 25 - decided_labels
+    decided_y = np.r_[[1.0] * decided_right, [0.0] * (decided_labels - decided_right), [np.nan] * unlabelled]
+    stratum = pooled_stratified_mean(f, y, np.zeros(300), ["judged"], random_sample=True,
+                                     decided=(decided_labels, decided_right, unlabelled))
+    as_cell = pooled_stratified_mean(np.r_[f, np.zeros(25)], np.r_[y, decided_y], np.r_[np.zeros(300), np.ones(25)],
+                                     ["judged", "decided"], random_sample=True)
+    assert stratum.value == pytest.approx(as_cell.value, abs=1e-12) and stratum.n_total == as_cell.n_total == 325
+    assert stratum.ci == pytest.approx(as_cell.ci, abs=1e-12) and stratum.se == pytest.approx(as_cell.se, abs=1e-12)
+    for ours, theirs in zip(stratum.posterior, as_cell.posterior, strict=True):
+        assert ours == pytest.approx(theirs, abs=1e-12)
+    if unlabelled == 0:
+        judged = correction.stratified_mean(f, y, random_sample=True)
+        assert stratum.value == pytest.approx((300 * judged.value + decided_right) / 325, abs=1e-12)

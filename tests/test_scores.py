@@ -806,18 +806,42 @@ def test_a_row_with_items_people_decide_corrects_over_the_same_items_as_its_accu
     assert lexical["corrected"]["value"] == pytest.approx(26 / 40) and lexical["people_decided"] is None
 
 
-def test_unlabelled_items_people_decide_count_wrong_in_the_corrected_figures_and_a_note_says_so(tmp_path):
+def test_unlabelled_items_people_decide_widen_the_corrected_interval_and_a_note_says_so(tmp_path):
+    """The accuracies count an unlabelled generation item wrong, as C3 does; the corrected figure
+    estimates it from the labelled ones (a stratum of its own), so it widens the interval until
+    it is labelled, and no figure claims a precision the labels do not give."""
     run = _judged_and_decided(tmp_path, ["yes"] * 6 + ["no"] * 2 + [None] * 2)
     cells = cells_by(json.loads(run("scores", "--format", "json").output))
-    lexical = cells[("m", "c3/lexical", "en")]["judges"][0]["corrected"]
     (judge,) = cells[("m", "(all)", "(all)")]["judges"]
-    moved = lambda theta: (40 * theta + 6) / 50  # noqa: E731
-    assert judge["corrected"]["value"] == pytest.approx(moved(lexical["value"]))
-    assert judge["corrected"]["ci"] == pytest.approx([moved(end) for end in lexical["ci"]])
+    corrected = judge["corrected"]
+    assert judge["parser_unparsed_wrong"] == {"right": 36, "n": 50, "accuracy": 36 / 50}, "30 by verdict, 6 by label"
+    assert corrected["value"] == pytest.approx((26 + 6 + 2 * 6 / 8) / 50)  # the lexical items are all labelled
+    assert 32 / 50 <= corrected["ci"][0] < corrected["value"] < corrected["ci"][1] <= 34 / 50
     assert judge["people_decided"] == {"items": 10, "right": 6, "unlabelled": 2}
+    assert judge["rogan_gladen"]["value"] is None and "the corrected column counts both" in judge["rogan_gladen"]["reason"]
     text = " ".join(run("scores").output.split())
-    assert ("the corrected figures count the row's 10 items people decide by their label, as the accuracies do "
-            "(6 right; 2 unlabelled ones counted wrong)") in text
+    assert ("the corrected figure counts the row's 10 items people decide by their label (6 of 8 right; the 2 "
+            "unlabelled ones estimated from those labels, where the accuracies count them wrong)") in text
+
+
+def test_the_mean_of_judges_counts_only_the_items_people_decide_that_its_judges_count(tmp_path):
+    """Generation items of a language no judge judges stay out of the judges' figures, so out of
+    their mean's corrected figure too."""
+    run = _judged_and_decided(tmp_path, ["yes"] * 7 + ["no"] * 3)
+    chinese = tmp_path / "zh.jsonl"
+    chinese.write_text("".join(json.dumps({"id": f"zh{i}", "content": "内容", "annotation": "注"}) + "\n"
+                               for i in range(30)))
+    run("import", "jsonl", str(chinese), "--task", "c3/generation-pause", "--lang", "zh", "--system", "m")
+    second = tmp_path / "second.jsonl"
+    second.write_text("".join(json.dumps({"id": f"{LEXICAL}/{i}", "content": f"s{i}", "notation": "n", "response": "r",
+                                          "j": "The answer is: yes."}) + "\n" for i in range(40)))
+    run("import", "jsonl", str(second), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j",
+        "--judge-name", "kk", "--system", "m")
+    cells = cells_by(json.loads(run("scores", "--format", "json").output))
+    row = cells[("m", "(all)", "(all)")]
+    totals = {j["judge"]: (j["parser_unparsed_wrong"]["n"], j["corrected"]["n_total"]) for j in row["judges"]}
+    assert totals == {"jj": (50, 50), "kk": (50, 50)}
+    assert row["final"]["corrected"]["n_total"] == 50 and row["final"]["people_decided"]["items"] == 10
 
 
 def test_export_c3s_overall_corrected_figure_counts_the_generation_items_as_its_people_figure_does(tmp_path):

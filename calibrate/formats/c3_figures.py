@@ -62,8 +62,8 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
     several, as C3's final score; see `calibrate scores`), for `c3_statistics`: the value, its
     95 % interval, `corrected_approximate` (the interval's simulated coverage near this setting
     where it is below 93 %, else null), the reason where there is no value, and
-    `corrected_people_decided`: the generation items it counts by their label, as C3 does (in
-    `overall`; else null). `per_task` and
+    `corrected_people_decided`: the generation items it counts by their label, the unlabelled ones
+    estimated from those labels (in `overall`; else null). `per_task` and
     `overall` are one system's `calibrate scores` cells (ScoreCell), cut by task and language and
     by language alone."""
     categories = {part.task: "/" + part.responses for part in C3_LAYOUT[lang]}
@@ -85,8 +85,8 @@ def c3_corrected(per_task, overall, lang: str, judges: list[str]) -> dict[str, d
                                 "stratified by the judge's verdict",
             "corrected_approximate": estimate.approximate,
             "corrected_note": estimate.reason,
-            # the generation items counted in it by their label (wrong while unlabelled), as in C3's own figures
-            "corrected_people_decided": decided.as_dict() if decided and estimate.value is not None else None,
+            # the generation items counted in it by their label (the unlabelled ones estimated from those labels)
+            "corrected_people_decided": decided.as_dict() if decided else None,
             "people_accuracy": round(cell.people.value, 4) if cell.people.value is not None else None,
             "labelled": cell.labelled,
         }

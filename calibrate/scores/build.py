@@ -37,7 +37,7 @@ from calibrate.scores.model import (
 from calibrate.stats import correction, ranking
 from calibrate.stats.agreement import two_raters
 from calibrate.stats.intervals import proportion
-from calibrate.stats.pooled_correction import pooled_stratified_mean, with_known_items
+from calibrate.stats.pooled_correction import pooled_stratified_mean
 from calibrate.stats.reliability import positive_rate_difference
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
@@ -242,6 +242,8 @@ def _right(kind, label: str, reference: str | None) -> bool:
 
 
 PEOPLE_DECIDE = "people decide these items (no judge prompt): no judge verdicts to correct"
+PEOPLE_DECIDED_HERE = ("it counts the judged items only, and this row also holds items people decide: the corrected "
+                       "column counts both")
 NO_GOLD = "no item the judge judged here has a gold label: its verdicts are neither right nor wrong, nothing to correct"
 
 
@@ -302,18 +304,16 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         for k, cell_name in enumerate(names):  # people's accuracy rests on the same sample as the judge's figures
             if not_random is None and (why := correction.not_random_sample(fj[cells == k], yj[cells == k])):
                 not_random = f"{cell_name}: " * (len(names) > 1) + f"by {name}'s verdicts, {why}"
-        corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo)
+        # the row's items people decide count in its corrected figure as in its accuracies, a stratum of their own
+        known = _decided(decided) if len(fj) else None
+        corrected = pooled_stratified_mean(fj, yj, cells, names, random_sample=True, memo=memo,
+                                           decided=known.stratum if known else None)
         ppi = correction.ppi_mean(fj, yj, random_sample=True)
         rogan_gladen = correction.rogan_gladen(fj, yj, random_sample=True, classes=_shared_words(rows))
-        known = _decided(decided) if len(fj) else None
-        share = len(fj) / (len(fj) + known.items) if known else 1.0  # the judged items' part of the row's
-        plan = correction.stratified_labels_needed(fj, yj, random_sample=True, target=target / share, now=corrected,
-                                                   cells=cells)
-        if known:  # the row's figures over the same items as its accuracies: the judged ones and those people decide
-            corrected, ppi, rogan_gladen = (with_known_items(e, len(fj), known.right, known.items)
-                                            for e in (corrected, ppi, rogan_gladen))
-            plan = replace(plan, target=target, half_width=_times(plan.half_width, share),
-                           projected_half_width=_times(plan.projected_half_width, share))
+        # the plan spreads the labels over the judged cells and the items people decide alike
+        f_plan, y_plan, cells_plan = _with_decided(fj, yj, cells, decided)
+        plan = correction.stratified_labels_needed(f_plan, y_plan, random_sample=True, target=target, now=corrected,
+                                                   cells=cells_plan)
         if without:
             why = _without_reason(f"{name}: no verdicts", without, members, rule_known)
             corrected, ppi, rogan_gladen = _withheld(corrected, why), _withheld(ppi, why), _withheld(rogan_gladen, why)
@@ -325,6 +325,8 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
         elif len(names) > 1:  # PPI++ and Rogan-Gladen take the labels as one random sample of all the items
             why = ONE_CELL_ONLY if corrected.value is not None else corrected.reason
             ppi, rogan_gladen = _withheld(ppi, why), _withheld(rogan_gladen, why)
+        elif known:  # nor can they count the items people decide
+            ppi, rogan_gladen = _withheld(ppi, PEOPLE_DECIDED_HERE), _withheld(rogan_gladen, PEOPLE_DECIDED_HERE)
         places = {(m.task, m.lang, m.stored_system) for m in rows}
         mixed = mixed_configurations(name, [(task, lang, config, n) for task, lang, item_system, judge, config, n
                                             in configurations if judge == name and (task, lang, item_system) in places])
@@ -339,7 +341,7 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
             parser_unparsed_wrong=raw[1], parser_unparsed_left_out=raw[2],
             corrected=corrected, rogan_gladen=rogan_gladen, plan=plan, ppi=ppi, without_verdicts=without,
             other_benchmarks=sum(m.n for m in members if _family(m.task) not in families), configurations=mixed,
-            decided=known,
+            decided=known if corrected.value is not None else None,
         ))
     if not_random and cell.people.value is not None:
         cell.people = Estimate(None, reason=not_random + ": people's accuracy on them says little of the cell's")
@@ -351,30 +353,35 @@ def _cell(key: tuple[str, str, str], members: list[_Group], target: float,
                       [m.n for m in common], axis=0)
         raws = [j.c3_rule.value if j.c3_rule else None for j in cell.judges if j.judge in c3_judges]
         raw = float(np.mean(raws)) if all(r is not None for r in raws) else None
+        # the items people decide that every one of these judges counts (`decided` above)
+        known = _decided([m for m in c3 if m.people_decide and all(
+            j in family_judges[(m.system, _family(m.task), m.lang)] for j in c3_judges)])
         corrected = pooled_stratified_mean(f, _repeat([m.human for m in common], common), *_cells_of(common),
-                                           random_sample=True, memo=memo)
-        known = _decided([m for m in c3 if m.people_decide])
-        if known:
-            corrected = with_known_items(corrected, len(f), known.right, known.items)
+                                           random_sample=True, memo=memo, decided=known.stratum if known else None)
         without = _without_verdicts(c3, {m.cell for m in common})
         if without:
             corrected = _withheld(corrected, _without_reason(
                 f"the judges' mean: {', '.join(c3_judges)} do not all have verdicts", without, members, raw is not None))
-        cell.final = Final(c3_judges, raw, corrected, without, known)
+        cell.final = Final(c3_judges, raw, corrected, without, known if corrected.value is not None else None)
     return cell
 
 
 def _decided(members: list[_Group]) -> Decided | None:
-    """The items of `members` (groups of tasks people decide) as a row's corrected figures count
-    them: by the label in force, wrong while unlabelled (None for none)."""
+    """The items of `members` (groups of tasks people decide) as a row's corrected figure counts
+    them (None for none)."""
     items = sum(m.n for m in members)
     if not items:
         return None
     return Decided(items, sum(m.n for m in members if m.human == 1), sum(m.n for m in members if np.isnan(m.human)))
 
 
-def _times(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor
+def _with_decided(verdicts: np.ndarray, labels: np.ndarray, cells: np.ndarray,
+                  decided: list[_Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The judged items' verdicts, labels and cells, with the `decided` items (people decide them)
+    after them as a cell of their own, one verdict for all."""
+    return (np.concatenate([verdicts, np.zeros(sum(m.n for m in decided))]),
+            np.concatenate([labels, _repeat([m.human for m in decided], decided)]),
+            np.concatenate([cells, np.full(sum(m.n for m in decided), (cells.max() + 1) if len(cells) else 0)]))
 
 
 def _without_verdicts(members: list[_Group], judged: set[str]) -> list[str]:

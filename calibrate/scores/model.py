@@ -41,19 +41,26 @@ class Accuracy:
 @dataclass
 class Decided:
     """A row's items that people decide (C3's generation phenomena, no judge prompt) as its
-    corrected figures count them beside the judged items: by the label in force, wrong while
-    unlabelled, as the accuracy columns and C3's statistics count them, so that every figure of
-    the row is over the same items. They are known, not estimated: no judge evidence, and no
-    width added to an interval (`pooled_correction.with_known_items`)."""
+    corrected figure counts them beside the judged items, so that it is over the same items as
+    the row's accuracies: by their label, the unlabelled ones estimated from the labelled ones
+    (a stratum of their own, `pooled_stratified_mean`'s `decided`), where the accuracies and
+    C3's statistics count those wrong."""
 
     items: int
     right: int
     unlabelled: int
 
+    @property
+    def stratum(self) -> tuple[int, int, int]:
+        """(labelled, right, unlabelled), as `pooled_stratified_mean` takes them."""
+        return self.items - self.unlabelled, self.right, self.unlabelled
+
     def words(self) -> str:
-        unlabelled = f"; {counted(self.unlabelled, 'unlabelled one')} counted wrong" if self.unlabelled else ""
-        return (f"the corrected figures count the row's {counted(self.items, 'item')} people decide by their label, "
-                f"as the accuracies do ({self.right} right{unlabelled})")
+        labelled = self.items - self.unlabelled
+        unlabelled = (f"; the {counted(self.unlabelled, 'unlabelled one')} estimated from those labels, where the "
+                      "accuracies count them wrong" if self.unlabelled else "")
+        return (f"the corrected figure counts the row's {counted(self.items, 'item')} people decide by their label "
+                f"({self.right} of {labelled} right{unlabelled})")
 
     def as_dict(self) -> dict:
         return {"items": self.items, "right": self.right, "unlabelled": self.unlabelled}
@@ -92,7 +99,7 @@ class JudgeScores:
     # generation items its own result files decided otherwise than the label in force (FileDecision.differs), which
     # its C3 rule counts as its files have them
     c3_own_decisions: list[str] = field(default_factory=list)
-    decided: Decided | None = None  # the row's items people decide, counted in corrected and Rogan-Gladen
+    decided: Decided | None = None  # the row's items people decide, counted in the corrected figure
 
     def as_dict(self) -> dict:
         return {

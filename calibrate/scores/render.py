@@ -68,9 +68,10 @@ RULE_EXPLAINED = (
     "likewise weighs each cell's labelled accuracy by its share (none while a cell has no labels). A judge's raw and "
     "corrected figures in such a row cover the cells of the benchmarks it judges and need its verdicts in each of "
     "them: else they are — and the note names the cells without. A row that also holds items people decide (C3's "
-    "generation phenomena) counts them in its corrected and Rogan–Gladen figures by their label, wrong while "
-    "unlabelled, as its accuracies do (a note says how many): known, not estimated, they add nothing to an "
-    "interval's width. Unparsed and error verdicts count as not right in corrected and Rogan–Gladen (the "
+    "generation phenomena) counts them in its corrected figure, as its accuracies do: by their label, the "
+    "unlabelled ones estimated from the labelled ones as a stratum of their own (the accuracies count them wrong), "
+    "so they widen the interval until they are labelled (a note says how many); Rogan–Gladen is not given there. "
+    "Unparsed and error verdicts count as not right in corrected and Rogan–Gladen (the "
     "labels measure the judge's errors under that reading, so both stay valid; a note marks the rows). Items "
     "whose labels tie have no majority label and count as unlabelled (a note says how many). Items without a gold label (a test split's) are neither "
     "right nor wrong: left out of every accuracy (a note says how many). Items people "
@@ -152,7 +153,7 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
             note += notes.ref(C3_OWN_DECISIONS.format(judge=j.judge, n=counted(len(j.c3_own_decisions), "generation item"),
                                                       which=listing(j.c3_own_decisions, 3)) if j.c3_own_decisions else None)
             note += notes.ref(_approximate_note("corrected", j.corrected.approximate))
-            note += notes.ref(j.decided.words() if j.decided and j.corrected.value is not None else None)
+            note += notes.ref(j.decided.words() if j.decided else None)
             if j.rogan_gladen.reason and j.rogan_gladen.reason != j.corrected.reason:
                 note += notes.ref(f"Rogan–Gladen: {j.rogan_gladen.reason}")
             note += notes.ref(_approximate_note("Rogan–Gladen", j.rogan_gladen.approximate))
@@ -174,7 +175,7 @@ def _rows(scores: Scores, notes: Footnotes) -> list[tuple[list[str], list]]:
                 _estimate_text(f.corrected.value, f.corrected.ci, f.corrected.approximate), "", "",
                 people_note + notes.ref(f.corrected.reason)
                 + notes.ref(_approximate_note("corrected", f.corrected.approximate))
-                + notes.ref(f.decided.words() if f.decided and f.corrected.value is not None else None),
+                + notes.ref(f.decided.words() if f.decided else None),
             ], [cell.tied, f.raw, None, None, *people_numbers, *_numbers(f.corrected, None)]))
     return out
 

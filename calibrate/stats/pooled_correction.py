@@ -5,16 +5,14 @@ carry 30 labels, another none, a third labels picked by hand. Pooling the items 
 by the judge's verdict alone would read the labelled cells' accuracy into the others, and print
 an interval that no cell backs up. Here the pooled number exists only when every cell has its own
 (`correction.stratified_mean`), and it is those numbers weighted by each cell's share of the
-items, with the interval of their sum. Items whose accuracy is known rather than estimated (C3's
-generation items, which people decide) join an estimate as a stratum of their own with no
-variance (`with_known_items`).
+items, with the interval of their sum. Items no judge judges, whose accuracy is their human label
+(C3's generation items, which people decide), join it as a stratum of their own (`decided`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -23,7 +21,6 @@ from calibrate.stats.correction import (
     MIN_LABELLED,
     STRATUM_PRIOR,
     Corrected,
-    RoganGladen,
     _inputs,
     _stratified,
     stratified_mean,
@@ -44,6 +41,7 @@ def pooled_stratified_mean(
     prior: float = STRATUM_PRIOR,
     memo: dict | None = None,
     figure: str = "corrected number",
+    decided: tuple[int, int, int] | None = None,
 ) -> Corrected:
     """Corrected accuracy over the N items of several cells, stratified by cell and, within each
     cell, by the judge's verdict (`cells`: the index into `names` of each item's cell).
@@ -59,7 +57,8 @@ def pooled_stratified_mean(
     X_ck ~ BetaBinomial(m_ck, prior + s_ck, prior + n_ck - s_ck); its posterior is the exact
     convolution of all the cells' strata. The interval is the union of that posterior's
     equal-tailed interval (widened to contain the value) and the same quantiles of the posterior
-    recentred on the value (shifted by the value minus its mean), clipped to [0, 1]; `se` is the
+    recentred on the value (shifted by the value minus its mean), clipped to what the labels leave
+    possible, [S / N, (S + unlabelled items) / N]; `se` is the
     posterior sd, and the recentred posterior is kept for `correction.difference`. The prior
     pulls each stratum's posterior mean, (s + 1/2) / (n + 1), towards 1/2; in one cell the pull
     is small beside the interval's width, but it has the same sign in every cell of a system
@@ -73,6 +72,13 @@ def pooled_stratified_mean(
     reason names each cell without one and why. A single cell is `stratified_mean` itself.
     `memo` (a dict the caller keeps for a set of calls): each cell's own `stratified_mean` is
     worked out once for the same verdicts and labels (a system's overall row, then its cells).
+    `decided` = (n_d, s_d, m_d): further items beside the cells' that no judge judges, their
+    accuracy being their human label (C3's generation items, which people decide): n_d labelled,
+    s_d of them right, m_d unlabelled. They count as one more stratum, S + s_d known and
+    X_d ~ BetaBinomial(m_d, prior + s_d, prior + n_d - s_d) (the prior's 1/2 with its full
+    uncertainty where none is labelled), so the value and the interval are over all N + n_d + m_d
+    items: known exactly where all of them are labelled, and as wide as their unlabelled part
+    leaves it. They need no minimum of labels (nothing of a judge is estimated from them).
     """
     f2, y, labelled = _inputs(verdicts, labels, judges=True)
     cell = np.asarray(cells, dtype=np.int64).ravel()
@@ -92,14 +98,16 @@ def pooled_stratified_mean(
             memo[key] = found
         return found
 
-    if len(present) <= 1:
+    decided_n, decided_right, decided_m = decided or (0, 0, 0)
+    if len(present) <= 1 and decided_n + decided_m == 0:
         return own(f2, y)
     masks = {names[c]: cell == c for c in present}
     parts = {name: own(f2[mask], y[mask]) for name, mask in masks.items()}
-    n, total = int(labelled.sum()), len(y)
-    classical = proportion(int(y[labelled].sum()), n, level, none_reason="no labelled items")
+    n, total = int(labelled.sum()) + decided_n, len(y) + decided_n + decided_m
+    correct = int(y[labelled].sum()) + decided_right
+    classical = proportion(correct, n, level, none_reason="no labelled items")
     f = f2.mean(axis=1)
-    raw = float(f.mean())
+    raw = float((f.sum() + decided_right) / total)  # the judge's, the decided items by their label
     lacking: dict[str, list[str]] = {}  # why -> the cells it applies to
     for name, part in parts.items():
         if part.value is None:
@@ -107,11 +115,18 @@ def pooled_stratified_mean(
     if lacking:
         return Corrected(None, None, None, _lacking_reason(lacking, len(parts), figure), None, n, total, classical, raw)
     strata = [stratum for mask in masks.values() for stratum in verdict_strata(f[mask], y[mask], labelled[mask])]
-    value, posterior_ci, se, (theta, probability) = _stratified(strata, int(y[labelled].sum()), total, level, prior)
+    if decided_m:
+        strata.append((decided_n, decided_right, decided_m))
+    value, posterior_ci, se, (theta, probability) = _stratified(strata, correct, total, level, prior)
     theta = theta + value - float(probability @ theta)  # recentred on the estimate
     low, high = theta[np.searchsorted(np.cumsum(probability), [(1 - level) / 2, (1 + level) / 2]).clip(0, len(theta) - 1)]
-    ci = (max(0.0, min(float(low), posterior_ci[0])), min(1.0, max(float(high), posterior_ci[1])))
+    # within what the labels leave possible: every unlabelled item wrong, or every one right
+    possible = (correct / total, (correct + sum(m_k for _, _, m_k in strata)) / total)
+    ci = (max(possible[0], min(float(low), posterior_ci[0])), min(possible[1], max(float(high), posterior_ci[1])))
     notes = [f"{name}: {note}" for name, part in parts.items() for note in part.notes]
+    if decided_m and not decided_n:
+        notes.append(f"none of the {decided_m} items people decide is labelled: their accuracy is taken as 1/2, "
+                     "with the prior's full uncertainty")
     approximates = [part.approximate for part in parts.values() if part.approximate is not None]
     return Corrected(value, ci, se, None, None, n, total, classical, raw, notes,
                      min(approximates) if approximates else None, (theta, probability))
@@ -130,36 +145,3 @@ def _lacking_reason(lacking: dict[str, list[str]], cells: int, figure: str) -> s
             for why, names in lacking.items()]
     return f"{head} ({'; '.join(whys)})"
 
-
-def with_known_items(estimate: Corrected | RoganGladen, items: int, right: int, known: int) -> Corrected | RoganGladen:
-    """`estimate`, an accuracy over `items` items, carried over to those and `known` further items
-    whose accuracy is known, not estimated (`right` of them right): with N = items + known,
-        theta' = (items * theta + right) / N,
-    the stratified mean with the known items as one more stratum whose variance is 0 (Cochran,
-    W. G. (1977). Sampling Techniques, 3rd ed., eq. 5.1 and 5.6: a stratum counted in full adds
-    its total and nothing to the variance). The interval's ends, the sd (times items / N) and a
-    posterior's values are mapped the same way; the map is fixed and increasing, so the interval
-    keeps the coverage it had, and `approximate` stays as it was. The judge's raw accuracy and the
-    labels-only estimate of a Corrected are carried over alike. An estimate without a value is
-    returned as it is."""
-    if estimate.value is None or known == 0:
-        return estimate
-    if not 0 <= right <= known or items <= 0:
-        raise ValueError(f"known items: {right} right of {known}, beside {items} estimated")
-    total = items + known
-    share = items / total
-
-    def moved(theta):
-        return None if theta is None else (items * theta + right) / total
-
-    changed = {"value": moved(estimate.value), "ci": tuple(moved(end) for end in estimate.ci) if estimate.ci else None,
-               "se": None if estimate.se is None else estimate.se * share, "n_total": total}
-    if isinstance(estimate, Corrected):
-        classical = estimate.classical
-        changed["raw_judge"] = moved(estimate.raw_judge)
-        changed["classical"] = replace(classical, value=moved(classical.value),
-                                       ci=tuple(moved(end) for end in classical.ci) if classical.ci else None,
-                                       se=None if classical.se is None else classical.se * share)
-        if estimate.posterior is not None:
-            changed["posterior"] = (moved(estimate.posterior[0]), estimate.posterior[1])
-    return replace(estimate, **changed)
