@@ -9,8 +9,11 @@ time (`calibrate.store`): the caller hands it over with each write and takes it 
 A caller that fails or is stopped (Ctrl-C, SIGTERM) calls `wait_out` before it uses the store
 again: a write handed over and not begun is left out, one waiting for another writer's lock
 stops waiting, and the one under way ends. The threads share nothing a signal could leave held:
-the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all), and the
-writer's end is waited for by `Thread.join`, which a signal leaves consistent.
+the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all), and so is the
+writer's word that it has ended. `Thread.join` is not used for that: in Python 3.11 a signal
+that interrupts it while the thread is alive marks the thread ended (`_wait_for_tstate_lock`
+releases the lock the live thread holds), and the caller went on using the store while the
+writer still wrote (a second Ctrl-C; the process could then crash).
 
 While writes run behind, the interpreter switches threads every SWITCH_SECONDS instead of every
 5 ms: a write takes the interpreter's lock back after each statement, and waited up to 5 ms for
@@ -38,6 +41,8 @@ class WriteBehind:
         self.store = store
         self._writes: queue.SimpleQueue = queue.SimpleQueue()  # (write, args), then None: the thread ends
         self._ended: queue.SimpleQueue = queue.SimpleQueue()  # per write, None or what it raised
+        self._gone: queue.SimpleQueue = queue.SimpleQueue()  # None once the thread has ended its last write
+        self._waited_out = False  # that None was taken
         self._handed = False  # a write was handed over whose end this thread has not taken
         self._stopping = False  # `wait_out` was called: no write begins, a wait for the lock stops
         self._thread: threading.Thread | None = None
@@ -92,23 +97,28 @@ class WriteBehind:
         store is not the caller's."""
         self._stopping = True
         self._writes.put(None)
-        while self._thread is not None and self._thread.is_alive():
+        while self._thread is not None and not self._waited_out:
             with suppress(BaseException):
-                self._thread.join()
+                self._gone.get()
+                self._waited_out = True
         self._handed = False
 
     def _write(self) -> None:
-        """The writer's thread: each write handed over, in turn, until told to end."""
-        while (handed := self._writes.get()) is not None:
-            if self._stopping:
-                continue
-            write, args = handed
-            try:
-                write(*args)
-            except BaseException as exc:  # raised on the caller's thread
-                self._ended.put(exc)
-            else:
-                self._ended.put(None)
+        """The writer's thread: each write handed over, in turn, until told to end; then it says
+        that it has ended (`wait_out` waits for that word)."""
+        try:
+            while (handed := self._writes.get()) is not None:
+                if self._stopping:
+                    continue
+                write, args = handed
+                try:
+                    write(*args)
+                except BaseException as exc:  # raised on the caller's thread
+                    self._ended.put(exc)
+                else:
+                    self._ended.put(None)
+        finally:
+            self._gone.put(None)
 
     def _waiting(self, seconds: float) -> None:
         """The store's `on_wait` while writes run behind: on the writer's thread, once the caller

@@ -5,6 +5,7 @@ what it wrote, keeping nothing. (A write's error ends the import: test_import_pa
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -134,3 +135,45 @@ def test_an_import_stopped_while_its_batch_waits_for_another_writer_stops_the_wa
     assert visible_and_stored(store.path) == (0, 0) and no_writer_left()
     other.close()
 
+
+
+def test_signals_while_the_writer_is_waited_out_wait_for_its_write_to_end(tmp_path):
+    """Ctrl-C again while a stopped import waits for the write under way: the wait goes on until
+    the write has ended (Python 3.11's Thread.join, interrupted so, took the live thread for ended,
+    and the clean-up then used the store while the writer still wrote)."""
+    import os
+    import signal
+
+    from calibrate.write_behind import WriteBehind
+
+    store = Store(tmp_path / "s.db")
+    events, writing, release = [], threading.Event(), threading.Event()
+
+    def write() -> None:
+        writing.set()
+        release.wait(10)
+        time.sleep(0.2)  # after the signals, the write is still under way
+        events.append("write ended")
+
+    def interrupt_twice() -> None:
+        time.sleep(0.2)  # the caller is waiting out the writer by now
+        for _ in range(2):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        release.set()
+
+    interrupter = threading.Thread(target=interrupt_twice, daemon=True)
+    with WriteBehind(store) as writes:
+        writes.submit(write)
+        assert writing.wait(10), "the write is under way (one not begun is left out)"
+        interrupter.start()
+        try:
+            writes.wait_out()
+            events.append("waited out")
+        except KeyboardInterrupt:  # a signal outside the wait: it had ended early
+            events.append("interrupted")
+        while interrupter.is_alive():  # (the second signal, where the wait ended at the first)
+            with contextlib.suppress(KeyboardInterrupt):
+                interrupter.join(10)
+    assert events == ["write ended", "waited out"]
+    assert no_writer_left()
