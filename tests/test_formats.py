@@ -567,6 +567,27 @@ def test_a_bad_line_after_committed_batches_still_imports_nothing(calibrate, tmp
     assert store.conn.execute("SELECT count(*) FROM import_runs").fetchone()[0] == 0
 
 
+def test_a_failed_import_leaves_nothing_on_items_already_present(calibrate, tmp_path):
+    """The judgments a failing import brings to items stored before it (same content) wait for
+    its finish as every attachment does: a batch written before the failure leaves none behind,
+    and the import said "nothing was imported" truly."""
+    from calibrate.formats import BATCH
+
+    n = BATCH * 2 + 5
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "plain.jsonl", lexical_lines(n))), "--task", "c3/lexical",
+              "--lang", "en")
+    judged = [{**line, "j": "The answer is: yes."} for line in lexical_lines(n)]
+    f = write_jsonl(tmp_path / "judged.jsonl", [*judged, "{broken"])
+    args = ("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "j", "--judge-name", "jj")
+    out = calibrate(*args, ok=False)
+    assert out.exit_code == 1 and "nothing was imported" in out.output
+    assert counts(calibrate.db) == (n, 0, 0), "no judgment of the failed import on the items already present"
+    write_jsonl(f, judged)
+    again = " ".join(calibrate(*args).output.split())
+    assert f"{n} records: 0 items added, {n} already present, {n} judgments added" in again
+    assert counts(calibrate.db) == (n, n, 0)
+
+
 def test_a_killed_import_leaves_nothing_visible_and_the_next_import_removes_it(calibrate, tmp_path):
     import os
     import signal

@@ -647,7 +647,8 @@ def _new_item(
     superseded: list[tuple[int, str]],
 ) -> Record | BadInput:
     """Check a record's new item and its identity. Returns the record to store, the record
-    turned into a reference (to an item stored earlier with ignored fields among its fields),
+    turned into a reference (to an item stored earlier with the same content, or with ignored
+    fields among its fields, where the record brings judgments, labels or audio to it),
     or the bad input (for changed content without `update`, ending in `conflict_advice`). A new
     version (`update`) notes the stored one it replaces in `superseded`."""
     item = record.item
@@ -658,6 +659,11 @@ def _new_item(
     fill_reference(item, template)
     known = index.current_or_accept(item)
     if known[1] == item.content_hash:  # new here (accepted just now), or the same content again
+        if known[0] is not None and (record.has_judgment or record.labels or record.audio):
+            # stored before this import: what the record brings is written with the finish, as for a reference,
+            # so that an import that fails leaves it nothing (a batch's writes on a visible item would stay)
+            attached.append((index.store.item(known[0]), record))
+            record.ref = ItemRef(item.task, item.lang, item.source_id, system=item.system)
         return record
     stored_id, _, version = known
     if stored_id is not None and record.ignored_fields:
