@@ -662,7 +662,9 @@ def _new_item(
         if known[0] is not None and (record.has_judgment or record.labels or record.audio):
             # stored before this import: what the record brings is written with the finish, as for a reference,
             # so that an import that fails leaves it nothing (a batch's writes on a visible item would stay)
-            attached.append((index.store.item(known[0]), record))
+            stored = Item(known[0], item.task, item.lang, item.source_id, item.fields, item.reference, item.content_hash,
+                          item.system, known[2])  # (the same content: no need to read it back)
+            attached.append((stored, record))
             record.ref = ItemRef(item.task, item.lang, item.source_id, system=item.system)
         return record
     stored_id, _, version = known
