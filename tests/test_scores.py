@@ -852,3 +852,12 @@ def test_export_c3s_overall_corrected_figure_counts_the_generation_items_as_its_
                   if row["category"] == "overall"]
     assert overall["corrected_accuracy"] == overall["people_accuracy"] == round((26 + 7) / 50, 4)
     assert overall["corrected_people_decided"] == {"items": 10, "right": 7, "unlabelled": 0}
+
+
+def test_the_note_on_items_people_decide_says_how_they_count_with_or_without_labels():
+    from calibrate.scores.model import Decided
+
+    assert Decided(10, 7, 0).words().endswith("people decide by their label (7 of 10 right)")
+    assert "(6 of 8 right; the 2 unlabelled ones estimated from those labels" in Decided(10, 6, 2).words()
+    assert "(none is labelled: their accuracy is taken as 1/2, with the prior's full uncertainty" in \
+        Decided(10, 0, 10).words()

@@ -57,10 +57,14 @@ class Decided:
 
     def words(self) -> str:
         labelled = self.items - self.unlabelled
-        unlabelled = (f"; the {counted(self.unlabelled, 'unlabelled one')} estimated from those labels, where the "
-                      "accuracies count them wrong" if self.unlabelled else "")
-        return (f"the corrected figure counts the row's {counted(self.items, 'item')} people decide by their label "
-                f"({self.right} of {labelled} right{unlabelled})")
+        if not labelled:
+            how = ("none is labelled: their accuracy is taken as 1/2, with the prior's full uncertainty, where the "
+                   "accuracies count them wrong")
+        else:
+            how = f"{self.right} of {labelled} right" + (
+                f"; the {counted(self.unlabelled, 'unlabelled one')} estimated from those labels, where the accuracies "
+                "count them wrong" if self.unlabelled else "")
+        return f"the corrected figure counts the row's {counted(self.items, 'item')} people decide by their label ({how})"
 
     def as_dict(self) -> dict:
         return {"items": self.items, "right": self.right, "unlabelled": self.unlabelled}

@@ -144,4 +144,3 @@ def _lacking_reason(lacking: dict[str, list[str]], cells: int, figure: str) -> s
     whys = [why if count == cells and len(lacking) == 1 else f"{', '.join(names)}: {why}"
             for why, names in lacking.items()]
     return f"{head} ({'; '.join(whys)})"
-
