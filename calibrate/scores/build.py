@@ -378,7 +378,9 @@ def _decided(members: list[_Group]) -> Decided | None:
 def _with_decided(verdicts: np.ndarray, labels: np.ndarray, cells: np.ndarray,
                   decided: list[_Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The judged items' verdicts, labels and cells, with the `decided` items (people decide them)
-    after them as a cell of their own, one verdict for all."""
+    after them as a cell of their own, one verdict for all (the arrays as they are without any)."""
+    if not decided:
+        return verdicts, labels, cells
     return (np.concatenate([verdicts, np.zeros(sum(m.n for m in decided))]),
             np.concatenate([labels, _repeat([m.human for m in decided], decided)]),
             np.concatenate([cells, np.full(sum(m.n for m in decided), (cells.max() + 1) if len(cells) else 0)]))

@@ -124,9 +124,6 @@ def pooled_stratified_mean(
     possible = (correct / total, (correct + sum(m_k for _, _, m_k in strata)) / total)
     ci = (max(possible[0], min(float(low), posterior_ci[0])), min(possible[1], max(float(high), posterior_ci[1])))
     notes = [f"{name}: {note}" for name, part in parts.items() for note in part.notes]
-    if decided_m and not decided_n:
-        notes.append(f"none of the {decided_m} items people decide is labelled: their accuracy is taken as 1/2, "
-                     "with the prior's full uncertainty")
     approximates = [part.approximate for part in parts.values() if part.approximate is not None]
     return Corrected(value, ci, se, None, None, n, total, classical, raw, notes,
                      min(approximates) if approximates else None, (theta, probability))
