@@ -89,8 +89,8 @@ class WriteBehind:
             self.settle()
 
     def wait_out(self) -> None:
-        """Stop the writer and wait until its thread has ended, leaving out what a write raised
-        (the caller is failing already, and abandons what was written): a write not begun is
+        """Stop the writer and wait until its thread has ended its last write, leaving out what a
+        write raised (the caller is failing already, and abandons what was written): a write not begun is
         not begun, one waiting for another writer's lock stops at its next busy step
         (DatabaseBusy), and the one under way ends, within a fraction of a second. Signals that
         come meanwhile (a second Ctrl-C) are waited through, as until the thread has ended the

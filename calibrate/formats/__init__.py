@@ -657,17 +657,16 @@ def _new_item(
     except ValueError as exc:
         return BadInput(record.location, str(exc))
     fill_reference(item, template)
-    known = index.current_or_accept(item)
-    if known[1] == item.content_hash:  # new here (accepted just now), or the same content again
-        if known[0] is not None and (record.has_judgment or record.labels or record.audio):
+    stored_id, content_hash, version = index.current_or_accept(item)
+    if content_hash == item.content_hash:  # new here (accepted just now), or the same content again
+        if stored_id is not None and (record.has_judgment or record.labels or record.audio):
             # stored before this import: what the record brings is written with the finish, as for a reference,
             # so that an import that fails leaves it nothing (a batch's writes on a visible item would stay)
-            stored = Item(known[0], item.task, item.lang, item.source_id, item.fields, item.reference, item.content_hash,
-                          item.system, known[2])  # (the same content: no need to read it back)
+            stored = Item(stored_id, item.task, item.lang, item.source_id, item.fields, item.reference,
+                          item.content_hash, item.system, version)  # (the same content: no need to read it back)
             attached.append((stored, record))
             record.ref = ItemRef(item.task, item.lang, item.source_id, system=item.system)
         return record
-    stored_id, _, version = known
     if stored_id is not None and record.ignored_fields:
         stored = index.store.item(stored_id)
         if {k: v for k, v in stored.fields.items() if k not in record.ignored_fields} == item.fields:
