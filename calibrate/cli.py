@@ -11,7 +11,7 @@ import os
 import signal
 import sqlite3
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 
 import click
@@ -78,6 +78,8 @@ class Context:
         self._templates: TemplateSet | None = None
         # the database file this command created is complete and now people's: a later failure keeps it (`keep_file`)
         self.file_kept = False
+        # an import command's (`run_import`): an import run it finished stands, whatever interrupts it after that
+        self.imports_stand = False
 
     def add_flags(self, **flags) -> None:
         """The global options given after the subcommand (`calibrate status --db x.db`): the
@@ -153,6 +155,16 @@ class Context:
     def saved_anything(self) -> bool:
         """Whether this command committed a write to its database."""
         return self._store is not None and self._store.commits > 0
+
+    def committed_imports(self) -> list[int]:
+        """The import runs an import command (`imports_stand`) finished, as the database records
+        them: committed, so an interrupt after one leaves it in place, however close to its commit."""
+        if not self.imports_stand or self._store is None:
+            return []
+        try:
+            return self._store.imports_begun_here(finished=True)
+        except (CalibrateError, sqlite3.Error):  # the database failing too: the first error says more
+            return []
 
     def keep_file(self) -> None:
         """From here on the file this command created is kept whatever happens: its own work is
@@ -272,9 +284,21 @@ class DeclaresDatabase:
             # telling failed; any other failure leaves the file as it was: none, or empty
             # (rich ends the process with SystemExit(1) when its stream's pipe is closed, the BrokenPipeError its context)
             pipe = isinstance(exc, BrokenPipeError) or isinstance(exc.__context__, BrokenPipeError)
-            kept = shared.file_kept or (pipe and shared.saved_anything())
+            # an interrupt (Ctrl-C; SIGTERM or SIGHUP, `signals_end_it`) after an import committed ends only its telling
+            interrupted = isinstance(exc, KeyboardInterrupt) or (
+                type(exc) is SystemExit and exc.code not in (0, None) and not pipe)
+            committed = shared.committed_imports() if interrupted else []
+            kept = shared.file_kept or bool(committed) or (pipe and shared.saved_anything())
             if new_file and not kept and not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
                 shared.remove_database(keep_empty=empty)
+            if committed:
+                said = (f"interrupted after import run {listing([str(run) for run in committed])} was committed: what "
+                        f"it imported is in {shared.db_path} (calibrate status shows it); only what the command had "
+                        "still to say or check was cut short")
+                if isinstance(exc, KeyboardInterrupt):
+                    raise click.ClickException(said) from None
+                with suppress(OSError):  # a closed terminal (SIGHUP): the exit status still says it
+                    err_console.print(safe_text(f"Error: {said}"))
             raise
 
 
@@ -590,6 +614,7 @@ def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, syst
     command = click.get_current_context()
     source = " ".join(["calibrate", *command.command_path.split()[1:],
                        *(str(v) for v in command.params.values() if isinstance(v, Path))])
+    ctx.imports_stand = True
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, source=source,
                             data_tasks=data_tasks, conflict_advice=conflict_advice)
     for bad in report.skipped:

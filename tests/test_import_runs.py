@@ -293,3 +293,41 @@ def test_an_import_stopped_while_another_writer_holds_the_database_says_what_its
     assert importing.returncode != 0, err
     assert visible_and_stored(calibrate.db) == (1, 1), "what it wrote is removed once the other writer let go"
     assert not Store(calibrate.db).import_runs(unfinished=True)
+
+
+@pytest.mark.parametrize("fresh_file", [False, True], ids=["existing database", "database the import creates"])
+def test_an_interrupt_after_the_import_committed_keeps_it_and_says_so(calibrate, tmp_path, monkeypatch, fresh_file):
+    """Ctrl-C while the import reads what it changed (after its commit) ends only the telling: the
+    items stay, the database file too where the import created it, and the error says so."""
+    if not fresh_file:
+        calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1))), *IMPORT)
+
+    def interrupted(self, item_ids):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "decisions", interrupted)
+    out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(4))), *IMPORT, ok=False)
+    run = 1 if fresh_file else 2
+    assert out.exit_code == 1
+    assert " ".join(out.output.split()) == (
+        f"Error: interrupted after import run {run} was committed: what it imported is in {calibrate.db} (calibrate "
+        "status shows it); only what the command had still to say or check was cut short")
+    assert visible_and_stored(calibrate.db) == (4, 4)
+    assert not Store(calibrate.db).import_runs(unfinished=True)
+
+
+def test_an_interrupt_before_the_commit_still_removes_everything(calibrate, tmp_path, monkeypatch):
+    """Ctrl-C in the finish's own transaction, and Ctrl-C just after the run was recorded (before
+    the import knows its number): nothing stays, no run is left for the next import to wait on."""
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1))), *IMPORT)
+    begin, finish = Store.begin_import, Store.finish_import
+    for name, interrupted in (
+            ("finish_import", lambda self, run: (finish(self, run), (_ for _ in ()).throw(KeyboardInterrupt))),
+            ("begin_import", lambda self, source: (begin(self, source), (_ for _ in ()).throw(KeyboardInterrupt)))):
+        with monkeypatch.context() as patched:
+            patched.setattr(Store, name, interrupted)
+            out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(4))), *IMPORT,
+                            ok=False)
+        assert out.exit_code == 1 and "Aborted!" in out.output and "committed" not in out.output, name
+        assert visible_and_stored(calibrate.db) == (1, 1), name
+        assert not Store(calibrate.db).import_runs(unfinished=True), name

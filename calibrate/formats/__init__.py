@@ -464,7 +464,6 @@ def import_records(
     index = ItemIndex(store, writes.settle)
     batch: list[Record] = []
     attached: list[tuple[Item, Record]] = []  # records aimed at items already stored
-    run = store.begin_import(source)
 
     def judgment(item_id: int, item, record: Record) -> NewJudgment:
         return judgment_from_output(
@@ -551,6 +550,7 @@ def import_records(
 
     with store.writing_in_bulk(), cycle_collection_paused(), writes:
         try:
+            run = store.begin_import(source)
             for record in records:
                 writes.settle_if_ended()
                 if isinstance(record, Record) and (record.judge_output is not None or record.judge_error):
@@ -598,18 +598,19 @@ def import_records(
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
                 store.finish_import(run)
-            report.unmatched = index.unmatched()
-            sources = dict(report.superseded)
-            report.left_behind = [(sources[item_id], row["annotator"])
-                                  for item_id, rows in store.decisions(sources).items() for row in rows]
-        except TemplateError as exc:
+        except BaseException as exc:
+            # the run as the database has it: one begun just before an interrupt is removed too
             writes.wait_out()
-            store.abandon_import(run)
-            raise ImportFailed(str(exc)) from None
-        except BaseException:
-            writes.wait_out()
-            store.abandon_import(run)
+            for begun in store.imports_begun_here(finished=False):
+                store.abandon_import(begun)
+            if isinstance(exc, TemplateError):
+                raise ImportFailed(str(exc)) from None
             raise
+    # committed: what follows only reads (an interrupt here leaves the import in place, as the CLI says)
+    report.unmatched = index.unmatched()
+    sources = dict(report.superseded)
+    report.left_behind = [(sources[item_id], row["annotator"])
+                          for item_id, rows in store.decisions(sources).items() for row in rows]
     return report
 
 

@@ -76,6 +76,18 @@ class ImportRunsMixin:
             if any(run["state"] == "running" for run in runs):
                 time.sleep(IMPORT_WAIT_POLL_SECONDS)
 
+    def imports_begun_here(self, *, finished: bool) -> list[int]:
+        """The import runs this Store began that are now finished (committed: `finished`) or not
+        yet, in id order, as the database records them: what an interrupt that lands anywhere
+        around a commit leaves, read back rather than assumed."""
+        begun = sorted(self._import_leases)
+        if not begun:
+            return []
+        marks = ",".join("?" * len(begun))
+        return [row[0] for row in self.conn.execute(
+            f"SELECT id FROM import_runs WHERE id IN ({marks}) AND (finished_at IS NOT NULL) = ? ORDER BY id",
+            [*begun, finished])]
+
     def import_renewal_due(self, run: int) -> bool:
         """Whether IMPORT_HEARTBEAT_SECONDS have passed since the run's heartbeat was last renewed."""
         _, renewed = self._import_leases.get(run, ("", float("-inf")))
