@@ -177,3 +177,29 @@ def test_signals_while_the_writer_is_waited_out_wait_for_its_write_to_end(tmp_pa
                 interrupter.join(10)
     assert events == ["write ended", "waited out"]
     assert no_writer_left()
+
+
+def test_judge_outputs_for_items_already_present_are_parsed_before_the_finish_takes_the_write_lock(tmp_path, templates,
+                                                                                                   monkeypatch):
+    """A judge's outputs imported for stored items are written with the finish, in one
+    transaction: their prompts are rendered and their outputs parsed before it begins, so other
+    writers wait only for the writes."""
+    import calibrate.formats as formats_module
+
+    store = Store(tmp_path / "s.db")
+    lines = lexical_lines(30)
+    import_records(store, jsonl_records(write_jsonl(tmp_path / "in.jsonl", lines), task="c3/lexical", lang="en"),
+                   templates)
+    made_while_writing = []
+    made = formats_module.judgment_from_output
+
+    def judgment_from_output(*args, **kwargs):
+        made_while_writing.append(store._writing)
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(formats_module, "judgment_from_output", judgment_from_output)
+    judged = write_jsonl(tmp_path / "judged.jsonl", [{**line, "out": "yes"} for line in lines])
+    report = import_records(store, jsonl_records(judged, task="c3/lexical", lang="en", judge_output="out",
+                                                 judge_name="j"), templates)
+    assert (report.counts.items_existing, report.counts.judgments_added) == (30, 30)
+    assert made_while_writing == [False] * 30

@@ -473,13 +473,15 @@ def import_records(
             judged_at=record.judged_at,
         )
 
-    def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool) -> None:
-        """Store the records' judgments of these items; where some of the items were stored
+    def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool,
+                        made: list[NewJudgment] | None = None) -> None:
+        """Store the records' judgments of these items (`made` from them before, where given:
+        rendering and parsing need no write lock); where some of the items were stored
         before this import (`earlier`), note the verdicts in force that they change, and why
         those of them added that are not in force are not (`Store.out_of_force`)."""
         if not judged:
             return
-        new = [judgment(item_id, item, r) for item_id, item, r in judged]
+        new = made if made is not None else [judgment(item_id, item, r) for item_id, item, r in judged]
         before = store.verdicts_in_force_of((j.item_id, j.judge_name) for j in new) if earlier else {}
         stored = store.ids_by_uid("judgments", (j.uid for j in new)) if earlier else {}
         report.counts.judgments_added += store.add_judgments(new)
@@ -589,11 +591,13 @@ def import_records(
             writes.settle()
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported" + skipped_summary(report.skipped))
+            judged = [(item.id, item, r) for item, r in attached if r.has_judgment]
+            made = [judgment(*one) for one in judged]  # before the finish's write lock, which it would lengthen
             with store.transaction():
                 report.counts.items_existing += len(attached)  # records of stored items (a multi-turn result's too)
                 for item, record in attached:
                     store_audio(item.id, record)
-                store_judgments([(item.id, item, r) for item, r in attached if r.has_judgment], earlier=True)
+                store_judgments(judged, earlier=True, made=made)
                 store_labels([(item.id, item.content_hash, r) for item, r in attached])
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
