@@ -2214,6 +2214,11 @@ def import_labels_command(ctx, file, skip_bad):
     if done.notes_left_out:
         err_console.print(safe_text(f"the notes of {counted(done.notes_left_out, 'item')} left out (or some of them): "
                                     f"{NOTES_LEFT_OUT_REASON}", style="yellow"))
+    if done.superseded:
+        shown = [f"{place} by {standing}" for place, standing in done.superseded]
+        err_console.print(safe_text(
+            f"{counted(len(shown), 'row')} of {file} left out: a later row labels the same item for the same annotator "
+            f"otherwise, and the file's last word stands ({listing(shown, CHANGES_SHOWN)})", style="yellow"))
     say_labels_out_of_order(done.added.put_back, done.added.older)
     read = ", ".join(f"{who} {n}" for who, n in done.by_annotator.items())
     notes = f", {more_notes(done.added.notes)}" if done.added.notes else ""

@@ -13,6 +13,7 @@ from calibrate.demo import load_demo
 from calibrate.kinds import LabelError, VerdictKind
 from calibrate.store import Store
 from tests.conftest import Calibrate
+from tests.test_formats import lexical_lines, write_jsonl
 
 
 def test_import_labels_jsonl_and_csv_idempotent(demo_db, tmp_path):
@@ -56,6 +57,30 @@ def test_a_file_returning_to_an_earlier_decision_puts_it_back_in_force(demo_db, 
     noted.write_text("task,lang,source_id,annotator,label,note\nsuperglue/copa,en,0,bob,2,still 2\n", encoding="utf-8")
     out = run("import", "labels", str(noted))
     assert "0 labels added, 1 already present, 1 more note beside labels" in out.stdout
+
+
+
+def test_a_file_labelling_an_item_twice_keeps_the_later_row_in_force_and_says_so(calibrate, tmp_path):
+    """A person's corrected label appended to the file stands, on every item (the rows of one
+    import are not left to their uids' order), the rows it overrules are left out and named, and
+    the file imported again adds nothing."""
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(20))), "--task", "c3/lexical",
+              "--lang", "en")
+    ids = [str(line["id"]) for line in lexical_lines(20)]
+    rows = [f"c3/lexical,en,{source},bob,{first}\nc3/lexical,en,{source},bob,{second}\n"
+            for k, source in enumerate(ids) for first, second in [("yes", "no") if k % 2 else ("no", "yes")]]
+    twice = tmp_path / "twice.csv"
+    twice.write_text("task,lang,source_id,annotator,label\n" + "".join(rows), encoding="utf-8")
+    out = calibrate("import", "labels", str(twice))
+    assert "20 labels added, 0 already present, 0 skipped; labels read: bob 20" in out.stdout
+    assert " ".join(out.stderr.split()).startswith(
+        f"20 rows of {twice} left out: a later row labels the same item for the same annotator otherwise, and the "
+        f"file's last word stands ({twice}:2 by {twice}:3, {twice}:4 by {twice}:5,")
+    store = Store(calibrate.db)
+    in_force = {r["source_id"]: r["label"] for r in store.current_labels("bob")}
+    assert in_force == {source: "no" if k % 2 else "yes" for k, source in enumerate(ids)}
+    assert store.conn.execute("SELECT count(*) FROM annotations WHERE annotator = 'bob'").fetchone()[0] == 20
+    assert "0 labels added, 20 already present" in calibrate("import", "labels", str(twice)).stdout
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,9 @@ class LabelImport:
     """What an import of labels did: labels (an annotator's on an item) added or changed (with
     the notes added beside labels in force, and the labels put back), those already present,
     bad rows skipped, rows of a gold export without a label, rows refused as a consolidated
-    label, notes of a gold export left out, and labels read per annotator."""
+    label, notes of a gold export left out, labels read per annotator, and the rows left out as
+    a later row of the file labels their item for their annotator otherwise (its place, the place
+    of the row that stands)."""
 
     added: LabelsAdded
     present: int
@@ -113,6 +115,7 @@ class LabelImport:
     consolidated: int = 0
     notes_left_out: int = 0
     by_annotator: dict[str, int] = field(default_factory=dict)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -310,6 +313,8 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
     index = ItemIndex(store)
     hashes: dict[int, str] = {}
     rows, skipped, unlabelled, consolidated, notes_left_out = [], [], 0, 0, 0
+    places: list[str] = []  # each row's
+    last: dict[tuple[int, str], tuple[str, str]] = {}  # (item, annotator) -> (label, place) of the file's last row
     for row in read_labels(path, templates):
         if isinstance(row, Unlabelled):
             unlabelled += 1
@@ -329,6 +334,8 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 if item_id not in hashes:
                     hashes[item_id] = store.item(item_id).content_hash
                 uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
+                places.append(row.location)
+                last[item_id, row.annotator] = (row.label, row.location)
                 rows.append((uid, item_id, row.annotator, row.label, row.note, None, None, None))
         if isinstance(problem, ZeroBased):
             raise ImportFailed(f"{problem}; {path} numbers the choices from 0, so its other labels would be read "
@@ -342,11 +349,16 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         left_out += [f"{counted(consolidated, 'row')} refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
                            (f" ({'; '.join(left_out)})" if left_out else "") + skipped_summary(skipped, every=not left_out))
+    # the file's last word on an item for a person stands: the rows it overrules are left out (not left to the
+    # order of their uids, and the file imported again adds nothing)
+    superseded = [(place, last[row[1], row[2]][1]) for row, place in zip(rows, places, strict=True)
+                  if row[3] != last[row[1], row[2]][0]]
+    rows = [row for row in rows if row[3] == last[row[1], row[2]][0]]
     added = store.add_imported_labels(rows)
     labels = {(item_id, annotator) for _, item_id, annotator, *_ in rows}  # a person's label may come with notes
     by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))
     return LabelImport(added, len(labels) - added.labels, skipped, unlabelled, consolidated, notes_left_out,
-                       by_annotator)
+                       by_annotator, superseded)
 
 
 def _find(index: ItemIndex, row: LabelRow) -> tuple[int | None, str]:

@@ -160,11 +160,11 @@ class LabelsMixin:
         decision by time is in force (as `merge` keeps it), so a row older than the person's
         decision in force goes into the history only (counted as `older`; nothing where that very
         decision is there already), and a row without a time takes over (one that returns to an
-        earlier decision puts it back in force: counted as `put_back`). A note already theirs on
+        earlier decision puts it back in force: counted as `put_back`); rows without a time are
+        timed in their order. A note already theirs on
         the item is not said twice; a row whose judge's files hold its label in other words than
         before is kept for those words (counted as `reworded`). Returns what it added, per
         annotator's label on an item."""
-        stamp = now_iso()
         added, put_back, older, notes, reworded = set(), set(), set(), 0, 0
         with self.transaction():
             for uid, item_id, annotator, label, note, decided_at, c3_file_judge, c3_file_text in rows:
@@ -188,7 +188,7 @@ class LabelsMixin:
                 if in_force is not None:
                     uid = digest(uid, in_force["annotation_uid"])
                 if self._append_annotation(uid, item_id, None, annotator, "label", label, None,
-                                           None if noted else note, 0, None, decided_at or stamp,
+                                           None if noted else note, 0, None, decided_at or self._decision_time(),
                                            c3_file_judge=c3_file_judge, c3_file_text=c3_file_text) is None:
                     continue
                 if same:
