@@ -2038,7 +2038,7 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
     _check_judged(ctx, () if judge in (None, JURY) else (judge,), system, "to compare with people")
     result = reports.build_report(ctx.store, ctx.templates, judge=judge, options=options, system=system)
     if not any(line.n for cell in result.cells for line in cell.lines):
-        raise click.ClickException(_nothing_to_report(ctx, result.cells))
+        raise click.ClickException(_nothing_to_report(ctx, result.cells, None if judge == JURY else judge, system))
     emit(result, fmt, out, "report", lambda r, c: reports.render_table(r, c, wide=wide), reports.RENDERERS,
          width=200 if wide else 120)
     given = click.get_current_context().get_parameter_source("threshold") is not click.core.ParameterSource.DEFAULT
@@ -2047,11 +2047,29 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
                                     "rubric scores, and no cell of this report compares scores", style="yellow"))
 
 
-def _nothing_to_report(ctx: Context, cells) -> str:
+JUDGE_AGAIN = "ask the judge again (calibrate judge), or import its outputs: a verdict replaces a failed call"
+
+
+def _no_verdicts(ctx: Context, judge: str | None, which: str, system: str | None = None) -> str:
+    """Why there is no judge verdict (`which`: what kind, for the message) to work with: judges
+    whose every call failed, or none has run."""
+    if failed := ctx.store.failed_only_judges(system=system, judge=judge):
+        shown = [f"{name} ({counted(n, 'error')})" for name, n in failed.items()]
+        return (f"no judge verdicts {which} in {ctx.db_path}: every call of {listing(shown)} failed, no verdict "
+                f"(calibrate items --status error lists them): {JUDGE_AGAIN}")
+    return f"no judge verdicts {which} in {ctx.db_path}: run calibrate judge first"
+
+
+def _nothing_to_report(ctx: Context, cells, judge: str | None, system: str | None) -> str:
     """Why the report has no line with a number, and what to do."""
     if not cells:
-        return f"no judge verdicts in {ctx.db_path} to compare with people: run calibrate judge first"
+        return _no_verdicts(ctx, judge, "to compare with people", system)
     labelled = [c for c in cells if c.lines]
+    if not labelled and (failed := [c for c in cells if c.labelled_errors]):
+        return (f"no agreement to report: every labelled item of the judged cells "
+                f"({_cells_and_judges({(c.key, c.system) for c in failed}, {c.judge for c in failed})}) holds a failed "
+                f"call of its judge, no verdict ({counted(failed[0].labelled_errors, 'item') + '; ' if len(failed) == 1 else ''}"
+                f"calibrate items --status error lists them): {JUDGE_AGAIN}")
     if not labelled:
         return (f"no agreement to report yet: no item of the judged cells "
                 f"({_cells_and_judges({(c.key, c.system) for c in cells}, {c.judge for c in cells})}) is labelled by "
@@ -2183,8 +2201,7 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
         result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                    gold_from=gold_from, min_labels=min_labels, helpers=helpers)
     if not result.rows:
-        raise click.ClickException(result.scores_only() or f"no judge verdicts with a yes/no or label verdict in "
-                                   f"{ctx.db_path}: run calibrate judge first")
+        raise click.ClickException(result.scores_only() or _no_verdicts(ctx, judge, "with a yes/no or label verdict"))
     if not any(row.found.n for row in result.rows):
         raise click.ClickException(
             f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "

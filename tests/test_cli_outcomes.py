@@ -394,3 +394,27 @@ def test_an_import_whose_judge_outputs_mostly_do_not_parse_warns_with_the_reason
                                        "--judge-output", "jo", "--judge-name", "q")
     said = " ".join(out.output.split())
     assert "3 judgments added" in said and "warning: 2 of the 3 outputs of q did not parse as a verdict (2 × " in said
+
+
+def test_a_judge_whose_every_call_failed_is_named_not_taken_for_missing_labels(calibrate, tmp_path):
+    """Labelled items whose judge's calls all failed (a judge's outputs all null, a server that
+    answered 500): `report` and `trust` say the calls failed and how to
+    replace them, not that nobody labelled the items or that no judge ran."""
+    lines = [{"id": str(k), "content": "c", "notation": "n", "response": "r", "out": None} for k in range(4)]
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    calibrate("import", "jsonl", str(items), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+              "--judge-name", "ext")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("task,lang,source_id,annotator,label\n" + "".join(f"c3/lexical,en,{k},ann,yes\n" for k in range(3)),
+                      encoding="utf-8")
+    calibrate("import", "labels", str(labels))
+    again = ("ask the judge again (calibrate judge), or import its outputs: a verdict replaces a failed call")
+    report = calibrate("report", ok=False)
+    assert report.exit_code == 1 and " ".join(report.output.split()) == (
+        "Error: no agreement to report: every labelled item of the judged cells (1 cell, 1 judge) holds a failed call "
+        f"of its judge, no verdict (3 items; calibrate items --status error lists them): {again}")
+    trust = calibrate("trust", ok=False)
+    assert trust.exit_code == 1 and " ".join(trust.output.split()) == (
+        f"Error: no judge verdicts with a yes/no or label verdict in {calibrate.db}: every call of ext (4 errors) "
+        f"failed, no verdict (calibrate items --status error lists them): {again}")

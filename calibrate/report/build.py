@@ -260,6 +260,7 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
     parsed: dict[tuple, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
     unparsed: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     tied: Counter = Counter()
+    failed: Counter = Counter()  # the same keys: labelled items whose verdict is a failed call
     for rows, has_annotator in ((data.judge_vs_human, True), (data.judge_vs_gold, False)):
         for row in rows:
             if has_annotator:
@@ -267,10 +268,11 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             else:
                 task, lang, judge, status, verdict, label, n = row
                 annotator = gold
+            key = (kinds.key(task, lang), judge, annotator)
             if not judged(status):
+                failed[key] += n
                 continue
             cell(task, lang, judge)
-            key = (kinds.key(task, lang), judge, annotator)
             label = kinds.label(task, lang, label)
             if status == "verdict":
                 parsed[key][(kinds.label(task, lang, verdict), label)] += n
@@ -279,6 +281,9 @@ def report_from_data(data: AgreementData, templates: TemplateSet, options: Repor
             else:
                 unparsed[key][label] += n
 
+    for (key, judge, _), n in failed.items():
+        if (c := cells.get((key, judge))) is not None:
+            c.labelled_errors = max(c.labelled_errors, n)
     people = defaultdict(set)  # (cell, judge) -> annotators with lines
     for key, judge, versus in [*parsed, *unparsed, *tied]:
         if versus != gold:

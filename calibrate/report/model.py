@@ -102,6 +102,7 @@ class AgreementCell:
     truncated: int = 0  # of the unparsed: outputs cut at the judge's token limit
     errors: int = 0
     judged: int = 0
+    labelled_errors: int = 0  # labelled items (the most of one annotator's) whose verdict is a failed call
     ceiling: Ceiling | None = None
     score_ceiling: ScoreCeiling | None = None  # a scored cell's human ceiling
     alt_test: AltTest | None = None

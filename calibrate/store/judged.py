@@ -118,6 +118,15 @@ class JudgmentsMixin:
             "SELECT DISTINCT judge_name FROM verdict_counts WHERE n != 0 AND (? IS NULL OR system = ?) ORDER BY 1",
             (system, system))]
 
+    def failed_only_judges(self, *, system: str | None = None, judge: str | None = None) -> dict[str, int]:
+        """judge -> its verdicts in force, for the judges (`judge`, if given) whose every verdict
+        in force on a current, visible item (of `system`, if given) is a failed call (an error):
+        judges that ran, or were imported, without giving one verdict."""
+        return dict(self.conn.execute(
+            "SELECT judge_name, sum(n) FROM verdict_counts WHERE (? IS NULL OR system = ?) AND (? IS NULL OR "
+            "judge_name = ?) GROUP BY judge_name HAVING sum(n) > 0 AND sum(CASE WHEN status = 'error' THEN 0 ELSE n END) = 0 "
+            "ORDER BY judge_name", (system, system, judge, judge)).fetchall())
+
     def configuration_counts(self, *, system: str | None = None,
                              judge: str | None = None) -> list[tuple[str, str, str, str, str, int]]:
         """(task, lang, system, judge, configuration, n): the verdicts in force (of `judge`, if
