@@ -793,7 +793,8 @@ def import_group() -> None:
 @click.option("--map", "field_map", multiple=True, metavar="ITEM_FIELD=LINE_FIELD", help="Rename a field; may be repeated.")
 @click.option("--reference-field", help="The line field holding the reference answer or gold label.")
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere (missing, null, "
-                                     "empty or only whitespace: stored as a failed call, an error, never a verdict).")
+                                     "empty or only whitespace: stored as a failed call, an error, never a verdict; a field no line "
+                                     "has is refused).")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
 @click.option("--audio-field", help="The line field holding the path of the response's .wav (relative to FILE's folder).")
 @system_option("none, for gold-only data")
@@ -1030,7 +1031,8 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
 @import_group.command(name="rubric", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--judge-output", help="The line field holding a judge's raw output, run elsewhere (missing, null, "
-                                     "empty or only whitespace: stored as a failed call, an error, never a verdict).")
+                                     "empty or only whitespace: stored as a failed call, an error, never a verdict; a field no line "
+                                     "has is refused).")
 @click.option("--judge-name", help="Name of that judge (required with --judge-output).")
 @system_option("none")
 @skip_bad_option

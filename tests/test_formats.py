@@ -499,6 +499,23 @@ def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(cal
             "in force there" in again and "later on 6" not in again), again
 
 
+@pytest.mark.parametrize("command", ["jsonl", "rubric"])
+def test_a_judge_output_field_no_line_has_is_refused_naming_the_fields_the_lines_have(calibrate, tmp_path, command):
+    """A misspelt --judge-output would make every line's judgment a failed call: the file is
+    refused, with the fields its lines do have (and the one meant), and nothing is imported."""
+    fields = LEX if command == "jsonl" else {name: "x" for name in ("question", "content", "answer", "llm_answer",
+                                                                     "llm_reasoning")}
+    lines = [{"id": str(k), **fields, **({"out": "yes"} if k == 2 else {})} for k in range(3)]
+    f = write_jsonl(tmp_path / "in.jsonl", lines)
+    cell = ["--task", "c3/lexical", "--lang", "en"] if command == "jsonl" else []
+    out = calibrate("import", command, str(f), *cell, "--judge-output", "outt", "--judge-name", "ext", ok=False)
+    assert out.exit_code == 1 and " ".join(out.output.split()) == (
+        f"Error: {f}: no line has the field 'outt' that --judge-output names (did you mean out?); its lines have "
+        f"{', '.join(sorted([*fields, 'id', 'out']))}: nothing was imported (each line's judgment would be a failed "
+        "call; a line whose judge gave nothing holds the field empty or null)")
+    assert not calibrate.db.exists()
+
+
 def test_an_output_of_characters_that_show_nothing_is_no_output():
     # a zero-width space or a byte order mark alone shows as an empty answer: an error, as whitespace is
     from calibrate.model import no_output

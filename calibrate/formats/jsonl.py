@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from calibrate.audio import probe_clip
-from calibrate.formats import BadInput, Progress, Record, read_jsonl
+from calibrate.formats import BadInput, ImportFailed, Progress, Record, read_jsonl
 from calibrate.model import NewItem, SystemNameError, check_system, no_output
+from calibrate.names import closest, listing
 from calibrate.validate import InputError, type_of
 from calibrate.validate import source_id as valid_id
 
@@ -33,18 +34,24 @@ def jsonl_records(
     the line's `id_field` is the item's source id (else, unless `require_id`, its line number).
     The system under test is `system`, or each line's `system_field`. The id, reference,
     judge-output and system fields are never item fields; a line whose judge output is missing,
-    null, empty or only whitespace brings an error judgment (see `_no_judge_output`).
-    `audio_field` names the path of the response's .wav, relative to the file's folder."""
+    null, empty or only whitespace brings an error judgment (see `_no_judge_output`), but a file
+    none of whose lines has the judge-output field is refused (ImportFailed, naming the fields its
+    lines have: the option names another field). `audio_field` names the path of the response's .wav, relative to the file's folder."""
     field_map = field_map or {}
     audio_root = Path(path).resolve().parent
     renamed_sources = set(field_map.values())
     not_content = tuple(f for f in (id_field, reference_field, judge_output, system_field, audio_field) if f)
     id_what = f"field {id_field!r}"
+    output_seen = not judge_output  # whether a line has the judge-output field
+    fields_seen: set[str] = set()  # the lines' fields until one has it
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
             yield entry
             continue
         where, obj = entry
+        if not output_seen:
+            output_seen = judge_output in obj
+            fields_seen.update(obj)
         if id_field in obj:
             try:
                 source_id = valid_id(obj[id_field], id_what)
@@ -102,6 +109,13 @@ def jsonl_records(
         item = NewItem(task, lang, source_id, fields, reference, line_system)
         yield Record(item, where, judge_output=output, judge_name=judge_name, judge_error=error,
                      ignored_fields=not_content, audio=audio)
+    if not output_seen and fields_seen:
+        match = closest(judge_output, sorted(fields_seen))
+        raise ImportFailed(
+            f"{path}: no line has the field {judge_output!r} that --judge-output names"
+            + (f" (did you mean {match}?)" if match else "") + f"; its lines have {listing(sorted(fields_seen))}: "
+            "nothing was imported (each line's judgment would be a failed call; a line whose judge gave nothing "
+            "holds the field empty or null)")
 
 
 def _no_judge_output(name: str, obj: dict) -> str:
