@@ -299,6 +299,19 @@ def test_prediction_matching_no_item_imports_nothing(calibrate, tmp_path):
     assert counts(calibrate.db) == (0, 0, 0)
 
 
+def test_predictions_none_of_which_match_an_item_import_nothing_even_with_skip_bad(calibrate, tmp_path):
+    """The system's answers are what such an import is for: where none matches, the gold items
+    are not imported without them (as gold-only items, under no system)."""
+    (tmp_path / "sys1").mkdir()
+    preds = write_jsonl(tmp_path / "sys1" / "p.jsonl", [{"idx": 98, "response": "True"}, {"idx": 99, "response": "no"}])
+    out = calibrate("import", "superglue", "--task", "boolq", str(SG / "boolq.jsonl"), "--predictions", str(preds),
+                    "--skip-bad", ok=False)
+    assert out.exit_code == 1 and " ".join(out.output.split()) == (
+        f'Error: {preds}:1: prediction idx "98" matches no superglue/boolq item in {SG / "boolq.jsonl"}; none of the 2 '
+        f"predictions in {preds} matches one: nothing was imported (even with --skip-bad)")
+    assert not calibrate.db.exists()
+
+
 def test_a_record_prediction_keyed_by_its_query_idx_answers_that_query(calibrate, tmp_path):
     # the SuperGLUE layout keys ReCoRD predictions by the query idx (unique in the released files)
     line = json.loads((SG / "record.jsonl").read_text().splitlines()[0])

@@ -189,7 +189,8 @@ def superglue_records(
     path: Path, task_name: str, predictions: Path | None = None, progress: Progress | None = None, system: str = ""
 ) -> Iterator[Record | BadInput]:
     """Items of one task; with `predictions`, each carries the system's response and belongs
-    to `system` (items the predictions do not answer stay gold-only, without a system)."""
+    to `system` (items the predictions do not answer stay gold-only, without a system). A
+    prediction that matches no item is a bad input; where none matches, ImportFailed."""
     task = task_id(task_name)
     responses = read_predictions(predictions, task) if predictions else {}
     if task == "superglue/record" and any("/" not in key for key in responses):
@@ -211,6 +212,9 @@ def superglue_records(
                 used.add(source_id)
                 owner = system
             yield Record(NewItem(task, "en", source_id, fields, reference, owner), where)
-    for key, (_, where) in responses.items():
-        if key not in used:
-            yield BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}{_idx_shape(task)}")
+    unmatched = [BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}{_idx_shape(task)}")
+                 for key, (_, where) in responses.items() if key not in used]
+    if responses and not used:  # the predictions are what the user imports, and none is: not even with --skip-bad
+        raise ImportFailed(f"{unmatched[0]}; none of the {len(responses):,} predictions in {predictions} matches one: "
+                           "nothing was imported (even with --skip-bad)")
+    yield from unmatched
