@@ -502,6 +502,9 @@ def test_a_line_without_judge_output_imports_its_item_with_an_error_judgment(cal
     store.close()
     assert stored["0"] == ("verdict", None) and stored["5"] == ("error", "no judge output: field 'out' is missing")
     assert [k for k, (status, _) in sorted(stored.items()) if status == "error"] == ["1", "3", "5", "6"]
+    same = calibrate("import", "jsonl", str(f), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+                     "--judge-name", "ext")
+    assert "0 judgments added" in same.output and "holds no verdict" not in same.output, "stored before, said before"
     answered = write_jsonl(tmp_path / "answered.jsonl", [{"id": str(k), **LEX, "out": "The answer is: no."}
                                                          for k in range(7)])
     calibrate("import", "jsonl", str(answered), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",

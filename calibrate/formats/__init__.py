@@ -493,7 +493,7 @@ def import_records(
             report.outputs[made.judge_name, made.status] += 1
             if made.status == "unparsed":
                 report.unparsed[made.judge_name, made.unparsed_reason or "no reason given"] += 1
-            if r.judge_error:
+            if r.judge_error and made.uid not in stored:  # (one stored before was said when it was)
                 report.errors.setdefault((r.judge_name or "imported", r.judge_error), []).append(r.location)
 
     def store_audio(item_id: int, record: Record) -> None:
