@@ -126,6 +126,12 @@ def test_system_field_and_empty_system_names(calibrate, tmp_path):
     blank = write_jsonl(tmp_path / "blank.jsonl", [{"id": "z", **LEX, "model": "  "}])
     out = calibrate("import", "jsonl", str(blank), "--task", "c3/lexical", "--lang", "en", "--system-field", "model", ok=False)
     assert "blank.jsonl:1: field 'model': the system name is empty" in out.output
+    for value, named in ((5, "number"), (True, "boolean"), ([1], "list")):  # never turned into the names 5, True, [1]
+        other = write_jsonl(tmp_path / "other.jsonl", [{"id": "y", **LEX, "model": value}])
+        out = calibrate("import", "jsonl", str(other), "--task", "c3/lexical", "--lang", "en", "--system-field",
+                        "model", ok=False)
+        assert out.exit_code == 1 and (f"other.jsonl:1: field 'model' must be text (the system under test's name), "
+                                       f"got {named}") in " ".join(out.output.split()), out.output
     assert counts(calibrate.db) == (2, 0, 0)
 
 

@@ -68,8 +68,12 @@ def jsonl_records(
             fields.pop(name, None)
         line_system = system
         if system_field:
+            if (value := obj.get(system_field)) is not None and not isinstance(value, str):
+                yield BadInput(where, f"field {system_field!r} must be text (the system under test's name), got "
+                                      f"{type_of(value)}")
+                continue
             try:
-                line_system = check_system(obj.get(system_field), f"field {system_field!r}")
+                line_system = check_system(value, f"field {system_field!r}")
             except SystemNameError as exc:
                 yield BadInput(where, str(exc))
                 continue
