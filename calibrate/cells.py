@@ -61,15 +61,22 @@ class CellKinds:
     system dimension is not part of the key: callers that cut by system keep a CellKinds per
     system (naming it as `system`, for the refusal to name the cell as `--by` does) or split a
     cell's items by their system. A refusal advises the `--by` that keeps the user's dimensions
-    and adds the one that parts the two kinds met."""
+    and adds the one that parts the two kinds met. With `scores_apart` (for a caller that leaves
+    scores out, as `trust` does), a (task, language) of scores is a cell of its own, keyed by
+    itself, and never refused beside the cell `--by` would put it in."""
 
-    def __init__(self, templates: TemplateSet, by: tuple[str, ...], system: str | None = None):
+    def __init__(self, templates: TemplateSet, by: tuple[str, ...], system: str | None = None, *,
+                 scores_apart: bool = False):
         self.templates, self.by, self.system = templates, by, system  # `system`: the one whose cells these are
+        self.scores_apart = scores_apart
+        self._apart: set[tuple[str, str]] = set()  # with scores_apart: the pairs of scores, each its own cell
         self._own: dict[tuple[str, str], VerdictKind | None] = {}
         self._cell: dict[tuple[str, str], VerdictKind | None] = {}
         self._first: dict[tuple[str, str], tuple[str, str]] = {}  # a cell's first (task, lang) of its kind
 
     def key(self, task: str, lang: str) -> tuple[str, str]:
+        if (task, lang) in self._apart:
+            return task, lang
         key = (task if "task" in self.by else "*", lang if "lang" in self.by else "*")
         if (task, lang) not in self._own:
             try:
@@ -77,6 +84,10 @@ class CellKinds:
             except TemplateError:
                 own = None
             self._own[(task, lang)] = own
+            if self.scores_apart and own is not None and own.scored:
+                self._apart.add((task, lang))
+                self._cell[task, lang] = own
+                return task, lang
             first = self._cell.setdefault(key, own)
             if own is not None and first is not None and own.pool_key != first.pool_key:
                 raise self._unlike(key, first, own, (task, lang))

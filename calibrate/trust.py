@@ -73,7 +73,7 @@ def build_trust(store: Store, templates: TemplateSet, *, by: tuple[str, ...], ta
     same snapshot, which read part of the verdicts meanwhile (`reliability_cells.gather`)."""
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
-    kinds = CellKinds(templates, by)
+    kinds = CellKinds(templates, by, scores_apart=True)  # scores have no verdict to accept: left out
     by_system = "system" in by
     found, _ = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
                              by_system=by_system, min_labels=min_labels, helpers=helpers)

@@ -53,6 +53,21 @@ def test_trust_by_system_gives_a_row_per_system(tmp_path):
     assert "alpha" in table and "beta" in table and "c3/lexical" in table
 
 
+def test_trust_by_system_leaves_a_judges_rubric_scores_out_instead_of_refusing_to_pool_them(tmp_path):
+    """`trust` leaves scores out (no verdict to accept): a judge that also scored rubric items of
+    a system still gets that system's row."""
+    path = tmp_path / "t.db"
+    two_systems_db(path)
+    store = Store(path)
+    ids, _ = store.add_items([NewItem("rubric/reference", "zh", f"r{k}", {name: "x" for name in (
+        "question", "content", "answer", "llm_answer", "llm_reasoning")}, system="alpha") for k in range(3)], with_ids=True)
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="unparsed") for i in ids])
+    store.close()
+    out = Calibrate(path)("trust", "--by", "system", "--min-labels", "22", "--format", "json")
+    rows = json.loads(out.stdout)
+    assert [(r["system"], r["task"], r["lang"], r["n"]) for r in rows] == [("alpha", "*", "*", 30), ("beta", "*", "*", 20)]
+
+
 @pytest.mark.parametrize("command", ["report", "scores", "trust"])
 def test_each_command_refuses_a_bad_by_with_the_valid_values(demo_db, command):
     result = Calibrate(demo_db)(command, "--by", "task,judge", ok=False)
