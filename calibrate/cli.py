@@ -978,9 +978,22 @@ def import_c3_results(ctx, results_dir, lang, judge_name, annotator, system, ski
                                     f"(calibrate annotate --task {part.task} --lang {lang})"))
 
 
+def _superglue_task(ctx: click.Context, param: click.Parameter, name: str) -> str:
+    """`import superglue --task`, checked as an option value: a usage error naming the tasks."""
+    from calibrate.formats.superglue import SUPERGLUE_TASKS, task_id
+
+    try:
+        task_id(name)
+    except ImportFailed:
+        raise click.BadParameter(unknown_value("SuperGLUE task", name, list(SUPERGLUE_TASKS), "the tasks"),
+                                 ctx=ctx, param=param) from None
+    return name
+
+
 @import_group.command(name="superglue", database=CREATES)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--task", "task_name", required=True, help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
+@click.option("--task", "task_name", required=True, callback=_superglue_task,
+              help="boolq, copa, cb, rte, wic, wsc, multirc, record, axb or axg.")
 @click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"idx": ..., "response": "..."}: the answers of the model under test (MultiRC\'s idx '
                    '{"paragraph", "question", "answer"}; ReCoRD\'s the query idx, or {"passage", "query"}).')

@@ -230,6 +230,8 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     # one of two judges meeting the system is named, not dropped without a word
     (["scores", "--judge", "demo-judge-2", "--judge", "demo-judge", "--system", "sdm-alpha"], 1,
      "demo-judge-2 judged none of the items of system 'sdm-alpha' in"),
+    (["import", "superglue", "--task", "boolk", "x.jsonl"], 2,
+     "Invalid value for '--task': unknown SuperGLUE task 'boolk' (did you mean boolq?)"),
     (["items", "--status", "flagged"], 1, "no items in"),
     (["items", "--offset", "500"], 1, "demo.db at --offset 500: 62 match"),
     # a missing folder is said before --system is asked for (the demo has two systems' C3 items)
