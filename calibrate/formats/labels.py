@@ -280,7 +280,10 @@ def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadI
     """One row of a label file (task, lang, source_id, annotator, label[, system, note]), checked."""
     missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
     if missing:
-        return BadInput(where, f"missing field {missing[0]!r} (a label row has {', '.join(REQUIRED)}; "
+        name = missing[0]
+        problem = (f"missing field {name!r}" if name not in obj else
+                   f"field {name!r} is {'empty' if obj[name] == '' else 'null'}")
+        return BadInput(where, f"{problem} (a label row has {', '.join(REQUIRED)}; "
                                f"this one has {', '.join(k for k, v in obj.items() if v not in (None, '')) or 'none'})")
     not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
     if not_text:
