@@ -2339,7 +2339,9 @@ def export_group(click_ctx, fmt, out, system, target, risk, min_labels):
             options["scores"] = kinds.any_scored(ctx.store.task_langs(system=system))
         writer = functools.partial(write_jsonl if fmt == "jsonl" else write_csv, **options)
         marks = trust_marks(ctx.store, kinds, target=target, risk=risk, min_labels=min_labels, helpers=helpers)
-        say_trust_refusals(marks.refusals(), "trust marks: every verdict there is marked 'needs a person'")
+        met = None if system is None else {(task, lang, name) for task, lang, of, name in ctx.store.judged_cells()
+                                           if of == system}  # the cells of the items it exports
+        say_trust_refusals(marks.refusals(judged=met), "trust marks: every verdict there is marked 'needs a person'")
         if out:  # JSON lines go to the file as UTF-8 bytes (`write_jsonl`), CSV rows as text
             with replaced_whole(out) as part, part.open("wb") if fmt == "jsonl" else part.open(
                     "w", encoding="utf-8", newline="") as handle:

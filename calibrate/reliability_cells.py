@@ -33,7 +33,7 @@ which read this module's defaults, start without them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -407,11 +407,15 @@ class TrustMarks:
     judge: str | None = None
     refused: list[tuple[tuple[str, str], str, str]] = field(default_factory=list)  # (cell, judge, why no threshold)
 
-    def refusals(self, task: str | None = None, lang: str | None = None) -> list[tuple[str, str]]:
+    def refusals(self, task: str | None = None, lang: str | None = None, *,
+                 judged: Collection[tuple[str, str, str]] | None = None) -> list[tuple[str, str]]:
         """(cell and judge, why) where no threshold was certified, in the cells of `task` and
-        `lang` (None: any)."""
+        `lang` (None: any), and where `judged` (task, lang, judge) is given, in the cells where
+        one of them falls (the cells an export of one system's items meets)."""
         return [(f"{cell[0]} {cell[1]} ({judge_name})", why) for cell, judge_name, why in self.refused
-                if task in (None, cell[0], "*") and lang in (None, cell[1], "*")]
+                if task in (None, cell[0], "*") and lang in (None, cell[1], "*")
+                and (judged is None or any(cell[0] in (t, "*") and cell[1] in (g, "*") and j == judge_name
+                                           for t, g, j in judged))]
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,

@@ -194,3 +194,15 @@ def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_nev
     assert "1 label added" in " ".join(dee.output.split()), "score columns of a person without a label:NAME column"
     unchanged = fresh("same.db")("import", "labels", str(out))
     assert "0 labels added" in " ".join(unchanged.output.split()), "the export as written adds nothing to its database"
+
+
+def test_an_export_of_one_system_says_only_the_trust_refusals_of_its_own_cells(demo_db, tmp_path):
+    """The note on verdicts marked 'needs a person' counts the cells (task, language, judge) the
+    exported system's items are judged in, not every cell of the database."""
+    store = Store(demo_db)
+    own = {(task, lang, judge) for task, lang, system, judge in store.judged_cells() if system == "sdm-beta"}
+    every = {(task, lang, judge) for task, lang, _, judge in store.judged_cells()}
+    store.close()
+    assert 0 < len(own) < len(every)
+    out = Calibrate(demo_db)("export", "--system", "sdm-beta", "--out", str(tmp_path / "beta.jsonl"))
+    assert f"no confidence threshold certified in {len(own)} cells" in out.stderr, out.stderr
