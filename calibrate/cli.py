@@ -2065,20 +2065,20 @@ def report_command(ctx, judge, system, by, fmt, out, wide, unparsed, unparsed_as
 JUDGE_AGAIN = "ask the judge again (calibrate judge), or import its outputs: a verdict replaces a failed call"
 
 
-def _no_verdicts(ctx: Context, judge: str | None, which: str, system: str | None = None) -> str:
-    """Why there is no judge verdict (`which`: what kind, for the message) to work with: judges
+def _no_verdicts(ctx: Context, judge: str | None, none: str, system: str | None = None) -> str:
+    """Why there is no judge verdict to work with (`none` says so, its `{db}` the database): judges
     whose every call failed, or none has run."""
     if failed := ctx.store.failed_only_judges(system=system, judge=judge):
         shown = [f"{name} ({counted(n, 'error')})" for name, n in failed.items()]
-        return (f"no judge verdicts {which} in {ctx.db_path}: every call of {listing(shown)} failed, no verdict "
+        return (f"{none.format(db=ctx.db_path)}: every call of {listing(shown)} failed, no verdict "
                 f"(calibrate items --status error lists them): {JUDGE_AGAIN}")
-    return f"no judge verdicts {which} in {ctx.db_path}: run calibrate judge first"
+    return f"{none.format(db=ctx.db_path)}: run calibrate judge first"
 
 
 def _nothing_to_report(ctx: Context, cells, judge: str | None, system: str | None) -> str:
     """Why the report has no line with a number, and what to do."""
     if not cells:
-        return _no_verdicts(ctx, judge, "to compare with people", system)
+        return _no_verdicts(ctx, judge, "no judge verdicts in {db} to compare with people", system)
     labelled = [c for c in cells if c.lines]
     if not labelled and (failed := [c for c in cells if c.labelled_errors]):
         return (f"no agreement to report: every labelled item of the judged cells "
@@ -2216,7 +2216,7 @@ def trust_command(ctx, target, risk, judge, by, gold_from, fmt, min_labels, out)
         result = trust.build_trust(ctx.store, ctx.templates, by=by, target=target, risk=risk, judge=judge,
                                    gold_from=gold_from, min_labels=min_labels, helpers=helpers)
     if not result.rows:
-        raise click.ClickException(result.scores_only() or _no_verdicts(ctx, judge, "with a yes/no or label verdict"))
+        raise click.ClickException(result.scores_only() or _no_verdicts(ctx, judge, "no judge verdicts with a yes/no or label verdict in {db}"))
     if not any(row.found.n for row in result.rows):
         raise click.ClickException(
             f"nothing to assess: no judge verdict in {ctx.db_path} has both a confidence and a human label "
