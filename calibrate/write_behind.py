@@ -9,8 +9,10 @@ time (`calibrate.store`): the caller hands it over with each write and takes it 
 A caller that fails or is stopped (Ctrl-C, SIGTERM) calls `wait_out` before it uses the store
 again: a write handed over and not begun is left out, one waiting for another writer's lock
 stops waiting, and the one under way ends. The threads share nothing a signal could leave held:
-the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all), and so is the
-writer's word that it has ended. `Thread.join` is not used for that: in Python 3.11 a signal
+the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all). The writer's
+word that it has ended is a flag it sets itself, which `wait_out` looks at between short waits
+on a queue the writer then wakes it through: a signal that lands just as that wait returns cannot
+lose the word (the caller would wait for it for ever). `Thread.join` is not used for that: in Python 3.11 a signal
 that interrupts it while the thread is alive marks the thread ended (`_wait_for_tstate_lock`
 releases the lock the live thread holds), and the caller went on using the store while the
 writer still wrote (a second Ctrl-C; the process could then crash).
@@ -31,6 +33,7 @@ from contextlib import suppress
 from calibrate.store import DatabaseBusy, Store
 
 SWITCH_SECONDS = 1e-4
+WAKE_SECONDS = 0.05  # how often `wait_out` looks at the writer's flag while it waits
 
 
 class WriteBehind:
@@ -41,8 +44,8 @@ class WriteBehind:
         self.store = store
         self._writes: queue.SimpleQueue = queue.SimpleQueue()  # (write, args), then None: the thread ends
         self._ended: queue.SimpleQueue = queue.SimpleQueue()  # per write, None or what it raised
-        self._gone: queue.SimpleQueue = queue.SimpleQueue()  # None once the thread has ended its last write
-        self._waited_out = False  # that None was taken
+        self._gone: queue.SimpleQueue = queue.SimpleQueue()  # None once the thread has ended: wakes `wait_out`
+        self._writer_ended = False  # set by the writer's thread as it ends, before it wakes `wait_out`
         self._handed = False  # a write was handed over whose end this thread has not taken
         self._stopping = False  # `wait_out` was called: no write begins, a wait for the lock stops
         self._thread: threading.Thread | None = None
@@ -97,10 +100,9 @@ class WriteBehind:
         store is not the caller's."""
         self._stopping = True
         self._writes.put(None)
-        while self._thread is not None and not self._waited_out:
+        while self._thread is not None and not self._writer_ended:
             with suppress(BaseException):
-                self._gone.get()
-                self._waited_out = True
+                self._gone.get(timeout=WAKE_SECONDS)
         self._handed = False
 
     def _write(self) -> None:
@@ -118,6 +120,7 @@ class WriteBehind:
                 else:
                     self._ended.put(None)
         finally:
+            self._writer_ended = True
             self._gone.put(None)
 
     def _waiting(self, seconds: float) -> None:

@@ -178,6 +178,31 @@ def test_signals_while_the_writer_is_waited_out_wait_for_its_write_to_end(tmp_pa
     assert events == ["write ended", "waited out"]
     assert no_writer_left()
 
+def test_a_signal_landing_as_the_writers_last_word_is_taken_does_not_leave_the_wait_waiting(tmp_path):
+    """A Ctrl-C that lands just as `wait_out` takes the writer's word that it has ended (between
+    that wait's return and the next statement) does not lose the word: the wait ends (it waited
+    for a word that never came again, through every later Ctrl-C, until SIGKILL)."""
+    from calibrate.write_behind import WriteBehind
+
+    store = Store(tmp_path / "s.db")
+    writes = WriteBehind(store).__enter__()
+    word = writes._gone
+
+    class TakenThenInterrupted:
+        put = word.put
+
+        def get(self, *args, **kwargs):
+            word.get(*args, **kwargs)
+            raise KeyboardInterrupt  # the signal, at the first bytecode after the word was taken
+
+    writes._gone = TakenThenInterrupted()
+    ended = threading.Event()
+    threading.Thread(target=lambda: (writes.wait_out(), ended.set()), daemon=True).start()
+    assert ended.wait(10), "the wait ended"  # (left open where it did not: leaving would wait for ever too)
+    writes.__exit__()
+    assert no_writer_left()
+
+
 
 def test_judge_outputs_for_items_already_present_are_parsed_before_the_finish_takes_the_write_lock(tmp_path, templates,
                                                                                                    monkeypatch):
