@@ -66,6 +66,9 @@ finds no database says so and creates nothing; no command gives calibrate's tabl
 that is not a calibrate database."""
 
 
+COMMITTED_READS = 5  # how often `Context.committed_imports` reads again what Ctrl-C pressed again interrupts
+
+
 class Context:
     """What every command shares: the settings, and the database and templates they name,
     opened when first used and closed when the command ends."""
@@ -161,10 +164,14 @@ class Context:
         them: committed, so an interrupt after one leaves it in place, however close to its commit."""
         if not self.imports_stand or self._store is None:
             return []
-        try:
-            return self._store.imports_begun_here(finished=True)
-        except (CalibrateError, sqlite3.Error):  # the database failing too: the first error says more
-            return []
+        for _ in range(COMMITTED_READS):
+            try:
+                return self._store.imports_begun_here(finished=True)
+            except KeyboardInterrupt:  # Ctrl-C again (pressed twice) while this is read: read again
+                continue
+            except (CalibrateError, sqlite3.Error):  # the database failing too: the first error says more
+                return []
+        return []
 
     def keep_file(self) -> None:
         """From here on the file this command created is kept whatever happens: its own work is

@@ -331,3 +331,71 @@ def test_an_interrupt_before_the_commit_still_removes_everything(calibrate, tmp_
         assert out.exit_code == 1 and "Aborted!" in out.output and "committed" not in out.output, name
         assert visible_and_stored(calibrate.db) == (1, 1), name
         assert not Store(calibrate.db).import_runs(unfinished=True), name
+
+
+def test_an_interrupt_between_the_finishs_last_statement_and_its_commit_keeps_nothing_and_claims_nothing(
+        calibrate, tmp_path, monkeypatch):
+    """A Ctrl-C that lands as the finish's `with` block is left, before the transaction's own code
+    resumes (in contextlib's frames), skips its COMMIT and its ROLLBACK: the run's finish read back
+    on that connection would be uncommitted. The clean-up rolls it back and removes the run, and
+    nothing says it was committed."""
+    calibrate("import", "jsonl", str(write_jsonl(tmp_path / "one.jsonl", lexical_lines(1))), *IMPORT)
+    real, finishing = Store.transaction, []
+
+    def transaction(self):
+        inner, outer = real(self), self._writing is None
+
+        class LeftUnresumed:
+            def __enter__(self_):
+                return inner.__enter__()
+
+            def __exit__(self_, *exc):
+                if outer and finishing and exc[0] is None:
+                    finishing.clear()
+                    raise KeyboardInterrupt  # the generator stays suspended at its yield
+                return inner.__exit__(*exc)
+
+        return LeftUnresumed()
+
+    finish = Store.finish_import
+    monkeypatch.setattr(Store, "transaction", transaction)
+    monkeypatch.setattr(Store, "finish_import", lambda self, run: (finish(self, run), finishing.append(run)))
+    out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(4))), *IMPORT, ok=False)
+    monkeypatch.undo()
+    assert out.exit_code == 1 and "Aborted!" in out.output and "committed" not in out.output, out.output
+    assert visible_and_stored(calibrate.db) == (1, 1)
+    assert not Store(calibrate.db).import_runs(unfinished=True)
+
+
+def test_a_run_id_another_import_took_over_is_not_taken_for_this_stores_own(tmp_path):
+    """A run removed by `import abandon` frees its id for the next import: the Store that began it
+    neither calls that import's run its own (committed) nor removes it (while it runs)."""
+    first, other = Store(tmp_path / "s.db"), Store(tmp_path / "s.db")
+    run = first.begin_import("stopped import")
+    assert other.abandon_import(run) == 0  # `calibrate import abandon RUN`: taken and removed
+    again = other.begin_import("the next import")
+    assert again == run, "the id is free again"
+    assert first.imports_begun_here(finished=False) == [] and first.imports_begun_here(finished=True) == []
+    other.finish_import(again)
+    assert first.imports_begun_here(finished=True) == [] and other.imports_begun_here(finished=True) == [again]
+
+
+def test_ctrl_c_pressed_twice_after_the_commit_still_says_the_import_stands(calibrate, tmp_path, monkeypatch):
+    """The second Ctrl-C lands while the command reads back which runs it committed: it reads
+    again, and says the import stands, rather than "Aborted!"."""
+    def interrupted(self, item_ids):
+        raise KeyboardInterrupt
+
+    read_back, second = Store.imports_begun_here, []
+
+    def interrupted_once(self, *, finished):
+        if finished and not second:
+            second.append(True)
+            raise KeyboardInterrupt
+        return read_back(self, finished=finished)
+
+    monkeypatch.setattr(Store, "decisions", interrupted)
+    monkeypatch.setattr(Store, "imports_begun_here", interrupted_once)
+    out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(4))), *IMPORT, ok=False)
+    assert second and out.exit_code == 1 and "interrupted after import run 1 was committed" in out.output, out.output
+    assert visible_and_stored(calibrate.db) == (4, 4)

@@ -219,7 +219,7 @@ def test_judge_outputs_for_items_already_present_are_parsed_before_the_finish_ta
     made = formats_module.judgment_from_output
 
     def judgment_from_output(*args, **kwargs):
-        made_while_writing.append(store._writing)
+        made_while_writing.append(store._writing is not None)
         return made(*args, **kwargs)
 
     monkeypatch.setattr(formats_module, "judgment_from_output", judgment_from_output)

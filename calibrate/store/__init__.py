@@ -396,29 +396,45 @@ class Store(ItemsMixin, ImportRunsMixin, JudgmentsMixin, JudgeRunsMixin, BatchEx
 
     on_wait: Callable[[float], None] | None = None
     """Called with the seconds waited while a write waits for the lock; None: wait silently."""
-    _writing = False  # whether a transaction of `transaction()` is open (a nested one joins it)
+    _writing: object | None = None  # the open `transaction()` block's own token (a nested one joins it)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction (`BEGIN IMMEDIATE`), counted in `commits`; nested calls join the
         outer one. Begun inside the block that rolls it back: an interrupt (Ctrl-C, SIGTERM)
-        right after the BEGIN leaves no transaction open for the clean-up's to fail on."""
-        if self._writing:
+        right after the BEGIN leaves no transaction open for the clean-up's to fail on. A block
+        that an interrupt left without resuming it (`end_interrupted_transaction`) touches nothing
+        when it is closed later: the connection is no longer its."""
+        if self._writing is not None:
             yield
             return
+        token = object()
         try:
-            self._writing = True
+            self._writing = token
             _begin_waiting(self.conn, self.on_wait)
             yield
             self.conn.execute("COMMIT")
             self.commits += 1
         except BaseException:
-            if self.conn.in_transaction:  # SQLite itself rolls back after some faults (a full disk, I/O)
+            # SQLite itself rolls back after some faults (a full disk, I/O)
+            if self._writing is token and self.conn.in_transaction:
                 with suppress(sqlite3.Error, DatabaseFault):  # the first error says more than this one
                     self.conn.execute("ROLLBACK")
             raise
         finally:
-            self._writing = False
+            if self._writing is token:
+                self._writing = None
+
+    def end_interrupted_transaction(self) -> None:
+        """Roll back a write transaction an interrupt left open, and take this connection back
+        from it: an interrupt that lands after a `transaction()` block's last statement, in
+        contextlib's frames before the block's own code resumes, skips both its COMMIT and its
+        ROLLBACK. Call only where no `transaction()` block is open on this connection (a failed
+        import's clean-up, once its writer thread has ended)."""
+        if self.conn.in_transaction:
+            with suppress(sqlite3.Error, DatabaseFault):
+                self.conn.execute("ROLLBACK")
+        self._writing = None
 
     def check_writable(self) -> None:
         """Raise the DatabaseFault that writing would (the file, its folder or its mount

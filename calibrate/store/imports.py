@@ -79,14 +79,20 @@ class ImportRunsMixin:
     def imports_begun_here(self, *, finished: bool) -> list[int]:
         """The import runs this Store began that are now finished (committed: `finished`) or not
         yet, in id order, as the database records them: what an interrupt that lands anywhere
-        around a commit leaves, read back rather than assumed."""
-        begun = sorted(self._import_leases)
-        if not begun:
+        around a commit leaves, read back rather than assumed. A run is this Store's by its id and
+        its owner tag (an id freed by `import abandon` may be another import's run now), or an
+        unfinished one taken from its writer by a clean-up (owner NULL); a write
+        transaction an interrupt left open is rolled back first (`end_interrupted_transaction`):
+        what it wrote was never committed. Call where no `transaction()` block is open."""
+        self.end_interrupted_transaction()
+        if not self._import_leases:
             return []
-        marks = ",".join("?" * len(begun))
+        owned = dump_json([[run, owner] for run, (owner, _) in sorted(self._import_leases.items())])
+        # an unfinished run's owner is NULL once a clean-up took it (one of this Store's, interrupted, may have)
         return [row[0] for row in self.conn.execute(
-            f"SELECT id FROM import_runs WHERE id IN ({marks}) AND (finished_at IS NOT NULL) = ? ORDER BY id",
-            [*begun, finished])]
+            "SELECT r.id FROM import_runs r JOIN json_each(?) e ON r.id = json_extract(e.value, '$[0]') "
+            "AND (r.owner = json_extract(e.value, '$[1]') OR (r.owner IS NULL AND r.finished_at IS NULL)) "
+            "WHERE (r.finished_at IS NOT NULL) = ? ORDER BY r.id", (owned, finished))]
 
     def import_renewal_due(self, run: int) -> bool:
         """Whether IMPORT_HEARTBEAT_SECONDS have passed since the run's heartbeat was last renewed."""
