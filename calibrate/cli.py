@@ -611,19 +611,20 @@ out_option = click.option("--out", type=OUT_FILE, callback=out_file_callback,
 
 
 def run_import(ctx: Context, records, skip_bad: bool, update: bool = False, system: str = "",
-               data_tasks=(), conflict_advice=new_version_advice, labels_put_back_said: bool = True) -> ImportReport:
+               data_tasks=(), conflict_advice=new_version_advice, labels_put_back_said: bool = True,
+               refusal=None) -> ImportReport:
     """Store the records and print what happened; `system` says whose items they are (and how
     the name was chosen), at the end of the summary; `data_tasks` are the tasks the records bring
     (Inspect logs); `conflict_advice` is the format's advice on changed content (`ConflictAdvice`);
     `labels_put_back_said` False where the caller says itself what its labels changed (C3 result
-    files, whose decisions are files', not a person's). The run is recorded as its command and the
-    paths it reads."""
+    files, whose decisions are files', not a person's); `refusal` as `import_records` takes it. The run
+    is recorded as its command and the paths it reads."""
     command = click.get_current_context()
     source = " ".join(["calibrate", *command.command_path.split()[1:],
                        *(str(v) for v in command.params.values() if isinstance(v, Path))])
     ctx.imports_stand = True
     report = import_records(ctx.store, records, ctx.templates, skip_bad=skip_bad, update=update, source=source,
-                            data_tasks=data_tasks, conflict_advice=conflict_advice)
+                            data_tasks=data_tasks, conflict_advice=conflict_advice, refusal=refusal)
     for bad in report.skipped:
         err_console.print(safe_text(f"skipped {bad}", style="yellow"))
     for missing in report.without_audio[:AUDIO_PROBLEMS_SHOWN]:
@@ -1016,6 +1017,7 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
         default_system,
         superglue_conflict_advice,
         superglue_records,
+        task_id,
     )
 
     if system is not None and not predictions:
@@ -1040,9 +1042,17 @@ def import_superglue(ctx, file, task_name, predictions, system, skip_bad, update
                 and not record.item.system
             yield record
 
+    def none_answered(report: ImportReport) -> str | None:
+        """Why nothing is imported where no item the predictions answer is (their lines bad)."""
+        if predictions and not report.systems[system]:
+            return (f"no item that {predictions} answers is among the records of {file} read as items (the lines "
+                    f"holding them are bad), so system {system} would have no {task_id(task_name)} item")
+        return None
+
     with progress_bar(size, f"importing {file.name}") as advance:
         run_import(ctx, noting_unanswered(superglue_records(file, task_name, predictions, advance, system or "")), skip_bad,
-                   update, shown, conflict_advice=superglue_conflict_advice)
+                   update, shown, conflict_advice=superglue_conflict_advice, refusal=none_answered)
+
     if unanswered:
         err_console.print(safe_text(f"{counted(unanswered, 'item')} of {file} had no prediction in {predictions}: stored "
                                     "gold-only, without a system (not scored for it)", style="yellow"))

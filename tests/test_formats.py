@@ -307,8 +307,24 @@ def test_predictions_none_of_which_match_an_item_import_nothing_even_with_skip_b
     out = calibrate("import", "superglue", "--task", "boolq", str(SG / "boolq.jsonl"), "--predictions", str(preds),
                     "--skip-bad", ok=False)
     assert out.exit_code == 1 and " ".join(out.output.split()) == (
-        f'Error: {preds}:1: prediction idx "98" matches no superglue/boolq item in {SG / "boolq.jsonl"}; none of the 2 '
-        f"predictions in {preds} matches one: nothing was imported (even with --skip-bad)")
+        f'Error: {preds}:1: prediction idx "98" matches no superglue/boolq item in {SG / "boolq.jsonl"}; no '
+        f"prediction in {preds} matches one: nothing was imported (even with --skip-bad)")
+    assert not calibrate.db.exists()
+
+
+def test_predictions_answering_only_bad_lines_import_nothing_even_with_skip_bad(calibrate, tmp_path):
+    """The items the predictions answer fail their checks further on (a field the prompt needs):
+    the other lines are not imported gold-only under a summary naming the predictions' system."""
+    gold = write_jsonl(tmp_path / "boolq.jsonl", [{"idx": 0, "question": "q0", "label": True},
+                                                  {"idx": 1, "question": "q1", "passage": "p1", "label": False}])
+    (tmp_path / "sys1").mkdir()
+    preds = write_jsonl(tmp_path / "sys1" / "p.jsonl", [{"idx": 0, "response": "True"}])
+    out = calibrate("import", "superglue", "--task", "boolq", str(gold), "--predictions", str(preds), "--skip-bad",
+                    ok=False)
+    assert out.exit_code == 1 and (
+        f"Error: no item that {preds} answers is among the records of {gold} read as items (the lines holding them are "
+        "bad), so system sys1 would have no superglue/boolq item; nothing was imported: 1 skipped as bad "
+        f"({gold}:1: missing field 'passage'") in " ".join(out.output.split()), out.output
     assert not calibrate.db.exists()
 
 

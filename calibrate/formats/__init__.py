@@ -284,6 +284,7 @@ class ImportReport:
     counts: ImportCounts = field(default_factory=ImportCounts)
     skipped: list[BadInput] = field(default_factory=list)
     records: int = 0
+    systems: Counter = field(default_factory=Counter)  # system -> valid records of its items (where a record names one)
     without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
     unmatched: list[tuple[str, str, list[str]]] = field(default_factory=list)  # see ItemIndex.unmatched
     changed: list[VerdictChange] = field(default_factory=list)  # verdicts in force on items stored before
@@ -445,12 +446,15 @@ def import_records(
     source: str = "import",
     data_tasks: Sequence[tuple[str, str, str, tuple[str, ...]]] = (),
     conflict_advice: ConflictAdvice = new_version_advice,
+    refusal: Callable[[ImportReport], str | None] | None = None,
 ) -> ImportReport:
     """Store records as one recorded import run. Raises ImportFailed (nothing stored) on the
     first bad input unless `skip_bad`. With `update`, changed content under a stored identity
     becomes a new version instead of a bad input (which ends in the format's `conflict_advice`).
     `data_tasks` (task, lang, family, labels) are the tasks these records bring with them (see
-    TemplateSet.add_data_task), recorded with the finish.
+    TemplateSet.add_data_task), recorded with the finish. `refusal`, once every record is read and
+    before the finish, says why the import as read is not the one asked for (ImportFailed: nothing
+    stored), or None.
 
     New items (with their judgments and audio) are written in short transactions of BATCH to
     BATCH_MAX records (as many as fit in BATCH_SECONDS), so annotators and judge runs are never
@@ -582,6 +586,8 @@ def import_records(
                     report.skipped.append(record)
                     continue
                 report.records += 1
+                if record.item is not None:
+                    report.systems[record.item.system] += 1
                 if record.ref is not None:
                     continue  # attaches to a stored item: written with the finish
                 batch.append(record)
@@ -591,6 +597,8 @@ def import_records(
             writes.settle()
             if report.records == 0:
                 raise ImportFailed("no valid records; nothing was imported" + skipped_summary(report.skipped))
+            if refusal is not None and (why := refusal(report)):
+                raise ImportFailed(f"{why}; nothing was imported" + skipped_summary(report.skipped, every=False))
             judged = [(item.id, item, r) for item, r in attached if r.has_judgment]
             made = [judgment(*one) for one in judged]  # before the finish's write lock, which it would lengthen
             with store.transaction():

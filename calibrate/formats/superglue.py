@@ -196,13 +196,16 @@ def superglue_records(
     if task == "superglue/record" and any("/" not in key for key in responses):
         responses = _by_query(path, responses)
     used: set[str] = set()
+    bad: list[BadInput] = []  # lines not read as items (an item a prediction answers may be among them)
     for entry in read_jsonl(path, progress):
         if isinstance(entry, BadInput):
+            bad.append(entry)
             yield entry
             continue
         where, obj = entry
         items = _items(task, obj, where)
         if isinstance(items, BadInput):
+            bad.append(items)
             yield items
             continue
         for source_id, fields, reference in items:
@@ -215,6 +218,8 @@ def superglue_records(
     unmatched = [BadInput(where, f"prediction idx {json.dumps(key)} matches no {task} item in {path}{_idx_shape(task)}")
                  for key, (_, where) in responses.items() if key not in used]
     if responses and not used:  # the predictions are what the user imports, and none is: not even with --skip-bad
-        raise ImportFailed(f"{unmatched[0]}; none of the {len(responses):,} predictions in {predictions} matches one: "
-                           "nothing was imported (even with --skip-bad)")
+        among = (f"; {path} has {len(bad):,} bad {'line' if len(bad) == 1 else 'lines'}, which the items they answer "
+                 f"may be among (the first: {bad[0]})" if bad else "")
+        raise ImportFailed(f"{unmatched[0]}; no prediction in {predictions} matches one{among}: nothing was imported "
+                           "(even with --skip-bad)")
     yield from unmatched
