@@ -280,9 +280,8 @@ def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadI
     """One row of a label file (task, lang, source_id, annotator, label[, system, note]), checked."""
     missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
     if missing:
-        name = missing[0]
-        problem = (f"missing field {name!r}" if name not in obj else
-                   f"field {name!r} is {'empty' if obj[name] == '' else 'null'}")
+        name = missing[0]  # (a gold export's columns read as a label row may put a field there as None)
+        problem = f"field {name!r} is empty" if obj.get(name) == "" else f"missing field {name!r}"
         return BadInput(where, f"{problem} (a label row has {', '.join(REQUIRED)}; "
                                f"this one has {', '.join(k for k, v in obj.items() if v not in (None, '')) or 'none'})")
     not_text = [k for k in TEXT if obj.get(k) is not None and not isinstance(obj[k], str)]
@@ -292,6 +291,8 @@ def _label_row(where: str, obj: dict, templates: TemplateSet) -> LabelRow | BadI
         source_id = valid_id(obj["source_id"], "'source_id'")
     except InputError as exc:
         return BadInput(where, str(exc))
+    if not obj["annotator"].strip():
+        return BadInput(where, "field 'annotator' is only spaces: name the person who labelled")
     if obj["annotator"] == CONSOLIDATED:
         return Consolidated(where)
     task, lang = obj["task"], obj["lang"]
