@@ -2097,20 +2097,32 @@ def _nothing_to_report(ctx: Context, cells, judge: str | None, system: str | Non
     if not cells:
         return _no_verdicts(ctx, judge, "no judge verdicts in {db} to compare with people", system)
     labelled = [c for c in cells if c.lines]
-    if not labelled and (failed := [c for c in cells if c.labelled_errors]):
-        return (f"no agreement to report: every labelled item of the judged cells "
-                f"({_cells_and_judges({(c.key, c.system) for c in failed}, {c.judge for c in failed})}) holds a failed "
-                f"call of its judge, no verdict ({counted(failed[0].labelled_errors, 'item') + '; ' if len(failed) == 1 else ''}"
-                f"calibrate items --status error lists them): {JUDGE_AGAIN}")
     if not labelled:
-        return (f"no agreement to report yet: no item of the judged cells "
-                f"({_cells_and_judges({(c.key, c.system) for c in cells}, {c.judge for c in cells})}) is labelled by "
-                "people. Label items (calibrate annotate) or import labels (calibrate import labels FILE)")
+        return "no agreement to report yet: " + ". ".join(_why_unlabelled(cells))
     tied = sum(line.jury_ties for c in labelled for line in c.lines)
     return (f"no agreement to report: every labelled item's verdict is unparsed in the labelled cells "
             f"({_cells_and_judges({(c.key, c.system) for c in labelled}, {c.judge for c in labelled})})"
             + (f", or the jury's judges tie on it ({tied} labelled items tied, which --unparsed does not settle)"
                if tied else "") + "; see --unparsed, or calibrate parse after a parser change")
+
+
+def _why_unlabelled(cells) -> list[str]:
+    """Why none of the report's `cells` has a labelled item with a verdict, per kind of cell:
+    labelled items that hold only failed calls, every call failed (asking again is what helps
+    there), or judged items none of which is labelled (labelling is)."""
+    def judges(of) -> str:
+        return f"{listing(sorted({c.judge for c in of}))} in {counted(len({(c.key, c.system) for c in of}), 'cell')}"
+
+    failed = [c for c in cells if c.labelled_errors]
+    only_failed = [c for c in cells if not c.labelled_errors and not c.judged]
+    to_label = [c for c in cells if c.labelled_errors == 0 and c.judged]
+    said = [f"the calls of {judges(failed)} on labelled items failed, no verdict"] if failed else []
+    said += [f"every call of {judges(only_failed)} failed"] if only_failed else []
+    reasons = ["; ".join(said) + f" (calibrate items --status error lists them): {JUDGE_AGAIN}"] if said else []
+    if to_label:
+        reasons.append(f"{'None' if said else 'none'} of the items that {judges(to_label)} judged is labelled by people: "
+                       "label some (calibrate annotate) or import labels (calibrate import labels FILE)")
+    return reasons
 
 
 def _check_judged(ctx: Context, judges: tuple[str, ...], system: str | None, purpose: str) -> None:

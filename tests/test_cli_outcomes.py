@@ -240,7 +240,8 @@ def test_status_of_an_empty_database_or_an_unknown_system(demo_db, tmp_path):
     (["judge", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--task", "c3/generation"], 1,
      "nothing to judge: the 1 item selected is of a task people decide (no judge prompt)"),
     # counted as cells and judges, not as the report's 70 cell × judge blocks
-    (["report"], 1, "no agreement to report yet: no item of the judged cells (32 cells, 4 judges) is labelled by people"),
+    (["report"], 1, "no agreement to report yet: none of the items that demo-judge, demo-judge-2, jury, rule in 32 cells "
+                    "judged is labelled by people"),
     (["trust"], 1, "nothing to assess: no judge verdict in"),
     (["annotate", "--annotator", "x", "--task", "superglue/boolq", "--lang", "zh"], 1,
      "match --task 'superglue/boolq' --lang 'zh'"),
@@ -414,8 +415,18 @@ def test_a_judge_whose_every_call_failed_is_named_not_taken_for_missing_labels(c
     again = ("ask the judge again (calibrate judge), or import its outputs: a verdict replaces a failed call")
     report = calibrate("report", ok=False)
     assert report.exit_code == 1 and " ".join(report.output.split()) == (
-        "Error: no agreement to report: every labelled item of the judged cells (1 cell, 1 judge) holds a failed call "
-        f"of its judge, no verdict (3 items; calibrate items --status error lists them): {again}")
+        "Error: no agreement to report yet: the calls of ext in 1 cell on labelled items failed, no verdict (calibrate "
+        f"items --status error lists them): {again}")
+    # a judge that did judge, on unlabelled items only, beside it: named with what helps there
+    judged = tmp_path / "judged.jsonl"
+    judged.write_text("".join(json.dumps({**line, "out": "yes"}) + "\n" for line in lines[3:]), encoding="utf-8")
+    calibrate("import", "jsonl", str(judged), "--task", "c3/lexical", "--lang", "en", "--judge-output", "out",
+              "--judge-name", "good")
+    both = " ".join(calibrate("report", ok=False).output.split())
+    assert both == (
+        "Error: no agreement to report yet: the calls of ext in 1 cell on labelled items failed, no verdict (calibrate "
+        f"items --status error lists them): {again}. None of the items that good in 1 cell judged is labelled "
+        "by people: label some (calibrate annotate) or import labels (calibrate import labels FILE)"), both
     trust = calibrate("trust", ok=False)
     assert trust.exit_code == 1 and " ".join(trust.output.split()) == (
         f"Error: no judge verdicts with a yes/no or label verdict in {calibrate.db}: every call of ext (4 errors) "
