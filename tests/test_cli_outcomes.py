@@ -417,6 +417,10 @@ def test_a_judge_whose_every_call_failed_is_named_not_taken_for_missing_labels(c
     assert report.exit_code == 1 and " ".join(report.output.split()) == (
         "Error: no agreement to report yet: the calls of ext in 1 cell on labelled items failed, no verdict (calibrate "
         f"items --status error lists them): {again}")
+    trust = calibrate("trust", ok=False)
+    assert trust.exit_code == 1 and " ".join(trust.output.split()) == (
+        f"Error: no judge verdicts with a yes/no or label verdict in {calibrate.db}: every call of ext (4 errors) "
+        f"failed, no verdict (calibrate items --status error lists them): {again}")
     # a judge that did judge, on unlabelled items only, beside it: named with what helps there
     judged = tmp_path / "judged.jsonl"
     judged.write_text("".join(json.dumps({**line, "out": "yes"}) + "\n" for line in lines[3:]), encoding="utf-8")
@@ -427,7 +431,3 @@ def test_a_judge_whose_every_call_failed_is_named_not_taken_for_missing_labels(c
         "Error: no agreement to report yet: the calls of ext in 1 cell on labelled items failed, no verdict (calibrate "
         f"items --status error lists them): {again}. None of the items that good in 1 cell judged is labelled "
         "by people: label some (calibrate annotate) or import labels (calibrate import labels FILE)"), both
-    trust = calibrate("trust", ok=False)
-    assert trust.exit_code == 1 and " ".join(trust.output.split()) == (
-        f"Error: no judge verdicts with a yes/no or label verdict in {calibrate.db}: every call of ext (4 errors) "
-        f"failed, no verdict (calibrate items --status error lists them): {again}")
