@@ -10,9 +10,9 @@ A caller that fails or is stopped (Ctrl-C, SIGTERM) calls `wait_out` before it u
 again: a write handed over and not begun is left out, one waiting for another writer's lock
 stops waiting, and the one under way ends. The threads share nothing a signal could leave held:
 the hand-overs are `queue.SimpleQueue`s (C, each put or get whole or not at all). The writer's
-word that it has ended is a flag it sets itself, which `wait_out` looks at between short waits
-on a queue the writer then wakes it through: a signal that lands just as that wait returns cannot
-lose the word (the caller would wait for it for ever). `Thread.join` is not used for that: in Python 3.11 a signal
+word that it has ended is a flag it sets itself before it wakes `wait_out` through a queue, and the
+wait looks at the flag each time it wakes: a signal that lands just as the wait took the wake-up
+cannot lose the word (the caller would wait for it for ever). `Thread.join` is not used for that: in Python 3.11 a signal
 that interrupts it while the thread is alive marks the thread ended (`_wait_for_tstate_lock`
 releases the lock the live thread holds), and the caller went on using the store while the
 writer still wrote (a second Ctrl-C; the process could then crash).
@@ -33,7 +33,7 @@ from contextlib import suppress
 from calibrate.store import DatabaseBusy, Store
 
 SWITCH_SECONDS = 1e-4
-WAKE_SECONDS = 0.05  # how often `wait_out` looks at the writer's flag while it waits
+THREAD_END_SECONDS = 1.0  # how long `wait_out` gives the writer's thread to end once it is done with the store
 
 
 class WriteBehind:
@@ -102,7 +102,10 @@ class WriteBehind:
         self._writes.put(None)
         while self._thread is not None and not self._writer_ended:
             with suppress(BaseException):
-                self._gone.get(timeout=WAKE_SECONDS)
+                self._gone.get()
+        if self._thread is not None:  # done with the store; the thread itself ends a few steps later
+            with suppress(BaseException):
+                self._thread.join(THREAD_END_SECONDS)
         self._handed = False
 
     def _write(self) -> None:
