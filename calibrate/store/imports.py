@@ -13,10 +13,11 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from calibrate.model import CalibrateError, dump_json, now_iso, process_running
 
@@ -195,8 +196,10 @@ class ImportRunsMixin:
         try:
             yield
         finally:
-            self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
-            self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
+            # (on a connection an interrupt had this block left unresumed until it was closed: nothing to restore)
+            with suppress(sqlite3.ProgrammingError):
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+                self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
 
     def import_sources(self, item_ids: Iterable[int]) -> list[str]:
         """The recorded commands (`begin_import`'s source) of the import runs that added these
