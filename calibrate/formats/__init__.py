@@ -284,7 +284,7 @@ class ImportReport:
     counts: ImportCounts = field(default_factory=ImportCounts)
     skipped: list[BadInput] = field(default_factory=list)
     records: int = 0
-    systems: Counter = field(default_factory=Counter)  # system -> valid records of its items (where a record names one)
+    systems: Counter = field(default_factory=Counter)  # system -> valid records of its items (None: a record naming none)
     without_audio: list[BadInput] = field(default_factory=list)  # imported, but an audio clip is missing or unreadable
     unmatched: list[tuple[str, str, list[str]]] = field(default_factory=list)  # see ItemIndex.unmatched
     changed: list[VerdictChange] = field(default_factory=list)  # verdicts in force on items stored before
@@ -478,14 +478,13 @@ def import_records(
         )
 
     def store_judgments(judged: list[tuple[int, Item | NewItem, Record]], earlier: bool,
-                        made: list[NewJudgment] | None = None) -> None:
-        """Store the records' judgments of these items (`made` from them before, where given:
-        rendering and parsing need no write lock); where some of the items were stored
+                        new: list[NewJudgment]) -> None:
+        """Store the judgments `new` made of these records' outputs (`judgment`, before: rendering
+        and parsing need no write lock) on these items; where some of the items were stored
         before this import (`earlier`), note the verdicts in force that they change, and why
         those of them added that are not in force are not (`Store.out_of_force`)."""
         if not judged:
             return
-        new = made if made is not None else [judgment(item_id, item, r) for item_id, item, r in judged]
         before = store.verdicts_in_force_of((j.item_id, j.judge_name) for j in new) if earlier else {}
         stored = store.ids_by_uid("judgments", (j.uid for j in new)) if earlier else {}
         report.counts.judgments_added += store.add_judgments(new)
@@ -536,8 +535,8 @@ def import_records(
             for item_id, record in zip(ids, records, strict=True) if need_ids else ():
                 store_audio(item_id, record)
             if with_judgments:
-                store_judgments([(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment],
-                                earlier=added < len(records))
+                judged = [(item_id, r.item, r) for item_id, r in zip(ids, records, strict=True) if r.has_judgment]
+                store_judgments(judged, added < len(records), [judgment(*one) for one in judged])
             if need_ids:
                 store_labels([(item_id, r.item.content_hash, r) for item_id, r in zip(ids, records, strict=True)])
         took = time.perf_counter() - started
@@ -586,8 +585,7 @@ def import_records(
                     report.skipped.append(record)
                     continue
                 report.records += 1
-                if record.item is not None:
-                    report.systems[record.item.system] += 1
+                report.systems[record.item.system if record.item is not None else None] += 1
                 if record.ref is not None:
                     continue  # attaches to a stored item: written with the finish
                 batch.append(record)
@@ -605,7 +603,7 @@ def import_records(
                 report.counts.items_existing += len(attached)  # records of stored items (a multi-turn result's too)
                 for item, record in attached:
                     store_audio(item.id, record)
-                store_judgments(judged, earlier=True, made=made)
+                store_judgments(judged, True, made)
                 store_labels([(item.id, item.content_hash, r) for item, r in attached])
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
