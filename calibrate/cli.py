@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 
@@ -154,6 +155,18 @@ class Context:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    def close_at_exit(self) -> None:
+        """`close` once the command is over: a Ctrl-C meanwhile is let go (the command's work is
+        done, and SQLite's checkpoint as the file closes is best left whole) rather than ending a
+        command that did its work in "Aborted!"."""
+        held = threading.current_thread() is threading.main_thread()
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN) if held else None
+        try:
+            self.close()
+        finally:
+            if held:
+                signal.signal(signal.SIGINT, before)
 
     def saved_anything(self) -> bool:
         """Whether this command committed a write to its database."""
@@ -410,7 +423,7 @@ def cli(ctx: click.Context, db_path: str | None, template_dirs: tuple[str, ...])
     environment variables, then ./calibrate.toml, then the user config file: `calibrate
     config` shows which."""
     ctx.obj = Context(Settings({"db": db_path, "templates": template_dirs}))
-    ctx.call_on_close(ctx.obj.close)
+    ctx.call_on_close(ctx.obj.close_at_exit)
 
 
 def main() -> None:

@@ -399,3 +399,21 @@ def test_ctrl_c_pressed_twice_after_the_commit_still_says_the_import_stands(cali
     out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(4))), *IMPORT, ok=False)
     assert second and out.exit_code == 1 and "interrupted after import run 1 was committed" in out.output, out.output
     assert visible_and_stored(calibrate.db) == (4, 4)
+
+
+def test_ctrl_c_while_the_database_closes_after_the_command_is_let_go(calibrate, tmp_path, monkeypatch):
+    """The command has done its work and said so: a Ctrl-C as the database closes (SQLite's
+    checkpoint) ends it as it was going to end, not in "Aborted!"."""
+    import os
+    import signal
+
+    close = Store.close
+
+    def interrupted_close(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        close(self)
+
+    monkeypatch.setattr(Store, "close", interrupted_close)
+    out = calibrate("import", "jsonl", str(write_jsonl(tmp_path / "in.jsonl", lexical_lines(3))), *IMPORT)
+    assert out.exit_code == 0 and "3 records: 3 items added" in out.output and "Aborted!" not in out.output
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
