@@ -2523,9 +2523,19 @@ def export_c3_command(ctx, out_dir, lang, judges, system):
         console.print(safe_text(f"{statistics / name}: {counted(len(rows), 'entry', 'entries')}"))
 
 
+def _inspect_log_out(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """`export inspect --out`, refused as a usage error unless it names an Inspect log (and its
+    folder exists: `out_file_callback`)."""
+    from calibrate.formats.inspect import LOG_SUFFIXES
+
+    if value.suffix not in LOG_SUFFIXES:
+        raise click.BadParameter(f"{value}: an Inspect log ends in .eval or .json", ctx, param)
+    return out_file_callback(ctx, param, value)
+
+
 @export_group.command(name="inspect", database=READS)
 @click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", required=True, type=OUT_FILE, callback=out_file_callback,
+@click.option("--out", required=True, type=OUT_FILE, callback=_inspect_log_out,
               help="The edited log to write (.eval or .json); LOG itself is changed only if --out names it.")
 @click.option("--annotator", help="Write this annotator's labels.")
 @click.option("--gold", is_flag=True, help="Write the consolidated label of everyone who labelled (majority; ties left).")

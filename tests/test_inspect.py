@@ -783,6 +783,7 @@ def test_gold_export_writes_the_majority_and_leaves_ties(log, calibrate, tmp_pat
     usage = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.eval"), ok=False)
     assert usage.exit_code == 2 and "give --annotator NAME or --gold" in usage.output
     wrong = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.txt"), "--gold", ok=False)
+    assert wrong.exit_code == 2 and "Invalid value for '--out'" in wrong.output
     assert "an Inspect log ends in .eval or .json" in wrong.output
     other = calibrate("export", "inspect", str(log), "--out", str(tmp_path / "x.eval"), "--gold", "--lang", "zh",
                       ok=False)

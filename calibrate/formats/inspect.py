@@ -565,6 +565,10 @@ class ExportSummary:
         return self.changed + self.confirmed
 
 
+LOG_SUFFIXES = (".eval", ".json")
+"""How an Inspect log's file name ends (the format inspect writes it in)."""
+
+
 def export_edits(
     store: Store, log_path: Path, out: Path, *, annotator: str | None = None, gold: bool = False,
     lang: str = "en", system: str | None = None, scorer: str | None = None,
@@ -574,7 +578,7 @@ def export_edits(
     (majority; ties are left alone). The log at `log_path` is only read. CalibrateError (nothing
     written) when no sample has such a decision."""
     api = inspect_log_api()
-    if out.suffix not in (".eval", ".json"):
+    if out.suffix not in LOG_SUFFIXES:
         raise CalibrateError(f"--out {out}: an Inspect log ends in .eval or .json")
     if annotator is None and not gold:
         raise CalibrateError("say whose decisions to write: --annotator NAME, or --gold for the consolidated label")
