@@ -2528,9 +2528,10 @@ def _inspect_log_out(ctx: click.Context, param: click.Parameter, value: Path) ->
     folder exists: `out_file_callback`)."""
     from calibrate.formats.inspect import LOG_SUFFIXES
 
+    out_file_callback(ctx, param, value)
     if value.suffix not in LOG_SUFFIXES:
         raise click.BadParameter(f"{value}: an Inspect log ends in .eval or .json", ctx, param)
-    return out_file_callback(ctx, param, value)
+    return value
 
 
 @export_group.command(name="inspect", database=READS)
