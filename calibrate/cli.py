@@ -179,6 +179,7 @@ class Context:
             return []
         for _ in range(COMMITTED_READS):
             try:
+                self._store.end_interrupted_transaction()  # (the command's blocks are all left by now)
                 return self._store.imports_begun_here(finished=True)
             except KeyboardInterrupt:  # Ctrl-C again (pressed twice) while this is read: read again
                 continue

@@ -11,6 +11,7 @@ import pytest
 
 from calibrate.demo import load_demo
 from calibrate.kinds import LabelError, VerdictKind
+from calibrate.model import NewItem
 from calibrate.store import Store
 from tests.conftest import Calibrate
 from tests.test_formats import lexical_lines, write_jsonl
@@ -328,3 +329,16 @@ def test_a_csv_export_reads_back_what_it_guarded_against_spreadsheets(tmp_path):
     read = {(row["source_id"], row["annotator"], row["label"]) for row in store.current_labels()}
     store.close()
     assert read == {("@home", "ana", "False"), ("=1+1", "-bo", "True")}
+
+
+def test_untimed_labels_of_one_call_are_decisions_in_their_order(tmp_path):
+    """Rows without a time given to the store in one call are timed in their order: the later of
+    two rows of one person on one item is in force on every item (one timestamp for all left it
+    to their uids' order)."""
+    store = Store(tmp_path / "s.db")
+    ids, _ = store.add_items([NewItem("c3/lexical", "en", str(k), {"content": str(k), "notation": "n", "response": "r"})
+                              for k in range(20)], with_ids=True)
+    store.add_imported_labels([row for k, item_id in enumerate(ids) for row in (
+        (f"a{k}", item_id, "bob", "yes" if k % 2 else "no", None, None, None, None),
+        (f"b{k}", item_id, "bob", "no" if k % 2 else "yes", None, None, None, None))])
+    assert [store.current_label(item_id, "bob") for item_id in ids] == ["no" if k % 2 else "yes" for k in range(20)]

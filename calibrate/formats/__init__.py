@@ -609,9 +609,9 @@ def import_records(
                 for task, lang, family, labels in data_tasks:
                     store.set_data_task(task, lang, family, labels)
                 store.finish_import(run)
-        except BaseException as exc:
-            # the run as the database has it: one begun just before an interrupt is removed too
+        except BaseException as exc:  # the runs as the database has them: one begun just before an interrupt too
             writes.wait_out()
+            store.end_interrupted_transaction()
             for begun in store.imports_begun_here(finished=False):
                 store.abandon_import(begun)
             if isinstance(exc, TemplateError):

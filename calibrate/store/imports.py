@@ -82,10 +82,8 @@ class ImportRunsMixin:
         yet, in id order, as the database records them: what an interrupt that lands anywhere
         around a commit leaves, read back rather than assumed. A run is this Store's by its id and
         its owner tag (an id freed by `import abandon` may be another import's run now), or an
-        unfinished one taken from its writer by a clean-up (owner NULL); a write
-        transaction an interrupt left open is rolled back first (`end_interrupted_transaction`):
-        what it wrote was never committed. Call where no `transaction()` block is open."""
-        self.end_interrupted_transaction()
+        unfinished one taken from its writer by a clean-up (owner NULL). After an interrupt, call
+        `end_interrupted_transaction` first: a transaction it left open would read as committed."""
         if not self._import_leases:
             return []
         owned = dump_json([[run, owner] for run, (owner, _) in sorted(self._import_leases.items())])
