@@ -16,6 +16,7 @@ import pytest
 
 from calibrate.formats.c3 import c3_right
 from calibrate.model import NewItem, NewJudgment
+from calibrate.scores import build as scores_build
 from calibrate.scores.build import build_scores, c3_corrected_in
 from calibrate.scores.render import COLUMNS
 from calibrate.stats import correction, simulated
@@ -185,6 +186,20 @@ def test_corrected_scores_final_ranking_and_judge_pairs(two_systems_two_judges, 
     assert (pair.a, pair.b, pair.n, pair.n_labelled) == ("dpsk", "gpt", 160, 80)
     assert pair.kappa.ci is not None and pair.tracks_people.ci is not None
     store.close()
+
+
+def test_every_figure_is_the_same_on_one_thread_and_on_two(two_systems_two_judges, templates, monkeypatch):
+    """The cells are worked out on two threads sharing what a system's overall row pools: the
+    JSON of the scores, every interval and ranking, is the one a single thread gives."""
+    path, _, _ = two_systems_two_judges
+    store = Store(path)
+    found = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(scores_build, "CELL_THREADS", threads)
+        found[threads] = json.dumps(build_scores(store, templates).as_dict(), sort_keys=True)
+    store.close()
+    assert len(json.loads(found[2])["cells"]) == 4, "each system's cell and its overall row, which pools it"
+    assert found[1] == found[2]
 
 
 def test_scores_runs_without_importing_scipy_stats_or_signal(two_systems_two_judges):
