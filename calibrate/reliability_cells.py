@@ -165,18 +165,10 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_fro
     or `irregular_read`: what another connection read of them, None if it did not)
     with their verdict and confidence set as the module docstring says. `once_labelled`: what
     `Store.once_labelled_groups` gave on this database, read before. `helpers`: stores reading
-    the same snapshot (`Store.reading`), which read the items with one label and the irregular
-    verdicts on threads of their own meanwhile (where neither is given)."""
-    if helpers and irregular_read is None and once_labelled is None:
-        with ThreadPoolExecutor(max_workers=min(2, len(helpers))) as pool:
-            once = pool.submit(helpers[0].once_labelled_groups)
-            irregular_samples = pool.submit(helpers[-1].irregular_samples, judge)
-            return gather(store, kinds, judge=judge, gold_from=gold_from, irregular_read=irregular_samples.result,
-                          once_labelled=once.result)
-    groups = store.verdict_groups(judge, gold_from, once_labelled)
-    irregular = irregular_read() if irregular_read is not None else None
-    if irregular is None:
-        irregular = store.irregular_samples(judge)
+    the same snapshot (`Store.reading`), which read the items with one label, and read the
+    irregular verdicts and set them, on threads of their own meanwhile (where neither is given).
+    The judged cells are keyed first, in their order, which decides the words of a cell that
+    pools two kinds: a helper's thread keys only the cells of irregular verdicts none of them is."""
     out: dict[tuple[tuple[str, str], str], JudgeVerdicts] = {}
     words_of: dict[tuple[str, str], dict[str, str]] = {}
 
@@ -190,6 +182,18 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_fro
     for task, lang, _, judge_name in store.judged_cells(judge):
         if words(task, lang) is not None:
             out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts())
+    if helpers and irregular_read is None and once_labelled is None:
+        with ThreadPoolExecutor(max_workers=min(2, len(helpers))) as pool:
+            once = pool.submit(helpers[0].once_labelled_groups)
+            irregular_items = pool.submit(lambda: _irregular_items(kinds, helpers[-1].irregular_samples(judge),
+                                                                   gold_from=gold_from))
+            groups = store.verdict_groups(judge, gold_from, once.result)
+            irregular = irregular_items.result()
+    else:
+        groups = store.verdict_groups(judge, gold_from, once_labelled)
+        read = irregular_read() if irregular_read is not None else None
+        irregular = _irregular_items(kinds, read if read is not None else store.irregular_samples(judge),
+                                     gold_from=gold_from)
     for task, lang, judge_name, system, _, verdict, gold, length, n, confidences in groups:
         mapped = words(task, lang)
         if mapped is None:
@@ -198,7 +202,7 @@ def gather(store: Store, kinds: CellKinds, *, judge: str | None = None, gold_fro
         out.setdefault((kinds.key(task, lang), judge_name), JudgeVerdicts()).groups.append(group)
     import numpy as np
 
-    for (key, judge_name), items in _irregular_items(kinds, irregular, gold_from=gold_from).items():
+    for (key, judge_name), items in irregular.items():
         found = out.setdefault((key, judge_name), JudgeVerdicts())
         found.irregular = items
         found.groups += [VerdictGroup(i.verdict, i.human, i.system, i.length, 1,

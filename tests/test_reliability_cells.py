@@ -618,3 +618,47 @@ def test_the_jurys_one_judge_note_gives_each_item_one_reason(tmp_path):
     said = " ".join(run("report", "--judge", "jury").output.split())
     assert ("2 items left out: judged by one judge only (1: j2's and j3's calls failed; 1: no other judge judged it)"
             in said)
+
+
+def test_verdicts_gathered_on_helper_threads_are_those_one_connection_gathers(tmp_path, templates):
+    """With helper connections `gather` reads the items with one label on one thread and reads
+    and sets the irregular verdicts on another: what it gives is what one connection gives, the
+    Chinese repeats and the verdicts of a Chinese-only cell in the words of the English cell they
+    pool with (which the judged cells, keyed first, decide)."""
+    from calibrate.cells import CellKinds
+    from calibrate.reliability_cells import gather
+
+    path = tmp_path / "g.db"
+    store = Store(path)
+    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
+                                                                      "response": "r" * (k + 1)}) for k in range(6)],
+                            with_ids=True)
+    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
+                                                                      "response": "r" * (k + 1)}) for k in range(6)],
+                            with_ids=True)
+    # the Chinese judgments first: their cell is the first an irregular verdict's thread meets
+    repeats = {zh[0]: ["是", "否"], zh[1]: ["否", "否", "是"], en[0]: ["yes", "no", "yes"], en[1]: ["no", "no"]}
+    single = {en[2]: ("yes", 0.9), en[3]: ("no", 0.6), zh[2]: ("是", 0.7), zh[3]: ("否", 0.8), zh[4]: ("是", None)}
+    store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
+                         for i, votes in repeats.items() for k, v in enumerate(votes)]
+                        + [NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v,
+                                       confidence=p) for i, (v, p) in single.items()])
+    label_all(store, en[:5], ["yes", "no", "yes", "yes", "no"])
+    label_all(store, zh[:5], ["是", "否", "是", "否", "是"])
+    label_all(store, [en[0], zh[0]], ["yes", "是"], annotator="bo")
+
+    def gathered(helpers) -> dict:
+        found = gather(store, CellKinds(templates, ("task",)), helpers=helpers)
+        return {key: ([(g.verdict, g.human, g.system, g.length, g.n, g.confidences.tolist()) for g in v.groups],
+                      [(i.item_id, i.samples, i.verdict, i.confidence, i.human) for i in v.irregular])
+                for key, v in found.items()}
+
+    alone = gathered(())
+    with store.helpers() as helpers, store.reading(*helpers):
+        assert len(helpers) >= 1
+        beside = gathered(helpers)
+    store.close()
+    assert beside == alone
+    groups, irregular = alone[(("c3/heterograph", "*"), "gpt")]
+    assert {verdict for verdict, *_ in groups} <= {"yes", "no", None}, "the Chinese verdicts in the English words"
+    assert {item_id for item_id, *_ in irregular} == {en[0], en[1], zh[0], zh[1]}
