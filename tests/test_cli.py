@@ -318,3 +318,20 @@ def test_a_required_option_left_out_is_a_usage_error_naming_it(demo_db, tmp_path
         result = run(*args, ok=False)
         assert result.exit_code == 2 and "Missing option '--lang'" in result.output, (args, result.output)
 
+
+
+def test_a_ctrl_c_while_the_command_loads_ends_it_as_a_ctrl_c_in_it_does():
+    """The `calibrate` command (and `python -m calibrate`) loads the CLI's modules first, a few
+    tenths of a second: a Ctrl-C then is "Aborted!" and exit 1, as in a command, never the
+    traceback of the import it cut short."""
+    code = ("import builtins, os, signal\n"
+            "real = builtins.__import__\n"
+            "def interrupted(name, *args, **kwargs):\n"
+            "    if name == 'calibrate.cli':\n"
+            "        os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = interrupted\n"
+            "from calibrate.__main__ import run\n"
+            "run()\n")
+    result = subprocess.run([sys.executable, "-c", code, "status"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr, result.stdout) == (1, "Aborted!\n", "")
