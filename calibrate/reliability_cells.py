@@ -422,14 +422,17 @@ class TrustMarks:
                                            for t, g, j in judged))]
 
 
+SCORES_REFUSED = "its verdicts are scores, which no confidence threshold accepts: each needs a person"
+
+
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,
                 judge: str | None = None, gold_from: str | None = None, min_labels: int | None = None,
                 helpers: Sequence[Store] = ()) -> TrustMarks:
     """Which verdicts (from `judge`, or every judge) can be accepted without a person: those
     whose confidence reaches the threshold `trust_by_cell` finds for the item's cell (none where
     no threshold is certified, by default below `minimum_calibration` labelled items, nor
-    without a verdict or confidence). Cells of scored verdicts have no verdict to accept and
-    are left out of the refusals. `helpers` as for `gather`."""
+    without a verdict or confidence). A cell of scored verdicts has no verdict to accept: its
+    refusal says so (SCORES_REFUSED). `helpers` as for `gather`."""
     found, irregular = trust_by_cell(store, kinds, target=target, risk=risk, judge=judge, gold_from=gold_from,
                                      min_labels=min_labels, helpers=helpers)
     pairs = store.task_langs()
@@ -443,9 +446,9 @@ def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGE
             marks[(item.item_id, judge_name)] = bool(
                 trust is not None and trust.met and item.verdict is not None and item.confidence is not None
                 and item.confidence >= trust.threshold)
-    refused = [(key, judge_name, refusal_words(trust))
+    refused = [(key, judge_name, SCORES_REFUSED if kinds.scored(key) else refusal_words(trust))
                for (key, judge_name, _), trust in sorted(found.items(), key=lambda kv: (kv[0][0], kv[0][1]))
-               if not trust.met and not kinds.scored(key)]
+               if not trust.met]
     return TrustMarks(thresholds, marks, judge, refused)
 
 

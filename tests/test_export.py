@@ -138,10 +138,24 @@ def test_a_csv_export_of_rubric_scores_gives_each_score_a_column_of_its_own(tmp_
         "an unparsed verdict has no score"
     assert rows[0]["gold_basis"] == "mean of 2" and json.loads(rows[0]["label:ana"])["score_answer"] == 20.0, \
         "the JSON cells stay, which import labels reads back"
-    line = json.loads(run("export").output.splitlines()[0])
+    line = json.loads(run("export").stdout.splitlines()[0])
     assert "gold_label:score_answer" not in line and json.loads(line["gold_label"])["score_answer"] == 20.0, "JSONL as before"
     header = Calibrate(labelled_db[0])("export", "--format", "csv").output.splitlines()[0]
     assert "score_answer" not in header, "no score columns where no kind has scores"
+
+
+def test_the_note_on_marks_names_a_cell_of_scores_whose_verdicts_all_need_a_person(tmp_path):
+    """A rubric judge's scores are each marked 'needs a person' (no threshold accepts a score):
+    the note that says which cells' verdicts are all so marked names their cell too, and why."""
+    from tests.test_report import two_scorers_db
+
+    two_scorers_db(tmp_path / "r.db")
+    out = Calibrate(tmp_path / "r.db")("export", "--out", str(tmp_path / "gold.jsonl"))
+    lines = [json.loads(line) for line in (tmp_path / "gold.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {line["trust"]["ds"] for line in lines} == {"needs a person"}
+    said = " ".join(out.stderr.split())
+    assert "no confidence threshold certified in 1 cell" in said
+    assert "rubric/reference zh (ds): its verdicts are scores, which no confidence threshold accepts" in said
 
 
 def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_never_dropped(tmp_path):
