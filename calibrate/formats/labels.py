@@ -316,8 +316,8 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
         raise ImportFailed(f"{path}: no such file")
     index = ItemIndex(store)
     hashes: dict[int, str] = {}
-    rows, skipped, unlabelled, consolidated, notes_left_out = [], [], 0, 0, 0
-    places: list[str] = []  # each row's
+    skipped, unlabelled, consolidated, notes_left_out = [], 0, 0, 0
+    found: list[tuple[int, str, str, str, tuple]] = []  # (item, annotator, label, place, its store row) per row
     last: dict[tuple[int, str], tuple[str, str]] = {}  # (item, annotator) -> (label, place) of the file's last row
     for row in read_labels(path, templates):
         if isinstance(row, Unlabelled):
@@ -338,9 +338,9 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
                 if item_id not in hashes:
                     hashes[item_id] = store.item(item_id).content_hash
                 uid = digest(hashes[item_id], row.annotator, row.label, row.note or "", "import labels")
-                places.append(row.location)
                 last[item_id, row.annotator] = (row.label, row.location)
-                rows.append((uid, item_id, row.annotator, row.label, row.note, None, None, None))
+                found.append((item_id, row.annotator, row.label, row.location,
+                              (uid, item_id, row.annotator, row.label, row.note, None, None, None)))
         if isinstance(problem, ZeroBased):
             raise ImportFailed(f"{problem}; {path} numbers the choices from 0, so its other labels would be read "
                                f"one choice off: nothing was imported, even with --skip-bad (add 1 to every choice)")
@@ -348,16 +348,16 @@ def import_labels(store: Store, templates: TemplateSet, path: Path, *, skip_bad:
             if not skip_bad:
                 raise ImportFailed(f"{problem}; nothing was imported (use --skip-bad to skip bad rows)")
             skipped.append(problem)
-    if not rows:
+    if not found:
         left_out = [f"{counted(unlabelled, 'row')} of items without a label"] if unlabelled else []
         left_out += [f"{counted(consolidated, 'row')} refused: {CONSOLIDATED_REASON}"] if consolidated else []
         raise ImportFailed(f"{path}: no valid labels; nothing was imported" +
                            (f" ({'; '.join(left_out)})" if left_out else "") + skipped_summary(skipped, every=not left_out))
     # the file's last word on an item for a person stands: the rows it overrules are left out (not left to the
     # order of their uids, and the file imported again adds nothing)
-    superseded = [(place, last[row[1], row[2]][1]) for row, place in zip(rows, places, strict=True)
-                  if row[3] != last[row[1], row[2]][0]]
-    rows = [row for row in rows if row[3] == last[row[1], row[2]][0]]
+    superseded = [(place, last[item_id, annotator][1]) for item_id, annotator, label, place, _ in found
+                  if label != last[item_id, annotator][0]]
+    rows = [stored for item_id, annotator, label, _, stored in found if label == last[item_id, annotator][0]]
     added = store.add_imported_labels(rows)
     labels = {(item_id, annotator) for _, item_id, annotator, *_ in rows}  # a person's label may come with notes
     by_annotator = dict(sorted(Counter(annotator for _, annotator in labels).items()))
