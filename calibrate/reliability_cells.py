@@ -42,6 +42,7 @@ from calibrate.cells import CellKinds
 from calibrate.gold import gold_by_item
 from calibrate.kinds import POSITIVE, VerdictKind
 from calibrate.model import TIED, AgreementData
+from calibrate.preload import import_meanwhile
 from calibrate.store import Store
 from calibrate.templates import TemplateError, TemplateSet
 from calibrate.verdicts import SCORE_KEYS
@@ -370,9 +371,11 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
     `minimum_calibration(target, risk)`, 198 at 0.9 and 0.1), for every cell, judge and system
     with a judged item, with the labelled items it leaves out for want of a confidence
     (`Trust.without_confidence`); and the irregular verdicts by (cell, judge), for the trust
-    marks. `helpers` as for `gather`."""
+    marks. `helpers` as for `gather`. scipy.special, which the thresholds need, is imported on a
+    thread of its own meanwhile."""
     from calibrate.stats.trust_or_escalate import minimum_calibration, trust_threshold
 
+    importing = import_meanwhile("scipy.special")
     if min_labels is None:
         min_labels = minimum_calibration(target, risk)
 
@@ -382,6 +385,7 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
         return found
 
     gathered = gather(store, kinds, judge=judge, gold_from=gold_from, helpers=helpers)
+    importing.join()
     judged: dict[tuple[tuple[str, str], str], set[str]] = {}
     for task, lang, system, judge_name in store.judged_cells(judge) if by_system else ():
         if not kinds.templates.people_decide(task, lang):

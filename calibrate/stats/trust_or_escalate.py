@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtr, betaincinv
 
 from calibrate.model import counted
 from calibrate.stats.intervals import MIN_INTERVAL_ITEMS
@@ -161,6 +160,8 @@ def detectable_shortfall(labels: int, target: float, risk: float, power: float =
     with probability `power`. Clopper, C. J., & Pearson, E. S. (1934). Biometrika 26, 404-413;
     Chow, S.-C., Shao, J., & Wang, H. (2008). Sample Size Calculations in Clinical Research, 2nd
     ed., section 4.1 (one-sample proportion, exact test)."""
+    from scipy.special import bdtr, betaincinv
+
     if labels < 1:
         raise ValueError("labels must be at least 1")
     counts = np.arange(labels + 1)
@@ -204,6 +205,8 @@ def lower_bound(agree, n, risk: float) -> np.ndarray:
     exact test of H0: p <= t against p > t rejects at level `risk` exactly when L >= t.
     Clopper, C. J., & Pearson, E. S. (1934). The use of confidence or fiducial limits
     illustrated in the case of the binomial. Biometrika 26, 404-413."""
+    from scipy.special import betaincinv
+
     k, n = np.asarray(agree), np.asarray(n)
     return np.where(k > 0, betaincinv(np.maximum(k, 1), n - k + 1, risk), 0.0)
 
