@@ -532,15 +532,21 @@ def test_unstable_first_order_and_repeats_in_batch_files(tmp_path, templates):
     assert len(lines) == 10 and len({line["custom_id"] for line in lines}) == 10, "one request per item and sample"
 
 
+def heterograph_items(store: Store, n: int) -> tuple[list[int], list[int]]:
+    """`n` English and `n` Chinese heterograph items, item k's response k + 1 characters long: their ids."""
+    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
+                                                                      "response": "r" * (k + 1)}) for k in range(n)],
+                            with_ids=True)
+    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
+                                                                      "response": "r" * (k + 1)}) for k in range(n)],
+                            with_ids=True)
+    return en, zh
+
+
 def test_english_and_chinese_repeats_pool_by_polarity(tmp_path):
     path = tmp_path / "p.db"
     store = Store(path)
-    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
-                                                                      "response": "r" * (k + 1)}) for k in range(4)],
-                            with_ids=True)
-    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
-                                                                      "response": "r" * (k + 1)}) for k in range(4)],
-                            with_ids=True)
+    en, zh = heterograph_items(store, 4)
     en_votes = [["yes", "yes"], ["yes", "no"], ["no", "no"], ["no", "no"]]
     zh_votes = [["是", "是"], ["是", "否"], ["否", "否"], ["是", "是"]]
     store.add_judgments([NewJudgment(item_id=i, judge_name="gpt", judge_key="g", status="verdict", verdict=v, sample=k)
@@ -630,12 +636,7 @@ def test_verdicts_gathered_on_helper_threads_are_those_one_connection_gathers(tm
 
     path = tmp_path / "g.db"
     store = Store(path)
-    en, _ = store.add_items([NewItem("c3/heterograph", "en", str(k), {"content": "c", "problem": "p", "notation": "n",
-                                                                      "response": "r" * (k + 1)}) for k in range(6)],
-                            with_ids=True)
-    zh, _ = store.add_items([NewItem("c3/heterograph", "zh", str(k), {"content": "c", "annotation": "a",
-                                                                      "response": "r" * (k + 1)}) for k in range(6)],
-                            with_ids=True)
+    en, zh = heterograph_items(store, 6)
     # the Chinese judgments first: their cell is the first an irregular verdict's thread meets
     repeats = {zh[0]: ["是", "否"], zh[1]: ["否", "否", "是"], en[0]: ["yes", "no", "yes"], en[1]: ["no", "no"]}
     single = {en[2]: ("yes", 0.9), en[3]: ("no", 0.6), zh[2]: ("是", 0.7), zh[3]: ("否", 0.8), zh[4]: ("是", None)}
