@@ -384,8 +384,10 @@ def trust_by_cell(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TAR
         found.without_confidence = verdicts.unscored(system)
         return found
 
-    gathered = gather(store, kinds, judge=judge, gold_from=gold_from, helpers=helpers)
-    importing.join()
+    try:
+        gathered = gather(store, kinds, judge=judge, gold_from=gold_from, helpers=helpers)
+    finally:  # a refused cell ends the command: not while the import runs
+        importing.join()
     judged: dict[tuple[tuple[str, str], str], set[str]] = {}
     for task, lang, system, judge_name in store.judged_cells(judge) if by_system else ():
         if not kinds.templates.people_decide(task, lang):
@@ -426,7 +428,8 @@ class TrustMarks:
                                            for t, g, j in judged))]
 
 
-SCORES_REFUSED = "its verdicts are scores, which no confidence threshold accepts: each needs a person"
+SCORES_REFUSED = ("the verdicts are scores, which no confidence threshold accepts (calibrate report shows how they "
+                  "follow people's)")
 
 
 def trust_marks(store: Store, kinds: CellKinds, *, target: float = DEFAULT_TARGET, risk: float = DEFAULT_RISK,

@@ -155,7 +155,7 @@ def test_the_note_on_marks_names_a_cell_of_scores_whose_verdicts_all_need_a_pers
     assert {line["trust"]["ds"] for line in lines} == {"needs a person"}
     said = " ".join(out.stderr.split())
     assert "no confidence threshold certified in 1 cell" in said
-    assert "rubric/reference zh (ds): its verdicts are scores, which no confidence threshold accepts" in said
+    assert "rubric/reference zh (ds): the verdicts are scores, which no confidence threshold accepts" in said
 
 
 def test_a_score_edited_in_its_column_of_a_csv_export_is_imported_or_refused_never_dropped(tmp_path):

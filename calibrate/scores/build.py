@@ -133,6 +133,7 @@ def build_scores_by(
 
 C3_RULE = TextRule("c3/", c3_right)
 
+
 def _gather(store: Store, templates: TemplateSet, judges: Sequence[str], system: str | None,
             task_langs: Collection[tuple[str, str]] | None = None,
             ) -> tuple[list[_Group], list[str], dict[tuple[str, str, str], int], set[int], dict]:
