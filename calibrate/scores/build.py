@@ -79,10 +79,11 @@ def _repeat(values, groups: list[_Group], dtype=float) -> np.ndarray:
 
 
 CELL_THREADS = min(2, os.cpu_count() or 1)
-"""Threads the cells' figures are worked out on: most of their time goes to numpy's and scipy's
-work on arrays of a cell's items, which runs without the interpreter's lock (`build_scores` at
-a million items took 4.3-4.8 s on one thread, 2.7-3.3 s on two). Each cell is worked out on
-its own, its figures are the same on any number of threads, and the cells come back in order."""
+"""Threads the cells' figures, then the rankings, are worked out on: most of their time goes to
+numpy's and scipy's work on arrays of a cell's items (the rankings' draws from the cells'
+posteriors), which runs without the interpreter's lock (`build_scores` at a million items took
+4.3-4.8 s on one thread, 2.6-3.0 s on two). Each cell and each ranking is worked out on its
+own, the figures are the same on any number of threads, and they come back in order."""
 
 
 def build_scores(
@@ -449,8 +450,10 @@ def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, ra
     for cell in cells:
         for judge, estimate in cell.estimates().items():
             scopes[(cell.task, cell.lang, judge)][cell.system] = estimate
-    return [(_scope(task, lang, judge), ranking.rank(members))
-            for (task, lang, judge), members in sorted(scopes.items()) if len(members) > 1]
+    ranked = [(key, members) for key, members in sorted(scopes.items()) if len(members) > 1]
+    with ThreadPoolExecutor(CELL_THREADS) as pool:  # each ranking's draws are numpy's work, as the cells' are
+        found = list(pool.map(ranking.rank, [members for _, members in ranked]))
+    return [(_scope(*key), rank) for (key, _), rank in zip(ranked, found, strict=True)]
 
 
 def _scope(task: str, lang: str, judge: str) -> str:
