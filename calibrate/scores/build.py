@@ -113,22 +113,23 @@ def build_scores_by(
     for group in groups_found:
         family_judges[(group.system, _family(group.task), group.lang)].update(group.verdicts)
     found = []
-    for by in bys:
-        groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
-        for group in groups_found:
-            key = tuple(getattr(group, d) if d in by else ALL for d in BY_CHOICES)
-            groups[key].append(group)
-            if "system" in by and len(by) > 1:
-                groups[(group.system, ALL, ALL)].append(group)
-        # each cell's corrected numbers, worked out once for the rows pooling it and its own row (or twice, where two
-        # threads reach it together: the same numbers)
-        memo: dict = {}
-        cell_of = functools.partial(_cell, target=target, family_judges=family_judges, memo=memo, ties=ties,
-                                    configurations=configurations, own=own)
-        keys = sorted(groups)
-        with ThreadPoolExecutor(CELL_THREADS) as pool:
+    with ThreadPoolExecutor(CELL_THREADS) as pool:
+        for by in bys:
+            groups: dict[tuple[str, str, str], list[_Group]] = defaultdict(list)
+            for group in groups_found:
+                key = tuple(getattr(group, d) if d in by else ALL for d in BY_CHOICES)
+                groups[key].append(group)
+                if "system" in by and len(by) > 1:
+                    groups[(group.system, ALL, ALL)].append(group)
+            # each cell's corrected numbers, worked out once for the rows pooling it and its own row (or twice, where
+            # two threads reach it together: the same numbers)
+            memo: dict = {}
+            cell_of = functools.partial(_cell, target=target, family_judges=family_judges, memo=memo, ties=ties,
+                                        configurations=configurations, own=own)
+            keys = sorted(groups)
             cells = list(pool.map(cell_of, keys, [groups[key] for key in keys]))
-        found.append(Scores(by, target, cells, _rankings(cells, by), _judge_pairs(groups_found, by), differences, notes))
+            found.append(Scores(by, target, cells, _rankings(cells, by, pool), _judge_pairs(groups_found, by),
+                                differences, notes))
     return found
 
 
@@ -441,9 +442,11 @@ def _family(task: str) -> str:
     return task.split("/", 1)[0]
 
 
-def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, ranking.Ranking]]:
+def _rankings(cells: list[ScoreCell], by: tuple[str, ...],
+              pool: ThreadPoolExecutor) -> list[tuple[str, ranking.Ranking]]:
     """Systems ranked within each scope (the same task and language, or overall) and by each
-    judge (and the final score), where at least two systems have a cell."""
+    judge (and the final score), where at least two systems have a cell; on `pool`'s threads
+    (each ranking's draws are numpy's work, as the cells' are)."""
     if "system" not in by:
         return []
     scopes: dict[tuple[str, str, str], dict[str, correction.Corrected]] = defaultdict(dict)
@@ -451,8 +454,7 @@ def _rankings(cells: list[ScoreCell], by: tuple[str, ...]) -> list[tuple[str, ra
         for judge, estimate in cell.estimates().items():
             scopes[(cell.task, cell.lang, judge)][cell.system] = estimate
     ranked = [(key, members) for key, members in sorted(scopes.items()) if len(members) > 1]
-    with ThreadPoolExecutor(CELL_THREADS) as pool:  # each ranking's draws are numpy's work, as the cells' are
-        found = list(pool.map(ranking.rank, [members for _, members in ranked]))
+    found = list(pool.map(ranking.rank, [members for _, members in ranked]))
     return [(_scope(*key), rank) for (key, _), rank in zip(ranked, found, strict=True)]
 
 
